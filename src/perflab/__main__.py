@@ -1,0 +1,5 @@
+"""`python -m perflab` runs the CLI."""
+
+from perflab.cli import main
+
+main()

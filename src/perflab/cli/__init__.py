@@ -1,0 +1,42 @@
+"""The `perflab` command: a click group whose verbs live in one module each."""
+
+import click
+
+from perflab import __version__
+from perflab.errors import PerflabError
+
+
+class Group(click.Group):
+    """Turns user mistakes into one line and a non-zero exit, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except PerflabError as exc:
+            raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            raise click.ClickException(f"{exc.filename or ''}: {exc.strerror}") from None
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="perflab")
+def cli() -> None:
+    """perflab: low-level performance experiments on Linux, measured honestly."""
+
+
+@cli.group()
+def sweep() -> None:
+    """Sweep a condition that biases measurements and record every run."""
+
+
+@cli.group()
+def run() -> None:
+    """Run one experiment of the seed articles."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="perflab")
+
+
+from perflab.cli import clocks, machine  # noqa: E402,F401 - verbs register on the group

@@ -1,0 +1,52 @@
+"""`perflab clocks`: the clock article's tables on this machine."""
+
+import click
+
+from perflab import clocks, machine, results
+from perflab.cli import cli
+from perflab.cli.common import check_paths, emit_json, output_options, records, table
+
+
+@cli.command("clocks")
+@click.option(
+    "--samples",
+    default=1000,
+    show_default=True,
+    type=int,
+    help="Back-to-back reads per clock (ClockBench used 255).",
+)
+@click.option(
+    "--clock",
+    "names",
+    multiple=True,
+    help="Only these clocks/methods (repeatable), e.g. --clock rdtscp.",
+)
+@output_options
+def clocks_cmd(samples, names, output, as_json, plot_path):
+    """Resolution, value and read cost of every clock and TSC method; TSC trust verdict."""
+    if samples < 1:
+        raise click.BadParameter(f"must be at least 1, not {samples}", param_hint="--samples")
+    selected = clocks.resolve(names) if names else None
+    check_paths(output, plot_path)
+    res = clocks.resolution_table()
+    costs = clocks.read_costs(samples, selected)
+    summary = clocks.cost_table(costs)
+    tsc = clocks.tsc_report()
+    if output:
+        results.save(results.attach(costs, {**machine.metadata(), "unit": "ns"}), output)
+    if plot_path:
+        clocks.plot(costs, plot_path)
+    if as_json:
+        emit_json({"resolution": records(res), "cost_ns": records(summary), "tsc": tsc})
+        return
+    table(res, "{:,}", title="clocks.c")
+    click.echo()
+    table(summary, title="ClockBench (ns; median_ticks in TSC ticks; batch_ns = TSC-timed mean)")
+    click.echo(f"Using TSC frequency = {tsc['tsc_hz'] / 1e9:.6f} GHz ({tsc['tsc_hz_source']})")
+    click.echo()
+    flags = " ".join(f"{f}={'yes' if v else 'no'}" for f, v in tsc["flags"].items())
+    click.echo(f"TSC flags: {flags}")
+    click.echo(
+        f"clocksource: {tsc['clocksource']} (available: {' '.join(tsc['available_clocksources'])})"
+    )
+    click.echo(f"verdict: {tsc['verdict']}")

@@ -1,0 +1,87 @@
+"""What every measuring verb shares: -o/--json/--plot, tables, JSON on stdout."""
+
+import json
+import math
+
+import click
+import pandas as pd
+
+from perflab import plot, results
+
+
+def output_options(func):
+    """-o FILE, --json and --plot FILE, with the paths checked before anything is measured."""
+    func = click.option(
+        "--plot",
+        "plot_path",
+        type=click.Path(dir_okay=False),
+        help="Draw the figure to FILE (.png, .svg, .pdf).",
+    )(func)
+    func = click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print a machine-readable summary on stdout instead of tables.",
+    )(func)
+    func = click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False),
+        help="Save the tidy data to FILE (.parquet, or .csv with a JSON sidecar).",
+    )(func)
+    return func
+
+
+def check_paths(output: str | None, plot_path: str | None) -> None:
+    """Refuse unwritable or unknown-format paths up front, so no measurement is lost."""
+    if output:
+        results.check_output(output)
+    if plot_path:
+        plot.check_plot_path(plot_path)
+
+
+def _clean(obj):
+    """JSON-safe values: NaN/inf become null, numpy scalars become Python numbers."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item"):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def emit_json(obj) -> None:
+    """Print one JSON document on stdout."""
+    click.echo(json.dumps(_clean(obj), indent=1, default=str))
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    """A frame as JSON-ready records."""
+    return _clean(df.to_dict(orient="records"))
+
+
+def table(df: pd.DataFrame, floatfmt: str = "{:,.2f}", title: str | None = None) -> str:
+    """A right-aligned text table in the style of the articles' listings."""
+    if title:
+        click.echo(title)
+    cols = list(df.columns)
+    cells = [[_fmt(v, floatfmt) for v in row] for row in df.itertuples(index=False)]
+    widths = [max([len(str(c))] + [len(r[i]) for r in cells]) for i, c in enumerate(cols)]
+    lines = ["  ".join(str(c).rjust(w) for c, w in zip(cols, widths, strict=True))]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    text = "\n".join(lines)
+    click.echo(text)
+    return text
+
+
+def _fmt(value, floatfmt: str) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else floatfmt.format(value)
+    return str(value)

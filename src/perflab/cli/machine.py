@@ -1,0 +1,63 @@
+"""`perflab machine`: what every result records about where it was measured."""
+
+import click
+import pandas as pd
+
+from perflab import machine
+from perflab.cli import cli
+from perflab.cli.common import emit_json, table
+
+
+@cli.command("machine")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def machine_cmd(as_json):
+    """CPU, topology, caches, clocks, ASLR, counters, and the conditions that spoil timing."""
+    rep = machine.report()
+    if as_json:
+        emit_json(rep)
+        return
+    mib = 2**20
+    facts = [
+        ("host", rep["hostname"]),
+        ("cpu", f"{rep['cpu_model']} ({rep['arch']})"),
+        (
+            "cpus online",
+            f"{rep['online_cpus']} ({rep['logical_cpus']} logical, "
+            f"{rep['physical_cores']} physical cores)",
+        ),
+        ("memory", f"{rep['memory_bytes'] / 2**30:.1f} GiB"),
+        ("kernel", rep["kernel"]),
+        ("hypervisor", rep["hypervisor"]),
+        (
+            "clocksource",
+            f"{rep['clocksource']} (available: {' '.join(rep['available_clocksources'])})",
+        ),
+        (
+            "TSC",
+            f"{rep['tsc_hz'] / 1e9:.6f} GHz, {rep['tsc_hz_source']}; "
+            + " ".join(f"{k}={'yes' if v else 'no'}" for k, v in rep["tsc_flags"].items()),
+        ),
+        ("ASLR", f"randomize_va_space={rep['aslr']}"),
+        ("governor", rep["governor"]),
+        ("turbo", rep["turbo"]),
+        ("perf_event_paranoid", rep["perf_event_paranoid"]),
+        ("hardware counters", "work" if rep["hardware_counters"] else "not supported here"),
+    ]
+    width = max(len(k) for k, _ in facts)
+    for key, value in facts:
+        click.echo(f"{key.rjust(width)}  {value}")
+    click.echo()
+    table(pd.DataFrame(rep["topology"]), title="topology (as lscpu -p)")
+    click.echo()
+    caches = pd.DataFrame(rep["caches"])
+    if not caches.empty:
+        caches["size"] = [
+            f"{b // 1024} KiB" if b < mib else f"{b // mib} MiB" for b in caches.pop("size_bytes")
+        ]
+        table(caches, title="caches (cpu0)")
+        click.echo()
+    click.echo("conditions that spoil measurements:")
+    for s in rep["spoilers"]:
+        mark = "!!" if s["present"] else "ok"
+        tail = f" -> {s['advice']}" if s["present"] else ""
+        click.echo(f"  [{mark}] {s['name']}: {s['detail']}{tail}")

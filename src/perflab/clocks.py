@@ -1,0 +1,158 @@
+"""The clock lab: clocks.c's resolution table, ClockBench's read costs, and a TSC verdict."""
+
+import numpy as np
+import pandas as pd
+
+from perflab import machine, stats
+from perflab._native import check, ffi, lib, ptr, u64_array
+from perflab.errors import PerflabError
+
+# Display names in the article's order (clocks.c, then ClockBench's TSC methods).
+SOURCES = {
+    "gettimeofday": lib.PERFLAB_GETTIMEOFDAY,
+    "CLOCK_REALTIME": lib.PERFLAB_CLOCK_REALTIME,
+    "CLOCK_REALTIME_COARSE": lib.PERFLAB_CLOCK_REALTIME_COARSE,
+    "CLOCK_MONOTONIC": lib.PERFLAB_CLOCK_MONOTONIC,
+    "CLOCK_MONOTONIC_RAW": lib.PERFLAB_CLOCK_MONOTONIC_RAW,
+    "CLOCK_MONOTONIC_COARSE": lib.PERFLAB_CLOCK_MONOTONIC_COARSE,
+    "CLOCK_BOOTTIME": lib.PERFLAB_CLOCK_BOOTTIME,
+    "CLOCK_PROCESS_CPUTIME_ID": lib.PERFLAB_CLOCK_PROCESS_CPUTIME_ID,
+    "CLOCK_THREAD_CPUTIME_ID": lib.PERFLAB_CLOCK_THREAD_CPUTIME_ID,
+    "rdtsc": lib.PERFLAB_TSC_RDTSC,
+    "lfence+rdtsc": lib.PERFLAB_TSC_LFENCE_RDTSC,
+    "rdtscp": lib.PERFLAB_TSC_RDTSCP,
+    "cpuid+rdtsc": lib.PERFLAB_TSC_CPUID_RDTSC,
+}
+COUNTERS = {"rdtsc", "lfence+rdtsc", "rdtscp", "cpuid+rdtsc"}
+
+
+def resolve(names) -> list[str]:
+    """Canonical clock names for user spellings ('monotonic_raw', 'RDTSCP'); unknown → error."""
+    lookup = {n.lower(): n for n in SOURCES}
+    lookup.update({n.lower().removeprefix("clock_"): n for n in SOURCES})
+    out = []
+    for name in names:
+        canon = lookup.get(name.lower())
+        if canon is None:
+            raise PerflabError(f"unknown clock {name!r}; known: {', '.join(SOURCES)}")
+        out.append(canon)
+    return out
+
+
+def available(names=None) -> list[str]:
+    """The sources of `names` (default: all) that this CPU and kernel can read."""
+    return [n for n in resolve(names or SOURCES) if lib.perflab_source_available(SOURCES[n])]
+
+
+def resolution_table() -> pd.DataFrame:
+    """clocks.c: each clock's clock_getres and current value (secs, nsecs)."""
+    res, sec, nsec = ffi.new("int64_t *"), ffi.new("int64_t *"), ffi.new("int64_t *")
+    rows = []
+    for name in SOURCES:
+        if name in COUNTERS:
+            continue
+        check(lib.perflab_getres(SOURCES[name], res), f"clock_getres({name})")
+        check(lib.perflab_read(SOURCES[name], sec, nsec), f"read {name}")
+        rows.append({"clock": name, "res_ns": res[0], "secs": sec[0], "nsecs": nsec[0]})
+    return pd.DataFrame(rows)
+
+
+def sample(name: str, n: int) -> np.ndarray:
+    """n+1 back-to-back reads of one source, taken in C (ns for clocks, ticks for counters)."""
+    out = u64_array(n + 1)
+    check(lib.perflab_sample(SOURCES[name], ptr(out, "uint64_t[]"), n + 1), f"sample {name}")
+    return out
+
+
+def batch_ns(name: str, n: int, hz: float) -> float:
+    """Mean cost of one read over a batch timed by the TSC: the truth for COARSE clocks."""
+    ticks = ffi.new("uint64_t *")
+    check(lib.perflab_batch_ticks(SOURCES[name], n, ticks), f"batch {name}")
+    return ticks[0] / n / hz * 1e9
+
+
+def read_costs(samples: int = 1000, names=None) -> pd.DataFrame:
+    """ClockBench: one row per read, its cost as the step between consecutive reads."""
+    if samples < 1:
+        raise PerflabError(f"--samples must be at least 1, not {samples}")
+    hz, _ = machine.tsc_hz()
+    frames = []
+    for name in available(names):
+        steps = np.diff(sample(name, samples).astype(np.int64))
+        if name in COUNTERS:
+            ticks, ns = steps, steps / hz * 1e9
+        else:
+            ticks, ns = steps * hz / 1e9, steps.astype(float)
+        frames.append(
+            pd.DataFrame(
+                {"method": name, "rep": np.arange(samples), "ns": ns, "ticks": ticks.astype(float)}
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def cost_table(costs: pd.DataFrame, batch: int = 10000) -> pd.DataFrame:
+    """ClockBench's table per method (samples, min, max, avg, median, stdev in ns) plus ticks."""
+    hz, _ = machine.tsc_hz()
+    rows = []
+    for name, group in costs.groupby("method", sort=False):
+        s = stats.summary(group["ns"])
+        rows.append(
+            {
+                "method": name,
+                "samples": s["n"],
+                "min": s["min"],
+                "max": s["max"],
+                "avg": s["mean"],
+                "median": s["median"],
+                "stdev": s["stdev"],
+                "median_ticks": float(np.median(group["ticks"])),
+                "batch_ns": batch_ns(name, batch, hz),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def tsc_report() -> dict:
+    """TSC flags, clocksources, frequency and a one-line verdict on TSC timing here."""
+    flags = machine.cpu_flags()
+    current, available_cs = machine.clocksources()
+    hz, how = machine.tsc_hz()
+    present = {f: f in flags for f in machine.TSC_FLAGS}
+    return {
+        "flags": present,
+        "clocksource": current,
+        "available_clocksources": available_cs,
+        "tsc_hz": hz,
+        "tsc_hz_source": how,
+        "verdict": verdict(present, current, machine.hypervisor()),
+    }
+
+
+def verdict(flags: dict[str, bool], clocksource: str, hypervisor: str) -> str:
+    """Whether TSC ticks can be trusted as a time base, and why not when they cannot."""
+    if not flags.get("tsc"):
+        return "no TSC: perflab's ticks come from the architecture's counter or the clock"
+    missing = [f for f in ("constant_tsc", "nonstop_tsc") if not flags.get(f)]
+    if missing:
+        return f"untrustworthy: {' and '.join(missing)} missing, ticks vary with frequency/sleep"
+    where = f" (guest of {hypervisor}: the host must keep the TSC stable)" if hypervisor else ""
+    if clocksource != "tsc":
+        return f"usable with care: invariant TSC but the kernel prefers {clocksource}{where}"
+    serial = "rdtscp" if flags.get("rdtscp") else "lfence+rdtsc"
+    return f"trustworthy: invariant TSC, kernel clocksource is tsc, serialise with {serial}{where}"
+
+
+def plot(costs: pd.DataFrame, path) -> None:
+    """Distribution of read costs per method, log scale (zero-cost COARSE reads on the axis)."""
+    from perflab import plot as plt
+
+    fig, ax = plt.figure(figsize=(9, 5))
+    names = list(dict.fromkeys(costs["method"]))
+    data = [costs.loc[costs["method"] == n, "ns"].to_numpy() for n in names]
+    ax.boxplot(data, vert=False, tick_labels=names, showfliers=True, flierprops={"markersize": 2})
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_xlabel("cost of one read (ns, symlog)")
+    ax.invert_yaxis()
+    hz, how = machine.tsc_hz()
+    plt.save(fig, path, title=f"Clock read costs — TSC {hz / 1e9:.3f} GHz ({how})")

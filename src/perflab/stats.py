@@ -1,0 +1,105 @@
+"""Robust statistics for noisy timings: the FileGuard trimmed table, MAD, bootstrap intervals."""
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from perflab.errors import PerflabError
+
+
+def _array(values) -> np.ndarray:
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size == 0:
+        raise PerflabError("no values to summarise")
+    return x
+
+
+def trimmed(values, k: int) -> np.ndarray:
+    """Sorted values minus the k smallest and k largest (FileGuard drops the 10 best, 10 worst)."""
+    x = np.sort(_array(values))
+    if k < 0 or 2 * k >= x.size:
+        raise PerflabError(f"cannot drop {k} from each end of {x.size} values")
+    return x[k : x.size - k] if k else x
+
+
+def mad(values) -> float:
+    """Median absolute deviation from the median (unscaled)."""
+    x = _array(values)
+    return float(np.median(np.abs(x - np.median(x))))
+
+
+def summary(values, trim: int = 0) -> dict[str, float]:
+    """n, min, max, mean, median, stdev, MAD, percentiles, and the same extremes after trimming."""
+    x = _array(values)
+    out = {
+        "n": int(x.size),
+        "min": float(x.min()),
+        "max": float(x.max()),
+        "mean": float(x.mean()),
+        "median": float(np.median(x)),
+        "stdev": float(x.std(ddof=1)) if x.size > 1 else 0.0,
+        "mad": mad(x),
+        "p5": float(np.percentile(x, 5)),
+        "p95": float(np.percentile(x, 95)),
+    }
+    if trim:
+        t = trimmed(x, trim)
+        out.update(
+            trim=trim,
+            trimmed_min=float(t[0]),
+            trimmed_max=float(t[-1]),
+            trimmed_mean=float(t.mean()),
+        )
+    return out
+
+
+def describe(df: pd.DataFrame, by: str | Sequence[str], value: str, trim: int = 0) -> pd.DataFrame:
+    """summary() of one value column per group, one row per group."""
+    rows = []
+    for key, group in df.groupby(by, sort=True):
+        vals = group[value].dropna()
+        if vals.empty:
+            continue
+        keys = key if isinstance(key, tuple) else (key,)
+        names = [by] if isinstance(by, str) else list(by)
+        rows.append({**dict(zip(names, keys, strict=True)), **summary(vals, trim)})
+    return pd.DataFrame(rows)
+
+
+def _boot_medians(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Medians of n_boot resamples, in blocks so memory stays bounded for long series."""
+    block = max(1, 2_000_000 // max(x.size, 1))
+    out = np.empty(n_boot)
+    for start in range(0, n_boot, block):
+        stop = min(n_boot, start + block)
+        idx = rng.integers(0, x.size, size=(stop - start, x.size))
+        out[start:stop] = np.median(x[idx], axis=1)
+    return out
+
+
+def _interval(boot: np.ndarray, confidence: float) -> tuple[float, float]:
+    if not 0 < confidence < 1:
+        raise PerflabError(f"confidence must be between 0 and 1, not {confidence}")
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(boot, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def median_ci(values, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0):
+    """Percentile-bootstrap confidence interval of the median: (median, lo, hi)."""
+    x = _array(values)
+    boot = _boot_medians(x, n_boot, np.random.default_rng(seed))
+    return (float(np.median(x)), *_interval(boot, confidence))
+
+
+def ratio_ci(baseline, candidate, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0):
+    """Bootstrap interval of median(candidate)/median(baseline): (ratio, lo, hi)."""
+    a, b = _array(baseline), _array(candidate)
+    if np.median(a) == 0:
+        raise PerflabError("baseline median is 0: a ratio is meaningless")
+    rng = np.random.default_rng(seed)
+    ma, mb = _boot_medians(a, n_boot, rng), _boot_medians(b, n_boot, rng)
+    ok = ma != 0
+    return (float(np.median(b) / np.median(a)), *_interval(mb[ok] / ma[ok], confidence))

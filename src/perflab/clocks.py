@@ -171,3 +171,8 @@ def plot(costs: pd.DataFrame, path, table: pd.DataFrame | None = None) -> None:
     ax.invert_yaxis()
     hz, how = machine.tsc_hz()
     plt.save(fig, path, title=f"Clock read costs — TSC {hz / 1e9:.3f} GHz ({how})")
+
+
+def cost_of(method: str, samples: int = 1000) -> pd.DataFrame:
+    """read_costs of one method: the unit a campaign hands to each host."""
+    return read_costs(samples, [method])

@@ -24,7 +24,7 @@ def _require_compiler() -> None:
 
 _require_compiler()
 sys.path.insert(0, str(HERE))
-from digest import source_digest  # noqa: E402 - lives beside this script
+from digest import source_digest, source_files  # noqa: E402 - lives beside this script
 
 _sources = sorted(HERE.glob("*.c"))
 
@@ -35,6 +35,7 @@ ffibuilder.set_source(
     '#include <stdint.h>\n#include <stddef.h>\n#include "perflab.h"\n',
     sources=[str(p.relative_to(ROOT)) for p in _sources],
     include_dirs=[str(HERE.relative_to(ROOT)), str(PROBE_DIR.relative_to(ROOT))],
+    depends=[str(p.relative_to(ROOT)) for p in source_files(HERE) if p.suffix == ".h"],
     define_macros=[("PERFLAB_CORE_DIGEST", f'"{source_digest(HERE)}"')],
     extra_compile_args=["-O2", "-Wall", "-Wextra", "-Werror", "-std=gnu11"],
     libraries=["m", "pthread"],

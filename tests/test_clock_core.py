@@ -34,7 +34,8 @@ def test_coarse_clock_steps_by_its_resolution(name):
     steps = np.diff(clocks.sample(name, 3_000_000).astype(np.int64))
     ticks = steps[steps > 0]
     assert ticks.size >= 1
-    assert np.median(ticks) == pytest.approx(res, rel=0.01)
+    # Preemption can only merge steps (multiples of res); NTP slews by far less than 1 %.
+    assert ticks.min() == pytest.approx(res, rel=0.01)
 
 
 def test_counter_methods_all_advance():

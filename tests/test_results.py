@@ -77,3 +77,8 @@ def test_journal_refuses_other_parameters_and_stale_parts(tmp_path):
         _journal(path, resume=True, n=11)
     with pytest.raises(PerflabError, match="nothing to resume"):
         _journal(tmp_path / "other.parquet", resume=True)
+
+
+def test_proc_is_refused_even_for_root():
+    with pytest.raises(PerflabError, match="not writable"):
+        results.check_output("/proc/perflab-test.csv")

@@ -41,9 +41,20 @@ def check_output(path: str | os.PathLike, formats: tuple[str, ...] = FORMATS) ->
         raise PerflabError(f"{p}: directory {parent} does not exist")
     if p.is_dir():
         raise PerflabError(f"{p}: is a directory")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+    if p.exists() and not os.access(p, os.W_OK):
         raise PerflabError(f"{p}: not writable")
+    _probe_write(parent, p)
     return p
+
+
+def _probe_write(parent: Path, p: Path) -> None:
+    """Create and delete a file beside the output: os.access says yes to root even on /proc."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
+    except OSError as exc:
+        raise PerflabError(f"{p}: not writable ({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def _atomic(path: Path, write) -> None:

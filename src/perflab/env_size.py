@@ -306,7 +306,7 @@ class _Recorder:
         self.meta = meta
         self.frames: list[pd.DataFrame] = []
         self.journal = (
-            results.Journal(output, plan.params(), meta, KEY, resume=resume, chunk_rows=4096)
+            results.Journal(output, plan.params(), meta, KEY, resume=resume, chunk_rows=CHUNK_RUNS)
             if output is not None
             else None
         )
@@ -320,6 +320,7 @@ class _Recorder:
     def extend(self, frame: pd.DataFrame) -> None:
         if self.journal:
             self.journal.extend(frame.to_dict("records"))
+            self.journal.flush()  # each C chunk is on disk before the next: kill -9 loses < 1 s
         else:
             self.frames.append(frame)
 

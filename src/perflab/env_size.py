@@ -197,11 +197,15 @@ def sweep(
     argv, workload_meta = resolve_program(plan.program, plan.opt)
     plan = Plan(**{**asdict(plan), "workload_digest": workload_meta.get("workload_digest", "")})
     meta = {**machine.metadata(), **run_conditions(plan), **workload_meta}
-    journal = _Recorder(output, plan, meta, resume)
-    size, rep = _missing(plan, journal.done_keys())
-    if on_start:
-        on_start(int(size.size), plan.sizes().size * plan.repeat - int(size.size))
     devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        return _measure(plan, argv, meta, output, resume, devnull, progress, on_start, warn)
+    finally:
+        os.close(devnull)
+
+
+def _measure(plan, argv, meta, output, resume, devnull, progress, on_start, warn) -> pd.DataFrame:
+    """The sweep proper: warm-up check, then chunks of runs in C, each journaled as it ends."""
     # The child's stdio on /dev/null: 800 000 runs must not print 800 000 lines.
     options = spawn.SpawnOptions(
         aslr=plan.aslr,
@@ -213,6 +217,12 @@ def sweep(
         stdout=devnull,
         stderr=devnull,
     )
+    base_env = _base_env(plan.inherit_env, plan.var)
+    _preflight(argv, plan, base_env, options)
+    journal = _Recorder(output, plan, meta, resume)
+    size, rep = _missing(plan, journal.done_keys())
+    if on_start:
+        on_start(int(size.size), plan.sizes().size * plan.repeat - int(size.size))
     overhead = spawn.timer_overhead()
     extra = {"timer_overhead_ticks": overhead, "rt_granted": plan.rt}
     complete = False
@@ -220,13 +230,10 @@ def sweep(
         with _Interrupt() as stop:
             for start in range(0, size.size, CHUNK_RUNS):
                 chunk = slice(start, start + CHUNK_RUNS)
-                runs = spawn.run_env_sizes(
-                    argv, size[chunk], plan.var, _base_env(plan.inherit_env, plan.var), options
-                )
+                runs = spawn.run_env_sizes(argv, size[chunk], plan.var, base_env, options)
                 frame = _rows(runs, rep[chunk], overhead)
                 if stop.hit:
                     frame = frame[frame["signal"] != signal.SIGINT]
-                _check_exec(frame, start)
                 options = _rt_once(options, runs, extra, warn)
                 journal.extend(frame)
                 if progress:
@@ -235,9 +242,20 @@ def sweep(
                     raise KeyboardInterrupt
         complete = True
     finally:
-        os.close(devnull)
         df = journal.finish(complete, extra)
     return df
+
+
+def _preflight(argv, plan: Plan, base_env: dict, options: spawn.SpawnOptions) -> None:
+    """One unrecorded run first: a program that cannot start at all stops here, nothing saved.
+
+    It also brings the binary into the page cache, so the first recorded run is not a cold one.
+    """
+    run = spawn.run_env_sizes(argv, np.array([plan.min_size]), plan.var, base_env, options)[0]
+    status = spawn.STATUS[int(run["status"])]
+    if status in ("exec_failed", "setup_failed", "spawn_failed"):
+        why = spawn.describe_errno(int(run["child_errno"]))
+        raise PerflabError(f"cannot run {argv[0]}: {status.replace('_', ' ')}, {why}")
 
 
 def _missing(plan: Plan, done: set[tuple]) -> tuple[np.ndarray, np.ndarray]:
@@ -257,13 +275,6 @@ def _rows(runs: np.ndarray, rep: np.ndarray, overhead: int) -> pd.DataFrame:
     df.insert(0, "rep", rep)
     df.insert(0, "env_size", runs["env_size"])
     return df[COLUMNS]
-
-
-def _check_exec(frame: pd.DataFrame, start: int) -> None:
-    """Stop at once when the very first chunk could not exec at all (e.g. a missing ELF loader)."""
-    if start == 0 and len(frame) and (frame["status"] == "exec_failed").all():
-        code = int(frame["child_errno"].iloc[0])
-        raise PerflabError(f"cannot execute the program: {spawn.describe_errno(code)}")
 
 
 def _rt_once(options, runs, extra, warn):

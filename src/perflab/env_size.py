@@ -297,8 +297,8 @@ def _missing(plan: Plan, done: set[tuple]) -> tuple[np.ndarray, np.ndarray]:
 def _rows(runs: np.ndarray, rep: np.ndarray, overhead: int) -> pd.DataFrame:
     """One chunk's runs as tidy rows in COLUMNS order."""
     df = spawn.tidy(runs, overhead)
-    df.insert(0, "rep", rep)
-    df.insert(0, "env_size", runs["env_size"])
+    df.insert(0, "rep", rep.astype(np.int32))
+    df.insert(0, "env_size", runs["env_size"].astype(np.int32))
     return df[COLUMNS]
 
 
@@ -405,12 +405,12 @@ def value_column(df: pd.DataFrame) -> str:
 def summarize(df: pd.DataFrame, value: str | None = None) -> pd.DataFrame:
     """Per env size: n, min, median, mean, stdev, MAD of the ok runs, and how many failed."""
     value = value or value_column(df)
-    ok = df[df["status"] == "ok"]
+    ok = df.loc[df["status"] == "ok", ["env_size", value]]  # two columns, not a copy of all
     g = ok.groupby("env_size")[value]
     out = g.agg(n="count", min="min", median="median", mean="mean", stdev="std")
     dev = (ok[value] - g.transform("median")).abs()
     out["mad"] = dev.groupby(ok["env_size"]).median()
-    failed = df[df["status"] != "ok"].groupby("env_size").size()
+    failed = df.loc[df["status"] != "ok", "env_size"].value_counts()
     out = out.reindex(np.unique(df["env_size"]))
     out["failed"] = failed.reindex(out.index, fill_value=0)
     out["n"] = out["n"].fillna(0).astype(int)
@@ -420,7 +420,8 @@ def summarize(df: pd.DataFrame, value: str | None = None) -> pd.DataFrame:
 def status_counts(df: pd.DataFrame) -> dict[str, int]:
     """How many runs ended in each status, 'ok' first."""
     counts = df["status"].value_counts()
-    return {s: int(counts[s]) for s in sorted(counts.index, key=lambda s: (s != "ok", s))}
+    counts = counts[counts > 0]
+    return {str(s): int(counts[s]) for s in sorted(counts.index, key=lambda s: (s != "ok", s))}
 
 
 def detect_windows(
@@ -488,20 +489,24 @@ def plot(
     windows: pd.DataFrame | None = None,
     zoom: tuple[int, int] | None = None,
     value: str | None = None,
+    summary: pd.DataFrame | None = None,
 ) -> Path:
     """Mean (red) and median (blue) ticks vs env size, windows shaded; zoom=(A, B) to look in."""
+    from matplotlib.ticker import StrMethodFormatter
+
     from perflab import plot as plt
 
     value = value or value_column(df)
-    summary = summarize(df, value)
+    if summary is None:
+        summary = summarize(df, value)
     if windows is None:
         windows = detect_windows(summary)
     if zoom:
         summary = summary[summary["env_size"].between(*zoom)]
-    fig, ax = plt.figure(figsize=(10, 5))
+    fig, ax = plt.figure(figsize=(10, 5.6))
     x = summary["env_size"]
-    ax.plot(x, summary["mean"], color=plt.COLORS[0], lw=0.8, label=f"mean {value}")
-    ax.plot(x, summary["median"], color=plt.COLORS[1], lw=0.8, label=f"median {value}")
+    ax.plot(x, summary["mean"], color=plt.COLORS[0], lw=0.7, alpha=0.7, label=f"mean {value}")
+    ax.plot(x, summary["median"], color=plt.COLORS[1], lw=0.8, label=f"median {value}", zorder=3)
     lo, hi = zoom or (int(x.min()), int(x.max())) if len(x) else (0, 1)
     pad = max(0.5, (hi - lo) / 300)  # a 16-byte window must stay visible on an 8 KiB axis
     shown = windows[(windows["end"] >= lo) & (windows["start"] <= hi)]
@@ -522,11 +527,26 @@ def plot(
     ax.set_ylabel(f"{value} per run")
     if zoom:
         ax.set_xlim(*zoom)
-    ax.legend(loc="upper right")
+    clipped = _robust_ylim(ax, summary)
+    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    if clipped:
+        ax.plot([], [], " ", label=f"means of {clipped} sizes off the top (a few slow runs)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize=8)
     meta = results.metadata(df)
     n = int(summary["n"].median()) if len(summary) else 0
     title = f"Env size vs {value}: ASLR {meta.get('aslr', '?')}, {n} runs per size"
     return plt.save(fig, path, title=title)
+
+
+def _robust_ylim(ax, summary: pd.DataFrame) -> int:
+    """Y range from the medians and the 95th percentile of means, so one preempted run (a
+    mean 4x the rest) cannot flatten the windows; returns how many means fall above it."""
+    if summary.empty:
+        return 0
+    top = max(summary["median"].max() * 1.1, summary["mean"].quantile(0.95) * 1.05)
+    bottom = min(summary["median"].min(), summary["mean"].min()) * 0.95
+    ax.set_ylim(bottom, top)
+    return int((summary["mean"] > top).sum())
 
 
 def _var(df: pd.DataFrame) -> str:

@@ -23,7 +23,7 @@ STATUS = {
     lib.PERFLAB_RUN_SETUP_FAILED: "setup_failed",
     lib.PERFLAB_RUN_SPAWN_FAILED: "spawn_failed",
 }
-_STATUS_NAMES = np.array([STATUS[i] for i in range(len(STATUS))], dtype=object)
+STATUS_NAMES = [STATUS[i] for i in range(len(STATUS))]
 ASLR_MODES = ("off", "on", "system")
 RT_POLICIES = {"fifo": 1, "rr": 2}
 
@@ -171,7 +171,10 @@ def timer_overhead() -> int:
 
 
 def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
-    """Run records as tidy columns: probe ticks less overhead (NaN if no probe), rusage, status."""
+    """Run records as tidy columns: probe ticks less overhead (NaN if no probe), rusage, status.
+
+    Counts are int32 and status a categorical: 800 000 rows must fit in a few copies.
+    """
     has_probe = (runs["flags"] & lib.PERFLAB_RUN_HAS_PROBE) != 0
     has_counters = (runs["flags"] & lib.PERFLAB_RUN_HAS_COUNTERS) != 0
     probe = runs["probe_ticks"].astype(np.float64) - overhead
@@ -182,16 +185,16 @@ def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
             "wall_ns": runs["wall_ns"],
             "utime_ns": runs["utime_ns"],
             "stime_ns": runs["stime_ns"],
-            "maxrss_kb": runs["maxrss_kb"],
-            "minflt": runs["minflt"],
-            "majflt": runs["majflt"],
-            "nvcsw": runs["nvcsw"],
-            "nivcsw": runs["nivcsw"],
+            "maxrss_kb": runs["maxrss_kb"].astype(np.int32),
+            "minflt": runs["minflt"].astype(np.int32),
+            "majflt": runs["majflt"].astype(np.int32),
+            "nvcsw": runs["nvcsw"].astype(np.int32),
+            "nivcsw": runs["nivcsw"].astype(np.int32),
             "cycles": np.where(has_counters, runs["cycles"].astype(np.float64), np.nan),
             "instructions": np.where(has_counters, runs["instructions"].astype(np.float64), np.nan),
             "exit_code": runs["exit_code"],
             "signal": runs["signal"],
-            "status": _STATUS_NAMES[runs["status"]],
+            "status": pd.Categorical.from_codes(runs["status"], STATUS_NAMES),
             "child_errno": runs["child_errno"],
         }
     )

@@ -215,7 +215,7 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
     windows = env_size.detect_windows(summary, k=k)
     counts = env_size.status_counts(df)
     if plot_path:
-        env_size.plot(df, plot_path, windows, zoom, value)
+        env_size.plot(df, plot_path, windows, zoom, value, summary)
     overall = summary["median"].describe()
     if as_json:
         emit_json(

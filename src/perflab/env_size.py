@@ -5,6 +5,7 @@ DjiBee's script), each size many times, in a seeded random order; each run is on
 """
 
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -311,11 +312,7 @@ def _rt_once(options, runs, extra, warn):
     warn(f"real-time priority refused: {why}; continuing at normal priority (--no-rt: do not ask)")
     extra["rt_granted"] = False
     extra["rt_refused"] = why
-    return spawn.SpawnOptions(**{**_fields(options), "rt": False})
-
-
-def _fields(options: spawn.SpawnOptions) -> dict:
-    return {k: v for k, v in asdict(options).items() if not k.startswith("_")}
+    return dataclasses.replace(options, rt=False)
 
 
 def run_conditions(plan: Plan) -> dict:

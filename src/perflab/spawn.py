@@ -4,7 +4,7 @@ import errno
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +59,6 @@ class SpawnOptions:
     stdin: int | None = None
     stdout: int | None = None
     stderr: int | None = None
-    _keep: list = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self):
         if self.aslr not in ASLR_MODES:
@@ -70,7 +69,10 @@ class SpawnOptions:
             raise PerflabError(f"timeout must be positive, not {self.timeout}")
 
     def c_struct(self):
-        """The struct perflab_spawn_opts for these options (kept alive with its CPU array)."""
+        """The struct perflab_spawn_opts for these options and the CPU array it points to.
+
+        Keep both alive for the duration of the call: cffi frees what nobody references.
+        """
         o = ffi.new("struct perflab_spawn_opts *")
         o.flags = (
             (lib.PERFLAB_SPAWN_NO_ASLR if self.aslr == "off" else 0)
@@ -85,8 +87,7 @@ class SpawnOptions:
         o.stdin_fd, o.stdout_fd, o.stderr_fd = (
             -1 if fd is None else fd for fd in (self.stdin, self.stdout, self.stderr)
         )
-        self._keep[:] = [cpus]
-        return o
+        return o, cpus
 
 
 def check_program(program: str | os.PathLike) -> str:
@@ -125,11 +126,10 @@ def run(
     av, keep_a = _cstrings(list(argv))
     ev, keep_e = _cstrings(env_list(env))
     out = np.zeros(1, dtype=RUN_DTYPE)
-    rc = lib.perflab_spawn(
-        os.fsencode(path), av, ev, options.c_struct(), ptr(out, "struct perflab_run[]")
-    )
+    opts, keep_o = options.c_struct()
+    rc = lib.perflab_spawn(os.fsencode(path), av, ev, opts, ptr(out, "struct perflab_run[]"))
     check(rc, f"spawn {path}")
-    del keep_a, keep_e
+    del keep_a, keep_e, keep_o
     return out[0]
 
 
@@ -150,6 +150,7 @@ def run_env_sizes(
     av, keep_a = _cstrings(list(argv))
     ev, keep_e = _cstrings(env_list(base_env))
     out = np.zeros(sizes.size, dtype=RUN_DTYPE)
+    opts, keep_o = options.c_struct()
     rc = lib.perflab_spawn_env_sizes(
         os.fsencode(argv[0]),
         av,
@@ -157,11 +158,11 @@ def run_env_sizes(
         var.encode(),
         ptr(sizes, "int64_t[]"),
         sizes.size,
-        options.c_struct(),
+        opts,
         ptr(out, "struct perflab_run[]"),
     )
     check(rc, f"spawn {argv[0]}")
-    del keep_a, keep_e
+    del keep_a, keep_e, keep_o
     return out
 
 

@@ -256,6 +256,16 @@ def test_no_windows_in_flat_data():
     assert env_size.detect_windows(_synthetic([])).empty
 
 
+def test_isolated_noise_is_not_a_window():
+    s = _synthetic([2344])
+    s.loc[[100, 5000], "median"] *= 1.3  # two sizes hit by interference, not by the env
+    s["min"] = s["median"] * 0.95
+    s.loc[[100, 5000], "min"] /= 1.3  # ... so their fastest run is as fast as anywhere
+    w = env_size.detect_windows(s)
+    assert list(w["start"]) == [2344]
+    assert list(env_size.detect_windows(s, confirm=None, min_sizes=1)["start"]) == [100, 2344, 5000]
+
+
 def test_windows_on_a_coarse_grid():
     s = _synthetic([1000], width=64).iloc[::8]
     w = env_size.detect_windows(s)

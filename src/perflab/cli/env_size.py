@@ -238,7 +238,10 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
         f"max {overall['max']:,.0f}"
     )
     if windows.empty:
-        click.echo(f"no window: no size's median exceeds {windows.attrs.get('threshold', 0):,.0f}")
+        click.echo(
+            f"no window: no sizes stand out both in median (> {windows.attrs.get('threshold', 0):,.0f}) "
+            "and in minimum"
+        )
     else:
         table(
             windows,

@@ -238,10 +238,8 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
         f"max {overall['max']:,.0f}"
     )
     if windows.empty:
-        click.echo(
-            f"no window: no sizes stand out both in median (> {windows.attrs.get('threshold', 0):,.0f}) "
-            "and in minimum"
-        )
+        threshold = windows.attrs.get("threshold", 0)
+        click.echo(f"no window: no sizes stand out in median (> {threshold:,.0f}) and minimum")
     else:
         table(
             windows,

@@ -119,10 +119,10 @@ def _wait_chunks(parts: Path, n: int) -> None:
 
 def test_kill9_then_resume_measures_each_pair_once(tmp_path):
     out = tmp_path / "k.parquet"
-    args = ["--max", "1999", "--repeat", "2", "--no-rt", "-o", str(out)]
+    args = ["--max", "3999", "--repeat", "2", "--no-rt", "-o", str(out)]
     proc = _cli(*args)
     try:
-        _wait_chunks(Path(str(out) + ".parts"), 2)
+        _wait_chunks(Path(str(out) + ".parts"), 1)
     finally:
         proc.kill()
         proc.communicate()
@@ -134,13 +134,13 @@ def test_kill9_then_resume_measures_each_pair_once(tmp_path):
     assert done.exit_code == 0, done.output
     df = results.load(out)
     pairs = set(zip(df["env_size"], df["rep"], strict=True))
-    assert len(df) == len(pairs) == 4000
-    assert pairs == {(s, r) for s in range(2000) for r in range(2)}
+    assert len(df) == len(pairs) == 8000
+    assert pairs == {(s, r) for s in range(4000) for r in range(2)}
 
 
 def test_ctrl_c_keeps_rows_and_says_how_to_resume(tmp_path):
     out = tmp_path / "c.parquet"
-    proc = _cli("--max", "1999", "--repeat", "2", "--no-rt", "-o", str(out))
+    proc = _cli("--max", "3999", "--repeat", "2", "--no-rt", "-o", str(out))
     _wait_chunks(Path(str(out) + ".parts"), 1)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -148,7 +148,7 @@ def test_ctrl_c_keeps_rows_and_says_how_to_resume(tmp_path):
     assert f"--resume {out}" in err and "Traceback" not in err
     df = results.load(out)
     assert results.metadata(df)["complete"] is False
-    assert 512 <= len(df) < 4000 and not df[["env_size", "rep"]].duplicated().any()
+    assert 512 <= len(df) < 8000 and not df[["env_size", "rep"]].duplicated().any()
     assert (df["status"] == "ok").all()
 
 

@@ -27,7 +27,7 @@ def _zoom(ctx, param, value):
 
 
 def _output(output: str | None, resume: str | None) -> tuple[str, bool]:
-    """Where to record: --resume FILE, else -o, else a fresh timestamped name (said aloud)."""
+    """Where to record: --resume FILE, else -o, else a fresh timestamped name."""
     if resume:
         if output and Path(output).resolve() != Path(resume).resolve():
             raise PerflabError(f"-o {output} and --resume {resume} name different files")
@@ -36,9 +36,7 @@ def _output(output: str | None, resume: str | None) -> tuple[str, bool]:
         return resume, True
     if output:
         return output, False
-    name = time.strftime("env-size-%Y%m%d-%H%M%S.parquet")
-    click.echo(f"recording to {name} (choose with -o FILE)", err=True)
-    return name, False
+    return time.strftime("env-size-%Y%m%d-%H%M%S.parquet"), False
 
 
 @sweep.command("env-size")
@@ -144,6 +142,7 @@ def env_size_cmd(
     perflab sweep env-size --aslr off --max 8192 --step 4 --repeat 20 -o env.parquet --plot env.png
     perflab sweep env-size --aslr off -- ./my_benchmark --flag
     """
+    chosen = output or resume
     output, resuming = _output(output, resume)
     check_paths(output, plot_path)
     common = dict(
@@ -162,7 +161,7 @@ def env_size_cmd(
         rt=rt,
         mlock=mlock,
     )
-    bar = _Progress()
+    bar = _Progress(None if chosen else f"recording to {output} (choose with -o FILE)")
     try:
         df = env_size.sweep(
             program,
@@ -186,10 +185,14 @@ def env_size_cmd(
 class _Progress:
     """A click progress bar on stderr with ETA, created once the run count is known."""
 
-    def __init__(self):
+    def __init__(self, note: str | None = None):
         self.bar = None
+        self.note = note
 
     def start(self, todo: int, done: int) -> None:
+        """Called once the input is valid and the program runs: only then say where to."""
+        if self.note:
+            click.echo(self.note, err=True)
         if done:
             click.echo(f"resuming: {done} runs done, {todo} to go", err=True)
         self.bar = click.progressbar(

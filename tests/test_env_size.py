@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -270,3 +271,23 @@ def test_windows_on_a_coarse_grid():
     s = _synthetic([1000], width=64).iloc[::8]
     w = env_size.detect_windows(s)
     assert list(w["start"]) == [1000] and list(w["width"]) == [64]
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv"
+)
+def test_refused_realtime_warns_once_and_continues(tmp_path):
+    out = tmp_path / "rt.parquet"
+    drop = ["setpriv", "--bounding-set", "-sys_nice", "--inh-caps", "-sys_nice"]
+    args = ["--max", "600", "--repeat", "2", "-o", str(out)]
+    done = subprocess.run(
+        [*drop, sys.executable, "-m", "perflab", "sweep", "env-size", *args],
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("real-time priority refused: EPERM") == 1
+    meta = results.metadata(results.load(out))
+    assert meta["rt_granted"] is False and len(results.load(out)) == 1202

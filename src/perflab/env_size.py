@@ -547,6 +547,10 @@ def plot(
     ax.set_ylabel(f"{value} per run")
     if zoom:
         ax.set_xlim(*zoom)
+    if summary["median"].isna().all():
+        ax.text(0.5, 0.5, "no run ended 'ok'", transform=ax.transAxes, ha="center", va="center")
+        if len(x) > 1:
+            ax.set_xlim(int(x.min()), int(x.max()))
     clipped = _robust_ylim(ax, summary)
     ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
     if clipped:
@@ -561,7 +565,8 @@ def plot(
 def _robust_ylim(ax, summary: pd.DataFrame) -> int:
     """Y range from the medians and the 95th percentile of means, so one preempted run (a
     mean 4x the rest) cannot flatten the windows; returns how many means fall above it."""
-    if summary.empty:
+    summary = summary.dropna(subset=["median"])
+    if summary.empty:  # every run failed: leave matplotlib's default range
         return 0
     top = max(summary["median"].max() * 1.1, summary["mean"].quantile(0.95) * 1.05)
     bottom = min(summary["median"].min(), summary["mean"].min()) * 0.95

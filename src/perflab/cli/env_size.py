@@ -237,6 +237,9 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
         )
         return
     click.echo(f"{len(df)} runs recorded in {output}; status: {counts}")
+    if summary["n"].sum() == 0:
+        click.echo("no run ended 'ok': nothing to summarise (see the status and exit_code columns)")
+        return
     click.echo(
         f"median {value} per size: min {overall['min']:,.0f}, median {overall['50%']:,.0f}, "
         f"max {overall['max']:,.0f}"

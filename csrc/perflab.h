@@ -121,8 +121,9 @@ struct perflab_thread_spec {
     uint32_t event_mask;
 };
 
-/* What one worker measured of itself between the barrier and its end.
- * sched_status: 0, or -errno of the nice/real-time request (the run goes on);
+/* What one worker measured of itself between the barrier and its end:
+ * wall_ns counts from release_ns (the barrier opening, the same for all)
+ * to end_ns; start_ns is when the worker itself began. sched_status: 0, or -errno of the nice/real-time request (the run goes on);
  * counts[i]: perf_event count or -errno (see perflab_counters_read). */
 struct perflab_thread_result {
     int32_t cpu_start;
@@ -132,6 +133,7 @@ struct perflab_thread_result {
     uint64_t cpu_ns;
     uint64_t wall_ns;
     uint64_t ticks;
+    uint64_t release_ns;
     uint64_t start_ns;
     uint64_t end_ns;
     uint64_t retries;

@@ -105,8 +105,10 @@ def run_threads(
         spec.rt_priority = RT_PRIORITY if rt else 0
         spec.event_mask = bits
     out = ffi.new("struct perflab_thread_result[]", n)
+    steal0 = steal_ns()
     with rt_watchdog(rt_limit) if rt else contextlib.nullcontext():
         check(lib.perflab_run_threads(specs, n, out), "run threads")
+    steal1 = steal_ns()
     rows = []
     for i, (r, cpu, count) in enumerate(zip(out, cpus, per_thread, strict=True)):
         if r.sched_status:
@@ -122,14 +124,29 @@ def run_threads(
                 "cpu_ns": r.cpu_ns,
                 "wall_ns": r.wall_ns,
                 "ticks": r.ticks,
+                "release_ns": r.release_ns,
                 "start_ns": r.start_ns,
                 "end_ns": r.end_ns,
                 "retries": r.retries,
+                "steal_ns": steal1.get(r.cpu_end, 0) - steal0.get(r.cpu_end, 0),
                 "sched_status": _errname(r.sched_status),
                 **counters.columns(r.counts, bits),
             }
         )
     return pd.DataFrame(rows)
+
+
+def steal_ns() -> dict[int, int]:
+    """Per-CPU steal time so far (/proc/stat, 10 ms ticks): time the hypervisor ran other guests
+    on our virtual CPU, which a guest's wall clock sees and its CPU clocks do not."""
+    hz = os.sysconf("SC_CLK_TCK")
+    out = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            fields = line.split()
+            if fields[0].startswith("cpu") and fields[0] != "cpu" and len(fields) > 8:
+                out[int(fields[0][3:])] = int(fields[8]) * 1_000_000_000 // hz
+    return out
 
 
 def _errname(rc: int) -> str:
@@ -172,9 +189,10 @@ def rt_watchdog(limit_s: float) -> Iterator[None]:
     """Bound real-time computing: past limit_s without blocking, the kernel stops perflab
     (RLIMIT_RTTIME sends SIGXCPU), so a runaway SCHED_FIFO worker cannot freeze the machine."""
     old = resource.getrlimit(resource.RLIMIT_RTTIME)
-    limit_us = int(limit_s * 1e6)
-    hard = old[1] if old[1] == resource.RLIM_INFINITY else min(old[1], limit_us)
-    resource.setrlimit(resource.RLIMIT_RTTIME, (min(limit_us, hard), old[1]))
+    soft = int(limit_s * 1e6)
+    if old[1] != resource.RLIM_INFINITY:
+        soft = min(soft, old[1])
+    resource.setrlimit(resource.RLIMIT_RTTIME, (soft, old[1]))
     try:
         yield
     finally:
@@ -478,7 +496,7 @@ def scaling(df: pd.DataFrame) -> pd.DataFrame:
     instructions and IPC (NaN where the counters do not count)."""
     runs = df.groupby(["threads", "rep"]).agg(
         loops=("loops", "sum"),
-        start=("start_ns", "min"),
+        start=("release_ns", "min"),
         end=("end_ns", "max"),
         cpu_ns=("cpu_ns", "sum"),
         retries=("retries", "sum"),

@@ -110,7 +110,7 @@ void perflab_counters_close(struct perflab_counter_set *set);
 #define PERFLAB_HOG_RT 2
 
 /* What one worker does and where: cpu -1 leaves placement to the scheduler;
- * nice and rt_priority (0 = leave as is) apply to the worker thread only. */
+ * nice and rt_priority (SCHED_RR; 0 = leave as is) apply to the worker only. */
 struct perflab_thread_spec {
     int32_t kernel;
     int32_t cpu;

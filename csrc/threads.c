@@ -118,7 +118,7 @@ static void set_sched(const struct perflab_thread_spec *spec, struct perflab_thr
         res->sched_status = -errno;
     if (spec->rt_priority) {
         struct sched_param sp = {.sched_priority = spec->rt_priority};
-        int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+        int rc = pthread_setschedparam(pthread_self(), SCHED_RR, &sp);
         if (rc && !res->sched_status)
             res->sched_status = -rc;
     }
@@ -258,7 +258,7 @@ static int start_workers(struct worker *w, int n, struct gate *g)
 }
 
 /* The barrier opens when the last worker reaches it: wall time counts from
- * there, so a worker that waits for its CPU (same-CPU placements, SCHED_FIFO)
+ * there, so a worker that waits for its CPU (same-CPU placements)
  * is charged for the wait, as a user of the program would be. */
 static void wall_from_release(struct perflab_thread_result *out, int n)
 {

@@ -20,7 +20,7 @@ from perflab.errors import PerflabError
 
 LOOPS = 60
 ONLINE = machine.online_cpus()
-# As the post, the workers get a high priority: SCHED_FIFO (under perflab's watchdog) keeps the
+# As the post, the workers get a high priority: SCHED_RR (under perflab's watchdog) keeps the
 # other tenants of this shared machine off their CPUs, where `nice` cannot cross containers.
 RT = os.geteuid() == 0
 two_cpus = pytest.mark.skipif(len(ONLINE) < 2, reason="needs two online CPUs")

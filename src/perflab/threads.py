@@ -84,7 +84,8 @@ def run_threads(
 ) -> pd.DataFrame:
     """Run one worker per entry of cpus (None: scheduler's choice), together; one row per thread.
 
-    rt runs each worker SCHED_FIFO under rt_watchdog(rt_limit)."""
+    rt runs each worker SCHED_RR (time-sliced, like the post's pair on one CPU) under
+    rt_watchdog(rt_limit)."""
     if not cpus:
         raise PerflabError("no threads to run")
     machine.check_cpus([c for c in cpus if c is not None])
@@ -170,7 +171,7 @@ def counter_status(events: Sequence[str] | None = None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Priority:
-    """The workers' scheduling: nice value, SCHED_FIFO or not, and the real-time watchdog."""
+    """The workers' scheduling: nice value, SCHED_RR or not, and the real-time watchdog."""
 
     nice: int = 0
     rt: bool = False
@@ -187,7 +188,7 @@ def _prio(priority: Priority | None) -> dict:
 @contextlib.contextmanager
 def rt_watchdog(limit_s: float) -> Iterator[None]:
     """Bound real-time computing: past limit_s without blocking, the kernel stops perflab
-    (RLIMIT_RTTIME sends SIGXCPU), so a runaway SCHED_FIFO worker cannot freeze the machine."""
+    (RLIMIT_RTTIME sends SIGXCPU), so a runaway real-time worker cannot freeze the machine."""
     old = resource.getrlimit(resource.RLIMIT_RTTIME)
     soft = int(limit_s * 1e6)
     if old[1] != resource.RLIM_INFINITY:
@@ -400,7 +401,9 @@ def core_vs_ht_summary(df: pd.DataFrame) -> pd.DataFrame:
             continue
         per_run = (
             g.groupby(["rep", "threads"])
-            .agg(cpu_ns=("cpu_ns", "sum"), wall_ns=("wall_ns", "mean"))
+            .agg(
+                cpu_ns=("cpu_ns", "sum"), wall_ns=("wall_ns", "mean"), steal_ns=("steal_ns", "max")
+            )
             .groupby("threads")
             .median()
         )
@@ -415,6 +418,7 @@ def core_vs_ht_summary(df: pd.DataFrame) -> pd.DataFrame:
                 "wall_ms_2": two.wall_ns / 1e6,
                 "cpu_ratio": two.cpu_ns / one.cpu_ns,
                 "wall_ratio": two.wall_ns / one.wall_ns,
+                "steal_ms_2": two.steal_ns / 1e6,
             }
         )
     return pd.DataFrame(rows)
@@ -535,7 +539,7 @@ def plot_scaling(table: pd.DataFrame, path, kernel: str) -> None:
     ax.plot(n, n, ":", color="#555555", label="ideal")
     ax.plot(n, table["speedup"], "o-", label="speedup (wall 1 / wall N)")
     ax.plot(n, table["utilisation"], "s-", label="CPU utilisation (CPU time / wall)")
-    ax.set_ylabel("x")
+    ax.set_ylabel("relative to 1 thread / busy threads")
     ax.legend(loc="upper left")
     ax2.plot(n, table["efficiency"] * 100, "o-", color=plt.COLORS[2])
     ax2.set_ylabel("parallel efficiency (%)")
@@ -577,6 +581,7 @@ def fauxplat(
                     "wall_ns": r.wall_ns,
                     "ticks": r.ticks,
                     "context_switches": r.context_switches,
+                    "steal_ns": r.steal_ns,
                     "fauxplat_per_s": loops / (r.cpu_ns / 1e9),
                     "fauxplat_wall_per_s": loops / (r.wall_ns / 1e9),
                     "status": "ok",

@@ -32,7 +32,7 @@ def interference_options(func):
     func = click.option(
         "--rt",
         is_flag=True,
-        help="Run the workers SCHED_FIFO (as the post's high priority); warns and goes on "
+        help="Run the workers SCHED_RR (the post's high priority); warns and goes on "
         "without permission.",
     )(func)
     func = click.option(

@@ -526,6 +526,9 @@ def scaling(df: pd.DataFrame) -> pd.DataFrame:
     out["instructions"] = per_n["instructions"].to_numpy()
     out["ipc"] = (per_n["instructions"] / per_n["cycles"]).to_numpy()
     out["cas_retries"] = per_n["retries"].to_numpy()
+    # easyperf's "36 % more instructions" as spinning, counted without a PMU: failed CAS per
+    # increment done.
+    out["retry_pct"] = (per_n["retries"] / (per_n["loops"] * LOOP_FACTOR) * 100).to_numpy()
     out["context_switches"] = per_n["context_switches"].to_numpy()
     return out
 
@@ -558,6 +561,8 @@ def fauxplat(
     perturb: Sequence[Perturbation] | None = None,
     priority: Priority | None = None,
     progress: Progress = None,
+    kernel: str = "loop",
+    size: int = DEFAULT_STREAM_BYTES,
 ) -> pd.DataFrame:
     """FauxPlat/sec = loops / CPU seconds of one pinned thread, alone and under each
     perturbation, repeats interleaved so drift hits every condition alike."""
@@ -569,13 +574,14 @@ def fauxplat(
     for rep in range(repeat):
         for p in conditions:
             with perturbed([p] if p else []):
-                df = run_threads([cpu], loops, **_prio(priority))
+                df = run_threads([cpu], loops, kernel, size, **_prio(priority))
             r = df.iloc[0]
             rows.append(
                 {
                     "condition": str(p) if p else "alone",
                     "rep": rep,
                     "cpu": cpu,
+                    "kernel": kernel,
                     "loops": loops,
                     "cpu_ns": r.cpu_ns,
                     "wall_ns": r.wall_ns,

@@ -31,7 +31,7 @@ static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group
 
 /* Software events happen in the kernel (a fault, a switch): excluding the
  * kernel would count none of them, so they include it where allowed. */
-static void fill_attr(struct perf_event_attr *attr, int ev, int leader, int inherit, int on_exec,
+static void fill_attr(struct perf_event_attr *attr, int ev, int leader, int inherit,
                       int user_only)
 {
     memset(attr, 0, sizeof *attr);
@@ -42,7 +42,6 @@ static void fill_attr(struct perf_event_attr *attr, int ev, int leader, int inhe
     attr->exclude_kernel = user_only || events[ev].type != PERF_TYPE_SOFTWARE;
     attr->exclude_hv = 1;
     attr->inherit = inherit ? 1 : 0;
-    attr->enable_on_exec = on_exec && leader ? 1 : 0;
     attr->read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 }
 
@@ -77,7 +76,7 @@ static void reset(struct perflab_counter_set *set)
 /* A group counts all its events over exactly the same interval, so try that
  * first; one unsupported event (cycles in most VMs) fails the whole group. */
 static int open_group(struct perflab_counter_set *set, int pid, int cpu, uint32_t mask,
-                      int inherit, int on_exec)
+                      int inherit)
 {
     struct perf_event_attr attr;
     int leader = -1;
@@ -87,7 +86,7 @@ static int open_group(struct perflab_counter_set *set, int pid, int cpu, uint32_
     for (int i = 0; i < PERFLAB_NEVENTS; i++) {
         if (!(mask & (1u << i)))
             continue;
-        fill_attr(&attr, i, leader < 0, inherit, on_exec, 0);
+        fill_attr(&attr, i, leader < 0, inherit, 0);
         int fd = perf_open(&attr, pid, cpu, leader);
         if (fd < 0) {
             int err = -errno;
@@ -104,7 +103,7 @@ static int open_group(struct perflab_counter_set *set, int pid, int cpu, uint32_
 }
 
 int perflab_counters_open(struct perflab_counter_set *set, int32_t pid, int32_t cpu,
-                          uint32_t mask, int32_t inherit, int32_t on_exec)
+                          uint32_t mask, int32_t inherit)
 {
     struct perf_event_attr attr;
     int counting = 0, first_err = -EINVAL;
@@ -113,15 +112,15 @@ int perflab_counters_open(struct perflab_counter_set *set, int32_t pid, int32_t 
     mask &= PERFLAB_EV_ALL;
     if (!mask)
         return -EINVAL;
-    if (open_group(set, pid, cpu, mask, inherit, on_exec) == 0)
+    if (open_group(set, pid, cpu, mask, inherit) == 0)
         return __builtin_popcount(mask);
     for (int i = 0; i < PERFLAB_NEVENTS; i++) {
         if (!(mask & (1u << i)))
             continue;
-        fill_attr(&attr, i, 1, inherit, on_exec, 0);
+        fill_attr(&attr, i, 1, inherit, 0);
         set->fd[i] = perf_open(&attr, pid, cpu, -1);
         if (set->fd[i] < 0 && errno == EACCES) { /* perf_event_paranoid >= 2 */
-            fill_attr(&attr, i, 1, inherit, on_exec, 1);
+            fill_attr(&attr, i, 1, inherit, 1);
             set->fd[i] = perf_open(&attr, pid, cpu, -1);
         }
         if (set->fd[i] < 0) {

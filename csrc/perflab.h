@@ -85,11 +85,11 @@ struct perflab_counter_set {
 };
 
 /* Open the events of mask for pid (0 = calling thread) on cpu (-1 = any),
- * disabled; inherit counts the threads and children pid creates later;
- * on_exec starts counting when pid calls exec. Returns the number of events
- * that count, or -errno when none does. */
+ * disabled; inherit also counts the threads and children pid creates later
+ * (added in when they exit). Returns the number of events that count, or
+ * -errno when none does. */
 int perflab_counters_open(struct perflab_counter_set *set, int32_t pid, int32_t cpu,
-                          uint32_t mask, int32_t inherit, int32_t on_exec);
+                          uint32_t mask, int32_t inherit);
 int perflab_counters_enable(struct perflab_counter_set *set);
 int perflab_counters_disable(struct perflab_counter_set *set);
 /* counts[i]: the count scaled for multiplexing, or status[i] (< 0) when

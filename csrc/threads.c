@@ -152,7 +152,7 @@ static void *worker_main(void *arg)
     for (int i = 0; i < PERFLAB_NEVENTS; i++)
         res->counts[i] = -ENOENT;
     if (spec->event_mask)
-        counting = perflab_counters_open(&set, 0, -1, spec->event_mask, 0, 0) > 0;
+        counting = perflab_counters_open(&set, 0, -1, spec->event_mask, 0) > 0;
     if (wait_gate(w->gate) < 0) {
         if (counting)
             perflab_counters_close(&set);

@@ -23,6 +23,8 @@ ONLINE = machine.online_cpus()
 # As the post, the workers get a high priority: SCHED_RR (under perflab's watchdog) keeps the
 # other tenants of this shared machine off their CPUs, where `nice` cannot cross containers.
 RT = os.geteuid() == 0
+# perflab in a child process, from the same source tree as this test run.
+ENV = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(threads.__file__))}
 two_cpus = pytest.mark.skipif(len(ONLINE) < 2, reason="needs two online CPUs")
 
 
@@ -287,9 +289,8 @@ def test_rt_watchdog_restores_the_limit():
 
 def test_hogs_die_with_a_killed_perflab():
     """PR_SET_PDEATHSIG: a SIGKILLed perflab cannot run its finally, its hogs die anyway."""
-    env = {**os.environ, "PYTHONPATH": os.path.dirname(threads.__file__) + "/.."}
     argv = [sys.executable, "-m", "perflab", "run", "core-vs-ht", "-l", "100000", "-p", "0"]
-    proc = subprocess.Popen([*argv, "--perturb", "cpu@0"], env=env, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([*argv, "--perturb", "cpu@0"], env=ENV, stderr=subprocess.DEVNULL)
     try:
         hogs = []
         for _ in range(200):
@@ -305,3 +306,35 @@ def test_hogs_die_with_a_killed_perflab():
     finally:
         proc.kill()
         proc.wait()
+
+
+def _perflab(*args, prefix=(), timeout=60):
+    argv = [*prefix, sys.executable, "-m", "perflab", *args]
+    return subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv"
+)
+def test_priority_without_permission_warns_once_and_goes_on():
+    drop = ["setpriv", "--bounding-set=-sys_nice", "--inh-caps=-sys_nice"]
+    args = ["run", "core-vs-ht", "-l", "5", "-p", "0", "-p", "0", "--rt", "--nice", "-5"]
+    done = _perflab(*args, "--perturb", "rt@0", prefix=drop)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("ran ") == 2
+    warnings = [line for line in done.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 2  # one for the workers, one for the rt hog: each said once
+    assert all("--rt" in w or "root" in w for w in warnings)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="real-time priority needs root")
+def test_watchdog_stops_a_runaway_real_time_worker():
+    code = "from perflab import threads\nthreads.run_threads([0], 10**9, rt=True, rt_limit=0.3)\n"
+    done = subprocess.run([sys.executable, "-c", code], env=ENV, timeout=30, check=False)
+    assert done.returncode == -signal.SIGXCPU
+
+
+def test_rt_hog_is_bounded_by_rlimit_rttime():
+    with threads.perturbed([threads.Perturbation("rt", ONLINE[0])]) as pids:
+        limit = psutil.Process(pids[0]).rlimit(psutil.RLIMIT_RTTIME)
+    assert 0 < limit[0] <= 1_000_000 and limit[1] == limit[0]

@@ -104,7 +104,7 @@ class Counters:
         self._counts = ffi.new("int64_t[7]")
 
     def __enter__(self) -> "Counters":
-        rc = lib.perflab_counters_open(self._set, self.pid, -1, self.bits, int(self.inherit), 0)
+        rc = lib.perflab_counters_open(self._set, self.pid, -1, self.bits, int(self.inherit))
         if rc == -errno.ESRCH:
             raise PerflabError(f"no process {self.pid} to count")
         lib.perflab_counters_enable(self._set)

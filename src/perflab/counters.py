@@ -90,7 +90,11 @@ def frame(counts, bits: int = ALL) -> pd.DataFrame:
 
 def columns(counts, bits: int = ALL) -> dict[str, float]:
     """Counts keyed by column name (units in the name), NaN for events that did not count."""
-    return {r.column: r.count for r in frame(counts, bits).itertuples()}
+    return {
+        column: float(counts[idx]) if counts[idx] >= 0 else np.nan
+        for idx, _, column in EVENTS.values()
+        if bits & (1 << idx)
+    }
 
 
 class Counters:

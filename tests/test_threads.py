@@ -88,8 +88,16 @@ def test_offline_cpu_refused_before_any_thread_starts():
         threads.run_threads([bad], 1)
 
 
-def test_cli_refuses_an_offline_cpu_in_one_line():
-    result = CliRunner().invoke(cli, ["run", "core-vs-ht", "-p", "0", "-p", "99"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "core-vs-ht", "-p", "0", "-p", "99"],
+        ["run", "fauxplat", "--cpu", "99"],
+        ["sweep", "threads", "--perturb", "cache@99"],
+    ],
+)
+def test_cli_refuses_an_offline_cpu_in_one_line(args):
+    result = CliRunner().invoke(cli, args)
     assert result.exit_code != 0
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "CPU 99" in lines[0] and "online CPUs" in lines[0]

@@ -9,14 +9,11 @@ import click
 from perflab import machine, results, threads
 from perflab.cli import run, sweep
 from perflab.cli.common import check_paths, emit_json, output_options, records, table
-from perflab.errors import PerflabError
 
 
 def _perturbation(ctx, param, values):
-    try:
-        return [threads.Perturbation.parse(v) for v in values]
-    except PerflabError as exc:
-        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    """KIND@CPU values; a bad one is a PerflabError: one line, like a bad -p."""
+    return [threads.Perturbation.parse(v) for v in values]
 
 
 def interference_options(func):

@@ -365,8 +365,8 @@ def core_vs_ht(
                     df.insert(3, "rep", rep)
                     df["status"] = "ok"
                     rows.extend(df.to_dict(orient="records"))
-                    if progress:
-                        progress(1)
+                if progress:
+                    progress(1)
     return pd.DataFrame(rows)
 
 

@@ -57,7 +57,10 @@ def test_count_a_callable_and_a_command():
 def test_worker_task_clock_matches_its_cpu_clock():
     df = threads.run_threads([machine.online_cpus()[0]], 20)
     row = df.iloc[0]
-    assert 0.9 < row["task_clock_ns"] / row["cpu_ns"] < 1.1
+    # task-clock runs on perf's clock, which keeps counting while the hypervisor steals the
+    # vCPU; the thread CPU clock does not: allow the steal seen on that CPU (10 ms ticks).
+    slack = row["steal_ns"] + 20_000_000
+    assert 0.9 * row["cpu_ns"] < row["task_clock_ns"] < 1.1 * row["cpu_ns"] + slack
     if NO_PMU:
         assert math.isnan(row["cycles"]) and math.isnan(row["instructions"])
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pandas as pd
 import psutil
 import pytest
@@ -33,30 +34,47 @@ def makespan(df):
     return int(df["end_ns"].max() - df["release_ns"].min())
 
 
-def best(cpus, repeats=3, loops=LOOPS):
-    """The run with the shortest makespan: the one least disturbed by other tenants."""
-    runs = [threads.run_threads(cpus, loops, rt=RT) for _ in range(repeats)]
-    for df in runs:
-        assert (df["cpu_ns"] <= df["wall_ns"] * 1.001 + 100_000).all()
-        assert df["cpu_ns"].sum() <= makespan(df) * len(df) * 1.001 + 100_000
-    return min(runs, key=makespan)
+def checked(cpus, loops=LOOPS):
+    """One run, with the invariant every run must keep: CPU time never exceeds wall x threads."""
+    df = threads.run_threads(cpus, loops, rt=RT)
+    assert (df["cpu_ns"] <= df["wall_ns"] * 1.001 + 100_000).all()
+    assert df["cpu_ns"].sum() <= makespan(df) * len(df) * 1.001 + 100_000
+    return df
+
+
+def ratios(cpus, reps=4):
+    """Median over interleaved 1-thread/2-thread pairs (neighbours share the host's mood) of:
+    CPU ratio, wall ratio, and the 2-thread makespan over the 2 threads' summed CPU time
+    (~0.5 when they ran side by side, ~1 when they took turns, whatever the vCPU's speed)."""
+    rows = []
+    for _ in range(reps):
+        one, two = checked(cpus[:1]), checked(cpus)
+        rows.append(
+            (
+                two["cpu_ns"].sum() / one["cpu_ns"].sum(),
+                makespan(two) / makespan(one),
+                makespan(two) / two["cpu_ns"].sum(),
+            )
+        )
+    return np.median(np.array(rows), axis=0), two
 
 
 @two_cpus
 def test_two_cpus_take_twice_the_cpu_time_in_the_same_wall_time():
-    one, two = best([ONLINE[0]]), best(ONLINE[:2])
+    (cpu, wall, overlap), two = ratios(ONLINE[:2])
     assert list(two["cpu_end"]) == ONLINE[:2]
     # Up to ~2.6x here: this guest's two vCPUs slow each other down on the host.
-    assert 1.6 < two["cpu_ns"].sum() / one["cpu_ns"].sum() < 3.0
-    assert 0.7 < makespan(two) / makespan(one) < 1.7
+    assert 1.6 < cpu < 3.0
+    assert 0.7 < wall < 1.8
+    assert 0.4 < overlap < 0.75
 
 
 def test_two_threads_on_one_cpu_take_twice_the_wall_time():
-    cpu = ONLINE[0]
-    one, two = best([cpu]), best([cpu, cpu])
-    assert set(two["cpu_start"]) == {cpu} and set(two["cpu_end"]) == {cpu}
-    assert 1.5 < makespan(two) / makespan(one) < 2.6
-    assert 1.6 < two["cpu_ns"].sum() / one["cpu_ns"].sum() < 2.6
+    (cpu, wall, overlap), two = ratios([ONLINE[0], ONLINE[0]])
+    assert set(two["cpu_start"]) == {ONLINE[0]} and set(two["cpu_end"]) == {ONLINE[0]}
+    assert 1.5 < wall < 3.0
+    assert 1.6 < cpu < 3.0
+    assert 0.85 < overlap < 1.3
 
 
 def test_loop_kernel_computes_the_posts_sum():

@@ -90,3 +90,15 @@ def test_cli_counts_a_command():
     result = CliRunner().invoke(cli, ["counters", "-e", "task-clock", "--", "true"])
     assert result.exit_code == 0, result.output
     assert "task-clock" in result.output and "exit status 0" in result.output
+
+
+def test_cli_saves_counts_with_nan_for_unsupported(tmp_path):
+    from perflab import results
+
+    path = tmp_path / "counts.csv"
+    result = CliRunner().invoke(cli, ["counters", "-o", str(path), "--", "true"])
+    assert result.exit_code == 0, result.output
+    saved = results.load(path).set_index("event")
+    assert saved.loc["task-clock", "count"] > 0
+    if NO_PMU:
+        assert math.isnan(saved.loc["cycles", "count"])

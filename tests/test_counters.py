@@ -7,7 +7,7 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from perflab import counters, machine, threads
+from perflab import counters, machine, results, threads
 from perflab._native import ffi, lib
 from perflab.cli import cli
 from perflab.errors import PerflabError
@@ -93,8 +93,6 @@ def test_cli_counts_a_command():
 
 
 def test_cli_saves_counts_with_nan_for_unsupported(tmp_path):
-    from perflab import results
-
     path = tmp_path / "counts.csv"
     result = CliRunner().invoke(cli, ["counters", "-o", str(path), "--", "true"])
     assert result.exit_code == 0, result.output

@@ -23,7 +23,7 @@ from perflab.errors import PerflabError
 LOOPS = 60
 ONLINE = machine.online_cpus()
 # As the post, the workers get a high priority: SCHED_RR (under perflab's watchdog) keeps the
-# other tenants of this shared machine off their CPUs, where `nice` cannot cross containers.
+# other tenants of this shared machine off their CPUs, where `nice` cannot cross autogroups.
 RT = os.geteuid() == 0
 # perflab in a child process, from the same source tree as this test run.
 ENV = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(threads.__file__))}

@@ -129,3 +129,96 @@ int perflab_spawn(const char *path, char *const argv[], char *const envp[],
 int perflab_spawn_env_sizes(const char *path, char *const argv[], char *const base_envp[],
                             const char *var, const int64_t *sizes, size_t n,
                             const struct perflab_spawn_opts *opts, struct perflab_run *out);
+
+/* The events of a counter set, in this order; a mask selects some. */
+#define PERFLAB_EV_CYCLES 0
+#define PERFLAB_EV_INSTRUCTIONS 1
+#define PERFLAB_EV_REF_CYCLES 2
+#define PERFLAB_EV_TASK_CLOCK 3
+#define PERFLAB_EV_CONTEXT_SWITCHES 4
+#define PERFLAB_EV_CPU_MIGRATIONS 5
+#define PERFLAB_EV_PAGE_FAULTS 6
+#define PERFLAB_NEVENTS 7
+#define PERFLAB_EV_ALL 127
+
+/* One thread's or process's counters: opened as one group when the kernel
+ * accepts all of them, else one by one. status[i] is 0 when event i counts,
+ * -errno when it could not be opened (never a zero count in disguise). */
+struct perflab_counter_set {
+    int32_t fd[7];
+    int32_t status[7];
+    int32_t grouped;
+};
+
+/* Open the events of mask for pid (0 = calling thread) on cpu (-1 = any),
+ * disabled; inherit also counts the threads and children pid creates later
+ * (added in when they exit). Returns the number of events that count, or
+ * -errno when none does. */
+int perflab_counters_open(struct perflab_counter_set *set, int32_t pid, int32_t cpu,
+                          uint32_t mask, int32_t inherit);
+int perflab_counters_enable(struct perflab_counter_set *set);
+int perflab_counters_disable(struct perflab_counter_set *set);
+/* counts[i]: the count scaled for multiplexing, or status[i] (< 0) when
+ * event i did not count; -ENODATA when it was open but never scheduled. */
+int perflab_counters_read(struct perflab_counter_set *set, int64_t counts[7]);
+void perflab_counters_close(struct perflab_counter_set *set);
+
+/* ---- threads.c: pinned worker threads, their kernels, and hog processes -- */
+
+#define PERFLAB_KERNEL_LOOP 0
+#define PERFLAB_KERNEL_STREAM 1
+#define PERFLAB_KERNEL_SPIN 2
+/* One "loop" of every kernel is LOOP_FACTOR iterations, as in the post. */
+#define PERFLAB_LOOP_FACTOR 100000
+
+#define PERFLAB_HOG_CPU 0
+#define PERFLAB_HOG_CACHE 1
+#define PERFLAB_HOG_RT 2
+
+/* What one worker does and where: cpu -1 leaves placement to the scheduler;
+ * nice and rt_priority (SCHED_RR; 0 = leave as is) apply to the worker only. */
+struct perflab_thread_spec {
+    int32_t kernel;
+    int32_t cpu;
+    uint64_t loops;
+    uint64_t bytes;
+    int32_t nice;
+    int32_t rt_priority;
+    uint32_t event_mask;
+};
+
+/* What one worker measured of itself between the barrier and its end:
+ * wall_ns counts from release_ns (the barrier opening, the same for all)
+ * to end_ns; start_ns is when the worker itself began. sched_status: 0, or -errno of the nice/real-time request (the run goes on);
+ * counts[i]: perf_event count or -errno (see perflab_counters_read). */
+struct perflab_thread_result {
+    int32_t cpu_start;
+    int32_t cpu_end;
+    int32_t sched_status;
+    int32_t error;
+    uint64_t cpu_ns;
+    uint64_t wall_ns;
+    uint64_t ticks;
+    uint64_t release_ns;
+    uint64_t start_ns;
+    uint64_t end_ns;
+    uint64_t retries;
+    uint64_t checksum;
+    int64_t counts[7];
+};
+
+/* Run n workers together: each pinned before it waits on the barrier, all
+ * released at once. A CPU that is offline, absent or outside this process's
+ * affinity is refused with -EINVAL before any thread starts. */
+int perflab_run_threads(const struct perflab_thread_spec *specs, int32_t n,
+                        struct perflab_thread_result *out);
+/* Whether this process may run on cpu (online and in its affinity mask). */
+int perflab_cpu_allowed(int32_t cpu);
+
+/* Fork a hog process (PERFLAB_HOG_*) pinned to cpu (-1: free) that dies with
+ * the calling thread (PR_SET_PDEATHSIG) and exits by itself after max_ns.
+ * cache hogs write a bytes-long buffer; rt hogs run SCHED_FIFO in bursts
+ * under RLIMIT_RTTIME. *pid is the hog; *sched_status 0 or -errno of its
+ * real-time request. Returns 0 once the hog is pinned, or -errno. */
+int perflab_hog_start(int32_t kind, int32_t cpu, uint64_t bytes, int64_t max_ns,
+                      int32_t rt_priority, int32_t *pid, int32_t *sched_status);

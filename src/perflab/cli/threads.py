@@ -1,0 +1,325 @@
+"""`perflab run core-vs-ht`, `perflab sweep threads`, `perflab run fauxplat`: threads and
+interference, printed as DjiBee's and easyperf's programs print them."""
+
+import contextlib
+import warnings
+
+import click
+
+from perflab import machine, results, threads
+from perflab.cli import run, sweep
+from perflab.cli.common import check_paths, emit_json, output_options, records, table
+
+
+def _perturbation(ctx, param, values):
+    """KIND@CPU values; a bad one is a PerflabError: one line, like a bad -p."""
+    return [threads.Perturbation.parse(v) for v in values]
+
+
+def interference_options(func):
+    """--perturb, --nice, --rt and --rt-limit, shared by every verb that runs workers."""
+    func = click.option(
+        "--rt-limit",
+        default=threads.RT_LIMIT_S,
+        show_default=True,
+        type=click.FloatRange(0.1, 600),
+        help="Watchdog for --rt: seconds a real-time worker may compute without blocking "
+        "before the kernel stops perflab (RLIMIT_RTTIME).",
+    )(func)
+    func = click.option(
+        "--rt",
+        is_flag=True,
+        help="Run the workers SCHED_RR (the post's high priority); warns and goes on "
+        "without permission.",
+    )(func)
+    func = click.option(
+        "--nice",
+        default=0,
+        type=click.IntRange(-20, 19),
+        help="Nice value of the workers (the post's `nice -n -20` shields them from hogs).",
+    )(func)
+    func = click.option(
+        "--perturb",
+        multiple=True,
+        callback=_perturbation,
+        metavar="KIND@CPU",
+        help="Run a hog during the measurement: cpu@N (busy loop), cache@N (cache thrasher), "
+        "rt@N (bounded SCHED_FIFO bursts). Repeatable; perflab stops them before returning.",
+    )(func)
+    return func
+
+
+def _priority(nice: int, rt: bool, rt_limit: float) -> threads.Priority:
+    return threads.Priority(nice=nice, rt=rt, rt_limit=rt_limit)
+
+
+@contextlib.contextmanager
+def _warnings_to_stderr():
+    """PerflabWarnings as one 'perflab: warning:' line each, not Python's file:line format."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", threads.PerflabWarning)
+        shown = warnings.showwarning
+        warnings.showwarning = lambda msg, *a, **k: click.echo(f"perflab: warning: {msg}", err=True)
+        try:
+            yield
+        finally:
+            warnings.showwarning = shown
+
+
+def _progress(steps: int, label: str):
+    return click.progressbar(length=steps, label=label, file=click.get_text_stream("stderr"))
+
+
+def _meta(**conditions) -> dict:
+    return {
+        **machine.metadata(),
+        **conditions,
+        "counters": threads.counter_status(),
+        "rt_throttling": threads.sched_rt_note(),
+    }
+
+
+def _conditions(loops, nice, rt, rt_limit, perturb) -> dict:
+    return {
+        "loops": loops,
+        "loop_factor": threads.LOOP_FACTOR,
+        "nice": nice,
+        "rt": rt,
+        "rt_limit_s": rt_limit if rt else None,
+        "perturb": [str(p) for p in perturb],
+        "shared_machine_note": "other processes may run on these CPUs",
+    }
+
+
+@run.command("core-vs-ht")
+@click.option(
+    "-l",
+    "--loops",
+    default=threads.DEFAULT_LOOPS,
+    show_default=True,
+    type=click.IntRange(1),
+    help=f"Loops of {threads.LOOP_FACTOR} iterations per thread (the post used "
+    f"{threads.POST_LOOPS}: ~10.7 s per thread on its i5).",
+)
+@click.option(
+    "-p",
+    "cpus",
+    multiple=True,
+    type=int,
+    help="CPU for thread 1, then thread 2 (up to two, as the post); none: the placement matrix.",
+)
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1), help="Runs.")
+@interference_options
+@output_options
+def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_json, plot_path):
+    """1 thread, then 2 released together: CPU and wall time per placement (cputime_core_vs_ht)."""
+    if len(cpus) > 2:
+        raise click.BadParameter("at most two -p CPUs, as in the post", param_hint="-p")
+    if cpus:
+        machine.check_cpus(cpus)
+    check_paths(output, plot_path)
+    runs = repeat * (1 if cpus else sum(p.available for p in threads.placements()))
+    with _warnings_to_stderr(), _progress(runs, "core-vs-ht") as bar:
+        df = threads.core_vs_ht(
+            loops, cpus, repeat, _priority(nice, rt, rt_limit), perturb, progress=bar.update
+        )
+    summary = threads.core_vs_ht_summary(df)
+    if output:
+        meta = _meta(**_conditions(loops, nice, rt, rt_limit, perturb), cpus=list(cpus))
+        results.save(results.attach(df, meta), output)
+    if plot_path:
+        threads.plot_core_vs_ht(summary, plot_path, loops)
+    if as_json:
+        runs_text = [line for _, line in threads.post_lines(df, loops)]
+        emit_json({"runs": runs_text, "placements": records(summary)})
+        return
+    lines = threads.post_lines(df, loops)
+    if cpus:
+        for _, line in lines:
+            click.echo(line)
+        _busy_hint(summary["wall_ms_1"].iloc[0] / summary["cpu_ms_1"].iloc[0], rt)
+        return
+    for p in threads.placements():
+        click.echo(f"# {p.name}: {p.label}")
+        for name, line in lines:
+            if name == p.name:
+                click.echo(line)
+    click.echo()
+    table(summary, title="per placement (ms; ratio = 2 threads / 1 thread)")
+    ran = summary.dropna(subset=["cpu_ms_1"])
+    _busy_hint((ran["wall_ms_1"] / ran["cpu_ms_1"]).median(), rt)
+
+
+@sweep.command("threads")
+@click.option(
+    "--max",
+    "max_threads",
+    default=None,
+    type=click.IntRange(1),
+    help="Up to N threads (default: the online CPUs).",
+)
+@click.option(
+    "--kernel",
+    type=click.Choice(list(threads.KERNELS)),
+    default="loop",
+    show_default=True,
+    help="loop: the post's int/double mix; stream: read-modify-write of a buffer; spin: CAS "
+    "increments of one shared counter (synchronisation overhead).",
+)
+@click.option(
+    "-l",
+    "--loops",
+    default=threads.DEFAULT_LOOPS,
+    show_default=True,
+    type=click.IntRange(1),
+    help=f"Total loops of {threads.LOOP_FACTOR} iterations, shared among the threads.",
+)
+@click.option(
+    "--size",
+    default=threads.DEFAULT_STREAM_BYTES,
+    show_default=True,
+    type=click.IntRange(8),
+    help="Buffer bytes per thread for --kernel stream.",
+)
+@click.option("--repeat", default=3, show_default=True, type=click.IntRange(1), help="Repeats.")
+@click.option(
+    "--free",
+    is_flag=True,
+    help="Let the scheduler place threads instead of pinning "
+    "them round-robin over the online CPUs.",
+)
+@click.option("--oversubscribe", is_flag=True, help="Allow more threads than online CPUs.")
+@interference_options
+@output_options
+def sweep_threads_cmd(
+    max_threads,
+    kernel,
+    loops,
+    size,
+    repeat,
+    free,
+    oversubscribe,
+    perturb,
+    nice,
+    rt,
+    rt_limit,
+    output,
+    as_json,
+    plot_path,
+):
+    """Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf)."""
+    max_threads = max_threads or len(machine.online_cpus())
+    threads.check_placement([None] * max_threads, oversubscribe)
+    check_paths(output, plot_path)
+    with _warnings_to_stderr(), _progress(repeat * max_threads, "threads") as bar:
+        df = threads.sweep_threads(
+            max_threads,
+            kernel,
+            loops,
+            size,
+            repeat,
+            not free,
+            oversubscribe,
+            _priority(nice, rt, rt_limit),
+            perturb,
+            progress=bar.update,
+        )
+    summary = threads.scaling(df)
+    if output:
+        meta = _meta(
+            **_conditions(loops, nice, rt, rt_limit, perturb),
+            kernel=kernel,
+            size=size,
+            pinned=not free,
+        )
+        results.save(results.attach(df, meta), output)
+    if plot_path:
+        threads.plot_scaling(summary, plot_path, kernel)
+    status = threads.counter_status(["instructions", "cycles"])
+    if as_json:
+        emit_json({"kernel": kernel, "scaling": records(summary), "counters": status})
+        return
+    hidden = [] if kernel == "spin" else ["cas_retries", "retry_pct"]
+    if summary["ipc"].isna().all():
+        hidden += ["instructions", "ipc"]
+    shown = summary.drop(columns=hidden)
+    table(
+        shown,
+        title=f"{kernel} kernel, {loops} loops({threads.LOOP_FACTOR}) shared, median of {repeat}",
+    )
+    if summary["ipc"].isna().all():
+        click.echo(f"instructions, IPC: {status['instructions']}")
+
+
+def _busy_hint(wall_over_cpu: float, rt: bool) -> None:
+    """Say when other tasks shared the CPUs alone, and which flag keeps them off."""
+    if wall_over_cpu > 1.2 and not rt:
+        click.echo(
+            f"note: alone, elapsed time was {wall_over_cpu:.1f}x the CPU time: other tasks shared "
+            "these CPUs; --rt (or --nice -20) keeps them off, as the post's high priority did",
+            err=True,
+        )
+
+
+@run.command("fauxplat")
+@click.option(
+    "-l",
+    "--loops",
+    default=threads.DEFAULT_LOOPS,
+    show_default=True,
+    type=click.IntRange(1),
+    help=f"Loops of {threads.LOOP_FACTOR} per measurement (the post: {threads.POST_LOOPS}).",
+)
+@click.option("--repeat", default=5, show_default=True, type=click.IntRange(1), help="Repeats.")
+@click.option("--cpu", default=0, show_default=True, type=int, help="CPU the index runs on.")
+@click.option(
+    "--kernel",
+    type=click.Choice(list(threads.KERNELS)),
+    default="loop",
+    show_default=True,
+    help="loop is the post's index; stream over a cache-sized --size shows what cache@ does.",
+)
+@click.option(
+    "--size",
+    default=threads.DEFAULT_STREAM_BYTES,
+    show_default=True,
+    type=click.IntRange(8),
+    help="Buffer bytes for --kernel stream.",
+)
+@interference_options
+@output_options
+def fauxplat_cmd(
+    loops, repeat, cpu, kernel, size, perturb, nice, rt, rt_limit, output, as_json, plot_path
+):
+    """FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: cpu, cache
+    and rt hogs on --cpu), with its spread and its change vs alone."""
+    machine.check_cpus([cpu])
+    check_paths(output, plot_path)
+    chosen = list(perturb) or threads.default_perturbations(cpu)
+    with _warnings_to_stderr(), _progress(repeat * (1 + len(chosen)), "fauxplat") as bar:
+        df = threads.fauxplat(
+            loops,
+            repeat,
+            cpu,
+            chosen,
+            _priority(nice, rt, rt_limit),
+            progress=bar.update,
+            kernel=kernel,
+            size=size,
+        )
+    summary = threads.fauxplat_summary(df)
+    if output:
+        meta = _meta(**_conditions(loops, nice, rt, rt_limit, chosen), cpu=cpu, kernel=kernel)
+        results.save(results.attach(df, meta), output)
+    if plot_path:
+        threads.plot_fauxplat(df, plot_path)
+    if as_json:
+        emit_json({"loops": loops, "cpu": cpu, "kernel": kernel, "fauxplat": records(summary)})
+        return
+    alone = summary.iloc[0]
+    click.echo(
+        f"{loops} loops({threads.LOOP_FACTOR}) of {kernel} on cpu {cpu}: "
+        f"{alone['median']:.2f} FauxPlat/sec (median of {repeat}, loops / CPU second)"
+    )
+    table(summary, title="FauxPlat/sec per condition (change vs alone in %)")
+    _busy_hint(alone["median"] / alone["wall_median"], rt)

@@ -1,0 +1,102 @@
+"""perf_event counters: unsupported events say so, software events count real things."""
+
+import errno
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from perflab import counters, machine, results, threads
+from perflab._native import ffi, lib
+from perflab.cli import cli
+from perflab.errors import PerflabError
+
+NO_PMU = not machine.hardware_counters()
+HARDWARE = ["cycles", "instructions", "ref-cycles"]
+
+
+@pytest.mark.skipif(not NO_PMU, reason="this machine has hardware counters")
+def test_hardware_events_are_reported_unsupported_never_zero():
+    table = counters.available().set_index("event")
+    for name in HARDWARE:
+        assert not table.loc[name, "supported"]
+        assert math.isnan(table.loc[name, "count"])
+        assert table.loc[name, "status"].startswith("not supported here (ENOENT")
+
+
+@pytest.mark.skipif(not NO_PMU, reason="this machine has hardware counters")
+def test_group_falls_back_to_single_events_in_c():
+    s = ffi.new("struct perflab_counter_set *")
+    only_cycles = 1 << lib.PERFLAB_EV_CYCLES
+    assert lib.perflab_counters_open(s, 0, -1, only_cycles, 0) == -errno.ENOENT
+    assert lib.perflab_counters_open(s, 0, -1, lib.PERFLAB_EV_ALL, 0) == 4
+    assert s.grouped == 0 and s.status[lib.PERFLAB_EV_CYCLES] == -errno.ENOENT
+    assert s.status[lib.PERFLAB_EV_TASK_CLOCK] == 0
+    lib.perflab_counters_close(s)
+
+
+def test_software_events_count_a_region():
+    with counters.Counters(["task-clock", "page-faults"]) as c:
+        buf = bytearray(8 << 20)
+        buf[::4096] = b"\1" * len(buf[::4096])
+    cols = c.columns()
+    assert cols["task_clock_ns"] > 0
+    assert cols["page_faults"] >= (8 << 20) // 4096 // 2  # at least half its pages faulted in
+
+
+def test_count_a_callable_and_a_command():
+    value, table = counters.count(sum, range(200_000), events=["task-clock"])
+    assert value == sum(range(200_000))
+    assert table.set_index("event").loc["task-clock", "count"] > 0
+    out = counters.count_command(["true"], events=["task-clock", "page-faults"])
+    assert out.attrs["returncode"] == 0
+    assert (out["count"] > 0).all()
+
+
+def test_worker_task_clock_matches_its_cpu_clock():
+    df = threads.run_threads([machine.online_cpus()[0]], 20)
+    row = df.iloc[0]
+    # task-clock runs on perf's clock, which keeps counting while the hypervisor steals the
+    # vCPU; the thread CPU clock does not: allow the steal seen on that CPU (10 ms ticks).
+    slack = row["steal_ns"] + 20_000_000
+    assert 0.9 * row["cpu_ns"] < row["task_clock_ns"] < 1.1 * row["cpu_ns"] + slack
+    if NO_PMU:
+        assert math.isnan(row["cycles"]) and math.isnan(row["instructions"])
+
+
+def test_bad_events_and_pids_refused():
+    with pytest.raises(PerflabError, match="unknown event"):
+        counters.mask(["cache-misses-everywhere"])
+    with pytest.raises(PerflabError, match="no process"), counters.Counters(pid=2**22 + 1):
+        pass
+    with pytest.raises(PerflabError, match="not found"):
+        counters.count_command(["/nonexistent/perflab-command"])
+
+
+def test_cli_counters_json():
+    result = CliRunner().invoke(cli, ["counters", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    by_name = {e["event"]: e for e in doc["events"]}
+    assert set(by_name) == set(counters.EVENTS)
+    assert by_name["task-clock"]["supported"] and by_name["task-clock"]["count"] > 0
+    if NO_PMU:
+        assert by_name["cycles"]["count"] is None
+        assert by_name["cycles"]["status"].startswith("not supported here")
+
+
+def test_cli_counts_a_command():
+    result = CliRunner().invoke(cli, ["counters", "-e", "task-clock", "--", "true"])
+    assert result.exit_code == 0, result.output
+    assert "task-clock" in result.output and "exit status 0" in result.output
+
+
+def test_cli_saves_counts_with_nan_for_unsupported(tmp_path):
+    path = tmp_path / "counts.csv"
+    result = CliRunner().invoke(cli, ["counters", "-o", str(path), "--", "true"])
+    assert result.exit_code == 0, result.output
+    saved = results.load(path).set_index("event")
+    assert saved.loc["task-clock", "count"] > 0
+    if NO_PMU:
+        assert math.isnan(saved.loc["cycles", "count"])

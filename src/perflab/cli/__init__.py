@@ -6,12 +6,21 @@ from perflab import __version__
 from perflab.errors import PerflabError
 
 
+class UsageMistake(click.ClickException):
+    """A bad option or argument: one line (no usage dump) and exit code 2, as click uses."""
+
+    exit_code = 2
+
+
 class Group(click.Group):
     """Turns user mistakes into one line and a non-zero exit, never a traceback."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx else "perflab"
+            raise UsageMistake(f"{exc.format_message()} (see '{where} --help')") from None
         except PerflabError as exc:
             raise click.ClickException(str(exc)) from None
         except OSError as exc:

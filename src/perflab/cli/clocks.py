@@ -35,7 +35,7 @@ def clocks_cmd(samples, names, output, as_json, plot_path):
     if output:
         results.save(results.attach(costs, {**machine.metadata(), "unit": "ns"}), output)
     if plot_path:
-        clocks.plot(costs, plot_path)
+        clocks.plot(costs, plot_path, summary)
     if as_json:
         emit_json({"resolution": records(res), "cost_ns": records(summary), "tsc": tsc})
         return

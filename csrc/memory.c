@@ -67,6 +67,15 @@ static copy_fn kernel_fn(int kernel)
 
 int perflab_copy_available(int kernel) { return kernel_fn(kernel) != NULL; }
 
+int perflab_copy_once(int kernel, void *dst, const void *src, size_t n)
+{
+    copy_fn fn = kernel_fn(kernel);
+    if (fn == NULL)
+        return -EINVAL;
+    fn(dst, src, n);
+    return 0;
+}
+
 int perflab_lock_memory(int on)
 {
     if (on)

@@ -83,6 +83,8 @@ int perflab_lock_memory(int on);
  * faulted in before anything is timed; free with perflab_buffers_free. */
 int perflab_buffers_alloc(size_t bytes, void **src, void **dst);
 void perflab_buffers_free(void *src, void *dst, size_t bytes);
+/* One untimed copy with a kernel: lets tests check the kernels copy right. */
+int perflab_copy_once(int kernel, void *dst, const void *src, size_t n);
 /* For each sizes[i]: the minimum over `trials` of the ticks one copy of
  * sizes[i] bytes from src to dst takes, timer overhead subtracted. */
 int perflab_copy_sweep(int kernel, void *dst, const void *src, const uint64_t *sizes,

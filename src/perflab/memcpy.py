@@ -72,6 +72,14 @@ def check_kernel(kernel: str) -> int:
     return KERNELS[kernel]
 
 
+def copy(dst: np.ndarray, src: np.ndarray, kernel: str = "libc") -> None:
+    """Copy src into dst with one kernel, untimed: how a user checks a kernel is correct."""
+    if dst.nbytes < src.nbytes:
+        raise PerflabError(f"destination holds {dst.nbytes} bytes, source has {src.nbytes}")
+    rc = lib.perflab_copy_once(check_kernel(kernel), ptr(dst, "char[]"), ptr(src, "char[]"), src.nbytes)
+    check(rc, f"copy ({kernel})")
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where the buffers start: `align` is the exact alignment of both, `offset` shifts dst."""
@@ -270,19 +278,28 @@ def _noise(y: np.ndarray) -> float:
     return float(1.4826 * np.median(np.abs(d - np.median(d))) / np.sqrt(2))
 
 
+def running_median(y: np.ndarray, width: int = 5) -> np.ndarray:
+    """Median of each point's neighbourhood: one interrupted copy must not make a segment."""
+    half = width // 2
+    padded = np.pad(y, half, mode="edge")
+    windows = np.lib.stride_tricks.sliding_window_view(padded, width)
+    return np.median(windows, axis=1)
+
+
 def detect_knees(
     size,
     ticks_per_byte,
     min_size: int = 2048,
-    min_rise: float = 1.15,
+    min_rise: float = 1.5,
     min_len: int = 12,
+    ramp_len: int = 32,
 ) -> pd.DataFrame:
     """Sizes where ticks per byte steps up for good: the caches' edges.
 
     Change points of log(ticks per byte) against log size (piecewise-constant fit, penalty
     from the robust noise level), keeping rises of at least `min_rise` between neighbouring
-    levels; a rise spread over neighbouring segments (a gradual edge) counts once, at its
-    start. Sizes below `min_size` are left out: there the call's fixed cost dominates.
+    levels; a rise spread over segments shorter than `ramp_len` points (a gradual edge,
+    32 points = one octave) counts once, at its start. Sizes below `min_size` are left out: there the call's fixed cost dominates.
     Columns: size (S, bytes copied), touched (2*S, bytes the copy touches), level_before,
     level_after (median ticks per byte of the neighbouring segments), rise.
     """
@@ -293,8 +310,9 @@ def detect_knees(
     cols = ["size", "touched", "level_before", "level_after", "rise"]
     if size.size < 2 * min_len:
         return pd.DataFrame(columns=cols)
-    y = np.log(tpb)
-    sigma = max(_noise(y), 1e-3)
+    raw = np.log(tpb)
+    sigma = max(_noise(raw), 1e-3)
+    y = running_median(raw)
     cuts = segments(y, penalty=8 * sigma**2 * np.log(y.size), min_len=min_len)
     bounds = [0, *cuts, y.size]
     levels = [float(np.median(tpb[a:b])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
@@ -304,7 +322,11 @@ def detect_knees(
             i += 1
             continue
         j = i
-        while j + 1 < len(cuts) and levels[j + 2] > levels[j + 1]:
+        while (
+            j + 1 < len(cuts)
+            and levels[j + 2] > levels[j + 1]
+            and cuts[j + 1] - cuts[j] < ramp_len
+        ):
             j += 1
         rise = levels[j + 1] / levels[i]
         if rise >= min_rise:

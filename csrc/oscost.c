@@ -186,6 +186,12 @@ static int pin(int cpu)
     return sched_setaffinity(0, sizeof set, &set) == 0 ? 0 : -errno;
 }
 
+/* Set by SIGINT/SIGTERM during a cswitch run: the loops stop, the child is
+ * reaped, then the signal is raised again for the caller's own handler. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig) { stop_signal = sig; }
+
 static int one_byte(int wfd, int rfd)
 {
     char c = 'x';
@@ -201,6 +207,7 @@ static void echo_child(int cpu, int rfd, int wfd)
 {
     char c;
     signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     if (pin(cpu) != 0)
         _exit(2);
     while (read(rfd, &c, 1) == 1)
@@ -232,11 +239,16 @@ static void restore_sched(const struct saved_sched *s)
 }
 
 /* SCHED_RR with a budget of CPU time without blocking: a runaway real-time
- * process is killed by the kernel instead of freezing the machine. */
-static int go_realtime(int prio, long rttime_us)
+ * process gets SIGXCPU (default action: terminate) instead of freezing the
+ * machine. Only the soft limit moves, so it can be restored without
+ * CAP_SYS_RESOURCE. */
+static int go_realtime(int prio, long rttime_us, const struct rlimit *old)
 {
-    struct rlimit lim = {(rlim_t)rttime_us, (rlim_t)rttime_us};
+    struct rlimit lim = *old;
     struct sched_param param = {.sched_priority = prio};
+    lim.rlim_cur = (rlim_t)rttime_us;
+    if (old->rlim_max != RLIM_INFINITY && lim.rlim_cur > old->rlim_max)
+        lim.rlim_cur = old->rlim_max;
     if (setrlimit(RLIMIT_RTTIME, &lim) != 0)
         return 0;
     return sched_setscheduler(0, SCHED_RR, &param) == 0;
@@ -258,7 +270,7 @@ static int pingpong(size_t n, int cpu_child, struct perflab_cswitch *out)
         return rc;
     }
     t0 = now_ns();
-    for (size_t i = 0; i < n && rc == 0; i++)
+    for (size_t i = 0; i < n && rc == 0 && !stop_signal; i++)
         rc = one_byte(down[1], down[0]);
     out->alone_ns = now_ns() - t0;
     if (rc == 0 && (pid = fork()) == 0) {
@@ -274,7 +286,7 @@ static int pingpong(size_t n, int cpu_child, struct perflab_cswitch *out)
         out->child_pid = pid;
         getrusage(RUSAGE_SELF, &before);
         t0 = now_ns();
-        for (size_t i = 0; i < n && rc == 0; i++)
+        for (size_t i = 0; i < n && rc == 0 && !stop_signal; i++)
             rc = one_byte(down[1], up[0]);
         out->pingpong_ns = now_ns() - t0;
         getrusage(RUSAGE_SELF, &after);
@@ -294,19 +306,30 @@ static int pingpong(size_t n, int cpu_child, struct perflab_cswitch *out)
 int perflab_cswitch(size_t n, int cpu_parent, int cpu_child, int rt_prio, long rttime_us,
                     struct perflab_cswitch *out)
 {
+    struct sigaction stop = {.sa_handler = on_stop}, old_int, old_term;
     struct saved_sched saved;
     int rc;
 
     if (n == 0)
         return -EINVAL;
     memset(out, 0, sizeof *out);
+    stop_signal = 0;
+    sigemptyset(&stop.sa_mask);
+    sigaction(SIGINT, &stop, &old_int);
+    sigaction(SIGTERM, &stop, &old_term);
     save_sched(&saved);
     if (rt_prio > 0)
-        out->rt_applied = go_realtime(rt_prio, rttime_us);
+        out->rt_applied = go_realtime(rt_prio, rttime_us, &saved.rttime);
     rc = pin(cpu_parent);
     if (rc == 0)
         rc = pingpong(n, cpu_child, out);
     restore_sched(&saved);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (stop_signal) {
+        raise(stop_signal);
+        return -EINTR;
+    }
     return rc;
 }
 

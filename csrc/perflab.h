@@ -129,7 +129,8 @@ struct perflab_cswitch {
 /* Rubini's cswitch. cpu_parent/cpu_child < 0: unpinned. rt_prio > 0 asks for
  * SCHED_RR at that priority, bounded by RLIMIT_RTTIME = rttime_us, and
  * restores policy, affinity and limit before returning. The child is reaped
- * on every path (an interrupted read kills it and returns -EINTR). */
+ * on every path; SIGINT/SIGTERM stop the loops, and are raised again after
+ * the child is gone and the settings restored (then -EINTR). */
 int perflab_cswitch(size_t n, int cpu_parent, int cpu_child, int rt_prio,
                     long rttime_us, struct perflab_cswitch *out);
 

@@ -166,8 +166,14 @@ def test_alignment_and_offset_are_validated():
 def test_page_faults_cost_more_than_touching_again():
     df = pagefault.measure(pages=256, reps=5)
     t = pagefault.table(df).set_index("condition")
-    assert t.loc["first touch", "median_ticks_per_page"] > 3 * t.loc["touch again", "median_ticks_per_page"]
-    assert t.loc["mlocked", "median_ticks_per_page"] < t.loc["first touch", "median_ticks_per_page"] / 3
+    assert (
+        t.loc["first touch", "median_ticks_per_page"]
+        > 3 * t.loc["touch again", "median_ticks_per_page"]
+    )
+    assert (
+        t.loc["mlocked", "median_ticks_per_page"]
+        < t.loc["first touch", "median_ticks_per_page"] / 3
+    )
     assert set(df["condition"]) == set(pagefault.CONDITIONS) and len(df) == 15
 
 
@@ -175,7 +181,19 @@ def test_cli_memcpy_json_output_and_plot(runner, tmp_path):
     out, png = tmp_path / "m.csv", tmp_path / "m.png"
     res = runner.invoke(
         cli,
-        ["sweep", "memcpy", "--max", "128K", "--trials", "3", "--json", "-o", str(out), "--plot", str(png)],
+        [
+            "sweep",
+            "memcpy",
+            "--max",
+            "128K",
+            "--trials",
+            "3",
+            "--json",
+            "-o",
+            str(out),
+            "--plot",
+            str(png),
+        ],
     )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
@@ -207,4 +225,6 @@ def test_cli_pagefault_json(runner):
     res = runner.invoke(cli, ["run", "pagefault", "--pages", "64", "--reps", "3", "--json"])
     assert res.exit_code == 0, res.output
     rows = {r["condition"]: r for r in json.loads(res.stdout)["per_page"]}
-    assert rows["first touch"]["median_ticks_per_page"] > rows["touch again"]["median_ticks_per_page"]
+    assert (
+        rows["first touch"]["median_ticks_per_page"] > rows["touch again"]["median_ticks_per_page"]
+    )

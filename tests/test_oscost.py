@@ -100,7 +100,9 @@ def test_cswitch_realtime_is_restored():
     policy, limits = os.sched_getscheduler(0), resource.getrlimit(resource.RLIMIT_RTTIME)
     row = cswitch.run_once(2000, cswitch.Placement("one CPU", 0, 0), realtime=True)
     assert row["pingpong_ns"] > 0
-    assert os.sched_getscheduler(0) == policy and resource.getrlimit(resource.RLIMIT_RTTIME) == limits
+    assert (
+        os.sched_getscheduler(0) == policy and resource.getrlimit(resource.RLIMIT_RTTIME) == limits
+    )
     assert no_children_left()
 
 
@@ -163,8 +165,10 @@ def test_cli_syscalls_json_and_csv(runner, tmp_path):
     out = tmp_path / "s.csv"
     res = runner.invoke(
         cli,
-        ["run", "syscalls", "--call", "getpid", "--call", "stat", "--trials", "300", "--trim", "5"]
-        + ["--json", "-o", str(out)],
+        [
+            *("run", "syscalls", "--call", "getpid", "--call", "stat"),
+            *("--trials", "300", "--trim", "5", "--json", "-o", str(out)),
+        ],
     )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)

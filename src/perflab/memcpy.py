@@ -1,5 +1,6 @@
 """Rubini's moremem: copy time vs size, 32 steps per octave, and the cache knees it shows."""
 
+import itertools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,7 +77,9 @@ def copy(dst: np.ndarray, src: np.ndarray, kernel: str = "libc") -> None:
     """Copy src into dst with one kernel, untimed: how a user checks a kernel is correct."""
     if dst.nbytes < src.nbytes:
         raise PerflabError(f"destination holds {dst.nbytes} bytes, source has {src.nbytes}")
-    rc = lib.perflab_copy_once(check_kernel(kernel), ptr(dst, "char[]"), ptr(src, "char[]"), src.nbytes)
+    rc = lib.perflab_copy_once(
+        check_kernel(kernel), ptr(dst, "char[]"), ptr(src, "char[]"), src.nbytes
+    )
     check(rc, f"copy ({kernel})")
 
 
@@ -146,7 +149,7 @@ def measure(
     size_list,
     trials: int = 10,
     kernel: str = "libc",
-    place: Placement = Placement(),  # noqa: B008 - immutable default
+    place: Placement = Placement(),
     progress: Callable[[int], None] | None = None,
     chunk: int = 32,
 ) -> np.ndarray:
@@ -211,7 +214,7 @@ def sweep(
     todo = sizes(top)
     with MemoryLock(lock) as locked:
         ticks = measure(todo, trials, kernel, place, progress)
-    hz, how = machine.tsc_hz()
+    hz, _ = machine.tsc_hz()
     df = tidy(todo, ticks, hz)
     df.insert(0, "kernel", kernel)
     meta = {
@@ -299,7 +302,8 @@ def detect_knees(
     Change points of log(ticks per byte) against log size (piecewise-constant fit, penalty
     from the robust noise level), keeping rises of at least `min_rise` between neighbouring
     levels; a rise spread over segments shorter than `ramp_len` points (a gradual edge,
-    32 points = one octave) counts once, at its start. Sizes below `min_size` are left out: there the call's fixed cost dominates.
+    32 points = one octave) counts once, at its start. Sizes below `min_size` are left
+    out: there the call's fixed cost dominates.
     Columns: size (S, bytes copied), touched (2*S, bytes the copy touches), level_before,
     level_after (median ticks per byte of the neighbouring segments), rise.
     """
@@ -315,7 +319,7 @@ def detect_knees(
     y = running_median(raw)
     cuts = segments(y, penalty=8 * sigma**2 * np.log(y.size), min_len=min_len)
     bounds = [0, *cuts, y.size]
-    levels = [float(np.median(tpb[a:b])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    levels = [float(np.median(tpb[a:b])) for a, b in itertools.pairwise(bounds)]
     rows, i = [], 0
     while i < len(cuts):
         if levels[i + 1] <= levels[i]:
@@ -323,9 +327,7 @@ def detect_knees(
             continue
         j = i
         while (
-            j + 1 < len(cuts)
-            and levels[j + 2] > levels[j + 1]
-            and cuts[j + 1] - cuts[j] < ramp_len
+            j + 1 < len(cuts) and levels[j + 2] > levels[j + 1] and cuts[j + 1] - cuts[j] < ramp_len
         ):
             j += 1
         rise = levels[j + 1] / levels[i]
@@ -398,4 +400,8 @@ def plot(df: pd.DataFrame, path, knees: pd.DataFrame | None = None) -> None:
     ax.legend(loc="upper left")
     kernel = df["kernel"].iloc[0] if "kernel" in df else "libc"
     hz, _ = machine.tsc_hz()
-    plt.save(fig, path, title=f"memcpy ({kernel}) — TSC {hz / 1e9:.3f} GHz; dashed: cache/2, dotted: knees")
+    plt.save(
+        fig,
+        path,
+        title=f"memcpy ({kernel}) — TSC {hz / 1e9:.3f} GHz; dashed: cache/2, dotted: knees",
+    )

@@ -1,4 +1,4 @@
-"""System-call costs with FileGuard's table: min, max, mean, each also with k best and worst dropped."""
+"""System-call costs in FileGuard's table: min, max, mean, also with k best and k worst dropped."""
 
 import os
 import tempfile
@@ -23,7 +23,12 @@ CALLS = {
     "mmap+munmap": lib.PERFLAB_SYS_MMAP_MUNMAP,
 }
 DEFAULT_CALLS = ("getpid", "open+close", "read", "write", "stat")
-ALIASES = {"open": "open+close", "close": "open+close", "mmap": "mmap+munmap", "yield": "sched_yield"}
+ALIASES = {
+    "open": "open+close",
+    "close": "open+close",
+    "mmap": "mmap+munmap",
+    "yield": "sched_yield",
+}
 IO_BYTES = lib.PERFLAB_SYS_IO_BYTES
 
 

@@ -171,7 +171,9 @@ def plot(df: pd.DataFrame, path) -> None:
         color = plt.COLORS[i % len(plt.COLORS)]
         w = df[(df["mode"] == "warm") & (df["call"] == call)]
         ax.plot(w["rep"], w["ticks"].clip(lower=1), "o", color=color, markersize=3)
-        ax.plot(conv["rep"], conv[call].clip(lower=1), "-", color=color, label=f"{call} running min")
+        ax.plot(
+            conv["rep"], conv[call].clip(lower=1), "-", color=color, label=f"{call} running min"
+        )
         c = df[(df["mode"] == "cold") & (df["call"] == call)]
         if len(c):
             ax.plot([-1] * len(c), c["ticks"].clip(lower=1), "x", color=color)

@@ -32,7 +32,11 @@ def _size(ctx, param, value):
     help="Largest copy, e.g. 64M (default: 4x the last-level cache, so its knee shows).",
 )
 @click.option(
-    "--trials", default=10, show_default=True, type=int, help="Copies per size; the minimum is kept."
+    "--trials",
+    default=10,
+    show_default=True,
+    type=int,
+    help="Copies per size; the minimum is kept.",
 )
 @click.option(
     "--kernel",

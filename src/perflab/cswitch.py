@@ -110,6 +110,9 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     ]
     keys = ["placement", "realtime", "rt_applied"]
     out = df.groupby(keys, sort=False)[cols].median().reset_index()
+    out[["parent_nivcsw", "child_nivcsw"]] = (
+        out[["parent_nivcsw", "child_nivcsw"]].round().astype(int)
+    )
     out["priority"] = np.where(
         out["rt_applied"], "SCHED_RR", np.where(out["realtime"], "normal (RR refused)", "normal")
     )
@@ -138,6 +141,7 @@ def plot(df: pd.DataFrame, path) -> None:
     ax.bar(x - 0.2, t["roundtrip_us_each"], 0.4, label="write/read + cswitch (round trip)")
     ax.bar(x + 0.2, t["alone_us_each"], 0.4, label="write/read alone")
     ax.set_xticks(x, labels, fontsize=8)
-    ax.set_ylabel("µs per iteration (median of reps)")
+    plt.log_axes(ax, x=False, y=True)
+    ax.set_ylabel("µs per iteration (median of reps, log)")
     ax.legend()
     plt.save(fig, path, title=f"cswitch {int(df['n'].iloc[0])}: pipes between two processes")

@@ -362,8 +362,18 @@ def knee_report(knees: pd.DataFrame, caches: pd.DataFrame | None = None) -> pd.D
     return pd.DataFrame(rows)
 
 
+def human_bytes(v: float) -> str:
+    """1024 -> '1K', 1048576 -> '1M': axis labels in the units caches are declared in."""
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if v >= scale:
+            return f"{v / scale:g}{unit}"
+    return f"{v:g}"
+
+
 def plot(df: pd.DataFrame, path, knees: pd.DataFrame | None = None) -> None:
     """Rubini's figure: log-log, red ticks per copy, blue ticks per byte, green derivative."""
+    from matplotlib.ticker import FuncFormatter
+
     from perflab import plot as plt
 
     fig, ax = plt.figure(figsize=(9, 5.5))
@@ -380,6 +390,7 @@ def plot(df: pd.DataFrame, path, knees: pd.DataFrame | None = None) -> None:
         label="derivative (point to point)",
     )
     plt.log_axes(ax, x=True, y=True)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v)))
     for c in machine.caches().itertuples(index=False):
         if c.cache in ("L1d", "L2", "L3") and c.size_bytes / 2 <= df["size"].max():
             ax.axvline(c.size_bytes / 2, color="#777777", linestyle="--", linewidth=0.8)

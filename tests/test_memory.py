@@ -142,9 +142,10 @@ def test_first_knee_is_l1d_on_the_touched_scale(sweep256k):
 def test_copies_get_dearer_beyond_l1(sweep256k):
     df, _ = sweep256k
     l1d = machine.cache_size("L1d") or 32768
-    inside = df[(df["size"] >= l1d // 8) & (df["size"] <= l1d // 4)]["ticks_per_byte"].median()
-    outside = df[df["size"] >= 4 * l1d]["ticks_per_byte"].median()
-    assert outside > 1.5 * inside
+    # minima: a loaded machine only ever adds time, so the floors compare the caches
+    inside = df[(df["size"] >= l1d // 4) & (df["size"] <= l1d // 2)]["ticks_per_byte"].min()
+    outside = df[df["size"] >= 4 * l1d]["ticks_per_byte"].min()
+    assert outside > 2 * inside
 
 
 def test_loop_kernel_shows_riquadro_3_oscillation():

@@ -64,6 +64,12 @@ def parse_size(text: str | int) -> int:
     return int(value)
 
 
+def work(size_list, trials: int) -> int:
+    """Progress units of a sweep: bytes copied plus a fixed cost per size, so large sizes weigh."""
+    arr = np.asarray(size_list, dtype=np.int64)
+    return int(arr.sum()) * trials + 64 * trials * arr.size
+
+
 def check_kernel(kernel: str) -> int:
     """The native id of a copy kernel; unknown or unavailable -> one-line error."""
     if kernel not in KERNELS:
@@ -153,7 +159,10 @@ def measure(
     progress: Callable[[int], None] | None = None,
     chunk: int = 32,
 ) -> np.ndarray:
-    """Minimum ticks per copy for each size, timed in C, one octave per native call."""
+    """Minimum ticks per copy for each size, timed in C, one octave per native call.
+
+    `progress` receives work() units as chunks finish.
+    """
     kid = check_kernel(kernel)
     place.check()
     if trials < 1:
@@ -169,7 +178,7 @@ def measure(
             )
             check(rc, f"memcpy sweep ({kernel})")
             if progress:
-                progress(part.size)
+                progress(work(part, trials))
     return out
 
 

@@ -85,8 +85,8 @@ def memcpy_cmd(
     if top > memcpy.MAX_BYTES:
         raise click.BadParameter(f"at most {memcpy.MAX_BYTES >> 30} GiB", param_hint="--max")
     check_paths(output, plot_path)
-    work = memcpy.sizes(top)
-    total = int(work.sum()) * trials + 64 * work.size
+    todo = memcpy.sizes(top)
+    total = memcpy.work(todo, trials)
     with progressbar(total, f"memcpy 1..{top} B") as bar:
         df = memcpy.sweep(
             top,

@@ -28,6 +28,7 @@ def _size(ctx, param, value):
 @click.option(
     "--max",
     "max_bytes",
+    metavar="SIZE",
     callback=_size,
     help="Largest copy, e.g. 64M (default: 4x the last-level cache, so its knee shows).",
 )
@@ -128,7 +129,7 @@ def memcpy_cmd(
         )
         return
     if full:
-        table(df, "{:.6f}", title="size  ticks  ticks_per_byte  gb_per_s  derivative")
+        table(df.drop(columns="kernel"), "{:.6f}", title="every size (moremem's output)")
         click.echo()
     table(
         memcpy.small_table(df, small),

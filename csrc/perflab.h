@@ -222,3 +222,78 @@ int perflab_cpu_allowed(int32_t cpu);
  * real-time request. Returns 0 once the hog is pinned, or -errno. */
 int perflab_hog_start(int32_t kind, int32_t cpu, uint64_t bytes, int64_t max_ns,
                       int32_t rt_priority, int32_t *pid, int32_t *sched_status);
+
+/* ---- memory.c: memcpy kernels, their sweep, page-fault cost ----------- */
+
+#define PERFLAB_COPY_LIBC 0
+#define PERFLAB_COPY_REP_MOVSB 1
+#define PERFLAB_COPY_LOOP 2
+
+#define PERFLAB_TOUCH_FIRST 0
+#define PERFLAB_TOUCH_AGAIN 1
+#define PERFLAB_TOUCH_LOCKED 2
+
+/* Whether a copy kernel exists on this CPU (rep movsb is x86 only). */
+int perflab_copy_available(int kernel);
+/* mlockall(MCL_CURRENT|MCL_FUTURE) while on, munlockall when off: the
+ * article's remedy against page faults during a measurement. */
+int perflab_lock_memory(int on);
+/* Two page-aligned buffers of `bytes` each, written once so every page is
+ * faulted in before anything is timed; free with perflab_buffers_free. */
+int perflab_buffers_alloc(size_t bytes, void **src, void **dst);
+void perflab_buffers_free(void *src, void *dst, size_t bytes);
+/* One untimed copy with a kernel: lets tests check the kernels copy right. */
+int perflab_copy_once(int kernel, void *dst, const void *src, size_t n);
+/* For each sizes[i]: the minimum over `trials` of the ticks one copy of
+ * sizes[i] bytes from src to dst takes, timer overhead subtracted. */
+int perflab_copy_sweep(int kernel, void *dst, const void *src, const uint64_t *sizes,
+                       size_t n, unsigned trials, int64_t *min_ticks);
+/* Ticks to write one byte into each of `pages` pages of a fresh anonymous
+ * mapping: out[PERFLAB_TOUCH_FIRST] (page faults), out[PERFLAB_TOUCH_AGAIN]
+ * (same pages again), out[PERFLAB_TOUCH_LOCKED] (another mapping mlock'ed
+ * first). Overhead subtracted once per region. */
+int perflab_touch_pages(size_t pages, int64_t out[3]);
+
+/* ---- oscost.c: libm calls cold and warm, context switches, syscalls ---- */
+
+#define PERFLAB_SYS_GETPID 0
+#define PERFLAB_SYS_OPEN_CLOSE 1
+#define PERFLAB_SYS_READ 2
+#define PERFLAB_SYS_WRITE 3
+#define PERFLAB_SYS_STAT 4
+#define PERFLAB_SYS_FSTAT 5
+#define PERFLAB_SYS_SCHED_YIELD 6
+#define PERFLAB_SYS_MMAP_MUNMAP 7
+#define PERFLAB_NSYSCALLS 8
+#define PERFLAB_SYS_IO_BYTES 4096
+
+/* Resolve a double(double) function of libm by name: 0 or -ENOENT. */
+int perflab_libm_lookup(const char *name);
+/* `repeat` rounds of calling names[j](args[j]) for j in 0..ncalls, each call
+ * timed alone, timer overhead subtracted: out[round * ncalls + j]. */
+int perflab_libm_warm(const char **names, const double *args, size_t ncalls,
+                      size_t repeat, int64_t *out);
+/* The same sequence once, in a freshly forked child whose first calls pay
+ * the page faults and cache misses; results come back through a pipe. */
+int perflab_libm_cold(const char **names, const double *args, size_t ncalls, int64_t *out);
+
+struct perflab_cswitch {
+    int64_t alone_ns;      /* n write+read of one byte through a pipe, one process */
+    int64_t pingpong_ns;   /* n round trips parent -> child -> parent, two pipes */
+    long parent_nvcsw, parent_nivcsw;  /* rusage deltas over the ping-pong */
+    long child_nvcsw, child_nivcsw;    /* the child's whole life (wait4) */
+    int child_pid;         /* already reaped when this returns */
+    int rt_applied;        /* SCHED_RR obtained (both sides inherit it) */
+};
+/* Rubini's cswitch. cpu_parent/cpu_child < 0: unpinned. rt_prio > 0 asks for
+ * SCHED_RR at that priority, bounded by RLIMIT_RTTIME = rttime_us, and
+ * restores policy, affinity and limit before returning. The child is reaped
+ * on every path; SIGINT/SIGTERM stop the loops, and are raised again after
+ * the child is gone and the settings restored (then -EINTR). */
+int perflab_cswitch(size_t n, int cpu_parent, int cpu_child, int rt_prio,
+                    long rttime_us, struct perflab_cswitch *out);
+
+/* Time `n` calls of one PERFLAB_SYS_* operation on `path` (open, stat, read
+ * and write use a file of at least PERFLAB_SYS_IO_BYTES), each call alone,
+ * timer overhead subtracted. */
+int perflab_syscall_time(int call, const char *path, int64_t *out, size_t n);

@@ -1,0 +1,81 @@
+"""What a page fault costs: first touch of fresh pages vs touching them again vs mlock'ed pages."""
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from perflab import machine, results
+from perflab._native import check, ffi, lib
+from perflab.errors import PerflabError
+
+CONDITIONS = {
+    "first touch": lib.PERFLAB_TOUCH_FIRST,
+    "touch again": lib.PERFLAB_TOUCH_AGAIN,
+    "mlocked": lib.PERFLAB_TOUCH_LOCKED,
+}
+
+
+def measure(
+    pages: int = 1024, reps: int = 20, progress: Callable[[int], None] | None = None
+) -> pd.DataFrame:
+    """One row per (rep, condition): ticks to write one byte into each of `pages` pages."""
+    if pages < 1 or pages > 1 << 22:
+        raise PerflabError(f"--pages must be between 1 and {1 << 22}, not {pages}")
+    if reps < 1:
+        raise PerflabError(f"--reps must be at least 1, not {reps}")
+    hz, _ = machine.tsc_hz()
+    out = ffi.new("int64_t[3]")
+    rows = []
+    for rep in range(reps):
+        check(lib.perflab_touch_pages(pages, out), "touch pages (mlock needs root or ulimit -l)")
+        for name, idx in CONDITIONS.items():
+            ticks = int(out[idx])
+            rows.append(
+                {
+                    "condition": name,
+                    "pages": pages,
+                    "rep": rep,
+                    "ticks": ticks,
+                    "ticks_per_page": ticks / pages,
+                    "ns_per_page": ticks / pages / hz * 1e9,
+                }
+            )
+        if progress:
+            progress(1)
+    meta = {**machine.metadata(), "experiment": "pagefault", "page_bytes": 4096}
+    return results.attach(pd.DataFrame(rows), meta)
+
+
+def table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per condition: min and median ticks per page, ns per page, and the fault's share."""
+    rows = []
+    for name in CONDITIONS:
+        g = df[df["condition"] == name]
+        rows.append(
+            {
+                "condition": name,
+                "min_ticks_per_page": float(g["ticks_per_page"].min()),
+                "median_ticks_per_page": float(np.median(g["ticks_per_page"])),
+                "median_ns_per_page": float(np.median(g["ns_per_page"])),
+            }
+        )
+    out = pd.DataFrame(rows)
+    again = out.loc[out["condition"] == "touch again", "median_ticks_per_page"].iloc[0]
+    out["x_touch_again"] = out["median_ticks_per_page"] / again if again > 0 else np.nan
+    return out
+
+
+def plot(df: pd.DataFrame, path) -> None:
+    """Ticks per page of every repetition per condition, log scale."""
+    from perflab import plot as plt
+
+    fig, ax = plt.figure()
+    for name in CONDITIONS:
+        g = df[df["condition"] == name]
+        ax.plot(g["rep"], g["ticks_per_page"].clip(lower=1), "o-", label=name)
+    plt.log_axes(ax, x=False, y=True)
+    ax.set_xlabel("repetition")
+    ax.set_ylabel("TSC ticks per 4 KiB page")
+    ax.legend()
+    plt.save(fig, path, title=f"Page-fault cost, {int(df['pages'].iloc[0])} pages per region")

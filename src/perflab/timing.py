@@ -1,0 +1,192 @@
+"""What a perf assertion can time: Python callables and C functions, called in batches from C.
+
+Each target is timed as samples of `calls` back-to-back calls made by csrc/timing.c through a
+function pointer (a cffi callback for a Python callable), so Python never sits between two
+timestamps. The batch size is calibrated so a sample dwarfs the timer's own cost, and the cost
+of calling an empty function through the same path is measured and subtracted: values are net
+ticks per call.
+"""
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from perflab._native import check, ffi, lib, ptr, u64_array
+from perflab.errors import PerflabError
+
+# A sample should last about this many ticks (~10 us at 2.5 GHz): a thousand times the timer's
+# cost, short enough that few samples are hit by an interrupt.
+SAMPLE_TICKS = 25_000
+MAX_SAMPLE_TICKS = 64 * SAMPLE_TICKS
+MAX_CALLS = 1 << 24
+OVERHEAD_SAMPLES = 101
+
+
+@functools.cache
+def timer_overhead() -> int:
+    """Ticks of an empty timed region: subtracted once from every sample."""
+    return int(lib.perflab_timer_overhead())
+
+
+@dataclass(eq=False)
+class CallTarget:
+    """A function the core calls `calls` times per sample; `overhead` is its empty call's cost."""
+
+    name: str
+    shape: tuple
+    call: Any = field(repr=False)
+    empty: Any = field(repr=False)
+    keep: tuple = field(default=(), repr=False)
+    errors: list = field(default_factory=list, repr=False)
+    calls: int = 0
+    overhead: float = 0.0
+
+    def raise_errors(self) -> None:
+        """Re-raise the first exception a Python callable raised inside the C loop."""
+        if self.errors:
+            exc = self.errors[0]
+            self.errors.clear()
+            raise exc
+
+    def per_call(self, ticks: np.ndarray) -> np.ndarray:
+        """Net ticks per call of raw sample ticks: timer and empty-call costs removed."""
+        return (ticks.astype(float) - timer_overhead()) / self.calls - self.overhead
+
+
+def _call_struct(fn=None, fn_arg=None, arg=ffi.NULL):
+    c = ffi.new("struct perflab_call *")
+    c.fn = fn if fn is not None else ffi.NULL
+    c.fn_arg = fn_arg if fn_arg is not None else ffi.NULL
+    c.arg = arg
+    c.calls = 1
+    return c
+
+
+def _noop() -> None:
+    return None
+
+
+def python_callable(fn, name: str | None = None) -> CallTarget:
+    """A Python callable, called from C through a cffi callback (its return value is dropped)."""
+    if not callable(fn):
+        raise PerflabError(f"{fn!r} is not callable")
+    errors: list = []
+    # One call from Python first: a broken workload fails here with its own traceback, and a
+    # callable that returns a value is wrapped (a void callback must return None).
+    body = fn if fn() is None else lambda: (fn(), None)[1]
+    empty = _noop if body is fn else lambda: (_noop(), None)[1]
+
+    def onerror(exc_type, exc, tb):
+        if not errors:
+            errors.append(exc.with_traceback(tb))
+
+    cb = ffi.callback("void(void)", body, onerror=onerror)
+    cb_empty = ffi.callback("void(void)", empty, onerror=onerror)
+    return CallTarget(
+        name=name or getattr(fn, "__qualname__", None) or repr(fn),
+        shape=("python", body is fn),
+        call=_call_struct(fn=cb),
+        empty=_call_struct(fn=cb_empty),
+        keep=(cb, cb_empty, body, empty),
+        errors=errors,
+    )
+
+
+def c_function(fnptr, arg=None, name: str | None = None) -> CallTarget:
+    """A C function pointer from any cffi FFI: `void (*)(void)`, or `void (*)(void *)` with arg."""
+    if not isinstance(fnptr, ffi.CData):
+        raise PerflabError(
+            f"{fnptr!r} is not a cffi function pointer; use ffi.addressof(lib, 'name') "
+            "(API mode) or lib.name (ABI mode)"
+        )
+    kind = ffi.typeof(fnptr)
+    if kind.kind != "function":
+        raise PerflabError(f"{kind.cname} is not a function pointer")
+    if arg is None:
+        call = _call_struct(fn=ffi.cast("void(*)(void)", fnptr))
+        empty = _call_struct(fn=lib.perflab_noop)
+    else:
+        call = _call_struct(fn_arg=ffi.cast("void(*)(void *)", fnptr), arg=ffi.cast("void *", arg))
+        empty = _call_struct(fn_arg=lib.perflab_noop_arg)
+    label = name or f"C function at {int(ffi.cast('uintptr_t', fnptr)):#x}"
+    shape = ("c", arg is None)
+    return CallTarget(name=label, shape=shape, call=call, empty=empty, keep=(fnptr, arg))
+
+
+def spin(iterations: int, name: str | None = None) -> CallTarget:
+    """The core's spin loop: a C workload whose cost grows linearly with `iterations`."""
+    if iterations < 0:
+        raise PerflabError(f"spin iterations must be >= 0, not {iterations}")
+    n = ffi.new("uint64_t *", iterations)
+    return c_function(ffi.addressof(lib, "perflab_spin"), arg=n, name=name or f"spin({iterations})")
+
+
+def as_target(obj, name: str | None = None) -> CallTarget:
+    """Accept a CallTarget, a cffi function pointer or a Python callable."""
+    if isinstance(obj, CallTarget):
+        return obj
+    if isinstance(obj, ffi.CData):
+        return c_function(obj, name=name)
+    return python_callable(obj, name=name)
+
+
+def _raw(call, n: int) -> np.ndarray:
+    out = u64_array(n)
+    check(lib.perflab_time_calls(call, ptr(out, "uint64_t[]"), n), "time calls")
+    return out
+
+
+def _needed_calls(target: CallTarget, sample_ticks: int) -> tuple[int, float]:
+    """Power-of-two calls per sample reaching sample_ticks, and the raw ticks per call seen."""
+    calls = 1
+    while True:
+        target.call.calls = calls
+        best = int(_raw(target.call, 3).min())
+        target.raise_errors()
+        if best >= sample_ticks or calls >= MAX_CALLS:
+            return calls, best / calls
+        calls *= 2
+
+
+def calibrate(*targets: CallTarget, sample_ticks: int = SAMPLE_TICKS) -> None:
+    """Choose calls per sample for targets compared together, and measure their empty calls.
+
+    Targets share one batch size (the cheapest target's) unless that would make a sample of a
+    costlier one longer than MAX_SAMPLE_TICKS, and targets called through the same path at the
+    same batch size share one overhead estimate: two identical workloads are then treated
+    identically, so noise in the overhead cannot fake a difference between them.
+    """
+    seen = [_needed_calls(t, sample_ticks) for t in targets]
+    common = max(calls for calls, _ in seen)
+    overheads: dict[tuple, float] = {}
+    for target, (_, per_call) in zip(targets, seen, strict=True):
+        calls = common
+        while calls > 1 and calls * per_call > MAX_SAMPLE_TICKS:
+            calls //= 2
+        key = (target.shape, calls)
+        if key not in overheads:
+            target.empty.calls = calls
+            empty = _raw(target.empty, OVERHEAD_SAMPLES).astype(float)
+            overheads[key] = float(np.median((empty - timer_overhead()) / calls))
+        target.calls = calls
+        target.call.calls = calls
+        target.overhead = overheads[key]
+
+
+def sample(target: CallTarget, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n samples of a calibrated target: (raw ticks per sample, net ticks per call)."""
+    raw = _raw(target.call, n)
+    target.raise_errors()
+    return raw, target.per_call(raw)
+
+
+def sample_pair(a: CallTarget, b: CallTarget, n: int):
+    """n interleaved samples of two calibrated targets: (raw_a, net_a, raw_b, net_b)."""
+    ra, rb = u64_array(n), u64_array(n)
+    rc = lib.perflab_time_pair(a.call, b.call, ptr(ra, "uint64_t[]"), ptr(rb, "uint64_t[]"), n)
+    check(rc, "time pair")
+    a.raise_errors()
+    b.raise_errors()
+    return ra, a.per_call(ra), rb, b.per_call(rb)

@@ -376,6 +376,7 @@ def check_ticks_below(
 
 
 def _enforce(comparison: Comparison) -> Comparison:
+    __tracebackhide__ = True
     if not comparison.passed:
         raise PerfAssertionError(comparison)
     return comparison
@@ -383,6 +384,7 @@ def _enforce(comparison: Comparison) -> Comparison:
 
 def assert_faster(fast, slow, min_ratio: float = 1.0, confidence=DEFAULT_CONFIDENCE, budget=None):
     """Pass only when the CI of median(slow)/median(fast) lies entirely above min_ratio."""
+    __tracebackhide__ = True
     return _enforce(check_faster(fast, slow, min_ratio, confidence, budget))
 
 
@@ -390,9 +392,11 @@ def assert_no_slower(
     candidate, baseline, tolerance=0.05, confidence=DEFAULT_CONFIDENCE, budget=None
 ):
     """Pass only when the CI of median(candidate)/median(baseline) lies below 1 + tolerance."""
+    __tracebackhide__ = True
     return _enforce(check_no_slower(candidate, baseline, tolerance, confidence, budget))
 
 
 def assert_ticks_below(fn, limit, confidence=DEFAULT_CONFIDENCE, budget=None):
     """Pass only when the CI of fn's median net ticks per call lies below limit."""
+    __tracebackhide__ = True
     return _enforce(check_ticks_below(fn, limit, confidence, budget))

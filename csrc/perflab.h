@@ -64,6 +64,71 @@ const char *perflab_core_digest(void);
  * supports it, -errno (ENOENT, EOPNOTSUPP, EACCES, ...) if not. */
 int perflab_perf_probe(uint32_t type, uint64_t config);
 
+/* ---- spawn.c: exact child runs ----------------------------------------- */
+
+/* Spawn flags. */
+#define PERFLAB_SPAWN_NO_ASLR 1  /* personality(ADDR_NO_RANDOMIZE) for the child only */
+#define PERFLAB_SPAWN_ASLR 2     /* clear ADDR_NO_RANDOMIZE (undo a setarch -R parent) */
+#define PERFLAB_SPAWN_RT 4       /* rt_policy/rt_priority, bounded by RLIMIT_RTTIME */
+#define PERFLAB_SPAWN_MLOCK 8    /* ask the child's probe to mlockall (see perflab_probe.h) */
+
+/* Run status. */
+#define PERFLAB_RUN_OK 0
+#define PERFLAB_RUN_EXIT 1         /* exited with a non-zero code */
+#define PERFLAB_RUN_CRASH 2        /* killed by a signal */
+#define PERFLAB_RUN_TIMEOUT 3      /* killed by perflab after timeout_ns */
+#define PERFLAB_RUN_BAD_PROBE 4    /* short, malformed or extra probe record */
+#define PERFLAB_RUN_EXEC_FAILED 5  /* execve failed: child_errno says why */
+#define PERFLAB_RUN_SETUP_FAILED 6 /* affinity or fd setup failed in the child */
+#define PERFLAB_RUN_SPAWN_FAILED 7 /* clone/socketpair failed in the parent */
+
+/* Run flags. */
+#define PERFLAB_RUN_HAS_PROBE 1    /* probe_ticks came from a valid record */
+#define PERFLAB_RUN_HAS_COUNTERS 2 /* cycles and instructions are valid */
+#define PERFLAB_RUN_MLOCKED 4      /* the child's probe locked its memory */
+
+struct perflab_spawn_opts {
+    int flags;             /* PERFLAB_SPAWN_* */
+    int ncpus;             /* CPUs in cpus[]; 0 = no pinning */
+    const int *cpus;
+    int rt_policy;         /* SCHED_FIFO (1) or SCHED_RR (2) */
+    int rt_priority;
+    int64_t timeout_ns;    /* SIGKILL after this long; 0 = never */
+    int stdin_fd;          /* dup2'd onto 0/1/2 in the child; -1 = inherit */
+    int stdout_fd;
+    int stderr_fd;
+};
+
+struct perflab_run {
+    int64_t env_size;      /* the padding length of a sweep run; -1 for single runs */
+    int32_t status;        /* PERFLAB_RUN_* */
+    int32_t flags;         /* PERFLAB_RUN_* flags */
+    int32_t exit_code;     /* -1 when killed */
+    int32_t signal;        /* 0 when exited */
+    int32_t child_errno;   /* why exec/setup failed */
+    int32_t rt_errno;      /* why the real-time request was refused (0: granted or not asked) */
+    uint64_t probe_ticks;  /* the probe's end - begin (raw) */
+    uint64_t cycles;
+    uint64_t instructions;
+    uint64_t outer_ticks;  /* parent: before clone to after wait4 */
+    int64_t wall_ns;       /* CLOCK_MONOTONIC over the same span */
+    int64_t utime_ns;
+    int64_t stime_ns;
+    int64_t maxrss_kb;
+    int64_t minflt;
+    int64_t majflt;
+    int64_t nvcsw;
+    int64_t nivcsw;
+};
+
+/* One run of path with exactly argv and envp (NULL-terminated): nothing inherited. */
+int perflab_spawn(const char *path, char *const argv[], char *const envp[],
+                  const struct perflab_spawn_opts *opts, struct perflab_run *out);
+/* The env-size sweep's chunk: run i gets envp base + "VAR=" followed by sizes[i]
+ * pad characters; results in out[0..n).  Returns 0 or -errno for the batch. */
+int perflab_spawn_env_sizes(const char *path, char *const argv[], char *const base_envp[],
+                            const char *var, const int64_t *sizes, size_t n,
+                            const struct perflab_spawn_opts *opts, struct perflab_run *out);
 /* ---- timing.c: calls of a function pointer, timed in batches --------------- */
 
 /* What one sample times: `calls` back-to-back calls of fn() or, when fn is

@@ -167,6 +167,7 @@ class PerfFixture:
         self.target = timing.as_target
         self.c_function = timing.c_function
         self.spin = timing.spin
+        self.program = timing.program
         self.comparisons = []
 
     def _run(self, check, *args, confidence, budget, **kwargs):

@@ -1,18 +1,23 @@
-"""What a perf assertion can time: Python callables and C functions, called in batches from C.
+"""What a perf assertion can time: Python callables, C functions, and programs run as children.
 
-Each target is timed as samples of `calls` back-to-back calls made by csrc/timing.c through a
-function pointer (a cffi callback for a Python callable), so Python never sits between two
-timestamps. The batch size is calibrated so a sample dwarfs the timer's own cost, and the cost
-of calling an empty function through the same path is measured and subtracted: values are net
-ticks per call.
+A callable or C function is timed as samples of `calls` back-to-back calls made by
+csrc/timing.c through a function pointer (a cffi callback for a Python callable), so Python
+never sits between two timestamps. The batch size is calibrated so a sample dwarfs the timer's
+own cost, and the cost of calling an empty function through the same path is measured and
+subtracted: values are net ticks per call. A program is one exact child run per sample
+(perflab.spawn: exactly the given environment, ASLR off, pinned), timed by its probe when it
+has one, else from clone to wait4.
 """
 
 import functools
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from perflab import spawn
 from perflab._native import check, ffi, lib, ptr, u64_array
 from perflab.errors import PerflabError
 
@@ -123,9 +128,89 @@ def spin(iterations: int, name: str | None = None) -> CallTarget:
     return c_function(ffi.addressof(lib, "perflab_spin"), arg=n, name=name or f"spin({iterations})")
 
 
-def as_target(obj, name: str | None = None) -> CallTarget:
-    """Accept a CallTarget, a cffi function pointer or a Python callable."""
-    if isinstance(obj, CallTarget):
+@dataclass(eq=False)
+class ProgramTarget:
+    """A program run once per sample as an exact child; `probe` once a run showed its probe."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: dict[str, str] | None
+    options: Any = field(repr=False)
+    probe: bool = False
+    calls: int = 1
+    overhead: float = 0.0
+
+    def run(self, n: int) -> np.ndarray:
+        """n runs: ticks of the probed region (timer cost removed) or of the whole child."""
+        out = np.empty(n, dtype=np.uint64)
+        for i in range(n):
+            out[i] = self._ticks(spawn.run(self.argv, self.env, self.options))
+        return out
+
+    def _ticks(self, r) -> int:
+        if r["status"] != lib.PERFLAB_RUN_OK:
+            raise PerflabError(f"{self.name}: run failed: {_run_failure(r)}")
+        has_probe = bool(r["flags"] & lib.PERFLAB_RUN_HAS_PROBE)
+        if has_probe != self.probe:
+            raise PerflabError(f"{self.name}: its probe record came and went between runs")
+        return int(r["probe_ticks"]) if self.probe else int(r["outer_ticks"])
+
+    def per_call(self, ticks: np.ndarray) -> np.ndarray:
+        return ticks.astype(float) - (timer_overhead() if self.probe else 0)
+
+
+def _run_failure(r) -> str:
+    status = spawn.STATUS.get(int(r["status"]), str(r["status"]))
+    if status == "exit":
+        return f"exit code {r['exit_code']}"
+    if status == "crash":
+        return f"killed by signal {r['signal']}"
+    if r["child_errno"]:
+        return f"{status}: {spawn.describe_errno(int(r['child_errno']))}"
+    return status
+
+
+def program(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cpus: Sequence[int] | None = None,
+    aslr: str = "off",
+    timeout: float = 60.0,
+    name: str | None = None,
+) -> ProgramTarget:
+    """A program run with exactly argv and env (None: empty), ASLR off, pinned to cpus.
+
+    cpus defaults to the highest CPU this process may use (CPU 0 takes most interrupts); both
+    programs of a comparison then share one CPU, so neither gets a quieter one.
+    """
+    argv = [str(a) for a in argv]
+    if not argv:
+        raise PerflabError("program: empty argv")
+    argv[0] = spawn.check_program(argv[0])
+    pinned = tuple(cpus) if cpus is not None else (max(os.sched_getaffinity(0)),)
+    options = spawn.SpawnOptions(
+        aslr=aslr,
+        cpus=pinned,
+        timeout=timeout,
+        stdout=_devnull(),
+        stderr=_devnull(),
+    )
+    label = name or " ".join([os.path.basename(argv[0]), *argv[1:]])
+    return ProgramTarget(name=label, argv=tuple(argv), env=dict(env or {}), options=options)
+
+
+@functools.cache
+def _devnull() -> int:
+    """One fd on /dev/null for every child's stdout/stderr: a test's output stays readable."""
+    return os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+
+
+Target = CallTarget | ProgramTarget
+
+
+def as_target(obj, name: str | None = None) -> Target:
+    """Accept a target, a cffi function pointer or a Python callable."""
+    if isinstance(obj, CallTarget | ProgramTarget):
         return obj
     if isinstance(obj, ffi.CData):
         return c_function(obj, name=name)
@@ -158,6 +243,9 @@ def calibrate(*targets: CallTarget, sample_ticks: int = SAMPLE_TICKS) -> None:
     same batch size share one overhead estimate: two identical workloads are then treated
     identically, so noise in the overhead cannot fake a difference between them.
     """
+    if any(isinstance(t, ProgramTarget) for t in targets):
+        _calibrate_programs(targets)
+        return
     seen = [_needed_calls(t, sample_ticks) for t in targets]
     common = max(calls for calls, _ in seen)
     overheads: dict[tuple, float] = {}
@@ -175,15 +263,46 @@ def calibrate(*targets: CallTarget, sample_ticks: int = SAMPLE_TICKS) -> None:
         target.overhead = overheads[key]
 
 
-def sample(target: CallTarget, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _calibrate_programs(targets) -> None:
+    """One warm-up run each (fills the page cache, shows whether the program has a probe)."""
+    if not all(isinstance(t, ProgramTarget) for t in targets):
+        raise PerflabError("compare a program with a program, not with an in-process function")
+    for t in targets:
+        r = spawn.run(t.argv, t.env, t.options)
+        if r["status"] != lib.PERFLAB_RUN_OK:
+            raise PerflabError(f"{t.name}: run failed: {_run_failure(r)}")
+        t.probe = bool(r["flags"] & lib.PERFLAB_RUN_HAS_PROBE)
+    if len({t.probe for t in targets}) > 1:
+        raise PerflabError(
+            "one program reports a probe record and the other does not: their ticks would "
+            "time different things"
+        )
+
+
+def sample(target: Target, n: int) -> tuple[np.ndarray, np.ndarray]:
     """n samples of a calibrated target: (raw ticks per sample, net ticks per call)."""
+    if isinstance(target, ProgramTarget):
+        raw = target.run(n)
+        return raw, target.per_call(raw)
     raw = _raw(target.call, n)
     target.raise_errors()
     return raw, target.per_call(raw)
 
 
-def sample_pair(a: CallTarget, b: CallTarget, n: int):
+def _program_pair(a: ProgramTarget, b: ProgramTarget, n: int):
+    """Runs interleaved a b, b a, ... like perflab_time_pair; each run is timed in C."""
+    ra, rb = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
+    for i in range(n):
+        first, second = ((a, ra), (b, rb)) if i % 2 == 0 else ((b, rb), (a, ra))
+        first[1][i] = first[0].run(1)[0]
+        second[1][i] = second[0].run(1)[0]
+    return ra, a.per_call(ra), rb, b.per_call(rb)
+
+
+def sample_pair(a: Target, b: Target, n: int):
     """n interleaved samples of two calibrated targets: (raw_a, net_a, raw_b, net_b)."""
+    if isinstance(a, ProgramTarget):
+        return _program_pair(a, b, n)
     ra, rb = u64_array(n), u64_array(n)
     rc = lib.perflab_time_pair(a.call, b.call, ptr(ra, "uint64_t[]"), ptr(rb, "uint64_t[]"), n)
     check(rc, "time pair")

@@ -3,6 +3,7 @@
 import fcntl
 import math
 import os
+import time
 
 import cffi
 import numpy as np
@@ -283,6 +284,15 @@ def test_measuring_lock_excludes_other_holders(tmp_path):
     fd = os.open(lock, os.O_RDWR)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     os.close(fd)
+
+
+def test_time_budget_stops_the_rounds():
+    # 2000 runs of two 1 ms sleeps take at least 4 s: a 0.3 s budget must stop well before.
+    r = perfassert.check_faster(
+        lambda: time.sleep(0.001), lambda: time.sleep(0.001), budget="0.3s,2000"
+    )
+    assert r.verdict == perfassert.INCONCLUSIVE and r.runs < 2000
+    assert "budget spent" in r.reason
 
 
 def test_exception_in_a_python_callable_propagates():

@@ -240,7 +240,7 @@ def _measure(targets, statistic: Statistic, decide: Decision, budget: Budget, co
             if verdict is not None:
                 break
             size = min(total, budget.runs - total)
-            affordable = int((budget.seconds - elapsed) * total / elapsed)
+            affordable = int((budget.seconds - elapsed) * total / max(elapsed, 1e-9))
             if affordable < size:
                 size, last = affordable, True
             if size <= 0 or (last and size < MIN_ROUND):

@@ -100,7 +100,7 @@ def check_program(program: str | os.PathLike) -> str:
     p = Path(name)
     if not p.exists():
         raise PerflabError(f"{name}: no such file")
-    if p.is_dir() or not os.access(p, os.X_OK):
+    if p.is_dir() or not os.access(p, os.X_OK) or not p.stat().st_mode & 0o111:
         raise PerflabError(f"{name}: not an executable file")
     return str(p.resolve())
 

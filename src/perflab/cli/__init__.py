@@ -39,4 +39,4 @@ def main() -> None:
     cli(prog_name="perflab")
 
 
-from perflab.cli import clocks, machine  # noqa: E402,F401 - verbs register on the group
+from perflab.cli import clocks, env_size, machine  # noqa: E402,F401 - verbs register on the group

@@ -1,0 +1,252 @@
+"""`perflab sweep env-size`: Mytkowicz's environment-size experiment, resumable, in minutes."""
+
+import time
+from pathlib import Path
+
+import click
+
+from perflab import build, env_size, machine, plot
+from perflab.cli import sweep
+from perflab.cli.common import check_paths, emit_json, output_options, records, table
+from perflab.errors import PerflabError
+
+
+def _cpus(ctx, param, value):
+    """'1' or '0-1,3' as a list of online CPUs."""
+    if value is None:
+        return None
+    try:
+        cpus = machine.parse_cpu_list(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a CPU list such as 1 or 0-3,6") from None
+    return machine.check_cpus(cpus)
+
+
+def _zoom(ctx, param, value):
+    return env_size.parse_zoom(value) if value else None
+
+
+def _output(output: str | None, resume: str | None) -> tuple[str, bool]:
+    """Where to record: --resume FILE, else -o, else a fresh timestamped name (said aloud)."""
+    if resume:
+        if output and Path(output).resolve() != Path(resume).resolve():
+            raise PerflabError(f"-o {output} and --resume {resume} name different files")
+        if not Path(resume).exists() and not Path(resume + ".parts").exists():
+            raise PerflabError(f"{resume}: nothing to resume (no results or journal there)")
+        return resume, True
+    if output:
+        return output, False
+    name = time.strftime("env-size-%Y%m%d-%H%M%S.parquet")
+    click.echo(f"recording to {name} (choose with -o FILE)", err=True)
+    return name, False
+
+
+@sweep.command("env-size")
+@click.option(
+    "--aslr",
+    type=click.Choice(["off", "on", "system"]),
+    default="off",
+    show_default=True,
+    help="off: personality(ADDR_NO_RANDOMIZE) for the child only (no root, nothing "
+    "system-wide); on: force randomisation; system: leave randomize_va_space decide.",
+)
+@click.option("--min", "min_size", default=0, show_default=True, help="Smallest padding (bytes).")
+@click.option("--max", "max_size", default=8192, show_default=True, help="Largest padding.")
+@click.option("--step", default=1, show_default=True, help="Padding step (the post: 1).")
+@click.option("--repeat", default=100, show_default=True, help="Runs per size (the post: 100).")
+@click.option(
+    "--cpu",
+    "cpus",
+    callback=_cpus,
+    help="Pin the child to these CPUs (e.g. 1 or 0-1), as taskset did. [default: last online]",
+)
+@click.option("--env-var", "var", default="A", show_default=True, help="The padding variable.")
+@click.option(
+    "--inherit-env",
+    is_flag=True,
+    help="Pad perflab's own environment instead of an empty one (the post used env -i).",
+)
+@click.option(
+    "--order",
+    type=click.Choice(["random", "sequential"]),
+    default="random",
+    show_default=True,
+    help="random keeps drift over time from posing as an env-size effect.",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the random order.")
+@click.option(
+    "-O",
+    "opt",
+    type=click.Choice(build.OPT_LEVELS),
+    default=build.DEFAULT_OPT,
+    show_default=True,
+    help="Optimisation level of the built-in loop (from -O1 on gcc folds the loop away).",
+)
+@click.option(
+    "--timeout",
+    default=10.0,
+    show_default=True,
+    help="Seconds before a run is killed and recorded as 'timeout'.",
+)
+@click.option(
+    "--rt/--no-rt",
+    default=True,
+    show_default=True,
+    help="Ask SCHED_FIFO priority 1 for the child (as chrt did), capped by RLIMIT_RTTIME; "
+    "refused -> one warning, then normal priority.",
+)
+@click.option(
+    "--mlock",
+    is_flag=True,
+    help="Ask the probed child to mlockall() (only a child with perflab's probe can honour it).",
+)
+@click.option(
+    "--resume",
+    type=click.Path(dir_okay=False),
+    help="Complete an interrupted sweep recorded in FILE (same parameters required).",
+)
+@click.option("--zoom", callback=_zoom, help="Plot only env sizes A:B, e.g. --zoom 2300:2400.")
+@click.option(
+    "-k",
+    "k",
+    default=5.0,
+    show_default=True,
+    help="Window threshold: median of medians + k robust sigmas (1.4826·MAD).",
+)
+@output_options
+@click.argument("program", nargs=-1, type=click.UNPROCESSED)
+def env_size_cmd(
+    aslr,
+    min_size,
+    max_size,
+    step,
+    repeat,
+    cpus,
+    var,
+    inherit_env,
+    order,
+    seed,
+    opt,
+    timeout,
+    rt,
+    mlock,
+    resume,
+    zoom,
+    k,
+    output,
+    as_json,
+    plot_path,
+    program,
+):
+    """Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times each.
+
+    \b
+    perflab sweep env-size --aslr off --max 8192 --step 4 --repeat 20 -o env.parquet --plot env.png
+    perflab sweep env-size --aslr off -- ./my_benchmark --flag
+    """
+    output, resuming = _output(output, resume)
+    check_paths(output, plot_path)
+    common = dict(
+        min_size=min_size,
+        max_size=max_size,
+        step=step,
+        repeat=repeat,
+        var=var,
+        aslr=aslr,
+        cpus=cpus,
+        order=order,
+        seed=seed,
+        inherit_env=inherit_env,
+        opt=opt,
+        timeout=timeout,
+        rt=rt,
+        mlock=mlock,
+    )
+    bar = _Progress()
+    try:
+        df = env_size.sweep(
+            program,
+            **common,
+            output=output,
+            resume=resuming,
+            on_start=bar.start,
+            progress=bar.update,
+        )
+    except KeyboardInterrupt:
+        bar.close()
+        raise click.ClickException(
+            f"interrupted: finished runs are in {output}; complete them with the same "
+            f"command plus --resume {output}"
+        ) from None
+    finally:
+        bar.close()
+    _report(df, output, plot_path, zoom, k, as_json)
+
+
+class _Progress:
+    """A click progress bar on stderr with ETA, created once the run count is known."""
+
+    def __init__(self):
+        self.bar = None
+
+    def start(self, todo: int, done: int) -> None:
+        if done:
+            click.echo(f"resuming: {done} runs done, {todo} to go", err=True)
+        self.bar = click.progressbar(
+            length=todo, label="env-size", file=click.get_text_stream("stderr"), show_eta=True
+        )
+        self.bar.__enter__()
+
+    def update(self, n: int) -> None:
+        self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+            if not click.get_text_stream("stderr").isatty():
+                click.echo(err=True)  # click ends a non-tty bar without a newline
+
+
+def _report(df, output, plot_path, zoom, k, as_json) -> None:
+    """Summary, status counts and windows: as tables, or as one JSON document."""
+    value = env_size.value_column(df)
+    summary = env_size.summarize(df, value)
+    windows = env_size.detect_windows(summary, k=k)
+    counts = env_size.status_counts(df)
+    if plot_path:
+        env_size.plot(df, plot_path, windows, zoom, value)
+    overall = summary["median"].describe()
+    if as_json:
+        emit_json(
+            {
+                "output": output,
+                "plot": plot_path,
+                "value": value,
+                "runs": len(df),
+                "status": counts,
+                "baseline": windows.attrs.get("baseline"),
+                "threshold": windows.attrs.get("threshold"),
+                "windows": records(windows),
+                "sizes": records(summary),
+            }
+        )
+        return
+    click.echo(f"{len(df)} runs recorded in {output}; status: {counts}")
+    click.echo(
+        f"median {value} per size: min {overall['min']:,.0f}, median {overall['50%']:,.0f}, "
+        f"max {overall['max']:,.0f}"
+    )
+    if windows.empty:
+        click.echo(f"no window: no size's median exceeds {windows.attrs.get('threshold', 0):,.0f}")
+    else:
+        table(
+            windows,
+            "{:,.3f}",
+            title=f"windows (median > {windows.attrs['threshold']:,.0f}; "
+            f"baseline {windows.attrs['baseline']:,.0f})",
+        )
+    click.echo()
+    table(summary.nlargest(10, "median"), "{:,.0f}", title=f"10 slowest sizes ({value})")
+    if plot_path:
+        click.echo(f"plot: {plot.check_plot_path(plot_path)}")

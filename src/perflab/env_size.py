@@ -1,0 +1,480 @@
+"""The environment-size experiment of Mytkowicz et al.: plan, run, summarise, find windows, plot.
+
+A program runs with an environment holding only VAR= padded by 0..N characters (as in
+DjiBee's script), each size many times, in a seeded random order; each run is one row.
+"""
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perflab import build, machine, results, spawn
+from perflab.errors import PerflabError
+
+KEY = ("env_size", "rep")
+COLUMNS = [
+    "env_size",
+    "rep",
+    "ticks",
+    "outer_ticks",
+    "wall_ns",
+    "utime_ns",
+    "stime_ns",
+    "maxrss_kb",
+    "minflt",
+    "majflt",
+    "nvcsw",
+    "nivcsw",
+    "cycles",
+    "instructions",
+    "exit_code",
+    "signal",
+    "status",
+    "child_errno",
+]
+CHUNK_RUNS = 512
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything that decides which runs a sweep makes and how: a resume must match it."""
+
+    program: tuple[str, ...] = ()
+    min_size: int = 0
+    max_size: int = 8192
+    step: int = 1
+    repeat: int = 100
+    var: str = "A"
+    aslr: str = "off"
+    cpus: tuple[int, ...] = ()
+    order: str = "random"
+    seed: int = 0
+    inherit_env: bool = False
+    opt: str = build.DEFAULT_OPT
+    timeout: float = 10.0
+    rt: bool = True
+    mlock: bool = False
+    workload_digest: str = field(default="", compare=False)
+
+    def check(self) -> "Plan":
+        """Refuse bad input before anything is measured."""
+        if self.min_size < 0 or self.max_size < 0:
+            raise PerflabError(f"sizes must not be negative ({self.min_size}..{self.max_size})")
+        if self.min_size > self.max_size:
+            raise PerflabError(f"--min {self.min_size} is greater than --max {self.max_size}")
+        if self.step < 1:
+            raise PerflabError(f"--step must be at least 1, not {self.step}")
+        if self.repeat < 1:
+            raise PerflabError(f"--repeat must be at least 1, not {self.repeat}")
+        if self.order not in ("random", "sequential"):
+            raise PerflabError(f"order must be random or sequential, not {self.order!r}")
+        if not self.var or "=" in self.var or "\0" in self.var:
+            raise PerflabError(f"invalid environment variable name {self.var!r}")
+        if self.timeout <= 0:
+            raise PerflabError(f"--timeout must be positive, not {self.timeout}")
+        spawn.SpawnOptions(aslr=self.aslr)
+        machine.check_cpus(self.cpus)
+        return self
+
+    def sizes(self) -> np.ndarray:
+        """The env sizes swept, min..max inclusive."""
+        return np.arange(self.min_size, self.max_size + 1, self.step, dtype=np.int64)
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(env_size, rep) of every run, in the order they will be made."""
+        sizes = self.sizes()
+        size = np.tile(sizes, self.repeat)
+        rep = np.repeat(np.arange(self.repeat, dtype=np.int64), sizes.size)
+        if self.order == "random":
+            perm = np.random.default_rng(self.seed).permutation(size.size)
+            size, rep = size[perm], rep[perm]
+        return size, rep
+
+    def params(self) -> dict:
+        """The plan as the journal stores it."""
+        return asdict(self)
+
+
+def default_cpus() -> tuple[int, ...]:
+    """The last online CPU: away from CPU 0, where most interrupts land."""
+    return (machine.online_cpus()[-1],)
+
+
+def resolve_program(program: Sequence[str], opt: str) -> tuple[tuple[str, ...], dict]:
+    """The argv to run and what the metadata says about it: the built-in loop when none given."""
+    if program:
+        path = spawn.check_program(program[0])
+        return (path, *program[1:]), {"workload": path}
+    workload = build.mytkowicz(opt)
+    return (str(workload.path),), workload.meta() | {"opt": f"-O{opt}"}
+
+
+def _base_env(inherit: bool, var: str) -> dict[str, str]:
+    """The environment padded: empty (the post's `env -i`) or ours, minus the padding variable."""
+    if not inherit:
+        return {}
+    return {k: v for k, v in os.environ.items() if k != var}
+
+
+class _Interrupt:
+    """Turns Ctrl-C into a flag checked between chunks, so the chunk in flight is kept."""
+
+    def __init__(self):
+        self.hit = False
+        self._old = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def _handler(self, signum, frame):
+        self.hit = True
+
+    def __exit__(self, *exc):
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+
+
+def _warn_stderr(message: str) -> None:
+    print(f"perflab: warning: {message}", file=sys.stderr)
+
+
+def sweep(
+    program: Sequence[str] = (),
+    *,
+    min_size: int = 0,
+    max_size: int = 8192,
+    step: int = 1,
+    repeat: int = 100,
+    var: str = "A",
+    aslr: str = "off",
+    cpus: Sequence[int] | None = None,
+    order: str = "random",
+    seed: int = 0,
+    inherit_env: bool = False,
+    opt: str = build.DEFAULT_OPT,
+    timeout: float = 10.0,
+    rt: bool = True,
+    mlock: bool = False,
+    output: str | os.PathLike | None = None,
+    resume: bool = False,
+    progress: Callable[[int], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    warn: Callable[[str], None] = _warn_stderr,
+) -> pd.DataFrame:
+    """Run the env-size sweep and return its tidy frame (also journaled to `output` if given).
+
+    progress(n) is called after each chunk of n runs; on_start(todo, done) once before.
+    A KeyboardInterrupt leaves `output` complete up to the last run and marked incomplete.
+    """
+    plan = Plan(
+        program=tuple(program),
+        min_size=min_size,
+        max_size=max_size,
+        step=step,
+        repeat=repeat,
+        var=var,
+        aslr=aslr,
+        cpus=tuple(cpus) if cpus is not None else default_cpus(),
+        order=order,
+        seed=seed,
+        inherit_env=inherit_env,
+        opt=opt,
+        timeout=timeout,
+        rt=rt,
+        mlock=mlock,
+    ).check()
+    if output is not None:
+        results.check_output(output)
+    argv, workload_meta = resolve_program(plan.program, plan.opt)
+    plan = Plan(**{**asdict(plan), "workload_digest": workload_meta.get("workload_digest", "")})
+    meta = {**machine.metadata(), **run_conditions(plan), **workload_meta}
+    devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        return _measure(plan, argv, meta, output, resume, devnull, progress, on_start, warn)
+    finally:
+        os.close(devnull)
+
+
+def _measure(plan, argv, meta, output, resume, devnull, progress, on_start, warn) -> pd.DataFrame:
+    """The sweep proper: warm-up check, then chunks of runs in C, each journaled as it ends."""
+    # The child's stdio on /dev/null: 800 000 runs must not print 800 000 lines.
+    options = spawn.SpawnOptions(
+        aslr=plan.aslr,
+        cpus=plan.cpus,
+        rt=plan.rt,
+        mlock=plan.mlock,
+        timeout=plan.timeout,
+        stdin=devnull,
+        stdout=devnull,
+        stderr=devnull,
+    )
+    base_env = _base_env(plan.inherit_env, plan.var)
+    _preflight(argv, plan, base_env, options)
+    journal = _Recorder(output, plan, meta, resume)
+    size, rep = _missing(plan, journal.done_keys())
+    if on_start:
+        on_start(int(size.size), plan.sizes().size * plan.repeat - int(size.size))
+    overhead = spawn.timer_overhead()
+    extra = {"timer_overhead_ticks": overhead, "rt_granted": plan.rt}
+    complete = False
+    try:
+        with _Interrupt() as stop:
+            for start in range(0, size.size, CHUNK_RUNS):
+                chunk = slice(start, start + CHUNK_RUNS)
+                runs = spawn.run_env_sizes(argv, size[chunk], plan.var, base_env, options)
+                frame = _rows(runs, rep[chunk], overhead)
+                if stop.hit:
+                    frame = frame[frame["signal"] != signal.SIGINT]
+                options = _rt_once(options, runs, extra, warn)
+                journal.extend(frame)
+                if progress:
+                    progress(len(frame))
+                if stop.hit:
+                    raise KeyboardInterrupt
+        complete = True
+    finally:
+        df = journal.finish(complete, extra)
+    return df
+
+
+def _preflight(argv, plan: Plan, base_env: dict, options: spawn.SpawnOptions) -> None:
+    """One unrecorded run first: a program that cannot start at all stops here, nothing saved.
+
+    It also brings the binary into the page cache, so the first recorded run is not a cold one.
+    """
+    run = spawn.run_env_sizes(argv, np.array([plan.min_size]), plan.var, base_env, options)[0]
+    status = spawn.STATUS[int(run["status"])]
+    if status in ("exec_failed", "setup_failed", "spawn_failed"):
+        why = spawn.describe_errno(int(run["child_errno"]))
+        raise PerflabError(f"cannot run {argv[0]}: {status.replace('_', ' ')}, {why}")
+
+
+def _missing(plan: Plan, done: set[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """The planned (env_size, rep) pairs not yet measured, in plan order."""
+    size, rep = plan.pairs()
+    if not done:
+        return size, rep
+    stride = plan.repeat
+    have = np.array([int(s) * stride + int(r) for s, r in done], dtype=np.int64)
+    keep = ~np.isin(size * stride + rep, have)
+    return size[keep], rep[keep]
+
+
+def _rows(runs: np.ndarray, rep: np.ndarray, overhead: int) -> pd.DataFrame:
+    """One chunk's runs as tidy rows in COLUMNS order."""
+    df = spawn.tidy(runs, overhead)
+    df.insert(0, "rep", rep)
+    df.insert(0, "env_size", runs["env_size"])
+    return df[COLUMNS]
+
+
+def _rt_once(options, runs, extra, warn):
+    """Real-time refused: say so once, record it, and stop asking (Rubini's Listing 2)."""
+    refused = runs["rt_errno"][runs["rt_errno"] != 0]
+    if not options.rt or refused.size == 0:
+        return options
+    why = spawn.describe_errno(int(refused[0]))
+    warn(f"real-time priority refused: {why}; continuing at normal priority (--no-rt: do not ask)")
+    extra["rt_granted"] = False
+    extra["rt_refused"] = why
+    return spawn.SpawnOptions(**{**_fields(options), "rt": False})
+
+
+def _fields(options: spawn.SpawnOptions) -> dict:
+    return {k: v for k, v in asdict(options).items() if not k.startswith("_")}
+
+
+def run_conditions(plan: Plan) -> dict:
+    """The run conditions every result of this sweep records next to machine.metadata()."""
+    return {
+        "experiment": "env-size",
+        "aslr": plan.aslr,
+        "cpus": list(plan.cpus),
+        "order": plan.order,
+        "seed": plan.seed,
+        "env_var": plan.var,
+        "inherit_env": plan.inherit_env,
+        "rt_requested": plan.rt,
+        "mlock": plan.mlock,
+        "timeout_s": plan.timeout,
+        "program": list(plan.program) or "built-in mytkowicz loop",
+    }
+
+
+class _Recorder:
+    """A results.Journal when there is an output file, an in-memory list otherwise."""
+
+    def __init__(self, output, plan: Plan, meta: dict, resume: bool):
+        self.meta = meta
+        self.frames: list[pd.DataFrame] = []
+        self.journal = (
+            results.Journal(output, plan.params(), meta, KEY, resume=resume, chunk_rows=CHUNK_RUNS)
+            if output is not None
+            else None
+        )
+        if self.journal is None and resume:
+            raise PerflabError("resume needs the output file of the interrupted sweep")
+        self.params = plan.params()
+
+    def done_keys(self) -> set[tuple]:
+        return self.journal.done_keys() if self.journal else set()
+
+    def extend(self, frame: pd.DataFrame) -> None:
+        if self.journal:
+            self.journal.extend(frame.to_dict("records"))
+            self.journal.flush()  # each C chunk is on disk before the next: kill -9 loses < 1 s
+        else:
+            self.frames.append(frame)
+
+    def finish(self, complete: bool, extra: dict) -> pd.DataFrame:
+        if self.journal:
+            df = self.journal.finish(complete=complete, extra_meta=extra)
+        else:
+            df = pd.concat(self.frames, ignore_index=True) if self.frames else pd.DataFrame()
+        meta = {**self.meta, **extra, "params": self.params, "complete": complete}
+        return results.attach(df, meta)
+
+
+def value_column(df: pd.DataFrame) -> str:
+    """The probe's ticks when the program has a probe, else the parent's ticks around the run."""
+    return "ticks" if df["ticks"].notna().any() else "outer_ticks"
+
+
+def summarize(df: pd.DataFrame, value: str | None = None) -> pd.DataFrame:
+    """Per env size: n, min, median, mean, stdev, MAD of the ok runs, and how many failed."""
+    value = value or value_column(df)
+    ok = df[df["status"] == "ok"]
+    g = ok.groupby("env_size")[value]
+    out = g.agg(n="count", min="min", median="median", mean="mean", stdev="std")
+    dev = (ok[value] - g.transform("median")).abs()
+    out["mad"] = dev.groupby(ok["env_size"]).median()
+    failed = df[df["status"] != "ok"].groupby("env_size").size()
+    out = out.reindex(np.unique(df["env_size"]))
+    out["failed"] = failed.reindex(out.index, fill_value=0)
+    out["n"] = out["n"].fillna(0).astype(int)
+    return out.reset_index()
+
+
+def status_counts(df: pd.DataFrame) -> dict[str, int]:
+    """How many runs ended in each status, 'ok' first."""
+    counts = df["status"].value_counts()
+    return {s: int(counts[s]) for s in sorted(counts.index, key=lambda s: (s != "ok", s))}
+
+
+def detect_windows(
+    summary: pd.DataFrame,
+    column: str = "median",
+    k: float = 5.0,
+    min_excess: float = 0.02,
+    max_gap: int = 1,
+) -> pd.DataFrame:
+    """Sizes whose median stands out from all sizes' medians, grouped into windows.
+
+    A size stands out when its value exceeds baseline + k * 1.4826 * MAD (baseline and MAD
+    of the per-size values) and baseline * (1 + min_excess), so a flat, quiet sweep finds
+    nothing. Outstanding sizes at most max_gap grid steps apart form one window. Columns:
+    start, end, width (bytes of env spanned), sizes, peak_size, peak, excess (peak/baseline - 1),
+    spacing (start minus the previous window's start); attrs hold baseline and threshold.
+    """
+    s = summary.dropna(subset=[column]).sort_values("env_size")
+    sizes, values = s["env_size"].to_numpy(), s[column].to_numpy(dtype=float)
+    cols = ["start", "end", "width", "sizes", "peak_size", "peak", "excess", "spacing"]
+    if sizes.size == 0:
+        return pd.DataFrame(columns=cols)
+    baseline = float(np.median(values))
+    spread = 1.4826 * float(np.median(np.abs(values - baseline)))
+    threshold = max(baseline + k * spread, baseline * (1 + min_excess))
+    step = int(np.min(np.diff(sizes))) if sizes.size > 1 else 1
+    hot = np.flatnonzero(values > threshold)
+    rows = []
+    for group in np.split(hot, np.flatnonzero(np.diff(sizes[hot]) > max_gap * step) + 1):
+        if group.size == 0:
+            continue
+        peak = group[np.argmax(values[group])]
+        start, end = int(sizes[group[0]]), int(sizes[group[-1]])
+        rows.append(
+            {
+                "start": start,
+                "end": end,
+                "width": end - start + step,
+                "sizes": int(group.size),
+                "peak_size": int(sizes[peak]),
+                "peak": float(values[peak]),
+                "excess": float(values[peak] / baseline - 1) if baseline else np.nan,
+            }
+        )
+    out = pd.DataFrame(rows, columns=cols[:-1])
+    out["spacing"] = out["start"].diff()
+    out.attrs.update(baseline=baseline, threshold=threshold, column=column, k=k)
+    return out
+
+
+def parse_zoom(text: str) -> tuple[int, int]:
+    """'A:B' as two sizes, A < B."""
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise PerflabError(f"--zoom {text!r}: expected A:B, two env sizes") from None
+    if a >= b or a < 0:
+        raise PerflabError(f"--zoom {text!r}: need 0 <= A < B")
+    return a, b
+
+
+def plot(
+    df: pd.DataFrame,
+    path: str | os.PathLike,
+    windows: pd.DataFrame | None = None,
+    zoom: tuple[int, int] | None = None,
+    value: str | None = None,
+) -> Path:
+    """Mean (red) and median (blue) ticks vs env size, windows shaded; zoom=(A, B) to look in."""
+    from perflab import plot as plt
+
+    value = value or value_column(df)
+    summary = summarize(df, value)
+    if windows is None:
+        windows = detect_windows(summary)
+    if zoom:
+        summary = summary[summary["env_size"].between(*zoom)]
+    fig, ax = plt.figure(figsize=(10, 5))
+    x = summary["env_size"]
+    ax.plot(x, summary["mean"], color=plt.COLORS[0], lw=0.8, label=f"mean {value}")
+    ax.plot(x, summary["median"], color=plt.COLORS[1], lw=0.8, label=f"median {value}")
+    lo, hi = zoom or (int(x.min()), int(x.max())) if len(x) else (0, 1)
+    pad = max(0.5, (hi - lo) / 300)  # a 16-byte window must stay visible on an 8 KiB axis
+    shown = windows[(windows["end"] >= lo) & (windows["start"] <= hi)]
+    for i, w in enumerate(shown.itertuples()):
+        label = f"windows (median > {windows.attrs['threshold']:,.0f})" if i == 0 else None
+        ax.axvspan(w.start - pad, w.end + pad, color=plt.COLORS[2], alpha=0.3, lw=0, label=label)
+        ax.annotate(
+            f"{w.start}-{w.end}\n+{w.excess:.0%}",
+            (w.end + pad, w.peak),
+            xytext=(3, 0),
+            textcoords="offset points",
+            fontsize=8,
+            va="top",
+        )
+    if "baseline" in windows.attrs:
+        ax.axhline(windows.attrs["baseline"], color="black", lw=0.6, ls="--", label="baseline")
+    ax.set_xlabel(f"environment size (bytes of padding in {_var(df)}=)")
+    ax.set_ylabel(f"{value} per run")
+    if zoom:
+        ax.set_xlim(*zoom)
+    ax.legend(loc="upper right")
+    meta = results.metadata(df)
+    n = int(summary["n"].median()) if len(summary) else 0
+    title = f"Env size vs {value}: ASLR {meta.get('aslr', '?')}, {n} runs per size"
+    return plt.save(fig, path, title=title)
+
+
+def _var(df: pd.DataFrame) -> str:
+    return results.metadata(df).get("env_var", "A")

@@ -1,0 +1,262 @@
+"""The env-size sweep: real runs, failures kept, kill -9 and resume, the CLI, the window finder."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from perflab import build, env_size, results
+from perflab.cli import cli
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+# Behaviour chosen by the padding length: 0 probe, 1 crash, 2 hang, 3 garbage record, 4 exit 3.
+MIXED = r"""
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "perflab_probe.h"
+int main(void)
+{
+    const char *a = getenv("A");
+    switch (a ? strlen(a) % 5 : 0) {
+    case 1: raise(SIGSEGV); break;
+    case 2: for (;;) pause();
+    case 3: write(PERFLAB_PROBE_FD, "garbage!", 8); return 0;
+    case 4: return 3;
+    }
+    PERFLAB_PROBE_BEGIN();
+    PERFLAB_PROBE_END();
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory) -> str:
+    d = tmp_path_factory.mktemp("mixed")
+    (d / "mixed.c").write_text(MIXED)
+    subprocess.run(
+        ["cc", "-O0", "-Wall", "-I", str(build.WORKLOADS), str(d / "mixed.c"), "-o", d / "mixed"],
+        check=True,
+    )
+    return str(d / "mixed")
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    """One build cache for the module, away from the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def test_failures_are_recorded_and_the_sweep_goes_on(mixed, tmp_path):
+    out = tmp_path / "mixed.parquet"
+    df = env_size.sweep([mixed], max_size=9, repeat=2, timeout=0.1, rt=False, output=out)
+    by_size = df.groupby("env_size")["status"].agg(set)
+    expect = {0: "ok", 1: "crash", 2: "timeout", 3: "bad_probe", 4: "exit"}
+    assert {s: by_size[s] for s in range(10)} == {s: {expect[s % 5]} for s in range(10)}
+    assert len(df) == 20 and df[["env_size", "rep"]].duplicated().sum() == 0
+    summary = env_size.summarize(df)
+    assert list(summary["failed"]) == [0, 2, 2, 2, 2] * 2
+    assert list(summary["n"]) == [2, 0, 0, 0, 0] * 2
+    saved = results.load(out)
+    assert len(saved) == 20 and results.metadata(saved)["complete"] is True
+
+
+def test_builtin_loop_is_cached_and_measured(tmp_path):
+    first = build.mytkowicz()
+    mtime = first.path.stat().st_mtime_ns
+    assert build.mytkowicz().path.stat().st_mtime_ns == mtime
+    assert build.mytkowicz("1").path != first.path
+    df = env_size.sweep(min_size=100, max_size=103, repeat=3, order="sequential", rt=False)
+    assert (df["status"] == "ok").all() and df["ticks"].notna().all()
+    assert list(df["env_size"][:4]) == [100, 101, 102, 103]
+    meta = results.metadata(df)
+    assert meta["aslr"] == "off" and meta["workload_digest"] == first.digest
+    assert meta["cflags"].startswith("-O0 -Wall -Werror")
+
+
+def test_random_order_is_seeded():
+    a = env_size.Plan(max_size=50, repeat=3, seed=7).pairs()
+    b = env_size.Plan(max_size=50, repeat=3, seed=7).pairs()
+    c = env_size.Plan(max_size=50, repeat=3, seed=8).pairs()
+    assert np.array_equal(a[0], b[0]) and not np.array_equal(a[0], c[0])
+    assert sorted(zip(*a, strict=True)) == [(s, r) for s in range(51) for r in range(3)]
+
+
+def test_missing_compiler_is_one_line(monkeypatch):
+    monkeypatch.setenv("CC", "no-such-cc")
+    with pytest.raises(Exception, match=r"no C compiler .*apt install gcc"):
+        build.mytkowicz()
+
+
+def _cli(*args, **kw):
+    return subprocess.Popen(
+        [sys.executable, "-m", "perflab", "sweep", "env-size", *args],
+        env={**os.environ, "PYTHONPATH": SRC},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
+
+
+def _wait_chunks(parts: Path, n: int) -> None:
+    deadline = time.monotonic() + 60
+    while len(list(parts.glob("chunk-*.parquet"))) < n:
+        assert time.monotonic() < deadline, "the sweep never flushed a chunk"
+        time.sleep(0.05)
+
+
+def test_kill9_then_resume_measures_each_pair_once(tmp_path):
+    out = tmp_path / "k.parquet"
+    args = ["--max", "1999", "--repeat", "2", "--no-rt", "-o", str(out)]
+    proc = _cli(*args)
+    try:
+        _wait_chunks(Path(str(out) + ".parts"), 2)
+    finally:
+        proc.kill()
+        proc.communicate()
+    refused = CliRunner().invoke(
+        cli, ["sweep", "env-size", *args[:-2], "--repeat", "3", "--resume", str(out)]
+    )
+    assert refused.exit_code != 0 and "different parameters (repeat)" in refused.output
+    done = CliRunner().invoke(cli, ["sweep", "env-size", *args[:-2], "--resume", str(out)])
+    assert done.exit_code == 0, done.output
+    df = results.load(out)
+    pairs = set(zip(df["env_size"], df["rep"], strict=True))
+    assert len(df) == len(pairs) == 4000
+    assert pairs == {(s, r) for s in range(2000) for r in range(2)}
+
+
+def test_ctrl_c_keeps_rows_and_says_how_to_resume(tmp_path):
+    out = tmp_path / "c.parquet"
+    proc = _cli("--max", "1999", "--repeat", "2", "--no-rt", "-o", str(out))
+    _wait_chunks(Path(str(out) + ".parts"), 1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert f"--resume {out}" in err and "Traceback" not in err
+    df = results.load(out)
+    assert results.metadata(df)["complete"] is False
+    assert 512 <= len(df) < 4000 and not df[["env_size", "rep"]].duplicated().any()
+    assert (df["status"] == "ok").all()
+
+
+def test_cli_json(tmp_path):
+    out, png = tmp_path / "j.parquet", tmp_path / "j.png"
+    res = CliRunner().invoke(
+        cli,
+        [
+            "sweep",
+            "env-size",
+            "--min",
+            "10",
+            "--max",
+            "14",
+            "--repeat",
+            "2",
+            "--no-rt",
+            "-o",
+            str(out),
+            "--plot",
+            str(png),
+            "--zoom",
+            "10:14",
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["runs"] == 10 and doc["status"] == {"ok": 10}
+    assert [s["env_size"] for s in doc["sizes"]] == [10, 11, 12, 13, 14]
+    assert png.stat().st_size > 0 and out.exists()
+
+
+def test_cli_runs_any_program(tmp_path):
+    out = tmp_path / "t.csv"
+    res = CliRunner().invoke(
+        cli,
+        [
+            "sweep",
+            "env-size",
+            "--max",
+            "3",
+            "--repeat",
+            "2",
+            "--no-rt",
+            "-o",
+            str(out),
+            "--json",
+            "--",
+            "true",
+            "--ignored-arg",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["value"] == "outer_ticks" and doc["status"] == {"ok": 8}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--min", "5", "--max", "1"], "greater than --max"),
+        (["--step", "0"], "--step must be at least 1"),
+        (["--min", "-1"], "must not be negative"),
+        (["--cpu", "4095"], "does not exist or is offline"),
+        (["-o", "/nonexistent/x.parquet"], "does not exist"),
+        (["-o", "x.txt"], "unknown output format"),
+        (["--", "/nonexistent/prog"], "no such file"),
+        (["--", "./data.txt"], "not an executable"),
+        (["--", "./script"], "Exec format error"),
+        (["--resume", "nothing.parquet"], "nothing to resume"),
+    ],
+)
+def test_bad_input_is_one_line_and_measures_nothing(tmp_path, args, message):
+    os.chdir(tmp_path)
+    Path("data.txt").write_text("not a program\n")
+    Path("script").write_text("echo no shebang\n")
+    Path("script").chmod(0o755)
+    res = CliRunner().invoke(cli, ["sweep", "env-size", "--max", "2", "--repeat", "1", *args])
+    assert res.exit_code != 0
+    assert message in res.output and len(res.output.strip().splitlines()) <= 2
+    assert "Traceback" not in res.output
+    assert not [p for p in tmp_path.iterdir() if p.suffix in (".parquet", ".parts")]
+
+
+def _synthetic(windows: list[int], width: int = 16, n_sizes: int = 8193, seed: int = 1):
+    """Per-size medians around 1000 with windows 30 % higher: a known truth."""
+    rng = np.random.default_rng(seed)
+    sizes = np.arange(n_sizes)
+    median = 1000 + rng.normal(0, 5, n_sizes)
+    for start in windows:
+        median[start : start + width] *= 1.3
+    return pd.DataFrame({"env_size": sizes, "median": median})
+
+
+def test_windows_found_with_width_and_spacing():
+    w = env_size.detect_windows(_synthetic([2344, 6437]))
+    assert list(w["start"]) == [2344, 6437]
+    assert list(w["width"]) == [16, 16]
+    assert w["spacing"].iloc[1] == 4093
+    assert w["excess"].between(0.25, 0.4).all()
+
+
+def test_no_windows_in_flat_data():
+    assert env_size.detect_windows(_synthetic([])).empty
+
+
+def test_windows_on_a_coarse_grid():
+    s = _synthetic([1000], width=64).iloc[::8]
+    w = env_size.detect_windows(s)
+    assert list(w["start"]) == [1000] and list(w["width"]) == [64]

@@ -1,0 +1,188 @@
+"""Exact child runs: real children compiled here, with known answers."""
+
+import errno
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from perflab import build, machine, spawn
+from perflab._native import lib
+from perflab.errors import PerflabError
+
+WORKLOADS = build.WORKLOADS
+
+REPORT = r"""
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+extern char **environ;
+int main(void)
+{
+    int local = 0;
+    size_t bytes = 0, n = 0;
+    for (char **e = environ; *e; e++, n++)
+        bytes += strlen(*e) + 1;
+    printf("stack %p\ncpu %d\npolicy %d\nn %zu\nbytes %zu\n", (void *)&local, sched_getcpu(),
+           sched_getscheduler(0), n, bytes);
+    for (char **e = environ; *e; e++)
+        printf("env %s\n", *e);
+    return local;
+}
+"""
+
+CHILDREN = {
+    "report": REPORT,
+    "crash": "#include <signal.h>\nint main(void) { raise(SIGSEGV); return 0; }\n",
+    "hang": "#include <unistd.h>\nint main(void) { for (;;) pause(); }\n",
+    "exit3": "int main(void) { return 3; }\n",
+    "noprobe": "int main(void) { return 0; }\n",
+    "garbage": "#include <unistd.h>\n"
+    'int main(void) { write(1021, "hello, parent", 13); return 0; }\n',
+    "twice": '#include "perflab_probe.h"\nint main(void) { for (int i = 0; i < 2; i++) '
+    "{ PERFLAB_PROBE_BEGIN(); PERFLAB_PROBE_END(); } return 0; }\n",
+    "probe": '#include "perflab_probe.h"\nint main(void) { PERFLAB_PROBE_BEGIN(); '
+    "PERFLAB_PROBE_END(); return 0; }\n",
+}
+
+
+@pytest.fixture(scope="module")
+def children(tmp_path_factory) -> dict[str, str]:
+    """Each helper workload compiled once for the module."""
+    d = tmp_path_factory.mktemp("children")
+    out = {}
+    for name, src in CHILDREN.items():
+        (d / f"{name}.c").write_text(src)
+        exe = d / name
+        subprocess.run(
+            ["cc", "-O0", "-Wall", "-I", str(WORKLOADS), str(d / f"{name}.c"), "-o", str(exe)],
+            check=True,
+        )
+        out[name] = str(exe)
+    return out
+
+
+def report(children, tmp_path, env=None, **opts) -> tuple[np.record, dict]:
+    """Run the report child with its stdout in a file; parse what it saw."""
+    out = tmp_path / "out.txt"
+    with open(out, "w") as f:
+        rec = spawn.run([children["report"]], env, spawn.SpawnOptions(stdout=f.fileno(), **opts))
+    seen = {"env": []}
+    for line in out.read_text().splitlines():
+        key, _, value = line.partition(" ")
+        if key == "env":
+            seen["env"].append(value)
+        else:
+            seen[key] = value
+    return rec, seen
+
+
+def test_child_sees_exactly_the_environment(children, tmp_path):
+    rec, seen = report(children, tmp_path, {"A": "aaaa", "B": "x=y"})
+    assert spawn.STATUS[int(rec["status"])] == "ok"
+    assert seen["env"] == ["A=aaaa", "B=x=y"]
+    assert int(seen["bytes"]) == len("A=aaaa") + 1 + len("B=x=y") + 1
+    _, empty = report(children, tmp_path)
+    assert empty["env"] == [] and empty["n"] == "0"
+
+
+def test_aslr_off_fixes_the_stack_and_env_moves_it_down(children, tmp_path):
+    stacks = [int(report(children, tmp_path, {"A": ""}, aslr="off")[1]["stack"], 16) for _ in "abc"]
+    assert len(set(stacks)) == 1
+    bigger = int(report(children, tmp_path, {"A": "a" * 4096}, aslr="off")[1]["stack"], 16)
+    assert 4096 - 16 <= stacks[0] - bigger <= 4096 + 16
+
+
+@pytest.mark.skipif(machine.aslr() == 0, reason="ASLR is off system-wide here")
+def test_aslr_on_moves_the_stack(children, tmp_path):
+    stacks = {report(children, tmp_path, {"A": ""}, aslr="on")[1]["stack"] for _ in range(5)}
+    assert len(stacks) > 1
+
+
+def test_pinning_and_realtime(children, tmp_path):
+    for cpu in machine.online_cpus():
+        rec, seen = report(children, tmp_path, cpus=(cpu,), rt=True)
+        assert int(seen["cpu"]) == cpu
+        granted = int(rec["rt_errno"]) == 0
+        assert int(seen["policy"]) == (1 if granted else 0)  # SCHED_FIFO or SCHED_OTHER
+
+
+def test_setup_failure_is_reported_distinctly(children, tmp_path):
+    rec, _ = report(children, tmp_path, cpus=(4095,))
+    assert spawn.STATUS[int(rec["status"])] == "setup_failed"
+    assert int(rec["child_errno"]) == errno.EINVAL
+
+
+def test_exec_failure_is_reported_distinctly(tmp_path):
+    script = tmp_path / "noshebang"
+    script.write_text("echo hi\n")
+    script.chmod(0o755)
+    runs = spawn.run_env_sizes([str(script)], np.array([0, 1]))
+    assert [spawn.STATUS[int(s)] for s in runs["status"]] == ["exec_failed"] * 2
+    assert set(runs["child_errno"]) == {errno.ENOEXEC}
+
+
+def test_program_is_checked_up_front(tmp_path):
+    with pytest.raises(PerflabError, match="no such file"):
+        spawn.check_program(tmp_path / "missing")
+    (tmp_path / "data").write_text("")
+    with pytest.raises(PerflabError, match="not an executable"):
+        spawn.check_program(tmp_path / "data")
+    assert spawn.check_program("true") == os.path.realpath(shutil.which("true"))
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "exit_code", "sig"),
+    [
+        ("crash", "crash", -1, 11),
+        ("exit3", "exit", 3, 0),
+        ("garbage", "bad_probe", 0, 0),
+        ("twice", "bad_probe", 0, 0),
+        ("noprobe", "ok", 0, 0),
+        ("probe", "ok", 0, 0),
+    ],
+)
+def test_outcomes(children, name, status, exit_code, sig):
+    df = spawn.tidy(spawn.run_env_sizes([children[name]], np.array([0, 7])))
+    assert list(df["status"]) == [status] * 2
+    assert list(df["exit_code"]) == [exit_code] * 2
+    assert list(df["signal"]) == [sig] * 2
+    assert df["ticks"].notna().all() == (name == "probe")
+    assert (df["outer_ticks"] > 0).all() and (df["wall_ns"] > 0).all()
+
+
+def test_timeout_kills_the_child(children):
+    rec = spawn.run([children["hang"]], None, spawn.SpawnOptions(timeout=0.2))
+    assert spawn.STATUS[int(rec["status"])] == "timeout"
+    assert int(rec["signal"]) == 9
+    assert int(rec["wall_ns"]) >= 0.2e9
+
+
+def test_probe_ticks_and_mlock_request(children):
+    rec = spawn.run([children["probe"]], None, spawn.SpawnOptions(mlock=True))
+    assert int(rec["flags"]) & lib.PERFLAB_RUN_HAS_PROBE
+    assert 0 < int(rec["probe_ticks"]) < int(rec["outer_ticks"])
+    if os.geteuid() == 0:
+        assert int(rec["flags"]) & lib.PERFLAB_RUN_MLOCKED
+
+
+def test_rusage_is_the_childs(children):
+    df = spawn.tidy(spawn.run_env_sizes([children["probe"]], np.zeros(3, dtype=np.int64)))
+    assert (df["minflt"] > 0).all()
+    assert (df["utime_ns"] + df["stime_ns"] < df["wall_ns"] * 2).all()
+
+
+def test_batch_sizes_reach_the_child(children, tmp_path):
+    out = tmp_path / "batch.txt"
+    with open(out, "w") as f:
+        opts = spawn.SpawnOptions(stdout=f.fileno(), aslr="off")
+        runs = spawn.run_env_sizes([children["report"]], np.array([0, 5, 100]), "PAD", None, opts)
+    assert list(runs["env_size"]) == [0, 5, 100]
+    envs = [line[4:] for line in out.read_text().splitlines() if line.startswith("env ")]
+    assert envs == ["PAD=", "PAD=aaaaa", "PAD=" + "a" * 100]
+    with pytest.raises(PerflabError):
+        spawn.run_env_sizes([children["report"]], np.array([-1]))

@@ -104,7 +104,7 @@ def python_callable(fn, name: str | None = None) -> CallTarget:
     cb = ffi.callback("void(void)", body, onerror=onerror)
     cb_empty = ffi.callback("void(void)", empty, onerror=onerror)
     return CallTarget(
-        name=name or getattr(fn, "__qualname__", None) or repr(fn),
+        name=name or getattr(fn, "__name__", None) or repr(fn),
         shape=("python", wrap),
         call=_call_struct(fn=cb),
         empty=_call_struct(fn=cb_empty),

@@ -113,13 +113,13 @@ class PerflabSession:
             return None
         import pandas as pd
 
-        from perflab import machine, results
+        from perflab import machine, perfassert, results
 
         df = pd.concat(self.frames, ignore_index=True)
         meta = {
             **machine.metadata(),
-            "perflab_budget": self.budget,
-            "perflab_confidence": self.confidence,
+            "perflab_budget": str(perfassert.as_budget(self.budget)),
+            "perflab_confidence": self.confidence or perfassert.DEFAULT_CONFIDENCE,
             "comparisons": self.summaries,
         }
         return results.save(results.attach(df, meta), self.save_path)

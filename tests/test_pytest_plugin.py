@@ -267,9 +267,14 @@ def test_runs_under_xdist(pytester):
         "2",
         "-p",
         "xdist",
+        "--perflab-save",
+        "saved",
     )
     result.assert_outcomes(passed=4)
     assert sum(line.startswith("PASS ") for line in result.outlines) == 4
+    result.stdout.fnmatch_lines(["measurements saved in saved, one file per xdist worker"])
+    frames = [results.load(p) for p in (pytester.path / "saved").glob("perflab-*-gw*.parquet")]
+    assert sum(len(set(df["test"])) for df in frames) == 4
 
 
 def test_measuring_lock_excludes_other_holders(tmp_path):

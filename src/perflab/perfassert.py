@@ -55,11 +55,13 @@ class Budget:
                 seconds = float(m[1])
             else:
                 runs = int(float(m[1]))
-        if seconds <= 0 or runs < FIRST_ROUND:
-            raise PerflabError(
-                f"budget {text!r} is too small: need seconds > 0 and at least {FIRST_ROUND} runs"
-            )
         return cls(seconds=seconds, runs=runs)
+
+    def __post_init__(self):
+        if self.seconds <= 0 or self.runs < FIRST_ROUND:
+            raise PerflabError(
+                f"budget {self} is too small: need seconds > 0 and at least {FIRST_ROUND} runs"
+            )
 
     def looks(self) -> int:
         """The most rounds (and so decisions) the runs budget allows when runs double."""
@@ -69,7 +71,10 @@ class Budget:
         return f"{self.seconds:g}s,{self.runs}runs"
 
 
-def as_budget(budget) -> Budget:
+BudgetLike = Budget | str | None
+
+
+def as_budget(budget: BudgetLike) -> Budget:
     """Accept a Budget, its text form, or None for the default."""
     if budget is None:
         return Budget()
@@ -81,7 +86,11 @@ def measuring_lock(path: Path = LOCK_PATH) -> Iterator[float]:
     """Hold the machine-wide lock that keeps perf measurements (pytest-xdist workers, other
     sessions) from running at the same time; yields the seconds spent waiting for it."""
     t0 = time.monotonic()
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError:
+        # Created by another user under their umask: flock works on a read-only descriptor.
+        fd = os.open(path, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield time.monotonic() - t0
@@ -120,6 +129,11 @@ class Comparison:
     def passed(self) -> bool:
         return self.verdict == PASS
 
+    @property
+    def ratio(self) -> float | None:
+        """The ratio of medians a two-target comparison decided on (None for ticks_below)."""
+        return self.estimate if len(self.roles) == 2 else None
+
     def summary(self) -> dict:
         """Plain numbers, for test reports and the saved file's metadata."""
         return {
@@ -129,6 +143,7 @@ class Comparison:
             **{f"{r}_name": n for r, n in zip(self.roles, self.names, strict=True)},
             **{f"{r}_median_ticks": m for r, m in zip(self.roles, self.medians, strict=True)},
             "estimate": self.estimate,
+            "ratio": self.ratio,
             "ci_lo": self.ci[0],
             "ci_hi": self.ci[1],
             "threshold": self.threshold,
@@ -323,7 +338,11 @@ def _record(assertion, claim, roles, targets, threshold, budget, confidence, out
 
 
 def check_faster(
-    fast, slow, min_ratio: float = 1.0, confidence: float = DEFAULT_CONFIDENCE, budget=None
+    fast,
+    slow,
+    min_ratio: float = 1.0,
+    confidence: float = DEFAULT_CONFIDENCE,
+    budget: BudgetLike = None,
 ) -> Comparison:
     """Decide whether median(slow)/median(fast) > min_ratio, without raising."""
     budget = as_budget(budget)
@@ -340,7 +359,7 @@ def check_no_slower(
     baseline,
     tolerance: float = 0.05,
     confidence: float = DEFAULT_CONFIDENCE,
-    budget=None,
+    budget: BudgetLike = None,
 ) -> Comparison:
     """Decide whether median(candidate)/median(baseline) < 1 + tolerance, without raising."""
     if tolerance < 0:
@@ -363,7 +382,7 @@ def check_no_slower(
 
 
 def check_ticks_below(
-    fn, limit: float, confidence: float = DEFAULT_CONFIDENCE, budget=None
+    fn, limit: float, confidence: float = DEFAULT_CONFIDENCE, budget: BudgetLike = None
 ) -> Comparison:
     """Decide whether fn's median net ticks per call is below limit, without raising."""
     budget = as_budget(budget)
@@ -382,21 +401,33 @@ def _enforce(comparison: Comparison) -> Comparison:
     return comparison
 
 
-def assert_faster(fast, slow, min_ratio: float = 1.0, confidence=DEFAULT_CONFIDENCE, budget=None):
+def assert_faster(
+    fast,
+    slow,
+    min_ratio: float = 1.0,
+    confidence: float = DEFAULT_CONFIDENCE,
+    budget: BudgetLike = None,
+) -> Comparison:
     """Pass only when the CI of median(slow)/median(fast) lies entirely above min_ratio."""
     __tracebackhide__ = True
     return _enforce(check_faster(fast, slow, min_ratio, confidence, budget))
 
 
 def assert_no_slower(
-    candidate, baseline, tolerance=0.05, confidence=DEFAULT_CONFIDENCE, budget=None
-):
+    candidate,
+    baseline,
+    tolerance: float = 0.05,
+    confidence: float = DEFAULT_CONFIDENCE,
+    budget: BudgetLike = None,
+) -> Comparison:
     """Pass only when the CI of median(candidate)/median(baseline) lies below 1 + tolerance."""
     __tracebackhide__ = True
     return _enforce(check_no_slower(candidate, baseline, tolerance, confidence, budget))
 
 
-def assert_ticks_below(fn, limit, confidence=DEFAULT_CONFIDENCE, budget=None):
+def assert_ticks_below(
+    fn, limit: float, confidence: float = DEFAULT_CONFIDENCE, budget: BudgetLike = None
+) -> Comparison:
     """Pass only when the CI of fn's median net ticks per call lies below limit."""
     __tracebackhide__ = True
     return _enforce(check_ticks_below(fn, limit, confidence, budget))

@@ -148,6 +148,8 @@ class PerflabSession:
             )
         if self.saved:
             tr.write_line(f"measurements saved to {self.saved}")
+        elif self.save_dir and self.reported:
+            tr.write_line(f"measurements saved in {self.save_dir}, one file per xdist worker")
 
 
 class PerfFixture:

@@ -28,6 +28,7 @@ DEFAULT_CONFIDENCE = 0.95
 FIRST_ROUND = 20
 MIN_ROUND = 5
 N_BOOT = 4000
+DISTURBED = 1.5
 LOCK_PATH = Path(tempfile.gettempdir()) / "perflab-measure.lock"
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
@@ -121,6 +122,8 @@ class Comparison:
     seconds: float
     lock_wait: float
     budget: str
+    disturbed: tuple[float, ...]
+    load: float
     samples: tuple[np.ndarray, ...] = field(repr=False, compare=False)
     raw: tuple[np.ndarray, ...] = field(repr=False, compare=False)
     round_of: np.ndarray = field(repr=False, compare=False)
@@ -153,6 +156,8 @@ class Comparison:
             "rounds": self.rounds,
             "seconds": self.seconds,
             "budget": self.budget,
+            **{f"{r}_disturbed": d for r, d in zip(self.roles, self.disturbed, strict=True)},
+            "load": self.load,
         }
 
     def table(self) -> str:
@@ -183,6 +188,13 @@ class Comparison:
                 if self.lock_wait > 0.1
                 else ""
             )
+        )
+        shares = ", ".join(
+            f"{role} {share:.0%}" for role, share in zip(self.roles, self.disturbed, strict=True)
+        )
+        lines.append(
+            f"  runs over {DISTURBED}x the target's fastest: {shares}; "
+            f"load average {self.load:.1f} on {os.cpu_count()} CPUs"
         )
         if self.verdict == INCONCLUSIVE:
             lines.append(
@@ -321,8 +333,15 @@ def _above(threshold: float, what: str) -> Decision:
     return decide
 
 
+def _disturbed(raw: np.ndarray) -> float:
+    """Share of runs slower than DISTURBED times the fastest: preempted, interrupted, stolen."""
+    return float(np.mean(raw > DISTURBED * raw.min()))
+
+
 def _record(assertion, claim, roles, targets, threshold, budget, confidence, out):
     return Comparison(
+        disturbed=tuple(_disturbed(r) for r in out["raw"]),
+        load=os.getloadavg()[0],
         assertion=assertion,
         claim=claim,
         roles=roles,

@@ -9,6 +9,7 @@ subtracted: values are net ticks per call. A program is one exact child run per 
 has one, else from clone to wait4.
 """
 
+import dataclasses
 import functools
 import os
 import types
@@ -150,6 +151,7 @@ class ProgramTarget:
     argv: tuple[str, ...]
     env: dict[str, str] | None
     options: Any = field(repr=False)
+    pin: bool = False
     probe: bool = False
     calls: int = 1
     overhead: float = 0.0
@@ -189,28 +191,39 @@ def program(
     env: Mapping[str, str] | None = None,
     cpus: Sequence[int] | None = None,
     aslr: str = "off",
+    rt: bool = False,
     timeout: float = 60.0,
     name: str | None = None,
 ) -> ProgramTarget:
-    """A program run with exactly argv and env (None: empty), ASLR off, pinned to cpus.
+    """A program run with exactly argv and env (None: empty), ASLR off, pinned.
 
-    cpus defaults to the highest CPU this process may use (CPU 0 takes most interrupts); both
-    programs of a comparison then share one CPU, so neither gets a quieter one.
+    cpus=None pins both programs of a comparison to the CPU this process is on when the
+    comparison starts: the scheduler put it where it could run, and it sleeps in wait4 while
+    the child runs. rt=True asks for SCHED_FIFO (perflab.spawn; refused without privileges,
+    then the runs are ordinary) so other tasks on that CPU cannot preempt the child.
     """
     argv = [str(a) for a in argv]
     if not argv:
         raise PerflabError("program: empty argv")
     argv[0] = spawn.check_program(argv[0])
-    pinned = tuple(cpus) if cpus is not None else (max(os.sched_getaffinity(0)),)
     options = spawn.SpawnOptions(
         aslr=aslr,
-        cpus=pinned,
+        cpus=tuple(cpus or ()),
+        rt=rt,
         timeout=timeout,
         stdout=_devnull(),
         stderr=_devnull(),
     )
     label = name or " ".join([os.path.basename(argv[0]), *argv[1:]])
-    return ProgramTarget(name=label, argv=tuple(argv), env=dict(env or {}), options=options)
+    return ProgramTarget(
+        name=label, argv=tuple(argv), env=dict(env or {}), options=options, pin=cpus is None
+    )
+
+
+def current_cpu() -> int:
+    """The CPU this process runs on now (field 39 of /proc/self/stat)."""
+    with open("/proc/self/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[36])
 
 
 @functools.cache
@@ -281,7 +294,10 @@ def _calibrate_programs(targets) -> None:
     """One warm-up run each (fills the page cache, shows whether the program has a probe)."""
     if not all(isinstance(t, ProgramTarget) for t in targets):
         raise PerflabError("compare a program with a program, not with an in-process function")
+    cpu = current_cpu()
     for t in targets:
+        if t.pin:
+            t.options = dataclasses.replace(t.options, cpus=(cpu,))
         r = spawn.run(t.argv, t.env, t.options)
         if r["status"] != lib.PERFLAB_RUN_OK:
             raise PerflabError(f"{t.name}: run failed: {_run_failure(r)}")

@@ -23,7 +23,7 @@ from perflab import spawn
 from perflab._native import check, ffi, lib, ptr, u64_array
 from perflab.errors import PerflabError
 
-# A sample should last about this many ticks (~10 us at 2.5 GHz): a thousand times the timer's
+# A sample should last about this many ticks (~10 us at 2.5 GHz): ~700 times the timer's
 # cost, short enough that few samples are hit by an interrupt.
 SAMPLE_TICKS = 25_000
 MAX_SAMPLE_TICKS = 64 * SAMPLE_TICKS

@@ -4,11 +4,14 @@ A program runs with an environment holding only VAR= padded by 0..N characters (
 DjiBee's script), each size many times, in a seeded random order; each run is one row.
 """
 
+import contextlib
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -39,7 +42,8 @@ COLUMNS = [
     "status",
     "child_errno",
 ]
-CHUNK_RUNS = 512
+CHUNK_RUNS = 512  # ~0.3 s of runs per C call: Ctrl-C answers within one
+FLUSH_S = 1.0  # rows reach the disk at least this often: a kill -9 loses about a second
 
 
 @dataclass(frozen=True)
@@ -219,31 +223,52 @@ def _measure(plan, argv, meta, output, resume, devnull, progress, on_start, warn
     )
     base_env = _base_env(plan.inherit_env, plan.var)
     _preflight(argv, plan, base_env, options)
-    journal = _Recorder(output, plan, meta, resume)
+    overhead = spawn.timer_overhead()
+    journal = _Recorder(output, plan, meta, resume, overhead)
     size, rep = _missing(plan, journal.done_keys())
     if on_start:
         on_start(int(size.size), plan.sizes().size * plan.repeat - int(size.size))
-    overhead = spawn.timer_overhead()
     extra = {"timer_overhead_ticks": overhead, "rt_granted": plan.rt}
+    chunks = [slice(i, i + CHUNK_RUNS) for i in range(0, size.size, CHUNK_RUNS)]
     complete = False
-    try:
-        with _Interrupt() as stop:
-            for start in range(0, size.size, CHUNK_RUNS):
-                chunk = slice(start, start + CHUNK_RUNS)
-                runs = spawn.run_env_sizes(argv, size[chunk], plan.var, base_env, options)
-                frame = _rows(runs, rep[chunk], overhead)
-                if stop.hit:
-                    frame = frame[frame["signal"] != signal.SIGINT]
+    # C runs chunk i+1 on a worker thread (cffi drops the GIL) while this thread journals
+    # chunk i, so Python's tidy/journal work costs no time per run.
+    with _Interrupt() as stop, _away_from(plan.cpus), ThreadPoolExecutor(1) as pool:
+
+        def submit(chunk: slice):
+            return pool.submit(spawn.run_env_sizes, argv, size[chunk], plan.var, base_env, options)
+
+        try:
+            pending = submit(chunks[0]) if chunks else None
+            for i, chunk in enumerate(chunks):
+                runs = pending.result()
+                stopping = stop.hit  # read once: a chunk submitted below is always collected
+                if not stopping and i + 1 < len(chunks):
+                    pending = submit(chunks[i + 1])
+                keep = runs["signal"] != signal.SIGINT if stopping else slice(None)
                 options = _rt_once(options, runs, extra, warn)
-                journal.extend(frame)
+                journal.add(runs[keep], rep[chunk][keep])
                 if progress:
-                    progress(len(frame))
-                if stop.hit:
+                    progress(len(runs[keep]))
+                if stopping:
                     raise KeyboardInterrupt
-        complete = True
-    finally:
-        df = journal.finish(complete, extra)
+            complete = True
+        finally:
+            df = journal.finish(complete, extra)
     return df
+
+
+@contextlib.contextmanager
+def _away_from(cpus: tuple[int, ...]):
+    """Keep perflab's own threads off the child's CPUs while it measures, when others exist."""
+    before = os.sched_getaffinity(0)
+    others = before - set(cpus)
+    if cpus and others:
+        os.sched_setaffinity(0, others)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 def _preflight(argv, plan: Plan, base_env: dict, options: spawn.SpawnOptions) -> None:
@@ -310,36 +335,64 @@ def run_conditions(plan: Plan) -> dict:
     }
 
 
-class _Recorder:
-    """A results.Journal when there is an output file, an in-memory list otherwise."""
+class _FrameJournal(results.Journal):
+    """results.Journal that takes a whole frame as one chunk: no dict per row for 800 000 rows."""
 
-    def __init__(self, output, plan: Plan, meta: dict, resume: bool):
-        self.meta = meta
-        self.frames: list[pd.DataFrame] = []
+    def extend_frame(self, frame: pd.DataFrame) -> None:
+        """Write frame as the next chunk, atomically, after any rows appended one by one."""
+        self.flush()
+        target = self.parts / f"chunk-{self._nchunks:06d}.parquet"
+        results._atomic(target, lambda t: frame.to_parquet(t, index=False))
+        self._nchunks += 1
+
+
+class _Recorder:
+    """Buffers run records and writes them as one tidy chunk per FLUSH_S (or keeps them)."""
+
+    def __init__(self, output, plan: Plan, meta: dict, resume: bool, overhead: int):
+        if output is None and resume:
+            raise PerflabError("resume needs the output file of the interrupted sweep")
+        self.meta, self.params, self.overhead = meta, plan.params(), overhead
         self.journal = (
-            results.Journal(output, plan.params(), meta, KEY, resume=resume, chunk_rows=CHUNK_RUNS)
+            _FrameJournal(output, self.params, meta, KEY, resume=resume)
             if output is not None
             else None
         )
-        if self.journal is None and resume:
-            raise PerflabError("resume needs the output file of the interrupted sweep")
-        self.params = plan.params()
+        self.frames: list[pd.DataFrame] = []
+        self.buffer: list[tuple[np.ndarray, np.ndarray]] = []
+        self.flushed = time.monotonic()
 
     def done_keys(self) -> set[tuple]:
         return self.journal.done_keys() if self.journal else set()
 
-    def extend(self, frame: pd.DataFrame) -> None:
+    def add(self, runs: np.ndarray, rep: np.ndarray) -> None:
+        self.buffer.append((runs, rep))
+        if time.monotonic() - self.flushed >= FLUSH_S:
+            self.flush()
+
+    def flush(self) -> None:
+        self.flushed = time.monotonic()
+        if not self.buffer:
+            return
+        runs = np.concatenate([b[0] for b in self.buffer])
+        rep = np.concatenate([b[1] for b in self.buffer])
+        self.buffer = []
+        frame = _rows(runs, rep, self.overhead)
         if self.journal:
-            self.journal.extend(frame.to_dict("records"))
-            self.journal.flush()  # each C chunk is on disk before the next: kill -9 loses < 1 s
+            self.journal.extend_frame(frame)
         else:
             self.frames.append(frame)
 
     def finish(self, complete: bool, extra: dict) -> pd.DataFrame:
+        self.flush()
         if self.journal:
             df = self.journal.finish(complete=complete, extra_meta=extra)
         else:
-            df = pd.concat(self.frames, ignore_index=True) if self.frames else pd.DataFrame()
+            df = (
+                pd.concat(self.frames, ignore_index=True)
+                if self.frames
+                else pd.DataFrame(columns=COLUMNS)
+            )
         meta = {**self.meta, **extra, "params": self.params, "complete": complete}
         return results.attach(df, meta)
 

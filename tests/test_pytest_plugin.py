@@ -168,10 +168,12 @@ def test_programs_run_as_exact_children(pytester, tmp_path):
         pytester,
         f"""
         def test_program(perflab):
-            fast = perflab.program([{str(binary)!r}, "100000"])
-            slow = perflab.program([{str(binary)!r}, "200000"])
+            # Short regions: on a loaded machine a longer one is preempted more often, and
+            # once most runs are, the medians stop tracking the work (the claim still holds).
+            fast = perflab.program([{str(binary)!r}, "20000"])
+            slow = perflab.program([{str(binary)!r}, "40000"])
             r = perflab.assert_faster(fast, slow, min_ratio=1.5)
-            assert fast.probe and 1.6 < r.estimate < 2.5
+            assert fast.probe and slow.probe and r.ci[0] > 1.5
         """,
     )
     result.assert_outcomes(passed=1)

@@ -297,3 +297,25 @@ int perflab_cswitch(size_t n, int cpu_parent, int cpu_child, int rt_prio,
  * and write use a file of at least PERFLAB_SYS_IO_BYTES), each call alone,
  * timer overhead subtracted. */
 int perflab_syscall_time(int call, const char *path, int64_t *out, size_t n);
+
+/* ---- timing.c: calls of a function pointer, timed in batches --------------- */
+
+/* What one sample times: `calls` back-to-back calls of fn() or, when fn is
+ * NULL, of fn_arg(arg). A Python callable arrives as a cffi callback in fn. */
+struct perflab_call {
+    void (*fn)(void);
+    void (*fn_arg)(void *);
+    void *arg;
+    uint64_t calls;
+};
+
+/* Fill out[0..n) with the ticks of n samples of one call batch. */
+int perflab_time_calls(const struct perflab_call *c, uint64_t *out, size_t n);
+/* n samples of a and of b interleaved a b, b a, a b, ... so drift and the
+ * position in a pair hit both alike; out_a[i] and out_b[i] are pair i. */
+int perflab_time_pair(const struct perflab_call *a, const struct perflab_call *b,
+                      uint64_t *out_a, uint64_t *out_b, size_t n);
+/* Workloads with known cost: spin *(uint64_t *)iterations loop turns; do nothing. */
+void perflab_spin(void *iterations);
+void perflab_noop(void);
+void perflab_noop_arg(void *arg);

@@ -1,0 +1,346 @@
+"""The pytest plugin and its assertions, on C-level workloads of known relative cost."""
+
+import fcntl
+import math
+import os
+import time
+
+import cffi
+import numpy as np
+import pytest
+
+from perflab import _core, build, perfassert, results, timing
+from perflab.errors import PerflabError
+
+pytest_plugins = ["pytester"]
+
+# perflab is not pip-installed in a development checkout, so its entry point is not either.
+PLUGIN = ("-p", "perflab.pytest_plugin")
+
+LOOP_C = r"""
+#include <stdlib.h>
+#include "perflab_probe.h"
+
+int main(int argc, char **argv)
+{
+    long n = atol(argv[1]);
+    PERFLAB_PROBE_BEGIN();
+    for (long i = 0; i < n; i++)
+        __asm__ volatile("" : "+r"(i));
+    PERFLAB_PROBE_END();
+    return 0;
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _only_named_plugins(monkeypatch):
+    """Inner sessions load only the plugins they name: faster, and deaf to unrelated ones."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+
+def run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
+    pytester.makepyfile(test_perf=source)
+    return pytester.runpytest(*PLUGIN, *args)
+
+
+def binomial_tail_limit(n: int, p: float, tail: float = 1e-3) -> int:
+    """The smallest c with P(X >= c) <= tail for X ~ Binomial(n, p)."""
+    for c in range(n + 1):
+        upper = sum(math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(c, n + 1))
+        if upper <= tail:
+            return c
+    return n + 1
+
+
+def test_clear_2x_difference_passes(pytester):
+    result = run(
+        pytester,
+        """
+        def test_c(perflab):
+            r = perflab.assert_faster(perflab.spin(1000), perflab.spin(2000))
+            assert 1.6 < r.estimate < 2.5 and r.ci[0] > 1.0
+            assert r.runs >= 20 and r.calls[0] >= 1
+
+        def test_python(perflab):
+            def fast():
+                x = 0
+                for i in range(200):
+                    x += i
+            def slow():
+                x = 0
+                for i in range(400):
+                    x += i
+            r = perflab.assert_faster(fast, slow, min_ratio=1.2)
+            assert 1.5 < r.estimate < 2.6
+        """,
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*perflab*", "PASS*test_c assert_faster: *CI [[]*"])
+
+
+def test_reversed_comparison_fails_with_a_table(pytester):
+    result = run(
+        pytester,
+        """
+        def test_reversed(perflab):
+            perflab.assert_faster(perflab.spin(2000), perflab.spin(1000))
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*PerfAssertionError: perflab.assert_faster: FAIL - slow/fast is below 1 *",
+            "*claim: median(slow)/median(fast) > 1 at 95% confidence",
+            "*role*target*median ticks/call*calls/run*overhead/call*runs",
+            "*fast*spin(2000)*",
+            "*slow*spin(1000)*",
+            "*ratio 0.*CI [[]0.*vs threshold 1",
+            "*round(s),*runs per target*",
+        ]
+    )
+
+
+def test_identical_workloads_are_inconclusive(pytester):
+    result = run(
+        pytester,
+        """
+        import pytest
+
+        @pytest.mark.perf(budget="30s,80")
+        def test_same(perflab):
+            perflab.assert_faster(perflab.spin(1000), perflab.spin(1000))
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*perflab.assert_faster: INCONCLUSIVE - CI * still contains 1; budget spent (80 runs*",
+            "*raise --perflab-budget*",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("make", "trials"),
+    [(lambda: timing.spin(300), 60), (lambda: lambda: sum(range(50)), 30)],
+    ids=["c", "python"],
+)
+def test_false_claims_stay_within_the_confidence(make, trials):
+    confidence = 0.9
+    verdicts = [
+        perfassert.check_faster(make(), make(), confidence=confidence, budget="30s,80").verdict
+        for _ in range(trials)
+    ]
+    claims = sum(v != perfassert.INCONCLUSIVE for v in verdicts)
+    assert claims < binomial_tail_limit(trials, 1 - confidence), verdicts
+
+
+def test_no_slower_and_ticks_below(pytester):
+    result = run(
+        pytester,
+        """
+        import pytest
+        from perflab import perfassert
+
+        def test_same_is_no_slower(perflab):
+            perflab.assert_no_slower(perflab.spin(1000), perflab.spin(1000), tolerance=0.2)
+
+        def test_double_is_slower(perflab):
+            with pytest.raises(perfassert.PerfAssertionError, match="FAIL - candidate/baseline"):
+                perflab.assert_no_slower(perflab.spin(2000), perflab.spin(1000))
+
+        def test_ticks_below_relative_to_a_measured_median(perflab):
+            median = perfassert.check_ticks_below(perflab.spin(1000), 1e12).medians[0]
+            perflab.assert_ticks_below(perflab.spin(1000), 3 * median)
+            with pytest.raises(perfassert.PerfAssertionError, match="median ticks/call is above"):
+                perflab.assert_ticks_below(perflab.spin(1000), median / 3)
+        """,
+    )
+    result.assert_outcomes(passed=3)
+
+
+def test_programs_run_as_exact_children(pytester, tmp_path):
+    source = tmp_path / "loop.c"
+    source.write_text(LOOP_C)
+    binary = build.build(source, opt="2").path
+    result = run(
+        pytester,
+        f"""
+        def test_program(perflab):
+            # Short regions: on a loaded machine a longer one is preempted more often, and
+            # once most runs are, the medians stop tracking the work (the claim still holds).
+            fast = perflab.program([{str(binary)!r}, "20000"])
+            slow = perflab.program([{str(binary)!r}, "40000"])
+            r = perflab.assert_faster(fast, slow, min_ratio=1.5)
+            assert fast.probe and slow.probe and r.ci[0] > 1.5
+        """,
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_perflab_skip_skips_perf_tests_only(pytester):
+    result = run(
+        pytester,
+        """
+        import pytest
+
+        def test_fixture(perflab):
+            raise AssertionError("should be skipped")
+
+        @pytest.mark.perf
+        def test_marked():
+            raise AssertionError("should be skipped")
+
+        def test_plain():
+            pass
+        """,
+        "--perflab-skip",
+        "-rs",
+    )
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(["*perf test skipped (--perflab-skip)*"])
+
+
+def test_perflab_save_writes_parquet_with_metadata(pytester):
+    result = run(
+        pytester,
+        """
+        def test_one(perflab):
+            perflab.assert_faster(perflab.spin(500), perflab.spin(1000), budget="40")
+            perflab.assert_ticks_below(perflab.spin(500), 1e9)
+        """,
+        "--perflab-save",
+        "saved",
+        "--perflab-confidence",
+        "0.9",
+    )
+    result.assert_outcomes(passed=1)
+    files = list((pytester.path / "saved").glob("perflab-*.parquet"))
+    assert len(files) == 1
+    result.stdout.fnmatch_lines([f"measurements saved to *{files[0].name}"])
+    df = results.load(files[0])
+    assert set(df["role"]) == {"fast", "slow", "target"}
+    assert (df["test"] == "test_perf.py::test_one").all()
+    assert sorted(df["index"].unique()) == [0, 1]
+    assert (df["ticks"] > 0).all() and df["ticks_per_call"].notna().all()
+    meta = results.metadata(df)
+    assert meta["hostname"] and meta["perflab_confidence"] == 0.9
+    assert [c["assertion"] for c in meta["comparisons"]] == ["assert_faster", "assert_ticks_below"]
+    assert meta["comparisons"][0]["runs"] == len(df[df["role"] == "fast"])
+
+
+def test_bad_options_are_usage_errors(pytester):
+    pytester.makepyfile(test_x="def test_x(): pass")
+    result = pytester.runpytest(*PLUGIN, "--perflab-budget", "soon")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--perflab-budget: bad budget 'soon'*"])
+    result = pytester.runpytest(*PLUGIN, "--perflab-confidence", "1.5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_marker_rejects_unknown_arguments(pytester):
+    result = run(
+        pytester,
+        """
+        import pytest
+
+        @pytest.mark.perf(rounds=3)
+        def test_x(perflab):
+            pass
+        """,
+    )
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*perf marker takes only keyword arguments budget, confidence*"])
+
+
+def test_runs_under_xdist(pytester):
+    pytest.importorskip("xdist")
+    result = run(
+        pytester,
+        """
+        import pytest
+
+        @pytest.mark.parametrize("n", [500, 1000, 1500, 2000])
+        def test_p(perflab, n):
+            perflab.assert_faster(perflab.spin(n), perflab.spin(2 * n))
+        """,
+        "-n",
+        "2",
+        "-p",
+        "xdist",
+        "--perflab-save",
+        "saved",
+    )
+    result.assert_outcomes(passed=4)
+    assert sum(line.startswith("PASS ") for line in result.outlines) == 4
+    result.stdout.fnmatch_lines(["measurements saved in saved, one file per xdist worker"])
+    frames = [results.load(p) for p in (pytester.path / "saved").glob("perflab-*-gw*.parquet")]
+    assert sum(len(set(df["test"])) for df in frames) == 4
+
+
+def test_measuring_lock_excludes_other_holders(tmp_path):
+    lock = tmp_path / "lock"
+    with perfassert.measuring_lock(lock):
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    fd = os.open(lock, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.close(fd)
+
+
+def test_time_budget_stops_the_rounds():
+    # 2000 runs of two 1 ms sleeps take at least 4 s: a 0.3 s budget must stop well before.
+    r = perfassert.check_faster(
+        lambda: time.sleep(0.001), lambda: time.sleep(0.001), budget="0.3s,2000"
+    )
+    assert r.verdict == perfassert.INCONCLUSIVE and r.runs < 2000
+    assert "budget spent" in r.reason
+
+
+def test_exception_in_a_python_callable_propagates():
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) > 5:
+            raise ValueError("workload broke")
+
+    with pytest.raises(ValueError, match="workload broke"):
+        perfassert.check_faster(flaky, lambda: None)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds", "runs"),
+    [("2s", 2.0, 2000), ("500", 5.0, 500), ("0.5s,100runs", 0.5, 100), ("300runs", 5.0, 300)],
+)
+def test_budget_parse(text, seconds, runs):
+    assert perfassert.Budget.parse(text) == perfassert.Budget(seconds, runs)
+
+
+@pytest.mark.parametrize("text", ["fast", "2m", "0s", "10", "2s;100"])
+def test_budget_parse_refuses(text):
+    with pytest.raises(PerflabError):
+        perfassert.Budget.parse(text)
+
+
+def test_looks_bound_the_rounds():
+    assert perfassert.Budget(5, 20).looks() == 1
+    assert perfassert.Budget(5, 80).looks() == 3
+    assert perfassert.Budget(5, 2000).looks() == 8
+
+
+def test_c_function_from_another_ffi():
+    other = cffi.FFI()
+    other.cdef("void perflab_noop(void);")
+    core = other.dlopen(_core.__file__)
+    target = timing.c_function(core.perflab_noop, name="noop")
+    timing.calibrate(target)
+    raw, net = timing.sample(target, 5)
+    assert raw.dtype == np.uint64 and (raw > 0).all() and net.shape == (5,)
+    with pytest.raises(PerflabError, match="not a cffi function pointer"):
+        timing.c_function(print)

@@ -24,7 +24,7 @@ POINTS = [{"method": m} for m in ("rdtscp", "CLOCK_MONOTONIC", "rdtsc")]
 def cluster():
     """A scheduler and two `dask worker` processes labelled host-a and host-b."""
     lc = distributed.LocalCluster(
-        n_workers=0, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=None
+        n_workers=0, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=":0"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(perflab.__file__).parents[1])}
     workers = {

@@ -34,7 +34,7 @@ static int cpu_has(uint32_t leaf, int reg, uint32_t bit)
 
 static inline uint64_t tsc_plain(void) { return __rdtsc(); }
 static inline uint64_t tsc_lfence(void) { _mm_lfence(); return __rdtsc(); }
-static inline uint64_t tsc_rdtscp(void) { unsigned aux; return __rdtscp(&aux); }
+static inline uint64_t tsc_rdtscp(void) { return perflab_rdtscp(); }
 static inline uint64_t tsc_cpuid(void)
 {
     uint32_t a, b, c, d;
@@ -156,22 +156,45 @@ int perflab_getres(int source, int64_t *res_ns)
     return 0;
 }
 
+/* Reads folded into one register instead of stored: the cost of the read alone. */
+#define BATCH(read_expr)                                                      \
+    do {                                                                      \
+        for (size_t i = 0; i < n; i++)                                        \
+            acc ^= (read_expr);                                               \
+    } while (0)
+
 int perflab_batch_ticks(int source, size_t n, uint64_t *ticks)
 {
-    static uint64_t sink[64];
-    uint64_t t0, t1;
-    size_t done = 0;
-    int rc = 0;
+    struct timespec ts;
+    struct timeval tv;
+    uint64_t t0, t1, acc = 0;
 
+    if (!perflab_source_available(source))
+        return -EINVAL;
     t0 = perflab_ticks_begin();
-    while (done < n && rc == 0) {
-        size_t k = n - done < 64 ? n - done : 64;
-        rc = perflab_sample(source, sink, k);
-        done += k;
+    switch (source) {
+    case PERFLAB_GETTIMEOFDAY:
+        BATCH((uint64_t)(gettimeofday(&tv, NULL), tv.tv_usec));
+        break;
+    case PERFLAB_TSC_RDTSC:
+        BATCH(tsc_plain());
+        break;
+    case PERFLAB_TSC_LFENCE_RDTSC:
+        BATCH(tsc_lfence());
+        break;
+    case PERFLAB_TSC_RDTSCP:
+        BATCH(tsc_rdtscp());
+        break;
+    case PERFLAB_TSC_CPUID_RDTSC:
+        BATCH(tsc_cpuid());
+        break;
+    default:
+        BATCH((uint64_t)(clock_gettime(posix_ids[source], &ts), ts.tv_nsec));
     }
     t1 = perflab_ticks_end();
+    __asm__ volatile("" : : "r"(acc)); /* keep the reads */
     *ticks = t1 - t0;
-    return rc;
+    return 0;
 }
 
 uint64_t perflab_region_begin(void) { return perflab_ticks_begin(); }

@@ -143,16 +143,36 @@ def verdict(flags: dict[str, bool], clocksource: str, hypervisor: str) -> str:
     return f"trustworthy: invariant TSC, kernel clocksource is tsc, serialise with {serial}{where}"
 
 
-def plot(costs: pd.DataFrame, path) -> None:
-    """Distribution of read costs per method, log scale (zero-cost COARSE reads on the axis)."""
+def plot(costs: pd.DataFrame, path, table: pd.DataFrame | None = None) -> None:
+    """Distribution of read costs per method, log scale, with the batch-timed mean in red.
+
+    COARSE clocks step by their resolution, so most steps are 0: the red mark shows what a
+    read really costs.
+    """
     from perflab import plot as plt
 
     fig, ax = plt.figure(figsize=(9, 5))
     names = list(dict.fromkeys(costs["method"]))
     data = [costs.loc[costs["method"] == n, "ns"].to_numpy() for n in names]
-    ax.boxplot(data, vert=False, tick_labels=names, showfliers=True, flierprops={"markersize": 2})
+    ax.boxplot(
+        data,
+        orientation="horizontal",
+        tick_labels=names,
+        showfliers=True,
+        flierprops={"markersize": 2},
+    )
+    if table is not None:
+        ypos = range(1, len(names) + 1)
+        batch = table.set_index("method").loc[names, "batch_ns"]
+        ax.plot(batch, ypos, "D", color=plt.COLORS[0], label="mean of a TSC-timed batch")
+        ax.legend(loc="center right")
     ax.set_xscale("symlog", linthresh=1)
     ax.set_xlabel("cost of one read (ns, symlog)")
     ax.invert_yaxis()
     hz, how = machine.tsc_hz()
     plt.save(fig, path, title=f"Clock read costs — TSC {hz / 1e9:.3f} GHz ({how})")
+
+
+def cost_of(method: str, samples: int = 1000) -> pd.DataFrame:
+    """read_costs of one method: the unit a campaign hands to each host."""
+    return read_costs(samples, [method])

@@ -6,12 +6,21 @@ from perflab import __version__
 from perflab.errors import PerflabError
 
 
+class UsageMistake(click.ClickException):
+    """A bad option or argument: one line (no usage dump) and exit code 2, as click uses."""
+
+    exit_code = 2
+
+
 class Group(click.Group):
     """Turns user mistakes into one line and a non-zero exit, never a traceback."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx else "perflab"
+            raise UsageMistake(f"{exc.format_message()} (see '{where} --help')") from None
         except PerflabError as exc:
             raise click.ClickException(str(exc)) from None
         except OSError as exc:
@@ -39,4 +48,4 @@ def main() -> None:
     cli(prog_name="perflab")
 
 
-from perflab.cli import clocks, env_size, machine  # noqa: E402,F401 - verbs register on the group
+from perflab.cli import clocks, env_size, machine, report  # noqa: E402,F401 - verbs register on the group

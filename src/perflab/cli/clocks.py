@@ -1,10 +1,19 @@
 """`perflab clocks`: the clock article's tables on this machine."""
 
+import functools
+
 import click
 
-from perflab import clocks, machine, results
+from perflab import campaigns, clocks, machine, results
 from perflab.cli import cli
-from perflab.cli.common import check_paths, emit_json, output_options, records, table
+from perflab.cli.common import (
+    check_paths,
+    cluster_options,
+    emit_json,
+    output_options,
+    records,
+    table,
+)
 
 
 @cli.command("clocks")
@@ -22,12 +31,16 @@ from perflab.cli.common import check_paths, emit_json, output_options, records, 
     help="Only these clocks/methods (repeatable), e.g. --clock rdtscp.",
 )
 @output_options
-def clocks_cmd(samples, names, output, as_json, plot_path):
+@cluster_options
+def clocks_cmd(samples, names, output, as_json, plot_path, cluster, hosts):
     """Resolution, value and read cost of every clock and TSC method; TSC trust verdict."""
     if samples < 1:
         raise click.BadParameter(f"must be at least 1, not {samples}", param_hint="--samples")
     selected = clocks.resolve(names) if names else None
     check_paths(output, plot_path)
+    if cluster:
+        _fleet(cluster, hosts, samples, selected, output, as_json)
+        return
     res = clocks.resolution_table()
     costs = clocks.read_costs(samples, selected)
     summary = clocks.cost_table(costs)
@@ -35,7 +48,7 @@ def clocks_cmd(samples, names, output, as_json, plot_path):
     if output:
         results.save(results.attach(costs, {**machine.metadata(), "unit": "ns"}), output)
     if plot_path:
-        clocks.plot(costs, plot_path)
+        clocks.plot(costs, plot_path, summary)
     if as_json:
         emit_json({"resolution": records(res), "cost_ns": records(summary), "tsc": tsc})
         return
@@ -50,3 +63,22 @@ def clocks_cmd(samples, names, output, as_json, plot_path):
         f"clocksource: {tsc['clocksource']} (available: {' '.join(tsc['available_clocksources'])})"
     )
     click.echo(f"verdict: {tsc['verdict']}")
+
+
+def _fleet(address, hosts, samples, selected, output, as_json):
+    """The read-cost table on every host of a Dask cluster, medians side by side."""
+    points = [{"method": m} for m in clocks.available(selected)]
+    measure = functools.partial(clocks.cost_of, samples=samples)
+    out = campaigns.run(measure, points, address=address, hosts=hosts)
+    for line in out.refused:
+        click.echo(f"refused {line}", err=True)
+    meta = {**machine.metadata(), "unit": "ns", "cluster": address, "missing": out.missing}
+    if output:
+        results.save(results.attach(out.frame, meta), output)
+    medians = out.frame.pivot_table(index="method", columns="host", values="ns", aggfunc="median")
+    if as_json:
+        emit_json({"median_ns": medians.to_dict(), "missing": out.missing, "refused": out.refused})
+        return
+    table(medians.reset_index(), title="median cost of one read (ns) per host")
+    for m in out.missing:
+        click.echo(f"missing: {m}")

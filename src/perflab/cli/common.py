@@ -32,6 +32,20 @@ def output_options(func):
     return func
 
 
+def cluster_options(func):
+    """--cluster ADDRESS and --host LABEL: run the measurement on a Dask fleet instead of here."""
+    func = click.option(
+        "--host", "hosts", multiple=True, help="With --cluster: only these hosts (repeatable)."
+    )(func)
+    func = click.option(
+        "--cluster",
+        metavar="ADDRESS",
+        help="Dask scheduler (tcp://host:8786): measure on every worker host, "
+        "one point at a time per host (pip install perflab[cluster]).",
+    )(func)
+    return func
+
+
 def check_paths(output: str | None, plot_path: str | None) -> None:
     """Refuse unwritable or unknown-format paths up front, so no measurement is lost."""
     if output:

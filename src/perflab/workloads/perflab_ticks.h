@@ -16,10 +16,17 @@ static inline uint64_t perflab_ticks_begin(void)
     _mm_lfence();
     return __rdtsc();
 }
+/* rdtscp by inline asm: the intrinsic stores the aux word to memory on every read. */
+static inline uint64_t perflab_rdtscp(void)
+{
+    uint32_t lo, hi, aux;
+    __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+    (void)aux;
+    return ((uint64_t)hi << 32) | lo;
+}
 static inline uint64_t perflab_ticks_end(void)
 {
-    unsigned aux;
-    uint64_t t = __rdtscp(&aux);
+    uint64_t t = perflab_rdtscp();
     _mm_lfence();
     return t;
 }

@@ -1,0 +1,208 @@
+"""Campaigns: one measurement on every host of a Dask cluster, never two at once on one host.
+
+The FauxPlat/sec post measured one loop on hundreds of same-CPU machines and found them 0-30 %
+apart. A campaign runs a perflab measurement (any function returning a tidy frame) on every
+worker host, one point at a time per host, and gathers the rows with each host's metadata.
+Without an address the local machine runs the same code, so both give the same schema.
+"""
+
+import contextlib
+import functools
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from perflab import __version__, machine
+from perflab._native import core_digest
+from perflab.errors import PerflabError
+from perflab.results import Journal
+
+# A loaded scheduler can miss a heartbeat: a worker is dead once gone this long.
+WORKER_GRACE_S = 2.0
+HOST_COLUMNS = ("host", "hostname", "cpu_model", "kernel", "clocksource", "tsc_hz")
+Measure = Callable[..., pd.DataFrame]
+
+
+@dataclass(frozen=True)
+class Host:
+    """One measuring host: its label, the worker that stands for it, what it runs."""
+
+    label: str
+    address: str
+    version: str
+    digest: str
+
+
+@dataclass
+class Outcome:
+    """A campaign's rows and every point it could not measure, with the reason."""
+
+    frame: pd.DataFrame
+    missing: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
+def host_facts(dask_worker=None) -> dict[str, str]:
+    """Run on a worker (Client.run passes it): its host label, perflab version and core digest."""
+    label = socket.gethostname()
+    # `dask worker --name X` labels a host; the default name is the worker's address.
+    name = getattr(dask_worker, "name", None)
+    if isinstance(name, str) and name != dask_worker.address:
+        label = name
+    return {"label": label, "version": __version__, "digest": core_digest()}
+
+
+def measure_point(measure: Measure, point: Mapping[str, Any], label: str) -> pd.DataFrame:
+    """Run on a host: one point under the host's lock, rows tagged with the host's metadata."""
+    lock = contextlib.nullcontext()
+    with contextlib.suppress(ImportError, ValueError):
+        from distributed import Lock, get_worker
+
+        get_worker()
+        lock = Lock(f"perflab-host:{label}")
+    with lock:
+        start = time.time_ns()
+        df = measure(**point)
+        end = time.time_ns()
+    meta = machine.metadata()
+    df = df.copy()
+    for key, value in point.items():
+        if key not in df:
+            df[key] = value
+    df["host"] = label
+    for col in HOST_COLUMNS[1:]:
+        df[col] = meta[col]
+    df["start_ns"], df["end_ns"] = start, end
+    return df
+
+
+def discover(client, hosts: Iterable[str] | None = None) -> tuple[list[Host], list[str]]:
+    """The cluster's hosts (one worker each), and the refusals of foreign perflab builds."""
+    facts = client.run(host_facts)
+    by_label: dict[str, Host] = {}
+    for address, f in sorted(facts.items()):
+        by_label.setdefault(f["label"], Host(f["label"], address, f["version"], f["digest"]))
+    wanted = set(hosts) if hosts else set(by_label)
+    unknown = wanted - set(by_label)
+    if unknown:
+        raise PerflabError(
+            f"no worker for host {', '.join(sorted(unknown))}; cluster has {', '.join(by_label)}"
+        )
+    chosen, refused = [], []
+    for label in sorted(wanted):
+        h = by_label[label]
+        if (h.version, h.digest) != (__version__, core_digest()):
+            refused.append(
+                f"{label}: runs perflab {h.version} (core {h.digest}), this driver runs "
+                f"{__version__} (core {core_digest()}); install the same perflab there"
+            )
+        else:
+            chosen.append(h)
+    return chosen, refused
+
+
+def run(
+    measure: Measure,
+    points: list[Mapping[str, Any]],
+    address: str | None = None,
+    hosts: Iterable[str] | None = None,
+    journal: Journal | None = None,
+    on_point: Callable[[], None] | None = None,
+) -> Outcome:
+    """Measure every point on every host; a lost worker costs only its in-flight point."""
+    if address is None:
+        return _run_local(measure, points, journal, on_point)
+    from distributed import Client
+
+    try:
+        client = Client(address, timeout="10s")
+    except OSError as exc:
+        raise PerflabError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    with client:
+        chosen, refused = discover(client, hosts)
+        if not chosen:
+            raise PerflabError("no host can measure: " + "; ".join(refused))
+        return _run_cluster(client, measure, points, chosen, refused, journal, on_point)
+
+
+def _pending(points, label: str, journal: Journal | None) -> list[dict[str, Any]]:
+    """Points of one host not measured yet (by an interrupted campaign)."""
+    done = journal.done_keys() if journal else set()
+    out = []
+    for p in points:
+        key = (label, *p.values())
+        if key not in done:
+            out.append(dict(p))
+    return out
+
+
+def _run_local(measure, points, journal, on_point) -> Outcome:
+    label = host_facts()["label"]
+    frames = []
+    for point in _pending(points, label, journal):
+        df = measure_point(measure, point, label)
+        frames.append(df)
+        if journal:
+            journal.extend(df.to_dict(orient="records"))
+        if on_point:
+            on_point()
+    return Outcome(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
+
+
+def _run_cluster(client, measure, points, chosen, refused, journal, on_point) -> Outcome:
+    """One in-flight point per host; a host whose worker vanishes gets its rest marked missing."""
+    queues = {h.label: _pending(points, h.label, journal) for h in chosen}
+    inflight: dict[str, tuple[Any, dict]] = {}
+    frames, missing = [], []
+    hosts = {h.label: h for h in chosen}
+
+    def submit(label: str) -> None:
+        if queues[label]:
+            point = queues[label].pop(0)
+            task = functools.partial(measure_point, measure, point, label)
+            fut = client.submit(
+                task, workers=[hosts[label].address], pure=False, allow_other_workers=False
+            )
+            inflight[label] = (fut, point)
+
+    def lose(label: str, reason: str) -> None:
+        fut, point = inflight.pop(label)
+        fut.cancel()
+        missing.append({"host": label, **point, "reason": reason})
+        missing.extend({"host": label, **p, "reason": "not run: host lost"} for p in queues[label])
+        queues[label] = []
+
+    for label in hosts:
+        submit(label)
+    checked, missing_since = 0.0, {}
+    while inflight:
+        time.sleep(0.005)
+        if time.monotonic() - checked > 0.5:
+            checked = time.monotonic()
+            alive = set(client.scheduler_info()["workers"])
+            for label, host in hosts.items():
+                if host.address in alive:
+                    missing_since.pop(label, None)
+                else:
+                    missing_since.setdefault(label, checked)
+        for label in list(inflight):
+            fut = inflight[label][0]
+            if fut.status == "finished":
+                df = fut.result()
+                frames.append(df)
+                if journal:
+                    journal.extend(df.to_dict(orient="records"))
+                del inflight[label]
+                if on_point:
+                    on_point()
+                submit(label)
+            elif fut.status == "error":
+                lose(label, f"failed: {fut.exception()}")
+            elif checked - missing_since.get(label, checked) > WORKER_GRACE_S:
+                lose(label, "worker died during this point")
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return Outcome(frame, missing, refused)

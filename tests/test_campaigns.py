@@ -1,0 +1,139 @@
+"""Campaigns on a real Dask LocalCluster on loopback, two worker processes standing in for hosts."""
+
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import perflab
+from perflab import campaigns, clocks
+from perflab.cli import cli
+
+distributed = pytest.importorskip("distributed")
+
+POINTS = [{"method": m} for m in ("rdtscp", "CLOCK_MONOTONIC", "rdtsc")]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A scheduler and two `dask worker` processes labelled host-a and host-b."""
+    lc = distributed.LocalCluster(
+        n_workers=0, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=None
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(perflab.__file__).parents[1])}
+    workers = {
+        name: subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_worker",
+                lc.scheduler_address,
+                "--name",
+                name,
+                "--nthreads",
+                "2",
+                "--no-nanny",
+                "--no-dashboard",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name in ("host-a", "host-b")
+    }
+    with distributed.Client(lc) as client:
+        client.wait_for_workers(2, timeout=60)
+    yield lc, workers
+    for proc in workers.values():
+        proc.kill()
+        proc.wait()
+    lc.close()
+
+
+def test_rows_from_both_hosts_never_overlapping(cluster):
+    lc, _ = cluster
+    measure = functools.partial(clocks.cost_of, samples=20_000)
+    out = campaigns.run(measure, POINTS * 3, address=lc.scheduler_address)
+    df = out.frame
+    assert set(df["host"]) == {"host-a", "host-b"} and not out.missing and not out.refused
+    for _, rows in df.groupby("host"):
+        spans = rows[["start_ns", "end_ns"]].drop_duplicates().sort_values("start_ns").to_numpy()
+        assert (spans[1:, 0] >= spans[:-1, 1]).all()
+
+
+def test_schema_matches_a_local_run(cluster):
+    lc, _ = cluster
+    measure = functools.partial(clocks.cost_of, samples=50)
+    remote = campaigns.run(measure, POINTS[:1], address=lc.scheduler_address).frame
+    local = campaigns.run(measure, POINTS[:1]).frame
+    assert list(remote.columns) == list(local.columns)
+    assert (remote.dtypes.to_numpy() == local.dtypes.to_numpy()).all()
+
+
+def test_unknown_host_is_refused(cluster):
+    lc, _ = cluster
+    with pytest.raises(perflab.PerflabError, match="no worker for host"):
+        campaigns.run(clocks.cost_of, POINTS, address=lc.scheduler_address, hosts=["host-z"])
+
+
+def test_cli_fleet_clocks_then_report_hosts(cluster, runner, tmp_path):
+    lc, _ = cluster
+    out, png = tmp_path / "fleet.parquet", tmp_path / "hosts.png"
+    res = runner.invoke(
+        cli,
+        [
+            "clocks",
+            "--samples",
+            "200",
+            "--clock",
+            "rdtscp",
+            "--clock",
+            "rdtsc",
+            "--cluster",
+            lc.scheduler_address,
+            "-o",
+            str(out),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "host-a" in res.output and "host-b" in res.output
+    res = runner.invoke(
+        cli, ["report", "hosts", str(out), "--value", "ns", "--json", "--plot", str(png)]
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert {h["host"] for h in doc["hosts"]} == {"host-a", "host-b"}
+    assert all(h["n"] == 400 for h in doc["hosts"]) and png.stat().st_size > 1000
+
+
+def test_unreachable_scheduler_is_one_line(runner):
+    res = runner.invoke(cli, ["clocks", "--cluster", "tcp://127.0.0.1:9"])
+    assert res.exit_code != 0 and "cannot reach the Dask scheduler" in res.output
+
+
+# Last: it kills host-b, which the module's other tests need.
+def test_killed_worker_is_reported_and_costs_only_its_points(cluster):
+    lc, workers = cluster
+    done = []
+
+    def kill_b_after_two():
+        done.append(1)
+        if len(done) == 2:
+            workers["host-b"].send_signal(signal.SIGKILL)
+
+    measure = functools.partial(clocks.cost_of, samples=20_000)
+    out = campaigns.run(
+        measure, POINTS * 4, address=lc.scheduler_address, on_point=kill_b_after_two
+    )
+    measured = out.frame.groupby("host")["method"].count() // 20_000
+    assert measured["host-a"] == len(POINTS) * 4
+    lost = pd.DataFrame(out.missing)
+    assert set(lost["host"]) == {"host-b"}
+    assert measured.get("host-b", 0) + len(lost) == len(POINTS) * 4
+    assert lost["reason"].str.contains("died|lost").all()

@@ -1,0 +1,79 @@
+"""Results keep their metadata through save/load, and journals survive interruption."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perflab import results
+from perflab.errors import PerflabError
+
+
+def _frame() -> pd.DataFrame:
+    df = pd.DataFrame(
+        {
+            "env_size": np.arange(5, dtype=np.int64),
+            "rep": np.zeros(5, dtype=np.int64),
+            "ticks": [1.5, 2.0, np.nan, 4.25, 5.0],
+            "status": ["ok", "ok", "crash", "ok", "ok"],
+        }
+    )
+    return results.attach(df, {"tsc_hz": 2.5e9, "aslr": "off", "nested": {"a": [1, 2]}})
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_save_load_round_trip(tmp_path, suffix):
+    df = _frame()
+    path = results.save(df, tmp_path / f"r{suffix}")
+    back = results.load(path)
+    pd.testing.assert_frame_equal(back, df)
+    assert results.metadata(back) == results.metadata(df)
+
+
+def test_unwritable_and_unknown_outputs_are_refused(tmp_path):
+    with pytest.raises(PerflabError, match="does not exist"):
+        results.check_output(tmp_path / "missing" / "r.parquet")
+    with pytest.raises(PerflabError, match="unknown output format"):
+        results.check_output(tmp_path / "r.xlsx")
+
+
+def _journal(path, resume=False, **params):
+    return results.Journal(path, {"n": 10, **params}, {"host": "x"}, ["k"], resume, chunk_rows=3)
+
+
+def test_journal_resume_after_kill_measures_only_the_rest(tmp_path):
+    path = tmp_path / "j.parquet"
+    j = _journal(path)
+    j.extend({"k": k, "v": k * 2} for k in range(7))
+    # A kill: the buffered seventh row is lost, the two flushed chunks stay on disk.
+    del j
+    j = _journal(path, resume=True)
+    done = j.done_keys()
+    assert done == {(k,) for k in range(6)}
+    j.extend({"k": k, "v": k * 2} for k in range(10) if (k,) not in done)
+    df = j.finish()
+    assert sorted(df["k"]) == list(range(10))
+    assert not (tmp_path / "j.parquet.parts").exists()
+    assert results.metadata(results.load(path))["complete"] is True
+
+
+def test_journal_interrupt_then_resume_twice(tmp_path):
+    path = tmp_path / "j.csv"
+    j = _journal(path)
+    j.extend({"k": k, "v": 0} for k in range(4))
+    j.finish(complete=False)
+    j = _journal(path, resume=True)
+    assert len(j.done_keys()) == 4
+    j.extend({"k": k, "v": 0} for k in range(4, 10))
+    assert sorted(j.finish()["k"]) == list(range(10))
+
+
+def test_journal_refuses_other_parameters_and_stale_parts(tmp_path):
+    path = tmp_path / "j.parquet"
+    j = _journal(path)
+    j.extend({"k": k, "v": 0} for k in range(4))
+    with pytest.raises(PerflabError, match="interrupted run"):
+        _journal(path)
+    with pytest.raises(PerflabError, match="different parameters"):
+        _journal(path, resume=True, n=11)
+    with pytest.raises(PerflabError, match="nothing to resume"):
+        _journal(tmp_path / "other.parquet", resume=True)

@@ -48,4 +48,4 @@ def main() -> None:
     cli(prog_name="perflab")
 
 
-from perflab.cli import clocks, env_size, link_order, machine, report  # noqa: E402,F401 - verbs register on the group
+from perflab.cli import clocks, compare, env_size, link_order, machine, report  # noqa: E402,F401 - verbs register on the group

@@ -245,6 +245,13 @@ def builtin_linker(cc=None) -> Linker:
     return Linker(cc=cc, static=probe.read_text() == "1")
 
 
+def _first_error(stderr: str) -> str:
+    """The linker's line that says what is wrong, not its 'in function main:' preamble."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip()]
+    pattern = re.compile(r"error|undefined|multiple definition|cannot find|not found", re.I)
+    return next((x for x in lines if pattern.search(x)), lines[0] if lines else "")
+
+
 @dataclass(frozen=True)
 class Program:
     """A linked program: its path (same length for every order) and the order it was linked in."""
@@ -276,8 +283,8 @@ def link(objects: list[Object], linker: Linker) -> Program:
         raise PerflabError(f"link failed: {cmd[0]}: {exc.strerror}") from None
     if done.returncode != 0 or not Path(tmp).stat().st_size:
         Path(tmp).unlink(missing_ok=True)
-        first = (done.stderr.strip() or f"{shlex.join(cmd)} failed").splitlines()[0]
-        raise PerflabError(f"link of {','.join(order)} failed: {first}")
+        why = _first_error(done.stderr) or f"{shlex.join(cmd)} exited {done.returncode}"
+        raise PerflabError(f"link of {','.join(order)} failed: {why}")
     os.chmod(tmp, 0o755)
     os.replace(tmp, out)
     return Program(out, order, digest)

@@ -7,7 +7,9 @@ environment and ASLR off the stack starts at the same address for every order: o
 layout differs.
 """
 
+import hashlib
 import itertools
+import json
 import math
 import os
 import re
@@ -201,7 +203,21 @@ def _loops(path, spans: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]
 
 
 def layout(program: build.Program, symbols: Sequence[str]) -> pd.DataFrame:
-    """Address, size and loop of each symbol in one program, and their alignments."""
+    """Address, size and loop of each symbol in one program, and their alignments.
+
+    Cached beside the program: its name is its content's hash, so the layout never changes.
+    """
+    tag = hashlib.sha256("\0".join(symbols).encode()).hexdigest()[:12]
+    cached = program.path.with_name(f"{program.path.name}.layout-{tag}.json")
+    if cached.exists():
+        return pd.DataFrame(json.loads(cached.read_text()))
+    df = _locate(program, symbols)
+    results._atomic(cached, lambda t: t.write_text(json.dumps(results_records(df))))
+    return df
+
+
+def _locate(program: build.Program, symbols: Sequence[str]) -> pd.DataFrame:
+    """layout() without the cache: nm for the symbols, objdump for their loops."""
     found: dict[str, tuple[int, int]] = {}
     for f in _nm(program.path, "-S", "--defined-only"):
         if len(f) == 4 and f[3] in symbols and f[3] not in found:
@@ -309,6 +325,7 @@ def sweep(
         results.check_output(output)
     if resume and output is None:
         raise PerflabError("resume needs the output file of the interrupted sweep")
+    t0 = time.perf_counter()
     if objects:
         source = user_source(objects, cc, ldflags, template, symbols)
     else:
@@ -331,15 +348,15 @@ def sweep(
         args=tuple(args),
     ).check()
     perms = orders(len(source.objects), permutations, seed)
-    t0 = time.perf_counter()
     links_before = build.BUILDS["link"]
     programs = link_all(source, perms, on_build(len(perms)) if on_build else None)
+    build_s = time.perf_counter() - t0
     lay = pd.concat(
         [layout(p, source.symbols).assign(perm=i, link_order=",".join(p.order))
          for i, p in enumerate(programs)],
         ignore_index=True,
     )  # fmt: skip
-    build_s = time.perf_counter() - t0
+    layout_s = time.perf_counter() - t0 - build_s
     meta = {
         **machine.metadata(),
         **run_conditions(plan),
@@ -349,6 +366,7 @@ def sweep(
         "hardware_counters": counters_note(),
         "links": build.BUILDS["link"] - links_before,
         "build_s": build_s,
+        "layout_s": layout_s,
         "layout": results_records(lay),
     }
     t1 = time.perf_counter()

@@ -54,7 +54,6 @@ def main() -> None:
         print(
             f"{label}: build {m['build_s'] / total:.0%}, layout {m['layout_s'] / total:.0%}, "
             f"runs and preflight {m['run_s'] / total:.0%}, other {other / total:.0%}; "
-            ""
             f"{m['run_s'] / runs * 1e3:.2f} ms per run"
         )
     assert cold["links"] <= cold["frame"]["perm"].nunique() and warm["links"] == 0

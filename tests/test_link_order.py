@@ -153,6 +153,25 @@ def test_bad_input_is_one_line_and_measures_nothing(runner, objs, tmp_path, monk
     _fails(runner, ["--repeat", "1"], tmp_path, "no C compiler")
 
 
+def test_interrupted_sweep_resumes_without_measuring_twice(tmp_path):
+    out = tmp_path / "lo.parquet"
+    kw = dict(permutations=4, seed=1, repeat=20, rt=False, output=out)
+    seen = []
+
+    def stop_after_first_chunk(n):
+        seen.append(n)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        link_order.sweep(progress=stop_after_first_chunk, **kw)
+    part = results.load(out)
+    assert len(part) == seen[0] == link_order.CHUNK_RUNS
+    assert results.metadata(part)["complete"] is False
+    df = link_order.sweep(resume=True, **kw)
+    assert len(df) == 80 and not df.duplicated(["perm", "rep"]).any()
+    assert results.metadata(results.load(out))["complete"] is True
+
+
 def test_cli_json_plot_and_resume(runner, tmp_path):
     out, png = tmp_path / "lo.parquet", tmp_path / "lo.png"
     args = ["sweep", "link-order", "--permutations", "4", "--seed", "2", "--repeat", "3"]

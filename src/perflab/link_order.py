@@ -498,10 +498,15 @@ def value_column(df: pd.DataFrame) -> str:
 
 
 def summarize(df: pd.DataFrame, value: str | None = None) -> pd.DataFrame:
-    """stats.describe of each order's ok runs, fastest median first."""
+    """stats.describe of each order's ok runs (and median cycles and IPC where counted),
+    fastest median first."""
     value = value or value_column(df)
     ok = df[df["status"] == "ok"]
     out = stats.describe(ok, ["perm", "link_order"], value)
+    if ok["cycles"].notna().any():  # where perf_event counts: core cycles and IPC per order
+        counted = ok.groupby("perm")[["cycles", "instructions"]].median()
+        out = out.join(counted.add_suffix("_median"), on="perm")
+        out["ipc"] = out["instructions_median"] / out["cycles_median"]
     return out.sort_values("median", ignore_index=True)
 
 

@@ -184,5 +184,12 @@ def test_batch_sizes_reach_the_child(children, tmp_path):
     assert list(runs["env_size"]) == [0, 5, 100]
     envs = [line[4:] for line in out.read_text().splitlines() if line.startswith("env ")]
     assert envs == ["PAD=", "PAD=aaaaa", "PAD=" + "a" * 100]
+    with open(out, "w") as f:
+        opts = spawn.SpawnOptions(stdout=f.fileno())
+        spawn.run_env_sizes([children["report"]], np.array([3]), "A", {"HOME": "/x"}, opts)
+    assert [x for x in out.read_text().splitlines() if x.startswith("env ")] == [
+        "env HOME=/x",
+        "env A=aaa",
+    ]
     with pytest.raises(PerflabError):
         spawn.run_env_sizes([children["report"]], np.array([-1]))

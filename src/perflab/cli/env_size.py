@@ -27,7 +27,7 @@ def _zoom(ctx, param, value):
 
 
 def _output(output: str | None, resume: str | None) -> tuple[str, bool]:
-    """Where to record: --resume FILE, else -o, else a fresh timestamped name (said aloud)."""
+    """Where to record: --resume FILE, else -o, else a fresh timestamped name."""
     if resume:
         if output and Path(output).resolve() != Path(resume).resolve():
             raise PerflabError(f"-o {output} and --resume {resume} name different files")
@@ -36,9 +36,7 @@ def _output(output: str | None, resume: str | None) -> tuple[str, bool]:
         return resume, True
     if output:
         return output, False
-    name = time.strftime("env-size-%Y%m%d-%H%M%S.parquet")
-    click.echo(f"recording to {name} (choose with -o FILE)", err=True)
-    return name, False
+    return time.strftime("env-size-%Y%m%d-%H%M%S.parquet"), False
 
 
 @sweep.command("env-size")
@@ -80,7 +78,8 @@ def _output(output: str | None, resume: str | None) -> tuple[str, bool]:
     type=click.Choice(build.OPT_LEVELS),
     default=build.DEFAULT_OPT,
     show_default=True,
-    help="Optimisation level of the built-in loop (from -O1 on gcc folds the loop away).",
+    help="Optimisation level of the built-in loop (-O1 keeps the loop in registers, "
+    "-O2 folds it away: only -O0 touches the stack each iteration).",
 )
 @click.option(
     "--timeout",
@@ -141,9 +140,10 @@ def env_size_cmd(
     """Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times each.
 
     \b
-    perflab sweep env-size --aslr off --max 8192 --step 4 --repeat 20 -o env.parquet --plot env.png
+    perflab sweep env-size --aslr off --step 2 --repeat 20 -o env-size.parquet --plot env-size.png
     perflab sweep env-size --aslr off -- ./my_benchmark --flag
     """
+    chosen = output or resume
     output, resuming = _output(output, resume)
     check_paths(output, plot_path)
     common = dict(
@@ -162,7 +162,7 @@ def env_size_cmd(
         rt=rt,
         mlock=mlock,
     )
-    bar = _Progress()
+    bar = _Progress(None if chosen else f"recording to {output} (choose with -o FILE)")
     try:
         df = env_size.sweep(
             program,
@@ -186,10 +186,14 @@ def env_size_cmd(
 class _Progress:
     """A click progress bar on stderr with ETA, created once the run count is known."""
 
-    def __init__(self):
+    def __init__(self, note: str | None = None):
         self.bar = None
+        self.note = note
 
     def start(self, todo: int, done: int) -> None:
+        """Called once the input is valid and the program runs: only then say where to."""
+        if self.note:
+            click.echo(self.note, err=True)
         if done:
             click.echo(f"resuming: {done} runs done, {todo} to go", err=True)
         self.bar = click.progressbar(
@@ -233,12 +237,16 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
         )
         return
     click.echo(f"{len(df)} runs recorded in {output}; status: {counts}")
+    if summary["n"].sum() == 0:
+        click.echo("no run ended 'ok': nothing to summarise (see the status and exit_code columns)")
+        return
     click.echo(
         f"median {value} per size: min {overall['min']:,.0f}, median {overall['50%']:,.0f}, "
         f"max {overall['max']:,.0f}"
     )
     if windows.empty:
-        click.echo(f"no window: no size's median exceeds {windows.attrs.get('threshold', 0):,.0f}")
+        threshold = windows.attrs.get("threshold", 0)
+        click.echo(f"no window: no sizes stand out in median (> {threshold:,.0f}) and minimum")
     else:
         table(
             windows,

@@ -46,7 +46,8 @@ def _symbol_order(lay: pd.DataFrame, perm: int) -> list[str]:
     return lay[lay["perm"] == perm].sort_values("address")["symbol"].tolist()
 
 
-def test_every_order_is_linked_once_with_its_symbols_in_that_order():
+def test_every_order_is_linked_once_with_its_symbols_in_that_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # empty: every link is counted
     before = dict(build.BUILDS)
     df = link_order.sweep(permutations="all", repeat=2, rt=False)
     meta = results.metadata(df)

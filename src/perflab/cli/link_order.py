@@ -18,7 +18,7 @@ def _permutations(ctx, param, value):
 
 
 def _output(output: str | None, resume: str | None, stem: str) -> tuple[str, bool]:
-    """Where to record: --resume FILE, else -o, else a fresh timestamped name (said aloud)."""
+    """Where to record: --resume FILE, else -o, else a fresh timestamped name."""
     if resume:
         if output and Path(output).resolve() != Path(resume).resolve():
             raise PerflabError(f"-o {output} and --resume {resume} name different files")
@@ -27,9 +27,7 @@ def _output(output: str | None, resume: str | None, stem: str) -> tuple[str, boo
         return resume, True
     if output:
         return output, False
-    name = time.strftime(f"{stem}-%Y%m%d-%H%M%S.parquet")
-    click.echo(f"recording to {name} (choose with -o FILE)", err=True)
-    return name, False
+    return time.strftime(f"{stem}-%Y%m%d-%H%M%S.parquet"), False
 
 
 class Bars:
@@ -171,9 +169,16 @@ def link_order_cmd(
         raise click.BadParameter("--objects needs object files after it", param_hint="--objects")
     if (template or ldflags) and not objects:
         raise click.BadParameter("--link-cmd/--ldflags need --objects FILE...")
+    named = output or resume
     output, resuming = _output(output, resume, "link-order")
     check_paths(output, plot_path)
     bars = Bars()
+
+    def start(todo: int, done: int):
+        if not named:  # said only once the input proved valid and runs begin
+            click.echo(f"recording to {output} (choose with -o FILE)", err=True)
+        return bars.open("run", todo, done)
+
     try:
         df = link_order.sweep(
             objects,
@@ -195,7 +200,7 @@ def link_order_cmd(
             output=output,
             resume=resuming,
             on_build=lambda n: bars.open("link", n),
-            on_start=lambda todo, done: bars.open("run", todo, done),
+            on_start=start,
             progress=lambda n: bars.bar.update(n),
         )
     except KeyboardInterrupt:

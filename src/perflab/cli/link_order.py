@@ -214,6 +214,12 @@ def link_order_cmd(
     _report(df, output, plot_path, as_json)
 
 
+def _short(names: str) -> str:
+    """The first two confounded features and how many more (all of them are in --json)."""
+    parts = [p for p in names.split(", ") if p]
+    return ", ".join(parts[:2]) + (f" (+{len(parts) - 2})" if len(parts) > 2 else "")
+
+
 def _report(df, output, plot_path, as_json) -> None:
     """Per-order summary, spread and the alignment features: as tables, or one JSON document."""
     value = link_order.value_column(df)
@@ -257,7 +263,8 @@ def _report(df, output, plot_path, as_json) -> None:
         click.echo("alignment: no feature varies across these orders")
     else:
         click.echo()
-        table(effects.head(8), "{:.3f}", title="alignment features, best separation first")
+        shown = effects.head(8).assign(same_split=effects["same_split"].map(_short))
+        table(shown, "{:.3f}", title="alignment features, best separation first")
         best = effects.iloc[0]
         verdict = "separates" if best["p"] < 0.05 else "does not clearly separate"
         click.echo(

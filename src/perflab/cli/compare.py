@@ -129,7 +129,12 @@ def compare_cmd(
             "ci_high", "verdict"]  # fmt: skip
     shown = per[cols].astype({"median_a": "int64", "median_b": "int64"})
     table(shown, "{:,.3f}", title=f"B/A of median {value} per setup (-1: no padding)")
-    click.echo(f"\n{summary['conclusion']}")
+    click.echo(
+        f"\nper setup: B/A from {summary['min_ratio']:.3f} to {summary['max_ratio']:.3f}; "
+        f"B slower in {summary['b_slower']}, faster in {summary['b_faster']}, "
+        f"unclear in {summary['unclear']} of {summary['setups']}"
+    )
+    click.echo(summary["conclusion"])
     if output:
         click.echo(f"data: {output}")
     if plot_path:

@@ -234,7 +234,8 @@ class Linker:
 def builtin_linker(cc=None) -> Linker:
     """Static when the libc allows it (exec is faster and libc does not move), else dynamic."""
     cc = tuple(cc or compiler())
-    probe = _cache() / ".static-ok"
+    tag = hashlib.sha256(compiler_version(cc).encode()).hexdigest()[:12]
+    probe = _cache() / f".static-ok-{tag}"
     if not probe.exists():
         fd, tmp = tempfile.mkstemp(suffix=".c", dir=probe.parent)
         with os.fdopen(fd, "w") as f:

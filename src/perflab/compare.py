@@ -126,7 +126,7 @@ def compare(
         )
     cpus = tuple(cpus) if cpus is not None else default_cpus()
     machine.check_cpus(cpus)
-    options = spawn.SpawnOptions(aslr=aslr, cpus=cpus, rt=rt, timeout=timeout)
+    spawn.SpawnOptions(aslr=aslr, timeout=timeout)  # refuses a bad mode or timeout up front
     if output is not None:
         results.check_output(output)
     linker = build.builtin_linker() if a.objects else None

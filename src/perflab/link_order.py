@@ -325,6 +325,7 @@ def sweep(
         results.check_output(output)
     if resume and output is None:
         raise PerflabError("resume needs the output file of the interrupted sweep")
+    orders(len(objects) or len(build.LINKORDER_SOURCES), permutations, seed)  # before building
     t0 = time.perf_counter()
     if objects:
         source = user_source(objects, cc, ldflags, template, symbols)

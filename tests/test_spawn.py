@@ -124,6 +124,11 @@ def test_exec_failure_is_reported_distinctly(tmp_path):
     runs = spawn.run_env_sizes([str(script)], np.array([0, 1]))
     assert [spawn.STATUS[int(s)] for s in runs["status"]] == ["exec_failed"] * 2
     assert set(runs["child_errno"]) == {errno.ENOEXEC}
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    for path, code in [(tmp_path / "missing", errno.ENOENT), (plain, errno.EACCES)]:
+        run = spawn.run_env_sizes([str(path)], np.array([0]))[0]
+        assert (spawn.STATUS[int(run["status"])], int(run["child_errno"])) == ("exec_failed", code)
 
 
 def test_program_is_checked_up_front(tmp_path):

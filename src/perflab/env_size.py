@@ -5,7 +5,6 @@ DjiBee's script), each size many times, in a seeded random order; each run is on
 """
 
 import contextlib
-import dataclasses
 import os
 import signal
 import sys
@@ -13,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -200,7 +199,7 @@ def sweep(
     if output is not None:
         results.check_output(output)
     argv, workload_meta = resolve_program(plan.program, plan.opt)
-    plan = Plan(**{**asdict(plan), "workload_digest": workload_meta.get("workload_digest", "")})
+    plan = replace(plan, workload_digest=workload_meta.get("workload_digest", ""))
     meta = {**machine.metadata(), **run_conditions(plan), **workload_meta}
     devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     try:
@@ -312,7 +311,7 @@ def _rt_once(options, runs, extra, warn):
     warn(f"real-time priority refused: {why}; continuing at normal priority (--no-rt: do not ask)")
     extra["rt_granted"] = False
     extra["rt_refused"] = why
-    return dataclasses.replace(options, rt=False)
+    return replace(options, rt=False)
 
 
 def run_conditions(plan: Plan) -> dict:

@@ -174,6 +174,8 @@ def env_size_cmd(
         )
     except KeyboardInterrupt:
         bar.close()
+        if not Path(output).exists() and not Path(output + ".parts").exists():
+            raise click.ClickException("interrupted before any run was recorded") from None
         raise click.ClickException(
             f"interrupted: finished runs are in {output}; complete them with the same "
             f"command plus --resume {output}"

@@ -205,6 +205,8 @@ def link_order_cmd(
         )
     except KeyboardInterrupt:
         bars.close()
+        if not Path(output).exists() and not Path(output + ".parts").exists():
+            raise click.ClickException("interrupted before any run was recorded") from None
         raise click.ClickException(
             f"interrupted: finished runs are in {output}; complete them with the same "
             f"command plus --resume {output}"

@@ -1,5 +1,7 @@
 """`perflab compare`: is B faster than A, over random setups rather than one lucky one?"""
 
+import shlex
+
 import click
 
 from perflab import compare, plot
@@ -72,8 +74,8 @@ def compare_cmd(
     if randomize is None:
         randomize = ("env-size", "link-order") if use_build else ("env-size",)
     if use_build:
-        side_a = compare.build_side("A", cflags_a.split())
-        side_b = compare.build_side("B", cflags_b.split())
+        side_a = compare.build_side("A", shlex.split(cflags_a))
+        side_b = compare.build_side("B", shlex.split(cflags_b))
     else:
         side_a, side_b = compare.program_side("A", a), compare.program_side("B", b)
     bars = Bars()

@@ -1,5 +1,6 @@
 """`perflab sweep link-order`: the paper's link-order experiment and the layout behind it."""
 
+import shlex
 import time
 from pathlib import Path
 
@@ -183,7 +184,7 @@ def link_order_cmd(
         df = link_order.sweep(
             objects,
             cc=cc,
-            cflags=tuple(cflags.split()),
+            cflags=tuple(shlex.split(cflags)),
             ldflags=ldflags,
             template=template,
             symbols=symbols,

@@ -39,6 +39,7 @@ def test_a_program_against_itself_is_a_ratio_of_one(program):
     assert summary["ci_low"] <= 1.0 <= summary["ci_high"]
     assert 0.9 < summary["ratio"] < 1.1
     assert not summary["depends_on_setup"]
+    assert results.metadata(df)["identical"]
     # Interleaved: in each setup the sides alternate who goes first.
     first = df.groupby(["setup", "rep"])["side"].first()
     assert set(first.groupby("setup").agg(set).map(frozenset)) == {frozenset("AB")}
@@ -46,8 +47,9 @@ def test_a_program_against_itself_is_a_ratio_of_one(program):
 
 
 def test_twice_the_work_is_a_ratio_near_two(program):
-    _, per, summary = _run(program, f"{program} 2", setups=3, repeat=6)
+    df, per, summary = _run(program, f"{program} 2", setups=3, repeat=6)
     assert 1.7 < summary["ratio"] < 2.3
+    assert not results.metadata(df)["identical"]
     assert summary["ci_low"] > 1.0
     assert (per["verdict"] == "B slower").all()
     assert summary["conclusion"].startswith("B is slower than A")

@@ -81,6 +81,15 @@ class Side:
         return (str(prog.path), *self.argv), ",".join(prog.order)
 
 
+def identical(a: Side, b: Side) -> bool:
+    """A and B would run the same bytes with the same arguments (e.g. -O2 and -O3 agreeing)."""
+    if a.objects or b.objects:
+        same = [o.digest for o in a.objects] == [o.digest for o in b.objects]
+    else:
+        same = build.Object.of(a.argv[0]).digest == build.Object.of(b.argv[0]).digest
+    return same and a.argv[1:] == b.argv[1:]
+
+
 def program_side(name: str, command: str | Sequence[str]) -> Side:
     """A program given as a command line (split like a shell would, run without one)."""
     argv = shlex.split(command) if isinstance(command, str) else list(command)
@@ -150,6 +159,7 @@ def compare(
         "rt_requested": rt,
         "interleave": "A B, then B A, alternately",
         "hardware_counters": counters_note(),
+        "identical": identical(a, b),
     }
     devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     try:

@@ -4,7 +4,7 @@ import shlex
 
 import click
 
-from perflab import compare, plot
+from perflab import compare, plot, results
 from perflab.cli import cli
 from perflab.cli.common import check_paths, emit_json, output_options, records, table
 from perflab.cli.link_order import Bars, run_controls
@@ -120,12 +120,15 @@ def compare_cmd(
                 "status": status_counts(df),
                 "output": output,
                 "plot": plot_path,
+                "identical": results.metadata(df)["identical"],
                 "overall": summary,
                 "setups": records(per),
             }
         )
         return
     click.echo(f"A: {side_a.label}\nB: {side_b.label}")
+    if results.metadata(df)["identical"]:
+        click.echo("note: A and B are byte-identical programs run with the same arguments")
     click.echo(f"{len(df)} runs, status {status_counts(df)}; randomized: {', '.join(randomize)}")
     cols = ["setup", "env_size", "link_order", "median_a", "median_b", "ratio", "ci_low",
             "ci_high", "verdict"]  # fmt: skip

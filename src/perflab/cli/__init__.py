@@ -48,4 +48,4 @@ def main() -> None:
     cli(prog_name="perflab")
 
 
-from perflab.cli import clocks, counters, env_size, machine, memory, oscost, report, threads  # noqa: E402,F401 - verbs register on the group
+from perflab.cli import clocks, compare, counters, env_size, link_order, machine, memory, oscost, report, threads  # noqa: E402,F401 - verbs register on the group

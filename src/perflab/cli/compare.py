@@ -1,0 +1,146 @@
+"""`perflab compare`: is B faster than A, over random setups rather than one lucky one?"""
+
+import shlex
+
+import click
+
+from perflab import compare, plot, results
+from perflab.cli import cli
+from perflab.cli.common import check_paths, emit_json, output_options, records, table
+from perflab.cli.link_order import Bars, run_controls
+from perflab.env_size import status_counts
+
+
+def _randomize(ctx, param, value):
+    return compare.parse_randomize(value) if value is not None else None
+
+
+@cli.command("compare")
+@click.option(
+    "--build",
+    "use_build",
+    is_flag=True,
+    help="Compare two builds of the built-in multi-object workload instead of two programs.",
+)
+@click.option("--cflags-a", default="-O2", show_default=True, help="With --build: A's flags.")
+@click.option("--cflags-b", default="-O3", show_default=True, help="With --build: B's flags.")
+@click.option(
+    "--randomize",
+    callback=_randomize,
+    help="Setup dimensions drawn at random per setup: env-size, link-order (--build only), "
+    "or none. [default: env-size, plus link-order with --build]",
+)
+@click.option("--setups", default=10, show_default=True, help="Random setups to draw.")
+@click.option("--repeat", default=10, show_default=True, help="A/B pairs per setup.")
+@click.option(
+    "--env-max", default=4096, show_default=True, help="Env sizes are drawn in 0..ENV_MAX bytes."
+)
+@run_controls
+@output_options
+@click.argument("a", required=False)
+@click.argument("b", required=False)
+def compare_cmd(
+    use_build,
+    cflags_a,
+    cflags_b,
+    randomize,
+    setups,
+    repeat,
+    env_max,
+    aslr,
+    cpus,
+    inherit_env,
+    timeout,
+    rt,
+    seed,
+    output,
+    as_json,
+    plot_path,
+    a,
+    b,
+):
+    """Run A and B interleaved in random setups; report B/A per setup and over all of them.
+
+    \b
+    perflab compare ./old ./new --setups 20 --repeat 10
+    perflab compare './prog --fast' './prog --careful' --randomize env-size
+    perflab compare --build --cflags-a -O2 --cflags-b -O3 --plot ab.png
+    """
+    if use_build and (a or b):
+        raise click.BadParameter("give either two programs or --build, not both")
+    if not use_build and not (a and b):
+        raise click.BadParameter("give two programs A B (or --build to compare two builds)")
+    check_paths(output, plot_path)
+    if randomize is None:
+        randomize = ("env-size", "link-order") if use_build else ("env-size",)
+    if use_build:
+        side_a = compare.build_side("A", shlex.split(cflags_a))
+        side_b = compare.build_side("B", shlex.split(cflags_b))
+    else:
+        side_a, side_b = compare.program_side("A", a), compare.program_side("B", b)
+    bars = Bars()
+    try:
+        df = compare.compare(
+            side_a,
+            side_b,
+            randomize=randomize,
+            setups=setups,
+            repeat=repeat,
+            env_max=env_max,
+            seed=seed,
+            aslr=aslr,
+            cpus=cpus,
+            inherit_env=inherit_env,
+            timeout=timeout,
+            rt=rt,
+            output=output,
+            on_start=lambda n: bars.open("compare", n),
+            progress=lambda n: bars.bar.update(n),
+        )
+    except KeyboardInterrupt:
+        bars.close()
+        raise click.ClickException(
+            "interrupted: the runs so far are in -o FILE, if given"
+        ) from None
+    finally:
+        bars.close()
+    value = compare.value_column(df)
+    per = compare.per_setup(df, value)
+    summary = compare.overall(df, per, value)
+    if plot_path:
+        compare.plot(df, plot_path, per, summary)
+    if as_json:
+        emit_json(
+            {
+                "a": side_a.label,
+                "b": side_b.label,
+                "randomize": list(randomize),
+                "value": value,
+                "runs": len(df),
+                "status": status_counts(df),
+                "output": output,
+                "plot": plot_path,
+                "identical": results.metadata(df)["identical"],
+                "overall": summary,
+                "setups": records(per),
+            }
+        )
+        return
+    click.echo(f"A: {side_a.label}\nB: {side_b.label}")
+    if results.metadata(df)["identical"]:
+        click.echo("note: A and B are byte-identical programs run with the same arguments")
+    click.echo(f"{len(df)} runs, status {status_counts(df)}; randomized: {', '.join(randomize)}")
+    cols = ["setup", "env_size", "link_order", "median_a", "median_b", "ratio", "ci_low",
+            "ci_high", "verdict"]  # fmt: skip
+    shown = per[cols].astype({"median_a": "int64", "median_b": "int64"})
+    table(shown, "{:,.3f}", title=f"B/A of median {value} per setup (-1: no padding)")
+    click.echo(
+        f"\nper setup: B/A from {summary['min_ratio']:.3f} to {summary['max_ratio']:.3f}; "
+        f"B slower in {summary['b_slower']}, faster in {summary['b_faster']}, "
+        f"unclear in {summary['unclear']} of {summary['setups']}"
+    )
+    click.echo(summary["conclusion"])
+    if output:
+        click.echo(f"data: {output}")
+    if plot_path:
+        click.echo(f"plot: {plot.check_plot_path(plot_path)}")

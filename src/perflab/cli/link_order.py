@@ -1,0 +1,278 @@
+"""`perflab sweep link-order`: the paper's link-order experiment and the layout behind it."""
+
+import shlex
+import time
+from pathlib import Path
+
+import click
+
+from perflab import link_order, plot
+from perflab.cli import sweep
+from perflab.cli.common import check_paths, emit_json, output_options, records, table
+from perflab.cli.env_size import _cpus
+from perflab.env_size import status_counts
+from perflab.errors import PerflabError
+
+
+def _permutations(ctx, param, value):
+    return link_order.parse_permutations(value)
+
+
+def _output(output: str | None, resume: str | None, stem: str) -> tuple[str, bool]:
+    """Where to record: --resume FILE, else -o, else a fresh timestamped name."""
+    if resume:
+        if output and Path(output).resolve() != Path(resume).resolve():
+            raise PerflabError(f"-o {output} and --resume {resume} name different files")
+        if not Path(resume).exists() and not Path(resume + ".parts").exists():
+            raise PerflabError(f"{resume}: nothing to resume (no results or journal there)")
+        return resume, True
+    if output:
+        return output, False
+    return time.strftime(f"{stem}-%Y%m%d-%H%M%S.parquet"), False
+
+
+class Bars:
+    """Click progress bars on stderr, one per phase (link, run), created when sizes are known."""
+
+    def __init__(self):
+        self.bar = None
+
+    def open(self, label: str, length: int, done: int = 0):
+        self.close()
+        if done:
+            click.echo(f"resuming: {done} runs done, {length} to go", err=True)
+        self.bar = click.progressbar(
+            length=length, label=label, file=click.get_text_stream("stderr"), show_eta=True
+        )
+        self.bar.__enter__()
+        return self.bar.update
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+            if not click.get_text_stream("stderr").isatty():
+                click.echo(err=True)  # click ends a non-tty bar without a newline
+
+
+def run_controls(func):
+    """The env-size sweep's run controls, shared by link-order and compare."""
+    options = [
+        click.option(
+            "--aslr",
+            type=click.Choice(["off", "on", "system"]),
+            default="off",
+            show_default=True,
+            help="off: ADDR_NO_RANDOMIZE for the child only; on: force it; system: leave it.",
+        ),
+        click.option(
+            "--cpu", "cpus", callback=_cpus, help="Pin the child to these CPUs. [default: last]"
+        ),
+        click.option(
+            "--inherit-env", is_flag=True, help="Run with perflab's environment, not an empty one."
+        ),
+        click.option(
+            "--timeout",
+            default=10.0,
+            show_default=True,
+            help="Seconds before a run is killed and recorded as 'timeout'.",
+        ),
+        click.option(
+            "--rt/--no-rt",
+            default=True,
+            show_default=True,
+            help="Ask SCHED_FIFO 1 for the child; refused -> one warning, normal priority.",
+        ),
+        click.option("--seed", default=0, show_default=True, help="Seed of every random draw."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@sweep.command("link-order")
+@click.option(
+    "--objects",
+    "objects_flag",
+    is_flag=True,
+    help="The arguments are object files to permute (default: the built-in workload).",
+)
+@click.option("--cc", help="Compiler/linker driver, e.g. gcc or 'clang -fuse-ld=lld'. [$CC, cc]")
+@click.option("--ldflags", default="", help="Link flags after the objects, e.g. '-lm'.")
+@click.option(
+    "--link-cmd",
+    "template",
+    help="Link command template, run without a shell: '{objects}' (one word, replaced by the "
+    "objects in order) and '{output}', e.g. 'gcc {objects} -lm -o {output}'.",
+)
+@click.option(
+    "--cflags",
+    default="-O2",
+    show_default=True,
+    help="Flags for the built-in workload's objects.",
+)
+@click.option("--symbol", "symbols", multiple=True, help="Locate this symbol (repeatable).")
+@click.option(
+    "--permutations",
+    default="all",
+    show_default=True,
+    callback=_permutations,
+    help=f"'all' orders (up to {link_order.MAX_PERMUTATIONS}) or N random ones (with --seed).",
+)
+@click.option("--repeat", default=20, show_default=True, help="Runs per order.")
+@click.option(
+    "--order",
+    type=click.Choice(["random", "sequential"]),
+    default="random",
+    show_default=True,
+    help="random keeps drift over time from posing as a link-order effect.",
+)
+@run_controls
+@click.option("--mlock", is_flag=True, help="Ask the probed child to mlockall().")
+@click.option(
+    "--resume",
+    type=click.Path(dir_okay=False),
+    help="Complete an interrupted sweep recorded in FILE (same parameters required).",
+)
+@output_options
+@click.argument("objects", nargs=-1, type=click.Path(dir_okay=False))
+def link_order_cmd(
+    objects_flag,
+    cc,
+    ldflags,
+    template,
+    cflags,
+    symbols,
+    permutations,
+    repeat,
+    order,
+    aslr,
+    cpus,
+    inherit_env,
+    timeout,
+    rt,
+    seed,
+    mlock,
+    resume,
+    output,
+    as_json,
+    plot_path,
+    objects,
+):
+    """Link OBJECTS (default: the built-in workload) in every order, run each REPEAT times.
+
+    \b
+    perflab sweep link-order --repeat 20 -o lo.parquet --plot lo.png
+    perflab sweep link-order --objects a.o b.o c.o --cc gcc --ldflags -lm --permutations 6
+    perflab sweep link-order --objects a.o b.o --link-cmd 'gcc {objects} -o {output}'
+    """
+    if objects_flag and not objects:
+        raise click.BadParameter("--objects needs object files after it", param_hint="--objects")
+    if (template or ldflags) and not objects:
+        raise click.BadParameter("--link-cmd/--ldflags need --objects FILE...")
+    named = output or resume
+    output, resuming = _output(output, resume, "link-order")
+    check_paths(output, plot_path)
+    bars = Bars()
+
+    def start(todo: int, done: int):
+        if not named:  # said only once the input proved valid and runs begin
+            click.echo(f"recording to {output} (choose with -o FILE)", err=True)
+        return bars.open("run", todo, done)
+
+    try:
+        df = link_order.sweep(
+            objects,
+            cc=cc,
+            cflags=tuple(shlex.split(cflags)),
+            ldflags=ldflags,
+            template=template,
+            symbols=symbols,
+            permutations=permutations,
+            seed=seed,
+            repeat=repeat,
+            aslr=aslr,
+            cpus=cpus,
+            order=order,
+            inherit_env=inherit_env,
+            timeout=timeout,
+            rt=rt,
+            mlock=mlock,
+            output=output,
+            resume=resuming,
+            on_build=lambda n: bars.open("link", n),
+            on_start=start,
+            progress=lambda n: bars.bar.update(n),
+        )
+    except KeyboardInterrupt:
+        bars.close()
+        if not Path(output).exists() and not Path(output + ".parts").exists():
+            raise click.ClickException("interrupted before any run was recorded") from None
+        raise click.ClickException(
+            f"interrupted: finished runs are in {output}; complete them with the same "
+            f"command plus --resume {output}"
+        ) from None
+    finally:
+        bars.close()
+    _report(df, output, plot_path, as_json)
+
+
+def _short(names: str) -> str:
+    """The first two confounded features and how many more (all of them are in --json)."""
+    parts = [p for p in names.split(", ") if p]
+    return ", ".join(parts[:2]) + (f" (+{len(parts) - 2})" if len(parts) > 2 else "")
+
+
+def _report(df, output, plot_path, as_json) -> None:
+    """Per-order summary, spread and the alignment features: as tables, or one JSON document."""
+    value = link_order.value_column(df)
+    summary = link_order.summarize(df, value)
+    spread = link_order.spread(df, summary, value)
+    lay = link_order.layout_frame(df)
+    effects = link_order.alignment_effects(summary, lay)
+    meta = df.attrs["perflab"]
+    if plot_path:
+        link_order.plot(df, plot_path, summary, effects, value)
+    timing = {"links": meta["links"], "build_s": meta["build_s"], "run_s": meta.get("run_s")}
+    if as_json:
+        emit_json(
+            {
+                "output": output,
+                "plot": plot_path,
+                "value": value,
+                "runs": len(df),
+                "status": status_counts(df),
+                "hardware_counters": meta["hardware_counters"],
+                **timing,
+                "spread": spread,
+                "orders": records(summary),
+                "alignment": records(effects),
+                "layout": records(lay),
+            }
+        )
+        return
+    click.echo(
+        f"{len(df)} runs of {len(summary)} orders recorded in {output}; "
+        f"status: {status_counts(df)}; {meta['links']} programs linked in {meta['build_s']:.2f} s"
+    )
+    click.echo(f"hardware counters: {meta['hardware_counters']}")
+    cols = ["link_order", "n", "median", "mad", "min", "p95"]
+    table(summary[cols], "{:,.0f}", title=f"orders by median {value}")
+    click.echo(
+        f"\nspread: slowest {spread['slowest']} / fastest {spread['fastest']} = "
+        f"{spread['ratio']:.3f} (95% CI {spread['ci_low']:.3f}-{spread['ci_high']:.3f})"
+    )
+    if effects.empty:
+        click.echo("alignment: no feature varies across these orders")
+    else:
+        click.echo()
+        shown = effects.head(8).assign(same_split=effects["same_split"].map(_short))
+        table(shown, "{:.3f}", title="alignment features, best separation first")
+        best = effects.iloc[0]
+        verdict = "separates" if best["p"] < 0.05 else "does not clearly separate"
+        click.echo(
+            f"best: {best['feature']} {verdict} fast from slow orders (score {best['score']:.2f}, "
+            f"p {best['p']:.3f}; fast at {best['fast_value']}, slow at {best['slow_value']})"
+        )
+    if plot_path:
+        click.echo(f"plot: {plot.check_plot_path(plot_path)}")

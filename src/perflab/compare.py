@@ -1,0 +1,355 @@
+"""A/B comparison under setup randomization, the remedy of Mytkowicz et al. (ASPLOS 2009, §6).
+
+One setup (an environment size, a link order) can make B look faster than A when over many
+setups it is not. So: draw random setups, run A and B interleaved in each, report B/A per
+setup and over all setups, and say so when the sign of the effect depends on the setup.
+"""
+
+import os
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from perflab import build, machine, results, spawn, stats
+from perflab.env_size import _away_from, _Interrupt, _rt_once, _warn_stderr, default_cpus
+from perflab.errors import PerflabError
+from perflab.link_order import counters_note
+
+RANDOMIZE = ("env-size", "link-order")
+NO_PADDING = -1  # env_size of a setup that does not randomize it: the environment is not padded
+
+
+def parse_randomize(text: str) -> tuple[str, ...]:
+    """'env-size,link-order' (or 'none') as a tuple of known setup dimensions."""
+    if text.strip() == "none":
+        return ()
+    parts = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    bad = [p for p in parts if p not in RANDOMIZE]
+    if bad or not parts:
+        raise PerflabError(
+            f"--randomize {text!r}: expected 'none' or a list of {', '.join(RANDOMIZE)}"
+        )
+    return parts
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One random setup: a padding length (or NO_PADDING) and a link order (or none)."""
+
+    index: int
+    env_size: int
+    perm: tuple[int, ...] | None
+
+
+def draw_setups(
+    n: int, randomize: Sequence[str], env_max: int, nobjects: int, seed: int
+) -> list[Setup]:
+    """n setups drawn with seed: env sizes uniform in 0..env_max, link orders uniform."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        size = int(rng.integers(0, env_max + 1)) if "env-size" in randomize else NO_PADDING
+        perm = None
+        if nobjects:
+            perm = (
+                tuple(int(x) for x in rng.permutation(nobjects))
+                if "link-order" in randomize
+                else tuple(range(nobjects))
+            )
+        out.append(Setup(i, size, perm))
+    return out
+
+
+@dataclass(frozen=True)
+class Side:
+    """What A or B is: a command line, or objects the setup links in its own order."""
+
+    name: str
+    argv: tuple[str, ...] = ()
+    objects: tuple[build.Object, ...] = ()
+    label: str = ""
+
+    def program(self, setup: Setup, linker: build.Linker | None) -> tuple[tuple[str, ...], str]:
+        """The argv to run in this setup and the link order it was built in ('' if none)."""
+        if not self.objects:
+            return self.argv, ""
+        prog = build.link([self.objects[i] for i in setup.perm], linker)
+        return (str(prog.path), *self.argv), ",".join(prog.order)
+
+
+def identical(a: Side, b: Side) -> bool:
+    """A and B would run the same bytes with the same arguments (e.g. -O2 and -O3 agreeing)."""
+    if a.objects or b.objects:
+        same = [o.digest for o in a.objects] == [o.digest for o in b.objects]
+    else:
+        same = build.Object.of(a.argv[0]).digest == build.Object.of(b.argv[0]).digest
+    return same and a.argv[1:] == b.argv[1:]
+
+
+def program_side(name: str, command: str | Sequence[str]) -> Side:
+    """A program given as a command line (split like a shell would, run without one)."""
+    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    if not argv:
+        raise PerflabError(f"program {name} is empty")
+    return Side(name, (spawn.check_program(argv[0]), *argv[1:]), label=shlex.join(argv))
+
+
+def build_side(name: str, cflags: Sequence[str], cc=None) -> Side:
+    """The built-in multi-object workload compiled with cflags, linked per setup."""
+    objects = tuple(build.linkorder_objects(tuple(cflags), cc))
+    return Side(name, objects=objects, label=f"built-in workload {' '.join(cflags)}")
+
+
+def compare(
+    a: Side,
+    b: Side,
+    *,
+    randomize: Sequence[str] = ("env-size",),
+    setups: int = 10,
+    repeat: int = 10,
+    env_max: int = 4096,
+    var: str = "A",
+    seed: int = 0,
+    aslr: str = "off",
+    cpus: Sequence[int] | None = None,
+    inherit_env: bool = False,
+    timeout: float = 10.0,
+    rt: bool = True,
+    output: str | os.PathLike | None = None,
+    on_start: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+    warn: Callable[[str], None] = _warn_stderr,
+) -> pd.DataFrame:
+    """Run A and B interleaved, `repeat` pairs in each of `setups` random setups; tidy frame."""
+    if setups < 1 or repeat < 1:
+        raise PerflabError(f"--setups and --repeat must be at least 1 ({setups}, {repeat})")
+    if env_max < 0:
+        raise PerflabError(f"--env-max must not be negative, not {env_max}")
+    if "link-order" in randomize and not (a.objects and b.objects):
+        raise PerflabError(
+            "--randomize link-order needs --build: perflab can relink only what it builds"
+        )
+    cpus = tuple(cpus) if cpus is not None else default_cpus()
+    machine.check_cpus(cpus)
+    spawn.SpawnOptions(aslr=aslr, timeout=timeout)  # refuses a bad mode or timeout up front
+    if output is not None:
+        results.check_output(output)
+    linker = build.builtin_linker() if a.objects else None
+    nobj = len(a.objects)
+    plan = draw_setups(setups, randomize, env_max, nobj, seed)
+    meta = {
+        **machine.metadata(),
+        "experiment": "compare",
+        "a": a.label,
+        "b": b.label,
+        "randomize": list(randomize),
+        "setups": setups,
+        "repeat": repeat,
+        "env_max": env_max,
+        "env_var": var,
+        "seed": seed,
+        "aslr": aslr,
+        "cpus": list(cpus),
+        "inherit_env": inherit_env,
+        "timeout_s": timeout,
+        "rt_requested": rt,
+        "interleave": "A B, then B A, alternately",
+        "hardware_counters": counters_note(),
+        "identical": identical(a, b),
+    }
+    devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        options = spawn.SpawnOptions(
+            aslr=aslr, cpus=cpus, rt=rt, timeout=timeout, stdin=devnull, stdout=devnull,
+            stderr=devnull,
+        )  # fmt: skip
+        t0 = time.perf_counter()
+        progs = [(s, *a.program(s, linker), *b.program(s, linker)) for s in plan]
+        meta["build_s"] = time.perf_counter() - t0
+        base = {k: v for k, v in os.environ.items() if k != var} if inherit_env else {}
+        for argv in {p for _, pa, _, pb, _ in progs for p in (pa, pb)}:
+            _preflight(argv, base, options)
+        if on_start:
+            on_start(2 * setups * repeat)
+        df = _measure(progs, repeat, var, base, options, progress, warn, meta, output)
+    finally:
+        os.close(devnull)
+    return df
+
+
+def _preflight(argv, env, options) -> None:
+    """One unrecorded run of each program: one that cannot start stops here, nothing saved."""
+    run = spawn.run(argv, env, options)
+    status = spawn.STATUS[int(run["status"])]
+    if status in ("exec_failed", "setup_failed", "spawn_failed"):
+        why = spawn.describe_errno(int(run["child_errno"]))
+        raise PerflabError(f"cannot run {argv[0]}: {status.replace('_', ' ')}, {why}")
+
+
+def _one(argv, size: int, var: str, base: dict, options) -> np.ndarray:
+    if size == NO_PADDING:
+        out = np.zeros(1, dtype=spawn.RUN_DTYPE)
+        out[0] = spawn.run(argv, base, options)
+        return out
+    return spawn.run_env_sizes(argv, np.array([size]), var, base, options)
+
+
+def _measure(progs, repeat, var, base, options, progress, warn, meta, output) -> pd.DataFrame:
+    """A B, B A, A B, ... in each setup: neither side always runs first (or second)."""
+    overhead = spawn.timer_overhead()
+    extra = {"timer_overhead_ticks": overhead, "rt_granted": options.rt}
+    rows, complete = [], False
+    try:
+        with _Interrupt() as stop, _away_from(options.cpus):
+            for setup, argv_a, order_a, argv_b, order_b in progs:
+                for rep in range(repeat):
+                    pair = [("A", argv_a, order_a), ("B", argv_b, order_b)]
+                    for side, argv, order in pair if rep % 2 == 0 else pair[::-1]:
+                        runs = _one(argv, setup.env_size, var, base, options)
+                        options = _rt_once(options, runs, extra, warn)
+                        df = spawn.tidy(runs, overhead)
+                        df.insert(0, "rep", rep)
+                        df.insert(0, "side", side)
+                        df.insert(0, "link_order", order)
+                        df.insert(0, "env_size", setup.env_size)
+                        df.insert(0, "setup", setup.index)
+                        rows.append(df)
+                    if progress:
+                        progress(2)
+                    if stop.hit:
+                        raise KeyboardInterrupt
+            complete = True
+    finally:
+        df = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+        results.attach(df, {**meta, **extra, "complete": complete})
+        if output is not None and rows:
+            results.save(df, output)
+    return df
+
+
+def value_column(df: pd.DataFrame) -> str:
+    """The probe's ticks when both programs have a probe, else the parent's ticks."""
+    return "ticks" if df["ticks"].notna().all() else "outer_ticks"
+
+
+def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.95):
+    """B/A of medians in each setup with its bootstrap CI, and which way it points."""
+    value = value or value_column(df)
+    ok = df[df["status"] == "ok"]
+    rows = []
+    for (setup, size), g in ok.groupby(["setup", "env_size"], sort=True):
+        a, b = g.loc[g["side"] == "A", value], g.loc[g["side"] == "B", value]
+        if a.empty or b.empty:
+            continue
+        ratio, lo, hi = stats.ratio_ci(a, b, confidence, seed=int(setup))
+        rows.append(
+            {
+                "setup": int(setup),
+                "env_size": int(size),
+                "link_order": g["link_order"].iloc[0],
+                "n_a": len(a),
+                "n_b": len(b),
+                "median_a": float(a.median()),
+                "median_b": float(b.median()),
+                "ratio": ratio,
+                "ci_low": lo,
+                "ci_high": hi,
+                "verdict": "B slower" if lo > 1 else "B faster" if hi < 1 else "unclear",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def overall(
+    df: pd.DataFrame,
+    setups: pd.DataFrame,
+    value: str | None = None,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict:
+    """Geometric mean of the setups' B/A with a two-level bootstrap CI (setups, then runs in
+    each): the interval a new random setup would fall into, not just these ones."""
+    value = value or value_column(df)
+    if setups.empty:
+        raise PerflabError("no setup has ok runs of both A and B: nothing to compare")
+    ok = df[df["status"] == "ok"]
+    rng = np.random.default_rng(seed)
+    boot = []
+    for s in setups["setup"]:
+        g = ok[ok["setup"] == s]
+        a = g.loc[g["side"] == "A", value].to_numpy(float)
+        b = g.loc[g["side"] == "B", value].to_numpy(float)
+        boot.append(stats._boot_medians(b, n_boot, rng) / stats._boot_medians(a, n_boot, rng))
+    logs = np.log(np.vstack(boot))  # setups x n_boot
+    pick = rng.integers(0, logs.shape[0], size=(n_boot, logs.shape[0]))
+    means = np.exp(logs[pick, np.arange(n_boot)[:, None]].mean(axis=1))
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    ratio = float(np.exp(np.log(setups["ratio"]).mean()))
+    counts = setups["verdict"].value_counts()
+    slower, faster = int(counts.get("B slower", 0)), int(counts.get("B faster", 0))
+    return {
+        "ratio": ratio,
+        "ci_low": float(lo),
+        "ci_high": float(hi),
+        "confidence": confidence,
+        "setups": len(setups),
+        "b_slower": slower,
+        "b_faster": faster,
+        "unclear": int(counts.get("unclear", 0)),
+        "min_ratio": float(setups["ratio"].min()),
+        "max_ratio": float(setups["ratio"].max()),
+        "depends_on_setup": bool(slower and faster),
+        "conclusion": _conclusion(ratio, lo, hi, slower, faster, len(setups)),
+    }
+
+
+def _conclusion(ratio, lo, hi, slower, faster, n) -> str:
+    """The plain-language verdict, the setup-dependence first: that is the paper's point."""
+    if slower and faster:
+        return (
+            f"the conclusion depends on the setup: B is slower than A in {slower} setups and "
+            f"faster in {faster} of {n} (the 'wrong data' case of Mytkowicz et al.): "
+            f"one setup would have shown either; over all, B/A = {ratio:.3f} ({lo:.3f}-{hi:.3f})"
+        )
+    if lo > 1:
+        return f"B is slower than A: B/A = {ratio:.3f} ({lo:.3f}-{hi:.3f}) over {n} setups"
+    if hi < 1:
+        return f"B is faster than A: B/A = {ratio:.3f} ({lo:.3f}-{hi:.3f}) over {n} setups"
+    return f"no difference shown: B/A = {ratio:.3f}, its interval {lo:.3f}-{hi:.3f} contains 1"
+
+
+def plot(df: pd.DataFrame, path, setups: pd.DataFrame, summary: dict):
+    """B/A per setup with its CI (red: B slower, blue: B faster), and the overall band."""
+    from perflab import plot as plt
+
+    fig, ax = plt.figure(figsize=(max(7, 0.35 * len(setups) + 3), 5))
+    colour = {"B slower": plt.COLORS[0], "B faster": plt.COLORS[1], "unclear": "#888888"}
+    x = np.arange(len(setups))
+    for verdict, g in setups.groupby("verdict"):
+        idx = x[setups["verdict"].to_numpy() == verdict]
+        ax.errorbar(idx, g["ratio"], yerr=[g["ratio"] - g["ci_low"], g["ci_high"] - g["ratio"]],
+                    fmt="o", color=colour[verdict], capsize=3, label=verdict)  # fmt: skip
+    ax.axhline(1.0, color="black", lw=0.8, ls="--")
+    ax.axhspan(summary["ci_low"], summary["ci_high"], color=plt.COLORS[2], alpha=0.2, lw=0,
+               label=f"over all setups {summary['ratio']:.3f}")  # fmt: skip
+    ticks = [
+        "\n".join(filter(None, [f"env {r.env_size}" if r.env_size >= 0 else "", r.link_order]))
+        or str(r.setup)
+        for r in setups.itertuples()
+    ]
+    ax.set_xticks(x, ticks, rotation=90, fontsize=7)
+    ax.set_xlabel("setup")
+    ax.set_ylabel("B / A (median ticks)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4, fontsize=8)
+    meta = results.metadata(df)
+    title = "B/A over random setups" + (
+        ": depends on the setup" if summary["depends_on_setup"] else ""
+    )
+    title += f" ({', '.join(meta.get('randomize', [])) or 'fixed setup'})"
+    return plt.save(fig, path, title=title)

@@ -1,0 +1,118 @@
+"""perflab compare: known ratios from real runs, setup randomization, the wrong-data verdict."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perflab import build, compare, results
+from perflab.cli import cli
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    """One build cache for the module, away from the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory) -> str:
+    """The built-in workload in its default order; argument 2 makes it do twice the work."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+    try:
+        return str(build.link(build.linkorder_objects(), build.builtin_linker()).path)
+    finally:
+        mp.undo()
+
+
+def _run(a: str, b: str, **kw):
+    df = compare.compare(compare.program_side("A", a), compare.program_side("B", b), rt=False, **kw)
+    per = compare.per_setup(df)
+    return df, per, compare.overall(df, per)
+
+
+def test_a_program_against_itself_is_a_ratio_of_one(program):
+    df, per, summary = _run(program, program, setups=4, repeat=8)
+    assert len(df) == 64 and set(df["status"]) == {"ok"}
+    assert summary["ci_low"] <= 1.0 <= summary["ci_high"]
+    assert 0.9 < summary["ratio"] < 1.1
+    assert not summary["depends_on_setup"]
+    assert results.metadata(df)["identical"]
+    # Interleaved: in each setup the sides alternate who goes first.
+    first = df.groupby(["setup", "rep"])["side"].first()
+    assert set(first.groupby("setup").agg(set).map(frozenset)) == {frozenset("AB")}
+    assert per["env_size"].between(0, 4096).all() and per["env_size"].nunique() == 4
+
+
+def test_twice_the_work_is_a_ratio_near_two(program):
+    df, per, summary = _run(program, f"{program} 2", setups=3, repeat=6)
+    assert 1.7 < summary["ratio"] < 2.3
+    assert not results.metadata(df)["identical"]
+    assert summary["ci_low"] > 1.0
+    assert (per["verdict"] == "B slower").all()
+    assert summary["conclusion"].startswith("B is slower than A")
+
+
+def _synthetic(ratios: list[float]) -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    rows = []
+    for s, r in enumerate(ratios):
+        for rep in range(20):
+            for side, scale in (("A", 1.0), ("B", r)):
+                ticks = 1e6 * scale * (1 + rng.normal(0, 0.005))
+                rows.append(
+                    {"setup": s, "env_size": 100 * s, "link_order": "", "side": side,
+                     "rep": rep, "ticks": ticks, "status": "ok"}
+                )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_a_sign_that_flips_across_setups_is_called_setup_dependent():
+    df = _synthetic([1.1, 1.08, 0.9, 1.0])
+    per = compare.per_setup(df)
+    assert list(per["verdict"]) == ["B slower", "B slower", "B faster", "unclear"]
+    summary = compare.overall(df, per)
+    assert summary["depends_on_setup"]
+    assert summary["conclusion"].startswith("the conclusion depends on the setup")
+    # The interval covers setups, not only runs: it straddles the flipping ratios.
+    assert summary["ci_low"] < 1.0 < summary["ci_high"]
+
+
+def test_cli_build_mode_randomizes_link_order(runner, tmp_path):
+    out, png = tmp_path / "ab.parquet", tmp_path / "ab.png"
+    res = runner.invoke(
+        cli,
+        ["compare", "--build", "--cflags-a", "-O2", "--cflags-b", "-O1", "--setups", "3",
+         "--repeat", "2", "--no-rt", "--seed", "5", "--json", "-o", str(out), "--plot", str(png)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["randomize"] == ["env-size", "link-order"]
+    assert len(doc["setups"]) == 3 and doc["runs"] == 12
+    for s in doc["setups"]:
+        assert sorted(s["link_order"].split(",")) == ["a", "b", "c", "main"]
+    assert {"ratio", "ci_low", "ci_high", "depends_on_setup", "conclusion"} <= set(doc["overall"])
+    assert png.stat().st_size > 0
+    assert results.metadata(results.load(out))["experiment"] == "compare"
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["{p}"], "two programs"),
+        (["--build", "{p}"], "not both"),
+        (["{p}", "{p}", "--randomize", "link-order"], "needs --build"),
+        (["{p}", "{p}", "--randomize", "size"], "--randomize 'size'"),
+        (["{p}", "/no/such/prog"], "/no/such/prog: no such file"),
+        (["{p}", "{p}", "--setups", "0"], "at least 1"),
+    ],
+)
+def test_bad_input_is_one_line_and_measures_nothing(runner, program, tmp_path, args, match):
+    out = tmp_path / "r.parquet"
+    res = runner.invoke(cli, ["compare", *[a.format(p=program) for a in args], "-o", str(out)])
+    assert res.exit_code != 0
+    errors = [x for x in res.output.splitlines() if x.startswith("Error:")]
+    assert len(errors) == 1 and match in errors[0], res.output
+    assert not out.exists()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perflab import build, env_size
+from perflab import build, env_size, runcontrol
 
 BARE = r"""
 #include <spawn.h>
@@ -99,7 +99,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     workload = str(build.mytkowicz().path)
-    cpu = env_size.default_cpus()[0]
+    cpu = runcontrol.default_cpus()[0]
     pinned_rt = ("taskset", "-c", str(cpu), "chrt", "-f", "1")
     bare_plain, bare_rt = "bare C posix_spawn+waitpid", f"bare C, taskset -c {cpu} chrt -f 1"
     plain, tuned, hf = (

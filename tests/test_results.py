@@ -82,3 +82,22 @@ def test_journal_refuses_other_parameters_and_stale_parts(tmp_path):
 def test_proc_is_refused_even_for_root():
     with pytest.raises(PerflabError, match="not writable"):
         results.check_output("/proc/perflab-test.csv")
+
+
+def test_kill_between_final_save_and_cleanup_duplicates_nothing(tmp_path):
+    path = tmp_path / "j.parquet"
+    j = _journal(path)
+    j.extend({"k": k, "v": 0} for k in range(6))
+    j.flush()
+    parts = sorted((tmp_path / "j.parquet.parts").iterdir())
+    saved = {p.name: p.read_bytes() for p in parts}
+    j.finish(complete=False)
+    # The kill landed after the merged file was written, before the journal was removed.
+    (tmp_path / "j.parquet.parts").mkdir()
+    for name, data in saved.items():
+        (tmp_path / "j.parquet.parts" / name).write_bytes(data)
+    j = _journal(path, resume=True)
+    assert len(j.done_keys()) == 6
+    j.extend({"k": k, "v": 0} for k in range(6, 10))
+    df = j.finish()
+    assert sorted(df["k"]) == list(range(10))

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perflab import build, machine, results, spawn, stats
-from perflab.env_size import _away_from, _Interrupt, _rt_once, _warn_stderr, default_cpus
+from perflab import build, machine, results, runcontrol, spawn, stats
 from perflab.errors import PerflabError
 from perflab.link_order import counters_note
 
@@ -122,7 +121,7 @@ def compare(
     output: str | os.PathLike | None = None,
     on_start: Callable[[int], None] | None = None,
     progress: Callable[[int], None] | None = None,
-    warn: Callable[[str], None] = _warn_stderr,
+    warn: Callable[[str], None] = runcontrol.warn_stderr,
 ) -> pd.DataFrame:
     """Run A and B interleaved, `repeat` pairs in each of `setups` random setups; tidy frame."""
     if setups < 1 or repeat < 1:
@@ -133,7 +132,7 @@ def compare(
         raise PerflabError(
             "--randomize link-order needs --build: perflab can relink only what it builds"
         )
-    cpus = tuple(cpus) if cpus is not None else default_cpus()
+    cpus = tuple(cpus) if cpus is not None else runcontrol.default_cpus()
     machine.check_cpus(cpus)
     spawn.SpawnOptions(aslr=aslr, timeout=timeout)  # refuses a bad mode or timeout up front
     if output is not None:
@@ -204,13 +203,13 @@ def _measure(progs, repeat, var, base, options, progress, warn, meta, output) ->
     extra = {"timer_overhead_ticks": overhead, "rt_granted": options.rt}
     rows, complete = [], False
     try:
-        with _Interrupt() as stop, _away_from(options.cpus):
+        with runcontrol.Interrupt() as stop, runcontrol.away_from(options.cpus):
             for setup, argv_a, order_a, argv_b, order_b in progs:
                 for rep in range(repeat):
                     pair = [("A", argv_a, order_a), ("B", argv_b, order_b)]
                     for side, argv, order in pair if rep % 2 == 0 else pair[::-1]:
                         runs = _one(argv, setup.env_size, var, base, options)
-                        options = _rt_once(options, runs, extra, warn)
+                        options = runcontrol.rt_refused_once(options, runs, extra, warn)
                         df = spawn.tidy(runs, overhead)
                         df.insert(0, "rep", rep)
                         df.insert(0, "side", side)
@@ -284,7 +283,7 @@ def overall(
         g = ok[ok["setup"] == s]
         a = g.loc[g["side"] == "A", value].to_numpy(float)
         b = g.loc[g["side"] == "B", value].to_numpy(float)
-        boot.append(stats._boot_medians(b, n_boot, rng) / stats._boot_medians(a, n_boot, rng))
+        boot.append(stats.boot_medians(b, n_boot, rng) / stats.boot_medians(a, n_boot, rng))
     logs = np.log(np.vstack(boot))  # setups x n_boot
     pick = rng.integers(0, logs.shape[0], size=(n_boot, logs.shape[0]))
     means = np.exp(logs[pick, np.arange(n_boot)[:, None]].mean(axis=1))

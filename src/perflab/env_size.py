@@ -4,11 +4,8 @@ A program runs with an environment holding only VAR= padded by 0..N characters (
 DjiBee's script), each size many times, in a seeded random order; each run is one row.
 """
 
-import contextlib
 import os
 import signal
-import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perflab import build, machine, results, spawn
+from perflab import build, machine, results, runcontrol, spawn
 from perflab.errors import PerflabError
 
 KEY = ("env_size", "rep")
@@ -106,11 +103,6 @@ class Plan:
         return asdict(self)
 
 
-def default_cpus() -> tuple[int, ...]:
-    """The last online CPU: away from CPU 0, where most interrupts land."""
-    return (machine.online_cpus()[-1],)
-
-
 def resolve_program(program: Sequence[str], opt: str) -> tuple[tuple[str, ...], dict]:
     """The argv to run and what the metadata says about it: the built-in loop when none given."""
     if program:
@@ -125,30 +117,6 @@ def _base_env(inherit: bool, var: str) -> dict[str, str]:
     if not inherit:
         return {}
     return {k: v for k, v in os.environ.items() if k != var}
-
-
-class _Interrupt:
-    """Turns Ctrl-C into a flag checked between chunks, so the chunk in flight is kept."""
-
-    def __init__(self):
-        self.hit = False
-        self._old = None
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handler)
-        return self
-
-    def _handler(self, signum, frame):
-        self.hit = True
-
-    def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
-
-
-def _warn_stderr(message: str) -> None:
-    print(f"perflab: warning: {message}", file=sys.stderr)
 
 
 def sweep(
@@ -172,7 +140,7 @@ def sweep(
     resume: bool = False,
     progress: Callable[[int], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
-    warn: Callable[[str], None] = _warn_stderr,
+    warn: Callable[[str], None] = runcontrol.warn_stderr,
 ) -> pd.DataFrame:
     """Run the env-size sweep and return its tidy frame (also journaled to `output` if given).
 
@@ -187,7 +155,7 @@ def sweep(
         repeat=repeat,
         var=var,
         aslr=aslr,
-        cpus=tuple(cpus) if cpus is not None else default_cpus(),
+        cpus=tuple(cpus) if cpus is not None else runcontrol.default_cpus(),
         order=order,
         seed=seed,
         inherit_env=inherit_env,
@@ -233,7 +201,11 @@ def _measure(plan, argv, meta, output, resume, devnull, progress, on_start, warn
     complete = False
     # C runs chunk i+1 on a worker thread (cffi drops the GIL) while this thread journals
     # chunk i, so Python's tidy/journal work costs no time per run.
-    with _Interrupt() as stop, _away_from(plan.cpus), ThreadPoolExecutor(1) as pool:
+    with (
+        runcontrol.Interrupt() as stop,
+        runcontrol.away_from(plan.cpus),
+        ThreadPoolExecutor(1) as pool,
+    ):
 
         def submit(chunk: slice):
             return pool.submit(spawn.run_env_sizes, argv, size[chunk], plan.var, base_env, options)
@@ -246,7 +218,7 @@ def _measure(plan, argv, meta, output, resume, devnull, progress, on_start, warn
                 if not stopping and i + 1 < len(chunks):
                     pending = submit(chunks[i + 1])
                 keep = runs["signal"] != signal.SIGINT if stopping else slice(None)
-                options = _rt_once(options, runs, extra, warn)
+                options = runcontrol.rt_refused_once(options, runs, extra, warn)
                 journal.add(runs[keep], rep[chunk][keep])
                 if progress:
                     progress(len(runs[keep]))
@@ -256,19 +228,6 @@ def _measure(plan, argv, meta, output, resume, devnull, progress, on_start, warn
         finally:
             df = journal.finish(complete, extra)
     return df
-
-
-@contextlib.contextmanager
-def _away_from(cpus: tuple[int, ...]):
-    """Keep perflab's own threads off the child's CPUs while it measures, when others exist."""
-    before = os.sched_getaffinity(0)
-    others = before - set(cpus)
-    if cpus and others:
-        os.sched_setaffinity(0, others)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
 
 
 def _preflight(argv, plan: Plan, base_env: dict, options: spawn.SpawnOptions) -> None:
@@ -302,18 +261,6 @@ def _rows(runs: np.ndarray, rep: np.ndarray, overhead: int) -> pd.DataFrame:
     return df[COLUMNS]
 
 
-def _rt_once(options, runs, extra, warn):
-    """Real-time refused: say so once, record it, and stop asking (Rubini's Listing 2)."""
-    refused = runs["rt_errno"][runs["rt_errno"] != 0]
-    if not options.rt or refused.size == 0:
-        return options
-    why = spawn.describe_errno(int(refused[0]))
-    warn(f"real-time priority refused: {why}; continuing at normal priority (--no-rt: do not ask)")
-    extra["rt_granted"] = False
-    extra["rt_refused"] = why
-    return replace(options, rt=False)
-
-
 def run_conditions(plan: Plan) -> dict:
     """The run conditions every result of this sweep records next to machine.metadata()."""
     return {
@@ -331,17 +278,6 @@ def run_conditions(plan: Plan) -> dict:
     }
 
 
-class _FrameJournal(results.Journal):
-    """results.Journal that takes a whole frame as one chunk: no dict per row for 800 000 rows."""
-
-    def extend_frame(self, frame: pd.DataFrame) -> None:
-        """Write frame as the next chunk, atomically, after any rows appended one by one."""
-        self.flush()
-        target = self.parts / f"chunk-{self._nchunks:06d}.parquet"
-        results._atomic(target, lambda t: frame.to_parquet(t, index=False))
-        self._nchunks += 1
-
-
 class _Recorder:
     """Buffers run records and writes them as one tidy chunk per FLUSH_S (or keeps them)."""
 
@@ -350,7 +286,7 @@ class _Recorder:
             raise PerflabError("resume needs the output file of the interrupted sweep")
         self.meta, self.params, self.overhead = meta, plan.params(), overhead
         self.journal = (
-            _FrameJournal(output, self.params, meta, KEY, resume=resume)
+            results.Journal(output, self.params, meta, KEY, resume=resume)
             if output is not None
             else None
         )

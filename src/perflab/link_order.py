@@ -22,15 +22,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from perflab import build, machine, results, spawn, stats
-from perflab.env_size import (
-    _away_from,
-    _FrameJournal,
-    _Interrupt,
-    _rt_once,
-    _warn_stderr,
-    default_cpus,
-)
+from perflab import build, machine, results, runcontrol, spawn, stats
 from perflab.errors import PerflabError
 
 KEY = ("perm", "rep")
@@ -314,7 +306,7 @@ def sweep(
     on_build: Callable[[int], Callable[[int], None] | None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
-    warn: Callable[[str], None] = _warn_stderr,
+    warn: Callable[[str], None] = runcontrol.warn_stderr,
 ) -> pd.DataFrame:
     """Link every chosen order once, run each `repeat` times, return the tidy frame.
 
@@ -340,7 +332,7 @@ def sweep(
         seed=seed,
         repeat=repeat,
         aslr=aslr,
-        cpus=tuple(cpus) if cpus is not None else default_cpus(),
+        cpus=tuple(cpus) if cpus is not None else runcontrol.default_cpus(),
         order=order,
         inherit_env=inherit_env,
         timeout=timeout,
@@ -423,7 +415,9 @@ def _measure(plan, programs, meta, output, resume, on_start, progress, warn) -> 
         for argv in argvs:
             _preflight(argv, env, options)
         overhead = spawn.timer_overhead()
-        journal = _FrameJournal(output, asdict(plan), meta, KEY, resume=resume) if output else None
+        journal = (
+            results.Journal(output, asdict(plan), meta, KEY, resume=resume) if output else None
+        )
         done = journal.done_keys() if journal else set()
         perm, rep = plan.pairs(len(programs))
         if done:
@@ -434,7 +428,7 @@ def _measure(plan, programs, meta, output, resume, on_start, progress, warn) -> 
         labels = [",".join(p.order) for p in programs]
         extra = {"timer_overhead_ticks": overhead, "rt_granted": plan.rt}
         frames, complete = [], False
-        with _Interrupt() as stop, _away_from(plan.cpus):
+        with runcontrol.Interrupt() as stop, runcontrol.away_from(plan.cpus):
             try:
                 flushed = time.monotonic()
                 buffer = []
@@ -443,7 +437,7 @@ def _measure(plan, programs, meta, output, resume, on_start, progress, warn) -> 
                     runs = np.zeros(len(perm[chunk]), dtype=spawn.RUN_DTYPE)
                     for i, p in enumerate(perm[chunk]):
                         runs[i] = spawn.run(argvs[p], env, options)
-                    options = _rt_once(options, runs, extra, warn)
+                    options = runcontrol.rt_refused_once(options, runs, extra, warn)
                     buffer.append(_rows(runs, perm[chunk], rep[chunk], labels, overhead))
                     if time.monotonic() - flushed >= FLUSH_S or start + CHUNK_RUNS >= perm.size:
                         _flush(buffer, journal, frames)

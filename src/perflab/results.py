@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,7 @@ class Journal:
         self.key = list(key)
         self.chunk_rows = chunk_rows
         self._rows: list[dict[str, Any]] = []
+        self.journal_id = uuid.uuid4().hex
         self._previous = self._open(resume)
         self._nchunks = len(list(self.parts.glob("chunk-*.parquet")))
         self._first_new = self._nchunks
@@ -151,14 +153,19 @@ class Journal:
             self.parts.mkdir()
             self._write_params()
             return None
-        frames, stored = [], None
+        frames, stored, merged = [], None, 0
         if self.path.exists():
             done = load(self.path)
             stored = metadata(done).get("params")
             frames.append(done)
         if (self.parts / "params.json").exists():
-            stored = json.loads((self.parts / "params.json").read_text())["params"]
-            frames.extend(pd.read_parquet(c) for c in sorted(self.parts.glob("chunk-*.parquet")))
+            journal = json.loads((self.parts / "params.json").read_text())
+            stored, self.journal_id = journal["params"], journal.get("journal", self.journal_id)
+            if frames and metadata(frames[0]).get("journal") == self.journal_id:
+                # Killed between finish()'s save and its cleanup: those chunks are in PATH.
+                merged = metadata(frames[0]).get("merged_chunks", 0)
+            chunks = sorted(self.parts.glob("chunk-*.parquet"))[merged:]
+            frames.extend(pd.read_parquet(c) for c in chunks)
         if stored is None:
             raise PerflabError(f"{self.path}: nothing to resume (no results or journal there)")
         if stored != self.params:
@@ -173,7 +180,9 @@ class Journal:
         return pd.concat(frames, ignore_index=True) if frames else None
 
     def _write_params(self) -> None:
-        body = json.dumps({"params": self.params, "meta": self.meta}, default=str)
+        body = json.dumps(
+            {"params": self.params, "meta": self.meta, "journal": self.journal_id}, default=str
+        )
         _atomic(self.parts / "params.json", lambda t: t.write_text(body))
 
     def done_keys(self) -> set[tuple]:
@@ -193,12 +202,20 @@ class Journal:
         for row in rows:
             self.append(row)
 
+    def extend_frame(self, frame: pd.DataFrame) -> None:
+        """Record a whole frame as one chunk: no dict per row when runs come by the thousand."""
+        self.flush()
+        self._write_chunk(frame)
+
     def flush(self) -> None:
         """Write the buffered rows as one more chunk, atomically."""
         if not self._rows:
             return
         chunk = pd.DataFrame(self._rows)
         self._rows = []
+        self._write_chunk(chunk)
+
+    def _write_chunk(self, chunk: pd.DataFrame) -> None:
         target = self.parts / f"chunk-{self._nchunks:06d}.parquet"
         _atomic(target, lambda t: chunk.to_parquet(t, index=False))
         self._nchunks += 1
@@ -213,7 +230,14 @@ class Journal:
         frames.extend(pd.read_parquet(c) for c in new)
         frames = [f for f in frames if not f.empty]
         df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=self.key)
-        meta = {**self.meta, **(extra_meta or {}), "params": self.params, "complete": complete}
+        meta = {
+            **self.meta,
+            **(extra_meta or {}),
+            "params": self.params,
+            "complete": complete,
+            "journal": self.journal_id,
+            "merged_chunks": self._nchunks,
+        }
         save(attach(df, meta), self.path)
         shutil.rmtree(self.parts, ignore_errors=True)
         return df

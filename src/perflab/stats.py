@@ -68,7 +68,7 @@ def describe(df: pd.DataFrame, by: str | Sequence[str], value: str, trim: int = 
     return pd.DataFrame(rows)
 
 
-def _boot_medians(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+def boot_medians(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """Medians of n_boot resamples, in blocks so memory stays bounded for long series."""
     block = max(1, 2_000_000 // max(x.size, 1))
     out = np.empty(n_boot)
@@ -90,7 +90,7 @@ def _interval(boot: np.ndarray, confidence: float) -> tuple[float, float]:
 def median_ci(values, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0):
     """Percentile-bootstrap confidence interval of the median: (median, lo, hi)."""
     x = _array(values)
-    boot = _boot_medians(x, n_boot, np.random.default_rng(seed))
+    boot = boot_medians(x, n_boot, np.random.default_rng(seed))
     return (float(np.median(x)), *_interval(boot, confidence))
 
 
@@ -100,6 +100,6 @@ def ratio_ci(baseline, candidate, confidence: float = 0.95, n_boot: int = 2000, 
     if np.median(a) == 0:
         raise PerflabError("baseline median is 0: a ratio is meaningless")
     rng = np.random.default_rng(seed)
-    ma, mb = _boot_medians(a, n_boot, rng), _boot_medians(b, n_boot, rng)
+    ma, mb = boot_medians(a, n_boot, rng), boot_medians(b, n_boot, rng)
     ok = ma != 0
     return (float(np.median(b) / np.median(a)), *_interval(mb[ok] / ma[ok], confidence))

@@ -48,4 +48,15 @@ def main() -> None:
     cli(prog_name="perflab")
 
 
-from perflab.cli import clocks, compare, counters, env_size, link_order, machine, memory, oscost, report, threads  # noqa: E402,F401 - verbs register on the group
+from perflab.cli import (  # noqa: E402,F401 - verbs register on the group
+    clocks,
+    compare,
+    counters,
+    env_size,
+    link_order,
+    machine,
+    memory,
+    oscost,
+    report,
+    threads,
+)

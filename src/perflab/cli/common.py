@@ -6,7 +6,7 @@ import math
 import click
 import pandas as pd
 
-from perflab import plot, results
+from perflab import machine, plot, results
 
 
 def output_options(func):
@@ -44,6 +44,17 @@ def cluster_options(func):
         "one point at a time per host (pip install perflab[cluster]).",
     )(func)
     return func
+
+
+def cpu_list(ctx, param, value):
+    """Click callback: '1' or '0-1,3' as a list of online CPUs, else a one-line error."""
+    if value is None:
+        return None
+    try:
+        cpus = machine.parse_cpu_list(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a CPU list such as 1 or 0-3,6") from None
+    return machine.check_cpus(cpus)
 
 
 def check_paths(output: str | None, plot_path: str | None) -> None:

@@ -5,21 +5,10 @@ from pathlib import Path
 
 import click
 
-from perflab import build, env_size, machine, plot
+from perflab import build, env_size, plot
 from perflab.cli import sweep
-from perflab.cli.common import check_paths, emit_json, output_options, records, table
+from perflab.cli.common import check_paths, cpu_list, emit_json, output_options, records, table
 from perflab.errors import PerflabError
-
-
-def _cpus(ctx, param, value):
-    """'1' or '0-1,3' as a list of online CPUs."""
-    if value is None:
-        return None
-    try:
-        cpus = machine.parse_cpu_list(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a CPU list such as 1 or 0-3,6") from None
-    return machine.check_cpus(cpus)
 
 
 def _zoom(ctx, param, value):
@@ -55,7 +44,7 @@ def _output(output: str | None, resume: str | None) -> tuple[str, bool]:
 @click.option(
     "--cpu",
     "cpus",
-    callback=_cpus,
+    callback=cpu_list,
     help="Pin the child to these CPUs (e.g. 1 or 0-1), as taskset did. [default: last online]",
 )
 @click.option("--env-var", "var", default="A", show_default=True, help="The padding variable.")

@@ -8,8 +8,7 @@ import click
 
 from perflab import link_order, plot
 from perflab.cli import sweep
-from perflab.cli.common import check_paths, emit_json, output_options, records, table
-from perflab.cli.env_size import _cpus
+from perflab.cli.common import check_paths, cpu_list, emit_json, output_options, records, table
 from perflab.env_size import status_counts
 from perflab.errors import PerflabError
 
@@ -66,7 +65,7 @@ def run_controls(func):
             help="off: ADDR_NO_RANDOMIZE for the child only; on: force it; system: leave it.",
         ),
         click.option(
-            "--cpu", "cpus", callback=_cpus, help="Pin the child to these CPUs. [default: last]"
+            "--cpu", "cpus", callback=cpu_list, help="Pin the child to these CPUs. [default: last]"
         ),
         click.option(
             "--inherit-env", is_flag=True, help="Run with perflab's environment, not an empty one."

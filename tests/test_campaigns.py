@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import perflab
-from perflab import campaigns, clocks
+from perflab import campaigns, clocks, results
 from perflab.cli import cli
 
 distributed = pytest.importorskip("distributed")
@@ -115,6 +115,56 @@ def test_cli_fleet_clocks_then_report_hosts(cluster, runner, tmp_path):
 def test_unreachable_scheduler_is_one_line(runner):
     res = runner.invoke(cli, ["clocks", "--cluster", "tcp://127.0.0.1:9"])
     assert res.exit_code != 0 and "cannot reach the Dask scheduler" in res.output
+
+
+def test_env_size_sweep_on_two_hosts(cluster, runner, tmp_path):
+    lc, _ = cluster
+    out = tmp_path / "fleet-env.parquet"
+    args = [
+        "sweep",
+        "env-size",
+        "--max",
+        "8192",
+        "--step",
+        "128",
+        "--repeat",
+        "2",
+        "--no-rt",
+        "--cluster",
+        lc.scheduler_address,
+        "-o",
+        str(out),
+        "--json",
+    ]
+    res = runner.invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert {h["host"]: h["runs"] for h in doc["hosts"]} == {"host-a": 130, "host-b": 130}
+    df = results.load(out)
+    assert not df.duplicated(["host", "env_size", "rep"]).any()
+    assert results.metadata(df)["complete"] is True
+
+
+def test_fauxplat_on_two_hosts(cluster, runner):
+    lc, _ = cluster
+    args = [
+        "run",
+        "fauxplat",
+        "--loops",
+        "5",
+        "--repeat",
+        "2",
+        "--perturb",
+        "cpu@1",
+        "--cluster",
+        lc.scheduler_address,
+        "--json",
+    ]
+    res = runner.invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    hosts = json.loads(res.stdout)["hosts"]
+    assert {h["host"] for h in hosts} == {"host-a", "host-b"}
+    assert all(h["n"] == 2 and h["median"] > 0 for h in hosts)
 
 
 # Last: it kills host-b, which the module's other tests need.

@@ -71,8 +71,7 @@ def measure_point(measure: Measure, point: Mapping[str, Any], label: str) -> pd.
     meta = machine.metadata()
     df = df.copy()
     for key, value in point.items():
-        if key not in df:
-            df[key] = value
+        df[key] = value
     df["host"] = label
     for col in HOST_COLUMNS[1:]:
         df[col] = meta[col]
@@ -112,9 +111,15 @@ def run(
     hosts: Iterable[str] | None = None,
     journal: Journal | None = None,
     on_point: Callable[[], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> Outcome:
-    """Measure every point on every host; a lost worker costs only its in-flight point."""
+    """Measure every point on every host; a lost worker costs only its in-flight point.
+
+    on_start gets the number of points still to measure over all hosts, on_point a call each.
+    """
     if address is None:
+        if on_start:
+            on_start(len(_pending(points, host_facts()["label"], journal)))
         return _run_local(measure, points, journal, on_point)
     from distributed import Client
 
@@ -126,6 +131,8 @@ def run(
         chosen, refused = discover(client, hosts)
         if not chosen:
             raise PerflabError("no host can measure: " + "; ".join(refused))
+        if on_start:
+            on_start(sum(len(_pending(points, h.label, journal)) for h in chosen))
         return _run_cluster(client, measure, points, chosen, refused, journal, on_point)
 
 
@@ -147,7 +154,7 @@ def _run_local(measure, points, journal, on_point) -> Outcome:
         df = measure_point(measure, point, label)
         frames.append(df)
         if journal:
-            journal.extend(df.to_dict(orient="records"))
+            journal.extend_frame(df)
         if on_point:
             on_point()
     return Outcome(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
@@ -195,7 +202,7 @@ def _run_cluster(client, measure, points, chosen, refused, journal, on_point) ->
                 df = fut.result()
                 frames.append(df)
                 if journal:
-                    journal.extend(df.to_dict(orient="records"))
+                    journal.extend_frame(df)
                 del inflight[label]
                 if on_point:
                     on_point()

@@ -329,6 +329,19 @@ class _Recorder:
         return results.attach(df, meta)
 
 
+def campaign_points(min_size: int, max_size: int, step: int, block: int = 64) -> list[dict]:
+    """The sweep cut into blocks of `block` sizes: what a campaign hands to a host at a time."""
+    Plan(min_size=min_size, max_size=max_size, step=step).check()
+    starts = range(min_size, max_size + 1, step * block)
+    return [{"env_size_from": int(a)} for a in starts]
+
+
+def sweep_block(env_size_from: int, *, max_size: int, step: int, block: int = 64, **options):
+    """One block of a campaign's sweep, measured on the host that runs it, kept in memory."""
+    upto = min(max_size, env_size_from + (block - 1) * step)
+    return sweep(min_size=env_size_from, max_size=upto, step=step, output=None, **options)
+
+
 def value_column(df: pd.DataFrame) -> str:
     """The probe's ticks when the program has a probe, else the parent's ticks around the run."""
     return "ticks" if df["ticks"].notna().any() else "outer_ticks"

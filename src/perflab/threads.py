@@ -603,6 +603,12 @@ def default_perturbations(cpu: int) -> list[Perturbation]:
     return [Perturbation(kind, cpu) for kind in HOGS]
 
 
+def fauxplat_point(rep: int, **options) -> pd.DataFrame:
+    """One repeat of fauxplat(): what a campaign hands to a host (the caller numbers it)."""
+    del rep
+    return fauxplat(repeat=1, **options)
+
+
 def fauxplat_summary(df: pd.DataFrame) -> pd.DataFrame:
     """Spread of the index per condition and its median change vs alone (the post: 10 %, 20 %)."""
     rows = []

@@ -1,13 +1,23 @@
 """`perflab sweep env-size`: Mytkowicz's environment-size experiment, resumable, in minutes."""
 
+import functools
 import time
 from pathlib import Path
 
 import click
+import pandas as pd
 
-from perflab import build, env_size, plot
+from perflab import build, campaigns, env_size, machine, plot, results
 from perflab.cli import sweep
-from perflab.cli.common import check_paths, cpu_list, emit_json, output_options, records, table
+from perflab.cli.common import (
+    check_paths,
+    cluster_options,
+    cpu_list,
+    emit_json,
+    output_options,
+    records,
+    table,
+)
 from perflab.errors import PerflabError
 
 
@@ -102,6 +112,7 @@ def _output(output: str | None, resume: str | None) -> tuple[str, bool]:
     help="Window threshold: median of medians + k robust sigmas (1.4826·MAD).",
 )
 @output_options
+@cluster_options
 @click.argument("program", nargs=-1, type=click.UNPROCESSED)
 def env_size_cmd(
     aslr,
@@ -124,6 +135,8 @@ def env_size_cmd(
     output,
     as_json,
     plot_path,
+    cluster,
+    hosts,
     program,
 ):
     """Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times each.
@@ -151,6 +164,9 @@ def env_size_cmd(
         rt=rt,
         mlock=mlock,
     )
+    if cluster:
+        _fleet(cluster, hosts, program, common, output, resuming, k, as_json)
+        return
     bar = _Progress(None if chosen else f"recording to {output} (choose with -o FILE)")
     try:
         df = env_size.sweep(
@@ -249,3 +265,57 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
     table(summary.nlargest(10, "median"), "{:,.0f}", title=f"10 slowest sizes ({value})")
     if plot_path:
         click.echo(f"plot: {plot.check_plot_path(plot_path)}")
+
+
+def _fleet(address, hosts, program, common, output, resuming, k, as_json) -> None:
+    """The same sweep on every host of a Dask cluster, in blocks of sizes, journaled by host."""
+    points = env_size.campaign_points(common["min_size"], common["max_size"], common["step"])
+    options = {key: v for key, v in common.items() if key != "min_size"}
+    measure = functools.partial(env_size.sweep_block, program=program, **options)
+    params = {**common, "program": list(program), "cluster": address, "hosts": sorted(hosts)}
+    meta = {**machine.metadata(), "experiment": "env-size campaign"}
+    journal = results.Journal(output, params, meta, ("host", "env_size_from"), resume=resuming)
+    complete, out = False, None
+    bar = _Progress()
+    try:
+        out = campaigns.run(
+            measure,
+            points,
+            address,
+            hosts,
+            journal,
+            lambda: bar.update(1),
+            lambda todo: bar.start(todo, 0),
+        )
+        complete = not out.missing
+    except KeyboardInterrupt:
+        raise click.ClickException(
+            f"interrupted: finished blocks are in {output}; add --resume {output}"
+        ) from None
+    finally:
+        bar.close()
+        extra = {"missing": out.missing, "refused": out.refused} if out else {}
+        df = journal.finish(complete, extra)
+    for line in out.refused:
+        click.echo(f"refused {line}", err=True)
+    rows = []
+    for host, part in df.groupby("host"):
+        summary = env_size.summarize(part, env_size.value_column(part))
+        windows = env_size.detect_windows(summary, k=k)
+        rows.append(
+            {
+                "host": host,
+                "runs": len(part),
+                "median": summary["median"].median(),
+                "windows": len(windows),
+                "spacing": windows["spacing"].median(),
+            }
+        )
+    per_host = pd.DataFrame(rows)
+    if as_json:
+        emit_json({"output": output, "hosts": records(per_host), "missing": out.missing})
+        return
+    table(per_host, "{:,.0f}", title=f"env-size on {len(per_host)} hosts, recorded in {output}")
+    for m in out.missing:
+        click.echo(f"missing: {m}")
+    click.echo(f"fleet view: perflab report hosts {output}")

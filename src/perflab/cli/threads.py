@@ -2,13 +2,21 @@
 interference, printed as DjiBee's and easyperf's programs print them."""
 
 import contextlib
+import functools
 import warnings
 
 import click
 
-from perflab import machine, results, threads
+from perflab import campaigns, fleet, machine, results, threads
 from perflab.cli import run, sweep
-from perflab.cli.common import check_paths, emit_json, output_options, records, table
+from perflab.cli.common import (
+    check_paths,
+    cluster_options,
+    emit_json,
+    output_options,
+    records,
+    table,
+)
 
 
 def _perturbation(ctx, param, values):
@@ -288,14 +296,56 @@ def _busy_hint(wall_over_cpu: float, rt: bool) -> None:
 )
 @interference_options
 @output_options
+@cluster_options
 def fauxplat_cmd(
-    loops, repeat, cpu, kernel, size, perturb, nice, rt, rt_limit, output, as_json, plot_path
+    loops,
+    repeat,
+    cpu,
+    kernel,
+    size,
+    perturb,
+    nice,
+    rt,
+    rt_limit,
+    output,
+    as_json,
+    plot_path,
+    cluster,
+    hosts,
 ):
     """FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: cpu, cache
     and rt hogs on --cpu), with its spread and its change vs alone."""
     machine.check_cpus([cpu])
     check_paths(output, plot_path)
     chosen = list(perturb) or threads.default_perturbations(cpu)
+    if cluster:
+        measure = functools.partial(
+            threads.fauxplat_point,
+            loops=loops,
+            cpu=cpu,
+            perturb=chosen,
+            priority=_priority(nice, rt, rt_limit),
+            kernel=kernel,
+            size=size,
+        )
+        points = [{"rep": r} for r in range(repeat)]
+        out = campaigns.run(measure, points, cluster, hosts)
+        meta = _meta(**_conditions(loops, nice, rt, rt_limit, chosen), cpu=cpu, kernel=kernel)
+        meta.update(cluster=cluster, missing=out.missing, refused=out.refused)
+        if output:
+            results.save(results.attach(out.frame, meta), output)
+        alone = out.frame[out.frame["condition"] == "alone"]
+        per_host = fleet.per_host(alone, "fauxplat_per_s")
+        if as_json:
+            emit_json({"hosts": records(per_host), "missing": out.missing, "refused": out.refused})
+            return
+        table(
+            per_host[["host", "n", "median", "min", "max", "vs_fleet_pct", "outlier"]],
+            title="FauxPlat/sec alone, per host",
+        )
+        for m in out.missing:
+            click.echo(f"missing: {m}")
+        return
     with _warnings_to_stderr(), _progress(repeat * (1 + len(chosen)), "fauxplat") as bar:
         df = threads.fauxplat(
             loops,

@@ -208,8 +208,12 @@ def _run_cluster(client, measure, points, chosen, refused, journal, on_point) ->
                     on_point()
                 submit(label)
             elif fut.status == "error":
-                lose(label, f"failed: {fut.exception()}")
+                first = str(fut.exception()).strip().splitlines() or ["unknown error"]
+                lose(label, f"failed: {first[0]}")
             elif checked - missing_since.get(label, checked) > WORKER_GRACE_S:
                 lose(label, "worker died during this point")
-    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return Outcome(frame, missing, refused)
+    if not frames:
+        raise PerflabError(
+            f"no host measured anything: {missing[0]['host']}: {missing[0]['reason']}"
+        )
+    return Outcome(pd.concat(frames, ignore_index=True), missing, refused)

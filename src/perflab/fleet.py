@@ -11,6 +11,18 @@ OUTLIER_MADS = 3.5
 MAD_TO_SIGMA = 1.4826
 
 
+def select(df: pd.DataFrame, where: list[str]) -> pd.DataFrame:
+    """Rows matching every COLUMN=VALUE filter (values compared as text)."""
+    for cond in where:
+        col, sep, val = cond.partition("=")
+        if not sep or col not in df:
+            raise PerflabError(f"--where {cond!r}: expected COLUMN=VALUE with a column of the file")
+        df = df[df[col].astype(str) == val]
+    if df.empty:
+        raise PerflabError(f"no rows match {' and '.join(where)}")
+    return df
+
+
 def per_host(df: pd.DataFrame, value: str) -> pd.DataFrame:
     """Median and spread per host, the deviation from the fleet median, and an outlier flag."""
     if "host" not in df or value not in df:
@@ -31,8 +43,8 @@ def fleet_summary(table: pd.DataFrame) -> dict:
     return {
         "hosts": len(table),
         "fleet_median": float(np.median(med)),
-        "fastest": str(table["host"].iloc[0]),
-        "slowest": str(table["host"].iloc[-1]),
+        "lowest": str(table["host"].iloc[0]),
+        "highest": str(table["host"].iloc[-1]),
         "spread_pct": float(100 * (med.max() / med.min() - 1)),
         "outliers": table.loc[table["outlier"], "host"].tolist(),
     }
@@ -48,5 +60,6 @@ def plot_hosts(table: pd.DataFrame, value: str, path) -> None:
     ax.axhline(np.median(table["median"]), color=plot.COLORS[2], ls="--", label="fleet median")
     ax.set_xticks(x, table["host"], rotation=60, ha="right")
     ax.set_ylabel(value)
-    ax.legend()
+    ax.margins(x=0.15)
+    ax.legend(loc="best")
     plot.save(fig, path, title="Hosts sorted by median")

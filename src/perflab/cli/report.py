@@ -17,6 +17,12 @@ def report() -> None:
 @click.option(
     "--value", default="ticks", show_default=True, help="The value column to compare across hosts."
 )
+@click.option(
+    "--where",
+    multiple=True,
+    metavar="COLUMN=VALUE",
+    help="Only rows where COLUMN equals VALUE (repeatable), e.g. condition=alone.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the per-host table as JSON.")
 @click.option(
     "--plot",
@@ -24,11 +30,11 @@ def report() -> None:
     type=click.Path(dir_okay=False),
     help="Draw hosts sorted by median to FILE.",
 )
-def hosts_cmd(path, value, as_json, plot_path):
+def hosts_cmd(path, value, where, as_json, plot_path):
     """Per-host spread of a campaign: medians, fleet distribution, outlier hosts."""
     check_paths(None, plot_path)
     df = results.load(path)
-    per_host = fleet.per_host(df, value)
+    per_host = fleet.per_host(fleet.select(df, list(where)), value)
     summary = fleet.fleet_summary(per_host)
     missing = results.metadata(df).get("missing", [])
     if plot_path:
@@ -40,8 +46,8 @@ def hosts_cmd(path, value, as_json, plot_path):
     table(per_host[cols], title=f"per host ({value})")
     click.echo(
         f"fleet: {summary['hosts']} hosts, median {summary['fleet_median']:,.2f}, "
-        f"spread {summary['spread_pct']:.1f} % ({summary['fastest']} fastest, "
-        f"{summary['slowest']} slowest); outliers: "
+        f"spread {summary['spread_pct']:.1f} % ({summary['lowest']} lowest, "
+        f"{summary['highest']} highest); outliers: "
         f"{', '.join(summary['outliers']) or 'none'}"
     )
     for m in missing:

@@ -23,6 +23,8 @@ from perflab.results import Journal
 
 # A loaded scheduler can miss a heartbeat: a worker is dead once gone this long.
 WORKER_GRACE_S = 2.0
+# Longest wait for a finished point's rows before asking whether its worker still lives.
+GATHER_S = 5.0
 HOST_COLUMNS = ("host", "hostname", "cpu_model", "kernel", "clocksource", "tsc_hz")
 Measure = Callable[..., pd.DataFrame]
 
@@ -199,7 +201,13 @@ def _run_cluster(client, measure, points, chosen, refused, journal, on_point) ->
         for label in list(inflight):
             fut = inflight[label][0]
             if fut.status == "finished":
-                df = fut.result()
+                try:
+                    df = fut.result(timeout=GATHER_S)
+                except TimeoutError:
+                    # The result lived on a worker that died before it was gathered.
+                    if hosts[label].address not in set(client.scheduler_info()["workers"]):
+                        lose(label, "worker died before its result was gathered")
+                    continue
                 frames.append(df)
                 if journal:
                     journal.extend_frame(df)

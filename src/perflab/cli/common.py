@@ -2,6 +2,7 @@
 
 import json
 import math
+from pathlib import Path
 
 import click
 import pandas as pd
@@ -55,6 +56,16 @@ def cpu_list(ctx, param, value):
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a CPU list such as 1 or 0-3,6") from None
     return machine.check_cpus(cpus)
+
+
+def interrupted(output: str) -> click.ClickException:
+    """Ctrl-C in a journaled run: where the finished runs are and how to complete them."""
+    if not Path(output).exists() and not Path(output + ".parts").exists():
+        return click.ClickException("interrupted before any run was recorded")
+    return click.ClickException(
+        f"interrupted: finished runs are in {output}; complete them with the same "
+        f"command plus --resume {output}"
+    )
 
 
 def check_paths(output: str | None, plot_path: str | None) -> None:

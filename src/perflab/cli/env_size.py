@@ -14,6 +14,7 @@ from perflab.cli.common import (
     cluster_options,
     cpu_list,
     emit_json,
+    interrupted,
     output_options,
     records,
     table,
@@ -179,12 +180,7 @@ def env_size_cmd(
         )
     except KeyboardInterrupt:
         bar.close()
-        if not Path(output).exists() and not Path(output + ".parts").exists():
-            raise click.ClickException("interrupted before any run was recorded") from None
-        raise click.ClickException(
-            f"interrupted: finished runs are in {output}; complete them with the same "
-            f"command plus --resume {output}"
-        ) from None
+        raise interrupted(output) from None
     finally:
         bar.close()
     _report(df, output, plot_path, zoom, k, as_json)
@@ -289,9 +285,7 @@ def _fleet(address, hosts, program, common, output, resuming, k, as_json) -> Non
         )
         complete = not out.missing
     except KeyboardInterrupt:
-        raise click.ClickException(
-            f"interrupted: finished blocks are in {output}; add --resume {output}"
-        ) from None
+        raise interrupted(output) from None
     finally:
         bar.close()
         extra = {"missing": out.missing, "refused": out.refused} if out else {}

@@ -8,7 +8,15 @@ import click
 
 from perflab import link_order, plot
 from perflab.cli import sweep
-from perflab.cli.common import check_paths, cpu_list, emit_json, output_options, records, table
+from perflab.cli.common import (
+    check_paths,
+    cpu_list,
+    emit_json,
+    interrupted,
+    output_options,
+    records,
+    table,
+)
 from perflab.env_size import status_counts
 from perflab.errors import PerflabError
 
@@ -205,12 +213,7 @@ def link_order_cmd(
         )
     except KeyboardInterrupt:
         bars.close()
-        if not Path(output).exists() and not Path(output + ".parts").exists():
-            raise click.ClickException("interrupted before any run was recorded") from None
-        raise click.ClickException(
-            f"interrupted: finished runs are in {output}; complete them with the same "
-            f"command plus --resume {output}"
-        ) from None
+        raise interrupted(output) from None
     finally:
         bars.close()
     _report(df, output, plot_path, as_json)

@@ -35,8 +35,12 @@ def name(script: str) -> str:
 
 
 def save(df: pd.DataFrame, args, stem: str, **extra) -> Path:
-    """Save a tidy frame with its metadata plus the gallery's run mode, print where it went."""
-    meta = {**results.metadata(df), "gallery": stem, "quick": args.quick, **extra}
+    """Save a tidy frame with its metadata plus the gallery's run mode, print where it went.
+
+    Some experiment functions return bare frames (the CLI attaches the machine there): the
+    machine's metadata goes under whatever the frame already carries."""
+    meta = {**machine.metadata(), **results.metadata(df), "gallery": stem, "quick": args.quick}
+    meta.update(extra)
     path = results.save(results.attach(df, meta), args.out / f"{stem}.parquet")
     print(f"data: {path} ({len(df)} rows)")
     return path

@@ -44,7 +44,11 @@ def main(argv=None) -> None:
     _common.side_by_side(
         "Thread scaling and synchronisation overhead",
         [
-            ("scaling stops at", "4 threads (4 cores, 8 HT)", _stops(loop, cores)),
+            (
+                f"threads beyond the cores: {cores} -> {most}",
+                "4 -> 8 (4 cores, 8 HT): no gain",
+                f"x{loop.loc[most, 'speedup'] / loop.loc[cores, 'speedup']:.2f} (no SMT here)",
+            ),
             (
                 f"speedup at {cores} / {most} threads",
                 "~4 / no better",
@@ -69,12 +73,6 @@ def main(argv=None) -> None:
 def _shown(table: pd.DataFrame) -> pd.DataFrame:
     """The columns that hold numbers here (instructions and IPC are NaN without a PMU)."""
     return table.dropna(axis=1, how="all")
-
-
-def _stops(loop: pd.DataFrame, cores: int) -> str:
-    # The first thread count within 10 % of the best speedup: beyond it, threads add nothing.
-    best = int(loop.index[loop["speedup"] >= 0.9 * loop["speedup"].max()][0])
-    return f"{best} threads ({cores} cores, no SMT)"
 
 
 def _busy(loop: pd.DataFrame) -> str:

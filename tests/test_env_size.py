@@ -14,10 +14,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+import perflab
 from perflab import build, env_size, results
 from perflab.cli import cli
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+# Where this perflab is imported from (src/ in a checkout, site-packages when installed).
+SRC = str(Path(perflab.__file__).resolve().parents[1])
 
 # Behaviour chosen by the padding length: 0 probe, 1 crash, 2 hang, 3 garbage record, 4 exit 3.
 MIXED = r"""

@@ -1,5 +1,7 @@
 """Results keep their metadata through save/load, and journals survive interruption."""
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -23,8 +25,13 @@ def _frame() -> pd.DataFrame:
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_save_load_round_trip(tmp_path, suffix):
     df = _frame()
-    path = results.save(df, tmp_path / f"r{suffix}")
+    old = os.umask(0o022)
+    try:
+        path = results.save(df, tmp_path / f"r{suffix}")
+    finally:
+        os.umask(old)
     back = results.load(path)
+    assert path.stat().st_mode & 0o777 == 0o644
     pd.testing.assert_frame_equal(back, df)
     assert results.metadata(back) == results.metadata(df)
 

@@ -2,12 +2,14 @@
 
 import json
 import math
+import time
 from pathlib import Path
 
 import click
 import pandas as pd
 
 from perflab import machine, plot, results
+from perflab.errors import PerflabError
 
 
 def output_options(func):
@@ -56,6 +58,19 @@ def cpu_list(ctx, param, value):
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a CPU list such as 1 or 0-3,6") from None
     return machine.check_cpus(cpus)
+
+
+def record_path(output: str | None, resume: str | None, stem: str) -> tuple[str, bool]:
+    """Where to record: --resume FILE, else -o, else a fresh timestamped name."""
+    if resume:
+        if output and Path(output).resolve() != Path(resume).resolve():
+            raise PerflabError(f"-o {output} and --resume {resume} name different files")
+        if not Path(resume).exists() and not Path(resume + ".parts").exists():
+            raise PerflabError(f"{resume}: nothing to resume (no results or journal there)")
+        return resume, True
+    if output:
+        return output, False
+    return time.strftime(f"{stem}-%Y%m%d-%H%M%S.parquet"), False
 
 
 def interrupted(output: str) -> click.ClickException:

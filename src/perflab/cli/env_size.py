@@ -1,8 +1,6 @@
 """`perflab sweep env-size`: Mytkowicz's environment-size experiment, resumable, in minutes."""
 
 import functools
-import time
-from pathlib import Path
 
 import click
 import pandas as pd
@@ -16,27 +14,14 @@ from perflab.cli.common import (
     emit_json,
     interrupted,
     output_options,
+    record_path,
     records,
     table,
 )
-from perflab.errors import PerflabError
 
 
 def _zoom(ctx, param, value):
     return env_size.parse_zoom(value) if value else None
-
-
-def _output(output: str | None, resume: str | None) -> tuple[str, bool]:
-    """Where to record: --resume FILE, else -o, else a fresh timestamped name."""
-    if resume:
-        if output and Path(output).resolve() != Path(resume).resolve():
-            raise PerflabError(f"-o {output} and --resume {resume} name different files")
-        if not Path(resume).exists() and not Path(resume + ".parts").exists():
-            raise PerflabError(f"{resume}: nothing to resume (no results or journal there)")
-        return resume, True
-    if output:
-        return output, False
-    return time.strftime("env-size-%Y%m%d-%H%M%S.parquet"), False
 
 
 @sweep.command("env-size")
@@ -147,7 +132,7 @@ def env_size_cmd(
     perflab sweep env-size --aslr off -- ./my_benchmark --flag
     """
     chosen = output or resume
-    output, resuming = _output(output, resume)
+    output, resuming = record_path(output, resume, "env-size")
     check_paths(output, plot_path)
     common = dict(
         min_size=min_size,

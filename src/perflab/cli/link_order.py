@@ -1,8 +1,6 @@
 """`perflab sweep link-order`: the paper's link-order experiment and the layout behind it."""
 
 import shlex
-import time
-from pathlib import Path
 
 import click
 
@@ -14,28 +12,15 @@ from perflab.cli.common import (
     emit_json,
     interrupted,
     output_options,
+    record_path,
     records,
     table,
 )
 from perflab.env_size import status_counts
-from perflab.errors import PerflabError
 
 
 def _permutations(ctx, param, value):
     return link_order.parse_permutations(value)
-
-
-def _output(output: str | None, resume: str | None, stem: str) -> tuple[str, bool]:
-    """Where to record: --resume FILE, else -o, else a fresh timestamped name."""
-    if resume:
-        if output and Path(output).resolve() != Path(resume).resolve():
-            raise PerflabError(f"-o {output} and --resume {resume} name different files")
-        if not Path(resume).exists() and not Path(resume + ".parts").exists():
-            raise PerflabError(f"{resume}: nothing to resume (no results or journal there)")
-        return resume, True
-    if output:
-        return output, False
-    return time.strftime(f"{stem}-%Y%m%d-%H%M%S.parquet"), False
 
 
 class Bars:
@@ -178,7 +163,7 @@ def link_order_cmd(
     if (template or ldflags) and not objects:
         raise click.BadParameter("--link-cmd/--ldflags need --objects FILE...")
     named = output or resume
-    output, resuming = _output(output, resume, "link-order")
+    output, resuming = record_path(output, resume, "link-order")
     check_paths(output, plot_path)
     bars = Bars()
 

@@ -73,6 +73,38 @@ def record_path(output: str | None, resume: str | None, stem: str) -> tuple[str,
     return time.strftime(f"{stem}-%Y%m%d-%H%M%S.parquet"), False
 
 
+def progressbar(length: int, label: str):
+    """A progress bar with ETA on stderr, so --json on stdout stays parseable."""
+    return click.progressbar(
+        length=length, label=label, file=click.get_text_stream("stderr"), show_eta=True
+    )
+
+
+class Bars:
+    """Click progress bars on stderr, one per phase (link, run), created when sizes are known."""
+
+    def __init__(self):
+        self.bar = None
+
+    def open(self, label: str, length: int, done: int = 0):
+        self.close()
+        if done:
+            click.echo(f"resuming: {done} runs done, {length} to go", err=True)
+        self.bar = progressbar(length, label)
+        self.bar.__enter__()
+        return self.bar.update
+
+    def update(self, n: int) -> None:
+        self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+            if not click.get_text_stream("stderr").isatty():
+                click.echo(err=True)  # click ends a non-tty bar without a newline
+
+
 def interrupted(output: str) -> click.ClickException:
     """Ctrl-C in a journaled run: where the finished runs are and how to complete them."""
     if not Path(output).exists() and not Path(output + ".parts").exists():

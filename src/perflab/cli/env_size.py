@@ -8,6 +8,7 @@ import pandas as pd
 from perflab import build, campaigns, env_size, machine, plot, results
 from perflab.cli import sweep
 from perflab.cli.common import (
+    Bars,
     check_paths,
     cluster_options,
     cpu_list,
@@ -153,51 +154,28 @@ def env_size_cmd(
     if cluster:
         _fleet(cluster, hosts, program, common, output, resuming, k, as_json)
         return
-    bar = _Progress(None if chosen else f"recording to {output} (choose with -o FILE)")
+    bars = Bars()
+
+    def start(todo: int, done: int) -> None:
+        if not chosen:  # said only once the input proved valid and runs begin
+            click.echo(f"recording to {output} (choose with -o FILE)", err=True)
+        bars.open("env-size", todo, done)
+
     try:
         df = env_size.sweep(
             program,
             **common,
             output=output,
             resume=resuming,
-            on_start=bar.start,
-            progress=bar.update,
+            on_start=start,
+            progress=bars.update,
         )
     except KeyboardInterrupt:
-        bar.close()
+        bars.close()
         raise interrupted(output) from None
     finally:
-        bar.close()
+        bars.close()
     _report(df, output, plot_path, zoom, k, as_json)
-
-
-class _Progress:
-    """A click progress bar on stderr with ETA, created once the run count is known."""
-
-    def __init__(self, note: str | None = None):
-        self.bar = None
-        self.note = note
-
-    def start(self, todo: int, done: int) -> None:
-        """Called once the input is valid and the program runs: only then say where to."""
-        if self.note:
-            click.echo(self.note, err=True)
-        if done:
-            click.echo(f"resuming: {done} runs done, {todo} to go", err=True)
-        self.bar = click.progressbar(
-            length=todo, label="env-size", file=click.get_text_stream("stderr"), show_eta=True
-        )
-        self.bar.__enter__()
-
-    def update(self, n: int) -> None:
-        self.bar.update(n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
-            if not click.get_text_stream("stderr").isatty():
-                click.echo(err=True)  # click ends a non-tty bar without a newline
 
 
 def _report(df, output, plot_path, zoom, k, as_json) -> None:
@@ -257,7 +235,7 @@ def _fleet(address, hosts, program, common, output, resuming, k, as_json) -> Non
     meta = {**machine.metadata(), "experiment": "env-size campaign"}
     journal = results.Journal(output, params, meta, ("host", "env_size_from"), resume=resuming)
     complete, out = False, None
-    bar = _Progress()
+    bars = Bars()
     try:
         out = campaigns.run(
             measure,
@@ -265,14 +243,14 @@ def _fleet(address, hosts, program, common, output, resuming, k, as_json) -> Non
             address,
             hosts,
             journal,
-            lambda: bar.update(1),
-            lambda todo: bar.start(todo, 0),
+            lambda: bars.update(1),
+            lambda todo: bars.open("env-size blocks", todo),
         )
         complete = not out.missing
     except KeyboardInterrupt:
         raise interrupted(output) from None
     finally:
-        bar.close()
+        bars.close()
         extra = {"missing": out.missing, "refused": out.refused} if out else {}
         df = journal.finish(complete, extra)
     for line in out.refused:

@@ -7,6 +7,7 @@ import click
 from perflab import link_order, plot
 from perflab.cli import sweep
 from perflab.cli.common import (
+    Bars,
     check_paths,
     cpu_list,
     emit_json,
@@ -21,30 +22,6 @@ from perflab.env_size import status_counts
 
 def _permutations(ctx, param, value):
     return link_order.parse_permutations(value)
-
-
-class Bars:
-    """Click progress bars on stderr, one per phase (link, run), created when sizes are known."""
-
-    def __init__(self):
-        self.bar = None
-
-    def open(self, label: str, length: int, done: int = 0):
-        self.close()
-        if done:
-            click.echo(f"resuming: {done} runs done, {length} to go", err=True)
-        self.bar = click.progressbar(
-            length=length, label=label, file=click.get_text_stream("stderr"), show_eta=True
-        )
-        self.bar.__enter__()
-        return self.bar.update
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
-            if not click.get_text_stream("stderr").isatty():
-                click.echo(err=True)  # click ends a non-tty bar without a newline
 
 
 def run_controls(func):
@@ -194,7 +171,7 @@ def link_order_cmd(
             resume=resuming,
             on_build=lambda n: bars.open("link", n),
             on_start=start,
-            progress=lambda n: bars.bar.update(n),
+            progress=bars.update,
         )
     except KeyboardInterrupt:
         bars.close()

@@ -4,15 +4,8 @@ import click
 
 from perflab import memcpy, pagefault, results
 from perflab.cli import run, sweep
-from perflab.cli.common import check_paths, emit_json, output_options, records, table
+from perflab.cli.common import check_paths, emit_json, output_options, progressbar, records, table
 from perflab.errors import PerflabError
-
-
-def progressbar(length: int, label: str):
-    """A progress bar on stderr, so --json on stdout stays parseable."""
-    return click.progressbar(
-        length=length, label=label, file=click.get_text_stream("stderr"), show_eta=True
-    )
 
 
 def _size(ctx, param, value):

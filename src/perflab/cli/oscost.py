@@ -4,8 +4,7 @@ import click
 
 from perflab import cswitch, results, syscalls, trig
 from perflab.cli import run
-from perflab.cli.common import check_paths, emit_json, output_options, records, table
-from perflab.cli.memory import progressbar
+from perflab.cli.common import check_paths, emit_json, output_options, progressbar, records, table
 
 
 def _at_least_one(value: int, hint: str) -> None:

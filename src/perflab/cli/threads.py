@@ -14,6 +14,7 @@ from perflab.cli.common import (
     cluster_options,
     emit_json,
     output_options,
+    progressbar,
     records,
     table,
 )
@@ -74,10 +75,6 @@ def _warnings_to_stderr():
             warnings.showwarning = shown
 
 
-def _progress(steps: int, label: str):
-    return click.progressbar(length=steps, label=label, file=click.get_text_stream("stderr"))
-
-
 def _meta(**conditions) -> dict:
     return {
         **machine.metadata(),
@@ -127,7 +124,7 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
         machine.check_cpus(cpus)
     check_paths(output, plot_path)
     runs = repeat * (1 if cpus else sum(p.available for p in threads.placements()))
-    with _warnings_to_stderr(), _progress(runs, "core-vs-ht") as bar:
+    with _warnings_to_stderr(), progressbar(runs, "core-vs-ht") as bar:
         df = threads.core_vs_ht(
             loops, cpus, repeat, _priority(nice, rt, rt_limit), perturb, progress=bar.update
         )
@@ -219,7 +216,7 @@ def sweep_threads_cmd(
     max_threads = max_threads or len(machine.online_cpus())
     threads.check_placement([None] * max_threads, oversubscribe)
     check_paths(output, plot_path)
-    with _warnings_to_stderr(), _progress(repeat * max_threads, "threads") as bar:
+    with _warnings_to_stderr(), progressbar(repeat * max_threads, "threads") as bar:
         df = threads.sweep_threads(
             max_threads,
             kernel,
@@ -346,7 +343,7 @@ def fauxplat_cmd(
         for m in out.missing:
             click.echo(f"missing: {m}")
         return
-    with _warnings_to_stderr(), _progress(repeat * (1 + len(chosen)), "fauxplat") as bar:
+    with _warnings_to_stderr(), progressbar(repeat * (1 + len(chosen)), "fauxplat") as bar:
         df = threads.fauxplat(
             loops,
             repeat,

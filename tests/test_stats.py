@@ -43,3 +43,11 @@ def test_describe_groups():
     df = pd.DataFrame({"g": [1, 1, 2, 2], "v": [1.0, 3.0, 10.0, 30.0]})
     d = stats.describe(df, "g", "v")
     assert list(d["g"]) == [1, 2] and list(d["median"]) == [2.0, 20.0]
+
+
+def test_spearman_shares_ranks_between_ties():
+    assert stats.spearman([1, 2, 3, 4], [10, 20, 30, 45]) == pytest.approx(1.0)
+    assert stats.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # x ranks 1, 2.5, 2.5, 4 against y ranks 1, 3, 2, 4: Pearson gives sqrt(0.9)
+    assert stats.spearman([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(0.9**0.5)
+    assert np.isnan(stats.spearman([5, 5, 5], [1, 2, 3]))

@@ -577,7 +577,7 @@ def alignment_effects(
                 "score": float(adj),
                 "eta2": float(eta2[0]),
                 "p": float((eta2 >= eta2[0] - 1e-12).sum() / (n_perm + 1)),
-                "rho": float(pd.Series(col.to_numpy()).corr(pd.Series(y), method="spearman")),
+                "rho": stats.spearman(col.to_numpy(), y),
                 "fast_value": int(levels[by_level.idxmin()]),
                 "slow_value": int(levels[by_level.idxmax()]),
                 "slow_over_fast": float(by_level.max() / by_level.min()),

@@ -68,6 +68,19 @@ def describe(df: pd.DataFrame, by: str | Sequence[str], value: str, trim: int = 
     return pd.DataFrame(rows)
 
 
+def spearman(x, y) -> float:
+    """Spearman's rho as Pearson on average ranks (ties shared), so no scipy; nan if constant."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape:
+        raise PerflabError(f"spearman needs equal lengths, got {x.size} and {y.size}")
+    keep = ~(np.isnan(x) | np.isnan(y))
+    rx = pd.Series(x[keep]).rank(method="average").to_numpy()
+    ry = pd.Series(y[keep]).rank(method="average").to_numpy()
+    if rx.size < 2 or rx.std() == 0 or ry.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
 def boot_medians(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """Medians of n_boot resamples, in blocks so memory stays bounded for long series."""
     block = max(1, 2_000_000 // max(x.size, 1))

@@ -2,6 +2,7 @@
 
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -76,7 +77,7 @@ def record_path(output: str | None, resume: str | None, stem: str) -> tuple[str,
 def progressbar(length: int, label: str):
     """A progress bar with ETA on stderr, so --json on stdout stays parseable."""
     return click.progressbar(
-        length=length, label=label, file=click.get_text_stream("stderr"), show_eta=True
+        length=length, label=label, file=sys.stderr, show_eta=True
     )
 
 
@@ -101,7 +102,7 @@ class Bars:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
             self.bar = None
-            if not click.get_text_stream("stderr").isatty():
+            if not sys.stderr.isatty():
                 click.echo(err=True)  # click ends a non-tty bar without a newline
 
 

@@ -8,12 +8,11 @@ pays the short dependency chain that rdtscp waits for, which the third row shows
 """
 
 import argparse
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-from perflab import machine
+from perflab import build, machine
 from perflab._native import ffi, lib
 
 BARE = r"""
@@ -51,8 +50,7 @@ def compile_bare(tmp: str) -> Path:
     """The bare C loops, built here with -O2."""
     src, exe = Path(tmp) / "bare.c", Path(tmp) / "bare"
     src.write_text(BARE)
-    cc = shutil.which("cc") or "gcc"
-    subprocess.run([cc, "-O2", "-o", str(exe), str(src)], check=True)
+    subprocess.run([*build.compiler(), "-O2", "-o", str(exe), str(src)], check=True)
     return exe
 
 

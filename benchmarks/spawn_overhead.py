@@ -52,7 +52,8 @@ def bare(tmp: Path, workload: str, runs: int, prefix: tuple[str, ...] = ()) -> f
     exe = tmp / "bare"
     if not exe.exists():
         (tmp / "bare.c").write_text(BARE)
-        subprocess.run(["cc", "-O2", "-Wall", "-Werror", tmp / "bare.c", "-o", exe], check=True)
+        cc = build.compiler()
+        subprocess.run([*cc, "-O2", "-Wall", "-Werror", tmp / "bare.c", "-o", exe], check=True)
     cmd = [*prefix, str(exe), str(runs), workload]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return float(out.stdout) / runs

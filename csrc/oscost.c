@@ -23,11 +23,17 @@
 
 typedef double (*libm_fn)(double);
 
+/* glibc's soname first; musl and others keep libm inside libc, which the
+ * process has already loaded (dlopen(NULL) searches it). */
 static void *libm_handle(void)
 {
     static void *handle;
     if (handle == NULL)
         handle = dlopen("libm.so.6", RTLD_NOW);
+    if (handle == NULL)
+        handle = dlopen("libm.so", RTLD_NOW);
+    if (handle == NULL)
+        handle = dlopen(NULL, RTLD_NOW);
     return handle;
 }
 

@@ -1,9 +1,28 @@
-"""Shared fixtures: a CLI runner and a scratch directory for outputs."""
+"""Shared fixtures: a CLI runner, and a way to run perflab where real-time priority is refused."""
+
+import os
+import resource
+import shutil
 
 import pytest
 from click.testing import CliRunner
+
+from perflab import machine
 
 
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture
+def no_rt_prefix() -> list[str]:
+    """A command prefix under which SCHED_FIFO is refused: nothing if it already is here, else
+    setpriv dropping CAP_SYS_NICE (root only); a skip where neither holds."""
+    if not machine.realtime_allowed():
+        return []
+    if resource.getrlimit(resource.RLIMIT_RTPRIO)[0] > 0:
+        pytest.skip("RLIMIT_RTPRIO grants real-time priority without CAP_SYS_NICE")
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("real-time is granted here and only root with setpriv can drop it")
+    return ["setpriv", "--bounding-set=-sys_nice", "--inh-caps=-sys_nice"]

@@ -7,12 +7,16 @@ from perflab import clocks, machine
 from perflab._native import ffi, lib, ptr
 
 
-def test_empty_region_costs_about_zero_ticks():
+def test_empty_region_costs_less_than_one_step_plus_half_a_read():
+    """After subtracting the timer's own cost an empty region is about zero, to within the
+    counter's step (1 tick on most Intel TSCs, 20 on some AMD guests) and read jitter."""
     out = np.zeros(200_000, dtype=np.int64)
     lib.perflab_time_empty(ptr(out, "int64_t[]"), out.size)
-    assert lib.perflab_timer_overhead() > 0
-    assert abs(np.median(out)) <= 12  # the raw cost is ~35 ticks here
-    assert np.percentile(out, 1) >= -4
+    overhead = lib.perflab_timer_overhead()
+    step = int(np.gcd.reduce(np.diff(np.unique(out)))) or 1
+    assert overhead > 0
+    assert abs(np.median(out)) < step + overhead / 2
+    assert np.percentile(out, 1) >= -(step + overhead / 2)
 
 
 def test_tsc_frequency_agrees_with_monotonic():

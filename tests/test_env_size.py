@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -49,7 +48,16 @@ def mixed(tmp_path_factory) -> str:
     d = tmp_path_factory.mktemp("mixed")
     (d / "mixed.c").write_text(MIXED)
     subprocess.run(
-        ["cc", "-O0", "-Wall", "-I", str(build.WORKLOADS), str(d / "mixed.c"), "-o", d / "mixed"],
+        [
+            *build.compiler(),
+            "-O0",
+            "-Wall",
+            "-I",
+            str(build.WORKLOADS),
+            str(d / "mixed.c"),
+            "-o",
+            d / "mixed",
+        ],
         check=True,
     )
     return str(d / "mixed")
@@ -284,15 +292,11 @@ def test_windows_on_a_coarse_grid():
     assert list(w["start"]) == [1000] and list(w["width"]) == [64]
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv"
-)
-def test_refused_realtime_warns_once_and_continues(tmp_path):
+def test_refused_realtime_warns_once_and_continues(tmp_path, no_rt_prefix):
     out = tmp_path / "rt.parquet"
-    drop = ["setpriv", "--bounding-set", "-sys_nice", "--inh-caps", "-sys_nice"]
     args = ["--max", "600", "--repeat", "2", "-o", str(out)]
     done = subprocess.run(
-        [*drop, sys.executable, "-m", "perflab", "sweep", "env-size", *args],
+        [*no_rt_prefix, sys.executable, "-m", "perflab", "sweep", "env-size", *args],
         env={**os.environ, "PYTHONPATH": SRC},
         capture_output=True,
         text=True,

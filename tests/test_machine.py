@@ -3,8 +3,13 @@
 import os
 import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
-from perflab import machine
+import pytest
+
+from perflab import build, machine
+from perflab.errors import PerflabError
 
 
 def test_topology_matches_cpu_count_and_sysfs():
@@ -29,15 +34,46 @@ def test_topology_matches_lscpu():
 
 def test_parse_cpu_list():
     assert machine.parse_cpu_list("0-2,5,7-8\n") == [0, 1, 2, 5, 7, 8]
+    assert machine.format_cpu_list([8, 0, 1, 2, 5, 7]) == "0-2,5,7-8"
+    for text in ("3-1", "-1", "0-99999999", "a"):
+        with pytest.raises(ValueError):
+            machine.parse_cpu_list(text)
 
 
 def test_offline_cpu_is_refused_with_the_online_list():
-    import pytest
+    absent = max(machine.online_cpus()) + 1
+    with pytest.raises(PerflabError, match=f"CPU {absent} does not exist .* online CPUs"):
+        machine.check_cpus([absent])
 
-    from perflab.errors import PerflabError
 
-    with pytest.raises(PerflabError, match="online CPUs"):
-        machine.check_cpus([4096])
+def test_cpus_outside_the_affinity_mask_are_refused_by_name():
+    """As under `taskset -c` or a container's cpuset: online, but not ours to pin to."""
+    usable = machine.usable_cpus()
+    if len(usable) < 2:
+        pytest.skip("needs two usable CPUs to narrow the mask")
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {usable[0]})
+    try:
+        assert machine.usable_cpus() == [usable[0]]
+        with pytest.raises(PerflabError, match=f"CPU {usable[1]} is outside .* affinity mask"):
+            machine.check_cpus([usable[1]])
+        assert machine.check_cpus([usable[0]]) == [usable[0]]
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+@pytest.mark.skipif(shutil.which("chrt") is None, reason="no chrt")
+def test_realtime_detection_agrees_with_chrt():
+    done = subprocess.run(["chrt", "-f", "1", "true"], capture_output=True, check=False)
+    assert machine.realtime_allowed() == (done.returncode == 0)
+
+
+def test_build_cache_falls_back_when_home_cannot_hold_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "no" / "such" / "home"))
+    path = build.cache_dir()
+    assert path.parent == Path(tempfile.gettempdir())
+    assert path.stat().st_uid == os.getuid() and not (tmp_path / "no").exists()
 
 
 def test_metadata_records_the_conditions():

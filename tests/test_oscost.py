@@ -78,7 +78,10 @@ def test_cli_trig_json(runner):
 def test_cli_trig_unknown_function_is_one_line(runner):
     res = runner.invoke(cli, ["run", "trig", "sine(1)"])
     assert res.exit_code != 0
-    assert res.output.strip() == "Error: unknown libm function 'sine' (not a function in libm.so.6)"
+    assert (
+        res.output.strip()
+        == "Error: unknown libm function 'sine' (not a function in the C math library)"
+    )
 
 
 # ---- cswitch -------------------------------------------------------------

@@ -45,9 +45,21 @@ class Workload:
 
 
 def cache_dir() -> Path:
-    """$XDG_CACHE_HOME/perflab, else ~/.cache/perflab."""
+    """$XDG_CACHE_HOME/perflab, else ~/.cache/perflab; a per-user temporary directory where
+    neither can be created (a read-only or missing HOME, as for service accounts)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "perflab"
+    path = Path(base) / "perflab"
+    try:
+        path.parent.mkdir(exist_ok=True)  # not parents: a missing HOME is not ours to create
+        path.mkdir(exist_ok=True)
+    except OSError:
+        path = Path(tempfile.gettempdir()) / f"perflab-cache-{os.getuid()}"
+        path.mkdir(mode=0o700, exist_ok=True)
+        if path.stat().st_uid != os.getuid():  # someone else's: never run binaries from it
+            raise PerflabError(f"{path} belongs to another user: set XDG_CACHE_HOME") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise PerflabError(f"cache directory {path} is not writable: set XDG_CACHE_HOME")
+    return path
 
 
 def compiler() -> list[str]:

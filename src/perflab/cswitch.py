@@ -25,7 +25,7 @@ class Placement:
 
 def placements(cpus: list[int] | None = None) -> list[Placement]:
     """Unpinned, both on one CPU, and (with two CPUs online) one CPU each."""
-    online = machine.online_cpus() if cpus is None else machine.check_cpus(cpus)
+    online = machine.usable_cpus() if cpus is None else machine.check_cpus(cpus)
     out = [Placement("unpinned"), Placement("one CPU", online[0], online[0])]
     if len(online) > 1:
         out.append(Placement("two CPUs", online[0], online[1]))

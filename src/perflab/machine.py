@@ -6,6 +6,7 @@ import platform
 import shlex
 import socket
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,13 +35,30 @@ def _read(path: Path | str, default: str = "") -> str:
         return default
 
 
+MAX_CPU = 1 << 16  # far beyond any kernel's NR_CPUS, so a typo cannot build a huge list
+
+
 def parse_cpu_list(text: str) -> list[int]:
-    """Expand a sysfs CPU list such as '0-3,8,10-11'."""
+    """Expand a sysfs CPU list such as '0-3,8,10-11'; ValueError on anything else."""
     cpus: list[int] = []
     for part in filter(None, text.strip().split(",")):
         lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
+        first, last = int(lo), int(hi or lo)
+        if not 0 <= first <= last < MAX_CPU:
+            raise ValueError(f"bad CPU range {part!r}")
+        cpus.extend(range(first, last + 1))
     return cpus
+
+
+def format_cpu_list(cpus) -> str:
+    """The inverse of parse_cpu_list: [0, 1, 2, 5] as '0-2,5'."""
+    runs: list[list[int]] = []
+    for c in sorted(set(cpus)):
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def online_cpus() -> list[int]:
@@ -49,17 +67,53 @@ def online_cpus() -> list[int]:
     return parse_cpu_list(text) if text else list(range(os.cpu_count() or 1))
 
 
+def allowed_cpus() -> list[int]:
+    """CPUs this process may run on (taskset, a container's cpuset), a subset of the online."""
+    return sorted(os.sched_getaffinity(0))
+
+
+def usable_cpus() -> list[int]:
+    """Online CPUs inside the affinity mask: the ones perflab may choose by itself."""
+    allowed = set(allowed_cpus())
+    return [c for c in online_cpus() if c in allowed] or allowed_cpus()
+
+
 def check_cpus(cpus) -> list[int]:
-    """Refuse CPU numbers that do not exist or are offline, naming the online ones."""
-    online = online_cpus()
-    bad = [c for c in cpus if c not in online]
-    if bad:
-        names = ", ".join(map(str, bad))
+    """Refuse CPUs that do not exist, are offline, or lie outside the affinity mask, by name."""
+    online, allowed = online_cpus(), set(allowed_cpus())
+    absent = [c for c in cpus if c not in online]
+    if absent:
         raise PerflabError(
-            f"CPU {names} does not exist or is offline; online CPUs: "
-            f"{_read(SYS_CPU / 'online') or online}"
+            f"CPU {format_cpu_list(absent)} does not exist or is offline; "
+            f"online CPUs: {format_cpu_list(online)}"
+        )
+    outside = [c for c in cpus if c not in allowed]
+    if outside:
+        raise PerflabError(
+            f"CPU {format_cpu_list(outside)} is outside this process's affinity mask "
+            f"(taskset or a cpuset); allowed CPUs: {format_cpu_list(allowed)}"
         )
     return list(cpus)
+
+
+@functools.cache
+def realtime_allowed() -> bool:
+    """Whether SCHED_FIFO is granted here, found by asking for it on a throwaway thread:
+    CAP_SYS_NICE, RLIMIT_RTPRIO and the cgroup's real-time budget decide, not the uid."""
+    granted: list[bool] = []
+
+    def attempt() -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))  # 0: this thread only
+        except OSError:
+            granted.append(False)
+        else:
+            granted.append(True)
+
+    worker = threading.Thread(target=attempt, name="perflab-rt-probe")
+    worker.start()
+    worker.join()
+    return granted[0]
 
 
 @functools.cache

@@ -65,5 +65,5 @@ def rt_refused_once(options, runs, extra, warn):
 
 
 def default_cpus() -> tuple[int, ...]:
-    """The last online CPU: away from CPU 0, where most interrupts land."""
-    return (machine.online_cpus()[-1],)
+    """The last usable CPU: away from CPU 0, where most interrupts land."""
+    return (machine.usable_cpus()[-1],)

@@ -62,12 +62,13 @@ def _kernel(name: str) -> int:
 
 
 def check_placement(cpus: Sequence[int | None], oversubscribe: bool = False) -> None:
-    """Refuse absent/offline CPUs, and more threads than online CPUs unless asked for."""
+    """Refuse absent, offline or disallowed CPUs, and more threads than usable CPUs unless
+    asked for."""
     machine.check_cpus([c for c in cpus if c is not None])
-    online = machine.online_cpus()
-    if len(cpus) > len(online) and not oversubscribe:
+    usable = machine.usable_cpus()
+    if len(cpus) > len(usable) and not oversubscribe:
         raise PerflabError(
-            f"{len(cpus)} threads on {len(online)} online CPUs: add --oversubscribe to run "
+            f"{len(cpus)} threads on {len(usable)} usable CPUs: add --oversubscribe to run "
             "more threads than CPUs"
         )
 
@@ -228,18 +229,19 @@ def cache_hog_bytes() -> int:
     return max(2 * max(sizes), 8 << 20)
 
 
-def _start_hog(p: Perturbation, max_s: float) -> int:
+def _start_hog(p: Perturbation, max_s: float, pids: list[int]) -> None:
+    """Start one hog and record its pid in pids before anything can raise, so it is stopped."""
     pid, sched = ffi.new("int32_t *"), ffi.new("int32_t *")
     rc = lib.perflab_hog_start(
         HOGS[p.kind], p.cpu, cache_hog_bytes(), int(max_s * 1e9), RT_PRIORITY, pid, sched
     )
     check(rc, f"start {p} hog")
+    pids.append(pid[0])
     if sched[0]:
         _warn_once(
             f"the {p} hog could not get real-time priority ({os.strerror(-sched[0])}); "
             "it runs as a normal CPU hog (run as root for --perturb rt)"
         )
-    return pid[0]
 
 
 def _stop_hog(pid: int) -> None:
@@ -256,7 +258,7 @@ def perturbed(perturbations: Sequence[Perturbation], max_s: float = HOG_MAX_S) -
     pids: list[int] = []
     try:
         for p in perturbations:
-            pids.append(_start_hog(p, max_s))
+            _start_hog(p, max_s, pids)
         yield pids
     finally:
         for pid in pids:
@@ -278,8 +280,14 @@ class Placement:
 
 def placements(topo: pd.DataFrame | None = None) -> list[Placement]:
     """The post's matrix: scheduler's choice, same CPU, hyper-thread siblings, two cores of one
-    socket, two sockets; rows this topology lacks say so."""
-    topo = machine.topology() if topo is None else topo
+    socket, two sockets; rows this topology (or the affinity mask) lacks say so."""
+    scope = "not on this machine"
+    if topo is None:
+        topo = machine.topology()
+        usable = topo["cpu"].isin(machine.usable_cpus())
+        if not usable.all():
+            scope = f"not among the allowed CPUs ({machine.format_cpu_list(topo['cpu'][usable])})"
+        topo = topo[usable]
     rows = list(topo.itertuples())
     first = rows[0]
 
@@ -299,7 +307,7 @@ def placements(topo: pd.DataFrame | None = None) -> list[Placement]:
             Placement(
                 "hyper-threads",
                 (None, None),
-                "not on this machine: no SMT, every core has one thread (thread_siblings_list)",
+                f"{scope}: no SMT, every core has one thread (thread_siblings_list)",
                 False,
             )
         )
@@ -313,18 +321,14 @@ def placements(topo: pd.DataFrame | None = None) -> list[Placement]:
         a, b = cores[0]
         out.append(Placement("two cores", (a.cpu, b.cpu), f"{where(a)} + {where(b)}"))
     else:
-        out.append(
-            Placement("two cores", (None, None), "not on this machine: one core per socket", False)
-        )
+        out.append(Placement("two cores", (None, None), f"{scope}: one core per socket", False))
     sockets = [(a, b) for a in rows for b in rows if a.cpu < b.cpu and a.socket != b.socket]
     if sockets:
         a, b = sockets[0]
         out.append(Placement("two sockets", (a.cpu, b.cpu), f"{where(a)} + {where(b)}"))
     else:
         n = topo["socket"].nunique()
-        out.append(
-            Placement("two sockets", (None, None), f"not on this machine: {n} socket", False)
-        )
+        out.append(Placement("two sockets", (None, None), f"{scope}: {n} socket", False))
     return out
 
 
@@ -470,12 +474,12 @@ def sweep_threads(
     perturb: Sequence[Perturbation] = (),
     progress: Progress = None,
 ) -> pd.DataFrame:
-    """Fixed total work split over 1..max_threads threads (pinned round-robin over the online
+    """Fixed total work split over 1..max_threads threads (pinned round-robin over the usable
     CPUs unless pin=False), interleaved repeats; one row per thread run."""
     _kernel(kernel)
     if max_threads < 1 or loops < 1 or repeat < 1:
         raise PerflabError("--max, --loops and --repeat must be at least 1")
-    online = machine.online_cpus()
+    usable = machine.usable_cpus()
     check_placement([None] * max_threads, oversubscribe)
     if loops < max_threads:
         raise PerflabError(f"--loops {loops} cannot be shared among {max_threads} threads")
@@ -483,7 +487,7 @@ def sweep_threads(
     with perturbed(perturb):
         for rep in range(repeat):
             for n in range(1, max_threads + 1):
-                cpus = [online[i % len(online)] if pin else None for i in range(n)]
+                cpus = [usable[i % len(usable)] if pin else None for i in range(n)]
                 df = run_threads(cpus, split(loops, n), kernel, size, **_prio(priority))
                 df.insert(0, "threads", n)
                 df.insert(1, "rep", rep)

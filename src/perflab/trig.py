@@ -40,7 +40,7 @@ def _base(name: str) -> str:
 def check_function(name: str) -> None:
     """A libm function callable as double(double), or a one-line error saying why not."""
     if lib.perflab_libm_lookup(name.encode()) != 0:
-        raise PerflabError(f"unknown libm function {name!r} (not a function in libm.so.6)")
+        raise PerflabError(f"unknown libm function {name!r} (not a function in the C math library)")
     if name in POINTER_ARGS or _base(name) in POINTER_ARGS:
         raise PerflabError(f"{name!r} takes a pointer argument; perflab calls double f(double)")
     if name.endswith("l") and len(name) > 1 and lib.perflab_libm_lookup(name[:-1].encode()) == 0:

@@ -40,7 +40,7 @@ def sweep() -> None:
 
 @cli.group()
 def run() -> None:
-    """Run one experiment of the seed articles."""
+    """Run one experiment of the published articles (docs/sources.md)."""
 
 
 def main() -> None:

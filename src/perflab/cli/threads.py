@@ -213,7 +213,7 @@ def sweep_threads_cmd(
     plot_path,
 ):
     """Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf)."""
-    max_threads = max_threads or len(machine.online_cpus())
+    max_threads = max_threads or len(machine.usable_cpus())
     threads.check_placement([None] * max_threads, oversubscribe)
     check_paths(output, plot_path)
     with _warnings_to_stderr(), progressbar(repeat * max_threads, "threads") as bar:

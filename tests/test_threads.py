@@ -1,5 +1,6 @@
 """Pinned threads, placements, hogs and the threads verbs, measured for real on this machine."""
 
+import contextlib
 import errno
 import json
 import os
@@ -8,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -198,16 +200,43 @@ def children():
     return [c for c in psutil.Process().children(recursive=True) if c.status() != "zombie"]
 
 
+@contextlib.contextmanager
+def rt_refusal_allowed():
+    """Where real-time is refused the rt hog warns (once) and runs as a plain hog: let it."""
+    with warnings.catch_warnings():
+        if not RT:
+            warnings.filterwarnings("ignore", "the rt@", threads.PerflabWarning)
+        yield
+
+
 def test_hogs_run_pinned_and_are_gone_after_the_block():
     cpu = ONLINE[-1]
     plan = [threads.Perturbation(k, cpu) for k in threads.HOGS]
-    with threads.perturbed(plan) as pids:
+    with rt_refusal_allowed(), threads.perturbed(plan) as pids:
         procs = [psutil.Process(p) for p in pids]
         assert all(p.cpu_affinity() == [cpu] for p in procs)
         if RT:
             assert os.sched_getscheduler(pids[2]) == os.SCHED_FIFO
     assert not any(psutil.pid_exists(p) and psutil.Process(p).ppid() == os.getpid() for p in pids)
     assert children() == []
+
+
+def test_a_refused_rt_hog_is_stopped_even_when_its_warning_raises(no_rt_prefix):
+    """With warnings as errors the refusal raises inside perturbed(): the hog must not run on."""
+    code = (
+        "import warnings, psutil\n"
+        "from perflab import threads\n"
+        "warnings.simplefilter('error')\n"
+        "try:\n"
+        f"    with threads.perturbed([threads.Perturbation('rt', {ONLINE[0]})]):\n"
+        "        pass\n"
+        "except threads.PerflabWarning:\n"
+        "    print('refused')\n"
+        "alive = [c for c in psutil.Process().children() if c.status() != 'zombie']\n"
+        "print(len(alive))\n"
+    )
+    done = _perflab_python(code, prefix=no_rt_prefix)
+    assert done.stdout.split() == ["refused", "0"], done.stderr
 
 
 def test_hogs_are_gone_after_an_error_and_ctrl_c():
@@ -341,6 +370,11 @@ def test_hogs_die_with_a_killed_perflab():
         proc.wait()
 
 
+def _perflab_python(code, prefix=(), timeout=60):
+    argv = [*prefix, sys.executable, "-c", code]
+    return subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=timeout)
+
+
 def _perflab(*args, prefix=(), timeout=60):
     argv = [*prefix, sys.executable, "-m", "perflab", *args]
     return subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=timeout)
@@ -366,6 +400,6 @@ def test_watchdog_stops_a_runaway_real_time_worker():
 
 
 def test_rt_hog_is_bounded_by_rlimit_rttime():
-    with threads.perturbed([threads.Perturbation("rt", ONLINE[0])]) as pids:
+    with rt_refusal_allowed(), threads.perturbed([threads.Perturbation("rt", ONLINE[0])]) as pids:
         limit = psutil.Process(pids[0]).rlimit(psutil.RLIMIT_RTTIME)
     assert 0 < limit[0] <= 1_000_000 and limit[1] == limit[0]

@@ -159,7 +159,7 @@ def _sched_warning(rc: int, nice: int, rt: bool) -> None:
     what = " and ".join(filter(None, [f"nice {nice}" if nice else "", "real-time" if rt else ""]))
     _warn_once(
         f"could not set {what} priority ({os.strerror(-rc)}); running at normal priority "
-        "(run as root or drop --nice/--rt)"
+        "(needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO/RLIMIT_NICE allowance; or drop --nice/--rt)"
     )
 
 
@@ -240,7 +240,7 @@ def _start_hog(p: Perturbation, max_s: float, pids: list[int]) -> None:
     if sched[0]:
         _warn_once(
             f"the {p} hog could not get real-time priority ({os.strerror(-sched[0])}); "
-            "it runs as a normal CPU hog (run as root for --perturb rt)"
+            "it runs as a normal CPU hog (--perturb rt needs root, CAP_SYS_NICE or RLIMIT_RTPRIO)"
         )
 
 

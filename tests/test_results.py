@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perflab import results
+from perflab import journal, results
 from perflab.errors import PerflabError
 
 
@@ -44,7 +44,7 @@ def test_unwritable_and_unknown_outputs_are_refused(tmp_path):
 
 
 def _journal(path, resume=False, **params):
-    return results.Journal(path, {"n": 10, **params}, {"host": "x"}, ["k"], resume, chunk_rows=3)
+    return journal.Journal(path, {"n": 10, **params}, {"host": "x"}, ["k"], resume, chunk_rows=3)
 
 
 def test_journal_resume_after_kill_measures_only_the_rest(tmp_path):

@@ -19,7 +19,7 @@ import pandas as pd
 from perflab import __version__, machine
 from perflab._native import core_digest
 from perflab.errors import PerflabError
-from perflab.results import Journal
+from perflab.journal import Journal
 
 # A loaded scheduler can miss a heartbeat: a worker is dead once gone this long.
 WORKER_GRACE_S = 2.0

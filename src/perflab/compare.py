@@ -134,7 +134,8 @@ def compare(
         )
     cpus = tuple(cpus) if cpus is not None else runcontrol.default_cpus()
     machine.check_cpus(cpus)
-    spawn.SpawnOptions(aslr=aslr, timeout=timeout)  # refuses a bad mode or timeout up front
+    runcontrol.check_timeout(timeout)
+    spawn.SpawnOptions(aslr=aslr, timeout=timeout)  # refuses a bad mode up front
     if output is not None:
         results.check_output(output)
     linker = build.builtin_linker() if a.objects else None

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perflab import build, machine, results, runcontrol, spawn
+from perflab import build, journal, machine, results, runcontrol, spawn
 from perflab.errors import PerflabError
 
 KEY = ("env_size", "rep")
@@ -39,6 +39,7 @@ COLUMNS = [
     "status",
     "child_errno",
 ]
+MAX_ARG_STRLEN = 32 * 4096  # the kernel's limit on one argv or environment string
 CHUNK_RUNS = 512  # ~0.3 s of runs per C call: Ctrl-C answers within one
 FLUSH_S = 1.0  # rows reach the disk at least this often: a kill -9 loses about a second
 
@@ -70,6 +71,12 @@ class Plan:
             raise PerflabError(f"sizes must not be negative ({self.min_size}..{self.max_size})")
         if self.min_size > self.max_size:
             raise PerflabError(f"--min {self.min_size} is greater than --max {self.max_size}")
+        longest = MAX_ARG_STRLEN - len(self.var) - 2  # "VAR=" and the NUL count too
+        if self.max_size > longest:
+            raise PerflabError(
+                f"--max {self.max_size}: Linux takes environment strings of at most "
+                f"{MAX_ARG_STRLEN} bytes (MAX_ARG_STRLEN), so at most {longest} bytes of padding"
+            )
         if self.step < 1:
             raise PerflabError(f"--step must be at least 1, not {self.step}")
         if self.repeat < 1:
@@ -78,8 +85,7 @@ class Plan:
             raise PerflabError(f"order must be random or sequential, not {self.order!r}")
         if not self.var or "=" in self.var or "\0" in self.var:
             raise PerflabError(f"invalid environment variable name {self.var!r}")
-        if self.timeout <= 0:
-            raise PerflabError(f"--timeout must be positive, not {self.timeout}")
+        runcontrol.check_timeout(self.timeout)
         spawn.SpawnOptions(aslr=self.aslr)
         machine.check_cpus(self.cpus)
         return self
@@ -138,6 +144,7 @@ def sweep(
     mlock: bool = False,
     output: str | os.PathLike | None = None,
     resume: bool = False,
+    discard_bad: bool = False,
     progress: Callable[[int], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     warn: Callable[[str], None] = runcontrol.warn_stderr,
@@ -145,7 +152,8 @@ def sweep(
     """Run the env-size sweep and return its tidy frame (also journaled to `output` if given).
 
     progress(n) is called after each chunk of n runs; on_start(todo, done) once before.
-    A KeyboardInterrupt leaves `output` complete up to the last run and marked incomplete.
+    A KeyboardInterrupt leaves `output` complete up to the last run and marked incomplete;
+    discard_bad drops damaged journal chunks on resume (their runs are measured again).
     """
     plan = Plan(
         program=tuple(program),
@@ -171,12 +179,13 @@ def sweep(
     meta = {**machine.metadata(), **run_conditions(plan), **workload_meta}
     devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     try:
-        return _measure(plan, argv, meta, output, resume, devnull, progress, on_start, warn)
+        recording = (output, resume, discard_bad)
+        return _measure(plan, argv, meta, recording, devnull, progress, on_start, warn)
     finally:
         os.close(devnull)
 
 
-def _measure(plan, argv, meta, output, resume, devnull, progress, on_start, warn) -> pd.DataFrame:
+def _measure(plan, argv, meta, recording, devnull, progress, on_start, warn) -> pd.DataFrame:
     """The sweep proper: warm-up check, then chunks of runs in C, each journaled as it ends."""
     # The child's stdio on /dev/null: 800 000 runs must not print 800 000 lines.
     options = spawn.SpawnOptions(
@@ -192,8 +201,8 @@ def _measure(plan, argv, meta, output, resume, devnull, progress, on_start, warn
     base_env = _base_env(plan.inherit_env, plan.var)
     _preflight(argv, plan, base_env, options)
     overhead = spawn.timer_overhead()
-    journal = _Recorder(output, plan, meta, resume, overhead)
-    size, rep = _missing(plan, journal.done_keys())
+    recorder = _Recorder(*recording, plan, meta, overhead, warn)
+    size, rep = _missing(plan, recorder.done_keys())
     if on_start:
         on_start(int(size.size), plan.sizes().size * plan.repeat - int(size.size))
     extra = {"timer_overhead_ticks": overhead, "rt_granted": plan.rt}
@@ -219,14 +228,14 @@ def _measure(plan, argv, meta, output, resume, devnull, progress, on_start, warn
                     pending = submit(chunks[i + 1])
                 keep = runs["signal"] != signal.SIGINT if stopping else slice(None)
                 options = runcontrol.rt_refused_once(options, runs, extra, warn)
-                journal.add(runs[keep], rep[chunk][keep])
+                recorder.add(runs[keep], rep[chunk][keep])
                 if progress:
                     progress(len(runs[keep]))
                 if stopping:
                     raise KeyboardInterrupt
             complete = True
         finally:
-            df = journal.finish(complete, extra)
+            df = recorder.finish(complete, extra)
     return df
 
 
@@ -281,15 +290,17 @@ def run_conditions(plan: Plan) -> dict:
 class _Recorder:
     """Buffers run records and writes them as one tidy chunk per FLUSH_S (or keeps them)."""
 
-    def __init__(self, output, plan: Plan, meta: dict, resume: bool, overhead: int):
+    def __init__(self, output, resume, discard_bad, plan: Plan, meta: dict, overhead: int, warn):
         if output is None and resume:
             raise PerflabError("resume needs the output file of the interrupted sweep")
         self.meta, self.params, self.overhead = meta, plan.params(), overhead
+        expect = runcontrol.run_expect(KEY, plan.pairs(), COLUMNS)
         self.journal = (
-            results.Journal(output, self.params, meta, KEY, resume=resume)
+            journal.Journal(output, self.params, meta, KEY, resume, expect=expect,
+                            discard_bad=discard_bad, warn=warn)
             if output is not None
             else None
-        )
+        )  # fmt: skip
         self.frames: list[pd.DataFrame] = []
         self.buffer: list[tuple[np.ndarray, np.ndarray]] = []
         self.flushed = time.monotonic()
@@ -316,15 +327,18 @@ class _Recorder:
             self.frames.append(frame)
 
     def finish(self, complete: bool, extra: dict) -> pd.DataFrame:
-        self.flush()
         if self.journal:
-            df = self.journal.finish(complete=complete, extra_meta=extra)
-        else:
-            df = (
-                pd.concat(self.frames, ignore_index=True)
-                if self.frames
-                else pd.DataFrame(columns=COLUMNS)
-            )
+            try:
+                self.flush()
+            finally:
+                df = self.journal.finish(complete=complete, extra_meta=extra)
+            return df  # its metadata says whether every planned run is there, verified
+        self.flush()
+        df = (
+            pd.concat(self.frames, ignore_index=True)
+            if self.frames
+            else pd.DataFrame(columns=COLUMNS)
+        )
         meta = {**self.meta, **extra, "params": self.params, "complete": complete}
         return results.attach(df, meta)
 

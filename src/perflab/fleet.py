@@ -27,7 +27,12 @@ def per_host(df: pd.DataFrame, value: str) -> pd.DataFrame:
     """Median and spread per host, the deviation from the fleet median, and an outlier flag."""
     if "host" not in df or value not in df:
         raise PerflabError(f"no 'host' and '{value}' columns: is this a campaign result?")
+    if not pd.api.types.is_numeric_dtype(df[value]) or pd.api.types.is_bool_dtype(df[value]):
+        raise PerflabError(f"--value {value}: not a numeric column ({df[value].dtype})")
     ok = df[df["status"] == "ok"] if "status" in df else df
+    ok = ok[np.isfinite(ok[value].astype(float))]
+    if ok.empty:
+        raise PerflabError(f"no row with status ok and a finite {value}: nothing to compare")
     table = stats.describe(ok, "host", value)
     fleet = float(np.median(table["median"]))
     scale = MAD_TO_SIGMA * stats.mad(table["median"]) if len(table) > 2 else 0.0

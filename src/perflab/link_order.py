@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from perflab import build, machine, results, runcontrol, spawn, stats
+from perflab import build, journal, machine, results, runcontrol, spawn, stats
 from perflab.errors import PerflabError
 
 KEY = ("perm", "rep")
@@ -204,7 +204,7 @@ def layout(program: build.Program, symbols: Sequence[str]) -> pd.DataFrame:
     if cached.exists():
         return pd.DataFrame(json.loads(cached.read_text()))
     df = _locate(program, symbols)
-    results._atomic(cached, lambda t: t.write_text(json.dumps(results_records(df))))
+    results.atomic(cached, lambda t: t.write_text(json.dumps(results_records(df))))
     return df
 
 
@@ -258,8 +258,7 @@ class Plan:
             raise PerflabError(f"--repeat must be at least 1, not {self.repeat}")
         if self.order not in ("random", "sequential"):
             raise PerflabError(f"order must be random or sequential, not {self.order!r}")
-        if self.timeout <= 0:
-            raise PerflabError(f"--timeout must be positive, not {self.timeout}")
+        runcontrol.check_timeout(self.timeout)
         spawn.SpawnOptions(aslr=self.aslr)
         machine.check_cpus(self.cpus)
         orders(len(self.labels), self.permutations, self.seed)
@@ -303,6 +302,7 @@ def sweep(
     mlock: bool = False,
     output: str | os.PathLike | None = None,
     resume: bool = False,
+    discard_bad: bool = False,
     on_build: Callable[[int], Callable[[int], None] | None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
@@ -363,7 +363,7 @@ def sweep(
         "layout": results_records(lay),
     }
     t1 = time.perf_counter()
-    df = _measure(plan, programs, meta, output, resume, on_start, progress, warn)
+    df = _measure(plan, programs, meta, (output, resume, discard_bad), on_start, progress, warn)
     df.attrs.setdefault("perflab", {})["run_s"] = time.perf_counter() - t1
     return df
 
@@ -405,8 +405,9 @@ def _options(plan: Plan, devnull: int) -> spawn.SpawnOptions:
     )
 
 
-def _measure(plan, programs, meta, output, resume, on_start, progress, warn) -> pd.DataFrame:
+def _measure(plan, programs, meta, recording, on_start, progress, warn) -> pd.DataFrame:
     """Preflight every program, then the planned runs in chunks, journaled as they end."""
+    output, resume, discard_bad = recording
     devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     try:
         options = _options(plan, devnull)
@@ -415,11 +416,16 @@ def _measure(plan, programs, meta, output, resume, on_start, progress, warn) -> 
         for argv in argvs:
             _preflight(argv, env, options)
         overhead = spawn.timer_overhead()
-        journal = (
-            results.Journal(output, asdict(plan), meta, KEY, resume=resume) if output else None
-        )
-        done = journal.done_keys() if journal else set()
-        perm, rep = plan.pairs(len(programs))
+        planned = plan.pairs(len(programs))
+        expect = runcontrol.run_expect(KEY, planned, _columns())
+        recorder = (
+            journal.Journal(output, asdict(plan), meta, KEY, resume, expect=expect,
+                            discard_bad=discard_bad, warn=warn)
+            if output
+            else None
+        )  # fmt: skip
+        done = recorder.done_keys() if recorder else set()
+        perm, rep = planned
         if done:
             keep = np.array([(int(p), int(r)) not in done for p, r in zip(perm, rep, strict=True)])
             perm, rep = perm[keep], rep[keep]
@@ -440,7 +446,7 @@ def _measure(plan, programs, meta, output, resume, on_start, progress, warn) -> 
                     options = runcontrol.rt_refused_once(options, runs, extra, warn)
                     buffer.append(_rows(runs, perm[chunk], rep[chunk], labels, overhead))
                     if time.monotonic() - flushed >= FLUSH_S or start + CHUNK_RUNS >= perm.size:
-                        _flush(buffer, journal, frames)
+                        _flush(buffer, recorder, frames)
                         flushed = time.monotonic()
                     if progress:
                         progress(len(runs))
@@ -448,24 +454,38 @@ def _measure(plan, programs, meta, output, resume, on_start, progress, warn) -> 
                         raise KeyboardInterrupt
                 complete = True
             finally:
-                _flush(buffer, journal, frames)
-                if journal:
-                    df = journal.finish(complete=complete, extra_meta=extra)
-                else:
-                    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+                try:
+                    _flush(buffer, recorder, frames)
+                finally:
+                    if recorder:
+                        df = recorder.finish(complete=complete, extra_meta=extra)
+                        complete = results.metadata(df)["complete"]  # verified, not assumed
+                    else:
+                        df = pd.concat(frames, ignore_index=True) if frames else _empty()
     finally:
         os.close(devnull)
     df["link_order"] = df["link_order"].astype(str)
-    return results.attach(df, {**meta, **extra, "params": asdict(plan), "complete": complete})
+    checked = {k: v for k, v in results.metadata(df).items() if k == "incomplete"}
+    final = {**meta, **extra, "params": asdict(plan), "complete": complete, **checked}
+    return results.attach(df, final)
 
 
-def _flush(buffer: list, journal, frames: list) -> None:
+def _columns() -> list[str]:
+    """The columns of a run row, in order: the key, then what spawn.tidy makes of a run."""
+    return ["link_order", *KEY, *spawn.tidy(np.zeros(0, dtype=spawn.RUN_DTYPE)).columns]
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in _columns()})
+
+
+def _flush(buffer: list, recorder, frames: list) -> None:
     if not buffer:
         return
     frame = pd.concat(buffer, ignore_index=True)
     buffer.clear()
-    if journal:
-        journal.extend_frame(frame)
+    if recorder:
+        recorder.extend_frame(frame)
     else:
         frames.append(frame)
 

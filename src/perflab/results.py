@@ -1,11 +1,10 @@
-"""Tidy results with their metadata: save/load without loss, and journals that survive a kill."""
+"""Tidy results with their metadata: save/load without loss, refuse what perflab did not write."""
 
+import hashlib
 import json
 import os
-import shutil
 import tempfile
-import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from perflab import filelock
 from perflab.errors import PerflabError
 
 META_KEY = "perflab"
@@ -45,6 +45,7 @@ def check_output(path: str | os.PathLike, formats: tuple[str, ...] = FORMATS) ->
     if p.exists() and not os.access(p, os.W_OK):
         raise PerflabError(f"{p}: not writable")
     _probe_write(parent, p)
+    filelock.check_free(p)
     return p
 
 
@@ -58,17 +59,33 @@ def _probe_write(parent: Path, p: Path) -> None:
     os.unlink(tmp)
 
 
-def _atomic(path: Path, write) -> None:
-    """Write through a temporary file in the same directory, then rename: never a torn file."""
+def atomic(path: Path, write, exclusive: bool = False) -> None:
+    """Write through a temporary file in the same directory, then rename: never a torn file.
+
+    exclusive: fail rather than replace an existing file (a journal chunk is never rewritten).
+    """
+    tmp = _temporary(path)
+    try:
+        write(tmp)
+        _publish(tmp, path, exclusive)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _temporary(path: Path) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
     os.close(fd)
-    try:
-        write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would outlive the rename
+    return Path(tmp)
+
+
+def _publish(tmp: Path, path: Path, exclusive: bool = False) -> None:
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would outlive the rename
+    if exclusive:
+        os.link(tmp, path)
+        tmp.unlink()
+    else:
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _umask() -> int:
@@ -81,170 +98,99 @@ def _sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def save(df: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """Save a frame and its metadata: Parquet schema metadata, or CSV plus a JSON sidecar."""
+    """Save a frame and its metadata: Parquet schema metadata, or CSV plus a JSON sidecar.
+
+    A CSV is written in full, then its sidecar (holding the CSV's digest) is renamed into
+    place, then the CSV: a full disk or a kill leaves the old pair, or a pair load() refuses.
+    """
     p = check_output(path)
     meta = metadata(df)
-    if p.suffix == ".parquet":
-        table = pa.Table.from_pandas(df, preserve_index=False)
-        schema_meta = dict(table.schema.metadata or {})
-        schema_meta[META_KEY.encode()] = json.dumps(meta).encode()
-        table = table.replace_schema_metadata(schema_meta)
-        _atomic(p, lambda t: pq.write_table(table, t))
-    else:
-        dtypes = {c: str(t) for c, t in df.dtypes.items()}
-        side = json.dumps({"metadata": meta, "dtypes": dtypes}, indent=1)
-        _atomic(p, lambda t: df.to_csv(t, index=False))
-        _atomic(_sidecar(p), lambda t: t.write_text(side))
+    with filelock.held(p):
+        if p.suffix == ".parquet":
+            table = pa.Table.from_pandas(df, preserve_index=False)
+            schema_meta = dict(table.schema.metadata or {})
+            schema_meta[META_KEY.encode()] = json.dumps(meta).encode()
+            table = table.replace_schema_metadata(schema_meta)
+            atomic(p, lambda t: pq.write_table(table, t))
+            return p
+        data = _temporary(p)
+        try:
+            df.to_csv(data, index=False)
+            dtypes = {c: str(t) for c, t in df.dtypes.items()}
+            side = {"metadata": meta, "dtypes": dtypes, "sha256": _digest(data)}
+            atomic(_sidecar(p), lambda t: t.write_text(json.dumps(side, indent=1)))
+            _publish(data, p)
+        except BaseException:
+            data.unlink(missing_ok=True)
+            raise
     return p
 
 
 def load(path: str | os.PathLike) -> pd.DataFrame:
-    """Load a frame saved by save(), metadata back in attrs."""
+    """Load a frame saved by save(), metadata back in attrs; a damaged file is one clear error."""
     p = Path(path)
     if not p.exists():
         raise PerflabError(f"{p}: no such file")
-    if p.suffix == ".parquet":
+    if p.is_dir():
+        raise PerflabError(f"{p}: is a directory")
+    if p.suffix not in FORMATS:
+        raise PerflabError(f"{p}: unknown format {p.suffix!r}; use one of {', '.join(FORMATS)}")
+    if p.stat().st_size == 0:
+        raise PerflabError(f"{p}: empty file (not a result perflab wrote)")
+    return _load_parquet(p) if p.suffix == ".parquet" else _load_csv(p)
+
+
+def _load_parquet(p: Path) -> pd.DataFrame:
+    try:
         table = pq.read_table(p)
-        raw = (table.schema.metadata or {}).get(META_KEY.encode(), b"{}")
         df = table.to_pandas()
-        return attach(df, json.loads(raw))
-    if p.suffix == ".csv":
-        side = json.loads(_sidecar(p).read_text()) if _sidecar(p).exists() else {}
-        dtypes = side.get("dtypes", {})
+    except Exception as exc:
+        raise PerflabError(f"{p}: not a Parquet file perflab can read ({_first(exc)})") from None
+    raw = (table.schema.metadata or {}).get(META_KEY.encode(), b"{}")
+    return attach(df, _meta(raw, p))
+
+
+def _meta(raw: bytes | str, where: Path) -> dict:
+    try:
+        meta = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise PerflabError(f"{where}: its perflab metadata is damaged")
+    return meta
+
+
+def _load_csv(p: Path) -> pd.DataFrame:
+    side_path = _sidecar(p)
+    side = {}
+    if side_path.exists():
+        side = _meta(side_path.read_bytes(), side_path)
+        if "sha256" in side and side["sha256"] != _digest(p):
+            raise PerflabError(
+                f"{p}: does not match {side_path} (changed after perflab saved it, or a save "
+                f"was cut short); delete {side_path} to load it without metadata"
+            )
+    try:
         df = pd.read_csv(p, keep_default_na=False, na_values=[""])
-        for col, dtype in dtypes.items():
+        dtypes = side.get("dtypes", {})
+        for col, dtype in dtypes.items() if isinstance(dtypes, dict) else ():
             if col in df:
                 df[col] = df[col].astype(dtype)
-        return attach(df, side.get("metadata", {}))
-    raise PerflabError(f"{p}: unknown format {p.suffix!r}; use one of {', '.join(FORMATS)}")
+    except Exception as exc:
+        raise PerflabError(f"{p}: not a CSV file perflab can read ({_first(exc)})") from None
+    return attach(df, side.get("metadata", {}) if isinstance(side.get("metadata"), dict) else {})
 
 
-class Journal:
-    """Rows flushed to disk in chunks as they are measured; finish() merges them into one file.
-
-    An interrupted run leaves `PATH.parts/` (after a kill) or PATH marked incomplete (after
-    Ctrl-C); a Journal opened with resume=True on the same PATH and parameters knows which
-    keys are done, so the caller measures only the rest and nothing is measured twice.
-    """
-
-    def __init__(
-        self,
-        path: str | os.PathLike,
-        params: Mapping[str, Any],
-        meta: Mapping[str, Any],
-        key: Iterable[str],
-        resume: bool = False,
-        chunk_rows: int = 2000,
-    ):
-        self.path = check_output(path)
-        self.parts = self.path.with_name(self.path.name + ".parts")
-        self.params = json.loads(json.dumps(dict(params), default=str))
-        self.meta = dict(meta)
-        self.key = list(key)
-        self.chunk_rows = chunk_rows
-        self._rows: list[dict[str, Any]] = []
-        self.journal_id = uuid.uuid4().hex
-        self._previous = self._open(resume)
-        self._nchunks = len(list(self.parts.glob("chunk-*.parquet")))
-        self._first_new = self._nchunks
-
-    def _open(self, resume: bool) -> pd.DataFrame | None:
-        """Check a resume against the stored parameters; start a fresh journal otherwise."""
-        if not resume:
-            if self.parts.exists():
-                raise PerflabError(
-                    f"{self.path}: an interrupted run left {self.parts}; "
-                    f"add --resume {self.path} to complete it, or delete {self.parts}"
-                )
-            self.parts.mkdir()
-            self._write_params()
-            return None
-        frames, stored, merged = [], None, 0
-        if self.path.exists():
-            done = load(self.path)
-            stored = metadata(done).get("params")
-            frames.append(done)
-        if (self.parts / "params.json").exists():
-            journal = json.loads((self.parts / "params.json").read_text())
-            stored, self.journal_id = journal["params"], journal.get("journal", self.journal_id)
-            if frames and metadata(frames[0]).get("journal") == self.journal_id:
-                # Killed between finish()'s save and its cleanup: those chunks are in PATH.
-                merged = metadata(frames[0]).get("merged_chunks", 0)
-            chunks = sorted(self.parts.glob("chunk-*.parquet"))[merged:]
-            frames.extend(pd.read_parquet(c) for c in chunks)
-        if stored is None:
-            raise PerflabError(f"{self.path}: nothing to resume (no results or journal there)")
-        if stored != self.params:
-            diff = sorted(
-                k for k in set(stored) | set(self.params) if stored.get(k) != self.params.get(k)
-            )
-            raise PerflabError(
-                f"{self.path}: refusing to resume with different parameters ({', '.join(diff)})"
-            )
-        self.parts.mkdir(exist_ok=True)
-        self._write_params()
-        return pd.concat(frames, ignore_index=True) if frames else None
-
-    def _write_params(self) -> None:
-        body = json.dumps(
-            {"params": self.params, "meta": self.meta, "journal": self.journal_id}, default=str
-        )
-        _atomic(self.parts / "params.json", lambda t: t.write_text(body))
-
-    def done_keys(self) -> set[tuple]:
-        """Keys of the rows already measured by an earlier, interrupted run."""
-        if self._previous is None or self._previous.empty:
-            return set()
-        return set(self._previous[self.key].itertuples(index=False, name=None))
-
-    def append(self, row: Mapping[str, Any]) -> None:
-        """Record one measured row; it reaches the disk within chunk_rows rows."""
-        self._rows.append(dict(row))
-        if len(self._rows) >= self.chunk_rows:
-            self.flush()
-
-    def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Record many rows."""
-        for row in rows:
-            self.append(row)
-
-    def extend_frame(self, frame: pd.DataFrame) -> None:
-        """Record a whole frame as one chunk: no dict per row when runs come by the thousand."""
-        self.flush()
-        self._write_chunk(frame)
-
-    def flush(self) -> None:
-        """Write the buffered rows as one more chunk, atomically."""
-        if not self._rows:
-            return
-        chunk = pd.DataFrame(self._rows)
-        self._rows = []
-        self._write_chunk(chunk)
-
-    def _write_chunk(self, chunk: pd.DataFrame) -> None:
-        target = self.parts / f"chunk-{self._nchunks:06d}.parquet"
-        _atomic(target, lambda t: chunk.to_parquet(t, index=False))
-        self._nchunks += 1
-
-    def finish(
-        self, complete: bool = True, extra_meta: Mapping[str, Any] | None = None
-    ) -> pd.DataFrame:
-        """Merge earlier results and every chunk into PATH, with metadata, and drop the journal."""
-        self.flush()
-        frames = [] if self._previous is None else [self._previous]
-        new = sorted(self.parts.glob("chunk-*.parquet"))[self._first_new :]
-        frames.extend(pd.read_parquet(c) for c in new)
-        frames = [f for f in frames if not f.empty]
-        df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=self.key)
-        meta = {
-            **self.meta,
-            **(extra_meta or {}),
-            "params": self.params,
-            "complete": complete,
-            "journal": self.journal_id,
-            "merged_chunks": self._nchunks,
-        }
-        save(attach(df, meta), self.path)
-        shutil.rmtree(self.parts, ignore_errors=True)
-        return df
+def _first(exc: BaseException) -> str:
+    """An exception as a short phrase: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:100]}" if text else type(exc).__name__

@@ -178,10 +178,17 @@ def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
     """
     has_probe = (runs["flags"] & lib.PERFLAB_RUN_HAS_PROBE) != 0
     has_counters = (runs["flags"] & lib.PERFLAB_RUN_HAS_COUNTERS) != 0
-    probe = runs["probe_ticks"].astype(np.float64) - overhead
+    # The probed region lies inside the parent's own reads around the run, on the same clock:
+    # a record of 0 or of more than outer_ticks is not a measurement (bad_probe, no ticks).
+    raw = runs["probe_ticks"]
+    unphysical = has_probe & ((raw == 0) | (raw > runs["outer_ticks"]))
+    ok = runs["status"] == lib.PERFLAB_RUN_OK
+    status = np.where(unphysical & ok, lib.PERFLAB_RUN_BAD_PROBE, runs["status"])
+    # A region cheaper than the timer's own cost reads 0, not a negative time.
+    probe = np.maximum(raw.astype(np.float64) - overhead, 0.0)
     return pd.DataFrame(
         {
-            "ticks": np.where(has_probe, probe, np.nan),
+            "ticks": np.where(has_probe & ~unphysical, probe, np.nan),
             "outer_ticks": runs["outer_ticks"].astype(np.int64),
             "wall_ns": runs["wall_ns"],
             "utime_ns": runs["utime_ns"],
@@ -195,7 +202,7 @@ def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
             "instructions": np.where(has_counters, runs["instructions"].astype(np.float64), np.nan),
             "exit_code": runs["exit_code"],
             "signal": runs["signal"],
-            "status": pd.Categorical.from_codes(runs["status"], STATUS_NAMES),
+            "status": pd.Categorical.from_codes(status, STATUS_NAMES),
             "child_errno": runs["child_errno"],
         }
     )

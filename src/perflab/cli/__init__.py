@@ -1,5 +1,7 @@
 """The `perflab` command: a click group whose verbs live in one module each."""
 
+import os
+
 import click
 
 from perflab import __version__
@@ -24,7 +26,19 @@ class Group(click.Group):
         except PerflabError as exc:
             raise click.ClickException(str(exc)) from None
         except OSError as exc:
-            raise click.ClickException(f"{exc.filename or ''}: {exc.strerror}") from None
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if os.environ.get("PERFLAB_DEBUG"):
+                raise
+            # A bug, not a user mistake: still one line, with the way to the traceback.
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            raise click.ClickException(
+                f"internal error ({type(exc).__name__}: {first}); "
+                "PERFLAB_DEBUG=1 shows the traceback, please report it"
+            ) from None
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})

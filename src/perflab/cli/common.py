@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from perflab import machine, plot, results
+from perflab import machine, plot, results, runcontrol
 from perflab.errors import PerflabError
 
 
@@ -48,6 +48,50 @@ def cluster_options(func):
         "one point at a time per host (pip install perflab[cluster]).",
     )(func)
     return func
+
+
+class Number(click.ParamType):
+    """A finite float within bounds: click's FloatRange lets nan through and inf overflow later."""
+
+    name = "number"
+
+    def __init__(self, low: float | None = None, high: float | None = None, open_low=False):
+        self.low, self.high, self.open_low = low, high, open_low
+
+    def convert(self, value, param, ctx):
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(x):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if self.low is not None and (x < self.low or (self.open_low and x == self.low)):
+            self.fail(f"{value} must be {'>' if self.open_low else '>='} {self.low:g}", param, ctx)
+        if self.high is not None and x > self.high:
+            self.fail(f"{value} must be <= {self.high:g}", param, ctx)
+        return x
+
+
+SECONDS = Number(*runcontrol.TIMEOUT_S)
+
+
+def discard_bad_option(func):
+    """--discard-bad: a resume drops damaged journal chunks instead of refusing them."""
+    return click.option(
+        "--discard-bad",
+        is_flag=True,
+        help="With --resume: drop journal chunks that fail their checks (their runs are "
+        "measured again) instead of refusing to resume.",
+    )(func)
+
+
+def check_complete(df: pd.DataFrame, output: str) -> None:
+    """A run that ended without every planned run exactly once is an error, not a result."""
+    problem = results.metadata(df).get("incomplete")
+    if problem:
+        raise click.ClickException(
+            f"{output}: {problem}; complete it with the same command plus --resume {output}"
+        )
 
 
 def cpu_list(ctx, param, value):

@@ -5,13 +5,17 @@ import functools
 import click
 import pandas as pd
 
-from perflab import build, campaigns, env_size, machine, plot, results
+from perflab import build, campaigns, env_size, journal, machine, plot
 from perflab.cli import sweep
 from perflab.cli.common import (
+    SECONDS,
     Bars,
+    Number,
+    check_complete,
     check_paths,
     cluster_options,
     cpu_list,
+    discard_bad_option,
     emit_json,
     interrupted,
     output_options,
@@ -57,7 +61,9 @@ def _zoom(ctx, param, value):
     show_default=True,
     help="random keeps drift over time from posing as an env-size effect.",
 )
-@click.option("--seed", default=0, show_default=True, help="Seed of the random order.")
+@click.option(
+    "--seed", default=0, show_default=True, type=click.IntRange(0), help="Seed of the random order."
+)
 @click.option(
     "-O",
     "opt",
@@ -71,6 +77,7 @@ def _zoom(ctx, param, value):
     "--timeout",
     default=10.0,
     show_default=True,
+    type=SECONDS,
     help="Seconds before a run is killed and recorded as 'timeout'.",
 )
 @click.option(
@@ -90,12 +97,14 @@ def _zoom(ctx, param, value):
     type=click.Path(dir_okay=False),
     help="Complete an interrupted sweep recorded in FILE (same parameters required).",
 )
+@discard_bad_option
 @click.option("--zoom", callback=_zoom, help="Plot only env sizes A:B, e.g. --zoom 2300:2400.")
 @click.option(
     "-k",
     "k",
     default=5.0,
     show_default=True,
+    type=Number(0),
     help="Window threshold: median of medians + k robust sigmas (1.4826·MAD).",
 )
 @output_options
@@ -117,6 +126,7 @@ def env_size_cmd(
     rt,
     mlock,
     resume,
+    discard_bad,
     zoom,
     k,
     output,
@@ -167,6 +177,7 @@ def env_size_cmd(
             **common,
             output=output,
             resume=resuming,
+            discard_bad=discard_bad,
             on_start=start,
             progress=bars.update,
         )
@@ -175,6 +186,7 @@ def env_size_cmd(
         raise interrupted(output) from None
     finally:
         bars.close()
+    check_complete(df, output)
     _report(df, output, plot_path, zoom, k, as_json)
 
 
@@ -233,7 +245,10 @@ def _fleet(address, hosts, program, common, output, resuming, k, as_json) -> Non
     measure = functools.partial(env_size.sweep_block, program=program, **options)
     params = {**common, "program": list(program), "cluster": address, "hosts": sorted(hosts)}
     meta = {**machine.metadata(), "experiment": "env-size campaign"}
-    journal = results.Journal(output, params, meta, ("host", "env_size_from"), resume=resuming)
+    expect = journal.Expect(unique=("host", "env_size", "rep"))
+    recorder = journal.Journal(
+        output, params, meta, ("host", "env_size_from"), resuming, expect=expect
+    )
     complete, out = False, None
     bars = Bars()
     try:
@@ -242,7 +257,7 @@ def _fleet(address, hosts, program, common, output, resuming, k, as_json) -> Non
             points,
             address,
             hosts,
-            journal,
+            recorder,
             lambda: bars.update(1),
             lambda todo: bars.open("env-size blocks", todo),
         )
@@ -252,7 +267,7 @@ def _fleet(address, hosts, program, common, output, resuming, k, as_json) -> Non
     finally:
         bars.close()
         extra = {"missing": out.missing, "refused": out.refused} if out else {}
-        df = journal.finish(complete, extra)
+        df = recorder.finish(complete, extra)
     for line in out.refused:
         click.echo(f"refused {line}", err=True)
     rows = []

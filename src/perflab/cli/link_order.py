@@ -7,9 +7,12 @@ import click
 from perflab import link_order, plot
 from perflab.cli import sweep
 from perflab.cli.common import (
+    SECONDS,
     Bars,
+    check_complete,
     check_paths,
     cpu_list,
+    discard_bad_option,
     emit_json,
     interrupted,
     output_options,
@@ -44,6 +47,7 @@ def run_controls(func):
             "--timeout",
             default=10.0,
             show_default=True,
+            type=SECONDS,
             help="Seconds before a run is killed and recorded as 'timeout'.",
         ),
         click.option(
@@ -52,7 +56,13 @@ def run_controls(func):
             show_default=True,
             help="Ask SCHED_FIFO 1 for the child; refused -> one warning, normal priority.",
         ),
-        click.option("--seed", default=0, show_default=True, help="Seed of every random draw."),
+        click.option(
+            "--seed",
+            default=0,
+            show_default=True,
+            type=click.IntRange(0),
+            help="Seed of every random draw.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -88,7 +98,9 @@ def run_controls(func):
     callback=_permutations,
     help=f"'all' orders (up to {link_order.MAX_PERMUTATIONS}) or N random ones (with --seed).",
 )
-@click.option("--repeat", default=20, show_default=True, help="Runs per order.")
+@click.option(
+    "--repeat", default=20, show_default=True, type=click.IntRange(1), help="Runs per order."
+)
 @click.option(
     "--order",
     type=click.Choice(["random", "sequential"]),
@@ -103,6 +115,7 @@ def run_controls(func):
     type=click.Path(dir_okay=False),
     help="Complete an interrupted sweep recorded in FILE (same parameters required).",
 )
+@discard_bad_option
 @output_options
 @click.argument("objects", nargs=-1, type=click.Path(dir_okay=False))
 def link_order_cmd(
@@ -123,6 +136,7 @@ def link_order_cmd(
     seed,
     mlock,
     resume,
+    discard_bad,
     output,
     as_json,
     plot_path,
@@ -169,6 +183,7 @@ def link_order_cmd(
             mlock=mlock,
             output=output,
             resume=resuming,
+            discard_bad=discard_bad,
             on_build=lambda n: bars.open("link", n),
             on_start=start,
             progress=bars.update,
@@ -178,6 +193,7 @@ def link_order_cmd(
         raise interrupted(output) from None
     finally:
         bars.close()
+    check_complete(df, output)
     _report(df, output, plot_path, as_json)
 
 
@@ -189,6 +205,11 @@ def _short(names: str) -> str:
 
 def _report(df, output, plot_path, as_json) -> None:
     """Per-order summary, spread and the alignment features: as tables, or one JSON document."""
+    if not (df["status"] == "ok").any():
+        raise click.ClickException(
+            f"no run ended 'ok' (status: {status_counts(df)}): nothing to compare; the "
+            f"{len(df)} runs are recorded in {output} (see its exit_code and signal columns)"
+        )
     value = link_order.value_column(df)
     summary = link_order.summarize(df, value)
     spread = link_order.spread(df, summary, value)

@@ -104,6 +104,12 @@ def memcpy_cmd(
         results.save(df, output)
     if plot_path:
         memcpy.plot(df, plot_path, knees)
+    if df["gb_per_s"].isna().all():
+        saved = f" (the {len(df)} sizes are saved in {output})" if output else ""
+        raise PerflabError(
+            f"every copy up to {top} B took less than one step of the timer{saved}: "
+            "nothing to rate; sweep larger sizes with --max (e.g. 64K)"
+        )
     peak = df.loc[df["gb_per_s"].idxmax()]
     if as_json:
         emit_json(

@@ -10,6 +10,7 @@ import click
 from perflab import campaigns, fleet, machine, results, threads
 from perflab.cli import run, sweep
 from perflab.cli.common import (
+    Number,
     check_paths,
     cluster_options,
     emit_json,
@@ -31,7 +32,7 @@ def interference_options(func):
         "--rt-limit",
         default=threads.RT_LIMIT_S,
         show_default=True,
-        type=click.FloatRange(0.1, 600),
+        type=Number(0.1, 600),
         help="Watchdog for --rt: seconds a real-time worker may compute without blocking "
         "before the kernel stops perflab (RLIMIT_RTTIME).",
     )(func)

@@ -1,0 +1,476 @@
+"""Results that cannot be lost or silently corrupted: issue 13's cases, on real processes and files.
+
+Each test names the numbered case of the issue it reproduces.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from perflab import build, env_size, filelock, results
+from perflab.cli import cli
+from perflab.errors import PerflabError
+from perflab.journal import Expect, Journal
+
+PLANNED = 100  # --max 49 --repeat 2
+SWEEP = ["sweep", "env-size", "--max", "49", "--repeat", "2", "--no-rt"]
+
+# Runs a sweep with one journal chunk per 16 runs and SIGKILLs itself after `kills` chunks:
+# a real kill -9 that leaves PATH.parts/ as a crash would.
+KILLED = textwrap.dedent(
+    """
+    import os, signal, sys
+    from perflab import env_size
+    env_size.CHUNK_RUNS, env_size.FLUSH_S = 16, 0
+    calls = [0]
+    def progress(n):
+        calls[0] += 1
+        if calls[0] == int(sys.argv[2]):
+            os.kill(os.getpid(), signal.SIGKILL)
+    env_size.sweep(max_size=49, repeat=2, rt=False, output=sys.argv[1], progress=progress)
+    """
+)
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def _killed_run(out: Path, kills: int = 4) -> list[Path]:
+    proc = subprocess.run([sys.executable, "-c", KILLED, str(out), str(kills)], env=os.environ)
+    assert proc.returncode == -signal.SIGKILL
+    # A child cloned just before the kill holds the lock until its close_range, pre-exec.
+    for _ in range(1000):
+        try:
+            filelock.check_free(out)
+            break
+        except PerflabError:
+            time.sleep(0.01)
+    else:
+        pytest.fail("the lock of a killed sweep was never released")
+    return sorted(Path(f"{out}.parts").glob("chunk-*.parquet"))
+
+
+def _cli(*args: str):
+    res = CliRunner().invoke(cli, [str(a) for a in args])
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    return res
+
+
+def _one_error(res, *words: str) -> str:
+    """The run failed with exactly one `Error:` line holding every word, and no traceback."""
+    lines = [x for x in res.output.splitlines() if x.startswith("Error:")]
+    assert res.exit_code not in (0, None) and len(lines) == 1, res.output
+    assert "Traceback" not in res.output and "internal error" not in lines[0], res.output
+    for w in words:
+        assert w in lines[0], res.output
+    return lines[0]
+
+
+def _exactly_once(out: Path) -> pd.DataFrame:
+    df = results.load(out)
+    pairs = df[["env_size", "rep"]].itertuples(index=False, name=None)
+    assert sorted(pairs) == [(s, r) for s in range(50) for r in range(2)]
+    assert results.metadata(df)["complete"] is True
+    return df
+
+
+def _resume(out: Path, *more: str):
+    return _cli(*SWEEP, "-o", out, "--resume", out, *more)
+
+
+# -- case 1: two writers -----------------------------------------------------------------
+
+
+def test_1_a_second_writer_is_refused_with_the_holders_pid(tmp_path):
+    out = tmp_path / "r.parquet"
+    argv = [sys.executable, "-m", "perflab", "sweep", "env-size", "--max", "49", "--repeat", "1"]
+    argv += ["--no-rt", "-o", str(out), "--", shutil.which("sleep"), "0.05"]
+    first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lock = filelock.lock_path(out)
+    try:
+        for _ in range(2000):
+            if lock.exists() or first.poll() is not None:
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the first sweep never took its lock")
+        assert first.poll() is None, "the first sweep ended before the second could start"
+        second = _cli(*SWEEP[:4], "1", "--no-rt", "-o", out, "--resume", out)
+        _one_error(second, f"pid {first.pid}", "another perflab run")
+        fresh = _cli(*SWEEP[:4], "1", "--no-rt", "-o", out)
+        _one_error(fresh, f"pid {first.pid}")
+    finally:
+        assert first.wait() == 0
+    df = results.load(out)
+    assert sorted(df["env_size"]) == list(range(50)) and results.metadata(df)["complete"]
+    assert not lock.exists()
+
+
+def test_1_a_lock_left_by_a_dead_process_is_taken_over(tmp_path):
+    out = tmp_path / "r.parquet"
+    filelock.lock_path(out).write_text("999999999\n")
+    _cli(*SWEEP, "-o", out)
+    _exactly_once(out)
+    assert not filelock.lock_path(out).exists()
+
+
+# -- cases 2 and 4: a journal that checks itself -----------------------------------------
+
+
+def test_2_a_missing_chunk_is_measured_again_not_lost(tmp_path):
+    out = tmp_path / "r.parquet"
+    chunks = _killed_run(out)
+    assert len(chunks) == 4
+    chunks[1].unlink()  # a gap in the numbering, and 16 runs gone
+    res = _resume(out)
+    assert res.exit_code == 0, res.output
+    assert f"{4 * 16 - 16} runs done, {PLANNED - 48} to go" in res.output
+    _exactly_once(out)
+
+
+def test_4_a_copied_chunk_is_refused_by_name_then_discarded_on_request(tmp_path):
+    out = tmp_path / "r.parquet"
+    chunks = _killed_run(out)
+    copy = chunks[0].with_name("chunk-000099-copy.parquet")
+    shutil.copy(chunks[0], copy)
+    _one_error(_resume(out), str(copy), "repeats runs", "--discard-bad")
+    res = _resume(out, "--discard-bad")
+    assert res.exit_code == 0 and f"dropped {copy}" in res.output, res.output
+    _exactly_once(out)
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda df: df.assign(env_size=df["env_size"] + 5000), ["rows outside the plan"]),
+        (lambda df: df.assign(ticks=-1.0), ["values of ticks outside"]),
+        (lambda df: df.assign(status="fine"), ["unknown status"]),
+        (lambda df: df.drop(columns=["wall_ns"]), ["columns"]),
+    ],
+    ids=["outside-plan", "negative-ticks", "unknown-status", "missing-column"],
+)
+def test_4_chunks_that_break_the_plan_are_refused(tmp_path, change, words):
+    out = tmp_path / "r.parquet"
+    chunks = _killed_run(out)
+    change(pd.read_parquet(chunks[2])).to_parquet(chunks[2], index=False)
+    _one_error(_resume(out), str(chunks[2]), *words)
+    assert _resume(out, "--discard-bad").exit_code == 0
+    _exactly_once(out)
+
+
+def _journal(path, resume=False, **kw):
+    expect = Expect(columns=("k", "v"), planned=pd.DataFrame({"k": np.arange(10)}), unique=("k",))
+    return Journal(path, {"n": 10}, {}, ["k"], resume, chunk_rows=3, expect=expect, **kw)
+
+
+def test_2_complete_is_verified_at_the_end_not_assumed(tmp_path):
+    path = tmp_path / "j.parquet"
+    j = _journal(path)
+    j.extend({"k": k, "v": 0} for k in range(6))
+    df = j.finish(complete=True)  # the caller claims completeness; 4 planned keys are absent
+    meta = results.metadata(results.load(path))
+    assert len(df) == 6 and meta["complete"] is False
+    assert meta["incomplete"] == "4 of 10 planned runs missing"
+
+
+# -- case 3: disk full while saving a CSV and its sidecar --------------------------------
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", mnt], check=True)
+
+
+def _fill(mnt: Path, leave: int) -> Path:
+    """A file taking all but `leave` bytes (rounded up to pages) of the tmpfs."""
+    st = os.statvfs(mnt)
+    free = st.f_bavail * st.f_frsize
+    filler = mnt / "filler"
+    with open(filler, "wb") as f:
+        f.write(b"\0" * max(0, free - -(-leave // 4096) * 4096))
+    return filler
+
+
+def test_3_disk_full_at_any_point_of_the_final_save_loses_and_doubles_nothing(tiny_disk):
+    out = tiny_disk / "r.csv"
+    chunks = _killed_run(out, kills=7)  # 7 chunks of 16: every planned run is journaled
+    assert sum(len(pd.read_parquet(c)) for c in chunks) == PLANNED
+    # One page more room at each try: the full disk strikes at params.json, the CSV, the
+    # sidecar, until the save fits. Every failure must leave nothing half-published.
+    failures = []
+    for pages in range(64):
+        filler = _fill(tiny_disk, pages * 4096)
+        res = _resume(out)
+        filler.unlink()
+        if res.exit_code == 0:
+            break
+        failures.append(_one_error(res, "No space left on device", f"--resume {out}"))
+        assert not out.exists() and not Path(f"{out}.json").exists()
+        assert not [p for p in tiny_disk.iterdir() if p.name.startswith(".")], "temporary left"
+    else:
+        pytest.fail("the save never fitted")
+    assert any(f.startswith(f"Error: {out}: cannot write") for f in failures), failures
+    assert f"{PLANNED} runs done, 0 to go" in res.output, res.output
+    _exactly_once(out)
+
+
+def test_14_a_full_disk_while_journaling_names_the_file_and_the_resume(tiny_disk):
+    out = tiny_disk / "r.parquet"
+    _fill(tiny_disk, 0)
+    with pytest.raises(PerflabError) as err:
+        j = _journal(out)
+    assert str(out) in str(err.value) and "No space left on device" in str(err.value)
+    assert "run it again" in str(err.value) and not Path(f"{out}.parts").exists()
+    (tiny_disk / "filler").unlink()
+    j = _journal(out)
+    _fill(tiny_disk, 0)
+    j.append({"k": 1, "v": 0})
+    with pytest.raises(PerflabError, match=f"chunk-.*No space left on device.*--resume {out}"):
+        j.flush()
+    (tiny_disk / "filler").unlink()
+    j.finish(complete=False)
+
+
+def test_a_csv_changed_after_saving_no_longer_matches_its_sidecar(tmp_path):
+    path = results.save(results.attach(pd.DataFrame({"a": [1, 2]}), {"x": 1}), tmp_path / "r.csv")
+    path.write_text("a\n1\n3\n")
+    with pytest.raises(PerflabError, match="does not match"):
+        results.load(path)
+
+
+# -- case 5: corrupted journals and result files are one line ----------------------------
+
+DAMAGE = {
+    "truncated": lambda b: b[: len(b) // 2],
+    "random": lambda b: os.urandom(len(b)),
+    "empty": lambda b: b"",
+}
+PARAMS = {
+    **DAMAGE,
+    "list": lambda b: b"[1, 2]",
+    "other-object": lambda b: b'{"x": 1}',
+    "not-utf8": lambda b: b"\xff\xfe{",
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_5_a_damaged_chunk_is_named_and_can_be_discarded(tmp_path, damage):
+    out = tmp_path / "r.parquet"
+    chunks = _killed_run(out)
+    chunks[1].write_bytes(DAMAGE[damage](chunks[1].read_bytes()))
+    _one_error(_resume(out), str(chunks[1]), "--discard-bad")
+    assert _resume(out, "--discard-bad").exit_code == 0
+    _exactly_once(out)
+
+
+@pytest.mark.parametrize("damage", PARAMS)
+def test_5_a_damaged_params_json_is_one_line(tmp_path, damage):
+    out = tmp_path / "r.parquet"
+    _killed_run(out)
+    params = Path(f"{out}.parts") / "params.json"
+    params.write_bytes(PARAMS[damage](params.read_bytes()))
+    _one_error(_resume(out), str(params), "delete")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"hello\n", b"PAR1" + os.urandom(64), "foreign"],
+    ids=["empty", "text", "random", "foreign"],
+)
+def test_5_resume_on_a_file_perflab_did_not_write(tmp_path, content):
+    out = tmp_path / "r.parquet"
+    if content == "foreign":
+        pd.DataFrame({"env_size": [1], "rep": [0]}).to_parquet(out)
+    else:
+        out.write_bytes(content)
+    _one_error(_resume(out), str(out))
+
+
+# -- cases 6, 7, 8, 9, 10: every verb, every bad input -----------------------------------
+
+CRASHING_MAIN = "#include <signal.h>\nint main(void) { raise(SIGSEGV); return 0; }\n"
+
+
+def test_6_link_order_where_every_run_fails_is_one_line_and_keeps_the_runs(tmp_path):
+    objs = []
+    for name, text in [("main", CRASHING_MAIN), ("b", "int b(void) { return 1; }\n")]:
+        (tmp_path / f"{name}.c").write_text(text)
+        subprocess.run(["cc", "-c", tmp_path / f"{name}.c", "-o", tmp_path / f"{name}.o"])
+        objs.append(tmp_path / f"{name}.o")
+    out = tmp_path / "lo.parquet"
+    res = _cli("sweep", "link-order", "--repeat", "2", "--no-rt", "-o", out, "--objects", *objs)
+    _one_error(res, "no run ended 'ok'", "crash", str(out))
+    assert len(results.load(out)) == 4
+
+
+@pytest.mark.parametrize("top", ["1", "2", "3"])
+def test_7_memcpy_smallest_sizes_are_one_line(tmp_path, top):
+    res = _cli("sweep", "memcpy", "--max", top, "--trials", "2", "--no-mlock")
+    if res.exit_code == 0:  # a machine whose timer resolves a 1-byte copy: a valid run
+        assert "GB/s" in res.output
+    else:
+        _one_error(res, "--max")
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["sweep", "env-size", "--timeout", "nan"], ["--timeout", "finite"]),
+        (["sweep", "env-size", "--timeout", "inf"], ["--timeout", "finite"]),
+        (["sweep", "env-size", "-k", "-5"], ["-k", ">= 0"]),
+        (["sweep", "env-size", "-k", "nan"], ["-k", "finite"]),
+        (["sweep", "env-size", "--seed", "-1"], ["--seed"]),
+        (["sweep", "env-size", "--repeat", "-3"], ["--repeat"]),
+        (["sweep", "env-size", "--max", str(2**62)], ["--max", "MAX_ARG_STRLEN"]),
+        (["sweep", "env-size", "--timeout", "1e10"], ["--timeout", "<= 1e+06"]),
+        (["sweep", "link-order", "--timeout", "nan"], ["--timeout", "finite"]),
+        (["sweep", "link-order", "--timeout", "inf"], ["--timeout", "finite"]),
+        (["sweep", "link-order", "--repeat", "-1"], ["--repeat"]),
+        (["compare", "--timeout", "nan", "true", "true"], ["--timeout", "finite"]),
+        (["compare", "--timeout", "-inf", "true", "true"], ["--timeout", "finite"]),
+        (["run", "core-vs-ht", "--rt-limit", "nan"], ["--rt-limit", "finite"]),
+        (["run", "core-vs-ht", "--rt-limit", "inf"], ["--rt-limit", "finite"]),
+    ],
+)
+def test_8_10_nonsense_numbers_are_one_line(argv, words):
+    _one_error(_cli(*argv), *words)
+
+
+def test_9_report_hosts_on_bad_files_is_one_line(tmp_path):
+    (tmp_path / "empty.parquet").write_bytes(b"")
+    (tmp_path / "text.parquet").write_text("not parquet\n")
+    (tmp_path / "empty.csv").write_bytes(b"")
+    good = results.save(
+        results.attach(
+            pd.DataFrame({"host": ["a", "b"], "ticks": [1.0, 2.0], "status": ["ok", "ok"]}), {}
+        ),
+        tmp_path / "c.csv",
+    )
+    _one_error(_cli("report", "hosts", good, "--value", "status"), "not a numeric column")
+    for name in ("empty.parquet", "text.parquet", "empty.csv"):
+        _one_error(_cli("report", "hosts", tmp_path / name), name)
+    Path(f"{good}.json").write_text('{"metadata": ')
+    _one_error(_cli("report", "hosts", good), "c.csv.json", "damaged")
+
+
+# -- case 14: probe values out of physical range -----------------------------------------
+
+# Writes a well-formed probe record whose ticks the padding length chooses: 0, 2^64-1, or 1000.
+FORGED = r"""
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "perflab_probe.h"
+int main(void)
+{
+    const char *a = getenv("A");
+    size_t n = a ? strlen(a) : 0;
+    struct perflab_probe_record r = {PERFLAB_PROBE_MAGIC, PERFLAB_PROBE_VERSION, 0, 0, 0, 0};
+    r.ticks = n == 0 ? 0 : n == 1 ? UINT64_MAX : 1000;
+    return write(PERFLAB_PROBE_FD, &r, sizeof r) == sizeof r ? 0 : 1;
+}
+"""
+
+
+def test_14_probe_ticks_out_of_physical_range_are_flagged_not_ok(tmp_path):
+    (tmp_path / "forged.c").write_text(FORGED)
+    exe = tmp_path / "forged"
+    subprocess.run(["cc", "-Wall", "-I", build.WORKLOADS, tmp_path / "forged.c", "-o", exe])
+    df = env_size.sweep([str(exe)], max_size=2, repeat=2, rt=False, order="sequential")
+    by = df.groupby("env_size")
+    assert set(by.get_group(0)["status"]) == {"bad_probe"}  # 0 ticks: not a measurement
+    assert set(by.get_group(1)["status"]) == {"bad_probe"}  # 2^64-1 > the parent's own reads
+    assert by.get_group(0)["ticks"].isna().all() and by.get_group(1)["ticks"].isna().all()
+    ok = by.get_group(2)
+    assert set(ok["status"]) == {"ok"}
+    overhead = results.metadata(df)["timer_overhead_ticks"]
+    assert list(ok["ticks"]) == [max(1000 - overhead, 0)] * 2
+
+
+# -- the property: any numbers, any bytes -> one Error: line or a valid run ---------------
+
+NUMBERS = st.one_of(
+    st.integers(-(2**70), 2**70).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["nan", "inf", "-inf", "", "1e400", "0x10", "three"]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    option=st.sampled_from(["--timeout", "-k", "--min", "--max", "--step", "--repeat", "--seed"]),
+    value=NUMBERS,
+)
+def test_property_env_size_numeric_options(option, value):
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "r.parquet"
+        # Small defaults so that any valid value is a short run of /bin/true.
+        base = {"--max": "3", "--repeat": "1", "--timeout": "5", "--step": "1"}
+        base[option] = value
+        if option in ("--max", "--min", "--step") and value.lstrip("-").isdigit():
+            base["--max"] = str(min(int(base["--max"]), 40)) if option == "--max" else "3"
+        if option == "--repeat" and value.lstrip("-").isdigit() and int(value) > 3:
+            return  # a valid long run proves nothing more
+        argv = ["sweep", "env-size", "--no-rt", "-o", out]
+        argv += [a for kv in base.items() for a in kv]
+        res = _cli(*argv, "--", shutil.which("true"))
+        if res.exit_code == 0:
+            assert results.metadata(results.load(out))["complete"] is True
+        else:
+            _one_error(res)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    target=st.sampled_from(["chunk", "params", "result", "sidecar"]),
+    data=st.binary(max_size=300),
+    cut=st.integers(0, 4000),
+)
+def test_property_journal_and_result_readers(target, data, cut):
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / ("r.csv" if target == "sidecar" else "r.parquet")
+        if target in ("result", "sidecar"):
+            res = _cli(*SWEEP, "-o", out)
+            assert res.exit_code == 0, res.output
+            victim = Path(f"{out}.json") if target == "sidecar" else out
+        else:
+            _killed_run(out, kills=3)
+            parts = Path(f"{out}.parts")
+            victim = parts / "params.json" if target == "params" else _chunks(parts)[1]
+        raw = victim.read_bytes()
+        victim.write_bytes(raw[: cut % (len(raw) + 1)] + data)
+        res = _cli("report", "hosts", out) if target != "params" and cut % 2 else _resume(out)
+        if res.exit_code == 0:
+            assert "Traceback" not in res.output
+            if "resum" in res.output or target in ("chunk", "params"):
+                _exactly_once(out)
+        else:
+            _one_error(res)
+
+
+def _chunks(parts: Path) -> list[Path]:
+    return sorted(parts.glob("chunk-*.parquet"))

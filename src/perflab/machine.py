@@ -49,15 +49,28 @@ def online_cpus() -> list[int]:
     return parse_cpu_list(text) if text else list(range(os.cpu_count() or 1))
 
 
+def format_cpu_list(cpus: list[int]) -> str:
+    """[0, 1, 2, 5] as '0-2,5', the kernel's own notation."""
+    parts: list[str] = []
+    for c in cpus:
+        if parts and parts[-1][1] == c - 1:
+            parts[-1] = (parts[-1][0], c)
+        else:
+            parts.append((c, c))
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in parts)
+
+
 def check_cpus(cpus) -> list[int]:
-    """Refuse CPU numbers that do not exist or are offline, naming the online ones."""
+    """Refuse CPUs that are absent, offline or outside our affinity mask, naming what is allowed."""
     online = online_cpus()
-    bad = [c for c in cpus if c not in online]
+    allowed = os.sched_getaffinity(0)
+    bad = [c for c in cpus if c not in online or c not in allowed]
     if bad:
         names = ", ".join(map(str, bad))
         raise PerflabError(
-            f"CPU {names} does not exist or is offline; online CPUs: "
-            f"{_read(SYS_CPU / 'online') or online}"
+            f"CPU {names} does not exist, is offline or is outside this process's affinity "
+            f"mask; online CPUs: {_read(SYS_CPU / 'online') or online}; affinity mask: "
+            f"{format_cpu_list(sorted(allowed))}"
         )
     return list(cpus)
 

@@ -170,9 +170,9 @@ def env_size_cmd(
             on_start=start,
             progress=bars.update,
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         bars.close()
-        raise interrupted(output) from None
+        raise interrupted(output, exc) from None
     finally:
         bars.close()
     _report(df, output, plot_path, zoom, k, as_json)
@@ -245,10 +245,11 @@ def _fleet(address, hosts, program, common, output, resuming, k, as_json) -> Non
             journal,
             lambda: bars.update(1),
             lambda todo: bars.open("env-size blocks", todo),
+            functools.partial(machine.check_cpus, common["cpus"] or ()),
         )
         complete = not out.missing
-    except KeyboardInterrupt:
-        raise interrupted(output) from None
+    except KeyboardInterrupt as exc:
+        raise interrupted(output, exc) from None
     finally:
         bars.close()
         extra = {"missing": out.missing, "refused": out.refused} if out else {}

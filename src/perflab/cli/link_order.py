@@ -173,9 +173,9 @@ def link_order_cmd(
             on_start=start,
             progress=bars.update,
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         bars.close()
-        raise interrupted(output) from None
+        raise interrupted(output, exc) from None
     finally:
         bars.close()
     _report(df, output, plot_path, as_json)

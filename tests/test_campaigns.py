@@ -201,4 +201,4 @@ def test_cpu_is_checked_on_every_host_not_on_the_driver(cluster, runner, tmp_pat
     assert line.startswith("Error: no host can measure: host-a: CPU " + cpu)
     assert "host-b: CPU " + cpu in line and "affinity mask:" in line and "online CPUs:" in line
     local = runner.invoke(cli, [*args, "-o", str(tmp_path / "g.parquet")])
-    assert local.exit_code != 0 and f"CPU {cpu} does not exist" in local.output
+    assert local.exit_code != 0 and f"CPU {cpu} does not exist or is offline" in local.output

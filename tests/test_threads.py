@@ -14,6 +14,7 @@ import pandas as pd
 import psutil
 import pytest
 from click.testing import CliRunner
+from conftest import own_children
 
 from perflab import machine, threads
 from perflab._native import ffi, lib
@@ -193,7 +194,7 @@ def test_topology_agrees_with_lscpu():
 
 
 def children():
-    return [c for c in psutil.Process().children(recursive=True) if c.status() != "zombie"]
+    return [c for c in own_children() if c.status() != "zombie"]
 
 
 def test_hogs_run_pinned_and_are_gone_after_the_block():

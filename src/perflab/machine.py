@@ -68,8 +68,8 @@ def check_cpus(cpus) -> list[int]:
     if bad:
         names = ", ".join(map(str, bad))
         raise PerflabError(
-            f"CPU {names} does not exist, is offline or is outside this process's affinity "
-            f"mask; online CPUs: {_read(SYS_CPU / 'online') or online}; affinity mask: "
+            f"CPU {names} does not exist or is offline (or is outside this process's affinity "
+            f"mask); online CPUs: {_read(SYS_CPU / 'online') or online}; affinity mask: "
             f"{format_cpu_list(sorted(allowed))}"
         )
     return list(cpus)

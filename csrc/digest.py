@@ -5,9 +5,14 @@ from pathlib import Path
 
 
 def source_files(csrc: Path) -> list[Path]:
-    """Every file whose change must rebuild the core: C sources, the header, the tick header."""
+    """Every file whose change must rebuild the core or the spawner: C sources, headers."""
     probe_dir = csrc.parent / "src" / "perflab" / "workloads"
-    return [*sorted(csrc.glob("*.c")), csrc / "perflab.h", *sorted(probe_dir.glob("*.h"))]
+    return [
+        *sorted(csrc.glob("*.c")),
+        *sorted(csrc.glob("spawner/*.c")),
+        csrc / "perflab.h",
+        *sorted(probe_dir.glob("*.h")),
+    ]
 
 
 def source_digest(csrc: Path) -> str:

@@ -86,21 +86,12 @@ int perflab_perf_probe(uint32_t type, uint64_t config);
 #define PERFLAB_RUN_HAS_PROBE 1    /* probe_ticks came from a valid record */
 #define PERFLAB_RUN_HAS_COUNTERS 2 /* cycles and instructions are valid */
 #define PERFLAB_RUN_MLOCKED 4      /* the child's probe locked its memory */
-
-struct perflab_spawn_opts {
-    int flags;             /* PERFLAB_SPAWN_* */
-    int ncpus;             /* CPUs in cpus[]; 0 = no pinning */
-    const int *cpus;
-    int rt_policy;         /* SCHED_FIFO (1) or SCHED_RR (2) */
-    int rt_priority;
-    int64_t timeout_ns;    /* SIGKILL after this long; 0 = never */
-    int stdin_fd;          /* dup2'd onto 0/1/2 in the child; -1 = inherit */
-    int stdout_fd;
-    int stderr_fd;
-};
+#define PERFLAB_RUN_STRAYS 8       /* processes it left in its group were killed */
 
 struct perflab_run {
     int64_t env_size;      /* the padding length of a sweep run; -1 for single runs */
+    int32_t prog;          /* which program of the batch ran */
+    int32_t reserved;
     int32_t status;        /* PERFLAB_RUN_* */
     int32_t flags;         /* PERFLAB_RUN_* flags */
     int32_t exit_code;     /* -1 when killed */
@@ -121,14 +112,44 @@ struct perflab_run {
     int64_t nivcsw;
 };
 
-/* One run of path with exactly argv and envp (NULL-terminated): nothing inherited. */
-int perflab_spawn(const char *path, char *const argv[], char *const envp[],
-                  const struct perflab_spawn_opts *opts, struct perflab_run *out);
-/* The env-size sweep's chunk: run i gets envp base + "VAR=" followed by sizes[i]
- * pad characters; results in out[0..n).  Returns 0 or -errno for the batch. */
-int perflab_spawn_env_sizes(const char *path, char *const argv[], char *const base_envp[],
-                            const char *var, const int64_t *sizes, size_t n,
-                            const struct perflab_spawn_opts *opts, struct perflab_run *out);
+/* A batch of runs as one flat request, the same bytes whether the core runs it in-process
+ * or the spawner helper runs it (see spawn.c): this header, then int32 cpus[ncpus],
+ * int32 argc[nprogs], int32 prog[nruns], int64 env_size[nruns] (-1: no padding variable),
+ * then strings_len bytes of NUL-terminated strings: each program's path then its argv,
+ * the nenv base environment entries, and last the padding variable's name. */
+#define PERFLAB_BATCH_MAGIC 0x6c62706eu /* "nplb": its first byte is not PERFLAB_STOP_BYTE */
+#define PERFLAB_BATCH_VERSION 1
+#define PERFLAB_STOP_BYTE 83            /* 'S' on the spawner's socket: stop between runs */
+
+struct perflab_batch {
+    uint32_t magic;
+    uint32_t version;
+    int32_t flags;         /* PERFLAB_SPAWN_* */
+    int32_t rt_policy;
+    int32_t rt_priority;
+    int32_t ncpus;
+    int64_t timeout_ns;    /* SIGKILL after this long; 0 = never */
+    int32_t nprogs;
+    int32_t nenv;
+    int32_t nruns;
+    int32_t stdio;         /* 1: three fds (stdin, stdout, stderr) come with the request */
+    uint64_t strings_len;
+};
+
+/* The spawner's answer: runs done (the rest were not started), and its own peak RSS, which
+ * every child's maxrss includes (the floor). */
+struct perflab_batch_reply {
+    uint32_t magic;
+    int32_t error;         /* 0 or -errno for the whole batch */
+    int64_t done;
+    int64_t floor_kb;
+};
+
+/* Run a packed batch in this process; out[0..*done) filled.  stdio: fds dup'd onto the
+ * child's 0/1/2 (-1: inherit).  stop_fd (-1: none): readable means stop between runs; a
+ * run in flight is killed and not counted.  Returns 0 or -errno for the whole batch. */
+int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int stop_fd,
+                        struct perflab_run *out, int64_t *done);
 
 /* The events of a counter set, in this order; a mask selects some. */
 #define PERFLAB_EV_CYCLES 0

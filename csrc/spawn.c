@@ -7,6 +7,12 @@
  * the child.  The child shares our memory until execve: it only makes system
  * calls and stores errno values into the shared child_args, which is how an
  * exec failure reaches the parent without a pipe.
+ *
+ * Because of that sharing, Linux carries the parent's address-space high-water mark into
+ * the child's rusage at execve: run from perflab, every child "peaks" at perflab's size.
+ * So the same code is also linked into a tiny helper (spawner/main.c) that perflab starts
+ * once and that spawns from its own small address space; in-process runs stay possible.
+ * Each child gets its own process group, so what it leaves running can be killed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,11 +43,19 @@
 #define CLONE_PIDFD 0x00001000
 #endif
 
+struct spawn_opts {
+    int flags;
+    int ncpus;
+    const int32_t *cpus;
+    int rt_policy;
+    int rt_priority;
+    int64_t timeout_ns;
+    int stdio[3];
+};
+
 /* What the parent prepares once per batch, read by every child. */
 struct spawn_ctx {
-    const char *path;
-    char *const *argv;
-    const struct perflab_spawn_opts *opts;
+    const struct spawn_opts *opts;
     cpu_set_t *cpuset;
     size_t cpuset_size;
     int set_persona;
@@ -54,6 +68,8 @@ struct spawn_ctx {
 /* One child's view: the batch context plus what the child reports back. */
 struct child_args {
     const struct spawn_ctx *ctx;
+    const char *path;
+    char *const *argv;
     char *const *envp;
     int probe_fd;
     volatile int err;
@@ -82,7 +98,7 @@ static int move_fd(int from, int to)
 
 /* Real-time priority, capped by RLIMIT_RTTIME so a runaway child is killed by
  * the kernel instead of freezing its CPU (Rubini's warning). */
-static int child_rt(const struct perflab_spawn_opts *o)
+static int child_rt(const struct spawn_opts *o)
 {
     int64_t us = o->timeout_ns > 0 ? o->timeout_ns / 1000 + 1 : 1000000;
     struct rlimit rl = {(rlim_t)us, (rlim_t)us};
@@ -98,7 +114,7 @@ static int child_main(void *arg)
 {
     struct child_args *a = arg;
     const struct spawn_ctx *c = a->ctx;
-    const struct perflab_spawn_opts *o = c->opts;
+    const struct spawn_opts *o = c->opts;
     struct sigaction dfl;
     sigset_t none;
 
@@ -114,7 +130,9 @@ static int child_main(void *arg)
     if (o->flags & PERFLAB_SPAWN_RT)
         a->rt_err = child_rt(o);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (move_fd(o->stdin_fd, 0) || move_fd(o->stdout_fd, 1) || move_fd(o->stderr_fd, 2) ||
+    if (setpgid(0, 0) != 0)
+        goto fail;
+    if (move_fd(o->stdio[0], 0) || move_fd(o->stdio[1], 1) || move_fd(o->stdio[2], 2) ||
         move_fd(a->probe_fd, PERFLAB_PROBE_FD))
         goto fail;
     syscall(SYS_close_range, 3u, PERFLAB_PROBE_FD - 1u, 0u);
@@ -122,7 +140,7 @@ static int child_main(void *arg)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     a->stage = STAGE_EXEC;
-    execve(c->path, c->argv, a->envp);
+    execve(a->path, a->argv, a->envp);
 fail:
     a->err = errno;
     _exit(127);
@@ -137,7 +155,7 @@ struct saved_sched {
     struct sched_param param;
 };
 
-static void parent_rt_enter(const struct perflab_spawn_opts *o, struct saved_sched *saved)
+static void parent_rt_enter(const struct spawn_opts *o, struct saved_sched *saved)
 {
     struct sched_param sp = {.sched_priority = o->rt_priority};
 
@@ -156,16 +174,13 @@ static void parent_rt_leave(const struct saved_sched *saved)
         sched_setscheduler(0, saved->policy, &saved->param);
 }
 
-static int ctx_init(struct spawn_ctx *c, const char *path, char *const argv[],
-                    const struct perflab_spawn_opts *o)
+static int ctx_init(struct spawn_ctx *c, const struct spawn_opts *o)
 {
     struct sigaction sa;
     unsigned long cur;
     void *stack;
 
     memset(c, 0, sizeof *c);
-    c->path = path;
-    c->argv = argv;
     c->opts = o;
     if (o->flags & (PERFLAB_SPAWN_NO_ASLR | PERFLAB_SPAWN_ASLR)) {
         cur = (unsigned long)personality(0xffffffff);
@@ -233,30 +248,44 @@ static void read_probe(int fd, struct perflab_run *out)
         out->flags |= PERFLAB_RUN_MLOCKED;
 }
 
-/* Wait for the child, SIGKILL it at the deadline; 1 if it was killed for time. */
-static int wait_child(pid_t pid, int pidfd, int64_t timeout_ns, int *status, struct rusage *ru)
-{
-    int timed_out = 0;
+#define WAIT_EXITED 0
+#define WAIT_TIMEOUT 1
+#define WAIT_STOPPED 2
 
-    if (pidfd >= 0 && timeout_ns > 0) {
-        struct pollfd p = {.fd = pidfd, .events = POLLIN};
+/* Wait for the child; SIGKILL it at the deadline or when stop_fd turns readable. */
+static int wait_child(pid_t pid, int pidfd, int64_t timeout_ns, int stop_fd, int *status,
+                      struct rusage *ru)
+{
+    int why = WAIT_EXITED;
+
+    if (pidfd >= 0 && (timeout_ns > 0 || stop_fd >= 0)) {
+        struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = stop_fd, .events = POLLIN}};
         int64_t deadline = mono_ns() + timeout_ns;
         for (;;) {
             int64_t left = deadline - mono_ns();
             struct timespec ts = {left > 0 ? left / 1000000000 : 0, left > 0 ? left % 1000000000 : 0};
-            int r = ppoll(&p, 1, &ts, NULL);
-            if (r > 0)
+            int r = ppoll(p, stop_fd >= 0 ? 2 : 1, timeout_ns > 0 ? &ts : NULL, NULL);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r > 0 && p[0].revents)
                 break;
-            if (r == 0 || left <= 0) {
-                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                timed_out = 1;
+            if (r < 0)
                 break;
-            }
+            why = r == 0 ? WAIT_TIMEOUT : WAIT_STOPPED;
+            syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+            break;
         }
     }
     while (wait4(pid, status, 0, ru) < 0 && errno == EINTR)
         ;
-    return timed_out;
+    return why;
+}
+
+/* Kill what the child left in its process group.  After the reap the group id stays
+ * reserved for as long as a member lives, so this signal cannot reach anyone else. */
+static int kill_strays(pid_t pgid)
+{
+    return kill(-pgid, SIGKILL) == 0;
 }
 
 static void classify(int wstatus, int timed_out, struct perflab_run *out)
@@ -282,21 +311,20 @@ static void fill_rusage(const struct rusage *ru, struct perflab_run *out)
     out->nivcsw = ru->ru_nivcsw;
 }
 
-static int run_one(const struct spawn_ctx *c, char *const envp[], struct perflab_run *out)
+/* One run; 1 if stop_fd stopped it (the record is then not a finished run). */
+static int run_one(const struct spawn_ctx *c, const char *path, char *const argv[],
+                   char *const envp[], int stop_fd, struct perflab_run *out)
 {
-    const struct perflab_spawn_opts *o = c->opts;
-    struct child_args a = {.ctx = c, .envp = envp};
+    const struct spawn_opts *o = c->opts;
+    struct child_args a = {.ctx = c, .path = path, .argv = argv, .envp = envp};
     sigset_t all, old;
     struct rusage ru;
-    int sv[2], pidfd = -1, wstatus = 0, timed_out;
+    int sv[2], pidfd = -1, wstatus = 0, why;
     uint32_t req = PERFLAB_PROBE_REQ_MLOCK;
     uint64_t t0, t1;
     int64_t w0;
     pid_t pid;
 
-    int64_t size = out->env_size;
-    memset(out, 0, sizeof *out);
-    out->env_size = size;
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
         out->status = PERFLAB_RUN_SPAWN_FAILED;
         out->child_errno = errno;
@@ -320,11 +348,13 @@ static int run_one(const struct spawn_ctx *c, char *const envp[], struct perflab
         close(sv[0]);
         return 0;
     }
-    timed_out = wait_child(pid, pidfd, o->timeout_ns, &wstatus, &ru);
+    why = wait_child(pid, pidfd, o->timeout_ns, stop_fd, &wstatus, &ru);
     t1 = perflab_ticks_end();
     out->wall_ns = mono_ns() - w0;
     out->outer_ticks = t1 - t0;
     close(pidfd);
+    if (kill_strays(pid))
+        out->flags |= PERFLAB_RUN_STRAYS;
     fill_rusage(&ru, out);
     out->rt_errno = a.rt_err;
     if (a.err) {
@@ -336,72 +366,183 @@ static int run_one(const struct spawn_ctx *c, char *const envp[], struct perflab
     }
     read_probe(sv[0], out);
     close(sv[0]);
-    classify(wstatus, timed_out, out);
-    return 0;
+    classify(wstatus, why == WAIT_TIMEOUT, out);
+    return why == WAIT_STOPPED;
 }
 
-int perflab_spawn(const char *path, char *const argv[], char *const envp[],
-                  const struct perflab_spawn_opts *opts, struct perflab_run *out)
-{
-    struct spawn_ctx c;
-    struct saved_sched saved;
-    int rc = ctx_init(&c, path, argv, opts);
+/* A request unpacked in place: pointers into the caller's bytes plus a few arrays. */
+struct batch {
+    struct perflab_batch hdr;
+    int32_t *cpus;
+    int32_t *prog;
+    int64_t *sizes;
+    char ***argv;  /* argv[p][0] is program p's path, its argv starts at argv[p] + 1 */
+    char **envp;   /* nenv base entries, a slot for the padding, NULL */
+    char *pad;     /* "VAR=aaa...a" as long as the largest size */
+    size_t prefix;
+};
 
+static void batch_free(struct batch *b)
+{
+    if (b->argv)
+        for (int i = 0; i < b->hdr.nprogs; i++)
+            free(b->argv[i]);
+    free(b->argv);
+    free(b->cpus);
+    free(b->prog);
+    free(b->sizes);
+    free(b->envp);
+    free(b->pad);
+}
+
+/* The next NUL-terminated string at *at, or NULL if the bytes end first. */
+static char *next_string(char **at, const char *end)
+{
+    char *s = *at, *nul = s < end ? memchr(s, '\0', (size_t)(end - s)) : NULL;
+
+    if (!nul)
+        return NULL;
+    *at = nul + 1;
+    return s;
+}
+
+static void *take(const char **at, const char *end, size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+
+    if (p && (size_t)(end - *at) >= bytes) {
+        memcpy(p, *at, bytes);
+        *at += bytes;
+        return p;
+    }
+    free(p);
+    return NULL;
+}
+
+static int batch_parse(const void *req, size_t len, struct batch *b)
+{
+    const char *at = req, *end = at + len;
+    const struct perflab_batch *h = req;
+    int32_t *argc = NULL;
+    int64_t max = -1;
+    char *s, *strings;
+
+    memset(b, 0, sizeof *b);
+    if (len < sizeof *h || h->magic != PERFLAB_BATCH_MAGIC || h->version != PERFLAB_BATCH_VERSION)
+        return -EPROTO;
+    b->hdr = *h;
+    at += sizeof *h;
+    if (h->ncpus < 0 || h->nprogs < 1 || h->nenv < 0 || h->nruns < 0 || h->ncpus > (1 << 20) ||
+        h->nprogs > (1 << 20) || h->nenv > (1 << 24) || h->nruns > (1 << 26))
+        return -EINVAL;
+    if (!(b->cpus = take(&at, end, (size_t)h->ncpus * 4)) ||
+        !(argc = take(&at, end, (size_t)h->nprogs * 4)) ||
+        !(b->prog = take(&at, end, (size_t)h->nruns * 4)) ||
+        !(b->sizes = take(&at, end, (size_t)h->nruns * 8)) ||
+        (uint64_t)(end - at) != h->strings_len || !(b->argv = calloc((size_t)h->nprogs, sizeof *b->argv)) ||
+        !(b->envp = calloc((size_t)h->nenv + 2, sizeof *b->envp)))
+        goto bad;
+    strings = (char *)at;
+    for (int p = 0; p < h->nprogs; p++) {
+        if (argc[p] < 1 || argc[p] > (1 << 20) || !(b->argv[p] = calloc((size_t)argc[p] + 2, sizeof(char *))))
+            goto bad;
+        for (int i = 0; i <= argc[p]; i++)
+            if (!(b->argv[p][i] = next_string(&strings, end)))
+                goto bad;
+    }
+    for (int i = 0; i < h->nenv; i++)
+        if (!(b->envp[i] = next_string(&strings, end)))
+            goto bad;
+    if (!(s = next_string(&strings, end)) || strings != end)
+        goto bad;
+    for (int i = 0; i < h->ncpus; i++)
+        if (b->cpus[i] < 0)
+            goto bad;
+    for (int i = 0; i < h->nruns; i++) {
+        if (b->prog[i] < 0 || b->prog[i] >= h->nprogs || b->sizes[i] < -1)
+            goto bad;
+        max = b->sizes[i] > max ? b->sizes[i] : max;
+    }
+    if (max >= 0) {
+        b->prefix = strlen(s) + 1;
+        if (b->prefix == 1 || strchr(s, '=') || !(b->pad = malloc(b->prefix + (size_t)max + 1)))
+            goto bad;
+        memcpy(b->pad, s, b->prefix - 1);
+        b->pad[b->prefix - 1] = '=';
+        memset(b->pad + b->prefix, 'a', (size_t)max);
+        b->pad[b->prefix + max] = '\0';
+    }
+    free(argc);
+    return 0;
+bad:
+    free(argc);
+    batch_free(b);
+    return -EINVAL;
+}
+
+static int stop_pending(int stop_fd)
+{
+    struct pollfd p = {.fd = stop_fd, .events = POLLIN};
+
+    return stop_fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
+/* The spawning thread off the children's CPUs while it waits, when others remain. */
+static int away_enter(const struct batch *b, cpu_set_t *saved)
+{
+    cpu_set_t set;
+
+    if (b->hdr.ncpus == 0 || sched_getaffinity(0, sizeof *saved, saved) != 0)
+        return 0;
+    set = *saved;
+    for (int i = 0; i < b->hdr.ncpus; i++)
+        if (b->cpus[i] < CPU_SETSIZE)
+            CPU_CLR(b->cpus[i], &set);
+    return CPU_COUNT(&set) > 0 && sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int stop_fd,
+                        struct perflab_run *out, int64_t *done)
+{
+    struct batch b;
+    struct spawn_ctx c;
+    struct spawn_opts o;
+    struct saved_sched saved;
+    cpu_set_t before;
+    int rc = batch_parse(req, len, &b), moved;
+
+    *done = 0;
     if (rc)
         return rc;
-    out->env_size = -1;
-    parent_rt_enter(opts, &saved);
-    run_one(&c, envp, out);
+    o = (struct spawn_opts){b.hdr.flags, b.hdr.ncpus, b.cpus, b.hdr.rt_policy, b.hdr.rt_priority,
+                            b.hdr.timeout_ns, {stdio[0], stdio[1], stdio[2]}};
+    rc = ctx_init(&c, &o);
+    if (rc) {
+        batch_free(&b);
+        return rc;
+    }
+    moved = away_enter(&b, &before);
+    parent_rt_enter(&o, &saved);
+    for (int i = 0; i < b.hdr.nruns && !stop_pending(stop_fd); i++) {
+        int64_t size = b.sizes[i];
+        char **argv = b.argv[b.prog[i]];
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].env_size = size;
+        out[i].prog = b.prog[i];
+        b.envp[b.hdr.nenv] = size >= 0 ? b.pad : NULL;
+        if (size >= 0)
+            b.pad[b.prefix + size] = '\0';
+        rc = run_one(&c, argv[0], argv + 1, b.envp, stop_fd, &out[i]);
+        if (size >= 0)
+            b.pad[b.prefix + size] = 'a';
+        if (rc)
+            break;
+        *done = i + 1;
+    }
     parent_rt_leave(&saved);
+    if (moved)
+        sched_setaffinity(0, sizeof before, &before);
     ctx_free(&c);
+    batch_free(&b);
     return 0;
-}
-
-/* One padding buffer "VAR=aaa...a" cut to length by a moving NUL: no copy per run. */
-int perflab_spawn_env_sizes(const char *path, char *const argv[], char *const base_envp[],
-                            const char *var, const int64_t *sizes, size_t n,
-                            const struct perflab_spawn_opts *opts, struct perflab_run *out)
-{
-    struct spawn_ctx c;
-    struct saved_sched saved;
-    size_t nbase = 0, prefix = strlen(var) + 1;
-    int64_t max = 0;
-    char **envp, *pad;
-    int rc;
-
-    for (size_t i = 0; i < n; i++) {
-        if (sizes[i] < 0)
-            return -EINVAL;
-        max = sizes[i] > max ? sizes[i] : max;
-    }
-    while (base_envp && base_envp[nbase])
-        nbase++;
-    envp = calloc(nbase + 2, sizeof *envp);
-    pad = malloc(prefix + (size_t)max + 1);
-    if (!envp || !pad) {
-        free(envp);
-        free(pad);
-        return -ENOMEM;
-    }
-    memcpy(envp, base_envp, nbase * sizeof *envp);
-    envp[nbase] = pad;
-    memcpy(pad, var, prefix - 1);
-    pad[prefix - 1] = '=';
-    memset(pad + prefix, 'a', (size_t)max);
-    pad[prefix + max] = '\0';
-    rc = ctx_init(&c, path, argv, opts);
-    if (rc == 0) {
-        parent_rt_enter(opts, &saved);
-        for (size_t i = 0; i < n; i++) {
-            pad[prefix + sizes[i]] = '\0';
-            out[i].env_size = sizes[i];
-            run_one(&c, envp, &out[i]);
-            pad[prefix + sizes[i]] = 'a';
-        }
-        parent_rt_leave(&saved);
-        ctx_free(&c);
-    }
-    free(envp);
-    free(pad);
-    return rc;
 }

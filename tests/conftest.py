@@ -26,3 +26,18 @@ def no_rt_prefix() -> list[str]:
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("real-time is granted here and only root with setpriv can drop it")
     return ["setpriv", "--bounding-set=-sys_nice", "--inh-caps=-sys_nice"]
+
+
+def own_children() -> list:
+    """This process's descendants, less perflab's spawner helper (it lives for the process)."""
+    import psutil
+
+    from perflab import spawn
+
+    def is_helper(p) -> bool:
+        try:
+            return p.exe() == str(spawn.SPAWNER)
+        except psutil.Error:
+            return False
+
+    return [c for c in psutil.Process().children(recursive=True) if not is_helper(c)]

@@ -187,3 +187,18 @@ def test_killed_worker_is_reported_and_costs_only_its_points(cluster):
     assert set(lost["host"]) == {"host-b"}
     assert measured.get("host-b", 0) + len(lost) == len(POINTS) * 4
     assert lost["reason"].str.contains("died|lost").all()
+
+
+def test_cpu_is_checked_on_every_host_not_on_the_driver(cluster, runner, tmp_path):
+    lc, _ = cluster
+    cpu = str(os.cpu_count() + 64)  # no host has it; the driver does not decide that
+    args = ["sweep", "env-size", "--max", "0", "--repeat", "1", "--no-rt", "--cpu", cpu]
+    res = runner.invoke(
+        cli, [*args, "--cluster", lc.scheduler_address, "-o", str(tmp_path / "f.parquet")]
+    )
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    line = res.output.strip().splitlines()[-1]
+    assert line.startswith("Error: no host can measure: host-a: CPU " + cpu)
+    assert "affinity mask:" in line and "online CPUs:" in line  # host-b may be gone by now
+    local = runner.invoke(cli, [*args, "-o", str(tmp_path / "g.parquet")])
+    assert local.exit_code != 0 and f"CPU {cpu} does not exist or is offline" in local.output

@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import own_children
 
 from perflab import cswitch, stats, syscalls, trig
 from perflab.cli import cli
@@ -16,12 +17,8 @@ from perflab.errors import PerflabError
 
 
 def no_children_left() -> bool:
-    """True when this process has no child, running or zombie."""
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
+    """True when this process has no child, running or zombie, but the spawner helper."""
+    return not own_children()
 
 
 # ---- trig ----------------------------------------------------------------

@@ -16,6 +16,7 @@ import pandas as pd
 import psutil
 import pytest
 from click.testing import CliRunner
+from conftest import own_children
 
 from perflab import machine, threads
 from perflab._native import ffi, lib
@@ -197,7 +198,7 @@ def test_topology_agrees_with_lscpu():
 
 
 def children():
-    return [c for c in psutil.Process().children(recursive=True) if c.status() != "zombie"]
+    return [c for c in own_children() if c.status() != "zombie"]
 
 
 @contextlib.contextmanager

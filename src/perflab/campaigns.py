@@ -81,9 +81,23 @@ def measure_point(measure: Measure, point: Mapping[str, Any], label: str) -> pd.
     return df
 
 
-def discover(client, hosts: Iterable[str] | None = None) -> tuple[list[Host], list[str]]:
-    """The cluster's hosts (one worker each), and the refusals of foreign perflab builds."""
+def host_check(check: Callable[[], Any] | None) -> str | None:
+    """Run on a host before its first point: why it cannot measure (a PerflabError), or None."""
+    try:
+        if check is not None:
+            check()
+    except PerflabError as exc:
+        return str(exc)
+    return None
+
+
+def discover(
+    client, hosts: Iterable[str] | None = None, check: Callable[[], Any] | None = None
+) -> tuple[list[Host], list[str]]:
+    """The cluster's hosts (one worker each), and the refusals: foreign perflab builds, and
+    hosts where check() fails (a --cpu the host does not have, say)."""
     facts = client.run(host_facts)
+    problems = client.run(host_check, check)
     by_label: dict[str, Host] = {}
     for address, f in sorted(facts.items()):
         by_label.setdefault(f["label"], Host(f["label"], address, f["version"], f["digest"]))
@@ -101,6 +115,8 @@ def discover(client, hosts: Iterable[str] | None = None) -> tuple[list[Host], li
                 f"{label}: runs perflab {h.version} (core {h.digest}), this driver runs "
                 f"{__version__} (core {core_digest()}); install the same perflab there"
             )
+        elif problems.get(h.address):
+            refused.append(f"{label}: {problems[h.address]}")
         else:
             chosen.append(h)
     return chosen, refused
@@ -114,12 +130,16 @@ def run(
     journal: Journal | None = None,
     on_point: Callable[[], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    check: Callable[[], Any] | None = None,
 ) -> Outcome:
     """Measure every point on every host; a lost worker costs only its in-flight point.
 
-    on_start gets the number of points still to measure over all hosts, on_point a call each.
+    on_start gets the number of points still to measure over all hosts, on_point a call each;
+    check runs on each host before its first point and refuses the host if it raises.
     """
     if address is None:
+        if check is not None:
+            check()
         if on_start:
             on_start(len(_pending(points, host_facts()["label"], journal)))
         return _run_local(measure, points, journal, on_point)
@@ -130,7 +150,7 @@ def run(
     except OSError as exc:
         raise PerflabError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     with client:
-        chosen, refused = discover(client, hosts)
+        chosen, refused = discover(client, hosts, check)
         if not chosen:
             raise PerflabError("no host can measure: " + "; ".join(refused))
         if on_start:

@@ -224,6 +224,7 @@ def _measure(progs, repeat, var, base, options, progress, warn, meta, output) ->
                         raise KeyboardInterrupt
             complete = True
     finally:
+        extra.update(spawn.maxrss_meta(spawn.engine()))
         df = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
         results.attach(df, {**meta, **extra, "complete": complete})
         if output is not None and rows:

@@ -5,7 +5,6 @@ DjiBee's script), each size many times, in a seeded random order; each run is on
 """
 
 import os
-import signal
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,9 +37,10 @@ COLUMNS = [
     "signal",
     "status",
     "child_errno",
+    "strays",
 ]
 MAX_ARG_STRLEN = 32 * 4096  # the kernel's limit on one argv or environment string
-CHUNK_RUNS = 512  # ~0.3 s of runs per C call: Ctrl-C answers within one
+CHUNK_RUNS = 512  # ~0.3 s of runs per C call; a stop ends the batch between two runs
 FLUSH_S = 1.0  # rows reach the disk at least this often: a kill -9 loses about a second
 
 
@@ -206,6 +206,7 @@ def _measure(plan, argv, meta, recording, devnull, progress, on_start, warn) -> 
     if on_start:
         on_start(int(size.size), plan.sizes().size * plan.repeat - int(size.size))
     extra = {"timer_overhead_ticks": overhead, "rt_granted": plan.rt}
+    engine = spawn.engine()
     chunks = [slice(i, i + CHUNK_RUNS) for i in range(0, size.size, CHUNK_RUNS)]
     complete = False
     # C runs chunk i+1 on a worker thread (cffi drops the GIL) while this thread journals
@@ -217,24 +218,26 @@ def _measure(plan, argv, meta, recording, devnull, progress, on_start, warn) -> 
     ):
 
         def submit(chunk: slice):
-            return pool.submit(spawn.run_env_sizes, argv, size[chunk], plan.var, base_env, options)
+            return pool.submit(
+                spawn.run_env_sizes, argv, size[chunk], plan.var, base_env, options, engine
+            )
 
         try:
             pending = submit(chunks[0]) if chunks else None
             for i, chunk in enumerate(chunks):
-                runs = pending.result()
+                runs = pending.result()  # fewer than the chunk when a stop cut it short
                 stopping = stop.hit  # read once: a chunk submitted below is always collected
                 if not stopping and i + 1 < len(chunks):
                     pending = submit(chunks[i + 1])
-                keep = runs["signal"] != signal.SIGINT if stopping else slice(None)
                 options = runcontrol.rt_refused_once(options, runs, extra, warn)
-                recorder.add(runs[keep], rep[chunk][keep])
+                recorder.add(runs, rep[chunk][: len(runs)])
                 if progress:
-                    progress(len(runs[keep]))
+                    progress(len(runs))
                 if stopping:
                     raise KeyboardInterrupt
             complete = True
         finally:
+            extra.update(spawn.maxrss_meta(engine))
             df = recorder.finish(complete, extra)
     return df
 

@@ -433,6 +433,7 @@ def _measure(plan, programs, meta, recording, on_start, progress, warn) -> pd.Da
             on_start(int(perm.size), len(done))
         labels = [",".join(p.order) for p in programs]
         extra = {"timer_overhead_ticks": overhead, "rt_granted": plan.rt}
+        engine = spawn.engine()
         frames, complete = [], False
         with runcontrol.Interrupt() as stop, runcontrol.away_from(plan.cpus):
             try:
@@ -440,11 +441,10 @@ def _measure(plan, programs, meta, recording, on_start, progress, warn) -> pd.Da
                 buffer = []
                 for start in range(0, perm.size, CHUNK_RUNS):
                     chunk = slice(start, start + CHUNK_RUNS)
-                    runs = np.zeros(len(perm[chunk]), dtype=spawn.RUN_DTYPE)
-                    for i, p in enumerate(perm[chunk]):
-                        runs[i] = spawn.run(argvs[p], env, options)
+                    runs = spawn.run_batch(argvs, perm[chunk], None, "A", env, options, engine)
+                    done = slice(start, start + len(runs))  # shorter when a stop cut it
                     options = runcontrol.rt_refused_once(options, runs, extra, warn)
-                    buffer.append(_rows(runs, perm[chunk], rep[chunk], labels, overhead))
+                    buffer.append(_rows(runs, perm[done], rep[done], labels, overhead))
                     if time.monotonic() - flushed >= FLUSH_S or start + CHUNK_RUNS >= perm.size:
                         _flush(buffer, recorder, frames)
                         flushed = time.monotonic()
@@ -454,6 +454,7 @@ def _measure(plan, programs, meta, recording, on_start, progress, warn) -> pd.Da
                         raise KeyboardInterrupt
                 complete = True
             finally:
+                extra.update(spawn.maxrss_meta(engine))
                 try:
                     _flush(buffer, recorder, frames)
                 finally:

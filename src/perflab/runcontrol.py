@@ -1,7 +1,8 @@
 """Run controls shared by the experiments that run child processes.
 
-Ctrl-C as a flag checked between chunks, perflab kept off the measured CPUs, real-time
-refusal warned once (Rubini's Listing 2), the default CPU, and what a journaled run row is.
+Ctrl-C and SIGTERM as a flag that stops the batch in flight between runs, perflab kept off
+the measured CPUs, real-time refusal warned once (Rubini's Listing 2), the default CPU, and what
+a journaled run row is.
 """
 
 import contextlib
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from perflab import machine, spawn
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, Stopped
 from perflab.journal import Expect
 
 # The C core counts a timeout in int64 nanoseconds, and 0 ns would mean none at all.
@@ -31,23 +32,47 @@ RUN_RANGES = {
 
 
 class Interrupt:
-    """Turns Ctrl-C into a flag checked between chunks, so the chunk in flight is kept."""
+    """Ctrl-C and SIGTERM as a flag that also stops the C batch in flight between runs.
+
+    The batch sees the stop at once: the helper gets a stop byte, and an in-process batch
+    polls the pipe that Python's own C-level handler writes to (signal.set_wakeup_fd).
+    Finished runs are kept; the run cut short is not recorded.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self):
         self.hit = False
-        self._old = None
+        self.signum = signal.SIGINT
+        self._old: dict = {}
+        self._old_wakeup = None
 
     def __enter__(self):
+        spawn.clear_stop()
         if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handler)
+            self._old = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
+            self._old_wakeup = signal.set_wakeup_fd(
+                spawn.stop_wakeup_fd(), warn_on_full_buffer=False
+            )
         return self
 
     def _handler(self, signum, frame):
         self.hit = True
+        self.signum = signum
+        spawn.request_stop()
 
-    def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+    def stopped(self) -> Stopped:
+        """The exception that ends the sweep, naming the signal that stopped it."""
+        return Stopped(self.signum)
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._old_wakeup is not None:
+            signal.set_wakeup_fd(self._old_wakeup)
+        for s, old in self._old.items():
+            signal.signal(s, old)
+        spawn.clear_stop()
+        if self.hit and exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            raise self.stopped() from None
 
 
 def check_timeout(seconds: float) -> None:

@@ -1,8 +1,14 @@
 """Exact child runs from Python: typed options over csrc/spawn.c and results as numpy records."""
 
+import array
+import contextlib
 import errno
+import functools
 import os
 import shutil
+import socket
+import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from perflab._native import check, ffi, lib, ptr
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, Stopped
 
 STATUS = {
     lib.PERFLAB_RUN_OK: "ok",
@@ -26,6 +32,7 @@ STATUS = {
 STATUS_NAMES = [STATUS[i] for i in range(len(STATUS))]
 ASLR_MODES = ("off", "on", "system")
 RT_POLICIES = {"fifo": 1, "rr": 2}
+SPAWNER = Path(__file__).resolve().parent / "_spawner"
 
 
 def _run_dtype() -> np.dtype:
@@ -68,26 +75,14 @@ class SpawnOptions:
         if self.timeout is not None and self.timeout <= 0:
             raise PerflabError(f"timeout must be positive, not {self.timeout}")
 
-    def c_struct(self):
-        """The struct perflab_spawn_opts for these options and the CPU array it points to.
-
-        Keep both alive for the duration of the call: cffi frees what nobody references.
-        """
-        o = ffi.new("struct perflab_spawn_opts *")
-        o.flags = (
+    def flags(self) -> int:
+        """PERFLAB_SPAWN_* for these options."""
+        return (
             (lib.PERFLAB_SPAWN_NO_ASLR if self.aslr == "off" else 0)
             | (lib.PERFLAB_SPAWN_ASLR if self.aslr == "on" else 0)
             | (lib.PERFLAB_SPAWN_RT if self.rt else 0)
             | (lib.PERFLAB_SPAWN_MLOCK if self.mlock else 0)
         )
-        cpus = ffi.new("int[]", list(self.cpus) or [0])
-        o.ncpus, o.cpus = len(self.cpus), cpus
-        o.rt_policy, o.rt_priority = RT_POLICIES[self.rt_policy], self.rt_priority
-        o.timeout_ns = int(self.timeout * 1e9) if self.timeout else 0
-        o.stdin_fd, o.stdout_fd, o.stderr_fd = (
-            -1 if fd is None else fd for fd in (self.stdin, self.stdout, self.stderr)
-        )
-        return o, cpus
 
 
 def check_program(program: str | os.PathLike) -> str:
@@ -106,30 +101,244 @@ def check_program(program: str | os.PathLike) -> str:
     return str(p.resolve())
 
 
-def _cstrings(items: Sequence[str]):
-    """A NULL-terminated char*[] and the buffers it points to (keep both alive)."""
-    bufs = [ffi.new("char[]", os.fsencode(s)) for s in items]
-    return ffi.new("char *[]", [*bufs, ffi.NULL]), bufs
-
-
 def env_list(env: Mapping[str, str] | None) -> list[str]:
     """NAME=value strings, in the mapping's order; None means an empty environment."""
     return [f"{k}={v}" for k, v in (env or {}).items()]
 
 
+def _pack(
+    programs: Sequence[Sequence[str]],
+    prog: np.ndarray,
+    sizes: np.ndarray,
+    var: str,
+    base_env: Mapping[str, str] | None,
+    options: SpawnOptions,
+) -> bytes:
+    """A batch laid out as csrc/perflab.h says (struct perflab_batch): one format, two engines."""
+    h = ffi.new("struct perflab_batch *")
+    h.magic, h.version = lib.PERFLAB_BATCH_MAGIC, lib.PERFLAB_BATCH_VERSION
+    h.flags, h.rt_priority = options.flags(), options.rt_priority
+    h.rt_policy = RT_POLICIES[options.rt_policy]
+    h.ncpus, h.timeout_ns = len(options.cpus), int(options.timeout * 1e9) if options.timeout else 0
+    env = env_list(base_env)
+    h.nprogs, h.nenv, h.nruns, h.stdio = len(programs), len(env), prog.size, 1
+    texts = [s for argv in programs for s in argv] + env + [var]
+    strings = b"".join(os.fsencode(s) + b"\0" for s in texts)
+    h.strings_len = len(strings)
+    return b"".join(
+        [
+            bytes(ffi.buffer(h)),
+            np.asarray(options.cpus, dtype=np.int32).tobytes(),
+            np.array([len(a) - 1 for a in programs], dtype=np.int32).tobytes(),
+            prog.astype(np.int32).tobytes(),
+            sizes.astype(np.int64).tobytes(),
+            strings,
+        ]
+    )
+
+
+@functools.cache
+def _stop_pipe() -> tuple[int, int]:
+    """The in-process stop: readable means stop; the write end is also Python's wakeup fd."""
+    return os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+
+def _stdio(options: SpawnOptions) -> list[int]:
+    """The child's stdin/stdout/stderr: the ones asked for, else ours at this moment."""
+    return [
+        i if fd is None else fd
+        for i, fd in enumerate((options.stdin, options.stdout, options.stderr))
+    ]
+
+
+class InProcess:
+    """Spawns from perflab's own process: a child's maxrss would be perflab's, so it is empty."""
+
+    method = "in-process (maxrss not measurable: a vfork child inherits the parent's peak)"
+    floor_kb = None
+
+    def batch(self, request: bytes, nruns: int, stdio: list[int]) -> np.ndarray:
+        out = np.zeros(nruns, dtype=RUN_DTYPE)
+        done = ffi.new("int64_t *")
+        rc = lib.perflab_spawn_batch(
+            request, len(request), stdio, _stop_pipe()[0], ptr(out, "struct perflab_run[]"), done
+        )
+        check(rc, "spawn batch")
+        out = out[: done[0]]
+        out["maxrss_kb"] = -1
+        return out
+
+    def request_stop(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.write(_stop_pipe()[1], b"S")
+
+    def clear_stop(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while os.read(_stop_pipe()[0], 4096):
+                pass
+
+
+class Spawner(InProcess):
+    """csrc/spawner: a small freshly exec'd helper spawns the children, so their maxrss is theirs.
+
+    Its own peak (VmHWM, a few hundred KiB) is carried into every child it spawns: floor_kb.
+    """
+
+    method = "spawner helper (children exec'd from a small process; maxrss includes its peak)"
+
+    def __init__(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with theirs:
+            self.proc = subprocess.Popen(
+                [str(SPAWNER), str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                process_group=0,  # the terminal's Ctrl-C is perflab's to handle, not the helper's
+            )
+        self.sock, self.pid, self.floor_kb = ours, os.getpid(), None
+        self.send_lock = threading.RLock()
+        self.recv_lock = threading.Lock()
+        self.waiting = self.stop_wanted = False
+
+    def batch(self, request: bytes, nruns: int, stdio: list[int]) -> np.ndarray:
+        with self.recv_lock:
+            try:
+                with self.send_lock:
+                    sent = self.sock.sendmsg(
+                        [request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", stdio))]
+                    )
+                    self.sock.sendall(request[sent:])
+                    self.waiting = True
+                    if self.stop_wanted:
+                        self._send_stop()
+                reply = ffi.new("struct perflab_batch_reply *")
+                self._recv_into(ffi.buffer(reply))
+                self.waiting = False
+                if reply.magic != lib.PERFLAB_BATCH_MAGIC:
+                    raise OSError(errno.EPROTO, "bad reply")
+                check(reply.error, "spawn batch")
+                out = np.zeros(reply.done, dtype=RUN_DTYPE)
+                self._recv_into(memoryview(out).cast("B"))
+            except BaseException:
+                self.close()  # out of step with the helper now: the next batch starts a new one
+                raise
+        self.floor_kb = max(self.floor_kb or 0, int(reply.floor_kb)) if reply.floor_kb > 0 else None
+        return out
+
+    def _recv_into(self, buf) -> None:
+        view = memoryview(buf)
+        while view.nbytes:
+            n = self.sock.recv_into(view)
+            if n == 0:
+                raise PerflabError(f"the spawner helper {SPAWNER} ended unexpectedly")
+            view = view[n:]
+
+    def _send_stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.send(bytes([lib.PERFLAB_STOP_BYTE]))
+
+    def request_stop(self) -> None:
+        """Safe from a signal handler: a stop byte never lands inside a request."""
+        self.stop_wanted = True
+        with self.send_lock:
+            if self.waiting:
+                self._send_stop()
+
+    def clear_stop(self) -> None:
+        self.stop_wanted = False
+
+    def alive(self) -> bool:
+        return self.pid == os.getpid() and self.proc.poll() is None and self.sock.fileno() >= 0
+
+    def close(self) -> None:
+        self.sock.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+_engines: dict[str, InProcess] = {}
+
+
+def engine() -> InProcess:
+    """The spawner helper, started on first use (again after a fork), else in-process runs."""
+    current = _engines.get("default")
+    if isinstance(current, Spawner) and current.alive():
+        return current
+    if SPAWNER.exists() and os.access(SPAWNER, os.X_OK):
+        _engines["default"] = Spawner()
+    else:
+        _engines["default"] = _engines.setdefault("in-process", InProcess())
+    return _engines["default"]
+
+
+def in_process() -> InProcess:
+    """Runs without the helper: what each run costs without it, or when it cannot start."""
+    return _engines.setdefault("in-process", InProcess())
+
+
+def request_stop() -> None:
+    """Stop every batch in flight between runs (called from signal handlers)."""
+    for e in list(_engines.values()):
+        e.request_stop()
+
+
+def clear_stop() -> None:
+    """Forget a stop request, before a new sweep begins."""
+    for e in list(_engines.values()):
+        e.clear_stop()
+
+
+def stop_wakeup_fd() -> int:
+    """The fd Python's C-level signal handler writes to: stops an in-process batch at once."""
+    return _stop_pipe()[1]
+
+
+def maxrss_meta(used: InProcess) -> dict:
+    """What a result records about its maxrss_kb column: the method and its floor."""
+    return {"maxrss_method": used.method, "maxrss_floor_kb": used.floor_kb}
+
+
+def run_batch(
+    programs: Sequence[Sequence[str]],
+    prog: np.ndarray,
+    sizes: np.ndarray | None = None,
+    var: str = "A",
+    base_env: Mapping[str, str] | None = None,
+    options: SpawnOptions | None = None,
+    using: InProcess | None = None,
+) -> np.ndarray:
+    """Run programs[prog[i]] for each i (argv[0] the resolved path), with base_env plus
+    VAR=<sizes[i] pad characters> where sizes[i] >= 0, all in one C call.
+
+    Fewer records than runs come back when a stop was requested: the runs not made.
+    """
+    options = options or SpawnOptions()
+    prog = np.ascontiguousarray(prog, dtype=np.int32)
+    sizes = np.full(prog.size, -1, np.int64) if sizes is None else np.asarray(sizes, np.int64)
+    if not var or "=" in var:
+        raise PerflabError(f"invalid environment variable name {var!r}")
+    if sizes.size and sizes.min() < -1:
+        raise PerflabError("environment sizes must not be negative")
+    programs = [(a[0], *a) for a in programs]
+    request = _pack(programs, prog, sizes, var, base_env, options)
+    return (using or engine()).batch(request, prog.size, _stdio(options))
+
+
 def run(
-    argv: Sequence[str], env: Mapping[str, str] | None = None, options: SpawnOptions | None = None
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    options: SpawnOptions | None = None,
+    using: InProcess | None = None,
 ) -> np.record:
     """One run with exactly argv and env (None: empty): nothing else is inherited."""
-    options = options or SpawnOptions()
     path = check_program(argv[0])
-    av, keep_a = _cstrings(list(argv))
-    ev, keep_e = _cstrings(env_list(env))
-    out = np.zeros(1, dtype=RUN_DTYPE)
-    opts, keep_o = options.c_struct()
-    rc = lib.perflab_spawn(os.fsencode(path), av, ev, opts, ptr(out, "struct perflab_run[]"))
-    check(rc, f"spawn {path}")
-    del keep_a, keep_e, keep_o
+    out = run_batch([(path, *argv[1:])], np.zeros(1), None, "A", env, options, using)
+    if out.size == 0:
+        raise Stopped
+    out = out.copy()
+    out["prog"] = 0
     return out[0]
 
 
@@ -139,31 +348,13 @@ def run_env_sizes(
     var: str = "A",
     base_env: Mapping[str, str] | None = None,
     options: SpawnOptions | None = None,
+    using: InProcess | None = None,
 ) -> np.ndarray:
     """Run argv once per size, each with base_env plus VAR=<size pad characters>, in one C call."""
-    options = options or SpawnOptions()
-    if not var or "=" in var:
-        raise PerflabError(f"invalid environment variable name {var!r}")
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
     if sizes.size and sizes.min() < 0:
         raise PerflabError("environment sizes must not be negative")
-    av, keep_a = _cstrings(list(argv))
-    ev, keep_e = _cstrings(env_list(base_env))
-    out = np.zeros(sizes.size, dtype=RUN_DTYPE)
-    opts, keep_o = options.c_struct()
-    rc = lib.perflab_spawn_env_sizes(
-        os.fsencode(argv[0]),
-        av,
-        ev,
-        var.encode(),
-        ptr(sizes, "int64_t[]"),
-        sizes.size,
-        opts,
-        ptr(out, "struct perflab_run[]"),
-    )
-    check(rc, f"spawn {argv[0]}")
-    del keep_a, keep_e, keep_o
-    return out
+    return run_batch([argv], np.zeros(sizes.size), sizes, var, base_env, options, using)
 
 
 def timer_overhead() -> int:
@@ -173,6 +364,9 @@ def timer_overhead() -> int:
 
 def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
     """Run records as tidy columns: probe ticks less overhead (NaN if no probe), rusage, status.
+
+    maxrss_kb is <NA> where it cannot be the child's own (in-process runs); strays says the
+    child left processes in its group, which were killed.
 
     Counts are int32 and status a categorical: 800 000 rows must fit in a few copies.
     """
@@ -193,7 +387,9 @@ def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
             "wall_ns": runs["wall_ns"],
             "utime_ns": runs["utime_ns"],
             "stime_ns": runs["stime_ns"],
-            "maxrss_kb": runs["maxrss_kb"].astype(np.int32),
+            "maxrss_kb": pd.arrays.IntegerArray(
+                runs["maxrss_kb"].astype(np.int32), mask=runs["maxrss_kb"] < 0
+            ),
             "minflt": runs["minflt"].astype(np.int32),
             "majflt": runs["majflt"].astype(np.int32),
             "nvcsw": runs["nvcsw"].astype(np.int32),
@@ -204,6 +400,7 @@ def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
             "signal": runs["signal"],
             "status": pd.Categorical.from_codes(status, STATUS_NAMES),
             "child_errno": runs["child_errno"],
+            "strays": (runs["flags"] & lib.PERFLAB_RUN_STRAYS) != 0,
         }
     )
 

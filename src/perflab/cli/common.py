@@ -2,6 +2,7 @@
 
 import json
 import math
+import signal
 import sys
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ def cluster_options(func):
     func = click.option(
         "--cluster",
         metavar="ADDRESS",
+        is_eager=True,  # --cpu is then checked on each host, not here
         help="Dask scheduler (tcp://host:8786): measure on every worker host, "
         "one point at a time per host (pip install perflab[cluster]).",
     )(func)
@@ -102,7 +104,7 @@ def cpu_list(ctx, param, value):
         cpus = machine.parse_cpu_list(value)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a CPU list such as 1 or 0-3,6") from None
-    return machine.check_cpus(cpus)
+    return cpus if ctx.params.get("cluster") else machine.check_cpus(cpus)
 
 
 def record_path(output: str | None, resume: str | None, stem: str) -> tuple[str, bool]:
@@ -148,14 +150,20 @@ class Bars:
                 click.echo(err=True)  # click ends a non-tty bar without a newline
 
 
-def interrupted(output: str) -> click.ClickException:
-    """Ctrl-C in a journaled run: where the finished runs are and how to complete them."""
+def interrupted(output: str, exc: BaseException | None = None) -> click.ClickException:
+    """Ctrl-C or SIGTERM in a journaled run: where the finished runs are, how to complete them.
+
+    The exit status is 128 + the signal (130 for Ctrl-C, 143 for SIGTERM), as a shell reports.
+    """
     if not Path(output).exists() and not Path(output + ".parts").exists():
-        return click.ClickException("interrupted before any run was recorded")
-    return click.ClickException(
-        f"interrupted: finished runs are in {output}; complete them with the same "
-        f"command plus --resume {output}"
-    )
+        error = click.ClickException("interrupted before any run was recorded")
+    else:
+        error = click.ClickException(
+            f"interrupted: finished runs are in {output}; complete them with the same "
+            f"command plus --resume {output}"
+        )
+    error.exit_code = 128 + getattr(exc, "signum", signal.SIGINT)
+    return error
 
 
 def check_paths(output: str | None, plot_path: str | None) -> None:

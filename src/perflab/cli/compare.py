@@ -1,6 +1,7 @@
 """`perflab compare`: is B faster than A, over random setups rather than one lucky one?"""
 
 import shlex
+import signal
 
 import click
 
@@ -97,11 +98,11 @@ def compare_cmd(
             on_start=lambda n: bars.open("compare", n),
             progress=lambda n: bars.bar.update(n),
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         bars.close()
-        raise click.ClickException(
-            "interrupted: the runs so far are in -o FILE, if given"
-        ) from None
+        error = click.ClickException("interrupted: the runs so far are in -o FILE, if given")
+        error.exit_code = 128 + getattr(exc, "signum", signal.SIGINT)
+        raise error from None
     finally:
         bars.close()
     value = compare.value_column(df)

@@ -181,9 +181,9 @@ def env_size_cmd(
             on_start=start,
             progress=bars.update,
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         bars.close()
-        raise interrupted(output) from None
+        raise interrupted(output, exc) from None
     finally:
         bars.close()
     check_complete(df, output)
@@ -260,10 +260,11 @@ def _fleet(address, hosts, program, common, output, resuming, k, as_json) -> Non
             recorder,
             lambda: bars.update(1),
             lambda todo: bars.open("env-size blocks", todo),
+            functools.partial(machine.check_cpus, common["cpus"] or ()),
         )
         complete = not out.missing
-    except KeyboardInterrupt:
-        raise interrupted(output) from None
+    except KeyboardInterrupt as exc:
+        raise interrupted(output, exc) from None
     finally:
         bars.close()
         extra = {"missing": out.missing, "refused": out.refused} if out else {}

@@ -188,9 +188,9 @@ def link_order_cmd(
             on_start=start,
             progress=bars.update,
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         bars.close()
-        raise interrupted(output) from None
+        raise interrupted(output, exc) from None
     finally:
         bars.close()
     check_complete(df, output)

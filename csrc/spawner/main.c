@@ -1,0 +1,142 @@
+/* perflab's spawner helper: a small process, freshly exec'd, that runs batches of child
+ * runs for perflab so that no child's rusage carries perflab's own memory (see spawn.c).
+ *
+ * perflab passes one end of a stream socket as argv[1].  Each request is a packed
+ * struct perflab_batch with the children's stdin/stdout/stderr attached (SCM_RIGHTS);
+ * each answer is a struct perflab_batch_reply and the finished runs.  A PERFLAB_STOP_BYTE
+ * on the socket stops the batch between runs; one arriving while idle is skipped.  End of
+ * file (perflab closed the socket or died) stops the batch and ends the helper.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "perflab.h"
+
+#define MAX_REQUEST (1ull << 30)
+
+static int read_full(int fd, void *buf, size_t n)
+{
+    for (size_t got = 0; got < n;) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t n)
+{
+    for (size_t put = 0; put < n;) {
+        ssize_t r = send(fd, (const char *)buf + put, n - put, MSG_NOSIGNAL);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        put += (size_t)r;
+    }
+    return 0;
+}
+
+/* The first byte of a request and the fds sent with it; stop bytes before it skipped. */
+static int read_start(int sock, unsigned char *first, int fds[3])
+{
+    union {
+        char buf[CMSG_SPACE(3 * sizeof(int))];
+        struct cmsghdr align;
+    } u;
+
+    for (;;) {
+        struct iovec iov = {first, 1};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                           .msg_controllen = sizeof u.buf};
+        ssize_t r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+            c->cmsg_len == CMSG_LEN(3 * sizeof(int)))
+            memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
+        if (*first != PERFLAB_STOP_BYTE)
+            return 0;
+    }
+}
+
+/* This process's own peak RSS (VmHWM): the floor under every child's maxrss. */
+static int64_t own_peak_kb(void)
+{
+    char line[256];
+    long long kb = -1;
+    FILE *f = fopen("/proc/self/status", "re");
+
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
+}
+
+static int serve(int sock)
+{
+    struct perflab_batch h;
+    struct perflab_batch_reply reply = {.magic = PERFLAB_BATCH_MAGIC};
+    int fds[3] = {-1, -1, -1};
+    uint64_t body;
+    char *req;
+    struct perflab_run *out;
+
+    if (read_start(sock, (unsigned char *)&h, fds) || read_full(sock, (char *)&h + 1, sizeof h - 1))
+        return -1;
+    body = (uint64_t)h.ncpus * 4 + (uint64_t)h.nprogs * 4 + (uint64_t)h.nruns * 12 + h.strings_len;
+    if (h.magic != PERFLAB_BATCH_MAGIC || h.ncpus < 0 || h.nprogs < 0 || h.nruns < 0 ||
+        body > MAX_REQUEST)
+        return -1; /* out of step with perflab: end, perflab sees the socket close */
+    req = malloc(sizeof h + body);
+    out = calloc(h.nruns ? (size_t)h.nruns : 1, sizeof *out);
+    if (!req || !out || read_full(sock, req + sizeof h, body)) {
+        free(req);
+        free(out);
+        return -1;
+    }
+    memcpy(req, &h, sizeof h);
+    reply.floor_kb = own_peak_kb();
+    reply.error = perflab_spawn_batch(req, sizeof h + body, fds, sock, out, &reply.done);
+    for (int i = 0; i < 3; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    free(req);
+    if (write_full(sock, &reply, sizeof reply) ||
+        write_full(sock, out, (size_t)reply.done * sizeof *out)) {
+        free(out);
+        return -1;
+    }
+    free(out);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int sock = argc == 2 ? atoi(argv[1]) : -1;
+
+    if (sock < 3) {
+        fputs("perflab-spawner: started by perflab only\n", stderr);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    while (serve(sock) == 0)
+        ;
+    return 0;
+}

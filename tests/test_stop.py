@@ -1,0 +1,89 @@
+"""Ctrl-C and SIGTERM stop a batch of long runs between runs, keep what finished, exit 128+sig."""
+
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from perflab import results, spawn
+
+SLOW = (
+    "#include <time.h>\nint main(void) { struct timespec t = {0, 300000000}; "
+    "nanosleep(&t, 0); return 0; }\n"
+)
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory) -> str:
+    d = tmp_path_factory.mktemp("slow")
+    (d / "slow.c").write_text(SLOW)
+    subprocess.run(["cc", "-O1", str(d / "slow.c"), "-o", str(d / "slow")], check=True)
+    return str(d / "slow")
+
+
+def _wait_for_third_run(pid: int, name: str) -> None:
+    """Until a third child of that name has started: the preflight and one run have ended."""
+    seen: set[int] = set()
+    for _ in range(1200):
+        kids = psutil.Process(pid).children(recursive=True)
+        seen |= {k.pid for k in kids if _name(k) == name}
+        if len(seen) >= 3:
+            return
+        time.sleep(0.05)
+    pytest.fail("the sweep never started its third run")
+
+
+def _name(p: psutil.Process) -> str:
+    try:
+        return p.name()
+    except psutil.Error:
+        return ""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_sweep_within_its_batch(slow, tmp_path, sig):
+    out = tmp_path / "r.parquet"
+    # 600 runs of 0.3 s: one C batch of 512 runs would take 150 s to end on its own.
+    cmd = [
+        sys.executable,
+        "-m",
+        "perflab",
+        "sweep",
+        "env-size",
+        "--max",
+        "0",
+        "--repeat",
+        "600",
+        "--no-rt",
+        "-o",
+        str(out),
+        "--",
+        slow,
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_third_run(proc.pid, "slow")
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert "--resume" in err and "Traceback" not in err
+    df = results.load(out)
+    assert 0 < len(df) < 512
+    assert (df["status"] == "ok").all()
+
+
+def test_the_api_gets_the_finished_runs_of_a_stopped_batch(slow):
+    import threading
+
+    timer = threading.Timer(1.5, spawn.request_stop)
+    timer.start()
+    try:
+        runs = spawn.run_env_sizes([slow], np.zeros(200, dtype=np.int64))
+    finally:
+        timer.cancel()
+        spawn.clear_stop()
+    assert 0 < len(runs) < 200
+    assert (runs["status"] == 0).all()

@@ -353,22 +353,22 @@ def test_rt_watchdog_restores_the_limit():
 def test_hogs_die_with_a_killed_perflab():
     """PR_SET_PDEATHSIG: a SIGKILLed perflab cannot run its finally, its hogs die anyway."""
     argv = [sys.executable, "-m", "perflab", "run", "core-vs-ht", "-l", "100000", "-p", C0]
-    proc = subprocess.Popen([*argv, "--perturb", f"cpu@{C0}"], env=ENV, stderr=subprocess.DEVNULL)
-    try:
-        hogs = []
-        for _ in range(200):
-            hogs = psutil.Process(proc.pid).children()
-            if hogs:
-                break
-            time.sleep(0.05)
-        assert hogs, "perflab started no hog"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        _, alive = psutil.wait_procs(hogs, timeout=5)
-        assert alive == []
-    finally:
-        proc.kill()
-        proc.wait()
+    with subprocess.Popen(
+        [*argv, "--perturb", f"cpu@{C0}"], env=ENV, stderr=subprocess.PIPE
+    ) as proc:
+        try:
+            hogs = []
+            while not hogs and proc.poll() is None:  # a loaded machine may take a while
+                hogs = psutil.Process(proc.pid).children()
+                time.sleep(0.05)
+            assert hogs, f"perflab started no hog: {proc.stderr.read().decode()}"
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            _, alive = psutil.wait_procs(hogs, timeout=5)
+            assert alive == []
+        finally:
+            proc.kill()
+            proc.wait()
 
 
 def _perflab_python(code, prefix=(), timeout=60):

@@ -334,8 +334,9 @@ def plot(df: pd.DataFrame, path, setups: pd.DataFrame, summary: dict):
     x = np.arange(len(setups))
     for verdict, g in setups.groupby("verdict"):
         idx = x[setups["verdict"].to_numpy() == verdict]
-        ax.errorbar(idx, g["ratio"], yerr=[g["ratio"] - g["ci_low"], g["ci_high"] - g["ratio"]],
-                    fmt="o", color=colour[verdict], capsize=3, label=verdict)  # fmt: skip
+        r, lo, hi = (g[c].to_numpy(float) for c in ("ratio", "ci_low", "ci_high"))
+        ax.errorbar(idx, r, yerr=[r - lo, hi - r], fmt="o", color=colour[verdict], capsize=3,
+                    label=verdict)  # fmt: skip
     ax.axhline(1.0, color="black", lw=0.8, ls="--")
     ax.axhspan(summary["ci_low"], summary["ci_high"], color=plt.COLORS[2], alpha=0.2, lw=0,
                label=f"over all setups {summary['ratio']:.3f}")  # fmt: skip

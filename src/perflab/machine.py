@@ -85,7 +85,7 @@ def check_cpus(cpus) -> list[int]:
     if absent:
         raise PerflabError(
             f"CPU {format_cpu_list(absent)} does not exist or is offline; "
-            f"online CPUs: {format_cpu_list(online)}"
+            f"online CPUs: {format_cpu_list(online)}; affinity mask: {format_cpu_list(allowed)}"
         )
     outside = [c for c in cpus if c not in allowed]
     if outside:

@@ -1,6 +1,7 @@
 """Exact child runs from Python: typed options over csrc/spawn.c and results as numpy records."""
 
 import array
+import atexit
 import contextlib
 import errno
 import functools
@@ -200,6 +201,7 @@ class Spawner(InProcess):
         self.send_lock = threading.RLock()
         self.recv_lock = threading.Lock()
         self.waiting = self.stop_wanted = False
+        atexit.register(self.close)  # no helper outlives perflab, nor warns that it was left
 
     def batch(self, request: bytes, nruns: int, stdio: list[int]) -> np.ndarray:
         with self.recv_lock:
@@ -252,7 +254,10 @@ class Spawner(InProcess):
         return self.pid == os.getpid() and self.proc.poll() is None and self.sock.fileno() >= 0
 
     def close(self) -> None:
+        """End the helper; idempotent, and a forked child leaves its parent's helper alone."""
         self.sock.close()
+        if self.pid != os.getpid():
+            return
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()

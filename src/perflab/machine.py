@@ -287,6 +287,13 @@ def spoilers() -> list[Spoiler]:
     ]
 
 
+def _timer_step() -> int:
+    """The tick counter's step: the finest difference any timing here can show."""
+    from perflab import timing  # timing needs the C core; machine is imported without it
+
+    return timing.timer_step()
+
+
 def metadata() -> dict:
     """What every result records about where and how it was measured."""
     current, _ = clocksources()
@@ -301,6 +308,7 @@ def metadata() -> dict:
         "clocksource": current,
         "tsc_hz": hz,
         "tsc_hz_source": how,
+        "timer_step_ticks": _timer_step(),
         "aslr_system": aslr(),
         "governor": governor(),
         "hardware_counters": hardware_counters(),
@@ -333,6 +341,7 @@ def report() -> dict:
         "available_clocksources": available,
         "tsc_hz": hz,
         "tsc_hz_source": how,
+        "timer_step_ticks": _timer_step(),
         "tsc_flags": {f: f in cpu_flags() for f in TSC_FLAGS},
         "aslr": aslr(),
         "governor": governor() or "not exposed",

@@ -76,9 +76,7 @@ def record_path(output: str | None, resume: str | None, stem: str) -> tuple[str,
 
 def progressbar(length: int, label: str):
     """A progress bar with ETA on stderr, so --json on stdout stays parseable."""
-    return click.progressbar(
-        length=length, label=label, file=sys.stderr, show_eta=True
-    )
+    return click.progressbar(length=length, label=label, file=sys.stderr, show_eta=True)
 
 
 class Bars:

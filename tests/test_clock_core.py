@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from perflab import clocks, machine
+from perflab import clocks, machine, timing
 from perflab._native import ffi, lib, ptr
 
 
@@ -11,8 +11,11 @@ def test_empty_region_costs_about_zero_ticks():
     out = np.zeros(200_000, dtype=np.int64)
     lib.perflab_time_empty(ptr(out, "int64_t[]"), out.size)
     assert lib.perflab_timer_overhead() > 0
-    assert abs(np.median(out)) <= 12  # the raw cost is ~35 ticks here
-    assert np.percentile(out, 1) >= -4
+    # The raw cost is ~35 ticks; a counter that moves in steps (20 ticks on an AMD EPYC
+    # guest) can put the median one step off.
+    slack = timing.timer_step()
+    assert abs(np.median(out)) <= max(12, slack)
+    assert np.percentile(out, 1) >= -max(4, slack)
 
 
 def test_tsc_frequency_agrees_with_monotonic():

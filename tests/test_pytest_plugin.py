@@ -125,7 +125,7 @@ def test_identical_workloads_are_inconclusive(pytester):
     ("make", "trials"),
     [
         (lambda: timing.spin(300), 60),
-        (lambda: lambda: sum(range(50)), 30),
+        (lambda: lambda: sum(range(200)), 30),
     ],
     ids=["c-same-pointer", "python-twins"],
 )

@@ -198,6 +198,7 @@ def main() -> None:
                 right = [r for r in rows if r["verdict"] == perfassert.PASS]
                 secs = statistics.median(r["seconds"] for r in right) if right else math.nan
                 print(f"{case:<15}{'':>9}{'':>8}{'':>17}{len(right) / n:>9.1%}{secs:>10.4f}")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -51,3 +51,61 @@ def test_spearman_shares_ranks_between_ties():
     # x ranks 1, 2.5, 2.5, 4 against y ranks 1, 3, 2, 4: Pearson gives sqrt(0.9)
     assert stats.spearman([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(0.9**0.5)
     assert np.isnan(stats.spearman([5, 5, 5], [1, 2, 3]))
+
+
+def _quantized_twins(rng, step, calls, n):
+    """Per-call values of two identical workloads timed by a counter with this step: ~800
+    ticks per call, small noise, each run's start at a random phase of the step."""
+    true = rng.normal(800 * calls, 3, size=(2, n)) + rng.exponential(20, size=(2, n))
+    phase = rng.uniform(0, step, size=(2, n))
+    ticks = np.floor((phase + true) / step) * step - np.floor(phase / step) * step
+    return ticks / calls
+
+
+@pytest.mark.parametrize("step", [1, 20, 100])
+def test_identical_quantized_samples_keep_the_error_rate(step):
+    # Truth known: both sides have one distribution. 400 trials at 90 %: a correct interval
+    # excludes 1 at most 10 % of the time; the bound below is the binomial 99.9 % tail.
+    rng = np.random.default_rng(step)
+    claims = 0
+    for _ in range(400):
+        a, b = _quantized_twins(rng, step, calls=32, n=40)
+        _, lo, hi = stats.ratio_interval(a, b, 0.9, (step / 32, step / 32))
+        assert hi - lo > 0
+        claims += not lo <= 1 <= hi
+    assert claims <= 58
+
+
+def test_a_one_step_gap_between_tied_medians_decides_nothing():
+    # All ties, the sides one 20-tick step apart (per call 20/32): the bootstrap collapses to
+    # a point and excludes 1; the interval that knows the step does not.
+    a = np.full(60, 25_600 / 32)
+    b = np.full(60, 25_620 / 32)
+    _, lo, hi = stats.ratio_ci(a, b, 0.99)
+    assert lo == hi != 1.0
+    _, lo, hi = stats.ratio_interval(a, b, 0.99, (20 / 32, 20 / 32))
+    assert lo < 1 < hi
+
+
+@pytest.mark.parametrize("step", [1, 20, 100])
+def test_a_real_ten_percent_difference_is_seen_through_the_step(step):
+    rng = np.random.default_rng(10 + step)
+    a, _ = _quantized_twins(rng, step, calls=32, n=80)
+    b = _quantized_twins(rng, step, calls=32, n=80)[1] * 1.1
+    ratio, lo, hi = stats.ratio_interval(a, b, 0.99, (step / 32, step / 32))
+    assert 1.0 < lo <= ratio <= hi and abs(ratio - 1.1) < 0.02
+
+
+def test_median_interval_covers_with_ties_and_refuses_tiny_samples():
+    med, lo, hi = stats.median_interval([5.0] * 30, 0.95, 1.0)
+    assert (med, lo, hi) == (5.0, 4.0, 6.0)
+    assert stats.median_interval([1.0, 2.0, 3.0], 0.99) == (2.0, -np.inf, np.inf)
+
+
+@pytest.mark.parametrize(("step", "odd"), [(1, 0), (20, 0), (100, 1)])
+def test_quantum_finds_the_step_despite_a_stray_read(step, odd):
+    rng = np.random.default_rng(step)
+    deltas = step * rng.integers(2, 9, 5000)
+    deltas[:odd] = 7  # one read off the grid (a migration) must not hide the step
+    assert stats.quantum(deltas) == step
+    assert stats.quantum(np.zeros(10)) == 0

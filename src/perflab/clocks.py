@@ -92,11 +92,13 @@ def read_costs(samples: int = 1000, names=None) -> pd.DataFrame:
 
 
 def cost_table(costs: pd.DataFrame, batch: int = 10000) -> pd.DataFrame:
-    """ClockBench's table per method (samples, min, max, avg, median, stdev in ns) plus ticks."""
+    """ClockBench's table per method (samples, min, max, avg, median, stdev in ns) plus ticks,
+    and each clock's step (smallest reliable increment) and share of repeated reads."""
     hz, _ = machine.tsc_hz()
     rows = []
     for name, group in costs.groupby("method", sort=False):
         s = stats.summary(group["ns"])
+        native = group["ticks"] if name in COUNTERS else group["ns"]
         rows.append(
             {
                 "method": name,
@@ -107,6 +109,10 @@ def cost_table(costs: pd.DataFrame, batch: int = 10000) -> pd.DataFrame:
                 "median": s["median"],
                 "stdev": s["stdev"],
                 "median_ticks": float(np.median(group["ticks"])),
+                # In the clock's own unit (ticks for counters, ns for clocks); repeats: the
+                # share of back-to-back reads that returned the same value.
+                "step": stats.quantum(native.round().astype(np.int64)),
+                "repeats": float(np.mean(native == 0)),
                 "batch_ns": batch_ns(name, batch, hz),
             }
         )

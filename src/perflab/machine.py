@@ -341,6 +341,13 @@ def spoilers() -> list[Spoiler]:
     ]
 
 
+def _timer_step() -> int:
+    """The tick counter's step: the finest difference any timing here can show."""
+    from perflab import timing  # timing needs the C core; machine is imported without it
+
+    return timing.timer_step()
+
+
 def metadata() -> dict:
     """What every result records about where and how it was measured."""
     current, _ = clocksources()
@@ -355,6 +362,7 @@ def metadata() -> dict:
         "clocksource": current,
         "tsc_hz": hz,
         "tsc_hz_source": how,
+        "timer_step_ticks": _timer_step(),
         "aslr_system": aslr(),
         "governor": governor(),
         "hardware_counters": hardware_counters(),
@@ -387,6 +395,7 @@ def report() -> dict:
         "available_clocksources": available,
         "tsc_hz": hz,
         "tsc_hz_source": how,
+        "timer_step_ticks": _timer_step(),
         "tsc_flags": {f: f in cpu_flags() for f in TSC_FLAGS},
         "aslr": aslr(),
         "governor": governor() or "not exposed",

@@ -1,7 +1,10 @@
 """Performance assertions decided by statistics on interleaved runs, not by wall-clock thresholds.
 
-Runs grow in rounds (20, 40, 80, ... per side) until a bootstrap confidence interval decides
-the claim or the budget (seconds and runs) is spent; an undecided claim fails as inconclusive.
+Runs grow in rounds (20, 40, 80, ... per side) until a confidence interval decides the claim
+or the budget (seconds and runs) is spent; an undecided claim fails as inconclusive. The
+intervals are distribution-free (order statistics of each side's median, ties included) and
+widened by the timer step per call: a bootstrap of medians collapses to a point on quantized
+samples (20-tick TSC steps) and then declares one-step differences between identical code.
 Looking after every round would inflate the false-claim rate, so each look uses the interval
 at level 1 - (1 - confidence) / looks, looks being the most rounds the runs budget allows
 (Bonferroni): the whole sequential test keeps its error rate below 1 - confidence.
@@ -27,7 +30,6 @@ from perflab.errors import PerflabError
 DEFAULT_CONFIDENCE = 0.95
 FIRST_ROUND = 20
 MIN_ROUND = 5
-N_BOOT = 4000
 DISTURBED = 1.5
 LOCK_PATH = Path(tempfile.gettempdir()) / "perflab-measure.lock"
 
@@ -119,6 +121,8 @@ class Comparison:
     rounds: int
     calls: tuple[int, ...]
     overheads: tuple[float, ...]
+    resolutions: tuple[float, ...]
+    step: int
     seconds: float
     lock_wait: float
     budget: str
@@ -153,6 +157,8 @@ class Comparison:
             "confidence": self.confidence,
             "level": self.level,
             "runs": self.runs,
+            "timer_step_ticks": self.step,
+            **{f"{r}_resolution": q for r, q in zip(self.roles, self.resolutions, strict=True)},
             "rounds": self.rounds,
             "seconds": self.seconds,
             "budget": self.budget,
@@ -167,18 +173,29 @@ class Comparison:
         width = max(len(n) for n in self.names) + 2
         lines.append(
             f"  {'role':<10}{'target':<{width}}{'median ticks/call':>18}"
-            f"{'calls/run':>11}{'overhead/call':>15}{'runs':>7}"
+            f"{'+/- step/call':>14}{'calls/run':>11}{'overhead/call':>15}{'runs':>7}"
         )
-        for role, name, med, calls, ovh in zip(
-            self.roles, self.names, self.medians, self.calls, self.overheads, strict=True
+        for role, name, med, res, calls, ovh in zip(
+            self.roles,
+            self.names,
+            self.medians,
+            self.resolutions,
+            self.calls,
+            self.overheads,
+            strict=True,
         ):
             lines.append(
-                f"  {role:<10}{name:<{width}}{med:>18.1f}{calls:>11}{ovh:>15.1f}{self.runs:>7}"
+                f"  {role:<10}{name:<{width}}{med:>18.1f}{res:>14.3g}{calls:>11}{ovh:>15.1f}"
+                f"{self.runs:>7}"
             )
         what = "ratio" if len(self.roles) == 2 else "median"
         lines.append(
             f"  {what} {self.estimate:.4g}, {self.level:.2%} CI [{self.ci[0]:.4g}, "
             f"{self.ci[1]:.4g}] vs threshold {self.threshold:.4g}"
+        )
+        lines.append(
+            f"  basis: order-statistic interval of each median, widened by one timer step "
+            f"({self.step} ticks) per run"
         )
         lines.append(
             f"  {self.rounds} round(s), {self.runs} runs per target, {self.seconds:.2f} s, "
@@ -235,7 +252,7 @@ class PerfAssertionError(AssertionError):
 
 # A statistic maps the per-call samples to (estimate, lo, hi) at a level; a decision maps
 # the interval to a verdict (PASS/FAIL decided, None undecided) and the reason in words.
-Statistic = Callable[[list[np.ndarray], float], tuple[float, float, float]]
+Statistic = Callable[[list[np.ndarray], float, list[float]], tuple[float, float, float]]
 Decision = Callable[[float, float], tuple[str | None, str]]
 
 
@@ -261,7 +278,7 @@ def _measure(targets, statistic: Statistic, decide: Decision, budget: Budget, co
                 nets[i].append(net)
             rounds, total = rounds + 1, total + size
             samples = [np.concatenate(n) for n in nets]
-            est, lo, hi = statistic(samples, level)
+            est, lo, hi = statistic(samples, level, [t.resolution for t in targets])
             verdict, reason = decide(lo, hi)
             elapsed = time.monotonic() - t0
             if verdict is not None:
@@ -291,8 +308,8 @@ def _measure(targets, statistic: Statistic, decide: Decision, budget: Budget, co
     )
 
 
-def _ratio(samples, level):
-    """median(second)/median(first) with its bootstrap interval."""
+def _ratio(samples, level, resolutions):
+    """median(second)/median(first) with its interval (stats.ratio_interval)."""
     first, second = samples
     for x in samples:
         if np.median(x) <= 0:
@@ -300,11 +317,11 @@ def _ratio(samples, level):
                 "a target's median is <= 0 ticks per call once the call overhead is "
                 "subtracted: it does too little to compare; give it more work per call"
             )
-    return stats.ratio_ci(first, second, confidence=level, n_boot=N_BOOT)
+    return stats.ratio_interval(first, second, level, tuple(resolutions))
 
 
-def _median(samples, level):
-    return stats.median_ci(samples[0], confidence=level, n_boot=N_BOOT)
+def _median(samples, level, resolutions):
+    return stats.median_interval(samples[0], level, resolutions[0])
 
 
 def _below(threshold: float, what: str) -> Decision:
@@ -349,6 +366,8 @@ def _record(assertion, claim, roles, targets, threshold, budget, confidence, out
         medians=tuple(float(np.median(s)) for s in out["samples"]),
         calls=tuple(t.calls for t in targets),
         overheads=tuple(t.overhead for t in targets),
+        resolutions=tuple(t.resolution for t in targets),
+        step=timing.timer_step(),
         threshold=threshold,
         confidence=confidence,
         budget=str(budget),

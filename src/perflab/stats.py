@@ -1,5 +1,6 @@
 """Robust statistics for noisy timings: the FileGuard trimmed table, MAD, bootstrap intervals."""
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -116,3 +117,62 @@ def ratio_ci(baseline, candidate, confidence: float = 0.95, n_boot: int = 2000, 
     ma, mb = boot_medians(a, n_boot, rng), boot_medians(b, n_boot, rng)
     ok = ma != 0
     return (float(np.median(b) / np.median(a)), *_interval(mb[ok] / ma[ok], confidence))
+
+
+def quantum(deltas, share: float = 0.01) -> int:
+    """A counter's step: the gcd of the nonzero differences seen in at least `share` of the
+    reads, so a stray odd read (a migration, an interrupt) cannot hide it; 0 if none moved."""
+    d = np.abs(np.asarray(deltas, dtype=np.int64))
+    d = d[d > 0]
+    if d.size == 0:
+        return 0
+    values, counts = np.unique(d, return_counts=True)
+    common = values[counts >= share * d.size]
+    return int(np.gcd.reduce(common if common.size else values))
+
+
+def _binomial_half_cdf(n: int) -> np.ndarray:
+    """P(X <= k) for X ~ Binomial(n, 1/2), k = 0..n, in log space so large n cannot underflow."""
+    k = np.arange(n + 1)
+    logpmf = (
+        math.lgamma(n + 1)
+        - np.array([math.lgamma(i + 1) + math.lgamma(n - i + 1) for i in k])
+        - n * math.log(2)
+    )
+    return np.cumsum(np.exp(logpmf))
+
+
+def median_interval(values, confidence: float = 0.95, resolution: float = 0.0):
+    """Distribution-free interval of the median from order statistics, widened by one
+    resolution step each side: (median, lo, hi).
+
+    [x_(l), x_(n+1-l)] covers the population median with probability >= confidence for any
+    distribution, ties included; quantized values can put that median up to one step away
+    from the unquantized one, hence the widening. Too few values give (-inf, inf).
+    """
+    if not 0 < confidence < 1:
+        raise PerflabError(f"confidence must be between 0 and 1, not {confidence}")
+    x = np.sort(_array(values))
+    n = x.size
+    cdf = _binomial_half_cdf(n)
+    # Largest l with P(X <= l - 1) <= alpha/2: the interval's lower rank (1-based).
+    ok = np.nonzero(cdf <= (1 - confidence) / 2)[0]
+    med = float(np.median(x))
+    if ok.size == 0:
+        return med, -math.inf, math.inf
+    lrank = int(ok[-1]) + 1
+    return med, float(x[lrank - 1]) - resolution, float(x[n - lrank]) + resolution
+
+
+def ratio_interval(baseline, candidate, confidence: float = 0.95, resolution=(0.0, 0.0)):
+    """Interval of median(candidate)/median(baseline) from the two sides' median intervals,
+    each at 1 - (1 - confidence)/2 (both cover together with probability >= confidence):
+    (ratio, lo, hi); an interval of the baseline reaching 0 leaves the ratio unbounded."""
+    side = 1 - (1 - confidence) / 2
+    ma, la, ha = median_interval(baseline, side, resolution[0])
+    mb, lb, hb = median_interval(candidate, side, resolution[1])
+    if ma <= 0:
+        raise PerflabError("baseline median is <= 0: a ratio is meaningless")
+    lo = max(lb, 0.0) / ha if math.isfinite(ha) else 0.0
+    hi = hb / la if la > 0 else math.inf
+    return mb / ma, lo, hi

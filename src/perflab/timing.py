@@ -12,29 +12,50 @@ has one, else from clone to wait4.
 import dataclasses
 import functools
 import os
-import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from perflab import spawn
+from perflab import spawn, stats
 from perflab._native import check, ffi, lib, ptr, u64_array
 from perflab.errors import PerflabError
 
 # A sample should last about this many ticks (~10 us at 2.5 GHz): ~700 times the timer's
-# cost, short enough that few samples are hit by an interrupt.
+# cost, short enough that few samples are hit by an interrupt; and at least STEPS_PER_SAMPLE
+# timer steps, so one step is at most 0.1 % of a sample on a coarse counter.
 SAMPLE_TICKS = 25_000
+STEPS_PER_SAMPLE = 1000
 MAX_SAMPLE_TICKS = 64 * SAMPLE_TICKS
 MAX_CALLS = 1 << 24
 OVERHEAD_SAMPLES = 101
+STEP_READS = 20_000
 
 
 @functools.cache
 def timer_overhead() -> int:
     """Ticks of an empty timed region: subtracted once from every sample."""
     return int(lib.perflab_timer_overhead())
+
+
+def timer_reads(n: int = STEP_READS) -> np.ndarray:
+    """Ticks between the timing layer's begin and end reads, n empty regions back to back."""
+    out = ffi.new("int64_t[]", n)
+    lib.perflab_time_empty(out, n)
+    return np.frombuffer(ffi.buffer(out), dtype=np.int64) + timer_overhead()
+
+
+@functools.cache
+def timer_step() -> int:
+    """The tick counter's step (20 on some AMD EPYC guests, 1 on most hosts): no timing is
+    finer than this, so it sets how long a sample must be and how close two medians can be."""
+    return max(1, stats.quantum(timer_reads()))
+
+
+def sample_ticks_default() -> int:
+    """How long a sample should last: SAMPLE_TICKS, or STEPS_PER_SAMPLE steps if longer."""
+    return max(SAMPLE_TICKS, STEPS_PER_SAMPLE * timer_step())
 
 
 @dataclass(eq=False)
@@ -61,6 +82,11 @@ class CallTarget:
         """Net ticks per call of raw sample ticks: timer and empty-call costs removed."""
         return (ticks.astype(float) - timer_overhead()) / self.calls - self.overhead
 
+    @property
+    def resolution(self) -> float:
+        """Ticks per call one timer step is worth: no per-call value is finer than this."""
+        return timer_step() / max(self.calls, 1)
+
 
 def _call_struct(fn=None, fn_arg=None, arg=ffi.NULL):
     c = ffi.new("struct perflab_call *")
@@ -75,41 +101,38 @@ def _noop() -> None:
     return None
 
 
-def _discarding(fn):
-    """fn with its result dropped, in a code object of its own: CPython keeps call-site caches
-    per code object, so a wrapper shared by two targets would specialise for one of them and
-    make the other look ~1-2 % slower."""
+@ffi.callback("void(void *)")
+def _enter(handle) -> None:
+    """The one C-to-Python entry of every Python target: the callable arrives as a handle,
+    so two targets differ only in what they run, not in a per-target trampoline."""
+    target = ffi.from_handle(handle)
+    try:
+        target.fn()
+    except BaseException as exc:
+        if not target.errors:
+            target.errors.append(exc)
 
-    def call():
-        fn()
 
-    code = call.__code__.replace()
-    return types.FunctionType(code, call.__globals__, call.__name__, None, call.__closure__)
+@dataclass(eq=False)
+class _Entry:
+    fn: Any
+    errors: list
 
 
 def python_callable(fn, name: str | None = None) -> CallTarget:
-    """A Python callable, called from C through a cffi callback (its return value is dropped)."""
+    """A Python callable, called from C through the shared entry (its return value dropped)."""
     if not callable(fn):
         raise PerflabError(f"{fn!r} is not callable")
     errors: list = []
-    # One call from Python first: a broken workload fails here with its own traceback, and a
-    # callable that returns a value is wrapped (a void callback must return None).
-    wrap = fn() is not None
-    body = _discarding(fn) if wrap else fn
-    empty = _discarding(_noop) if wrap else _noop
-
-    def onerror(exc_type, exc, tb):
-        if not errors:
-            errors.append(exc.with_traceback(tb))
-
-    cb = ffi.callback("void(void)", body, onerror=onerror)
-    cb_empty = ffi.callback("void(void)", empty, onerror=onerror)
+    fn()  # once from Python first: a broken workload fails here with its own traceback
+    body, empty = _Entry(fn, errors), _Entry(_noop, errors)
+    hb, he = ffi.new_handle(body), ffi.new_handle(empty)
     return CallTarget(
         name=name or getattr(fn, "__name__", None) or repr(fn),
-        shape=("python", wrap),
-        call=_call_struct(fn=cb),
-        empty=_call_struct(fn=cb_empty),
-        keep=(cb, cb_empty, body, empty),
+        shape=("python",),
+        call=_call_struct(fn_arg=_enter, arg=hb),
+        empty=_call_struct(fn_arg=_enter, arg=he),
+        keep=(hb, he, body, empty),
         errors=errors,
     )
 
@@ -173,6 +196,10 @@ class ProgramTarget:
 
     def per_call(self, ticks: np.ndarray) -> np.ndarray:
         return ticks.astype(float) - (timer_overhead() if self.probe else 0)
+
+    @property
+    def resolution(self) -> float:
+        return float(timer_step())
 
 
 def _run_failure(r) -> str:
@@ -262,7 +289,7 @@ def _needed_calls(target: CallTarget, sample_ticks: int) -> tuple[int, float]:
         calls *= 2
 
 
-def calibrate(*targets: CallTarget, sample_ticks: int = SAMPLE_TICKS) -> None:
+def calibrate(*targets: CallTarget, sample_ticks: int | None = None) -> None:
     """Choose calls per sample for targets compared together, and measure their empty calls.
 
     Targets share one batch size (the cheapest target's) unless that would make a sample of a
@@ -273,12 +300,13 @@ def calibrate(*targets: CallTarget, sample_ticks: int = SAMPLE_TICKS) -> None:
     if any(isinstance(t, ProgramTarget) for t in targets):
         _calibrate_programs(targets)
         return
+    sample_ticks = sample_ticks or sample_ticks_default()
     seen = [_needed_calls(t, sample_ticks) for t in targets]
     common = max(calls for calls, _ in seen)
     overheads: dict[tuple, float] = {}
     for target, (_, per_call) in zip(targets, seen, strict=True):
         calls = common
-        while calls > 1 and calls * per_call > MAX_SAMPLE_TICKS:
+        while calls > 1 and calls * per_call > max(MAX_SAMPLE_TICKS, 64 * sample_ticks):
             calls //= 2
         key = (target.shape, calls)
         if key not in overheads:

@@ -4,7 +4,7 @@ import functools
 
 import click
 
-from perflab import campaigns, clocks, machine, results
+from perflab import campaigns, clocks, machine, results, timing
 from perflab.cli import cli
 from perflab.cli.common import (
     check_paths,
@@ -54,8 +54,16 @@ def clocks_cmd(samples, names, output, as_json, plot_path, cluster, hosts):
         return
     table(res, "{:,}", title="clocks.c")
     click.echo()
-    table(summary, title="ClockBench (ns; median_ticks in TSC ticks; batch_ns = TSC-timed mean)")
+    table(
+        summary,
+        title="ClockBench (ns; median_ticks in TSC ticks; batch_ns = TSC-timed mean; "
+        "step in ticks for TSC methods, ns for clocks; repeats = share of equal reads)",
+    )
     click.echo(f"Using TSC frequency = {tsc['tsc_hz'] / 1e9:.6f} GHz ({tsc['tsc_hz_source']})")
+    click.echo(
+        f"timer step: {timing.timer_step()} ticks (perf assertions' begin/end reads; a sample "
+        f"lasts >= {timing.STEPS_PER_SAMPLE} steps)"
+    )
     click.echo()
     flags = " ".join(f"{f}={'yes' if v else 'no'}" for f, v in tsc["flags"].items())
     click.echo(f"TSC flags: {flags}")

@@ -37,6 +37,7 @@ def machine_cmd(as_json):
             f"{rep['tsc_hz'] / 1e9:.6f} GHz, {rep['tsc_hz_source']}; "
             + " ".join(f"{k}={'yes' if v else 'no'}" for k, v in rep["tsc_flags"].items()),
         ),
+        ("timer step", f"{rep['timer_step_ticks']} ticks (smallest step of the timing reads)"),
         ("ASLR", f"randomize_va_space={rep['aslr']}"),
         ("governor", rep["governor"]),
         ("turbo", rep["turbo"]),

@@ -36,12 +36,13 @@ def _run(a: str, b: str, **kw):
     return df, per, compare.overall(df, per, confidence=0.99)
 
 
-def test_a_program_against_itself_is_a_ratio_of_one(program):
-    df, per, summary = _run(program, program, setups=4, repeat=8)
+def test_a_program_against_itself_is_a_ratio_of_one(program, alone):
+    with alone():
+        df, per, summary = _run(program, program, setups=4, repeat=8)
+        assert summary["ci_low"] <= 1.0 <= summary["ci_high"]
+        assert 0.9 < summary["ratio"] < 1.1
+        assert not summary["depends_on_setup"]
     assert len(df) == 64 and set(df["status"]) == {"ok"}
-    assert summary["ci_low"] <= 1.0 <= summary["ci_high"]
-    assert 0.9 < summary["ratio"] < 1.1
-    assert not summary["depends_on_setup"]
     assert results.metadata(df)["identical"]
     # Interleaved: in each setup the sides alternate who goes first.
     first = df.groupby(["setup", "rep"])["side"].first()
@@ -49,14 +50,15 @@ def test_a_program_against_itself_is_a_ratio_of_one(program):
     assert per["env_size"].between(0, 4096).all() and per["env_size"].nunique() == 4
 
 
-def test_twice_the_work_is_a_ratio_near_two(program):
-    # "1" against "2": argv of one length, so the stack sits alike and only the work differs.
-    df, per, summary = _run(f"{program} 1", f"{program} 2", setups=4, repeat=12)
-    assert 1.7 < summary["ratio"] < 2.3
+def test_twice_the_work_is_a_ratio_near_two(program, alone):
+    with alone():
+        # "1" against "2": argv of one length, so the stack sits alike and only the work differs.
+        df, per, summary = _run(f"{program} 1", f"{program} 2", setups=4, repeat=12)
+        assert 1.7 < summary["ratio"] < 2.3
+        assert summary["ci_low"] > 1.0
+        assert (per["verdict"] == "B slower").all()
+        assert summary["conclusion"].startswith("B is slower than A")
     assert not results.metadata(df)["identical"]
-    assert summary["ci_low"] > 1.0
-    assert (per["verdict"] == "B slower").all()
-    assert summary["conclusion"].startswith("B is slower than A")
 
 
 def _synthetic(ratios: list[float]) -> pd.DataFrame:

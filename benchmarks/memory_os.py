@@ -99,7 +99,7 @@ def main() -> int:
     print(
         f"pipe ping-pong, {args.loops} round trips, median of {args.rounds} alternating rounds (µs)"
     )
-    for cpu in (None, machine.online_cpus()[0]):
+    for cpu in (None, machine.usable_cpus()[0]):
         p, q = [], []
         for _ in range(args.rounds):
             p.append(perf_pipe_us(args.loops, cpu))

@@ -44,7 +44,7 @@ def launch_ms(cpus, rt):
 
 def main():
     rt = "--rt" in sys.argv[1:]
-    cpus = machine.online_cpus()[:2]
+    cpus = machine.usable_cpus()[:2]
     print(f"{REPS} runs each, medians, rt={rt}, on a shared machine")
     print(f"start skew of {len(cpus)} pinned workers after the barrier: {skew_us(cpus, rt):.1f} us")
     ratio, base = counters_ratio(cpus[0], rt)

@@ -51,7 +51,7 @@ def main(argv=None) -> None:
 
 def _perturbation(loops: int, args) -> pd.DataFrame:
     """The post's trial: hog threads on both measured CPUs, at normal priority, then nice -20."""
-    cpus = machine.online_cpus()[:2]
+    cpus = machine.usable_cpus()[:2]
     hogs = [Perturbation("cpu", c) for c in cpus for _ in range(2)]
     frames = []
     for name, perturb, prio in (

@@ -18,7 +18,7 @@ def main(argv=None) -> None:
     args = _common.parse(__doc__, argv)
     stem = _common.name(__file__)
     params = QUICK if args.quick else FULL
-    cpu = machine.online_cpus()[0]
+    cpu = machine.usable_cpus()[0]
     df = threads.fauxplat(cpu=cpu, **params)
     table = threads.fauxplat_summary(df)
     _common.save(df, args, stem, **params)

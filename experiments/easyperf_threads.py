@@ -21,7 +21,7 @@ def main(argv=None) -> None:
     args = _common.parse(__doc__, argv)
     stem = _common.name(__file__)
     params = QUICK if args.quick else FULL
-    cores = len(machine.online_cpus())
+    cores = len(machine.usable_cpus())
     # Twice the cores, as easyperf's 8 threads on 4 cores (there, hyper-threads).
     most = 2 * cores
     tables = {}

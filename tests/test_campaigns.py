@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import perflab
-from perflab import campaigns, clocks, results
+from perflab import campaigns, clocks, machine, results
 from perflab.cli import cli
 
 distributed = pytest.importorskip("distributed")
@@ -155,7 +155,7 @@ def test_fauxplat_on_two_hosts(cluster, runner):
         "--repeat",
         "2",
         "--perturb",
-        "cpu@1",
+        f"cpu@{machine.usable_cpus()[-1]}",
         "--cluster",
         lc.scheduler_address,
         "--json",

@@ -70,7 +70,7 @@ def test_count_a_callable_and_a_command():
 
 @software
 def test_worker_task_clock_matches_its_cpu_clock():
-    df = threads.run_threads([machine.online_cpus()[0]], 20)
+    df = threads.run_threads([machine.usable_cpus()[0]], 20)
     row = df.iloc[0]
     # task-clock runs on perf's clock, which keeps counting while the hypervisor steals the
     # vCPU; the thread CPU clock does not: allow the steal seen on that CPU (10 ms ticks).

@@ -239,6 +239,7 @@ def sweep(
         "build_s": build_s,
         "layout_s": layout_s,
         "layout": results_records(lay),
+        "program_paths": [str(p.path) for p in programs],
     }
     perm, rep = plan.pairs(len(programs))
     names = np.array([",".join(p.order) for p in programs], dtype=object)

@@ -1,13 +1,20 @@
 """perflab compare: known ratios from real runs, setup randomization, the wrong-data verdict."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from perflab import build, compare, results
+from perflab import build, compare, filelock, results
 from perflab.cli import cli
+from perflab.errors import PerflabError
 
 
 @pytest.fixture(autouse=True)
@@ -122,3 +129,52 @@ def test_bad_input_is_one_line_and_measures_nothing(runner, program, tmp_path, a
     errors = [x for x in res.output.splitlines() if x.startswith("Error:")]
     assert len(errors) == 1 and match in errors[0], res.output
     assert not out.exists()
+
+
+# A comparison journaled in chunks of 4 runs that SIGKILLs itself after 3 chunks: a real kill -9.
+KILLED = textwrap.dedent(
+    """
+    import os, signal, sys
+    from perflab import compare
+    compare.CHUNK_RUNS, compare.FLUSH_S = 4, 0
+    calls = [0]
+    def progress(n):
+        calls[0] += 1
+        if calls[0] == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+    a, b = compare.program_side("A", sys.argv[2]), compare.program_side("B", sys.argv[2] + " 2")
+    compare.compare(a, b, setups=3, repeat=4, rt=False, output=sys.argv[1], progress=progress)
+    """
+)
+
+
+def test_a_killed_comparison_resumes_with_every_pair_once(program, runner, tmp_path):
+    out = tmp_path / "ab.parquet"
+    proc = subprocess.run([sys.executable, "-c", KILLED, str(out), program], env=os.environ)
+    assert proc.returncode == -signal.SIGKILL
+    parts = sorted((tmp_path / "ab.parquet.parts").glob("chunk-*.parquet"))
+    assert len(parts) >= 2 and not out.exists()
+    args = ["compare", program, f"{program} 2", "--setups", "3", "--repeat", "4", "--no-rt"]
+    for _ in range(1000):  # a child cloned just before the kill holds the lock until its exec
+        try:
+            filelock.check_free(out)
+            break
+        except PerflabError:
+            time.sleep(0.01)
+    res = runner.invoke(cli, [*args, "--resume", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    assert "resuming: " in res.stderr
+    df = results.load(out)
+    assert len(df) == 24 and not df.duplicated(["setup", "rep", "side"]).any()
+    assert set(df.groupby(["setup", "rep"])["side"].agg(frozenset)) == {frozenset("AB")}
+    assert results.metadata(df)["complete"] is True
+    assert json.loads(res.stdout)["runs"] == 24
+
+
+def test_resume_with_other_parameters_is_refused(program, runner, tmp_path):
+    out = tmp_path / "ab.parquet"
+    args = ["compare", program, program, "--setups", "2", "--repeat", "2", "--no-rt", "-o"]
+    assert runner.invoke(cli, [*args, str(out)]).exit_code == 0
+    res = runner.invoke(cli, [*args[:-1], "--seed", "3", "--resume", str(out)])
+    assert res.exit_code != 0 and "different parameters (seed)" in res.output
+    assert len(results.load(out)) == 8

@@ -16,10 +16,10 @@ from typing import Any
 
 import pandas as pd
 
-from perflab import __version__, machine
+from perflab import __version__, machine, results
 from perflab._native import core_digest
 from perflab.errors import PerflabError
-from perflab.journal import Journal
+from perflab.journal import Expect, Journal
 
 # A loaded scheduler can miss a heartbeat: a worker is dead once gone this long.
 WORKER_GRACE_S = 2.0
@@ -156,6 +156,39 @@ def run(
         if on_start:
             on_start(sum(len(_pending(points, h.label, journal)) for h in chosen))
         return _run_cluster(client, measure, points, chosen, refused, journal, on_point)
+
+
+def run_journaled(
+    measure: Measure,
+    points: list[Mapping[str, Any]],
+    address: str | None,
+    hosts: Iterable[str] | None,
+    output: str | None,
+    params: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    resume: bool = False,
+    unique: Iterable[str] = (),
+    on_point: Callable[[], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    check: Callable[[], Any] | None = None,
+) -> tuple[pd.DataFrame, Outcome]:
+    """run() journaled in `output` by (host, point), so an interrupted campaign resumes where it
+    stopped; the frame comes back merged, complete only when no point is missing. Without an
+    output the rows stay in memory."""
+    if output is None:
+        out = run(measure, points, address, hosts, None, on_point, on_start, check)
+        extra = {"params": dict(params), "missing": out.missing, "refused": out.refused}
+        return results.attach(out.frame, {**meta, **extra, "complete": not out.missing}), out
+    key = ("host", *(points[0] if points else {}))
+    recorder = Journal(output, params, meta, key, resume, expect=Expect(unique=tuple(unique)))
+    complete, out = False, None
+    try:
+        out = run(measure, points, address, hosts, recorder, on_point, on_start, check)
+        complete = not out.missing
+    finally:
+        extra = {"missing": out.missing, "refused": out.refused} if out else {}
+        df = recorder.finish(complete, extra)
+    return df, out
 
 
 def _pending(points, label: str, journal: Journal | None) -> list[dict[str, Any]]:

@@ -9,17 +9,21 @@ import os
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from perflab import build, machine, results, runcontrol, spawn, stats
+from perflab import childruns, compiler, machine, results, spawn, stats
+from perflab.childruns import _cli
+from perflab.childruns import value_column as value_column
 from perflab.errors import PerflabError
 from perflab.link_order import counters_note
 
 RANDOMIZE = ("env-size", "link-order")
 NO_PADDING = -1  # env_size of a setup that does not randomize it: the environment is not padded
+CHUNK_RUNS = childruns.CHUNK_RUNS  # read at each comparison: a test may make chunks smaller
+FLUSH_S = childruns.FLUSH_S
 
 
 def parse_randomize(text: str) -> tuple[str, ...]:
@@ -69,14 +73,14 @@ class Side:
 
     name: str
     argv: tuple[str, ...] = ()
-    objects: tuple[build.Object, ...] = ()
+    objects: tuple[compiler.Object, ...] = ()
     label: str = ""
 
-    def program(self, setup: Setup, linker: build.Linker | None) -> tuple[tuple[str, ...], str]:
+    def program(self, setup: Setup, linker: compiler.Linker | None) -> tuple[tuple[str, ...], str]:
         """The argv to run in this setup and the link order it was built in ('' if none)."""
         if not self.objects:
             return self.argv, ""
-        prog = build.link([self.objects[i] for i in setup.perm], linker)
+        prog = compiler.link([self.objects[i] for i in setup.perm], linker)
         return (str(prog.path), *self.argv), ",".join(prog.order)
 
 
@@ -85,7 +89,7 @@ def identical(a: Side, b: Side) -> bool:
     if a.objects or b.objects:
         same = [o.digest for o in a.objects] == [o.digest for o in b.objects]
     else:
-        same = build.Object.of(a.argv[0]).digest == build.Object.of(b.argv[0]).digest
+        same = compiler.Object.of(a.argv[0]).digest == compiler.Object.of(b.argv[0]).digest
     return same and a.argv[1:] == b.argv[1:]
 
 
@@ -99,142 +103,120 @@ def program_side(name: str, command: str | Sequence[str]) -> Side:
 
 def build_side(name: str, cflags: Sequence[str], cc=None) -> Side:
     """The built-in multi-object workload compiled with cflags, linked per setup."""
-    objects = tuple(build.linkorder_objects(tuple(cflags), cc))
+    objects = tuple(compiler.linkorder_objects(tuple(cflags), cc))
     return Side(name, objects=objects, label=f"built-in workload {' '.join(cflags)}")
+
+
+@dataclass(frozen=True)
+class Plan(childruns.Controls):
+    """Everything that decides which runs a comparison makes and how: a resume must match it."""
+
+    a: str = ""
+    b: str = ""
+    digests: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    randomize: tuple[str, ...] = ("env-size",)
+    setups: int = field(default=10, metadata=_cli("--setups", "Random setups to draw."))
+    repeat: int = field(default=10, metadata=_cli("--repeat", "A/B pairs per setup."))
+    env_max: int = field(
+        default=4096, metadata=_cli("--env-max", "Env sizes are drawn in 0..ENV_MAX bytes.")
+    )
+    var: str = "A"
+
+    def check(self, nobjects: int) -> "Plan":
+        """Refuse bad input before anything is measured."""
+        if self.setups < 1 or self.repeat < 1:
+            raise PerflabError(
+                f"--setups and --repeat must be at least 1 ({self.setups}, {self.repeat})"
+            )
+        if self.env_max < 0:
+            raise PerflabError(f"--env-max must not be negative, not {self.env_max}")
+        if "link-order" in self.randomize and not nobjects:
+            raise PerflabError(
+                "--randomize link-order needs --build: perflab can relink only what it builds"
+            )
+        self.check_controls()
+        return self
+
+
+def _digests(side: Side) -> tuple[str, ...]:
+    """What decides the bytes A or B runs: its objects, or its program file."""
+    objects = side.objects or (compiler.Object.of(side.argv[0]),)
+    return tuple(o.digest for o in objects)
 
 
 def compare(
     a: Side,
     b: Side,
     *,
-    randomize: Sequence[str] = ("env-size",),
-    setups: int = 10,
-    repeat: int = 10,
-    env_max: int = 4096,
-    var: str = "A",
-    seed: int = 0,
-    aslr: str = "off",
-    cpus: Sequence[int] | None = None,
-    inherit_env: bool = False,
-    timeout: float = 10.0,
-    rt: bool = True,
     output: str | os.PathLike | None = None,
-    on_start: Callable[[int], None] | None = None,
+    resume: bool = False,
+    discard_bad: bool = False,
+    on_start: Callable[[int, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
-    warn: Callable[[str], None] = runcontrol.warn_stderr,
+    warn: Callable[[str], None] = childruns.warn_stderr,
+    **params,
 ) -> pd.DataFrame:
-    """Run A and B interleaved, `repeat` pairs in each of `setups` random setups; tidy frame."""
-    if setups < 1 or repeat < 1:
-        raise PerflabError(f"--setups and --repeat must be at least 1 ({setups}, {repeat})")
-    if env_max < 0:
-        raise PerflabError(f"--env-max must not be negative, not {env_max}")
-    if "link-order" in randomize and not (a.objects and b.objects):
-        raise PerflabError(
-            "--randomize link-order needs --build: perflab can relink only what it builds"
-        )
-    cpus = tuple(cpus) if cpus is not None else runcontrol.default_cpus()
-    machine.check_cpus(cpus)
-    runcontrol.check_timeout(timeout)
-    spawn.SpawnOptions(aslr=aslr, timeout=timeout)  # refuses a bad mode up front
-    if output is not None:
-        results.check_output(output)
-    linker = build.builtin_linker() if a.objects else None
-    nobj = len(a.objects)
-    plan = draw_setups(setups, randomize, env_max, nobj, seed)
+    """Run A and B interleaved, `repeat` pairs in each of `setups` random setups; tidy frame.
+
+    params: any field of Plan (randomize, setups, repeat, env_max, var, seed, aslr, cpus,
+    inherit_env, timeout, rt, mlock). Journaled to `output` when given, and resumable like a
+    sweep: on_start(todo, done) once, progress(n) after each batch of n runs.
+    """
+    cpus = params.pop("cpus", None)
+    randomize = tuple(params.pop("randomize", ("env-size",)))
+    plan = Plan(a=a.label, b=b.label, digests=(_digests(a), _digests(b)), randomize=randomize,
+                **params)  # fmt: skip
+    plan = childruns.with_cpus(plan, cpus).check(len(a.objects) if b.objects else 0)
+    recording = childruns.Recording(output, resume, discard_bad)
+    recording.check()
+    linker = compiler.builtin_linker() if a.objects else None
+    setups = draw_setups(plan.setups, randomize, plan.env_max, len(a.objects), plan.seed)
     meta = {
         **machine.metadata(),
         "experiment": "compare",
+        **plan.conditions(),
         "a": a.label,
         "b": b.label,
         "randomize": list(randomize),
-        "setups": setups,
-        "repeat": repeat,
-        "env_max": env_max,
-        "env_var": var,
-        "seed": seed,
-        "aslr": aslr,
-        "cpus": list(cpus),
-        "inherit_env": inherit_env,
-        "timeout_s": timeout,
-        "rt_requested": rt,
+        "setups": plan.setups,
+        "repeat": plan.repeat,
+        "env_max": plan.env_max,
+        "env_var": plan.var,
         "interleave": "A B, then B A, alternately",
         "hardware_counters": counters_note(),
         "identical": identical(a, b),
     }
-    devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
-    try:
-        options = spawn.SpawnOptions(
-            aslr=aslr, cpus=cpus, rt=rt, timeout=timeout, stdin=devnull, stdout=devnull,
-            stderr=devnull,
-        )  # fmt: skip
-        t0 = time.perf_counter()
-        progs = [(s, *a.program(s, linker), *b.program(s, linker)) for s in plan]
-        meta["build_s"] = time.perf_counter() - t0
-        base = {k: v for k, v in os.environ.items() if k != var} if inherit_env else {}
-        for argv in {p for _, pa, _, pb, _ in progs for p in (pa, pb)}:
-            _preflight(argv, base, options)
-        if on_start:
-            on_start(2 * setups * repeat)
-        df = _measure(progs, repeat, var, base, options, progress, warn, meta, output)
-    finally:
-        os.close(devnull)
-    return df
+    t0 = time.perf_counter()
+    runs = _runs(plan, setups, [(a.program(s, linker), b.program(s, linker)) for s in setups])
+    meta["build_s"] = time.perf_counter() - t0
+    return childruns.measure(
+        runs, plan, meta, recording, chunk_runs=CHUNK_RUNS, flush_s=FLUSH_S,
+        on_start=on_start, progress=progress, warn=warn,
+    )  # fmt: skip
 
 
-def _preflight(argv, env, options) -> None:
-    """One unrecorded run of each program: one that cannot start stops here, nothing saved."""
-    run = spawn.run(argv, env, options)
-    status = spawn.STATUS[int(run["status"])]
-    if status in ("exec_failed", "setup_failed", "spawn_failed"):
-        why = spawn.describe_errno(int(run["child_errno"]))
-        raise PerflabError(f"cannot run {argv[0]}: {status.replace('_', ' ')}, {why}")
-
-
-def _one(argv, size: int, var: str, base: dict, options) -> np.ndarray:
-    if size == NO_PADDING:
-        out = np.zeros(1, dtype=spawn.RUN_DTYPE)
-        out[0] = spawn.run(argv, base, options)
-        return out
-    return spawn.run_env_sizes(argv, np.array([size]), var, base, options)
-
-
-def _measure(progs, repeat, var, base, options, progress, warn, meta, output) -> pd.DataFrame:
+def _runs(plan: Plan, setups: list[Setup], built: list) -> childruns.Runs:
     """A B, B A, A B, ... in each setup: neither side always runs first (or second)."""
-    overhead = spawn.timer_overhead()
-    extra = {"timer_overhead_ticks": overhead, "rt_granted": options.rt}
-    rows, complete = [], False
-    try:
-        with runcontrol.Interrupt() as stop, runcontrol.away_from(options.cpus):
-            for setup, argv_a, order_a, argv_b, order_b in progs:
-                for rep in range(repeat):
-                    pair = [("A", argv_a, order_a), ("B", argv_b, order_b)]
-                    for side, argv, order in pair if rep % 2 == 0 else pair[::-1]:
-                        runs = _one(argv, setup.env_size, var, base, options)
-                        options = runcontrol.rt_refused_once(options, runs, extra, warn)
-                        df = spawn.tidy(runs, overhead)
-                        df.insert(0, "rep", rep)
-                        df.insert(0, "side", side)
-                        df.insert(0, "link_order", order)
-                        df.insert(0, "env_size", setup.env_size)
-                        df.insert(0, "setup", setup.index)
-                        rows.append(df)
-                    if progress:
-                        progress(2)
-                    if stop.hit:
-                        raise KeyboardInterrupt
-            complete = True
-    finally:
-        extra.update(spawn.maxrss_meta(spawn.engine()))
-        df = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
-        results.attach(df, {**meta, **extra, "complete": complete})
-        if output is not None and rows:
-            results.save(df, output)
-    return df
-
-
-def value_column(df: pd.DataFrame) -> str:
-    """The probe's ticks when both programs have a probe, else the parent's ticks."""
-    return "ticks" if df["ticks"].notna().all() else "outer_ticks"
+    programs: dict[tuple[str, ...], int] = {}
+    prog, rows = [], []
+    for setup, sides in zip(setups, built, strict=True):
+        for rep in range(plan.repeat):
+            pair = list(zip("AB", sides, strict=True))
+            for side, (argv, order) in pair if rep % 2 == 0 else pair[::-1]:
+                prog.append(programs.setdefault(argv, len(programs)))
+                rows.append((setup.index, setup.env_size, order, side, rep))
+    names = ("setup", "env_size", "link_order", "side", "rep")
+    labels = {n: np.array(col, dtype=object if n in ("link_order", "side") else np.int64)
+              for n, col in zip(names, zip(*rows, strict=True), strict=True)}  # fmt: skip
+    return childruns.Runs(
+        programs=list(programs),
+        prog=np.array(prog, np.int64),
+        labels=labels,
+        key=("setup", "rep", "side"),
+        sizes=labels["env_size"],
+        var=plan.var,
+        env=childruns.base_env(plan.inherit_env, plan.var),
+    )
 
 
 def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.95):

@@ -5,64 +5,47 @@ DjiBee's script), each size many times, in a seeded random order; each run is on
 """
 
 import os
-import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from perflab import build, journal, machine, results, runcontrol, spawn
+from perflab import childruns, compiler, machine, results, spawn
+from perflab.childruns import _cli
+from perflab.childruns import status_counts as status_counts
+from perflab.childruns import value_column as value_column
 from perflab.errors import PerflabError
 
 KEY = ("env_size", "rep")
-COLUMNS = [
-    "env_size",
-    "rep",
-    "ticks",
-    "outer_ticks",
-    "wall_ns",
-    "utime_ns",
-    "stime_ns",
-    "maxrss_kb",
-    "minflt",
-    "majflt",
-    "nvcsw",
-    "nivcsw",
-    "cycles",
-    "instructions",
-    "exit_code",
-    "signal",
-    "status",
-    "child_errno",
-    "strays",
-]
+COLUMNS = list(KEY) + list(childruns.MEASURED)
 MAX_ARG_STRLEN = 32 * 4096  # the kernel's limit on one argv or environment string
-CHUNK_RUNS = 512  # ~0.3 s of runs per C call; a stop ends the batch between two runs
-FLUSH_S = 1.0  # rows reach the disk at least this often: a kill -9 loses about a second
+CHUNK_RUNS = childruns.CHUNK_RUNS  # read at each sweep: a test may make chunks smaller
+FLUSH_S = childruns.FLUSH_S
 
 
 @dataclass(frozen=True)
-class Plan:
-    """Everything that decides which runs a sweep makes and how: a resume must match it."""
+class Plan(childruns.Controls):
+    """Everything that decides which runs a sweep makes and how: a resume must match it.
+
+    The one statement of the sweep's parameters: sweep() takes them as keywords and the CLI
+    derives its options from the fields' metadata.
+    """
 
     program: tuple[str, ...] = ()
-    min_size: int = 0
-    max_size: int = 8192
-    step: int = 1
-    repeat: int = 100
-    var: str = "A"
-    aslr: str = "off"
-    cpus: tuple[int, ...] = ()
-    order: str = "random"
-    seed: int = 0
-    inherit_env: bool = False
-    opt: str = build.DEFAULT_OPT
-    timeout: float = 10.0
-    rt: bool = True
-    mlock: bool = False
+    min_size: int = field(default=0, metadata=_cli("--min", "Smallest padding (bytes)."))
+    max_size: int = field(default=8192, metadata=_cli("--max", "Largest padding."))
+    step: int = field(default=1, metadata=_cli("--step", "Padding step (the post: 1)."))
+    repeat: int = field(default=100, metadata=_cli("--repeat", "Runs per size (the post: 100)."))
+    var: str = field(default="A", metadata=_cli("--env-var", "The padding variable."))
+    order: str = childruns.order_field()
+    opt: str = field(
+        default=compiler.DEFAULT_OPT,
+        metadata=_cli("-O", "Optimisation level of the built-in loop (-O1 keeps the loop in "
+                      "registers, -O2 folds it away: only -O0 touches the stack each "
+                      "iteration).", choices=compiler.OPT_LEVELS),
+    )  # fmt: skip
     workload_digest: str = field(default="", compare=False)
 
     def check(self) -> "Plan":
@@ -79,15 +62,11 @@ class Plan:
             )
         if self.step < 1:
             raise PerflabError(f"--step must be at least 1, not {self.step}")
-        if self.repeat < 1:
-            raise PerflabError(f"--repeat must be at least 1, not {self.repeat}")
-        if self.order not in ("random", "sequential"):
-            raise PerflabError(f"order must be random or sequential, not {self.order!r}")
+        childruns.check_repeat(self.repeat)
+        childruns.check_order(self.order)
         if not self.var or "=" in self.var or "\0" in self.var:
             raise PerflabError(f"invalid environment variable name {self.var!r}")
-        runcontrol.check_timeout(self.timeout)
-        spawn.SpawnOptions(aslr=self.aslr)
-        machine.check_cpus(self.cpus)
+        self.check_controls()
         return self
 
     def sizes(self) -> np.ndarray:
@@ -96,17 +75,11 @@ class Plan:
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(env_size, rep) of every run, in the order they will be made."""
-        sizes = self.sizes()
-        size = np.tile(sizes, self.repeat)
-        rep = np.repeat(np.arange(self.repeat, dtype=np.int64), sizes.size)
-        if self.order == "random":
-            perm = np.random.default_rng(self.seed).permutation(size.size)
-            size, rep = size[perm], rep[perm]
-        return size, rep
+        item, rep = childruns.run_order(self.sizes().size, self.repeat, self.order, self.seed)
+        return self.sizes()[item], rep
 
-    def params(self) -> dict:
-        """The plan as the journal stores it."""
-        return asdict(self)
+
+PARAMS = tuple(f.name for f in fields(Plan) if f.name not in ("program", "workload_digest"))
 
 
 def resolve_program(program: Sequence[str], opt: str) -> tuple[tuple[str, ...], dict]:
@@ -114,236 +87,61 @@ def resolve_program(program: Sequence[str], opt: str) -> tuple[tuple[str, ...], 
     if program:
         path = spawn.check_program(program[0])
         return (path, *program[1:]), {"workload": path}
-    workload = build.mytkowicz(opt)
+    workload = compiler.mytkowicz(opt)
     return (str(workload.path),), workload.meta() | {"opt": f"-O{opt}"}
-
-
-def _base_env(inherit: bool, var: str) -> dict[str, str]:
-    """The environment padded: empty (the post's `env -i`) or ours, minus the padding variable."""
-    if not inherit:
-        return {}
-    return {k: v for k, v in os.environ.items() if k != var}
 
 
 def sweep(
     program: Sequence[str] = (),
     *,
-    min_size: int = 0,
-    max_size: int = 8192,
-    step: int = 1,
-    repeat: int = 100,
-    var: str = "A",
-    aslr: str = "off",
-    cpus: Sequence[int] | None = None,
-    order: str = "random",
-    seed: int = 0,
-    inherit_env: bool = False,
-    opt: str = build.DEFAULT_OPT,
-    timeout: float = 10.0,
-    rt: bool = True,
-    mlock: bool = False,
     output: str | os.PathLike | None = None,
     resume: bool = False,
     discard_bad: bool = False,
     progress: Callable[[int], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
-    warn: Callable[[str], None] = runcontrol.warn_stderr,
+    warn: Callable[[str], None] = childruns.warn_stderr,
+    **params,
 ) -> pd.DataFrame:
     """Run the env-size sweep and return its tidy frame (also journaled to `output` if given).
 
+    params: any field of Plan (min_size, max_size, step, repeat, var, aslr, cpus, order, seed,
+    inherit_env, opt, timeout, rt, mlock); cpus=None (the default) means the last usable CPU.
     progress(n) is called after each chunk of n runs; on_start(todo, done) once before.
     A KeyboardInterrupt leaves `output` complete up to the last run and marked incomplete;
     discard_bad drops damaged journal chunks on resume (their runs are measured again).
     """
-    plan = Plan(
-        program=tuple(program),
-        min_size=min_size,
-        max_size=max_size,
-        step=step,
-        repeat=repeat,
-        var=var,
-        aslr=aslr,
-        cpus=tuple(cpus) if cpus is not None else runcontrol.default_cpus(),
-        order=order,
-        seed=seed,
-        inherit_env=inherit_env,
-        opt=opt,
-        timeout=timeout,
-        rt=rt,
-        mlock=mlock,
-    ).check()
-    if output is not None:
-        results.check_output(output)
+    cpus = params.pop("cpus", None)
+    plan = childruns.with_cpus(Plan(program=tuple(program), **params), cpus).check()
+    recording = childruns.Recording(output, resume, discard_bad)
+    recording.check()
     argv, workload_meta = resolve_program(plan.program, plan.opt)
     plan = replace(plan, workload_digest=workload_meta.get("workload_digest", ""))
     meta = {**machine.metadata(), **run_conditions(plan), **workload_meta}
-    devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
-    try:
-        recording = (output, resume, discard_bad)
-        return _measure(plan, argv, meta, recording, devnull, progress, on_start, warn)
-    finally:
-        os.close(devnull)
-
-
-def _measure(plan, argv, meta, recording, devnull, progress, on_start, warn) -> pd.DataFrame:
-    """The sweep proper: warm-up check, then chunks of runs in C, each journaled as it ends."""
-    # The child's stdio on /dev/null: 800 000 runs must not print 800 000 lines.
-    options = spawn.SpawnOptions(
-        aslr=plan.aslr,
-        cpus=plan.cpus,
-        rt=plan.rt,
-        mlock=plan.mlock,
-        timeout=plan.timeout,
-        stdin=devnull,
-        stdout=devnull,
-        stderr=devnull,
-    )
-    base_env = _base_env(plan.inherit_env, plan.var)
-    _preflight(argv, plan, base_env, options)
-    overhead = spawn.timer_overhead()
-    recorder = _Recorder(*recording, plan, meta, overhead, warn)
-    size, rep = _missing(plan, recorder.done_keys())
-    if on_start:
-        on_start(int(size.size), plan.sizes().size * plan.repeat - int(size.size))
-    extra = {"timer_overhead_ticks": overhead, "rt_granted": plan.rt}
-    engine = spawn.engine()
-    chunks = [slice(i, i + CHUNK_RUNS) for i in range(0, size.size, CHUNK_RUNS)]
-    complete = False
-    # C runs chunk i+1 on a worker thread (cffi drops the GIL) while this thread journals
-    # chunk i, so Python's tidy/journal work costs no time per run.
-    with (
-        runcontrol.Interrupt() as stop,
-        runcontrol.away_from(plan.cpus),
-        ThreadPoolExecutor(1) as pool,
-    ):
-
-        def submit(chunk: slice):
-            return pool.submit(
-                spawn.run_env_sizes, argv, size[chunk], plan.var, base_env, options, engine
-            )
-
-        try:
-            pending = submit(chunks[0]) if chunks else None
-            for i, chunk in enumerate(chunks):
-                runs = pending.result()  # fewer than the chunk when a stop cut it short
-                stopping = stop.hit  # read once: a chunk submitted below is always collected
-                if not stopping and i + 1 < len(chunks):
-                    pending = submit(chunks[i + 1])
-                options = runcontrol.rt_refused_once(options, runs, extra, warn)
-                recorder.add(runs, rep[chunk][: len(runs)])
-                if progress:
-                    progress(len(runs))
-                if stopping:
-                    raise KeyboardInterrupt
-            complete = True
-        finally:
-            extra.update(spawn.maxrss_meta(engine))
-            df = recorder.finish(complete, extra)
-    return df
-
-
-def _preflight(argv, plan: Plan, base_env: dict, options: spawn.SpawnOptions) -> None:
-    """One unrecorded run first: a program that cannot start at all stops here, nothing saved.
-
-    It also brings the binary into the page cache, so the first recorded run is not a cold one.
-    """
-    run = spawn.run_env_sizes(argv, np.array([plan.min_size]), plan.var, base_env, options)[0]
-    status = spawn.STATUS[int(run["status"])]
-    if status in ("exec_failed", "setup_failed", "spawn_failed"):
-        why = spawn.describe_errno(int(run["child_errno"]))
-        raise PerflabError(f"cannot run {argv[0]}: {status.replace('_', ' ')}, {why}")
-
-
-def _missing(plan: Plan, done: set[tuple]) -> tuple[np.ndarray, np.ndarray]:
-    """The planned (env_size, rep) pairs not yet measured, in plan order."""
     size, rep = plan.pairs()
-    if not done:
-        return size, rep
-    stride = plan.repeat
-    have = np.array([int(s) * stride + int(r) for s, r in done], dtype=np.int64)
-    keep = ~np.isin(size * stride + rep, have)
-    return size[keep], rep[keep]
-
-
-def _rows(runs: np.ndarray, rep: np.ndarray, overhead: int) -> pd.DataFrame:
-    """One chunk's runs as tidy rows in COLUMNS order."""
-    df = spawn.tidy(runs, overhead)
-    df.insert(0, "rep", rep.astype(np.int32))
-    df.insert(0, "env_size", runs["env_size"].astype(np.int32))
-    return df[COLUMNS]
+    runs = childruns.Runs(
+        programs=[argv],
+        prog=np.zeros(size.size, np.int64),
+        labels={"env_size": size.astype(np.int32), "rep": rep.astype(np.int32)},
+        key=KEY,
+        sizes=size,
+        var=plan.var,
+        env=childruns.base_env(plan.inherit_env, plan.var),
+    )
+    return childruns.measure(
+        runs, plan, meta, recording, chunk_runs=CHUNK_RUNS, flush_s=FLUSH_S,
+        on_start=on_start, progress=progress, warn=warn,
+    )  # fmt: skip
 
 
 def run_conditions(plan: Plan) -> dict:
     """The run conditions every result of this sweep records next to machine.metadata()."""
     return {
         "experiment": "env-size",
-        "aslr": plan.aslr,
-        "cpus": list(plan.cpus),
+        **plan.conditions(),
         "order": plan.order,
-        "seed": plan.seed,
         "env_var": plan.var,
-        "inherit_env": plan.inherit_env,
-        "rt_requested": plan.rt,
-        "mlock": plan.mlock,
-        "timeout_s": plan.timeout,
         "program": list(plan.program) or "built-in mytkowicz loop",
     }
-
-
-class _Recorder:
-    """Buffers run records and writes them as one tidy chunk per FLUSH_S (or keeps them)."""
-
-    def __init__(self, output, resume, discard_bad, plan: Plan, meta: dict, overhead: int, warn):
-        if output is None and resume:
-            raise PerflabError("resume needs the output file of the interrupted sweep")
-        self.meta, self.params, self.overhead = meta, plan.params(), overhead
-        expect = runcontrol.run_expect(KEY, plan.pairs(), COLUMNS)
-        self.journal = (
-            journal.Journal(output, self.params, meta, KEY, resume, expect=expect,
-                            discard_bad=discard_bad, warn=warn)
-            if output is not None
-            else None
-        )  # fmt: skip
-        self.frames: list[pd.DataFrame] = []
-        self.buffer: list[tuple[np.ndarray, np.ndarray]] = []
-        self.flushed = time.monotonic()
-
-    def done_keys(self) -> set[tuple]:
-        return self.journal.done_keys() if self.journal else set()
-
-    def add(self, runs: np.ndarray, rep: np.ndarray) -> None:
-        self.buffer.append((runs, rep))
-        if time.monotonic() - self.flushed >= FLUSH_S:
-            self.flush()
-
-    def flush(self) -> None:
-        self.flushed = time.monotonic()
-        if not self.buffer:
-            return
-        runs = np.concatenate([b[0] for b in self.buffer])
-        rep = np.concatenate([b[1] for b in self.buffer])
-        self.buffer = []
-        frame = _rows(runs, rep, self.overhead)
-        if self.journal:
-            self.journal.extend_frame(frame)
-        else:
-            self.frames.append(frame)
-
-    def finish(self, complete: bool, extra: dict) -> pd.DataFrame:
-        if self.journal:
-            try:
-                self.flush()
-            finally:
-                df = self.journal.finish(complete=complete, extra_meta=extra)
-            return df  # its metadata says whether every planned run is there, verified
-        self.flush()
-        df = (
-            pd.concat(self.frames, ignore_index=True)
-            if self.frames
-            else pd.DataFrame(columns=COLUMNS)
-        )
-        meta = {**self.meta, **extra, "params": self.params, "complete": complete}
-        return results.attach(df, meta)
 
 
 def campaign_points(min_size: int, max_size: int, step: int, block: int = 64) -> list[dict]:
@@ -359,11 +157,6 @@ def sweep_block(env_size_from: int, *, max_size: int, step: int, block: int = 64
     return sweep(min_size=env_size_from, max_size=upto, step=step, output=None, **options)
 
 
-def value_column(df: pd.DataFrame) -> str:
-    """The probe's ticks when the program has a probe, else the parent's ticks around the run."""
-    return "ticks" if df["ticks"].notna().any() else "outer_ticks"
-
-
 def summarize(df: pd.DataFrame, value: str | None = None) -> pd.DataFrame:
     """Per env size: n, min, median, mean, stdev, MAD of the ok runs, and how many failed."""
     value = value or value_column(df)
@@ -377,13 +170,6 @@ def summarize(df: pd.DataFrame, value: str | None = None) -> pd.DataFrame:
     out["failed"] = failed.reindex(out.index, fill_value=0)
     out["n"] = out["n"].fillna(0).astype(int)
     return out.reset_index()
-
-
-def status_counts(df: pd.DataFrame) -> dict[str, int]:
-    """How many runs ended in each status, 'ok' first."""
-    counts = df["status"].value_counts()
-    counts = counts[counts > 0]
-    return {str(s): int(counts[s]) for s in sorted(counts.index, key=lambda s: (s != "ok", s))}
 
 
 # The kernel aligns the initial stack to 16 bytes, so an effect that comes through the
@@ -455,6 +241,24 @@ def detect_windows(
     out["spacing"] = out["start"].diff()
     out.attrs.update(baseline=baseline, threshold=threshold, column=column, k=k)
     return out
+
+
+def per_host_windows(df: pd.DataFrame, k: float = 5.0) -> pd.DataFrame:
+    """A campaign's sweep per host: runs, median of the size medians, windows and their spacing."""
+    rows = []
+    for host, part in df.groupby("host"):
+        summary = summarize(part)
+        windows = detect_windows(summary, k=k)
+        rows.append(
+            {
+                "host": host,
+                "runs": len(part),
+                "median": summary["median"].median(),
+                "windows": len(windows),
+                "spacing": windows["spacing"].median(),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def parse_zoom(text: str) -> tuple[int, int]:

@@ -1,16 +1,18 @@
 """What every measuring verb shares: -o/--json/--plot, tables, JSON on stdout."""
 
+import dataclasses
 import json
 import math
 import signal
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
 import pandas as pd
 
-from perflab import machine, plot, results, runcontrol
+from perflab import campaigns, childruns, machine, plot, results
 from perflab.errors import PerflabError
 
 
@@ -74,7 +76,7 @@ class Number(click.ParamType):
         return x
 
 
-SECONDS = Number(*runcontrol.TIMEOUT_S)
+SECONDS = Number(*childruns.TIMEOUT_S)
 
 
 def discard_bad_option(func):
@@ -85,6 +87,59 @@ def discard_bad_option(func):
         help="With --resume: drop journal chunks that fail their checks (their runs are "
         "measured again) instead of refusing to resume.",
     )(func)
+
+
+def resume_option(func):
+    """--resume FILE: complete an interrupted, journaled run."""
+    return click.option(
+        "--resume",
+        type=click.Path(dir_okay=False),
+        help="Complete an interrupted run recorded in FILE (same parameters required).",
+    )(func)
+
+
+def journal_options(func):
+    """--resume FILE and --discard-bad."""
+    return resume_option(discard_bad_option(func))
+
+
+def _option(f: dataclasses.Field):
+    """The click option of one plan field, from the metadata the field carries."""
+    m = f.metadata["cli"]
+    kw: dict = {"help": m["help"], "default": f.default, "show_default": True}
+    if "choices" in m:
+        kw["type"] = click.Choice(list(m["choices"]))
+    elif m.get("kind") == "cpus":
+        kw.update(default=None, show_default=False, callback=cpu_list)
+    elif m.get("kind") == "seconds":
+        kw["type"] = SECONDS
+    elif "parse" in m:
+        kw["callback"] = lambda ctx, param, value: m["parse"](value)
+    elif isinstance(f.default, bool):
+        kw["show_default"] = "/" in m["flag"]  # --x/--no-x says its default; a flag is off
+        if "/" not in m["flag"]:
+            kw["is_flag"] = True
+    elif "min" in m:
+        kw["type"] = click.IntRange(m["min"])
+    return click.option(m["flag"], f.name, **kw)
+
+
+def plan_options(plan: type, names: Sequence[str]):
+    """Click options for these fields of a plan dataclass: the plan states its parameters once."""
+    by_name = {f.name: f for f in dataclasses.fields(plan)}
+
+    def decorate(func):
+        for name in reversed(names):
+            func = _option(by_name[name])(func)
+        return func
+
+    return decorate
+
+
+def run_controls(func):
+    """The run controls every child-run verb shares (childruns.Controls), as click options."""
+    names = [f.name for f in dataclasses.fields(childruns.Controls) if f.name != "mlock"]
+    return plan_options(childruns.Controls, names)(func)
 
 
 def check_complete(df: pd.DataFrame, output: str) -> None:
@@ -148,6 +203,67 @@ class Bars:
             self.bar = None
             if not sys.stderr.isatty():
                 click.echo(err=True)  # click ends a non-tty bar without a newline
+
+
+def journaled_run(
+    run: Callable[..., pd.DataFrame],
+    output: str,
+    named: bool,
+    label: str,
+    bars: "Bars | None" = None,
+) -> pd.DataFrame:
+    """A journaled run with progress bars: where it records, how to resume, complete or error.
+
+    run(on_start=, progress=) measures; on_start(todo, done) opens the bar once the input has
+    proved valid, and says where the rows go when no -o named the file.
+    """
+    bars = bars or Bars()
+
+    def start(todo: int, done: int):
+        if not named:
+            click.echo(f"recording to {output} (choose with -o FILE)", err=True)
+        return bars.open(label, todo, done)
+
+    try:
+        df = run(on_start=start, progress=bars.update)
+    except KeyboardInterrupt as exc:
+        bars.close()
+        raise interrupted(output, exc) from None
+    finally:
+        bars.close()
+    check_complete(df, output)
+    return df
+
+
+def campaign_verb(
+    measure: Callable[..., pd.DataFrame],
+    points: list[dict],
+    cluster: str,
+    hosts: Sequence[str],
+    record: tuple[str, bool],
+    params: dict,
+    experiment: str,
+    unique: Sequence[str] = (),
+    check: Callable[[], object] | None = None,
+) -> tuple[pd.DataFrame, campaigns.Outcome]:
+    """A --cluster run of any verb: journaled by (host, point), resumable, refusals said once."""
+    output, resuming = record
+    bars = Bars()
+    meta = {**machine.metadata(), "experiment": f"{experiment} campaign"}
+    try:
+        df, out = campaigns.run_journaled(
+            measure, points, cluster, hosts, output, {**params, "cluster": cluster,
+            "hosts": sorted(hosts)}, meta, resuming, unique,
+            on_point=lambda: bars.update(1),
+            on_start=lambda todo: bars.open(f"{experiment} points", todo), check=check,
+        )  # fmt: skip
+    except KeyboardInterrupt as exc:
+        raise interrupted(output, exc) from None
+    finally:
+        bars.close()
+    for line in out.refused:
+        click.echo(f"refused {line}", err=True)
+    return df, out
 
 
 def interrupted(output: str, exc: BaseException | None = None) -> click.ClickException:

@@ -1,15 +1,25 @@
 """`perflab compare`: is B faster than A, over random setups rather than one lucky one?"""
 
+import functools
 import shlex
-import signal
 
 import click
 
 from perflab import compare, plot, results
+from perflab.childruns import status_counts
 from perflab.cli import cli
-from perflab.cli.common import check_paths, emit_json, output_options, records, table
-from perflab.cli.link_order import Bars, run_controls
-from perflab.env_size import status_counts
+from perflab.cli.common import (
+    check_paths,
+    emit_json,
+    journal_options,
+    journaled_run,
+    output_options,
+    plan_options,
+    record_path,
+    records,
+    run_controls,
+    table,
+)
 
 
 def _randomize(ctx, param, value):
@@ -31,35 +41,14 @@ def _randomize(ctx, param, value):
     help="Setup dimensions drawn at random per setup: env-size, link-order (--build only), "
     "or none. [default: env-size, plus link-order with --build]",
 )
-@click.option("--setups", default=10, show_default=True, help="Random setups to draw.")
-@click.option("--repeat", default=10, show_default=True, help="A/B pairs per setup.")
-@click.option(
-    "--env-max", default=4096, show_default=True, help="Env sizes are drawn in 0..ENV_MAX bytes."
-)
+@plan_options(compare.Plan, ("setups", "repeat", "env_max"))
 @run_controls
+@journal_options
 @output_options
 @click.argument("a", required=False)
 @click.argument("b", required=False)
-def compare_cmd(
-    use_build,
-    cflags_a,
-    cflags_b,
-    randomize,
-    setups,
-    repeat,
-    env_max,
-    aslr,
-    cpus,
-    inherit_env,
-    timeout,
-    rt,
-    seed,
-    output,
-    as_json,
-    plot_path,
-    a,
-    b,
-):
+def compare_cmd(use_build, cflags_a, cflags_b, randomize, resume, discard_bad, output, as_json,
+                plot_path, a, b, **params):  # fmt: skip
     """Run A and B interleaved in random setups; report B/A per setup and over all of them.
 
     \b
@@ -71,6 +60,8 @@ def compare_cmd(
         raise click.BadParameter("give either two programs or --build, not both")
     if not use_build and not (a and b):
         raise click.BadParameter("give two programs A B (or --build to compare two builds)")
+    named = output or resume
+    output, resuming = record_path(output, resume, "compare")
     check_paths(output, plot_path)
     if randomize is None:
         randomize = ("env-size", "link-order") if use_build else ("env-size",)
@@ -79,32 +70,14 @@ def compare_cmd(
         side_b = compare.build_side("B", shlex.split(cflags_b))
     else:
         side_a, side_b = compare.program_side("A", a), compare.program_side("B", b)
-    bars = Bars()
-    try:
-        df = compare.compare(
-            side_a,
-            side_b,
-            randomize=randomize,
-            setups=setups,
-            repeat=repeat,
-            env_max=env_max,
-            seed=seed,
-            aslr=aslr,
-            cpus=cpus,
-            inherit_env=inherit_env,
-            timeout=timeout,
-            rt=rt,
-            output=output,
-            on_start=lambda n: bars.open("compare", n),
-            progress=lambda n: bars.bar.update(n),
-        )
-    except KeyboardInterrupt as exc:
-        bars.close()
-        error = click.ClickException("interrupted: the runs so far are in -o FILE, if given")
-        error.exit_code = 128 + getattr(exc, "signum", signal.SIGINT)
-        raise error from None
-    finally:
-        bars.close()
+    run = functools.partial(compare.compare, side_a, side_b, randomize=randomize, output=output,
+                            resume=resuming, discard_bad=discard_bad, **params)  # fmt: skip
+    df = journaled_run(run, output, named, "compare")
+    _report(df, side_a, side_b, randomize, output, plot_path, as_json)
+
+
+def _report(df, side_a, side_b, randomize, output, plot_path, as_json) -> None:
+    """B/A per setup and over all setups: as tables, or as one JSON document."""
     value = compare.value_column(df)
     per = compare.per_setup(df, value)
     summary = compare.overall(df, per, value)
@@ -141,7 +114,6 @@ def compare_cmd(
         f"unclear in {summary['unclear']} of {summary['setups']}"
     )
     click.echo(summary["conclusion"])
-    if output:
-        click.echo(f"data: {output}")
+    click.echo(f"data: {output}")
     if plot_path:
         click.echo(f"plot: {plot.check_plot_path(plot_path)}")

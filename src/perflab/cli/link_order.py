@@ -1,72 +1,28 @@
 """`perflab sweep link-order`: the paper's link-order experiment and the layout behind it."""
 
+import functools
 import shlex
 
 import click
 
 from perflab import link_order, plot
+from perflab.childruns import status_counts
 from perflab.cli import sweep
 from perflab.cli.common import (
-    SECONDS,
     Bars,
-    check_complete,
     check_paths,
-    cpu_list,
-    discard_bad_option,
     emit_json,
-    interrupted,
+    journal_options,
+    journaled_run,
     output_options,
+    plan_options,
     record_path,
     records,
+    run_controls,
     table,
 )
-from perflab.env_size import status_counts
 
-
-def _permutations(ctx, param, value):
-    return link_order.parse_permutations(value)
-
-
-def run_controls(func):
-    """The env-size sweep's run controls, shared by link-order and compare."""
-    options = [
-        click.option(
-            "--aslr",
-            type=click.Choice(["off", "on", "system"]),
-            default="off",
-            show_default=True,
-            help="off: ADDR_NO_RANDOMIZE for the child only; on: force it; system: leave it.",
-        ),
-        click.option(
-            "--cpu", "cpus", callback=cpu_list, help="Pin the child to these CPUs. [default: last]"
-        ),
-        click.option(
-            "--inherit-env", is_flag=True, help="Run with perflab's environment, not an empty one."
-        ),
-        click.option(
-            "--timeout",
-            default=10.0,
-            show_default=True,
-            type=SECONDS,
-            help="Seconds before a run is killed and recorded as 'timeout'.",
-        ),
-        click.option(
-            "--rt/--no-rt",
-            default=True,
-            show_default=True,
-            help="Ask SCHED_FIFO 1 for the child; refused -> one warning, normal priority.",
-        ),
-        click.option(
-            "--seed",
-            default=0,
-            show_default=True,
-            type=click.IntRange(0),
-            help="Seed of every random draw.",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+PARAMS = ("permutations", "repeat", "order", "mlock")
 
 
 @sweep.command("link-order")
@@ -85,63 +41,16 @@ def run_controls(func):
     "objects in order) and '{output}', e.g. 'gcc {objects} -lm -o {output}'.",
 )
 @click.option(
-    "--cflags",
-    default="-O2",
-    show_default=True,
-    help="Flags for the built-in workload's objects.",
+    "--cflags", default="-O2", show_default=True, help="Flags for the built-in workload's objects."
 )
 @click.option("--symbol", "symbols", multiple=True, help="Locate this symbol (repeatable).")
-@click.option(
-    "--permutations",
-    default="all",
-    show_default=True,
-    callback=_permutations,
-    help=f"'all' orders (up to {link_order.MAX_PERMUTATIONS}) or N random ones (with --seed).",
-)
-@click.option(
-    "--repeat", default=20, show_default=True, type=click.IntRange(1), help="Runs per order."
-)
-@click.option(
-    "--order",
-    type=click.Choice(["random", "sequential"]),
-    default="random",
-    show_default=True,
-    help="random keeps drift over time from posing as a link-order effect.",
-)
+@plan_options(link_order.Plan, PARAMS)
 @run_controls
-@click.option("--mlock", is_flag=True, help="Ask the probed child to mlockall().")
-@click.option(
-    "--resume",
-    type=click.Path(dir_okay=False),
-    help="Complete an interrupted sweep recorded in FILE (same parameters required).",
-)
-@discard_bad_option
+@journal_options
 @output_options
 @click.argument("objects", nargs=-1, type=click.Path(dir_okay=False))
-def link_order_cmd(
-    objects_flag,
-    cc,
-    ldflags,
-    template,
-    cflags,
-    symbols,
-    permutations,
-    repeat,
-    order,
-    aslr,
-    cpus,
-    inherit_env,
-    timeout,
-    rt,
-    seed,
-    mlock,
-    resume,
-    discard_bad,
-    output,
-    as_json,
-    plot_path,
-    objects,
-):
+def link_order_cmd(objects_flag, cflags, resume, discard_bad, output, as_json, plot_path,
+                   objects, **params):  # fmt: skip
     """Link OBJECTS (default: the built-in workload) in every order, run each REPEAT times.
 
     \b
@@ -151,49 +60,18 @@ def link_order_cmd(
     """
     if objects_flag and not objects:
         raise click.BadParameter("--objects needs object files after it", param_hint="--objects")
-    if (template or ldflags) and not objects:
+    if (params["template"] or params["ldflags"]) and not objects:
         raise click.BadParameter("--link-cmd/--ldflags need --objects FILE...")
     named = output or resume
     output, resuming = record_path(output, resume, "link-order")
     check_paths(output, plot_path)
     bars = Bars()
-
-    def start(todo: int, done: int):
-        if not named:  # said only once the input proved valid and runs begin
-            click.echo(f"recording to {output} (choose with -o FILE)", err=True)
-        return bars.open("run", todo, done)
-
-    try:
-        df = link_order.sweep(
-            objects,
-            cc=cc,
-            cflags=tuple(shlex.split(cflags)),
-            ldflags=ldflags,
-            template=template,
-            symbols=symbols,
-            permutations=permutations,
-            seed=seed,
-            repeat=repeat,
-            aslr=aslr,
-            cpus=cpus,
-            order=order,
-            inherit_env=inherit_env,
-            timeout=timeout,
-            rt=rt,
-            mlock=mlock,
-            output=output,
-            resume=resuming,
-            discard_bad=discard_bad,
-            on_build=lambda n: bars.open("link", n),
-            on_start=start,
-            progress=bars.update,
-        )
-    except KeyboardInterrupt as exc:
-        bars.close()
-        raise interrupted(output, exc) from None
-    finally:
-        bars.close()
-    check_complete(df, output)
+    sweep_it = functools.partial(
+        link_order.sweep, objects, cflags=tuple(shlex.split(cflags)), output=output,
+        resume=resuming, discard_bad=discard_bad, on_build=lambda n: bars.open("link", n),
+        **params,
+    )  # fmt: skip
+    df = journaled_run(sweep_it, output, named, "run", bars)
     _report(df, output, plot_path, as_json)
 
 

@@ -7,16 +7,19 @@ import warnings
 
 import click
 
-from perflab import campaigns, fleet, machine, results, threads
+from perflab import fleet, machine, results, threads
 from perflab.cli import run, sweep
 from perflab.cli.common import (
     Number,
+    campaign_verb,
     check_paths,
     cluster_options,
     emit_json,
     output_options,
     progressbar,
+    record_path,
     records,
+    resume_option,
     table,
 )
 
@@ -295,7 +298,9 @@ def _busy_hint(wall_over_cpu: float, rt: bool) -> None:
 @interference_options
 @output_options
 @cluster_options
+@resume_option
 def fauxplat_cmd(
+    resume,
     loops,
     repeat,
     cpu,
@@ -327,13 +332,11 @@ def fauxplat_cmd(
             size=size,
         )
         points = [{"rep": r} for r in range(repeat)]
-        out = campaigns.run(measure, points, cluster, hosts)
-        meta = _meta(**_conditions(loops, nice, rt, rt_limit, chosen), cpu=cpu, kernel=kernel)
-        meta.update(cluster=cluster, missing=out.missing, refused=out.refused)
-        if output:
-            results.save(results.attach(out.frame, meta), output)
-        alone = out.frame[out.frame["condition"] == "alone"]
-        per_host = fleet.per_host(alone, "fauxplat_per_s")
+        params = {**_conditions(loops, nice, rt, rt_limit, chosen), "cpu": cpu, "kernel": kernel}
+        record = record_path(output, resume, "fauxplat") if output or resume else (None, False)
+        df, out = campaign_verb(measure, points, cluster, hosts, record, params, "fauxplat",
+                                ("host", "rep", "condition"))  # fmt: skip
+        per_host = fleet.per_host(df[df["condition"] == "alone"], "fauxplat_per_s")
         if as_json:
             emit_json({"hosts": records(per_host), "missing": out.missing, "refused": out.refused})
             return

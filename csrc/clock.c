@@ -10,6 +10,7 @@
 #include <x86intrin.h>
 #endif
 #include "perflab.h"
+#include "perflab_internal.h"
 #include "perflab_ticks.h"
 
 static const clockid_t posix_ids[] = {
@@ -17,11 +18,6 @@ static const clockid_t posix_ids[] = {
     CLOCK_MONOTONIC_RAW,   CLOCK_MONOTONIC_COARSE, CLOCK_BOOTTIME,
     CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID,
 };
-
-static inline uint64_t ts_ns(const struct timespec *ts)
-{
-    return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
-}
 
 #if defined(__x86_64__) || defined(__i386__)
 static int cpu_has(uint32_t leaf, int reg, uint32_t bit)
@@ -87,7 +83,7 @@ int perflab_sample(int source, uint64_t *out, size_t n)
     case PERFLAB_GETTIMEOFDAY:
         for (i = 0; i < n; i++) {
             gettimeofday(&tv, NULL);
-            out[i] = (uint64_t)tv.tv_sec * 1000000000u + (uint64_t)tv.tv_usec * 1000u;
+            out[i] = perflab_tv_ns(&tv);
         }
         return 0;
     case PERFLAB_TSC_RDTSC:
@@ -109,7 +105,7 @@ int perflab_sample(int source, uint64_t *out, size_t n)
     default:
         for (i = 0; i < n; i++) {
             clock_gettime(posix_ids[source], &ts);
-            out[i] = ts_ns(&ts);
+            out[i] = perflab_ts_ns(&ts);
         }
         return 0;
     }
@@ -151,7 +147,7 @@ int perflab_getres(int source, int64_t *res_ns)
     else {
         if (clock_getres(posix_ids[source], &ts) != 0)
             return -errno;
-        *res_ns = (int64_t)ts_ns(&ts);
+        *res_ns = (int64_t)perflab_ts_ns(&ts);
     }
     return 0;
 }
@@ -236,7 +232,7 @@ static int paired_read(clockid_t id, uint64_t *ticks, uint64_t *ns)
         if (b - a < best) {
             best = b - a;
             *ticks = a + (b - a) / 2;
-            *ns = ts_ns(&ts);
+            *ns = perflab_ts_ns(&ts);
         }
     }
     return 0;

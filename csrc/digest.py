@@ -10,7 +10,7 @@ def source_files(csrc: Path) -> list[Path]:
     return [
         *sorted(csrc.glob("*.c")),
         *sorted(csrc.glob("spawner/*.c")),
-        csrc / "perflab.h",
+        *sorted(csrc.glob("*.h")),
         *sorted(probe_dir.glob("*.h")),
     ]
 

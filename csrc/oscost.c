@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "perflab.h"
+#include "perflab_internal.h"
 #include "perflab_ticks.h"
 
 typedef double (*libm_fn)(double);
@@ -175,13 +176,6 @@ int perflab_libm_cold(const char **names, const double *args, size_t ncalls, int
     return reap(pid, rc, NULL);
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int pin(int cpu)
 {
     cpu_set_t set;
@@ -275,10 +269,10 @@ static int pingpong(size_t n, int cpu_child, struct perflab_cswitch *out)
         close(down[1]);
         return rc;
     }
-    t0 = now_ns();
+    t0 = (int64_t)perflab_now_ns(CLOCK_MONOTONIC);
     for (size_t i = 0; i < n && rc == 0 && !stop_signal; i++)
         rc = one_byte(down[1], down[0]);
-    out->alone_ns = now_ns() - t0;
+    out->alone_ns = (int64_t)perflab_now_ns(CLOCK_MONOTONIC) - t0;
     if (rc == 0 && (pid = fork()) == 0) {
         close(down[1]);
         close(up[0]);
@@ -291,10 +285,10 @@ static int pingpong(size_t n, int cpu_child, struct perflab_cswitch *out)
     if (rc == 0) {
         out->child_pid = pid;
         getrusage(RUSAGE_SELF, &before);
-        t0 = now_ns();
+        t0 = (int64_t)perflab_now_ns(CLOCK_MONOTONIC);
         for (size_t i = 0; i < n && rc == 0 && !stop_signal; i++)
             rc = one_byte(down[1], up[0]);
-        out->pingpong_ns = now_ns() - t0;
+        out->pingpong_ns = (int64_t)perflab_now_ns(CLOCK_MONOTONIC) - t0;
         getrusage(RUSAGE_SELF, &after);
     }
     close(down[1]);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "perflab.h"
+#include "perflab_internal.h"
 #include "perflab_ticks.h"
 
 /* Keeps a value alive without a store: the post's loop computes results it
@@ -44,13 +45,6 @@ struct worker {
     uint64_t *buf;
     size_t words;
 };
-
-static uint64_t now_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The post's do_loop, in unsigned arithmetic so the overflowing products are defined. */
 static uint64_t do_loop(uint64_t nb)
@@ -158,13 +152,13 @@ static void *worker_main(void *arg)
             perflab_counters_close(&set);
         return NULL;
     }
-    res->release_ns = now_ns(CLOCK_MONOTONIC);
+    res->release_ns = perflab_now_ns(CLOCK_MONOTONIC);
     pthread_barrier_wait(&w->gate->barrier);
     if (counting)
         perflab_counters_enable(&set);
     res->cpu_start = sched_getcpu();
-    t0 = now_ns(CLOCK_MONOTONIC);
-    c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+    t0 = perflab_now_ns(CLOCK_MONOTONIC);
+    c0 = perflab_now_ns(CLOCK_THREAD_CPUTIME_ID);
     k0 = perflab_ticks_begin();
     switch (spec->kernel) {
     case PERFLAB_KERNEL_LOOP:
@@ -177,8 +171,8 @@ static void *worker_main(void *arg)
         res->checksum = do_spin(&w->gate->counter, spec->loops, &res->retries);
     }
     k1 = perflab_ticks_end();
-    c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-    t1 = now_ns(CLOCK_MONOTONIC);
+    c1 = perflab_now_ns(CLOCK_THREAD_CPUTIME_ID);
+    t1 = perflab_now_ns(CLOCK_MONOTONIC);
     if (counting) {
         perflab_counters_disable(&set);
         perflab_counters_read(&set, res->counts);
@@ -326,13 +320,13 @@ static void hog_loop(int kind, uint64_t *buf, size_t words, uint64_t deadline)
     struct timespec rest = {0, HOG_RT_REST_NS};
     uint64_t x = 0;
 
-    while (now_ns(CLOCK_MONOTONIC) < deadline) {
+    while (perflab_now_ns(CLOCK_MONOTONIC) < deadline) {
         if (kind == PERFLAB_HOG_CACHE) {
             for (size_t j = 0; j < words; j += 8)
                 buf[j] = x++; /* one store per 64-byte line: every line evicted */
         } else if (kind == PERFLAB_HOG_RT) {
-            uint64_t until = now_ns(CLOCK_MONOTONIC) + HOG_RT_BURST_NS;
-            while (now_ns(CLOCK_MONOTONIC) < until)
+            uint64_t until = perflab_now_ns(CLOCK_MONOTONIC) + HOG_RT_BURST_NS;
+            while (perflab_now_ns(CLOCK_MONOTONIC) < until)
                 x += do_loop(1) & 1;
             nanosleep(&rest, NULL); /* blocking resets RLIMIT_RTTIME's count */
         } else {
@@ -367,7 +361,7 @@ static int hog_setup(int kind, int cpu, int prio, int *sched_status)
 static void hog_child(int kind, int cpu, uint64_t bytes, int64_t max_ns, int prio, int wfd,
                       pid_t parent)
 {
-    uint64_t deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)max_ns;
+    uint64_t deadline = perflab_now_ns(CLOCK_MONOTONIC) + (uint64_t)max_ns;
     int status[2];
     uint64_t *buf = NULL;
     size_t words = 0;

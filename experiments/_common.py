@@ -35,11 +35,11 @@ def name(script: str) -> str:
 
 
 def save(df: pd.DataFrame, args, stem: str, **extra) -> Path:
-    """Save a tidy frame with its metadata plus the gallery's run mode, print where it went.
-
-    Some experiment functions return bare frames (the CLI attaches the machine there): the
-    machine's metadata goes under whatever the frame already carries."""
-    meta = {**machine.metadata(), **results.metadata(df), "gallery": stem, "quick": args.quick}
+    """Save a tidy frame with the metadata its run() attached plus the gallery's run mode."""
+    # clocks.read_costs still returns a bare frame (issue 14 gives it run()): only such a frame
+    # gets the machine's metadata here.
+    base = results.metadata(df) or machine.metadata()
+    meta = {**base, "gallery": stem, "quick": args.quick}
     meta.update(extra)
     path = results.save(results.attach(df, meta), args.out / f"{stem}.parquet")
     print(f"data: {path} ({len(df)} rows)")

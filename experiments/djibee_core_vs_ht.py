@@ -9,7 +9,7 @@ import _common
 import pandas as pd
 
 from perflab import machine, threads
-from perflab.threads import Perturbation, Priority
+from perflab.threads import Perturbation, Priority, ht_pairs
 
 FULL_LOOPS, QUICK_LOOPS = threads.POST_LOOPS, 150
 
@@ -22,10 +22,10 @@ def main(argv=None) -> None:
     # SCHED_RR keeps the other tenants of this shared machine off our CPUs, as the post's
     # high priority did (without permission: one warning, normal priority).
     rt = Priority(rt=True, rt_limit=30.0)
-    df = threads.core_vs_ht(loops=loops, repeat=2 if args.quick else 1, priority=rt)
-    summary = threads.core_vs_ht_summary(df)
+    df = ht_pairs.run(loops=loops, repeat=2 if args.quick else 1, priority=rt)
+    summary = ht_pairs.summarize(df)
     _common.save(df, args, stem, loops=loops)
-    threads.plot_core_vs_ht(summary, _common.figure(args, stem), loops)
+    ht_pairs.plot(df, _common.figure(args, stem))
     print(f"figure: {_common.figure(args, stem)}")
     print(summary.to_string(index=False))
     perturbed = _perturbation(loops, args)
@@ -59,7 +59,7 @@ def _perturbation(loops: int, args) -> pd.DataFrame:
         ("hogs", hogs, Priority()),
         ("hogs, nice -20", hogs, Priority(nice=-20)),
     ):
-        df = threads.core_vs_ht(loops=loops, cpus=cpus, perturb=perturb, priority=prio)
+        df = ht_pairs.run(loops=loops, cpus=cpus, perturb=perturb, priority=prio)
         df.insert(0, "condition", name)
         frames.append(df)
     out = pd.concat(frames, ignore_index=True)

@@ -9,6 +9,7 @@ thrasher and a real-time hog on the measured CPU, repeats interleaved.
 import _common
 
 from perflab import machine, threads
+from perflab.threads import fauxplat_sec
 
 FULL = {"loops": threads.POST_LOOPS, "repeat": 5}
 QUICK = {"loops": 60, "repeat": 5}
@@ -19,10 +20,10 @@ def main(argv=None) -> None:
     stem = _common.name(__file__)
     params = QUICK if args.quick else FULL
     cpu = machine.usable_cpus()[0]
-    df = threads.fauxplat(cpu=cpu, **params)
-    table = threads.fauxplat_summary(df)
+    df = fauxplat_sec.run(cpu=cpu, **params)
+    table = fauxplat_sec.summarize(df)
     _common.save(df, args, stem, **params)
-    threads.plot_fauxplat(df, _common.figure(args, stem))
+    fauxplat_sec.plot(df, _common.figure(args, stem))
     print(f"figure: {_common.figure(args, stem)}")
     print(table.to_string(index=False))
     change = table.set_index("condition")["change_pct"]

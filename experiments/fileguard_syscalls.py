@@ -17,8 +17,8 @@ TRIM = 10
 def main(argv=None) -> None:
     args = _common.parse(__doc__, argv)
     stem = _common.name(__file__)
-    df = syscalls.measure(trials=QUICK if args.quick else FULL)
-    table = syscalls.fileguard(df, trim=TRIM)
+    df = syscalls.run(trials=QUICK if args.quick else FULL)
+    table = syscalls.summarize(df, trim=TRIM)
     _common.save(df, args, stem, trim=TRIM)
     syscalls.plot(df, _common.figure(args, stem))
     print(f"figure: {_common.figure(args, stem)}")

@@ -17,8 +17,8 @@ def main(argv=None) -> None:
     args = _common.parse(__doc__, argv)
     stem = _common.name(__file__)
     params = QUICK if args.quick else FULL
-    df = cswitch.measure(realtime=cswitch.realtime_wanted(None), **params)
-    table = cswitch.table(df)
+    df = cswitch.run(realtime=cswitch.realtime_wanted(None), **params)
+    table = cswitch.summarize(df)
     _common.save(df, args, stem)
     cswitch.plot(df, _common.figure(args, stem))
     print(f"figure: {_common.figure(args, stem)}")

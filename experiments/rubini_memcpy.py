@@ -16,14 +16,14 @@ def main(argv=None) -> None:
     args = _common.parse(__doc__, argv)
     stem = _common.name(__file__)
     trials = 10
-    df = memcpy.sweep(max_bytes=QUICK_MAX if args.quick else None, trials=trials)
+    df = memcpy.run(max_bytes=QUICK_MAX if args.quick else None, trials=trials)
     knees = memcpy.detect_knees(df["size"], df["ticks_per_byte"])
     report = memcpy.knee_report(knees)
     _common.save(df, args, stem)
     memcpy.plot(df, _common.figure(args, stem), knees)
     print(f"figure: {_common.figure(args, stem)}")
     print(report.to_string(index=False) if len(report) else "no knee found")
-    small = memcpy.small_table(df, 16).set_index("size")["ticks"]
+    small = memcpy.summarize(df, 16).set_index("size")["ticks"]
     caches = machine.caches().set_index("cache")["size_bytes"]
     rows = [
         ("sizes, trials", "incr(): 32 per octave, min of 10", f"{len(df)} sizes, min of {trials}"),

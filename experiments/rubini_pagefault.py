@@ -15,8 +15,8 @@ QUICK = {"pages": 256, "reps": 10}
 def main(argv=None) -> None:
     args = _common.parse(__doc__, argv)
     stem = _common.name(__file__)
-    df = pagefault.measure(**(QUICK if args.quick else FULL))
-    table = pagefault.table(df).set_index("condition")
+    df = pagefault.run(**(QUICK if args.quick else FULL))
+    table = pagefault.summarize(df).set_index("condition")
     _common.save(df, args, stem)
     pagefault.plot(df, _common.figure(args, stem))
     print(f"figure: {_common.figure(args, stem)}")

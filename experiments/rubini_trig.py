@@ -16,8 +16,8 @@ QUICK = {"repeat": 10, "cold_runs": 5}
 def main(argv=None) -> None:
     args = _common.parse(__doc__, argv)
     stem = _common.name(__file__)
-    df = trig.measure(**(QUICK if args.quick else FULL))
-    table = trig.summary(df).set_index("call")
+    df = trig.run(**(QUICK if args.quick else FULL))
+    table = trig.summarize(df).set_index("call")
     _common.save(df, args, stem)
     trig.plot(df, _common.figure(args, stem))
     print(f"figure: {_common.figure(args, stem)}")

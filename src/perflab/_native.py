@@ -1,9 +1,16 @@
-"""The only module that touches the cffi-built core: typed wrappers over csrc/perflab.h."""
+"""The only module that touches the cffi-built core: typed wrappers over csrc/perflab.h.
+
+Public modules call the functions here with Python values and get Python or numpy values
+back; cffi types, -errno returns and C constants stay on this side (as PyNaCl's bindings).
+"""
 
 import errno
 import importlib.util
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +32,7 @@ def _check_fresh() -> None:
     if not digest_py.exists():
         return
     spec = importlib.util.spec_from_file_location("_perflab_digest", digest_py)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     if module.source_digest(_CSRC) != core_digest():
@@ -34,16 +42,29 @@ def _check_fresh() -> None:
         )
 
 
+# ---- errors, buffers ---------------------------------------------------------------------
+
+
 def core_digest() -> str:
     """Digest of the C sources this core was compiled from."""
-    return ffi.string(lib.perflab_core_digest()).decode()
+    return str(ffi.string(lib.perflab_core_digest()).decode())
+
+
+def errno_name(code: int) -> str:
+    """'EPERM' for 1 (either sign): the short name a status column holds."""
+    code = abs(code)
+    return errno.errorcode.get(code, str(code))
+
+
+def errno_text(code: int) -> str:
+    """The one way perflab words an errno (either sign): 'Operation not permitted (EPERM)'."""
+    return f"{os.strerror(abs(code))} ({errno_name(code)})"
 
 
 def check(rc: int, what: str) -> int:
     """Turn a -errno return of the core into a PerflabError naming the operation."""
     if rc < 0:
-        name = errno.errorcode.get(-rc, str(-rc))
-        raise PerflabError(f"{what}: {os.strerror(-rc)} ({name})")
+        raise PerflabError(f"{what}: {errno_text(rc)}")
     return rc
 
 
@@ -52,9 +73,286 @@ def u64_array(n: int) -> np.ndarray:
     return np.zeros(n, dtype=np.uint64)
 
 
-def ptr(arr: np.ndarray, ctype: str):
+def ptr(arr: np.ndarray, ctype: str) -> Any:
     """A C pointer onto a numpy array's buffer, without a copy."""
     return ffi.from_buffer(ctype, arr)
+
+
+# ---- machine and timer ---------------------------------------------------------------------
+
+HZ_SOURCES = {
+    lib.PERFLAB_HZ_CPUID_15: "cpuid leaf 0x15",
+    lib.PERFLAB_HZ_CPUID_16: "cpuid leaf 0x16 (base frequency)",
+    lib.PERFLAB_HZ_CALIBRATED: "calibrated against CLOCK_MONOTONIC_RAW",
+    lib.PERFLAB_HZ_CNTFRQ: "cntfrq_el0",
+}
+
+
+def timer_overhead_ticks() -> int:
+    """Ticks a begin/end pair of the cycle counter costs with nothing between (the minimum)."""
+    return int(lib.perflab_timer_overhead())
+
+
+def tsc_hz(calibrate_ns: int = 200_000_000) -> tuple[float, str]:
+    """Cycle-counter frequency in Hz and how the core obtained it."""
+    hz, how = ffi.new("double *"), ffi.new("int *")
+    check(lib.perflab_tsc_hz(calibrate_ns, hz, how), "determine the counter frequency")
+    return float(hz[0]), HZ_SOURCES.get(how[0], "unknown")
+
+
+def cpuid(leaf: int, subleaf: int = 0) -> tuple[int, int, int, int] | None:
+    """(eax, ebx, ecx, edx) of a CPUID leaf, None where there is no CPUID."""
+    regs = ffi.new("uint32_t[4]")
+    if lib.perflab_cpuid(leaf, subleaf, regs) != 0:
+        return None
+    return int(regs[0]), int(regs[1]), int(regs[2]), int(regs[3])
+
+
+def perf_probe(kind: int = 0, config: int = 0) -> int:
+    """0 when perf_event can count (type, config) here, else -errno."""
+    return int(lib.perflab_perf_probe(kind, config))
+
+
+# ---- counters.c ----------------------------------------------------------------------------
+
+EVENT_INDEX = {
+    "cycles": lib.PERFLAB_EV_CYCLES,
+    "instructions": lib.PERFLAB_EV_INSTRUCTIONS,
+    "ref-cycles": lib.PERFLAB_EV_REF_CYCLES,
+    "task-clock": lib.PERFLAB_EV_TASK_CLOCK,
+    "context-switches": lib.PERFLAB_EV_CONTEXT_SWITCHES,
+    "cpu-migrations": lib.PERFLAB_EV_CPU_MIGRATIONS,
+    "page-faults": lib.PERFLAB_EV_PAGE_FAULTS,
+}
+EVENTS_ALL: int = lib.PERFLAB_EV_ALL
+
+
+class CounterSet:
+    """One perf_event counter set; counts are a count each, or -errno for an event that did not
+    count."""
+
+    def __init__(self) -> None:
+        self._set = ffi.new("struct perflab_counter_set *")
+        self._counts = ffi.new("int64_t[7]")
+
+    def open(self, pid: int, cpu: int, bits: int, inherit: bool) -> int:
+        """Events that count, or -errno when none does."""
+        return int(lib.perflab_counters_open(self._set, pid, cpu, bits, int(inherit)))
+
+    def enable(self) -> None:
+        lib.perflab_counters_enable(self._set)
+
+    def stop(self) -> list[int]:
+        """Disable, read and close: the seven counts (or -errno each)."""
+        lib.perflab_counters_disable(self._set)
+        lib.perflab_counters_read(self._set, self._counts)
+        lib.perflab_counters_close(self._set)
+        return [int(c) for c in self._counts]
+
+
+# ---- threads.c -----------------------------------------------------------------------------
+
+THREAD_KERNELS = {
+    "loop": lib.PERFLAB_KERNEL_LOOP,
+    "stream": lib.PERFLAB_KERNEL_STREAM,
+    "spin": lib.PERFLAB_KERNEL_SPIN,
+}
+HOG_KINDS = {"cpu": lib.PERFLAB_HOG_CPU, "cache": lib.PERFLAB_HOG_CACHE, "rt": lib.PERFLAB_HOG_RT}
+LOOP_FACTOR: int = lib.PERFLAB_LOOP_FACTOR
+
+
+@dataclass(frozen=True)
+class ThreadSpec:
+    """What one worker does and where (cpu -1: the scheduler's choice)."""
+
+    kernel: int
+    cpu: int
+    loops: int
+    bytes: int
+    nice: int
+    rt_priority: int
+    event_mask: int
+
+
+@dataclass(frozen=True)
+class ThreadResult:
+    """What one worker measured of itself (csrc/perflab.h, struct perflab_thread_result)."""
+
+    cpu_start: int
+    cpu_end: int
+    sched_status: int
+    error: int
+    cpu_ns: int
+    wall_ns: int
+    ticks: int
+    release_ns: int
+    start_ns: int
+    end_ns: int
+    retries: int
+    checksum: int
+    counts: tuple[int, ...]
+
+
+def run_threads(specs: Sequence[ThreadSpec]) -> list[ThreadResult]:
+    """Run the workers together, released at once by a barrier; one result each."""
+    n = len(specs)
+    cspecs = ffi.new("struct perflab_thread_spec[]", n)
+    for c, s in zip(cspecs, specs, strict=True):
+        for f in fields(ThreadSpec):
+            setattr(c, f.name, getattr(s, f.name))
+    out = ffi.new("struct perflab_thread_result[]", n)
+    check(lib.perflab_run_threads(cspecs, n, out), "run threads")
+    names = [f.name for f in fields(ThreadResult) if f.name != "counts"]
+    return [
+        ThreadResult(**{k: int(getattr(r, k)) for k in names}, counts=tuple(r.counts)) for r in out
+    ]
+
+
+def hog_start(
+    kind: int, cpu: int, nbytes: int, max_ns: int, rt_priority: int, what: str
+) -> tuple[int, int]:
+    """Fork a pinned hog: (its pid, 0 or -errno of its real-time request)."""
+    pid, sched = ffi.new("int32_t *"), ffi.new("int32_t *")
+    check(lib.perflab_hog_start(kind, cpu, nbytes, max_ns, rt_priority, pid, sched), what)
+    return int(pid[0]), int(sched[0])
+
+
+# ---- memory.c ------------------------------------------------------------------------------
+
+COPY_KERNELS = {
+    "libc": lib.PERFLAB_COPY_LIBC,
+    "rep-movsb": lib.PERFLAB_COPY_REP_MOVSB,
+    "loop": lib.PERFLAB_COPY_LOOP,
+}
+TOUCH_CONDITIONS = {
+    "first touch": lib.PERFLAB_TOUCH_FIRST,
+    "touch again": lib.PERFLAB_TOUCH_AGAIN,
+    "mlocked": lib.PERFLAB_TOUCH_LOCKED,
+}
+
+
+def copy_available(kernel: int) -> bool:
+    """Whether this CPU has the copy kernel (rep movsb needs x86)."""
+    return bool(lib.perflab_copy_available(kernel))
+
+
+def copy_once(kernel: int, dst: np.ndarray, src: np.ndarray, what: str) -> None:
+    """Copy src's bytes into dst with one kernel, untimed."""
+    rc = lib.perflab_copy_once(kernel, ptr(dst, "char[]"), ptr(src, "char[]"), src.nbytes)
+    check(rc, what)
+
+
+def lock_memory(on: bool) -> int:
+    """mlockall (on) or munlockall: 0 or -errno."""
+    return int(lib.perflab_lock_memory(int(on)))
+
+
+class CopyBuffers:
+    """Two pre-faulted page-aligned buffers of nbytes, released by free()."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+        self._src, self._dst = ffi.new("void **"), ffi.new("void **")
+        check(lib.perflab_buffers_alloc(nbytes, self._src, self._dst), "allocate buffers")
+
+    def sweep(
+        self,
+        kernel: int,
+        src_skew: int,
+        dst_skew: int,
+        sizes: np.ndarray,
+        trials: int,
+        out: np.ndarray,
+        what: str,
+    ) -> None:
+        """Minimum ticks of `trials` copies per size into out, src/dst this far past the start."""
+        src = ffi.cast("char *", self._src[0]) + src_skew
+        dst = ffi.cast("char *", self._dst[0]) + dst_skew
+        rc = lib.perflab_copy_sweep(
+            kernel, dst, src, ptr(sizes, "uint64_t[]"), sizes.size, trials, ptr(out, "int64_t[]")
+        )
+        check(rc, what)
+
+    def free(self) -> None:
+        lib.perflab_buffers_free(self._src[0], self._dst[0], self.nbytes)
+
+
+def touch_pages(pages: int, what: str) -> tuple[int, int, int]:
+    """Ticks to write one byte into each of `pages` fresh, touched-again and mlocked pages."""
+    out = ffi.new("int64_t[3]")
+    check(lib.perflab_touch_pages(pages, out), what)
+    return int(out[0]), int(out[1]), int(out[2])
+
+
+# ---- oscost.c ------------------------------------------------------------------------------
+
+SYSCALLS = {
+    "getpid": lib.PERFLAB_SYS_GETPID,
+    "open+close": lib.PERFLAB_SYS_OPEN_CLOSE,
+    "read": lib.PERFLAB_SYS_READ,
+    "write": lib.PERFLAB_SYS_WRITE,
+    "stat": lib.PERFLAB_SYS_STAT,
+    "fstat": lib.PERFLAB_SYS_FSTAT,
+    "sched_yield": lib.PERFLAB_SYS_SCHED_YIELD,
+    "mmap+munmap": lib.PERFLAB_SYS_MMAP_MUNMAP,
+}
+SYS_IO_BYTES: int = lib.PERFLAB_SYS_IO_BYTES
+
+
+def syscall_time(call: int, path: str, n: int, what: str) -> np.ndarray:
+    """n timings of one system call in ticks, each alone, the timer's cost subtracted."""
+    out = np.zeros(n, dtype=np.int64)
+    check(lib.perflab_syscall_time(call, path.encode(), ptr(out, "int64_t[]"), n), what)
+    return out
+
+
+def libm_exists(name: str) -> bool:
+    """Whether the C math library has a function of this name."""
+    return lib.perflab_libm_lookup(name.encode()) == 0
+
+
+class LibmCalls:
+    """A sequence of libm calls (name, argument) as C arrays, kept alive together."""
+
+    def __init__(self, calls: Sequence[tuple[str, float]]):
+        self.n = len(calls)
+        self._keep = [ffi.new("char[]", name.encode()) for name, _ in calls]
+        self._names = ffi.new("const char *[]", self._keep)
+        self._args = ffi.new("double[]", [a for _, a in calls])
+
+    def warm(self, repeat: int) -> np.ndarray:
+        """Ticks of each call, the sequence `repeat` times in this process: (repeat, n)."""
+        out = np.zeros(repeat * self.n, dtype=np.int64)
+        rc = lib.perflab_libm_warm(self._names, self._args, self.n, repeat, ptr(out, "int64_t[]"))
+        check(rc, "time libm calls")
+        return out.reshape(repeat, self.n)
+
+    def cold(self) -> np.ndarray:
+        """Ticks of each call, the sequence once in a freshly forked child."""
+        out = np.zeros(self.n, dtype=np.int64)
+        check(lib.perflab_libm_cold(self._names, self._args, self.n, ptr(out, "int64_t[]")), "fork")
+        return out
+
+
+_CSWITCH_FIELDS = (
+    "alone_ns",
+    "pingpong_ns",
+    "parent_nvcsw",
+    "parent_nivcsw",
+    "child_nvcsw",
+    "child_nivcsw",
+    "child_pid",
+    "rt_applied",
+)
+
+
+def cswitch(
+    n: int, cpu_parent: int, cpu_child: int, rt_prio: int, rttime_us: int, what: str
+) -> dict[str, int]:
+    """Rubini's cswitch once: the fields of struct perflab_cswitch by name."""
+    out = ffi.new("struct perflab_cswitch *")
+    check(lib.perflab_cswitch(n, cpu_parent, cpu_child, rt_prio, rttime_us, out), what)
+    return {k: int(getattr(out, k)) for k in _CSWITCH_FIELDS}
 
 
 if os.environ.get("PERFLAB_SKIP_FRESHNESS") != "1":

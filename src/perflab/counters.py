@@ -8,28 +8,30 @@ software ones (task-clock, page faults) do.
 import errno
 import os
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from perflab import machine
-from perflab._native import ffi, lib
+from perflab import _native, machine, results
 from perflab.errors import PerflabError
 
 # Event name -> (index in the C counter set, kind, column name with its unit).
-EVENTS = {
-    "cycles": (lib.PERFLAB_EV_CYCLES, "hardware", "cycles"),
-    "instructions": (lib.PERFLAB_EV_INSTRUCTIONS, "hardware", "instructions"),
-    "ref-cycles": (lib.PERFLAB_EV_REF_CYCLES, "hardware", "ref_cycles"),
-    "task-clock": (lib.PERFLAB_EV_TASK_CLOCK, "software", "task_clock_ns"),
-    "context-switches": (lib.PERFLAB_EV_CONTEXT_SWITCHES, "software", "context_switches"),
-    "cpu-migrations": (lib.PERFLAB_EV_CPU_MIGRATIONS, "software", "cpu_migrations"),
-    "page-faults": (lib.PERFLAB_EV_PAGE_FAULTS, "software", "page_faults"),
+_KINDS = {
+    "cycles": ("hardware", "cycles"),
+    "instructions": ("hardware", "instructions"),
+    "ref-cycles": ("hardware", "ref_cycles"),
+    "task-clock": ("software", "task_clock_ns"),
+    "context-switches": ("software", "context_switches"),
+    "cpu-migrations": ("software", "cpu_migrations"),
+    "page-faults": ("software", "page_faults"),
+}
+EVENTS: dict[str, tuple[int, str, str]] = {
+    name: (_native.EVENT_INDEX[name], kind, column) for name, (kind, column) in _KINDS.items()
 }
 COLUMNS = [col for _, _, col in EVENTS.values()]
-ALL = lib.PERFLAB_EV_ALL
+ALL = _native.EVENTS_ALL
 
 _WHY = {
     errno.ENOENT: "the CPU or hypervisor exposes no such event (no PMU passed to this VM)",
@@ -46,7 +48,7 @@ def reason(status: int) -> str:
     if status >= 0:
         return "counts"
     code = -status
-    name = errno.errorcode.get(code, str(code))
+    name = _native.errno_name(code)
     if code in (errno.EACCES, errno.EPERM):
         why = (
             f"perf_event_paranoid={machine.perf_paranoid()} forbids it; run as root or lower "
@@ -69,7 +71,7 @@ def mask(names: Iterable[str] | None = None) -> int:
     return bits
 
 
-def frame(counts, bits: int = ALL) -> pd.DataFrame:
+def frame(counts: Sequence[int], bits: int = ALL) -> pd.DataFrame:
     """One row per requested event: its count (NaN when it did not count) and its status."""
     rows = []
     for name, (idx, kind, column) in EVENTS.items():
@@ -88,7 +90,7 @@ def frame(counts, bits: int = ALL) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def columns(counts, bits: int = ALL) -> dict[str, float]:
+def columns(counts: Sequence[int], bits: int = ALL) -> dict[str, float]:
     """Counts keyed by column name (units in the name), NaN for events that did not count."""
     return {
         column: float(counts[idx]) if counts[idx] >= 0 else np.nan
@@ -104,20 +106,17 @@ class Counters:
         self.bits = mask(events)
         self.pid = pid
         self.inherit = inherit
-        self._set = ffi.new("struct perflab_counter_set *")
-        self._counts = ffi.new("int64_t[7]")
+        self._set = _native.CounterSet()
+        self._counts: list[int] = [-errno.ENODATA] * len(EVENTS)
 
     def __enter__(self) -> "Counters":
-        rc = lib.perflab_counters_open(self._set, self.pid, -1, self.bits, int(self.inherit))
-        if rc == -errno.ESRCH:
+        if self._set.open(self.pid, -1, self.bits, self.inherit) == -errno.ESRCH:
             raise PerflabError(f"no process {self.pid} to count")
-        lib.perflab_counters_enable(self._set)
+        self._set.enable()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        lib.perflab_counters_disable(self._set)
-        lib.perflab_counters_read(self._set, self._counts)
-        lib.perflab_counters_close(self._set)
+        self._counts = self._set.stop()
 
     def frame(self) -> pd.DataFrame:
         """The counts of the region just left, one row per event."""
@@ -128,14 +127,16 @@ class Counters:
         return columns(self._counts, self.bits)
 
 
-def count(func: Callable[..., Any], *args, events=None, **kwargs) -> tuple[Any, pd.DataFrame]:
+def count(
+    func: Callable[..., Any], *args: Any, events: Iterable[str] | None = None, **kwargs: Any
+) -> tuple[Any, pd.DataFrame]:
     """Call func(*args, **kwargs) on this thread under counters: (its result, the counts)."""
     with Counters(events) as c:
         value = func(*args, **kwargs)
     return value, c.frame()
 
 
-def count_command(argv: list[str], events=None) -> pd.DataFrame:
+def count_command(argv: list[str], events: Iterable[str] | None = None) -> pd.DataFrame:
     """Count a command and every thread and child it starts (inherited counters, read at exit)."""
     if not argv:
         raise PerflabError("no command to count")
@@ -157,3 +158,48 @@ def available() -> pd.DataFrame:
     out = c.frame()
     out["supported"] = out["status"] == "counts"
     return out[["event", "kind", "supported", "count", "status"]]
+
+
+def run(command: Sequence[str] | None = None, events: Iterable[str] | None = None) -> pd.DataFrame:
+    """Which events count here (no command), or the counts of a command and its children; one row
+    per event, with the machine and what was counted in metadata."""
+    wanted = list(events) if events else None
+    if command:
+        out = count_command(list(command), wanted)
+        extra: dict[str, Any] = {"counted": list(command), "returncode": out.attrs["returncode"]}
+    else:
+        out = available()
+        if wanted:
+            out = out[out["event"].isin(wanted)].reset_index(drop=True)
+        extra = {"counted": "a small Python region"}
+    meta = {
+        **machine.metadata(),
+        "experiment": "counters",
+        "perf_event_paranoid": machine.perf_paranoid(),
+        **extra,
+    }
+    return results.attach(out, meta)
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """The table `perf stat` prints: event, count (thousands separated, '-' if none), status."""
+    out = df[["event", "count", "status"]].copy()
+    out["count"] = [f"{v:,.0f}" if v == v else "-" for v in out["count"]]
+    return out
+
+
+def plot(df: pd.DataFrame, path: Any) -> None:
+    """Counts per event (log scale); events that do not count here are named, not drawn as 0."""
+    from perflab import plot as plt
+
+    fig, ax = plt.figure()
+    y = np.arange(len(df))
+    counted = df["count"].notna()
+    ax.barh(y[counted], df.loc[counted, "count"].clip(lower=1))
+    for i in y[~counted]:
+        ax.text(1, i, "not supported here", va="center", fontsize=8)
+    ax.set_yticks(y, df["event"])
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.set_xlabel("count")
+    plt.save(fig, path, title="perf_event counts")

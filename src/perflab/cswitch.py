@@ -3,12 +3,12 @@
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from perflab import machine, results
-from perflab._native import check, ffi, lib
+from perflab import _native, machine, results
 from perflab.errors import PerflabError
 
 RT_PRIORITY = 1  # Listing 2's sched_priority: the lowest real-time priority is enough
@@ -37,33 +37,33 @@ def rt_budget_us(n: int) -> int:
     return min(10_000_000, 200_000 + 20 * n)
 
 
-def run_once(n: int, place: Placement, realtime: bool) -> dict:
+def run_once(n: int, place: Placement, realtime: bool) -> dict[str, Any]:
     """One cswitch run: the article's three numbers plus both sides' switch counts."""
-    out = ffi.new("struct perflab_cswitch *")
     prio = RT_PRIORITY if realtime else 0
-    rc = lib.perflab_cswitch(n, place.parent, place.child, prio, rt_budget_us(n), out)
-    check(rc, f"cswitch ({place.name})")
-    switches = out.parent_nvcsw + out.parent_nivcsw + out.child_nvcsw + out.child_nivcsw
-    diff_ns = out.pingpong_ns - out.alone_ns
+    out = _native.cswitch(
+        n, place.parent, place.child, prio, rt_budget_us(n), f"cswitch ({place.name})"
+    )
+    switches = sum(out[k] for k in ("parent_nvcsw", "parent_nivcsw", "child_nvcsw", "child_nivcsw"))
+    diff_ns = out["pingpong_ns"] - out["alone_ns"]
     return {
         "placement": place.name,
         "cpu_parent": place.parent,
         "cpu_child": place.child,
         "realtime": realtime,
-        "rt_applied": bool(out.rt_applied),
+        "rt_applied": bool(out["rt_applied"]),
         "n": n,
-        "alone_ns": int(out.alone_ns),
-        "pingpong_ns": int(out.pingpong_ns),
-        "alone_us_each": out.alone_ns / n / 1e3,
-        "roundtrip_us_each": out.pingpong_ns / n / 1e3,
+        "alone_ns": int(out["alone_ns"]),
+        "pingpong_ns": int(out["pingpong_ns"]),
+        "alone_us_each": out["alone_ns"] / n / 1e3,
+        "roundtrip_us_each": out["pingpong_ns"] / n / 1e3,
         "cswitch_us_each": diff_ns / n / 1e3,
-        "parent_nvcsw": int(out.parent_nvcsw),
-        "parent_nivcsw": int(out.parent_nivcsw),
-        "child_nvcsw": int(out.child_nvcsw),
-        "child_nivcsw": int(out.child_nivcsw),
+        "parent_nvcsw": int(out["parent_nvcsw"]),
+        "parent_nivcsw": int(out["parent_nivcsw"]),
+        "child_nvcsw": int(out["child_nvcsw"]),
+        "child_nivcsw": int(out["child_nivcsw"]),
         "switches_per_roundtrip": switches / n,
         "us_per_switch": diff_ns / 1e3 / switches if switches else np.nan,
-        "child_pid": int(out.child_pid),
+        "child_pid": int(out["child_pid"]),
     }
 
 
@@ -74,7 +74,7 @@ def realtime_wanted(flag: bool | None) -> bool:
     return not os.environ.get("BENCH_NORT")
 
 
-def measure(
+def run(
     n: int = 20000,
     reps: int = 3,
     realtime: bool = True,
@@ -97,7 +97,10 @@ def measure(
     return results.attach(pd.DataFrame(rows), meta)
 
 
-def table(df: pd.DataFrame) -> pd.DataFrame:
+measure = run  # its name before every experiment had run/summarize/plot
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """Median per placement and priority of the three per-iteration times and the switch counts."""
     cols = [
         "alone_us_each",
@@ -119,7 +122,10 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     return out[["placement", "priority", *cols]]
 
 
-def article_lines(row) -> list[str]:
+table = summarize  # its earlier name
+
+
+def article_lines(row: Any) -> list[str]:
     """The three lines cswitch prints, for one run."""
     n = row["n"]
     alone, ping = row["alone_ns"] / 1e3, row["pingpong_ns"] / 1e3
@@ -130,11 +136,11 @@ def article_lines(row) -> list[str]:
     ]
 
 
-def plot(df: pd.DataFrame, path) -> None:
+def plot(df: pd.DataFrame, path: Any) -> None:
     """Bars of the round trip and its switch part per placement and priority."""
     from perflab import plot as plt
 
-    t = table(df)
+    t = summarize(df)
     fig, ax = plt.figure()
     labels = [f"{p}\n{q}" for p, q in zip(t["placement"], t["priority"], strict=True)]
     x = np.arange(len(t))

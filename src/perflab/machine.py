@@ -9,22 +9,18 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import psutil
 
-from perflab import __version__
-from perflab._native import core_digest, ffi, lib
+from perflab import __version__, _native
+from perflab._native import core_digest
 from perflab.errors import PerflabError
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 CLOCKSOURCE = Path("/sys/devices/system/clocksource/clocksource0")
-HZ_SOURCES = {
-    lib.PERFLAB_HZ_CPUID_15: "cpuid leaf 0x15",
-    lib.PERFLAB_HZ_CPUID_16: "cpuid leaf 0x16 (base frequency)",
-    lib.PERFLAB_HZ_CALIBRATED: "calibrated against CLOCK_MONOTONIC_RAW",
-    lib.PERFLAB_HZ_CNTFRQ: "cntfrq_el0",
-}
+HZ_SOURCES = _native.HZ_SOURCES
 TSC_FLAGS = ("tsc", "rdtscp", "constant_tsc", "nonstop_tsc")
 
 
@@ -142,7 +138,9 @@ def cpu_model() -> str:
 
 def topology() -> pd.DataFrame:
     """One row per online CPU with logical core, socket, node and cache ids, as `lscpu -p` has."""
-    rows, cores, caches = [], {}, {}
+    rows: list[dict[str, Any]] = []
+    cores: dict[Any, int] = {}
+    caches: dict[Any, int] = {}
     for cpu in online_cpus():
         base = SYS_CPU / f"cpu{cpu}"
         socket_id = int(_read(base / "topology/physical_package_id", "0"))
@@ -203,21 +201,17 @@ def cache_size(name: str) -> int | None:
 @functools.cache
 def tsc_hz() -> tuple[float, str]:
     """Cycle-counter frequency in Hz and how it was obtained."""
-    hz, how = ffi.new("double *"), ffi.new("int *")
-    rc = lib.perflab_tsc_hz(200_000_000, hz, how)
-    if rc < 0:
-        raise PerflabError(f"cannot determine the counter frequency (error {-rc})")
-    return float(hz[0]), HZ_SOURCES.get(how[0], "unknown")
+    return _native.tsc_hz()
 
 
 def hypervisor() -> str:
     """The hypervisor's name from CPUID leaf 0x40000000, '' on bare metal."""
     if "hypervisor" not in cpu_flags():
         return ""
-    regs = ffi.new("uint32_t[4]")
-    if lib.perflab_cpuid(0x40000000, 0, regs) != 0:
+    regs = _native.cpuid(0x40000000)
+    if regs is None:
         return "yes"
-    raw = b"".join(int(r).to_bytes(4, "little") for r in (regs[1], regs[2], regs[3]))
+    raw = b"".join(r.to_bytes(4, "little") for r in regs[1:])
     name = raw.rstrip(b"\0").decode("ascii", "replace").strip()
     return {"KVMKVMKVM": "KVM", "VMwareVMware": "VMware", "Microsoft Hv": "Hyper-V"}.get(
         name, name or "yes"
@@ -260,7 +254,7 @@ def perf_paranoid() -> int | None:
 @functools.cache
 def hardware_counters() -> bool:
     """Whether perf_event can count hardware cycles here (no in most VMs)."""
-    return lib.perflab_perf_probe(0, 0) == 0
+    return _native.perf_probe(0, 0) == 0
 
 
 @dataclass(frozen=True)

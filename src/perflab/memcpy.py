@@ -1,22 +1,18 @@
 """Rubini's moremem: copy time vs size, 32 steps per octave, and the cache knees it shows."""
 
 import itertools
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
-from perflab import machine
-from perflab._native import check, ffi, lib, ptr
-from perflab.errors import PerflabError
+from perflab import _native, machine
+from perflab.errors import PerflabError, warn_once
 
-KERNELS = {
-    "libc": lib.PERFLAB_COPY_LIBC,
-    "rep-movsb": lib.PERFLAB_COPY_REP_MOVSB,
-    "loop": lib.PERFLAB_COPY_LOOP,
-}
+KERNELS = _native.COPY_KERNELS
 PAGE = 4096
 MAX_BYTES = 1 << 34
 
@@ -64,7 +60,7 @@ def parse_size(text: str | int) -> int:
     return int(value)
 
 
-def work(size_list, trials: int) -> int:
+def work(size_list: ArrayLike, trials: int) -> int:
     """Progress units of a sweep: bytes copied plus a fixed cost per size, so large sizes weigh."""
     arr = np.asarray(size_list, dtype=np.int64)
     return int(arr.sum()) * trials + 64 * trials * arr.size
@@ -74,7 +70,7 @@ def check_kernel(kernel: str) -> int:
     """The native id of a copy kernel; unknown or unavailable -> one-line error."""
     if kernel not in KERNELS:
         raise PerflabError(f"unknown copy kernel {kernel!r}; known: {', '.join(KERNELS)}")
-    if not lib.perflab_copy_available(KERNELS[kernel]):
+    if not _native.copy_available(KERNELS[kernel]):
         raise PerflabError(f"copy kernel {kernel!r} is not available on this CPU")
     return KERNELS[kernel]
 
@@ -83,10 +79,7 @@ def copy(dst: np.ndarray, src: np.ndarray, kernel: str = "libc") -> None:
     """Copy src into dst with one kernel, untimed: how a user checks a kernel is correct."""
     if dst.nbytes < src.nbytes:
         raise PerflabError(f"destination holds {dst.nbytes} bytes, source has {src.nbytes}")
-    rc = lib.perflab_copy_once(
-        check_kernel(kernel), ptr(dst, "char[]"), ptr(src, "char[]"), src.nbytes
-    )
-    check(rc, f"copy ({kernel})")
+    _native.copy_once(check_kernel(kernel), dst, src, f"copy ({kernel})")
 
 
 @dataclass(frozen=True)
@@ -114,20 +107,25 @@ class Buffers:
 
     def __init__(self, nbytes: int):
         self.nbytes = nbytes + 2 * PAGE
-        self._src, self._dst = ffi.new("void **"), ffi.new("void **")
-        check(lib.perflab_buffers_alloc(self.nbytes, self._src, self._dst), "allocate buffers")
+        self._native = _native.CopyBuffers(self.nbytes)
 
-    def pointers(self, place: Placement):
-        """(dst, src) as the copy kernels see them."""
-        src = ffi.cast("char *", self._src[0]) + place.skew
-        dst = ffi.cast("char *", self._dst[0]) + place.skew + place.offset
-        return dst, src
+    def sweep(
+        self,
+        kernel: int,
+        place: Placement,
+        sizes: np.ndarray,
+        trials: int,
+        out: np.ndarray,
+        what: str,
+    ) -> None:
+        """Minimum ticks per copy of each size into out, the buffers placed as asked."""
+        self._native.sweep(kernel, place.skew, place.skew + place.offset, sizes, trials, out, what)
 
-    def __enter__(self):
+    def __enter__(self) -> "Buffers":
         return self
 
-    def __exit__(self, *exc):
-        lib.perflab_buffers_free(self._src[0], self._dst[0], self.nbytes)
+    def __exit__(self, *exc: object) -> None:
+        self._native.free()
 
 
 class MemoryLock:
@@ -138,21 +136,21 @@ class MemoryLock:
         self.locked = False
         self.error = ""
 
-    def __enter__(self):
+    def __enter__(self) -> "MemoryLock":
         if self.enabled:
-            rc = lib.perflab_lock_memory(1)
+            rc = _native.lock_memory(True)
             self.locked = rc == 0
             if rc < 0:
-                self.error = f"mlockall: {os.strerror(-rc)}"
+                self.error = f"mlockall: {_native.errno_text(rc)}"
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         if self.locked:
-            lib.perflab_lock_memory(0)
+            _native.lock_memory(False)
 
 
 def measure(
-    size_list,
+    size_list: ArrayLike,
     trials: int = 10,
     kernel: str = "libc",
     place: Placement = Placement(),
@@ -170,19 +168,15 @@ def measure(
     todo = np.ascontiguousarray(size_list, dtype=np.uint64)
     out = np.zeros(todo.size, dtype=np.int64)
     with Buffers(int(todo.max()) + place.offset) as bufs:
-        dst, src = bufs.pointers(place)
         for start in range(0, todo.size, chunk):
             part, res = todo[start : start + chunk], out[start : start + chunk]
-            rc = lib.perflab_copy_sweep(
-                kid, dst, src, ptr(part, "uint64_t[]"), part.size, trials, ptr(res, "int64_t[]")
-            )
-            check(rc, f"memcpy sweep ({kernel})")
+            bufs.sweep(kid, place, part, trials, res, f"memcpy sweep ({kernel})")
             if progress:
                 progress(work(part, trials))
     return out
 
 
-def tidy(size_list, ticks, hz: float) -> pd.DataFrame:
+def tidy(size_list: ArrayLike, ticks: ArrayLike, hz: float) -> pd.DataFrame:
     """The article's columns plus GB/s and the point-to-point derivative of ticks per copy."""
     size = np.asarray(size_list, dtype=np.int64)
     t = np.asarray(ticks, dtype=float)
@@ -202,7 +196,7 @@ def tidy(size_list, ticks, hz: float) -> pd.DataFrame:
     )
 
 
-def sweep(
+def run(
     max_bytes: int | None = None,
     trials: int = 10,
     kernel: str = "libc",
@@ -211,7 +205,9 @@ def sweep(
     lock: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> pd.DataFrame:
-    """moremem: the tidy sweep from 1 byte to max_bytes, with its run conditions in metadata."""
+    """moremem: the tidy sweep from 1 byte to max_bytes, with its run conditions in metadata.
+
+    A refused mlockall warns (PerflabWarning) and the sweep goes on: page faults may show."""
     from perflab import results
 
     top = default_max() if max_bytes is None else max_bytes
@@ -222,6 +218,11 @@ def sweep(
     check_kernel(kernel)
     todo = sizes(top)
     with MemoryLock(lock) as locked:
+        if lock and not locked.locked:
+            warn_once(
+                f"{locked.error}; page faults may show in the curve "
+                "(run as root or raise `ulimit -l`; --no-mlock silences this)"
+            )
         ticks = measure(todo, trials, kernel, place, progress)
     hz, _ = machine.tsc_hz()
     df = tidy(todo, ticks, hz)
@@ -235,9 +236,12 @@ def sweep(
         "offset": offset,
         "mlockall": locked.locked,
         "mlockall_error": locked.error,
-        "timer_overhead_ticks": int(lib.perflab_timer_overhead()),
+        "timer_overhead_ticks": _native.timer_overhead_ticks(),
     }
     return results.attach(df, meta)
+
+
+sweep = run  # its name before every experiment had run/summarize/plot
 
 
 def small_table(df: pd.DataFrame, upto: int = 64) -> pd.DataFrame:
@@ -251,7 +255,7 @@ def _segment_costs(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return c1, c2
 
 
-def segments(y, penalty: float, min_len: int) -> list[int]:
+def segments(y: ArrayLike, penalty: float, min_len: int) -> list[int]:
     """Optimal partition of y into constant segments (least squares + penalty per segment).
 
     Returns the start index of every segment after the first. Exact dynamic programming,
@@ -299,8 +303,8 @@ def running_median(y: np.ndarray, width: int = 5) -> np.ndarray:
 
 
 def detect_knees(
-    size,
-    ticks_per_byte,
+    sizes_copied: ArrayLike,
+    ticks_per_byte: ArrayLike,
     min_size: int = 2048,
     min_rise: float = 1.5,
     min_len: int = 12,
@@ -316,7 +320,7 @@ def detect_knees(
     Columns: size (S, bytes copied), touched (2*S, bytes the copy touches), level_before,
     level_after (median ticks per byte of the neighbouring segments), rise.
     """
-    size = np.asarray(size, dtype=float)
+    size = np.asarray(sizes_copied, dtype=float)
     tpb = np.asarray(ticks_per_byte, dtype=float)
     keep = (size >= min_size) & np.isfinite(tpb) & (tpb > 0)
     size, tpb = size[keep], tpb[keep]
@@ -379,7 +383,12 @@ def human_bytes(v: float) -> str:
     return f"{v:g}"
 
 
-def plot(df: pd.DataFrame, path, knees: pd.DataFrame | None = None) -> None:
+def summarize(df: pd.DataFrame, upto: int = 32) -> pd.DataFrame:
+    """The table the article printed (Riquadro 3): ticks per copy and per byte, small sizes."""
+    return small_table(df, upto)
+
+
+def plot(df: pd.DataFrame, path: Any, knees: pd.DataFrame | None = None) -> None:
     """Rubini's figure: log-log, red ticks per copy, blue ticks per byte, green derivative."""
     from matplotlib.ticker import FuncFormatter
 

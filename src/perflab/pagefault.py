@@ -1,22 +1,18 @@
 """What a page fault costs: first touch of fresh pages vs touching them again vs mlock'ed pages."""
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from perflab import machine, results
-from perflab._native import check, ffi, lib
+from perflab import _native, machine, results
 from perflab.errors import PerflabError
 
-CONDITIONS = {
-    "first touch": lib.PERFLAB_TOUCH_FIRST,
-    "touch again": lib.PERFLAB_TOUCH_AGAIN,
-    "mlocked": lib.PERFLAB_TOUCH_LOCKED,
-}
+CONDITIONS = _native.TOUCH_CONDITIONS
 
 
-def measure(
+def run(
     pages: int = 1024, reps: int = 20, progress: Callable[[int], None] | None = None
 ) -> pd.DataFrame:
     """One row per (rep, condition): ticks to write one byte into each of `pages` pages."""
@@ -25,10 +21,9 @@ def measure(
     if reps < 1:
         raise PerflabError(f"--reps must be at least 1, not {reps}")
     hz, _ = machine.tsc_hz()
-    out = ffi.new("int64_t[3]")
     rows = []
     for rep in range(reps):
-        check(lib.perflab_touch_pages(pages, out), "touch pages (mlock needs root or ulimit -l)")
+        out = _native.touch_pages(pages, "touch pages (mlock needs root or ulimit -l)")
         for name, idx in CONDITIONS.items():
             ticks = int(out[idx])
             rows.append(
@@ -47,7 +42,10 @@ def measure(
     return results.attach(pd.DataFrame(rows), meta)
 
 
-def table(df: pd.DataFrame) -> pd.DataFrame:
+measure = run  # its name before every experiment had run/summarize/plot
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """Per condition: min and median ticks per page, ns per page, and the fault's share."""
     rows = []
     for name in CONDITIONS:
@@ -66,7 +64,10 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot(df: pd.DataFrame, path) -> None:
+table = summarize  # its earlier name
+
+
+def plot(df: pd.DataFrame, path: Any) -> None:
     """Ticks per page of every repetition per condition, log scale."""
     from perflab import plot as plt
 

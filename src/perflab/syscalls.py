@@ -2,26 +2,17 @@
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from perflab import machine, results, stats
-from perflab._native import check, lib, ptr
+from perflab import _native, machine, results, stats
 from perflab.errors import PerflabError
 
-CALLS = {
-    "getpid": lib.PERFLAB_SYS_GETPID,
-    "open+close": lib.PERFLAB_SYS_OPEN_CLOSE,
-    "read": lib.PERFLAB_SYS_READ,
-    "write": lib.PERFLAB_SYS_WRITE,
-    "stat": lib.PERFLAB_SYS_STAT,
-    "fstat": lib.PERFLAB_SYS_FSTAT,
-    "sched_yield": lib.PERFLAB_SYS_SCHED_YIELD,
-    "mmap+munmap": lib.PERFLAB_SYS_MMAP_MUNMAP,
-}
+CALLS = _native.SYSCALLS
 DEFAULT_CALLS = ("getpid", "open+close", "read", "write", "stat")
 ALIASES = {
     "open": "open+close",
@@ -29,10 +20,10 @@ ALIASES = {
     "mmap": "mmap+munmap",
     "yield": "sched_yield",
 }
-IO_BYTES = lib.PERFLAB_SYS_IO_BYTES
+IO_BYTES = _native.SYS_IO_BYTES
 
 
-def resolve(names) -> list[str]:
+def resolve(names: Iterable[str]) -> list[str]:
     """Canonical call names; unknown -> one-line error listing the known ones."""
     out = []
     for name in names:
@@ -57,14 +48,11 @@ def _scratch_file(directory: str | None) -> Path:
 
 def time_call(call: str, n: int, path: Path) -> np.ndarray:
     """n timings of one call in ticks, each call alone, the timer's cost subtracted."""
-    out = np.zeros(n, dtype=np.int64)
-    rc = lib.perflab_syscall_time(CALLS[call], str(path).encode(), ptr(out, "int64_t[]"), n)
-    check(rc, f"time {call}")
-    return out
+    return _native.syscall_time(CALLS[call], str(path), n, f"time {call}")
 
 
-def measure(
-    calls=DEFAULT_CALLS,
+def run(
+    calls: Iterable[str] = DEFAULT_CALLS,
     trials: int = 10000,
     directory: str | None = None,
     progress: Callable[[int], None] | None = None,
@@ -94,12 +82,15 @@ def measure(
         "trials": trials,
         "io_bytes": IO_BYTES,
         "directory": str(path.parent),
-        "timer_overhead_ticks": int(lib.perflab_timer_overhead()),
+        "timer_overhead_ticks": _native.timer_overhead_ticks(),
     }
     return results.attach(pd.concat(frames, ignore_index=True), meta)
 
 
-def fileguard(df: pd.DataFrame, trim: int = 10, hz: float | None = None) -> pd.DataFrame:
+measure = run  # its name before every experiment had run/summarize/plot
+
+
+def summarize(df: pd.DataFrame, trim: int = 10, hz: float | None = None) -> pd.DataFrame:
     """Per call: n, min/max/mean, the same with `trim` dropped from each end, and in µs."""
     hz = hz or machine.tsc_hz()[0]
     rows = []
@@ -116,10 +107,13 @@ def fileguard(df: pd.DataFrame, trim: int = 10, hz: float | None = None) -> pd.D
     return pd.DataFrame(rows)
 
 
+fileguard = summarize  # its earlier name
+
+
 def fileguard_text(table: pd.DataFrame) -> pd.DataFrame:
     """The Polish tables' layout: one column per call, rows min/max/mean as 'all/trimmed (µs)'."""
 
-    def cell(r, k):
+    def cell(r: Any, k: str) -> str:
         return f"{r[k]:,.0f}/{r['trimmed_' + k]:,.0f}"
 
     out = {"": ["minimum", "maximum", "mean", "mean µs", "median µs"]}
@@ -134,14 +128,14 @@ def fileguard_text(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def plot(df: pd.DataFrame, path) -> None:
+def plot(df: pd.DataFrame, path: Any) -> None:
     """Distribution of each call's ticks, log scale: the long tail FileGuard warned about."""
     from perflab import plot as plt
 
     fig, ax = plt.figure()
     names = list(dict.fromkeys(df["call"]))
     data = [df.loc[df["call"] == n, "ticks"].clip(lower=1).to_numpy() for n in names]
-    ax.boxplot(data, vert=False, tick_labels=names, flierprops={"markersize": 2})
+    ax.boxplot(data, orientation="horizontal", tick_labels=names, flierprops={"markersize": 2})
     ax.set_xscale("log")
     ax.set_xlabel("TSC ticks per call (timer cost subtracted)")
     ax.invert_yaxis()

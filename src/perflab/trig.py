@@ -1,13 +1,13 @@
 """Rubini's trig.c: ticks of libm calls, the first (cold) call apart from the warm minimum."""
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from perflab import machine, results
-from perflab._native import check, ffi, lib, ptr
+from perflab import _native, machine, results
 from perflab.errors import PerflabError
 
 DEFAULT_CALLS = ("sin(1.0)", "tan(1.0)", "sin(0.0)")
@@ -39,20 +39,19 @@ def _base(name: str) -> str:
 
 def check_function(name: str) -> None:
     """A libm function callable as double(double), or a one-line error saying why not."""
-    if lib.perflab_libm_lookup(name.encode()) != 0:
+    if not _native.libm_exists(name):
         raise PerflabError(f"unknown libm function {name!r} (not a function in the C math library)")
     if name in POINTER_ARGS or _base(name) in POINTER_ARGS:
         raise PerflabError(f"{name!r} takes a pointer argument; perflab calls double f(double)")
-    if name.endswith("l") and len(name) > 1 and lib.perflab_libm_lookup(name[:-1].encode()) == 0:
+    if name.endswith("l") and len(name) > 1 and _native.libm_exists(name[:-1]):
         raise PerflabError(f"{name!r} is a long double function; use {name[:-1]!r}")
 
 
-def _native_calls(calls: list[tuple[str, float]]):
-    """cffi arrays of names and arguments, kept alive together."""
+def _native_calls(calls: list[tuple[str, float]]) -> _native.LibmCalls:
+    """The sequence as the core takes it; too short or too long is refused."""
     if not 1 <= len(calls) <= MAX_CALLS:
         raise PerflabError(f"give between 1 and {MAX_CALLS} calls, not {len(calls)}")
-    keep = [ffi.new("char[]", n.encode()) for n, _ in calls]
-    return keep, ffi.new("const char *[]", keep), ffi.new("double[]", [a for _, a in calls])
+    return _native.LibmCalls(calls)
 
 
 def _label(name: str, arg: float) -> str:
@@ -63,11 +62,7 @@ def warm(calls: list[tuple[str, float]], repeat: int = 10) -> pd.DataFrame:
     """trig-rep: the sequence `repeat` times in this process, each call timed alone."""
     if repeat < 1:
         raise PerflabError(f"--repeat must be at least 1, not {repeat}")
-    _keep, names, args = _native_calls(calls)
-    out = np.zeros(repeat * len(calls), dtype=np.int64)
-    rc = lib.perflab_libm_warm(names, args, len(calls), repeat, ptr(out, "int64_t[]"))
-    check(rc, "time libm calls")
-    return _frame(calls, out.reshape(repeat, len(calls)), "warm")
+    return _frame(calls, _native_calls(calls).warm(repeat), "warm")
 
 
 def cold(
@@ -76,17 +71,16 @@ def cold(
     """trig: the sequence once in each of `runs` fresh processes (their first calls fault)."""
     if runs < 1:
         raise PerflabError(f"--cold must be at least 1, not {runs}")
-    _keep, names, args = _native_calls(calls)
+    native = _native_calls(calls)
     out = np.zeros((runs, len(calls)), dtype=np.int64)
     for r in range(runs):
-        row = out[r]
-        check(lib.perflab_libm_cold(names, args, len(calls), ptr(row, "int64_t[]")), "fork")
+        out[r] = native.cold()
         if progress:
             progress(1)
     return _frame(calls, out, "cold")
 
 
-def _frame(calls, ticks: np.ndarray, mode: str) -> pd.DataFrame:
+def _frame(calls: list[tuple[str, float]], ticks: np.ndarray, mode: str) -> pd.DataFrame:
     rows = []
     for rep, line in enumerate(ticks):
         for pos, ((name, arg), t) in enumerate(zip(calls, line, strict=True)):
@@ -104,8 +98,8 @@ def _frame(calls, ticks: np.ndarray, mode: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def measure(
-    call_texts=DEFAULT_CALLS,
+def run(
+    call_texts: Sequence[str] = DEFAULT_CALLS,
     repeat: int = 10,
     cold_runs: int = 0,
     progress: Callable[[int], None] | None = None,
@@ -122,12 +116,15 @@ def measure(
         "experiment": "trig",
         "repeat": repeat,
         "cold_runs": cold_runs,
-        "timer_overhead_ticks": int(lib.perflab_timer_overhead()),
+        "timer_overhead_ticks": _native.timer_overhead_ticks(),
     }
     return results.attach(df, meta)
 
 
-def summary(df: pd.DataFrame) -> pd.DataFrame:
+measure = run  # its name before every experiment had run/summarize/plot
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """Per call: the first warm-process value, the warm minimum and median, the cold ones."""
     rows = []
     for call, g in df.groupby("call", sort=False):
@@ -143,6 +140,9 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
             row.update(cold_min=int(c.min()), cold_median=float(np.median(c)))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+summary = summarize  # its earlier name
 
 
 def histogram(df: pd.DataFrame) -> pd.DataFrame:
@@ -161,7 +161,7 @@ def convergence(df: pd.DataFrame) -> pd.DataFrame:
     return wide.cummin().reset_index()
 
 
-def plot(df: pd.DataFrame, path) -> None:
+def plot(df: pd.DataFrame, path: Any) -> None:
     """Ticks of each warm repeat and its running minimum, cold first calls as markers at rep -1."""
     from perflab import plot as plt
 

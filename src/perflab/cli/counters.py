@@ -28,23 +28,19 @@ def counters_cmd(as_json, output, events, command):
     """List the perf events that count here (with a sample count), or count COMMAND
     (`perflab counters -- make -j2`) with every thread and child it starts."""
     check_paths(output, None)
+    out = counters.run(command, events)
     if command:
-        out = counters.count_command(list(command), events or None)
-        title = f"counts of {' '.join(command)} (exit status {out.attrs['returncode']})"
-        columns = ["event", "count", "status"]
+        status = results.metadata(out)["returncode"]
+        title = f"counts of {' '.join(command)} (exit status {status})"
     else:
-        out = counters.available()
-        if events:
-            out = out[out["event"].isin(events)]
         title = "perf events on this machine (count: a small Python region on this thread)"
-        columns = ["event", "kind", "count", "status"]
     if output:
-        meta = {**machine.metadata(), "counted": list(command) or "a small Python region"}
-        results.save(results.attach(out.reset_index(drop=True), meta), output)
+        results.save(out, output)
     if as_json:
         emit_json({"perf_event_paranoid": machine.perf_paranoid(), "events": records(out)})
         return
-    shown = out[columns].copy()
-    shown["count"] = [f"{v:,.0f}" if v == v else "-" for v in shown["count"]]
+    shown = counters.summarize(out)
+    if not command:
+        shown.insert(1, "kind", out["kind"])
     table(shown, title=title)
     click.echo(f"perf_event_paranoid={machine.perf_paranoid()}")

@@ -2,7 +2,7 @@
 
 import click
 
-from perflab import memcpy, pagefault, results
+from perflab import errors, memcpy, pagefault, results
 from perflab.cli import run, sweep
 from perflab.cli.common import check_paths, emit_json, output_options, progressbar, records, table
 from perflab.errors import PerflabError
@@ -81,8 +81,9 @@ def memcpy_cmd(
     check_paths(output, plot_path)
     todo = memcpy.sizes(top)
     total = memcpy.work(todo, trials)
-    with progressbar(total, f"memcpy 1..{top} B") as bar:
-        df = memcpy.sweep(
+    echo = errors.warnings_as_lines(lambda line: click.echo(line, err=True))
+    with echo, progressbar(total, f"memcpy 1..{top} B") as bar:
+        df = memcpy.run(
             top,
             trials,
             kernel,
@@ -92,12 +93,6 @@ def memcpy_cmd(
             progress=bar.update,
         )
     meta = results.metadata(df)
-    if not no_mlock and not meta["mlockall"]:
-        click.echo(
-            f"warning: {meta['mlockall_error']}; page faults may show in the curve "
-            "(run as root or raise `ulimit -l`; --no-mlock silences this)",
-            err=True,
-        )
     knees = memcpy.detect_knees(df["size"], df["ticks_per_byte"])
     report = memcpy.knee_report(knees)
     if output:
@@ -121,7 +116,7 @@ def memcpy_cmd(
                 "offset": offset,
                 "mlockall": meta["mlockall"],
                 "knees": records(report),
-                "small": records(memcpy.small_table(df, small)),
+                "small": records(memcpy.summarize(df, small)),
                 "peak": {"size": int(peak["size"]), "gb_per_s": float(peak["gb_per_s"])},
                 "points": len(df),
             }
@@ -131,7 +126,7 @@ def memcpy_cmd(
         table(df.drop(columns="kernel"), "{:.6f}", title="every size (moremem's output)")
         click.echo()
     table(
-        memcpy.small_table(df, small),
+        memcpy.summarize(df, small),
         "{:.6f}",
         title=f"small sizes (Riquadro 3: ticks per copy, ticks per byte), align {align}, "
         f"offset {offset}",
@@ -164,8 +159,8 @@ def pagefault_cmd(pages, reps, output, as_json, plot_path):
         raise click.BadParameter(f"must be at least 1, not {reps}", param_hint="--reps")
     check_paths(output, plot_path)
     with progressbar(reps, "page faults") as bar:
-        df = pagefault.measure(pages, reps, bar.update)
-    summary = pagefault.table(df)
+        df = pagefault.run(pages, reps, bar.update)
+    summary = pagefault.summarize(df)
     if output:
         results.save(df, output)
     if plot_path:

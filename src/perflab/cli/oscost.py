@@ -40,10 +40,10 @@ def trig_cmd(calls, repeat, cold_runs, output, as_json, plot_path):
     check_paths(output, plot_path)
     if cold_runs:
         with progressbar(cold_runs, "fresh processes") as bar:
-            df = trig.measure(texts, repeat, cold_runs, bar.update)
+            df = trig.run(texts, repeat, cold_runs, bar.update)
     else:
-        df = trig.measure(texts, repeat)
-    summ, hist, conv = trig.summary(df), trig.histogram(df), trig.convergence(df)
+        df = trig.run(texts, repeat)
+    summ, hist, conv = trig.summarize(df), trig.histogram(df), trig.convergence(df)
     if output:
         results.save(df, output)
     if plot_path:
@@ -100,8 +100,8 @@ def cswitch_cmd(n, reps, rt, cpus, output, as_json, plot_path):
     check_paths(output, plot_path)
     runs = len(places) * reps * (2 if realtime else 1)
     with progressbar(runs, f"cswitch {n}") as bar:
-        df = cswitch.measure(n, reps, realtime, list(cpus) if cpus else None, bar.update)
-    summ = cswitch.table(df)
+        df = cswitch.run(n, reps, realtime, list(cpus) if cpus else None, bar.update)
+    summ = cswitch.summarize(df)
     if output:
         results.save(df, output)
     if plot_path:
@@ -150,8 +150,8 @@ def syscalls_cmd(calls, trials, trim, directory, output, as_json, plot_path):
     names = syscalls.resolve(calls or syscalls.DEFAULT_CALLS)
     check_paths(output, plot_path)
     with progressbar(len(names), "syscalls") as bar:
-        df = syscalls.measure(names, trials, directory, bar.update)
-    fg = syscalls.fileguard(df, trim)
+        df = syscalls.run(names, trials, directory, bar.update)
+    fg = syscalls.summarize(df, trim)
     if output:
         results.save(df, output)
     if plot_path:

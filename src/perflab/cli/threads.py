@@ -1,13 +1,11 @@
 """`perflab run core-vs-ht`, `perflab sweep threads`, `perflab run fauxplat`: threads and
 interference, printed as DjiBee's and easyperf's programs print them."""
 
-import contextlib
 import functools
-import warnings
 
 import click
 
-from perflab import fleet, machine, results, threads
+from perflab import errors, fleet, machine, results, threads
 from perflab.cli import run, sweep
 from perflab.cli.common import (
     Number,
@@ -22,6 +20,7 @@ from perflab.cli.common import (
     resume_option,
     table,
 )
+from perflab.threads import fauxplat_sec, ht_pairs, thread_count
 
 
 def _perturbation(ctx, param, values):
@@ -66,38 +65,9 @@ def _priority(nice: int, rt: bool, rt_limit: float) -> threads.Priority:
     return threads.Priority(nice=nice, rt=rt, rt_limit=rt_limit)
 
 
-@contextlib.contextmanager
 def _warnings_to_stderr():
     """PerflabWarnings as one 'perflab: warning:' line each, not Python's file:line format."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", threads.PerflabWarning)
-        shown = warnings.showwarning
-        warnings.showwarning = lambda msg, *a, **k: click.echo(f"perflab: warning: {msg}", err=True)
-        try:
-            yield
-        finally:
-            warnings.showwarning = shown
-
-
-def _meta(**conditions) -> dict:
-    return {
-        **machine.metadata(),
-        **conditions,
-        "counters": threads.counter_status(),
-        "rt_throttling": threads.sched_rt_note(),
-    }
-
-
-def _conditions(loops, nice, rt, rt_limit, perturb) -> dict:
-    return {
-        "loops": loops,
-        "loop_factor": threads.LOOP_FACTOR,
-        "nice": nice,
-        "rt": rt,
-        "rt_limit_s": rt_limit if rt else None,
-        "perturb": [str(p) for p in perturb],
-        "shared_machine_note": "other processes may run on these CPUs",
-    }
+    return errors.warnings_as_lines(lambda line: click.echo(line, err=True))
 
 
 @run.command("core-vs-ht")
@@ -129,26 +99,25 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
     check_paths(output, plot_path)
     runs = repeat * (1 if cpus else sum(p.available for p in threads.placements()))
     with _warnings_to_stderr(), progressbar(runs, "core-vs-ht") as bar:
-        df = threads.core_vs_ht(
+        df = ht_pairs.run(
             loops, cpus, repeat, _priority(nice, rt, rt_limit), perturb, progress=bar.update
         )
-    summary = threads.core_vs_ht_summary(df)
+    summary = ht_pairs.summarize(df)
     if output:
-        meta = _meta(**_conditions(loops, nice, rt, rt_limit, perturb), cpus=list(cpus))
-        results.save(results.attach(df, meta), output)
+        results.save(df, output)
     if plot_path:
-        threads.plot_core_vs_ht(summary, plot_path, loops)
+        ht_pairs.plot(df, plot_path)
     if as_json:
-        runs_text = [line for _, line in threads.post_lines(df, loops)]
+        runs_text = [line for _, line in ht_pairs.post_lines(df, loops)]
         emit_json({"runs": runs_text, "placements": records(summary)})
         return
-    lines = threads.post_lines(df, loops)
+    lines = ht_pairs.post_lines(df, loops)
     if cpus:
         for _, line in lines:
             click.echo(line)
         _busy_hint(summary["wall_ms_1"].iloc[0] / summary["cpu_ms_1"].iloc[0], rt)
         return
-    for p in threads.placements():
+    for p in ht_pairs.placements():
         click.echo(f"# {p.name}: {p.label}")
         for name, line in lines:
             if name == p.name:
@@ -221,7 +190,7 @@ def sweep_threads_cmd(
     threads.check_placement([None] * max_threads, oversubscribe)
     check_paths(output, plot_path)
     with _warnings_to_stderr(), progressbar(repeat * max_threads, "threads") as bar:
-        df = threads.sweep_threads(
+        df = thread_count.run(
             max_threads,
             kernel,
             loops,
@@ -233,17 +202,11 @@ def sweep_threads_cmd(
             perturb,
             progress=bar.update,
         )
-    summary = threads.scaling(df)
+    summary = thread_count.summarize(df)
     if output:
-        meta = _meta(
-            **_conditions(loops, nice, rt, rt_limit, perturb),
-            kernel=kernel,
-            size=size,
-            pinned=not free,
-        )
-        results.save(results.attach(df, meta), output)
+        results.save(df, output)
     if plot_path:
-        threads.plot_scaling(summary, plot_path, kernel)
+        thread_count.plot(df, plot_path)
     status = threads.counter_status(["instructions", "cycles"])
     if as_json:
         emit_json({"kernel": kernel, "scaling": records(summary), "counters": status})
@@ -323,7 +286,7 @@ def fauxplat_cmd(
     chosen = list(perturb) or threads.default_perturbations(cpu)
     if cluster:
         measure = functools.partial(
-            threads.fauxplat_point,
+            fauxplat_sec.point,
             loops=loops,
             cpu=cpu,
             perturb=chosen,
@@ -332,7 +295,16 @@ def fauxplat_cmd(
             size=size,
         )
         points = [{"rep": r} for r in range(repeat)]
-        params = {**_conditions(loops, nice, rt, rt_limit, chosen), "cpu": cpu, "kernel": kernel}
+        params = {
+            "loops": loops,
+            "loop_factor": threads.LOOP_FACTOR,
+            "nice": nice,
+            "rt": rt,
+            "rt_limit_s": rt_limit if rt else None,
+            "perturb": [str(p) for p in chosen],
+            "cpu": cpu,
+            "kernel": kernel,
+        }
         record = record_path(output, resume, "fauxplat") if output or resume else (None, False)
         df, out = campaign_verb(measure, points, cluster, hosts, record, params, "fauxplat",
                                 ("host", "rep", "condition"))  # fmt: skip
@@ -348,7 +320,7 @@ def fauxplat_cmd(
             click.echo(f"missing: {m}")
         return
     with _warnings_to_stderr(), progressbar(repeat * (1 + len(chosen)), "fauxplat") as bar:
-        df = threads.fauxplat(
+        df = fauxplat_sec.run(
             loops,
             repeat,
             cpu,
@@ -358,12 +330,11 @@ def fauxplat_cmd(
             kernel=kernel,
             size=size,
         )
-    summary = threads.fauxplat_summary(df)
+    summary = fauxplat_sec.summarize(df)
     if output:
-        meta = _meta(**_conditions(loops, nice, rt, rt_limit, chosen), cpu=cpu, kernel=kernel)
-        results.save(results.attach(df, meta), output)
+        results.save(df, output)
     if plot_path:
-        threads.plot_fauxplat(df, plot_path)
+        fauxplat_sec.plot(df, plot_path)
     if as_json:
         emit_json({"loops": loops, "cpu": cpu, "kernel": kernel, "fauxplat": records(summary)})
         return

@@ -1,0 +1,98 @@
+"""Threads, topology and interference: DjiBee's core-vs-hyper-thread lab and FauxPlat/sec,
+easyperf's thread-count scaling, and hog processes that perturb them.
+
+Every worker runs in C (csrc/threads.c): pinned before it waits on a barrier, released with the
+others, it times itself with CLOCK_THREAD_CPUTIME_ID, CLOCK_MONOTONIC and the TSC, and counts its
+own perf events. One "loop" is 100000 iterations of a kernel, as in the post.
+
+The package: runner (the workers and run conditions), hogs (perturbations and the real-time
+watchdog), and one module per experiment, each with run/summarize/plot: ht_pairs (core vs
+hyper-thread), thread_count (scaling), fauxplat_sec (FauxPlat/sec).
+"""
+
+from perflab.errors import PerflabWarning
+from perflab.threads import fauxplat_sec, ht_pairs, thread_count
+from perflab.threads.hogs import (
+    HOG_MAX_S,
+    HOGS,
+    RT_LIMIT_S,
+    RT_PRIORITY,
+    Perturbation,
+    cache_hog_bytes,
+    default_perturbations,
+    perturbed,
+    rt_watchdog,
+)
+from perflab.threads.ht_pairs import Placement, given_placement, placements, post_lines
+from perflab.threads.runner import (
+    DEFAULT_LOOPS,
+    DEFAULT_STREAM_BYTES,
+    KERNELS,
+    LOOP_FACTOR,
+    POST_LOOPS,
+    Priority,
+    Progress,
+    check_placement,
+    counter_status,
+    run_metadata,
+    run_threads,
+    sched_rt_note,
+    steal_ns,
+)
+from perflab.threads.thread_count import split
+
+# The names each experiment had before the package had one module per experiment.
+core_vs_ht = ht_pairs.run
+core_vs_ht_summary = ht_pairs.summarize
+plot_core_vs_ht = ht_pairs.plot_summary
+sweep_threads = thread_count.run
+scaling = thread_count.summarize
+plot_scaling = thread_count.plot_summary
+fauxplat = fauxplat_sec.run
+fauxplat_point = fauxplat_sec.point
+fauxplat_summary = fauxplat_sec.summarize
+plot_fauxplat = fauxplat_sec.plot
+
+__all__ = [
+    "DEFAULT_LOOPS",
+    "DEFAULT_STREAM_BYTES",
+    "HOGS",
+    "HOG_MAX_S",
+    "KERNELS",
+    "LOOP_FACTOR",
+    "POST_LOOPS",
+    "RT_LIMIT_S",
+    "RT_PRIORITY",
+    "PerflabWarning",
+    "Perturbation",
+    "Placement",
+    "Priority",
+    "Progress",
+    "cache_hog_bytes",
+    "check_placement",
+    "core_vs_ht",
+    "core_vs_ht_summary",
+    "counter_status",
+    "default_perturbations",
+    "fauxplat",
+    "fauxplat_point",
+    "fauxplat_sec",
+    "fauxplat_summary",
+    "given_placement",
+    "ht_pairs",
+    "perturbed",
+    "placements",
+    "plot_core_vs_ht",
+    "plot_fauxplat",
+    "plot_scaling",
+    "post_lines",
+    "rt_watchdog",
+    "run_metadata",
+    "run_threads",
+    "scaling",
+    "sched_rt_note",
+    "split",
+    "steal_ns",
+    "sweep_threads",
+    "thread_count",
+]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import own_children
 
+import perflab
 from perflab import machine, threads
 from perflab._native import ffi, lib
 from perflab.cli import cli
@@ -31,7 +33,7 @@ ABSENT = str(max(machine.online_cpus()) + 1)
 # other tenants of this shared machine off their CPUs, where `nice` cannot cross autogroups.
 RT = machine.realtime_allowed()
 # perflab in a child process, from the same source tree as this test run.
-ENV = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(threads.__file__))}
+ENV = {**os.environ, "PYTHONPATH": str(Path(perflab.__file__).parents[1])}
 two_cpus = pytest.mark.skipif(len(ONLINE) < 2, reason="needs two usable CPUs")
 
 

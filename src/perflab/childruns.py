@@ -63,7 +63,7 @@ class Controls:
     cpus: tuple[int, ...] = field(
         default=(),
         metadata=_cli("--cpu", "Pin the child to these CPUs (e.g. 1 or 0-1), as taskset did. "
-                      "[default: last online]", kind="cpus"),
+                      "[default: last usable: online, inside the affinity mask]", kind="cpus"),
     )  # fmt: skip
     seed: int = field(default=0, metadata=_cli("--seed", "Seed of every random draw.", min=0))
     inherit_env: bool = field(

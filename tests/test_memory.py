@@ -1,6 +1,8 @@
 """memcpy sweep, knee detector and page-fault cost: real native runs and synthetic truths."""
 
+import contextlib
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +11,15 @@ import pytest
 
 from perflab import memcpy, pagefault, results
 from perflab.cli import cli
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, PerflabWarning
+
+
+@contextlib.contextmanager
+def mlock_may_be_refused():
+    """A plain user's `ulimit -l` refuses mlockall: perflab warns (once) and sweeps on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "mlockall", PerflabWarning)
+        yield
 
 
 def locked_kib() -> int:
@@ -106,7 +116,8 @@ def test_knee_report_pairs_knees_with_declared_caches():
 @pytest.fixture(scope="module")
 def sweep256k():
     before = locked_kib()
-    df = memcpy.sweep(256 << 10, trials=5)
+    with mlock_may_be_refused():
+        df = memcpy.sweep(256 << 10, trials=5)
     return df, before
 
 
@@ -181,7 +192,8 @@ def test_alignment_and_offset_are_validated():
         memcpy.Placement(3, 0).check()
     with pytest.raises(PerflabError, match="offset"):
         memcpy.Placement(64, 5000).check()
-    df = memcpy.sweep(4096, trials=2, align=1, offset=3)
+    with mlock_may_be_refused():
+        df = memcpy.sweep(4096, trials=2, align=1, offset=3)
     assert results.metadata(df)["align"] == 1 and len(df) > 64
 
 

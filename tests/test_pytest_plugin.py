@@ -53,30 +53,31 @@ def binomial_tail_limit(n: int, p: float, tail: float = 1e-3) -> int:
     return n + 1
 
 
-def test_clear_2x_difference_passes(pytester):
-    result = run(
-        pytester,
-        """
-        def test_c(perflab):
-            r = perflab.assert_faster(perflab.spin(1000), perflab.spin(2000))
-            assert 1.6 < r.estimate < 2.5 and r.ci[0] > 1.0
-            assert r.runs >= 20 and r.calls[0] >= 1
+def test_clear_2x_difference_passes(pytester, alone):
+    with alone():
+        result = run(
+            pytester,
+            """
+            def test_c(perflab):
+                r = perflab.assert_faster(perflab.spin(1000), perflab.spin(2000))
+                assert 1.6 < r.estimate < 2.5 and r.ci[0] > 1.0
+                assert r.runs >= 20 and r.calls[0] >= 1
 
-        def test_python(perflab):
-            def fast():
-                x = 0
-                for i in range(200):
-                    x += i
-            def slow():
-                x = 0
-                for i in range(400):
-                    x += i
-            r = perflab.assert_faster(fast, slow, min_ratio=1.2)
-            assert 1.5 < r.estimate < 2.6
-        """,
-    )
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*perflab*", "PASS*test_c assert_faster: *CI [[]*"])
+            def test_python(perflab):
+                def fast():
+                    x = 0
+                    for i in range(200):
+                        x += i
+                def slow():
+                    x = 0
+                    for i in range(400):
+                        x += i
+                r = perflab.assert_faster(fast, slow, min_ratio=1.2)
+                assert 1.5 < r.estimate < 2.6
+            """,
+        )
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines(["*perflab*", "PASS*test_c assert_faster: *CI [[]*"])
 
 
 def test_reversed_comparison_fails_with_a_table(pytester):

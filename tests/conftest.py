@@ -5,6 +5,7 @@ import contextlib
 import os
 import resource
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -86,3 +87,19 @@ def alone():
             raise
 
     return measuring
+
+
+def compile_children(directory: Path, sources: dict[str, str], opt: str = "1", static=False):
+    """Each C source built into `directory` with $CC, static where the libc allows it: the
+    tests' own children, made the way the workloads are."""
+    from perflab import build
+
+    out = {}
+    for name, src in sources.items():
+        (directory / f"{name}.c").write_text(src)
+        argv = [*build.compiler(), f"-O{opt}", "-Wall", "-I", str(build.WORKLOADS)]
+        argv += [str(directory / f"{name}.c"), "-o", str(directory / name)]
+        if not (static and subprocess.run([*argv, "-static"], capture_output=True).returncode == 0):
+            subprocess.run(argv, check=True)
+        out[name] = str(directory / name)
+    return out

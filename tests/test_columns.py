@@ -8,8 +8,9 @@ import time
 
 import numpy as np
 import pytest
+from conftest import compile_children
 
-from perflab import build, machine, spawn
+from perflab import machine, spawn
 
 MIB = 1 << 20
 TOUCH = r"""
@@ -61,26 +62,8 @@ ENGINES = ["spawner", "in-process"]
 
 @pytest.fixture(scope="module")
 def kids(tmp_path_factory) -> dict[str, str]:
-    """Each child compiled once, static so that its own peak memory is small and known."""
-    d = tmp_path_factory.mktemp("audit")
-    out = {}
-    for name, src in CHILDREN.items():
-        (d / f"{name}.c").write_text(src)
-        subprocess.run(
-            [
-                "cc",
-                "-O1",
-                "-static",
-                "-I",
-                str(build.WORKLOADS),
-                str(d / f"{name}.c"),
-                "-o",
-                str(d / name),
-            ],
-            check=True,
-        )
-        out[name] = str(d / name)
-    return out
+    """Each child compiled once, static where the libc allows, so its own peak is small."""
+    return compile_children(tmp_path_factory.mktemp("audit"), CHILDREN, "1", static=True)
 
 
 def engine(name: str) -> spawn.InProcess:

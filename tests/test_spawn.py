@@ -3,11 +3,11 @@
 import errno
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import compile_children
 
 from perflab import build, machine, spawn
 from perflab._native import lib
@@ -64,26 +64,7 @@ CHILDREN = {
 @pytest.fixture(scope="module")
 def children(tmp_path_factory) -> dict[str, str]:
     """Each helper workload compiled once for the module."""
-    d = tmp_path_factory.mktemp("children")
-    out = {}
-    for name, src in CHILDREN.items():
-        (d / f"{name}.c").write_text(src)
-        exe = d / name
-        subprocess.run(
-            [
-                *build.compiler(),
-                "-O0",
-                "-Wall",
-                "-I",
-                str(WORKLOADS),
-                str(d / f"{name}.c"),
-                "-o",
-                str(exe),
-            ],
-            check=True,
-        )
-        out[name] = str(exe)
-    return out
+    return compile_children(tmp_path_factory.mktemp("children"), CHILDREN, "0")
 
 
 def report(children, tmp_path, env=None, **opts) -> tuple[np.record, dict]:

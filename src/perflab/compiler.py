@@ -47,11 +47,14 @@ class Workload:
 def cache_dir() -> Path:
     """$XDG_CACHE_HOME/perflab, else ~/.cache/perflab; a per-user temporary directory where
     neither can be created (a read-only or missing HOME, as for service accounts)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = Path(base) / "perflab"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    path = Path(xdg or os.path.join(os.path.expanduser("~"), ".cache")) / "perflab"
     try:
-        path.parent.mkdir(exist_ok=True)  # not parents: a missing HOME is not ours to create
-        path.mkdir(exist_ok=True)
+        if xdg:  # a cache the user named is made whole
+            path.mkdir(parents=True, exist_ok=True)
+        else:  # ~/.cache may be made, a missing HOME is not ours to create
+            path.parent.mkdir(exist_ok=True)
+            path.mkdir(exist_ok=True)
     except OSError:
         path = Path(tempfile.gettempdir()) / f"perflab-cache-{os.getuid()}"
         path.mkdir(mode=0o700, exist_ok=True)
@@ -110,10 +113,6 @@ def build(source: str | os.PathLike, opt: str = DEFAULT_OPT, static: bool = True
     cc = compiler()
     version = compiler_version(tuple(cc))
     cache = cache_dir()
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PerflabError(f"{cache}: cannot create the build cache ({exc.strerror})") from None
     errors = []
     for link in (["-static"], []) if static else ([],):
         flags = [f"-O{opt}", "-Wall", "-Werror", *link]
@@ -158,15 +157,6 @@ class Object:
         return re.sub(r"-[0-9a-f]{16}$", "", self.path.stem).removeprefix("linkorder_")
 
 
-def _cache() -> Path:
-    cache = cache_dir()
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PerflabError(f"{cache}: cannot create the build cache ({exc.strerror})") from None
-    return cache
-
-
 def compile_object(
     source: str | os.PathLike, cflags: tuple[str, ...] = LINKORDER_CFLAGS, cc=None
 ) -> Object:
@@ -175,7 +165,7 @@ def compile_object(
     cc = list(cc or compiler())
     flags = [*cflags, "-Wall", "-Werror", "-c"]
     digest = _key(source, flags, compiler_version(tuple(cc)))
-    out = _cache() / f"{source.stem}-{digest[:16]}.o"
+    out = cache_dir() / f"{source.stem}-{digest[:16]}.o"
     if not out.exists():
         BUILDS["compile"] += 1
         if err := _compile(cc, flags, source, out):
@@ -247,7 +237,7 @@ def builtin_linker(cc=None) -> Linker:
     """Static when the libc allows it (exec is faster and libc does not move), else dynamic."""
     cc = tuple(cc or compiler())
     tag = hashlib.sha256(compiler_version(cc).encode()).hexdigest()[:12]
-    probe = _cache() / f".static-ok-{tag}"
+    probe = cache_dir() / f".static-ok-{tag}"
     if not probe.exists():
         fd, tmp = tempfile.mkstemp(suffix=".c", dir=probe.parent)
         with os.fdopen(fd, "w") as f:
@@ -282,7 +272,7 @@ def link(objects: list[Object], linker: Linker) -> Program:
         h.update(o.digest.encode() + b"\0")
     h.update(linker.key().encode())
     digest = h.hexdigest()
-    out = _cache() / f"linked-{digest[:16]}"
+    out = cache_dir() / f"linked-{digest[:16]}"
     order = tuple(o.label for o in objects)
     if out.exists():
         return Program(out, order, digest)

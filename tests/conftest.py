@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perflab import machine
+from perflab import filelock, machine
+from perflab.errors import PerflabError
 
 
 @pytest.fixture
@@ -103,3 +104,21 @@ def compile_children(directory: Path, sources: dict[str, str], opt: str = "1", s
             subprocess.run(argv, check=True)
         out[name] = str(directory / name)
     return out
+
+
+def wait_for(ready, what: str, seconds: float = 300.0) -> None:
+    """Poll `ready()` until true; the bound only guards a hang (a loaded CI host is slow)."""
+    deadline = time.monotonic() + seconds
+    while not ready():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} not within {seconds:.0f} s")
+        time.sleep(0.01)
+
+
+def lock_free(out: Path) -> bool:
+    """True once no perflab run holds OUT's lock (a killed run's last child releases it at exec)."""
+    try:
+        filelock.check_free(out)
+    except PerflabError:
+        return False
+    return True

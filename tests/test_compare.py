@@ -6,15 +6,14 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import lock_free, wait_for
 
-from perflab import build, compare, filelock, results
+from perflab import build, compare, results
 from perflab.cli import cli
-from perflab.errors import PerflabError
 
 
 @pytest.fixture(autouse=True)
@@ -155,12 +154,7 @@ def test_a_killed_comparison_resumes_with_every_pair_once(program, runner, tmp_p
     parts = sorted((tmp_path / "ab.parquet.parts").glob("chunk-*.parquet"))
     assert len(parts) >= 2 and not out.exists()
     args = ["compare", program, f"{program} 2", "--setups", "3", "--repeat", "4", "--no-rt"]
-    for _ in range(1000):  # a child cloned just before the kill holds the lock until its exec
-        try:
-            filelock.check_free(out)
-            break
-        except PerflabError:
-            time.sleep(0.01)
+    wait_for(lambda: lock_free(out), "the release of a killed comparison's lock")  # held to exec
     res = runner.invoke(cli, [*args, "--resume", str(out), "--json"])
     assert res.exit_code == 0, res.output
     assert "resuming: " in res.stderr

@@ -10,13 +10,13 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import lock_free, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -54,14 +54,7 @@ def _killed_run(out: Path, kills: int = 4) -> list[Path]:
     proc = subprocess.run([sys.executable, "-c", KILLED, str(out), str(kills)], env=os.environ)
     assert proc.returncode == -signal.SIGKILL
     # A child cloned just before the kill holds the lock until its close_range, pre-exec.
-    for _ in range(1000):
-        try:
-            filelock.check_free(out)
-            break
-        except PerflabError:
-            time.sleep(0.01)
-    else:
-        pytest.fail("the lock of a killed sweep was never released")
+    wait_for(lambda: lock_free(out), "the release of a killed sweep's lock")
     return sorted(Path(f"{out}.parts").glob("chunk-*.parquet"))
 
 
@@ -103,12 +96,7 @@ def test_1_a_second_writer_is_refused_with_the_holders_pid(tmp_path):
     first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     lock = filelock.lock_path(out)
     try:
-        for _ in range(2000):
-            if lock.exists() or first.poll() is not None:
-                break
-            time.sleep(0.01)
-        else:
-            pytest.fail("the first sweep never took its lock")
+        wait_for(lambda: lock.exists() or first.poll() is not None, "the first sweep's lock")
         assert first.poll() is None, "the first sweep ended before the second could start"
         second = _cli(*SWEEP[:4], "1", "--no-rt", "-o", out, "--resume", out)
         _one_error(second, f"pid {first.pid}", "another perflab run")

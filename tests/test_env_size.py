@@ -219,12 +219,14 @@ def test_cli_runs_any_program(tmp_path):
     assert doc["value"] == "outer_ticks" and doc["status"] == {"ok": 8}
 
 
-def test_cli_all_runs_failed_still_reports_and_plots(tmp_path):
+def test_cli_all_runs_failed_keeps_them_plots_and_exits_nonzero(tmp_path):
     out, png = tmp_path / "f.parquet", tmp_path / "f.png"
     args = ["--max", "3", "--repeat", "2", "--no-rt", "-o", str(out), "--plot", str(png)]
     res = CliRunner().invoke(cli, ["sweep", "env-size", *args, "--", "false"])
-    assert res.exit_code == 0, res.output
-    assert "status: {'exit': 8}" in res.output and png.stat().st_size > 0
+    errors = [x for x in res.output.splitlines() if x.startswith("Error:")]
+    assert res.exit_code == 1 and len(errors) == 1, res.output
+    assert "no run ended 'ok' (status: {'exit': 8})" in errors[0] and str(out) in errors[0]
+    assert len(results.load(out)) == 8 and png.stat().st_size > 0
 
 
 @pytest.mark.parametrize(

@@ -69,6 +69,11 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
     counts = env_size.status_counts(df)
     if plot_path:
         env_size.plot(df, plot_path, windows, zoom, value, summary)
+    if summary["n"].sum() == 0:
+        raise click.ClickException(
+            f"no run ended 'ok' (status: {counts}): nothing to summarise; the {len(df)} runs "
+            f"are recorded in {output} (see its exit_code and signal columns)"
+        )
     overall = summary["median"].describe()
     if as_json:
         emit_json(
@@ -86,9 +91,6 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
         )
         return
     click.echo(f"{len(df)} runs recorded in {output}; status: {counts}")
-    if summary["n"].sum() == 0:
-        click.echo("no run ended 'ok': nothing to summarise (see the status and exit_code columns)")
-        return
     click.echo(
         f"median {value} per size: min {overall['min']:,.0f}, median {overall['50%']:,.0f}, "
         f"max {overall['max']:,.0f}"

@@ -375,4 +375,3 @@ def alias_time(
 
 if os.environ.get("PERFLAB_SKIP_FRESHNESS") != "1":
     _check_fresh()
-

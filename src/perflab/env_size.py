@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from perflab import childruns, compiler, machine, results, spawn
+from perflab import windows as windows_mod
 from perflab.childruns import _cli
 from perflab.childruns import status_counts as status_counts
 from perflab.childruns import value_column as value_column
@@ -117,6 +118,7 @@ def sweep(
     argv, workload_meta = resolve_program(plan.program, plan.opt)
     plan = replace(plan, workload_digest=workload_meta.get("workload_digest", ""))
     meta = {**machine.metadata(), **run_conditions(plan), **workload_meta}
+    meta |= windows_mod.explain_meta(argv, plan, childruns.base_env(plan.inherit_env, plan.var))
     size, rep = plan.pairs()
     runs = childruns.Runs(
         programs=[argv],
@@ -279,8 +281,12 @@ def plot(
     zoom: tuple[int, int] | None = None,
     value: str | None = None,
     summary: pd.DataFrame | None = None,
+    predicted: pd.DataFrame | None = None,
 ) -> Path:
-    """Mean (red) and median (blue) ticks vs env size, windows shaded; zoom=(A, B) to look in."""
+    """Mean (red) and median (blue) ticks vs env size, windows shaded; zoom=(A, B) to look in.
+
+    predicted: windows.predict's windows, hatched, so a reader sees where the addresses
+    said a window would be and whether one came."""
     from matplotlib.ticker import StrMethodFormatter
 
     from perflab import plot as plt
@@ -310,6 +316,8 @@ def plot(
             fontsize=8,
             va="top",
         )
+    if predicted is not None:
+        windows_mod.hatch(ax, predicted, lo, hi, pad)
     if "baseline" in windows.attrs:
         ax.axhline(windows.attrs["baseline"], color="black", lw=0.6, ls="--", label="baseline")
     ax.set_xlabel(f"environment size (bytes of padding in {_var(df)}=)")

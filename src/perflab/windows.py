@@ -286,3 +286,183 @@ def predict(layout: Layout, sizes: np.ndarray) -> pd.DataFrame:
             "static_address": hex(addr[first][1]),
         })  # fmt: skip
     return pd.DataFrame(rows, columns=cols)
+
+
+def _excess(values: np.ndarray, baseline: float, rng: np.random.Generator) -> tuple:
+    """Median of a window's per-size values over the baseline, minus 1, with a bootstrap
+    95 % interval over its sizes."""
+    if values.size == 0 or not baseline:
+        return np.nan, np.nan, np.nan
+    boot = np.median(rng.choice(values, (2000, values.size)), axis=1) / baseline - 1
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return float(np.median(values) / baseline - 1), float(lo), float(hi)
+
+
+def verdicts(
+    summary: pd.DataFrame, predicted: pd.DataFrame, measured: pd.DataFrame, column: str = "median"
+) -> pd.DataFrame:
+    """A verdict for every window, predicted or measured, with its excess and 95 % CI.
+
+    'predicted and seen': a measured window overlaps the predicted one; 'predicted, not
+    seen': none does (this CPU does not pay for that aliasing in this loop, the excess
+    says how little); 'seen, not predicted': another mechanism. The baseline is the median
+    of the per-size values outside every window.
+    """
+    s = summary.dropna(subset=[column])
+    sizes, values = s["env_size"].to_numpy(), s[column].to_numpy(dtype=float)
+    inside = np.zeros(sizes.size, bool)
+    for w in [*predicted.itertuples(), *measured.itertuples()]:
+        inside |= (sizes >= w.start) & (sizes <= w.end)
+    baseline = float(np.median(values[~inside])) if (~inside).any() else np.nan
+    rng = np.random.default_rng(0)
+    rows = []
+
+    def row(start, end, verdict, pair, seen):
+        ex, lo, hi = _excess(values[(sizes >= start) & (sizes <= end)], baseline, rng)
+        rows.append({
+            "start": int(start), "end": int(end), "verdict": verdict, "excess": ex,
+            "ci_low": lo, "ci_high": hi, "pair": pair,
+            "seen_start": seen.start if seen is not None else np.nan,
+            "seen_end": seen.end if seen is not None else np.nan,
+        })  # fmt: skip
+
+    matched = set()
+    for p in predicted.itertuples():
+        seen = [m for m in measured.itertuples() if m.start <= p.end and m.end >= p.start]
+        matched.update(m.Index for m in seen)
+        verdict = "predicted and seen" if seen else "predicted, not seen"
+        row(p.start, p.end, verdict, p.pair, seen[0] if seen else None)
+    for m in measured.itertuples():
+        if m.Index not in matched:
+            row(m.start, m.end, "seen, not predicted", "another mechanism: no aliasing pair", m)
+    out = pd.DataFrame(rows)
+    out.attrs["baseline"] = baseline
+    return out
+
+
+def sweep_meta(argv: Sequence[str], builtin: bool, var: str, base_env: Mapping, opt: str) -> dict:
+    """What a sweep with ASLR off records so its windows can be predicted later, anywhere:
+    the layout for the built-in loop; for another program the stack top only."""
+    try:
+        if builtin:
+            return {"stack_layout": loop_layout(argv[0], var, base_env, opt).meta()}
+        report = probe([0], var, base_env, opt)
+        model = StackModel.from_report(report.iloc[0].to_dict(), report.attrs["path"])
+        return {"stack_top": model.top, "base_strings": env_strings(argv, dict(base_env), var, 0)}
+    except (PerflabError, OSError) as exc:
+        return {"stack_layout_error": str(exc)}
+
+
+def predicted_from(meta: Mapping, sizes: np.ndarray) -> pd.DataFrame | None:
+    """The predicted windows of a recorded sweep, or None when it recorded no layout."""
+    if meta.get("aslr") != "off" or "stack_layout" not in meta:
+        return None
+    return predict(Layout.from_meta(meta["stack_layout"]), sizes)
+
+
+def stack_shift(meta: Mapping, sizes: np.ndarray) -> np.ndarray | None:
+    """How far below its position at the smallest size the stack starts, per size (bytes)."""
+    top, base = meta.get("stack_top"), meta.get("base_strings")
+    if top is None or meta.get("aslr") != "off":
+        return None
+    model = StackModel(top, 0)
+    frames = model.frame(base + np.asarray(sizes, dtype=np.int64))
+    return frames[0] - frames
+
+
+def explain_meta(argv: Sequence[str], plan, base_env: Mapping) -> dict:
+    """Everything a sweep records to explain its windows: the layout with ASLR off (for
+    env_size.Plan `plan`), and whether this CPU pays for 4K aliasing at all."""
+    from perflab import aliasing
+
+    meta = {}
+    if plan.aslr == "off":
+        meta = sweep_meta(argv, not plan.program, plan.var, base_env, plan.opt)
+    return meta | {"alias_check": aliasing.check_all(trials=11)}
+
+
+def _ranges(df: pd.DataFrame) -> str:
+    return ", ".join(f"{w.start}-{w.end}" for w in df.itertuples())
+
+
+def _cpu_line(meta: Mapping) -> tuple[str, bool | None]:
+    """The CPU check's sentence for the paper's loop shape, and whether it shows a penalty."""
+    from perflab import aliasing
+
+    for c in meta.get("alias_check", []):
+        if c["kernel"] == "loop":
+            return "this CPU: " + aliasing.AliasCheck(**c).sentence(), c["shows"]
+    return "", None
+
+
+def explain(
+    meta: Mapping, summary: pd.DataFrame, measured: pd.DataFrame, column: str = "median"
+) -> tuple[pd.DataFrame | None, pd.DataFrame | None, list[str]]:
+    """Predicted windows, a verdict for each window, and sentences that say why."""
+    sizes = summary["env_size"].to_numpy()
+    cpu, pays = _cpu_line(meta)
+    values = summary[column].dropna().to_numpy(dtype=float)
+    spread = ""
+    if values.size:
+        q1, q3 = np.percentile(values, [25, 75]) / np.median(values) - 1
+        spread = f"the per-size {column}s span {q1:+.1%}..{q3:+.1%} (IQR) around their median"
+    lines = []
+    predicted = predicted_from(meta, sizes)
+    if meta.get("aslr") != "off":
+        lines.append(
+            "ASLR moves the stack at every run: no env size can be predicted (--aslr off)."
+        )
+    elif "stack_layout_error" in meta:
+        lines.append(f"no prediction: {meta['stack_layout_error']}")
+    elif predicted is None:
+        shift = stack_shift(meta, sizes)
+        if shift is not None and len(sizes) > 1:
+            lines.append(
+                f"the stack starts {int(shift.max())} bytes lower at size {int(sizes[-1])} than at "
+                f"{int(sizes[0])}, in 16-byte steps: each of your program's stack slots meets each "
+                "static once per 4096 sizes, but perflab cannot see your program's frames, so it "
+                "cannot say at which sizes (16-wide windows 4096 apart would point at 4K aliasing)."
+            )
+    elif predicted.empty and not any(
+        a["where"] == "stack" for a in meta["stack_layout"]["accesses"]
+    ):
+        lines.append(
+            f"predicted: none: the loop at {meta.get('opt', '')} touches no stack slot (its "
+            "variables stay in registers), so the env size has nothing to move against the statics."
+        )
+    elif predicted.empty:
+        lines.append("predicted: none in this range of sizes (4K aliasing recurs every 4096).")
+    else:
+        lines.append(f"predicted (4K aliasing): {_ranges(predicted)}: {predicted['pair'].iloc[0]}")
+    table = verdicts(summary, predicted if predicted is not None else measured.iloc[:0], measured)
+    if cpu:
+        lines.append(cpu)
+    seen = table["verdict"].eq("predicted and seen").any() if len(table) else False
+    if predicted is not None and len(predicted) and not seen:
+        why = (
+            "the check shows this CPU pays for the aliasing alone, so something else in the "
+            "loop hides it"
+            if pays
+            else "this CPU does not hold the loop's loads behind stores that match mod 4096"
+        )
+        lines.append(
+            f"No window where one was predicted: {why}. {spread[:1].upper() + spread[1:]}. "
+            "The effect depends on the CPU: the paper's authors saw 14-30 % on one machine and "
+            "2 % on another."
+        )
+    elif seen:
+        lines.append(
+            "Each window is the stack position where the loop's load from the stack waits "
+            "behind its store to a static (or the reverse) because their addresses match in "
+            "their low 12 bits."
+        )
+    return predicted, table, lines
+
+
+def hatch(ax, predicted: pd.DataFrame, lo: float, hi: float, pad: float) -> None:
+    """Draw the predicted windows on an env-size axis as hatched bands, labelled once."""
+    shown = predicted[(predicted["end"] >= lo) & (predicted["start"] <= hi)]
+    for i, w in enumerate(shown.itertuples()):
+        label = "predicted (4K aliasing)" if i == 0 else None
+        ax.axvspan(w.start - pad, w.end + pad, facecolor="none", edgecolor="0.3", hatch="///",
+                   lw=0.6, label=label)  # fmt: skip

@@ -326,7 +326,7 @@ def verdicts(
             "seen_end": seen.end if seen is not None else np.nan,
         })  # fmt: skip
 
-    matched = set()
+    matched: set[int] = set()
     for p in predicted.itertuples():
         seen = [m for m in measured.itertuples() if m.start <= p.end and m.end >= p.start]
         matched.update(m.Index for m in seen)
@@ -362,11 +362,11 @@ def predicted_from(meta: Mapping, sizes: np.ndarray) -> pd.DataFrame | None:
 
 def stack_shift(meta: Mapping, sizes: np.ndarray) -> np.ndarray | None:
     """How far below its position at the smallest size the stack starts, per size (bytes)."""
-    top, base = meta.get("stack_top"), meta.get("base_strings")
-    if top is None or meta.get("aslr") != "off":
+    if "stack_top" not in meta or meta.get("aslr") != "off":
         return None
-    model = StackModel(top, 0)
-    frames = model.frame(base + np.asarray(sizes, dtype=np.int64))
+    frames = StackModel(int(meta["stack_top"]), 0).frame(
+        int(meta["base_strings"]) + np.asarray(sizes, dtype=np.int64)
+    )
     return frames[0] - frames
 
 

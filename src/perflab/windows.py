@@ -439,12 +439,14 @@ def explain(
         lines.append(cpu)
     seen = table["verdict"].eq("predicted and seen").any() if len(table) else False
     if predicted is not None and len(predicted) and not seen:
-        why = (
-            "the check shows this CPU pays for the aliasing alone, so something else in the "
-            "loop hides it"
-            if pays
-            else "this CPU does not hold the loop's loads behind stores that match mod 4096"
-        )
+        why = {
+            True: "the check shows this CPU pays for the aliasing on its own, so something "
+            "else in the loop hides it",
+            False: "this CPU does not hold the loop's loads behind stores that match mod 4096 "
+            "(its check agrees)",
+            None: "this CPU does not pay for this aliasing in this loop (the record has no "
+            "alias check to say whether it pays elsewhere)",
+        }[pays]
         lines.append(
             f"No window where one was predicted: {why}. {spread[:1].upper() + spread[1:]}. "
             "The effect depends on the CPU: the paper's authors saw 14-30 % on one machine and "

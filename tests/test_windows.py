@@ -183,7 +183,7 @@ def test_cli_prints_the_prediction_and_a_verdict_per_window(tmp_path):
     predicted = windows.predicted_from(meta, np.arange(0, 4096, 16))
     assert len(predicted) == 1
     w = predicted.iloc[0]
-    assert f"predicted (4K aliasing): {w.start}-{w.end}: &" in done.output
+    assert f"predicted: {w.start}-{w.end}: &" in done.output
     assert "verdicts (excess, 95 % CI)" in done.output
     assert "this CPU: the paper's loop" in done.output
     assert len(meta["alias_check"]) == 2
@@ -216,3 +216,33 @@ def test_for_a_users_program_the_stack_shift_is_reported_and_the_limit_said():
     summary = pd.DataFrame({"env_size": sizes, "median": np.ones(sizes.size)})
     _, _, lines = windows.explain(meta, summary, env_size.detect_windows(summary))
     assert "cannot see your program's frames" in lines[0]
+
+
+def test_the_split_workloads_page_split_window_is_predicted_where_it_was_measured():
+    frame = results.load(DATA / "env-size-split-epyc-kvm.parquet")
+    measured = env_size.detect_windows(frame)
+    predicted, _, lines = windows.explain(results.metadata(frame), frame, measured)
+    split = predicted[predicted["pair"].str.contains("straddles a page")]
+    assert len(split) == 1
+    seen = measured[(measured["start"] <= split["end"].iloc[0])
+                    & (measured["end"] >= split["start"].iloc[0])]  # fmt: skip
+    assert len(seen) == 1
+    assert abs(seen["start"].iloc[0] - split["start"].iloc[0]) <= windows.STACK_STEP
+    assert abs(seen["end"].iloc[0] - split["end"].iloc[0]) <= windows.STACK_STEP
+    assert any("page-split window" in line for line in lines)
+
+
+@pytest.mark.skipif(not X86, reason="objdump's x86-64 operands (%rbp, %rip)")
+def test_the_split_workload_built_here_has_one_page_split_window_per_4096_sizes():
+    layout = windows.loop_layout(str(windows.build_loop("split").path), workload="split")
+    assert any(a.where == "stack" and a.size == 8 for a in layout.accesses)
+    predicted = windows.predict(layout, np.arange(0, 8193))
+    split = predicted[predicted["pair"].str.contains("straddles a page")]
+    assert split["width"].tolist() == [16, 16]
+    assert split["start"].diff().iloc[1] == 4096
+
+
+def test_a_workload_and_a_program_together_are_one_error_line():
+    done = CliRunner().invoke(cli, ["sweep", "env-size", "--workload", "split", "--", "/bin/true"])
+    assert done.exit_code != 0
+    assert done.output.strip().splitlines()[-1].startswith("Error: --workload chooses")

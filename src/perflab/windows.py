@@ -157,14 +157,26 @@ class StackModel:
         return cls(top=top, depth=aligned - report["frame"])
 
 
-def twin(opt: str = compiler.DEFAULT_OPT) -> compiler.Workload:
-    """The loop's twin (workloads/mytkowicz_stack.c), built with mytkowicz.c inlined into its
-    source so that the build cache's key follows the loop's source too."""
-    src = (compiler.WORKLOADS / "mytkowicz_stack.c").read_text()
-    loop = (compiler.WORKLOADS / "mytkowicz.c").read_text()
+# The built-in loops: the source and the C expression of the counter the twin reports as g.
+BUILTIN = {"mytkowicz": ("mytkowicz.c", "g"), "split": ("stacksplit.c", "s.g")}
+
+
+def build_loop(workload: str = "mytkowicz", opt: str = compiler.DEFAULT_OPT) -> compiler.Workload:
+    """A built-in loop by name (see BUILTIN), compiled and cached."""
+    return compiler.build(compiler.WORKLOADS / BUILTIN[workload][0], opt)
+
+
+def twin(opt: str = compiler.DEFAULT_OPT, workload: str = "mytkowicz") -> compiler.Workload:
+    """A loop's twin (workloads/stack_twin.c), built with the loop's source inlined into its
+    own so that the build cache's key follows the loop's source too."""
+    source, counter = BUILTIN[workload]
+    text = (compiler.WORKLOADS / "stack_twin.c").read_text()
+    loop = (compiler.WORKLOADS / source).read_text()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "mytkowicz_stack.c"
-        path.write_text(src.replace('#include "mytkowicz.c"\n', loop))
+        path = Path(tmp) / f"{Path(source).stem}_twin.c"
+        path.write_text(
+            f"#define PERFLAB_TWIN_G {counter}\n" + text.replace('#include "mytkowicz.c"\n', loop)
+        )
         return compiler.build(path, opt)
 
 
@@ -173,12 +185,13 @@ def probe(
     var: str = "A",
     base_env: Mapping[str, str] | None = None,
     opt: str = compiler.DEFAULT_OPT,
+    workload: str = "mytkowicz",
 ) -> pd.DataFrame:
-    """Run the twin once per env size with ASLR off; each run's report as one row.
+    """Run a loop's twin once per env size with ASLR off; each run's report as one row.
 
     Columns: env_size, strings (exec bytes), frame, g, inc, i, j, k, environ, execfn, envc.
     """
-    path = str(twin(opt).path)
+    path = str(twin(opt, workload).path)
     base_env = dict(base_env or {})
     with tempfile.TemporaryFile() as out:
         options = spawn.SpawnOptions(aslr="off", stdout=out.fileno(), timeout=10.0)
@@ -224,15 +237,22 @@ class Layout:
 
 
 def loop_layout(
-    program: str, var: str = "A", base_env: Mapping[str, str] | None = None, opt: str = "0"
+    program: str,
+    var: str = "A",
+    base_env: Mapping[str, str] | None = None,
+    opt: str = "0",
+    workload: str = "mytkowicz",
 ) -> Layout:
-    """The built-in loop's layout: its binary's accesses, the frame from its twin's report."""
-    report = probe([0], var, base_env, opt)
+    """A built-in loop's layout: its binary's accesses, the frame from its twin's report."""
+    report = probe([0], var, base_env, opt, workload)
     twin_path = report.attrs["path"]
     model = StackModel.from_report(report.iloc[0].to_dict(), twin_path)
     base = env_strings([program], dict(base_env or {}), var, 0)
     row = report.iloc[0]
-    names = {int(row[v] - row["frame"]): v for v in ("g", "inc")}  # the twin's own slots
+    names = {int(row[v] - row["frame"]): v for v in ("g", "inc")}
+    accessed = {a.offset for a in loop_accesses(program) if a.where == "stack"}
+    if set(names) != accessed:  # the twin laid its frame out otherwise: no names to trust
+        names = {}
     accesses = tuple(
         replace(a, name=names.get(a.offset, a.name)) if a.where == "stack" else a
         for a in loop_accesses(program)
@@ -271,6 +291,13 @@ def predict(layout: Layout, sizes: np.ndarray) -> pd.DataFrame:
         for i in np.flatnonzero(_overlap(slot, s.size, t.offset, t.size)):
             hits.setdefault(int(i), []).append(f"&{s.name} (stack) ≡ &{t.name} (static) mod {PAGE}")
             addr.setdefault(int(i), (int(slot[i]), t.offset))
+    for s in (a for a in layout.accesses if a.where == "stack" and a.size > 1):
+        slot = frames + s.offset
+        for i in np.flatnonzero(slot % PAGE > PAGE - s.size):
+            hits.setdefault(int(i), []).append(
+                f"&{s.name} (stack, {s.size} bytes) straddles a page boundary"
+            )
+            addr.setdefault(int(i), (int(slot[i]), -1))
     idx = np.array(sorted(hits), dtype=np.int64)
     step = int(np.min(np.diff(sizes))) if sizes.size > 1 else 1
     rows = []
@@ -283,7 +310,7 @@ def predict(layout: Layout, sizes: np.ndarray) -> pd.DataFrame:
             "width": int(sizes[group[-1]] - sizes[first]) + step,
             "pair": ", ".join(names),
             "stack_address": hex(addr[first][0]),
-            "static_address": hex(addr[first][1]),
+            "static_address": hex(addr[first][1]) if addr[first][1] >= 0 else "",
         })  # fmt: skip
     return pd.DataFrame(rows, columns=cols)
 
@@ -335,17 +362,21 @@ def verdicts(
     for m in measured.itertuples():
         if m.Index not in matched:
             row(m.start, m.end, "seen, not predicted", "another mechanism: no aliasing pair", m)
-    out = pd.DataFrame(rows)
+    cols = ["start", "end", "verdict", "excess", "ci_low", "ci_high", "pair", "seen_start",
+            "seen_end"]  # fmt: skip
+    out = pd.DataFrame(rows, columns=cols)
     out.attrs["baseline"] = baseline
     return out
 
 
-def sweep_meta(argv: Sequence[str], builtin: bool, var: str, base_env: Mapping, opt: str) -> dict:
+def sweep_meta(
+    argv: Sequence[str], workload: str | None, var: str, base_env: Mapping, opt: str
+) -> dict:
     """What a sweep with ASLR off records so its windows can be predicted later, anywhere:
     the layout for the built-in loop; for another program the stack top only."""
     try:
-        if builtin:
-            return {"stack_layout": loop_layout(argv[0], var, base_env, opt).meta()}
+        if workload:
+            return {"stack_layout": loop_layout(argv[0], var, base_env, opt, workload).meta()}
         report = probe([0], var, base_env, opt)
         model = StackModel.from_report(report.iloc[0].to_dict(), report.attrs["path"])
         return {"stack_top": model.top, "base_strings": env_strings(argv, dict(base_env), var, 0)}
@@ -377,7 +408,8 @@ def explain_meta(argv: Sequence[str], plan, base_env: Mapping) -> dict:
 
     meta = {}
     if plan.aslr == "off":
-        meta = sweep_meta(argv, not plan.program, plan.var, base_env, plan.opt)
+        workload = None if plan.program else plan.workload
+        meta = sweep_meta(argv, workload, plan.var, base_env, plan.opt)
     return meta | {"alias_check": aliasing.check_all(trials=11)}
 
 
@@ -433,12 +465,13 @@ def explain(
     elif predicted.empty:
         lines.append("predicted: none in this range of sizes (4K aliasing recurs every 4096).")
     else:
-        lines.append(f"predicted (4K aliasing): {_ranges(predicted)}: {predicted['pair'].iloc[0]}")
+        causes = [f"{_ranges(g)}: {pair}" for pair, g in predicted.groupby("pair", sort=False)]
+        lines.append("predicted: " + "; ".join(causes))
     table = verdicts(summary, predicted if predicted is not None else measured.iloc[:0], measured)
     if cpu:
         lines.append(cpu)
-    seen = table["verdict"].eq("predicted and seen").any() if len(table) else False
-    if predicted is not None and len(predicted) and not seen:
+    seen = table[table["verdict"] == "predicted and seen"] if len(table) else table
+    if predicted is not None and len(predicted) and seen.empty:
         why = {
             True: "the check shows this CPU pays for the aliasing on its own, so something "
             "else in the loop hides it",
@@ -450,13 +483,19 @@ def explain(
         lines.append(
             f"No window where one was predicted: {why}. {spread[:1].upper() + spread[1:]}. "
             "The effect depends on the CPU: the paper's authors saw 14-30 % on one machine and "
-            "2 % on another."
+            "2 % on another. For a bias any CPU pays, try --workload split (its 8-byte "
+            "counter straddles a page once per 4096 sizes)."
         )
-    elif seen:
+    if seen["pair"].str.contains("≡").any():
         lines.append(
-            "Each window is the stack position where the loop's load from the stack waits "
-            "behind its store to a static (or the reverse) because their addresses match in "
-            "their low 12 bits."
+            "A 4K-aliasing window is the stack position where the loop's load from the stack "
+            "waits behind its store to a static (or the reverse) because their addresses "
+            "match in their low 12 bits."
+        )
+    if seen["pair"].str.contains("straddles").any():
+        lines.append(
+            "A page-split window is the stack position where a slot spans two pages: each of "
+            "its loads and stores needs both, on any CPU."
         )
     return predicted, table, lines
 
@@ -465,6 +504,6 @@ def hatch(ax, predicted: pd.DataFrame, lo: float, hi: float, pad: float) -> None
     """Draw the predicted windows on an env-size axis as hatched bands, labelled once."""
     shown = predicted[(predicted["end"] >= lo) & (predicted["start"] <= hi)]
     for i, w in enumerate(shown.itertuples()):
-        label = "predicted (4K aliasing)" if i == 0 else None
+        label = "predicted from addresses" if i == 0 else None
         ax.axvspan(w.start - pad, w.end + pad, facecolor="none", edgecolor="0.3", hatch="///",
                    lw=0.6, label=label)  # fmt: skip

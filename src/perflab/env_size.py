@@ -50,8 +50,9 @@ class Plan(childruns.Controls):
     workload: str = field(
         default="mytkowicz",
         metadata=_cli("--workload", "Built-in loop: mytkowicz (the paper's; its windows depend "
-                      "on the CPU) or split (its counter straddles a page once per 4096 sizes: "
-                      "a bias any CPU pays).", choices=tuple(windows_mod.BUILTIN)),
+                      "on the CPU) or split (its 8-byte counter straddles a page once per 4096 "
+                      "sizes: a cost that does not rest on 4K aliasing).",
+                      choices=tuple(windows_mod.BUILTIN)),
     )  # fmt: skip
     workload_digest: str = field(default="", compare=False)
 

@@ -483,8 +483,8 @@ def explain(
         lines.append(
             f"No window where one was predicted: {why}. {spread[:1].upper() + spread[1:]}. "
             "The effect depends on the CPU: the paper's authors saw 14-30 % on one machine and "
-            "2 % on another. For a bias any CPU pays, try --workload split (its 8-byte "
-            "counter straddles a page once per 4096 sizes)."
+            "2 % on another. For a bias that does not rest on 4K aliasing, try --workload "
+            "split (its 8-byte counter straddles a page once per 4096 sizes)."
         )
     if seen["pair"].str.contains("≡").any():
         lines.append(
@@ -495,7 +495,7 @@ def explain(
     if seen["pair"].str.contains("straddles").any():
         lines.append(
             "A page-split window is the stack position where a slot spans two pages: each of "
-            "its loads and stores needs both, on any CPU."
+            "its loads and stores needs both pages (two translations, two cache lines)."
         )
     return predicted, table, lines
 

@@ -250,12 +250,11 @@ def loop_layout(
     base = env_strings([program], dict(base_env or {}), var, 0)
     row = report.iloc[0]
     names = {int(row[v] - row["frame"]): v for v in ("g", "inc")}
-    accessed = {a.offset for a in loop_accesses(program) if a.where == "stack"}
-    if set(names) != accessed:  # the twin laid its frame out otherwise: no names to trust
-        names = {}
+    found = loop_accesses(program)
+    if set(names) != {a.offset for a in found if a.where == "stack"}:
+        names = {}  # the twin laid its frame out otherwise: no names to trust
     accesses = tuple(
-        replace(a, name=names.get(a.offset, a.name)) if a.where == "stack" else a
-        for a in loop_accesses(program)
+        replace(a, name=names.get(a.offset, a.name)) if a.where == "stack" else a for a in found
     )
     return Layout(accesses, model, base)
 

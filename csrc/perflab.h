@@ -340,3 +340,14 @@ int perflab_time_pair(const struct perflab_call *a, const struct perflab_call *b
 void perflab_spin(void *iterations);
 void perflab_noop(void);
 void perflab_noop_arg(void *arg);
+
+/* ---- alias.c: 4K aliasing, a store and a load that match modulo 4096 ------------- */
+
+#define PERFLAB_ALIAS_STORE_LOAD 0 /* store, then an independent load */
+#define PERFLAB_ALIAS_LOOP 1       /* the paper's loop: i, j, k at st; inc, g at ld */
+#define PERFLAB_ALIAS_STORE_OFFSET 64 /* where the store lands in the buffer's first page */
+/* `trials` interleaved pairs of n iterations of one kernel, the load `aliased` bytes
+ * after the store (a multiple of 4096: same low 12 bits) and `distinct` bytes after it;
+ * ticks of each trial in out_aliased[t], out_distinct[t]. 0 or -EINVAL. */
+int perflab_alias_time(int kernel, size_t aliased, size_t distinct, size_t n, size_t trials,
+                       uint64_t *out_aliased, uint64_t *out_distinct);

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from perflab import childruns, compiler, machine, results, spawn
+from perflab import windows as windows_mod
 from perflab.childruns import _cli
 from perflab.childruns import status_counts as status_counts
 from perflab.childruns import value_column as value_column
@@ -46,6 +47,13 @@ class Plan(childruns.Controls):
                       "registers, -O2 folds it away: only -O0 touches the stack each "
                       "iteration).", choices=compiler.OPT_LEVELS),
     )  # fmt: skip
+    workload: str = field(
+        default="mytkowicz",
+        metadata=_cli("--workload", "Built-in loop: mytkowicz (the paper's; its windows depend "
+                      "on the CPU) or split (its 8-byte counter straddles a page once per 4096 "
+                      "sizes: a cost that does not rest on 4K aliasing).",
+                      choices=tuple(windows_mod.BUILTIN)),
+    )  # fmt: skip
     workload_digest: str = field(default="", compare=False)
 
     def check(self) -> "Plan":
@@ -64,6 +72,8 @@ class Plan(childruns.Controls):
             raise PerflabError(f"--step must be at least 1, not {self.step}")
         childruns.check_repeat(self.repeat)
         childruns.check_order(self.order)
+        if self.program and self.workload != "mytkowicz":
+            raise PerflabError("--workload chooses a built-in loop: give it or a PROGRAM, not both")
         if not self.var or "=" in self.var or "\0" in self.var:
             raise PerflabError(f"invalid environment variable name {self.var!r}")
         self.check_controls()
@@ -82,12 +92,14 @@ class Plan(childruns.Controls):
 PARAMS = tuple(f.name for f in fields(Plan) if f.name not in ("program", "workload_digest"))
 
 
-def resolve_program(program: Sequence[str], opt: str) -> tuple[tuple[str, ...], dict]:
+def resolve_program(
+    program: Sequence[str], opt: str, builtin: str = "mytkowicz"
+) -> tuple[tuple[str, ...], dict]:
     """The argv to run and what the metadata says about it: the built-in loop when none given."""
     if program:
         path = spawn.check_program(program[0])
         return (path, *program[1:]), {"workload": path}
-    workload = compiler.mytkowicz(opt)
+    workload = windows_mod.build_loop(builtin, opt)
     return (str(workload.path),), workload.meta() | {"opt": f"-O{opt}"}
 
 
@@ -114,9 +126,10 @@ def sweep(
     plan = childruns.with_cpus(Plan(program=tuple(program), **params), cpus).check()
     recording = childruns.Recording(output, resume, discard_bad)
     recording.check()
-    argv, workload_meta = resolve_program(plan.program, plan.opt)
+    argv, workload_meta = resolve_program(plan.program, plan.opt, plan.workload)
     plan = replace(plan, workload_digest=workload_meta.get("workload_digest", ""))
     meta = {**machine.metadata(), **run_conditions(plan), **workload_meta}
+    meta |= windows_mod.explain_meta(argv, plan, childruns.base_env(plan.inherit_env, plan.var))
     size, rep = plan.pairs()
     runs = childruns.Runs(
         programs=[argv],
@@ -279,8 +292,12 @@ def plot(
     zoom: tuple[int, int] | None = None,
     value: str | None = None,
     summary: pd.DataFrame | None = None,
+    predicted: pd.DataFrame | None = None,
 ) -> Path:
-    """Mean (red) and median (blue) ticks vs env size, windows shaded; zoom=(A, B) to look in."""
+    """Mean (red) and median (blue) ticks vs env size, windows shaded; zoom=(A, B) to look in.
+
+    predicted: windows.predict's windows, hatched, so a reader sees where the addresses
+    said a window would be and whether one came."""
     from matplotlib.ticker import StrMethodFormatter
 
     from perflab import plot as plt
@@ -310,6 +327,8 @@ def plot(
             fontsize=8,
             va="top",
         )
+    if predicted is not None:
+        windows_mod.hatch(ax, predicted, lo, hi, pad)
     if "baseline" in windows.attrs:
         ax.axhline(windows.attrs["baseline"], color="black", lw=0.6, ls="--", label="baseline")
     ax.set_xlabel(f"environment size (bytes of padding in {_var(df)}=)")

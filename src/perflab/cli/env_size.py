@@ -4,7 +4,7 @@ import functools
 
 import click
 
-from perflab import env_size, machine, plot
+from perflab import env_size, machine, plot, results, windows
 from perflab.cli import sweep
 from perflab.cli.common import (
     Number,
@@ -65,10 +65,11 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
     """Summary, status counts and windows: as tables, or as one JSON document."""
     value = env_size.value_column(df)
     summary = env_size.summarize(df, value)
-    windows = env_size.detect_windows(summary, k=k)
+    found = env_size.detect_windows(summary, k=k)
     counts = env_size.status_counts(df)
+    predicted, verdicts, why = windows.explain(results.metadata(df), summary, found)
     if plot_path:
-        env_size.plot(df, plot_path, windows, zoom, value, summary)
+        env_size.plot(df, plot_path, found, zoom, value, summary, predicted)
     if summary["n"].sum() == 0:
         raise click.ClickException(
             f"no run ended 'ok' (status: {counts}): nothing to summarise; the {len(df)} runs "
@@ -83,9 +84,13 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
                 "value": value,
                 "runs": len(df),
                 "status": counts,
-                "baseline": windows.attrs.get("baseline"),
-                "threshold": windows.attrs.get("threshold"),
-                "windows": records(windows),
+                "baseline": found.attrs.get("baseline"),
+                "threshold": found.attrs.get("threshold"),
+                "windows": records(found),
+                "predicted": None if predicted is None else records(predicted),
+                "verdicts": records(verdicts),
+                "explanation": why,
+                "alias_check": results.metadata(df).get("alias_check"),
                 "sizes": records(summary),
             }
         )
@@ -95,20 +100,35 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
         f"median {value} per size: min {overall['min']:,.0f}, median {overall['50%']:,.0f}, "
         f"max {overall['max']:,.0f}"
     )
-    if windows.empty:
-        threshold = windows.attrs.get("threshold", 0)
+    if found.empty:
+        threshold = found.attrs.get("threshold", 0)
         click.echo(f"no window: no sizes stand out in median (> {threshold:,.0f}) and minimum")
     else:
         table(
-            windows,
+            found,
             "{:,.3f}",
-            title=f"windows (median > {windows.attrs['threshold']:,.0f}; "
-            f"baseline {windows.attrs['baseline']:,.0f})",
+            title=f"windows (median > {found.attrs['threshold']:,.0f}; "
+            f"baseline {found.attrs['baseline']:,.0f})",
         )
+    _explain(predicted, verdicts, why)
     click.echo()
     table(summary.nlargest(10, "median"), "{:,.0f}", title=f"10 slowest sizes ({value})")
     if plot_path:
         click.echo(f"plot: {plot.check_plot_path(plot_path)}")
+
+
+def _explain(predicted, verdicts, why) -> None:
+    """Where the windows were predicted, the verdict on each, and why, in words."""
+    click.echo()
+    click.echo(why[0] if why else "")
+    if len(verdicts):
+        bounds = zip(verdicts.excess, verdicts.ci_low, verdicts.ci_high, strict=True)
+        shown = verdicts.assign(excess=[f"{e:+.1%} [{lo:+.1%}, {hi:+.1%}]" for e, lo, hi in bounds])
+        table(
+            shown[["start", "end", "verdict", "excess"]], "{}", title="verdicts (excess, 95 % CI)"
+        )
+    for line in why[1:]:
+        click.echo(line)
 
 
 def _fleet(address, hosts, program, params, record, k, as_json) -> None:

@@ -273,8 +273,11 @@ def _run_cluster(client, measure, points, chosen, refused, journal, on_point) ->
                 lose(label, f"failed: {first[0]}")
             elif checked - missing_since.get(label, checked) > WORKER_GRACE_S:
                 lose(label, "worker died during this point")
-    if not frames:
+    if not frames and missing:
         raise PerflabError(
             f"no host measured anything: {missing[0]['host']}: {missing[0]['reason']}"
         )
-    return Outcome(pd.concat(frames, ignore_index=True), missing, refused)
+    # No frames and nothing missing: a resumed campaign whose points were all journaled.
+    return Outcome(
+        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(), missing, refused
+    )

@@ -6,8 +6,9 @@ import math
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 import pandas as pd
@@ -245,11 +246,12 @@ def campaign_verb(
     experiment: str,
     unique: Sequence[str] = (),
     check: Callable[[], object] | None = None,
+    extra_meta: Mapping[str, Any] | None = None,
 ) -> tuple[pd.DataFrame, campaigns.Outcome]:
     """A --cluster run of any verb: journaled by (host, point), resumable, refusals said once."""
     output, resuming = record
     bars = Bars()
-    meta = {**machine.metadata(), "experiment": f"{experiment} campaign"}
+    meta = {**machine.metadata(), **(extra_meta or {}), "experiment": f"{experiment} campaign"}
     try:
         df, out = campaigns.run_journaled(
             measure, points, cluster, hosts, output, {**params, "cluster": cluster,

@@ -1,5 +1,9 @@
 """The clock lab: clocks.c's resolution table, ClockBench's read costs, and a TSC verdict."""
 
+import os
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -10,7 +14,7 @@ SOURCES = _native.CLOCK_SOURCES
 COUNTERS = {"rdtsc", "lfence+rdtsc", "rdtscp", "cpuid+rdtsc"}
 
 
-def resolve(names) -> list[str]:
+def resolve(names: Iterable[str]) -> list[str]:
     """Canonical clock names for user spellings ('monotonic_raw', 'RDTSCP'); unknown → error."""
     lookup = {n.lower(): n for n in SOURCES}
     lookup.update({n.lower().removeprefix("clock_"): n for n in SOURCES})
@@ -23,7 +27,7 @@ def resolve(names) -> list[str]:
     return out
 
 
-def available(names=None) -> list[str]:
+def available(names: Iterable[str] | None = None) -> list[str]:
     """The sources of `names` (default: all) that this CPU and kernel can read."""
     return [n for n in resolve(names or SOURCES) if _native.source_available(SOURCES[n])]
 
@@ -50,7 +54,7 @@ def batch_ns(name: str, n: int, hz: float) -> float:
     return _native.clock_batch_ticks(SOURCES[name], n, f"batch {name}") / n / hz * 1e9
 
 
-def read_costs(samples: int = 1000, names=None) -> pd.DataFrame:
+def read_costs(samples: int = 1000, names: Iterable[str] | None = None) -> pd.DataFrame:
     """ClockBench: one row per read, its cost as the step between consecutive reads."""
     if samples < 1:
         raise PerflabError(f"--samples must be at least 1, not {samples}")
@@ -98,7 +102,7 @@ def cost_table(costs: pd.DataFrame, batch: int = 10000) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def tsc_report() -> dict:
+def tsc_report() -> dict[str, Any]:
     """TSC flags, clocksources, frequency and a one-line verdict on TSC timing here."""
     flags = machine.cpu_flags()
     current, available_cs = machine.clocksources()
@@ -128,7 +132,9 @@ def verdict(flags: dict[str, bool], clocksource: str, hypervisor: str) -> str:
     return f"trustworthy: invariant TSC, kernel clocksource is tsc, serialise with {serial}{where}"
 
 
-def plot(costs: pd.DataFrame, path, table: pd.DataFrame | None = None) -> None:
+def plot(
+    costs: pd.DataFrame, path: str | os.PathLike[str], table: pd.DataFrame | None = None
+) -> None:
     """Distribution of read costs per method, log scale, with the batch-timed mean in red.
 
     COARSE clocks step by their resolution, so most steps are 0: the red mark shows what a

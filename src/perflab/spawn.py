@@ -42,7 +42,7 @@ class SpawnOptions:
     stdout: int | None = None
     stderr: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.aslr not in ASLR_MODES:
             raise PerflabError(f"aslr must be one of {', '.join(ASLR_MODES)}, not {self.aslr!r}")
         if self.rt_policy not in RT_POLICIES:
@@ -134,7 +134,7 @@ class InProcess:
     """Spawns from perflab's own process: a child's maxrss would be perflab's, so it is empty."""
 
     method = "in-process (maxrss not measurable: a vfork child inherits the parent's peak)"
-    floor_kb = None
+    floor_kb: int | None = None
 
     def batch(self, request: bytes, nruns: int, stdio: list[int]) -> np.ndarray:
         out = np.zeros(nruns, dtype=RUN_DTYPE)
@@ -160,7 +160,7 @@ class Spawner(InProcess):
 
     method = "spawner helper (children exec'd from a small process; maxrss includes its peak)"
 
-    def __init__(self):
+    def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         with theirs:
             self.proc = subprocess.Popen(
@@ -192,14 +192,14 @@ class Spawner(InProcess):
                 self.waiting = False
                 done, floor_kb = _native.batch_reply(bytes(reply))
                 out = np.zeros(done, dtype=RUN_DTYPE)
-                self._recv_into(memoryview(out).cast("B"))
+                self._recv_into(out.data.cast("B"))
             except BaseException:
                 self.close()  # out of step with the helper now: the next batch starts a new one
                 raise
         self.floor_kb = max(self.floor_kb or 0, floor_kb) if floor_kb > 0 else None
         return out
 
-    def _recv_into(self, buf) -> None:
+    def _recv_into(self, buf: bytearray | memoryview) -> None:
         view = memoryview(buf)
         while view.nbytes:
             n = self.sock.recv_into(view)
@@ -271,7 +271,7 @@ def stop_wakeup_fd() -> int:
     return _stop_pipe()[1]
 
 
-def maxrss_meta(used: InProcess) -> dict:
+def maxrss_meta(used: InProcess) -> dict[str, object]:
     """What a result records about its maxrss_kb column: the method and its floor."""
     return {"maxrss_method": used.method, "maxrss_floor_kb": used.floor_kb}
 

@@ -1,6 +1,7 @@
 """`perflab clocks`: the clock article's tables on this machine."""
 
 import functools
+from collections.abc import Sequence
 
 import click
 
@@ -36,7 +37,16 @@ from perflab.cli.common import (
 @output_options
 @cluster_options
 @resume_option
-def clocks_cmd(samples, names, output, as_json, plot_path, cluster, hosts, resume):
+def clocks_cmd(
+    samples: int,
+    names: tuple[str, ...],
+    output: str | None,
+    as_json: bool,
+    plot_path: str | None,
+    cluster: str | None,
+    hosts: tuple[str, ...],
+    resume: str | None,
+) -> None:
     """Resolution, value and read cost of every clock and TSC method; TSC trust verdict."""
     if samples < 1:
         raise click.BadParameter(f"must be at least 1, not {samples}", param_hint="--samples")
@@ -80,7 +90,14 @@ def clocks_cmd(samples, names, output, as_json, plot_path, cluster, hosts, resum
     click.echo(f"verdict: {tsc['verdict']}")
 
 
-def _fleet(address, hosts, samples, selected, record, as_json) -> None:
+def _fleet(
+    address: str,
+    hosts: Sequence[str],
+    samples: int,
+    selected: list[str] | None,
+    record: tuple[str | None, bool],
+    as_json: bool,
+) -> None:
     """The read-cost table on every host of a Dask cluster, medians side by side."""
     methods = clocks.available(selected)
     measure = functools.partial(clocks.cost_of, samples=samples)

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -271,7 +272,7 @@ def stop_wakeup_fd() -> int:
     return _stop_pipe()[1]
 
 
-def maxrss_meta(used: InProcess) -> dict[str, object]:
+def maxrss_meta(used: InProcess) -> dict[str, Any]:
     """What a result records about its maxrss_kb column: the method and its floor."""
     return {"maxrss_method": used.method, "maxrss_floor_kb": used.floor_kb}
 

@@ -2,6 +2,7 @@
 
 import functools
 import shlex
+from typing import Any
 
 import click
 import pandas as pd
@@ -50,8 +51,9 @@ PARAMS = ("permutations", "repeat", "order", "mlock")
 @journal_options
 @output_options
 @click.argument("objects", nargs=-1, type=click.Path(dir_okay=False))
-def link_order_cmd(objects_flag, cflags, resume, discard_bad, output, as_json, plot_path,
-                   objects, **params):  # fmt: skip
+def link_order_cmd(objects_flag: bool, cflags: str, resume: str | None, discard_bad: bool,
+                   output: str | None, as_json: bool, plot_path: str | None,
+                   objects: tuple[str, ...], **params: Any) -> None:  # fmt: skip
     """Link OBJECTS (default: the built-in workload) in every order, run each REPEAT times.
 
     \b
@@ -63,7 +65,7 @@ def link_order_cmd(objects_flag, cflags, resume, discard_bad, output, as_json, p
         raise click.BadParameter("--objects needs object files after it", param_hint="--objects")
     if (params["template"] or params["ldflags"]) and not objects:
         raise click.BadParameter("--link-cmd/--ldflags need --objects FILE...")
-    named = output or resume
+    named = bool(output or resume)
     output, resuming = record_path(output, resume, "link-order")
     check_paths(output, plot_path)
     bars = Bars()

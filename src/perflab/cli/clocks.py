@@ -2,8 +2,10 @@
 
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 import click
+import pandas as pd
 
 from perflab import clocks, machine, results, timing
 from perflab.cli import cli
@@ -69,6 +71,11 @@ def clocks_cmd(
     if as_json:
         emit_json({"resolution": records(res), "cost_ns": records(summary), "tsc": tsc})
         return
+    _tables(res, summary, tsc)
+
+
+def _tables(res: pd.DataFrame, summary: pd.DataFrame, tsc: dict[str, Any]) -> None:
+    """The article's listings: resolutions, read costs, the timer's step and the TSC verdict."""
     table(res, "{:,}", title="clocks.c")
     click.echo()
     table(

@@ -107,20 +107,25 @@ def _report(
         f"median {value} per size: min {overall['min']:,.0f}, median {overall['50%']:,.0f}, "
         f"max {overall['max']:,.0f}"
     )
-    if windows.empty:
-        threshold = windows.attrs.get("threshold", 0)
-        click.echo(f"no window: no sizes stand out in median (> {threshold:,.0f}) and minimum")
-    else:
-        table(
-            windows,
-            "{:,.3f}",
-            title=f"windows (median > {windows.attrs['threshold']:,.0f}; "
-            f"baseline {windows.attrs['baseline']:,.0f})",
-        )
+    _windows(windows)
     click.echo()
     table(summary.nlargest(10, "median"), "{:,.0f}", title=f"10 slowest sizes ({value})")
     if plot_path:
         click.echo(f"plot: {plot.check_plot_path(plot_path)}")
+
+
+def _windows(windows: pd.DataFrame) -> None:
+    """The detected windows as a table, or why there are none."""
+    if windows.empty:
+        threshold = windows.attrs.get("threshold", 0)
+        click.echo(f"no window: no sizes stand out in median (> {threshold:,.0f}) and minimum")
+        return
+    table(
+        windows,
+        "{:,.3f}",
+        title=f"windows (median > {windows.attrs['threshold']:,.0f}; "
+        f"baseline {windows.attrs['baseline']:,.0f})",
+    )
 
 
 def _fleet(

@@ -218,22 +218,20 @@ static void echo_child(int cpu, int rfd, int wfd)
 
 struct saved_sched {
     cpu_set_t affinity;
-    int policy;
-    struct sched_param param;
+    struct perflab_saved_sched sched;
     struct rlimit rttime;
 };
 
 static void save_sched(struct saved_sched *s)
 {
     sched_getaffinity(0, sizeof s->affinity, &s->affinity);
-    s->policy = sched_getscheduler(0);
-    sched_getparam(0, &s->param);
+    perflab_sched_save(&s->sched);
     getrlimit(RLIMIT_RTTIME, &s->rttime);
 }
 
 static void restore_sched(const struct saved_sched *s)
 {
-    sched_setscheduler(0, s->policy, &s->param);
+    perflab_sched_restore(&s->sched);
     setrlimit(RLIMIT_RTTIME, &s->rttime);
     sched_setaffinity(0, sizeof s->affinity, &s->affinity);
 }

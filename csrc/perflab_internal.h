@@ -2,6 +2,7 @@
  * perflab.h alone, so this header may include system headers and define functions. */
 #ifndef PERFLAB_INTERNAL_H
 #define PERFLAB_INTERNAL_H
+#include <sched.h>
 #include <stdint.h>
 #include <sys/time.h>
 #include <time.h>
@@ -22,5 +23,23 @@ static inline uint64_t perflab_now_ns(clockid_t id)
     struct timespec ts;
     clock_gettime(id, &ts);
     return perflab_ts_ns(&ts);
+}
+
+/* The calling thread's scheduling policy and priority, to put back after a real-time spell. */
+struct perflab_saved_sched {
+    int policy;
+    struct sched_param param;
+};
+
+/* 0, or -1 when the scheduler would not say (nothing to restore then). */
+static inline int perflab_sched_save(struct perflab_saved_sched *s)
+{
+    s->policy = sched_getscheduler(0);
+    return s->policy < 0 || sched_getparam(0, &s->param) != 0 ? -1 : 0;
+}
+
+static inline void perflab_sched_restore(const struct perflab_saved_sched *s)
+{
+    sched_setscheduler(0, s->policy, &s->param);
 }
 #endif

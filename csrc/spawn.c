@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "perflab.h"
+#include "perflab_internal.h"
 #include "perflab_probe.h"
 
 #define CHILD_STACK (64 * 1024)
@@ -77,16 +78,9 @@ struct child_args {
     volatile int rt_err;
 };
 
-static int64_t tv_ns(struct timeval tv)
-{
-    return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
-}
-
 static int64_t mono_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return (int64_t)perflab_now_ns(CLOCK_MONOTONIC);
 }
 
 static int move_fd(int from, int to)
@@ -151,8 +145,7 @@ fail:
  * a shell loop gives); restored before returning.  Refusal is the child's to report. */
 struct saved_sched {
     int changed;
-    int policy;
-    struct sched_param param;
+    struct perflab_saved_sched sched;
 };
 
 static void parent_rt_enter(const struct spawn_opts *o, struct saved_sched *saved)
@@ -162,8 +155,7 @@ static void parent_rt_enter(const struct spawn_opts *o, struct saved_sched *save
     saved->changed = 0;
     if (!(o->flags & PERFLAB_SPAWN_RT))
         return;
-    saved->policy = sched_getscheduler(0);
-    if (saved->policy < 0 || sched_getparam(0, &saved->param) != 0)
+    if (perflab_sched_save(&saved->sched) != 0)
         return;
     saved->changed = sched_setscheduler(0, o->rt_policy, &sp) == 0;
 }
@@ -171,7 +163,7 @@ static void parent_rt_enter(const struct spawn_opts *o, struct saved_sched *save
 static void parent_rt_leave(const struct saved_sched *saved)
 {
     if (saved->changed)
-        sched_setscheduler(0, saved->policy, &saved->param);
+        perflab_sched_restore(&saved->sched);
 }
 
 static int ctx_init(struct spawn_ctx *c, const struct spawn_opts *o)
@@ -302,8 +294,8 @@ static void classify(int wstatus, int timed_out, struct perflab_run *out)
 
 static void fill_rusage(const struct rusage *ru, struct perflab_run *out)
 {
-    out->utime_ns = tv_ns(ru->ru_utime);
-    out->stime_ns = tv_ns(ru->ru_stime);
+    out->utime_ns = (int64_t)perflab_tv_ns(&ru->ru_utime);
+    out->stime_ns = (int64_t)perflab_tv_ns(&ru->ru_stime);
     out->maxrss_kb = ru->ru_maxrss;
     out->minflt = ru->ru_minflt;
     out->majflt = ru->ru_majflt;

@@ -112,6 +112,25 @@ def test_cli_fleet_clocks_then_report_hosts(cluster, runner, tmp_path):
     assert all(h["n"] == 400 for h in doc["hosts"]) and png.stat().st_size > 1000
 
 
+def test_clocks_campaign_is_journaled_and_resumes_like_the_other_verbs(cluster, runner, tmp_path):
+    lc, _ = cluster
+    out = tmp_path / "clocks.parquet"
+    args = ["clocks", "--samples", "50", "--clock", "rdtsc", "--cluster", lc.scheduler_address]
+    res = runner.invoke(cli, [*args, "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    meta = results.metadata(results.load(out))
+    assert meta["complete"] is True and meta["experiment"] == "clocks campaign"
+    assert meta["unit"] == "ns" and meta["params"]["methods"] == ["rdtsc"]
+    res = runner.invoke(cli, [*args, "--resume", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    df = results.load(out)
+    assert len(df) == 100 and not df.duplicated(["host", "method", "rep"]).any()
+    res = runner.invoke(cli, [*args[:2], "60", *args[3:], "--resume", str(out)])
+    assert res.exit_code != 0 and "different parameters (samples)" in res.output
+    res = runner.invoke(cli, ["clocks", "--samples", "50", "--resume", str(out)])
+    assert res.exit_code != 0 and "only a --cluster run is journaled" in res.output
+
+
 def test_unreachable_scheduler_is_one_line(runner):
     res = runner.invoke(cli, ["clocks", "--cluster", "tcp://127.0.0.1:9"])
     assert res.exit_code != 0 and "cannot reach the Dask scheduler" in res.output

@@ -305,6 +305,6 @@ def test_refused_realtime_warns_once_and_continues(tmp_path, no_rt_prefix):
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stderr.count("real-time priority refused: EPERM") == 1
+    assert done.stderr.count("real-time priority refused: Operation not permitted (EPERM)") == 1
     meta = results.metadata(results.load(out))
     assert meta["rt_granted"] is False and len(results.load(out)) == 1202

@@ -5,6 +5,7 @@ back; cffi types, -errno returns and C constants stay on this side (as PyNaCl's 
 """
 
 import errno
+import functools
 import importlib.util
 import os
 from collections.abc import Sequence
@@ -88,8 +89,10 @@ HZ_SOURCES = {
 }
 
 
+@functools.cache
 def timer_overhead_ticks() -> int:
-    """Ticks a begin/end pair of the cycle counter costs with nothing between (the minimum)."""
+    """Ticks a begin/end pair of the cycle counter costs with nothing between (the minimum of
+    10 000 pairs), read once a process so every subtraction in it uses the same figure."""
     return int(lib.perflab_timer_overhead())
 
 
@@ -371,6 +374,145 @@ def alias_time(
     )  # fmt: skip
     check(rc, f"alias check ({kernel}, {aliased} and {distinct} bytes apart)")
     return a, d
+
+
+# ---- clock.c: clock sources ----------------------------------------------------------------
+
+# Display names in the article's order (clocks.c, then ClockBench's TSC methods).
+CLOCK_SOURCES: dict[str, int] = {
+    "gettimeofday": lib.PERFLAB_GETTIMEOFDAY,
+    "CLOCK_REALTIME": lib.PERFLAB_CLOCK_REALTIME,
+    "CLOCK_REALTIME_COARSE": lib.PERFLAB_CLOCK_REALTIME_COARSE,
+    "CLOCK_MONOTONIC": lib.PERFLAB_CLOCK_MONOTONIC,
+    "CLOCK_MONOTONIC_RAW": lib.PERFLAB_CLOCK_MONOTONIC_RAW,
+    "CLOCK_MONOTONIC_COARSE": lib.PERFLAB_CLOCK_MONOTONIC_COARSE,
+    "CLOCK_BOOTTIME": lib.PERFLAB_CLOCK_BOOTTIME,
+    "CLOCK_PROCESS_CPUTIME_ID": lib.PERFLAB_CLOCK_PROCESS_CPUTIME_ID,
+    "CLOCK_THREAD_CPUTIME_ID": lib.PERFLAB_CLOCK_THREAD_CPUTIME_ID,
+    "rdtsc": lib.PERFLAB_TSC_RDTSC,
+    "lfence+rdtsc": lib.PERFLAB_TSC_LFENCE_RDTSC,
+    "rdtscp": lib.PERFLAB_TSC_RDTSCP,
+    "cpuid+rdtsc": lib.PERFLAB_TSC_CPUID_RDTSC,
+}
+
+
+def source_available(source: int) -> bool:
+    """Whether this CPU and kernel can read the clock source."""
+    return bool(lib.perflab_source_available(source))
+
+
+def clock_getres(source: int, what: str) -> int:
+    """clock_getres of a clock source in ns."""
+    res = ffi.new("int64_t *")
+    check(lib.perflab_getres(source, res), what)
+    return int(res[0])
+
+
+def clock_read(source: int, what: str) -> tuple[int, int]:
+    """A clock source's current value as (seconds, nanoseconds)."""
+    sec, nsec = ffi.new("int64_t *"), ffi.new("int64_t *")
+    check(lib.perflab_read(source, sec, nsec), what)
+    return int(sec[0]), int(nsec[0])
+
+
+def clock_sample(source: int, n: int, what: str) -> np.ndarray:
+    """n back-to-back reads of one source, taken in C (ns for clocks, ticks for counters)."""
+    out = u64_array(n)
+    check(lib.perflab_sample(source, ptr(out, "uint64_t[]"), n), what)
+    return out
+
+
+def clock_batch_ticks(source: int, n: int, what: str) -> int:
+    """TSC ticks n reads of one source cost together."""
+    ticks = ffi.new("uint64_t *")
+    check(lib.perflab_batch_ticks(source, n, ticks), what)
+    return int(ticks[0])
+
+
+# ---- spawn.c -------------------------------------------------------------------------------
+
+RUN_STATUS: dict[int, str] = {
+    lib.PERFLAB_RUN_OK: "ok",
+    lib.PERFLAB_RUN_EXIT: "exit",
+    lib.PERFLAB_RUN_CRASH: "crash",
+    lib.PERFLAB_RUN_TIMEOUT: "timeout",
+    lib.PERFLAB_RUN_BAD_PROBE: "bad_probe",
+    lib.PERFLAB_RUN_EXEC_FAILED: "exec_failed",
+    lib.PERFLAB_RUN_SETUP_FAILED: "setup_failed",
+    lib.PERFLAB_RUN_SPAWN_FAILED: "spawn_failed",
+}
+RUN_OK: int = lib.PERFLAB_RUN_OK
+RUN_BAD_PROBE: int = lib.PERFLAB_RUN_BAD_PROBE
+RUN_HAS_PROBE: int = lib.PERFLAB_RUN_HAS_PROBE
+RUN_HAS_COUNTERS: int = lib.PERFLAB_RUN_HAS_COUNTERS
+RUN_STRAYS: int = lib.PERFLAB_RUN_STRAYS
+SPAWN_NO_ASLR: int = lib.PERFLAB_SPAWN_NO_ASLR
+SPAWN_ASLR: int = lib.PERFLAB_SPAWN_ASLR
+SPAWN_RT: int = lib.PERFLAB_SPAWN_RT
+SPAWN_MLOCK: int = lib.PERFLAB_SPAWN_MLOCK
+STOP_BYTE: int = lib.PERFLAB_STOP_BYTE
+BATCH_REPLY_BYTES: int = ffi.sizeof("struct perflab_batch_reply")
+
+
+def _run_dtype() -> np.dtype:
+    """numpy's view of struct perflab_run, read from cffi so the layout is never retyped."""
+    ctype = ffi.typeof("struct perflab_run")
+    names, formats, offsets = [], [], []
+    for name, f in ctype.fields:
+        names.append(name)
+        kind = "u" if f.type.cname.startswith("uint") else "i"
+        formats.append(f"{kind}{ffi.sizeof(f.type)}")
+        offsets.append(f.offset)
+    return np.dtype(
+        {"names": names, "formats": formats, "offsets": offsets, "itemsize": ffi.sizeof(ctype)}
+    )
+
+
+RUN_DTYPE = _run_dtype()
+
+
+@dataclass(frozen=True)
+class BatchHeader:
+    """The fields of struct perflab_batch that vary (csrc/perflab.h): one format, two engines."""
+
+    flags: int
+    rt_policy: int
+    rt_priority: int
+    ncpus: int
+    timeout_ns: int
+    nprogs: int
+    nenv: int
+    nruns: int
+    strings_len: int
+
+
+def batch_header(header: BatchHeader) -> bytes:
+    """struct perflab_batch's bytes, magic and version filled in, children's stdio attached."""
+    h = ffi.new("struct perflab_batch *")
+    h.magic, h.version, h.stdio = lib.PERFLAB_BATCH_MAGIC, lib.PERFLAB_BATCH_VERSION, 1
+    for f in fields(BatchHeader):
+        setattr(h, f.name, getattr(header, f.name))
+    return bytes(ffi.buffer(h))
+
+
+def spawn_batch(request: bytes, stdio: Sequence[int], stop_fd: int, out: np.ndarray) -> int:
+    """Run a packed batch in this process into out (RUN_DTYPE records): how many were run."""
+    done = ffi.new("int64_t *")
+    rc = lib.perflab_spawn_batch(
+        request, len(request), list(stdio), stop_fd, ptr(out, "struct perflab_run[]"), done
+    )
+    check(rc, "spawn batch")
+    return int(done[0])
+
+
+def batch_reply(raw: bytes) -> tuple[int, int]:
+    """The spawner's struct perflab_batch_reply as (runs done, its peak RSS in KiB or <= 0)."""
+    reply = ffi.new("struct perflab_batch_reply *")
+    ffi.buffer(reply)[:] = raw
+    if reply.magic != lib.PERFLAB_BATCH_MAGIC:
+        raise OSError(errno.EPROTO, "bad reply")
+    check(reply.error, "spawn batch")
+    return int(reply.done), int(reply.floor_kb)
 
 
 if os.environ.get("PERFLAB_SKIP_FRESHNESS") != "1":

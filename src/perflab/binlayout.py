@@ -6,6 +6,7 @@ address and its alignment (mod 16/32/64), cached beside the program (named by it
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from perflab.errors import PerflabError
 MODULI = (16, 32, 64)
 
 
-def _nm(path, *args: str) -> list[list[str]]:
+def _nm(path: str | os.PathLike[str], *args: str) -> list[list[str]]:
     """`nm` lines as fields (no shell); nm missing is one line saying what to install."""
     try:
         done = subprocess.run(["nm", *args, str(path)], capture_output=True, text=True, check=False)
@@ -41,7 +42,9 @@ _BRANCH = re.compile(r"^\s*([0-9a-f]+):\s+(j\w+|loop\w*)\s+([0-9a-f]+)\s")
 _INSN = re.compile(r"^\s*([0-9a-f]+):")
 
 
-def _loops(path, spans: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+def _loops(
+    path: str | os.PathLike[str], spans: dict[str, tuple[int, int]]
+) -> dict[str, tuple[int, int]]:
     """(head, end) of each function's outermost loop: the lowest target of a backward jump
     inside it, and the address after the last such jump (objdump, one call per program)."""
     if not spans:

@@ -10,7 +10,7 @@ import contextlib
 import functools
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +48,7 @@ class Outcome:
     refused: list[str] = field(default_factory=list)
 
 
-def host_facts(dask_worker=None) -> dict[str, str]:
+def host_facts(dask_worker: Any = None) -> dict[str, str]:
     """Run on a worker (Client.run passes it): its host label, perflab version and core digest."""
     label = socket.gethostname()
     # `dask worker --name X` labels a host; the default name is the worker's address.
@@ -60,7 +60,7 @@ def host_facts(dask_worker=None) -> dict[str, str]:
 
 def measure_point(measure: Measure, point: Mapping[str, Any], label: str) -> pd.DataFrame:
     """Run on a host: one point under the host's lock, rows tagged with the host's metadata."""
-    lock = contextlib.nullcontext()
+    lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
     with contextlib.suppress(ImportError, ValueError):
         from distributed import Lock, get_worker
 
@@ -92,7 +92,7 @@ def host_check(check: Callable[[], Any] | None) -> str | None:
 
 
 def discover(
-    client, hosts: Iterable[str] | None = None, check: Callable[[], Any] | None = None
+    client: Any, hosts: Iterable[str] | None = None, check: Callable[[], Any] | None = None
 ) -> tuple[list[Host], list[str]]:
     """The cluster's hosts (one worker each), and the refusals: foreign perflab builds, and
     hosts where check() fails (a --cpu the host does not have, say)."""
@@ -124,12 +124,12 @@ def discover(
 
 def run(
     measure: Measure,
-    points: list[Mapping[str, Any]],
+    points: Sequence[Mapping[str, Any]],
     address: str | None = None,
     hosts: Iterable[str] | None = None,
     journal: Journal | None = None,
-    on_point: Callable[[], None] | None = None,
-    on_start: Callable[[int], None] | None = None,
+    on_point: Callable[[], object] | None = None,
+    on_start: Callable[[int], object] | None = None,
     check: Callable[[], Any] | None = None,
 ) -> Outcome:
     """Measure every point on every host; a lost worker costs only its in-flight point.
@@ -160,7 +160,7 @@ def run(
 
 def run_journaled(
     measure: Measure,
-    points: list[Mapping[str, Any]],
+    points: Sequence[Mapping[str, Any]],
     address: str | None,
     hosts: Iterable[str] | None,
     output: str | None,
@@ -168,30 +168,34 @@ def run_journaled(
     meta: Mapping[str, Any],
     resume: bool = False,
     unique: Iterable[str] = (),
-    on_point: Callable[[], None] | None = None,
-    on_start: Callable[[int], None] | None = None,
+    on_point: Callable[[], object] | None = None,
+    on_start: Callable[[int], object] | None = None,
     check: Callable[[], Any] | None = None,
 ) -> tuple[pd.DataFrame, Outcome]:
     """run() journaled in `output` by (host, point), so an interrupted campaign resumes where it
     stopped; the frame comes back merged, complete only when no point is missing. Without an
     output the rows stay in memory."""
+    out: Outcome | None = None
     if output is None:
         out = run(measure, points, address, hosts, None, on_point, on_start, check)
         extra = {"params": dict(params), "missing": out.missing, "refused": out.refused}
         return results.attach(out.frame, {**meta, **extra, "complete": not out.missing}), out
     key = ("host", *(points[0] if points else {}))
     recorder = Journal(output, params, meta, key, resume, expect=Expect(unique=tuple(unique)))
-    complete, out = False, None
+    complete = False
     try:
         out = run(measure, points, address, hosts, recorder, on_point, on_start, check)
         complete = not out.missing
     finally:
         extra = {"missing": out.missing, "refused": out.refused} if out else {}
         df = recorder.finish(complete, extra)
+    assert out is not None  # run() returned: an exception would have left through finally
     return df, out
 
 
-def _pending(points, label: str, journal: Journal | None) -> list[dict[str, Any]]:
+def _pending(
+    points: Sequence[Mapping[str, Any]], label: str, journal: Journal | None
+) -> list[dict[str, Any]]:
     """Points of one host not measured yet (by an interrupted campaign)."""
     done = journal.done_keys() if journal else set()
     out = []
@@ -202,7 +206,12 @@ def _pending(points, label: str, journal: Journal | None) -> list[dict[str, Any]
     return out
 
 
-def _run_local(measure, points, journal, on_point) -> Outcome:
+def _run_local(
+    measure: Measure,
+    points: Sequence[Mapping[str, Any]],
+    journal: Journal | None,
+    on_point: Callable[[], object] | None,
+) -> Outcome:
     label = host_facts()["label"]
     frames = []
     for point in _pending(points, label, journal):
@@ -215,7 +224,15 @@ def _run_local(measure, points, journal, on_point) -> Outcome:
     return Outcome(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
 
 
-def _run_cluster(client, measure, points, chosen, refused, journal, on_point) -> Outcome:
+def _run_cluster(
+    client: Any,
+    measure: Measure,
+    points: Sequence[Mapping[str, Any]],
+    chosen: list[Host],
+    refused: list[str],
+    journal: Journal | None,
+    on_point: Callable[[], object] | None,
+) -> Outcome:
     """One in-flight point per host; a host whose worker vanishes gets its rest marked missing."""
     queues = {h.label: _pending(points, h.label, journal) for h in chosen}
     inflight: dict[str, tuple[Any, dict]] = {}
@@ -240,7 +257,7 @@ def _run_cluster(client, measure, points, chosen, refused, journal, on_point) ->
 
     for label in hosts:
         submit(label)
-    checked, missing_since = 0.0, {}
+    checked, missing_since = 0.0, dict[str, float]()
     while inflight:
         time.sleep(0.005)
         if time.monotonic() - checked > 0.5:
@@ -273,8 +290,11 @@ def _run_cluster(client, measure, points, chosen, refused, journal, on_point) ->
                 lose(label, f"failed: {first[0]}")
             elif checked - missing_since.get(label, checked) > WORKER_GRACE_S:
                 lose(label, "worker died during this point")
-    if not frames:
+    if not frames and missing:
         raise PerflabError(
             f"no host measured anything: {missing[0]['host']}: {missing[0]['reason']}"
         )
-    return Outcome(pd.concat(frames, ignore_index=True), missing, refused)
+    # No frames and nothing missing: a resumed campaign whose points were all journaled.
+    return Outcome(
+        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(), missing, refused
+    )

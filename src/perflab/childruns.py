@@ -14,10 +14,11 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from types import FrameType, TracebackType
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -110,6 +111,9 @@ class Controls:
         }
 
 
+PlanT = TypeVar("PlanT", bound=Controls)
+
+
 def order_field() -> Any:
     """The `order` field of a plan that shuffles its runs."""
     return field(
@@ -119,7 +123,7 @@ def order_field() -> Any:
     )  # fmt: skip
 
 
-def with_cpus(plan: Controls, cpus: Sequence[int] | None) -> Controls:
+def with_cpus(plan: PlanT, cpus: Sequence[int] | None) -> PlanT:
     """The plan with its CPUs: those asked for, else the default one."""
     return replace(plan, cpus=tuple(cpus) if cpus is not None else default_cpus())
 
@@ -155,13 +159,13 @@ class Interrupt:
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.hit = False
-        self.signum = signal.SIGINT
-        self._old: dict = {}
-        self._old_wakeup = None
+        self.signum: int = signal.SIGINT
+        self._old: dict[int, Any] = {}
+        self._old_wakeup: int | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Interrupt":
         spawn.clear_stop()
         if threading.current_thread() is threading.main_thread():
             self._old = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
@@ -170,7 +174,7 @@ class Interrupt:
             )
         return self
 
-    def _handler(self, signum, frame):
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
         self.hit = True
         self.signum = signum
         spawn.request_stop()
@@ -179,7 +183,12 @@ class Interrupt:
         """The exception that ends the sweep, naming the signal that stopped it."""
         return Stopped(self.signum)
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self._old_wakeup is not None:
             signal.set_wakeup_fd(self._old_wakeup)
         for s, old in self._old.items():
@@ -260,7 +269,9 @@ def quiet_options(controls: Controls) -> Iterator[spawn.SpawnOptions]:
         os.close(devnull)
 
 
-def run_expect(key: tuple[str, ...], planned: tuple[np.ndarray, ...], columns) -> Expect:
+def run_expect(
+    key: tuple[str, ...], planned: tuple[np.ndarray, ...], columns: Iterable[str]
+) -> Expect:
     """A journal's check for child-run rows: these columns, each planned key once, sane values."""
     frame = pd.DataFrame(dict(zip(key, planned, strict=True)))
     return Expect(
@@ -446,13 +457,14 @@ def measure(
         complete = False
         with Interrupt() as stop, away_from(controls.cpus), ThreadPoolExecutor(1) as pool:
 
-            def submit(at: np.ndarray):
+            def submit(at: np.ndarray) -> "Future[np.ndarray]":
                 return pool.submit(spawn.run_batch, runs.programs, runs.prog[at], sizes[at],
                                    runs.var, runs.env, options, engine)  # fmt: skip
 
             try:
                 pending = submit(chunks[0]) if chunks else None
                 for i, at in enumerate(chunks):
+                    assert pending is not None  # submitted before the loop or in the last turn
                     batch = pending.result()  # fewer than the chunk when a stop cut it short
                     stopping = stop.hit  # read once: a batch submitted below is always collected
                     if not stopping and i + 1 < len(chunks):

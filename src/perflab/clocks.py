@@ -1,32 +1,20 @@
 """The clock lab: clocks.c's resolution table, ClockBench's read costs, and a TSC verdict."""
 
+import os
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
-from perflab import machine, stats
-from perflab._native import check, ffi, lib, ptr, u64_array
+from perflab import _native, machine, stats
 from perflab.errors import PerflabError
 
-# Display names in the article's order (clocks.c, then ClockBench's TSC methods).
-SOURCES = {
-    "gettimeofday": lib.PERFLAB_GETTIMEOFDAY,
-    "CLOCK_REALTIME": lib.PERFLAB_CLOCK_REALTIME,
-    "CLOCK_REALTIME_COARSE": lib.PERFLAB_CLOCK_REALTIME_COARSE,
-    "CLOCK_MONOTONIC": lib.PERFLAB_CLOCK_MONOTONIC,
-    "CLOCK_MONOTONIC_RAW": lib.PERFLAB_CLOCK_MONOTONIC_RAW,
-    "CLOCK_MONOTONIC_COARSE": lib.PERFLAB_CLOCK_MONOTONIC_COARSE,
-    "CLOCK_BOOTTIME": lib.PERFLAB_CLOCK_BOOTTIME,
-    "CLOCK_PROCESS_CPUTIME_ID": lib.PERFLAB_CLOCK_PROCESS_CPUTIME_ID,
-    "CLOCK_THREAD_CPUTIME_ID": lib.PERFLAB_CLOCK_THREAD_CPUTIME_ID,
-    "rdtsc": lib.PERFLAB_TSC_RDTSC,
-    "lfence+rdtsc": lib.PERFLAB_TSC_LFENCE_RDTSC,
-    "rdtscp": lib.PERFLAB_TSC_RDTSCP,
-    "cpuid+rdtsc": lib.PERFLAB_TSC_CPUID_RDTSC,
-}
+SOURCES = _native.CLOCK_SOURCES
 COUNTERS = {"rdtsc", "lfence+rdtsc", "rdtscp", "cpuid+rdtsc"}
 
 
-def resolve(names) -> list[str]:
+def resolve(names: Iterable[str]) -> list[str]:
     """Canonical clock names for user spellings ('monotonic_raw', 'RDTSCP'); unknown → error."""
     lookup = {n.lower(): n for n in SOURCES}
     lookup.update({n.lower().removeprefix("clock_"): n for n in SOURCES})
@@ -39,39 +27,34 @@ def resolve(names) -> list[str]:
     return out
 
 
-def available(names=None) -> list[str]:
+def available(names: Iterable[str] | None = None) -> list[str]:
     """The sources of `names` (default: all) that this CPU and kernel can read."""
-    return [n for n in resolve(names or SOURCES) if lib.perflab_source_available(SOURCES[n])]
+    return [n for n in resolve(names or SOURCES) if _native.source_available(SOURCES[n])]
 
 
 def resolution_table() -> pd.DataFrame:
     """clocks.c: each clock's clock_getres and current value (secs, nsecs)."""
-    res, sec, nsec = ffi.new("int64_t *"), ffi.new("int64_t *"), ffi.new("int64_t *")
     rows = []
     for name in SOURCES:
         if name in COUNTERS:
             continue
-        check(lib.perflab_getres(SOURCES[name], res), f"clock_getres({name})")
-        check(lib.perflab_read(SOURCES[name], sec, nsec), f"read {name}")
-        rows.append({"clock": name, "res_ns": res[0], "secs": sec[0], "nsecs": nsec[0]})
+        res = _native.clock_getres(SOURCES[name], f"clock_getres({name})")
+        sec, nsec = _native.clock_read(SOURCES[name], f"read {name}")
+        rows.append({"clock": name, "res_ns": res, "secs": sec, "nsecs": nsec})
     return pd.DataFrame(rows)
 
 
 def sample(name: str, n: int) -> np.ndarray:
     """n+1 back-to-back reads of one source, taken in C (ns for clocks, ticks for counters)."""
-    out = u64_array(n + 1)
-    check(lib.perflab_sample(SOURCES[name], ptr(out, "uint64_t[]"), n + 1), f"sample {name}")
-    return out
+    return _native.clock_sample(SOURCES[name], n + 1, f"sample {name}")
 
 
 def batch_ns(name: str, n: int, hz: float) -> float:
     """Mean cost of one read over a batch timed by the TSC: the truth for COARSE clocks."""
-    ticks = ffi.new("uint64_t *")
-    check(lib.perflab_batch_ticks(SOURCES[name], n, ticks), f"batch {name}")
-    return ticks[0] / n / hz * 1e9
+    return _native.clock_batch_ticks(SOURCES[name], n, f"batch {name}") / n / hz * 1e9
 
 
-def read_costs(samples: int = 1000, names=None) -> pd.DataFrame:
+def read_costs(samples: int = 1000, names: Iterable[str] | None = None) -> pd.DataFrame:
     """ClockBench: one row per read, its cost as the step between consecutive reads."""
     if samples < 1:
         raise PerflabError(f"--samples must be at least 1, not {samples}")
@@ -119,7 +102,7 @@ def cost_table(costs: pd.DataFrame, batch: int = 10000) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def tsc_report() -> dict:
+def tsc_report() -> dict[str, Any]:
     """TSC flags, clocksources, frequency and a one-line verdict on TSC timing here."""
     flags = machine.cpu_flags()
     current, available_cs = machine.clocksources()
@@ -149,7 +132,9 @@ def verdict(flags: dict[str, bool], clocksource: str, hypervisor: str) -> str:
     return f"trustworthy: invariant TSC, kernel clocksource is tsc, serialise with {serial}{where}"
 
 
-def plot(costs: pd.DataFrame, path, table: pd.DataFrame | None = None) -> None:
+def plot(
+    costs: pd.DataFrame, path: str | os.PathLike[str], table: pd.DataFrame | None = None
+) -> None:
     """Distribution of read costs per method, log scale, with the batch-timed mean in red.
 
     COARSE clocks step by their resolution, so most steps are 0: the red mark shows what a

@@ -10,6 +10,8 @@ import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -80,6 +82,7 @@ class Side:
         """The argv to run in this setup and the link order it was built in ('' if none)."""
         if not self.objects:
             return self.argv, ""
+        assert setup.perm is not None and linker is not None  # objects: linked in every setup
         prog = compiler.link([self.objects[i] for i in setup.perm], linker)
         return (str(prog.path), *self.argv), ",".join(prog.order)
 
@@ -101,7 +104,7 @@ def program_side(name: str, command: str | Sequence[str]) -> Side:
     return Side(name, (spawn.check_program(argv[0]), *argv[1:]), label=shlex.join(argv))
 
 
-def build_side(name: str, cflags: Sequence[str], cc=None) -> Side:
+def build_side(name: str, cflags: Sequence[str], cc: Sequence[str] | None = None) -> Side:
     """The built-in multi-object workload compiled with cflags, linked per setup."""
     objects = tuple(compiler.linkorder_objects(tuple(cflags), cc))
     return Side(name, objects=objects, label=f"built-in workload {' '.join(cflags)}")
@@ -154,7 +157,7 @@ def compare(
     on_start: Callable[[int, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
-    **params,
+    **params: Any,
 ) -> pd.DataFrame:
     """Run A and B interleaved, `repeat` pairs in each of `setups` random setups; tidy frame.
 
@@ -219,7 +222,7 @@ def _runs(plan: Plan, setups: list[Setup], built: list) -> childruns.Runs:
     )
 
 
-def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.95):
+def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
     """B/A of medians in each setup with its bootstrap CI, and which way it points."""
     value = value or value_column(df)
     ok = df[df["status"] == "ok"]
@@ -292,7 +295,7 @@ def overall(
     }
 
 
-def _conclusion(ratio, lo, hi, slower, faster, n) -> str:
+def _conclusion(ratio: float, lo: float, hi: float, slower: int, faster: int, n: int) -> str:
     """The plain-language verdict, the setup-dependence first: that is the paper's point."""
     if slower and faster:
         return (
@@ -307,7 +310,9 @@ def _conclusion(ratio, lo, hi, slower, faster, n) -> str:
     return f"no difference shown: B/A = {ratio:.3f}, its interval {lo:.3f}-{hi:.3f} contains 1"
 
 
-def plot(df: pd.DataFrame, path, setups: pd.DataFrame, summary: dict):
+def plot(
+    df: pd.DataFrame, path: str | os.PathLike[str], setups: pd.DataFrame, summary: dict[str, Any]
+) -> Path:
     """B/A per setup with its CI (red: B slower, blue: B faster), and the overall band."""
     from perflab import plot as plt
 

@@ -8,6 +8,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,7 +159,9 @@ class Object:
 
 
 def compile_object(
-    source: str | os.PathLike, cflags: tuple[str, ...] = LINKORDER_CFLAGS, cc=None
+    source: str | os.PathLike[str],
+    cflags: tuple[str, ...] = LINKORDER_CFLAGS,
+    cc: Sequence[str] | None = None,
 ) -> Object:
     """One translation unit to a cached .o (key: source, headers, flags, compiler)."""
     source = Path(source)
@@ -173,7 +176,9 @@ def compile_object(
     return Object.of(out)
 
 
-def linkorder_objects(cflags: tuple[str, ...] = LINKORDER_CFLAGS, cc=None) -> list[Object]:
+def linkorder_objects(
+    cflags: tuple[str, ...] = LINKORDER_CFLAGS, cc: Sequence[str] | None = None
+) -> list[Object]:
     """The built-in link-order workload's objects (main, a, b, c), each compiled once."""
     return [compile_object(s, cflags, cc) for s in LINKORDER_SOURCES]
 
@@ -233,7 +238,7 @@ class Linker:
         )
 
 
-def builtin_linker(cc=None) -> Linker:
+def builtin_linker(cc: Sequence[str] | None = None) -> Linker:
     """Static when the libc allows it (exec is faster and libc does not move), else dynamic."""
     cc = tuple(cc or compiler())
     tag = hashlib.sha256(compiler_version(cc).encode()).hexdigest()[:12]

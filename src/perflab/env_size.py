@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -112,7 +113,7 @@ def sweep(
     progress: Callable[[int], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
-    **params,
+    **params: Any,
 ) -> pd.DataFrame:
     """Run the env-size sweep and return its tidy frame (also journaled to `output` if given).
 
@@ -164,7 +165,9 @@ def campaign_points(min_size: int, max_size: int, step: int, block: int = 64) ->
     return [{"env_size_from": int(a)} for a in starts]
 
 
-def sweep_block(env_size_from: int, *, max_size: int, step: int, block: int = 64, **options):
+def sweep_block(
+    env_size_from: int, *, max_size: int, step: int, block: int = 64, **options: Any
+) -> pd.DataFrame:
     """One block of a campaign's sweep, measured on the host that runs it, kept in memory."""
     upto = min(max_size, env_size_from + (block - 1) * step)
     return sweep(min_size=env_size_from, max_size=upto, step=step, output=None, **options)
@@ -350,7 +353,7 @@ def plot(
     return plt.save(fig, path, title=title)
 
 
-def _robust_ylim(ax, summary: pd.DataFrame) -> int:
+def _robust_ylim(ax: Any, summary: pd.DataFrame) -> int:
     """Y range from the medians and the 95th percentile of means, so one preempted run (a
     mean 4x the rest) cannot flatten the windows; returns how many means fall above it."""
     summary = summary.dropna(subset=["median"])

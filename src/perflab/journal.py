@@ -239,6 +239,7 @@ class Journal:
 
     def _accept_chunk(self, chunk: Path) -> pd.DataFrame | None:
         """A chunk's rows, or None when it is bad and discard_bad says drop it."""
+        problem: str | None
         try:
             df = pq.read_table(chunk).to_pandas()
         except Exception as exc:
@@ -265,7 +266,13 @@ class Journal:
         )
         self._write(self.parts / "params.json", lambda t: t.write_text(body), hint=hint)
 
-    def _write(self, target: Path, write, exclusive: bool = False, hint: str | None = None):
+    def _write(
+        self,
+        target: Path,
+        write: Callable[[Path], object],
+        exclusive: bool = False,
+        hint: str | None = None,
+    ) -> None:
         """Write atomically; a full disk names the file and says how to complete the run."""
         try:
             results.atomic(target, write, exclusive)

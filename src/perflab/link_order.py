@@ -14,6 +14,8 @@ import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,16 +49,18 @@ class Source:
         return tuple(o.label for o in self.objects)
 
 
-def builtin_source(cflags: Sequence[str] = compiler.LINKORDER_CFLAGS, cc=None) -> Source:
+def builtin_source(
+    cflags: Sequence[str] = compiler.LINKORDER_CFLAGS, cc: str | None = None
+) -> Source:
     """perflab's own multi-object workload, compiled with cflags (each .o cached)."""
-    cc = compiler.check_compiler(cc)
-    objects = tuple(compiler.linkorder_objects(tuple(cflags), cc))
+    argv = compiler.check_compiler(cc)
+    objects = tuple(compiler.linkorder_objects(tuple(cflags), argv))
     meta = {
         "workload": "built-in link-order workload",
-        "compiler": compiler.compiler_version(tuple(cc)),
+        "compiler": compiler.compiler_version(tuple(argv)),
         "cflags": " ".join(cflags),
     }
-    return Source(objects, compiler.builtin_linker(cc), BUILTIN_HOT, meta)
+    return Source(objects, compiler.builtin_linker(argv), BUILTIN_HOT, meta)
 
 
 def user_source(
@@ -191,7 +195,7 @@ def sweep(
     on_start: Callable[[int, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
-    **params,
+    **params: Any,
 ) -> pd.DataFrame:
     """Link every chosen order once, run each `repeat` times, return the tidy frame.
 
@@ -389,7 +393,7 @@ def plot(
     summary: pd.DataFrame | None = None,
     effects: pd.DataFrame | None = None,
     value: str | None = None,
-):
+) -> Path:
     """Each order's runs as a box, sorted by median, coloured by the best alignment feature."""
     from matplotlib.patches import Patch
 

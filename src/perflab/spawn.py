@@ -3,7 +3,6 @@
 import array
 import atexit
 import contextlib
-import errno
 import functools
 import os
 import shutil
@@ -13,44 +12,20 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from perflab._native import check, ffi, lib, ptr
+from perflab import _native
 from perflab.errors import PerflabError, Stopped
 
-STATUS = {
-    lib.PERFLAB_RUN_OK: "ok",
-    lib.PERFLAB_RUN_EXIT: "exit",
-    lib.PERFLAB_RUN_CRASH: "crash",
-    lib.PERFLAB_RUN_TIMEOUT: "timeout",
-    lib.PERFLAB_RUN_BAD_PROBE: "bad_probe",
-    lib.PERFLAB_RUN_EXEC_FAILED: "exec_failed",
-    lib.PERFLAB_RUN_SETUP_FAILED: "setup_failed",
-    lib.PERFLAB_RUN_SPAWN_FAILED: "spawn_failed",
-}
+STATUS = _native.RUN_STATUS
 STATUS_NAMES = [STATUS[i] for i in range(len(STATUS))]
 ASLR_MODES = ("off", "on", "system")
 RT_POLICIES = {"fifo": 1, "rr": 2}
 SPAWNER = Path(__file__).resolve().parent / "_spawner"
-
-
-def _run_dtype() -> np.dtype:
-    """numpy's view of struct perflab_run, read from cffi so the layout is never retyped."""
-    ctype = ffi.typeof("struct perflab_run")
-    names, formats, offsets = [], [], []
-    for name, f in ctype.fields:
-        names.append(name)
-        kind = "u" if f.type.cname.startswith("uint") else "i"
-        formats.append(f"{kind}{ffi.sizeof(f.type)}")
-        offsets.append(f.offset)
-    return np.dtype(
-        {"names": names, "formats": formats, "offsets": offsets, "itemsize": ffi.sizeof(ctype)}
-    )
-
-
-RUN_DTYPE = _run_dtype()
+RUN_DTYPE = _native.RUN_DTYPE
 
 
 @dataclass(frozen=True)
@@ -68,7 +43,7 @@ class SpawnOptions:
     stdout: int | None = None
     stderr: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.aslr not in ASLR_MODES:
             raise PerflabError(f"aslr must be one of {', '.join(ASLR_MODES)}, not {self.aslr!r}")
         if self.rt_policy not in RT_POLICIES:
@@ -79,10 +54,10 @@ class SpawnOptions:
     def flags(self) -> int:
         """PERFLAB_SPAWN_* for these options."""
         return (
-            (lib.PERFLAB_SPAWN_NO_ASLR if self.aslr == "off" else 0)
-            | (lib.PERFLAB_SPAWN_ASLR if self.aslr == "on" else 0)
-            | (lib.PERFLAB_SPAWN_RT if self.rt else 0)
-            | (lib.PERFLAB_SPAWN_MLOCK if self.mlock else 0)
+            (_native.SPAWN_NO_ASLR if self.aslr == "off" else 0)
+            | (_native.SPAWN_ASLR if self.aslr == "on" else 0)
+            | (_native.SPAWN_RT if self.rt else 0)
+            | (_native.SPAWN_MLOCK if self.mlock else 0)
         )
 
 
@@ -116,19 +91,23 @@ def _pack(
     options: SpawnOptions,
 ) -> bytes:
     """A batch laid out as csrc/perflab.h says (struct perflab_batch): one format, two engines."""
-    h = ffi.new("struct perflab_batch *")
-    h.magic, h.version = lib.PERFLAB_BATCH_MAGIC, lib.PERFLAB_BATCH_VERSION
-    h.flags, h.rt_priority = options.flags(), options.rt_priority
-    h.rt_policy = RT_POLICIES[options.rt_policy]
-    h.ncpus, h.timeout_ns = len(options.cpus), int(options.timeout * 1e9) if options.timeout else 0
     env = env_list(base_env)
-    h.nprogs, h.nenv, h.nruns, h.stdio = len(programs), len(env), prog.size, 1
     texts = [s for argv in programs for s in argv] + env + [var]
     strings = b"".join(os.fsencode(s) + b"\0" for s in texts)
-    h.strings_len = len(strings)
+    header = _native.BatchHeader(
+        flags=options.flags(),
+        rt_policy=RT_POLICIES[options.rt_policy],
+        rt_priority=options.rt_priority,
+        ncpus=len(options.cpus),
+        timeout_ns=int(options.timeout * 1e9) if options.timeout else 0,
+        nprogs=len(programs),
+        nenv=len(env),
+        nruns=prog.size,
+        strings_len=len(strings),
+    )
     return b"".join(
         [
-            bytes(ffi.buffer(h)),
+            _native.batch_header(header),
             np.asarray(options.cpus, dtype=np.int32).tobytes(),
             np.array([len(a) - 1 for a in programs], dtype=np.int32).tobytes(),
             prog.astype(np.int32).tobytes(),
@@ -156,16 +135,11 @@ class InProcess:
     """Spawns from perflab's own process: a child's maxrss would be perflab's, so it is empty."""
 
     method = "in-process (maxrss not measurable: a vfork child inherits the parent's peak)"
-    floor_kb = None
+    floor_kb: int | None = None
 
     def batch(self, request: bytes, nruns: int, stdio: list[int]) -> np.ndarray:
         out = np.zeros(nruns, dtype=RUN_DTYPE)
-        done = ffi.new("int64_t *")
-        rc = lib.perflab_spawn_batch(
-            request, len(request), stdio, _stop_pipe()[0], ptr(out, "struct perflab_run[]"), done
-        )
-        check(rc, "spawn batch")
-        out = out[: done[0]]
+        out = out[: _native.spawn_batch(request, stdio, _stop_pipe()[0], out)]
         out["maxrss_kb"] = -1
         return out
 
@@ -187,7 +161,7 @@ class Spawner(InProcess):
 
     method = "spawner helper (children exec'd from a small process; maxrss includes its peak)"
 
-    def __init__(self):
+    def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         with theirs:
             self.proc = subprocess.Popen(
@@ -214,21 +188,19 @@ class Spawner(InProcess):
                     self.waiting = True
                     if self.stop_wanted:
                         self._send_stop()
-                reply = ffi.new("struct perflab_batch_reply *")
-                self._recv_into(ffi.buffer(reply))
+                reply = bytearray(_native.BATCH_REPLY_BYTES)
+                self._recv_into(reply)
                 self.waiting = False
-                if reply.magic != lib.PERFLAB_BATCH_MAGIC:
-                    raise OSError(errno.EPROTO, "bad reply")
-                check(reply.error, "spawn batch")
-                out = np.zeros(reply.done, dtype=RUN_DTYPE)
-                self._recv_into(memoryview(out).cast("B"))
+                done, floor_kb = _native.batch_reply(bytes(reply))
+                out = np.zeros(done, dtype=RUN_DTYPE)
+                self._recv_into(out.data.cast("B"))
             except BaseException:
                 self.close()  # out of step with the helper now: the next batch starts a new one
                 raise
-        self.floor_kb = max(self.floor_kb or 0, int(reply.floor_kb)) if reply.floor_kb > 0 else None
+        self.floor_kb = max(self.floor_kb or 0, floor_kb) if floor_kb > 0 else None
         return out
 
-    def _recv_into(self, buf) -> None:
+    def _recv_into(self, buf: bytearray | memoryview) -> None:
         view = memoryview(buf)
         while view.nbytes:
             n = self.sock.recv_into(view)
@@ -238,7 +210,7 @@ class Spawner(InProcess):
 
     def _send_stop(self) -> None:
         with contextlib.suppress(OSError):
-            self.sock.send(bytes([lib.PERFLAB_STOP_BYTE]))
+            self.sock.send(bytes([_native.STOP_BYTE]))
 
     def request_stop(self) -> None:
         """Safe from a signal handler: a stop byte never lands inside a request."""
@@ -300,7 +272,7 @@ def stop_wakeup_fd() -> int:
     return _stop_pipe()[1]
 
 
-def maxrss_meta(used: InProcess) -> dict:
+def maxrss_meta(used: InProcess) -> dict[str, Any]:
     """What a result records about its maxrss_kb column: the method and its floor."""
     return {"maxrss_method": used.method, "maxrss_floor_kb": used.floor_kb}
 
@@ -364,7 +336,7 @@ def run_env_sizes(
 
 def timer_overhead() -> int:
     """The probe's own cost in ticks (same lfence;rdtsc / rdtscp;lfence pair), to subtract."""
-    return int(lib.perflab_timer_overhead())
+    return _native.timer_overhead_ticks()
 
 
 def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
@@ -375,14 +347,14 @@ def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
 
     Counts are int32 and status a categorical: 800 000 rows must fit in a few copies.
     """
-    has_probe = (runs["flags"] & lib.PERFLAB_RUN_HAS_PROBE) != 0
-    has_counters = (runs["flags"] & lib.PERFLAB_RUN_HAS_COUNTERS) != 0
+    has_probe = (runs["flags"] & _native.RUN_HAS_PROBE) != 0
+    has_counters = (runs["flags"] & _native.RUN_HAS_COUNTERS) != 0
     # The probed region lies inside the parent's own reads around the run, on the same clock:
     # a record of 0 or of more than outer_ticks is not a measurement (bad_probe, no ticks).
     raw = runs["probe_ticks"]
     unphysical = has_probe & ((raw == 0) | (raw > runs["outer_ticks"]))
-    ok = runs["status"] == lib.PERFLAB_RUN_OK
-    status = np.where(unphysical & ok, lib.PERFLAB_RUN_BAD_PROBE, runs["status"])
+    ok = runs["status"] == _native.RUN_OK
+    status = np.where(unphysical & ok, _native.RUN_BAD_PROBE, runs["status"])
     # A region cheaper than the timer's own cost reads 0, not a negative time.
     probe = np.maximum(raw.astype(np.float64) - overhead, 0.0)
     return pd.DataFrame(
@@ -405,11 +377,11 @@ def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
             "signal": runs["signal"],
             "status": pd.Categorical.from_codes(status, STATUS_NAMES),
             "child_errno": runs["child_errno"],
-            "strays": (runs["flags"] & lib.PERFLAB_RUN_STRAYS) != 0,
+            "strays": (runs["flags"] & _native.RUN_STRAYS) != 0,
         }
     )
 
 
 def describe_errno(code: int) -> str:
-    """'EACCES (Permission denied)' for an errno the child reported."""
-    return f"{errno.errorcode.get(code, str(code))} ({os.strerror(code)})"
+    """An errno the child reported, worded as perflab words every errno."""
+    return _native.errno_text(code)

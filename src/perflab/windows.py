@@ -428,7 +428,7 @@ def _cpu_line(meta: Mapping) -> tuple[str, bool | None]:
 
 def explain(
     meta: Mapping, summary: pd.DataFrame, measured: pd.DataFrame, column: str = "median"
-) -> tuple[pd.DataFrame | None, pd.DataFrame | None, list[str]]:
+) -> tuple[pd.DataFrame | None, pd.DataFrame, list[str]]:
     """Predicted windows, a verdict for each window, and sentences that say why."""
     sizes = summary["env_size"].to_numpy()
     cpu, pays = _cpu_line(meta)

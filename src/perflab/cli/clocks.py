@@ -1,17 +1,23 @@
 """`perflab clocks`: the clock article's tables on this machine."""
 
 import functools
+from collections.abc import Sequence
+from typing import Any
 
 import click
+import pandas as pd
 
-from perflab import campaigns, clocks, machine, results, timing
+from perflab import clocks, machine, results, timing
 from perflab.cli import cli
 from perflab.cli.common import (
+    campaign_verb,
     check_paths,
     cluster_options,
     emit_json,
     output_options,
+    record_path,
     records,
+    resume_option,
     table,
 )
 
@@ -32,15 +38,28 @@ from perflab.cli.common import (
 )
 @output_options
 @cluster_options
-def clocks_cmd(samples, names, output, as_json, plot_path, cluster, hosts):
+@resume_option
+def clocks_cmd(
+    samples: int,
+    names: tuple[str, ...],
+    output: str | None,
+    as_json: bool,
+    plot_path: str | None,
+    cluster: str | None,
+    hosts: tuple[str, ...],
+    resume: str | None,
+) -> None:
     """Resolution, value and read cost of every clock and TSC method; TSC trust verdict."""
     if samples < 1:
         raise click.BadParameter(f"must be at least 1, not {samples}", param_hint="--samples")
     selected = clocks.resolve(names) if names else None
     check_paths(output, plot_path)
     if cluster:
-        _fleet(cluster, hosts, samples, selected, output, as_json)
+        record = record_path(output, resume, "clocks") if output or resume else (None, False)
+        _fleet(cluster, hosts, samples, selected, record, as_json)
         return
+    if resume:
+        raise click.BadParameter("only a --cluster run is journaled", param_hint="--resume")
     res = clocks.resolution_table()
     costs = clocks.read_costs(samples, selected)
     summary = clocks.cost_table(costs)
@@ -52,6 +71,11 @@ def clocks_cmd(samples, names, output, as_json, plot_path, cluster, hosts):
     if as_json:
         emit_json({"resolution": records(res), "cost_ns": records(summary), "tsc": tsc})
         return
+    _tables(res, summary, tsc)
+
+
+def _tables(res: pd.DataFrame, summary: pd.DataFrame, tsc: dict[str, Any]) -> None:
+    """The article's listings: resolutions, read costs, the timer's step and the TSC verdict."""
     table(res, "{:,}", title="clocks.c")
     click.echo()
     table(
@@ -73,17 +97,21 @@ def clocks_cmd(samples, names, output, as_json, plot_path, cluster, hosts):
     click.echo(f"verdict: {tsc['verdict']}")
 
 
-def _fleet(address, hosts, samples, selected, output, as_json):
+def _fleet(
+    address: str,
+    hosts: Sequence[str],
+    samples: int,
+    selected: list[str] | None,
+    record: tuple[str | None, bool],
+    as_json: bool,
+) -> None:
     """The read-cost table on every host of a Dask cluster, medians side by side."""
-    points = [{"method": m} for m in clocks.available(selected)]
+    methods = clocks.available(selected)
     measure = functools.partial(clocks.cost_of, samples=samples)
-    out = campaigns.run(measure, points, address=address, hosts=hosts)
-    for line in out.refused:
-        click.echo(f"refused {line}", err=True)
-    meta = {**machine.metadata(), "unit": "ns", "cluster": address, "missing": out.missing}
-    if output:
-        results.save(results.attach(out.frame, meta), output)
-    medians = out.frame.pivot_table(index="method", columns="host", values="ns", aggfunc="median")
+    df, out = campaign_verb(measure, [{"method": m} for m in methods], address, hosts, record,
+                            {"samples": samples, "methods": methods}, "clocks",
+                            ("host", "method", "rep"), extra_meta={"unit": "ns"})  # fmt: skip
+    medians = df.pivot_table(index="method", columns="host", values="ns", aggfunc="median")
     if as_json:
         emit_json({"median_ns": medians.to_dict(), "missing": out.missing, "refused": out.refused})
         return

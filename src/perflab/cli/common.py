@@ -6,8 +6,9 @@ import math
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import pandas as pd
@@ -15,8 +16,13 @@ import pandas as pd
 from perflab import campaigns, childruns, machine, plot, results
 from perflab.errors import PerflabError
 
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar
 
-def output_options(func):
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def output_options(func: F) -> F:
     """-o FILE, --json and --plot FILE, with the paths checked before anything is measured."""
     func = click.option(
         "--plot",
@@ -39,7 +45,7 @@ def output_options(func):
     return func
 
 
-def cluster_options(func):
+def cluster_options(func: F) -> F:
     """--cluster ADDRESS and --host LABEL: run the measurement on a Dask fleet instead of here."""
     func = click.option(
         "--host", "hosts", multiple=True, help="With --cluster: only these hosts (repeatable)."
@@ -59,10 +65,12 @@ class Number(click.ParamType):
 
     name = "number"
 
-    def __init__(self, low: float | None = None, high: float | None = None, open_low=False):
+    def __init__(self, low: float | None = None, high: float | None = None, open_low: bool = False):
         self.low, self.high, self.open_low = low, high, open_low
 
-    def convert(self, value, param, ctx):
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
         try:
             x = float(value)
         except (TypeError, ValueError):
@@ -79,7 +87,7 @@ class Number(click.ParamType):
 SECONDS = Number(*childruns.TIMEOUT_S)
 
 
-def discard_bad_option(func):
+def discard_bad_option(func: F) -> F:
     """--discard-bad: a resume drops damaged journal chunks instead of refusing them."""
     return click.option(
         "--discard-bad",
@@ -89,7 +97,7 @@ def discard_bad_option(func):
     )(func)
 
 
-def resume_option(func):
+def resume_option(func: F) -> F:
     """--resume FILE: complete an interrupted, journaled run."""
     return click.option(
         "--resume",
@@ -98,12 +106,12 @@ def resume_option(func):
     )(func)
 
 
-def journal_options(func):
+def journal_options(func: F) -> F:
     """--resume FILE and --discard-bad."""
     return resume_option(discard_bad_option(func))
 
 
-def _option(f: dataclasses.Field):
+def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
     """The click option of one plan field, from the metadata the field carries."""
     m = f.metadata["cli"]
     kw: dict = {"help": m["help"], "default": f.default, "show_default": True}
@@ -124,11 +132,11 @@ def _option(f: dataclasses.Field):
     return click.option(m["flag"], f.name, **kw)
 
 
-def plan_options(plan: type, names: Sequence[str]):
+def plan_options(plan: type, names: Sequence[str]) -> Callable[[F], F]:
     """Click options for these fields of a plan dataclass: the plan states its parameters once."""
     by_name = {f.name: f for f in dataclasses.fields(plan)}
 
-    def decorate(func):
+    def decorate(func: F) -> F:
         for name in reversed(names):
             func = _option(by_name[name])(func)
         return func
@@ -136,7 +144,7 @@ def plan_options(plan: type, names: Sequence[str]):
     return decorate
 
 
-def run_controls(func):
+def run_controls(func: F) -> F:
     """The run controls every child-run verb shares (childruns.Controls), as click options."""
     names = [f.name for f in dataclasses.fields(childruns.Controls) if f.name != "mlock"]
     return plan_options(childruns.Controls, names)(func)
@@ -151,7 +159,7 @@ def check_complete(df: pd.DataFrame, output: str) -> None:
         )
 
 
-def cpu_list(ctx, param, value):
+def cpu_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
     """Click callback: '1' or '0-1,3' as a list of online CPUs, else a one-line error."""
     if value is None:
         return None
@@ -175,7 +183,7 @@ def record_path(output: str | None, resume: str | None, stem: str) -> tuple[str,
     return time.strftime(f"{stem}-%Y%m%d-%H%M%S.parquet"), False
 
 
-def progressbar(length: int, label: str):
+def progressbar(length: int, label: str) -> "ProgressBar[int]":
     """A progress bar with ETA on stderr, so --json on stdout stays parseable."""
     return click.progressbar(length=length, label=label, file=sys.stderr, show_eta=True)
 
@@ -183,10 +191,10 @@ def progressbar(length: int, label: str):
 class Bars:
     """Click progress bars on stderr, one per phase (link, run), created when sizes are known."""
 
-    def __init__(self):
-        self.bar = None
+    def __init__(self) -> None:
+        self.bar: ProgressBar[int] | None = None
 
-    def open(self, label: str, length: int, done: int = 0):
+    def open(self, label: str, length: int, done: int = 0) -> Callable[[int], None]:
         self.close()
         if done:
             click.echo(f"resuming: {done} runs done, {length} to go", err=True)
@@ -195,6 +203,7 @@ class Bars:
         return self.bar.update
 
     def update(self, n: int) -> None:
+        assert self.bar is not None, "a progress update before its bar was opened"
         self.bar.update(n)
 
     def close(self) -> None:
@@ -219,7 +228,7 @@ def journaled_run(
     """
     bars = bars or Bars()
 
-    def start(todo: int, done: int):
+    def start(todo: int, done: int) -> Callable[[int], None]:
         if not named:
             click.echo(f"recording to {output} (choose with -o FILE)", err=True)
         return bars.open(label, todo, done)
@@ -237,19 +246,20 @@ def journaled_run(
 
 def campaign_verb(
     measure: Callable[..., pd.DataFrame],
-    points: list[dict],
+    points: list[dict[str, Any]],
     cluster: str,
     hosts: Sequence[str],
-    record: tuple[str, bool],
-    params: dict,
+    record: tuple[str | None, bool],
+    params: dict[str, Any],
     experiment: str,
     unique: Sequence[str] = (),
     check: Callable[[], object] | None = None,
+    extra_meta: Mapping[str, Any] | None = None,
 ) -> tuple[pd.DataFrame, campaigns.Outcome]:
     """A --cluster run of any verb: journaled by (host, point), resumable, refusals said once."""
     output, resuming = record
     bars = Bars()
-    meta = {**machine.metadata(), "experiment": f"{experiment} campaign"}
+    meta = {**machine.metadata(), **(extra_meta or {}), "experiment": f"{experiment} campaign"}
     try:
         df, out = campaigns.run_journaled(
             measure, points, cluster, hosts, output, {**params, "cluster": cluster,
@@ -266,19 +276,22 @@ def campaign_verb(
     return df, out
 
 
-def interrupted(output: str, exc: BaseException | None = None) -> click.ClickException:
+def interrupted(output: str | None, exc: BaseException | None = None) -> click.ClickException:
     """Ctrl-C or SIGTERM in a journaled run: where the finished runs are, how to complete them.
 
     The exit status is 128 + the signal (130 for Ctrl-C, 143 for SIGTERM), as a shell reports.
     """
-    if not Path(output).exists() and not Path(output + ".parts").exists():
+    if output is None:
+        error = click.ClickException("interrupted: a run without -o FILE keeps nothing")
+    elif not Path(output).exists() and not Path(output + ".parts").exists():
         error = click.ClickException("interrupted before any run was recorded")
     else:
         error = click.ClickException(
             f"interrupted: finished runs are in {output}; complete them with the same "
             f"command plus --resume {output}"
         )
-    error.exit_code = 128 + getattr(exc, "signum", signal.SIGINT)
+    # click declares exit_code on the class; this one error carries the signal's status.
+    error.exit_code = 128 + getattr(exc, "signum", signal.SIGINT)  # type: ignore[misc]
     return error
 
 
@@ -290,7 +303,7 @@ def check_paths(output: str | None, plot_path: str | None) -> None:
         plot.check_plot_path(plot_path)
 
 
-def _clean(obj):
+def _clean(obj: Any) -> Any:
     """JSON-safe values: NaN/inf become null, numpy scalars become Python numbers."""
     if isinstance(obj, dict):
         return {str(k): _clean(v) for k, v in obj.items()}
@@ -303,12 +316,12 @@ def _clean(obj):
     return obj
 
 
-def emit_json(obj) -> None:
+def emit_json(obj: Any) -> None:
     """Print one JSON document on stdout."""
     click.echo(json.dumps(_clean(obj), indent=1, default=str))
 
 
-def records(df: pd.DataFrame) -> list[dict]:
+def records(df: pd.DataFrame) -> list[dict[str, Any]]:
     """A frame as JSON-ready records."""
     return _clean(df.to_dict(orient="records"))
 
@@ -327,7 +340,7 @@ def table(df: pd.DataFrame, floatfmt: str = "{:,.2f}", title: str | None = None)
     return text
 
 
-def _fmt(value, floatfmt: str) -> str:
+def _fmt(value: Any, floatfmt: str) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, int):

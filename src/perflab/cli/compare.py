@@ -2,8 +2,11 @@
 
 import functools
 import shlex
+from collections.abc import Sequence
+from typing import Any
 
 import click
+import pandas as pd
 
 from perflab import compare, plot, results
 from perflab.childruns import status_counts
@@ -22,7 +25,9 @@ from perflab.cli.common import (
 )
 
 
-def _randomize(ctx, param, value):
+def _randomize(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[str, ...] | None:
     return compare.parse_randomize(value) if value is not None else None
 
 
@@ -47,8 +52,10 @@ def _randomize(ctx, param, value):
 @output_options
 @click.argument("a", required=False)
 @click.argument("b", required=False)
-def compare_cmd(use_build, cflags_a, cflags_b, randomize, resume, discard_bad, output, as_json,
-                plot_path, a, b, **params):  # fmt: skip
+def compare_cmd(use_build: bool, cflags_a: str, cflags_b: str,
+                randomize: tuple[str, ...] | None, resume: str | None, discard_bad: bool,
+                output: str | None, as_json: bool, plot_path: str | None, a: str | None,
+                b: str | None, **params: Any) -> None:  # fmt: skip
     """Run A and B interleaved in random setups; report B/A per setup and over all of them.
 
     \b
@@ -60,7 +67,7 @@ def compare_cmd(use_build, cflags_a, cflags_b, randomize, resume, discard_bad, o
         raise click.BadParameter("give either two programs or --build, not both")
     if not use_build and not (a and b):
         raise click.BadParameter("give two programs A B (or --build to compare two builds)")
-    named = output or resume
+    named = bool(output or resume)
     output, resuming = record_path(output, resume, "compare")
     check_paths(output, plot_path)
     if randomize is None:
@@ -69,6 +76,7 @@ def compare_cmd(use_build, cflags_a, cflags_b, randomize, resume, discard_bad, o
         side_a = compare.build_side("A", shlex.split(cflags_a))
         side_b = compare.build_side("B", shlex.split(cflags_b))
     else:
+        assert a and b  # refused above without both
         side_a, side_b = compare.program_side("A", a), compare.program_side("B", b)
     run = functools.partial(compare.compare, side_a, side_b, randomize=randomize, output=output,
                             resume=resuming, discard_bad=discard_bad, **params)  # fmt: skip
@@ -76,7 +84,15 @@ def compare_cmd(use_build, cflags_a, cflags_b, randomize, resume, discard_bad, o
     _report(df, side_a, side_b, randomize, output, plot_path, as_json)
 
 
-def _report(df, side_a, side_b, randomize, output, plot_path, as_json) -> None:
+def _report(
+    df: pd.DataFrame,
+    side_a: compare.Side,
+    side_b: compare.Side,
+    randomize: Sequence[str],
+    output: str,
+    plot_path: str | None,
+    as_json: bool,
+) -> None:
     """B/A per setup and over all setups: as tables, or as one JSON document."""
     value = compare.value_column(df)
     per = compare.per_setup(df, value)

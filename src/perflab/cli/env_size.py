@@ -1,8 +1,11 @@
 """`perflab sweep env-size`: Mytkowicz's environment-size experiment, resumable, in minutes."""
 
 import functools
+from collections.abc import Sequence
+from typing import Any
 
 import click
+import pandas as pd
 
 from perflab import env_size, machine, plot, results, windows
 from perflab.cli import sweep
@@ -22,7 +25,7 @@ from perflab.cli.common import (
 )
 
 
-def _zoom(ctx, param, value):
+def _zoom(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
     return env_size.parse_zoom(value) if value else None
 
 
@@ -41,15 +44,17 @@ def _zoom(ctx, param, value):
 @output_options
 @cluster_options
 @click.argument("program", nargs=-1, type=click.UNPROCESSED)
-def env_size_cmd(program, resume, discard_bad, zoom, k, output, as_json, plot_path, cluster,
-                 hosts, **params):  # fmt: skip
+def env_size_cmd(program: tuple[str, ...], resume: str | None, discard_bad: bool,
+                 zoom: tuple[int, int] | None, k: float, output: str | None, as_json: bool,
+                 plot_path: str | None, cluster: str | None, hosts: tuple[str, ...],
+                 **params: Any) -> None:  # fmt: skip
     """Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times each.
 
     \b
     perflab sweep env-size --aslr off --step 2 --repeat 20 -o env-size.parquet --plot env-size.png
     perflab sweep env-size --aslr off -- ./my_benchmark --flag
     """
-    named = output or resume
+    named = bool(output or resume)
     output, resuming = record_path(output, resume, "env-size")
     check_paths(output, plot_path)
     if cluster:
@@ -61,7 +66,14 @@ def env_size_cmd(program, resume, discard_bad, zoom, k, output, as_json, plot_pa
     _report(df, output, plot_path, zoom, k, as_json)
 
 
-def _report(df, output, plot_path, zoom, k, as_json) -> None:
+def _report(
+    df: pd.DataFrame,
+    output: str,
+    plot_path: str | None,
+    zoom: tuple[int, int] | None,
+    k: float,
+    as_json: bool,
+) -> None:
     """Summary, status counts and windows: as tables, or as one JSON document."""
     value = env_size.value_column(df)
     summary = env_size.summarize(df, value)
@@ -100,16 +112,7 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
         f"median {value} per size: min {overall['min']:,.0f}, median {overall['50%']:,.0f}, "
         f"max {overall['max']:,.0f}"
     )
-    if found.empty:
-        threshold = found.attrs.get("threshold", 0)
-        click.echo(f"no window: no sizes stand out in median (> {threshold:,.0f}) and minimum")
-    else:
-        table(
-            found,
-            "{:,.3f}",
-            title=f"windows (median > {found.attrs['threshold']:,.0f}; "
-            f"baseline {found.attrs['baseline']:,.0f})",
-        )
+    _windows(found)
     _explain(predicted, verdicts, why)
     click.echo()
     table(summary.nlargest(10, "median"), "{:,.0f}", title=f"10 slowest sizes ({value})")
@@ -117,7 +120,7 @@ def _report(df, output, plot_path, zoom, k, as_json) -> None:
         click.echo(f"plot: {plot.check_plot_path(plot_path)}")
 
 
-def _explain(predicted, verdicts, why) -> None:
+def _explain(predicted: pd.DataFrame | None, verdicts: pd.DataFrame, why: list[str]) -> None:
     """Where the windows were predicted, the verdict on each, and why, in words."""
     click.echo()
     click.echo(why[0] if why else "")
@@ -131,7 +134,29 @@ def _explain(predicted, verdicts, why) -> None:
         click.echo(line)
 
 
-def _fleet(address, hosts, program, params, record, k, as_json) -> None:
+def _windows(windows: pd.DataFrame) -> None:
+    """The detected windows as a table, or why there are none."""
+    if windows.empty:
+        threshold = windows.attrs.get("threshold", 0)
+        click.echo(f"no window: no sizes stand out in median (> {threshold:,.0f}) and minimum")
+        return
+    table(
+        windows,
+        "{:,.3f}",
+        title=f"windows (median > {windows.attrs['threshold']:,.0f}; "
+        f"baseline {windows.attrs['baseline']:,.0f})",
+    )
+
+
+def _fleet(
+    address: str,
+    hosts: Sequence[str],
+    program: Sequence[str],
+    params: dict[str, Any],
+    record: tuple[str, bool],
+    k: float,
+    as_json: bool,
+) -> None:
     """The same sweep on every host of a Dask cluster, in blocks of sizes, journaled by host."""
     points = env_size.campaign_points(params["min_size"], params["max_size"], params["step"])
     options = {key: v for key, v in params.items() if key != "min_size"}

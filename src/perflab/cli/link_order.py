@@ -2,8 +2,10 @@
 
 import functools
 import shlex
+from typing import Any
 
 import click
+import pandas as pd
 
 from perflab import link_order, plot
 from perflab.childruns import status_counts
@@ -49,8 +51,9 @@ PARAMS = ("permutations", "repeat", "order", "mlock")
 @journal_options
 @output_options
 @click.argument("objects", nargs=-1, type=click.Path(dir_okay=False))
-def link_order_cmd(objects_flag, cflags, resume, discard_bad, output, as_json, plot_path,
-                   objects, **params):  # fmt: skip
+def link_order_cmd(objects_flag: bool, cflags: str, resume: str | None, discard_bad: bool,
+                   output: str | None, as_json: bool, plot_path: str | None,
+                   objects: tuple[str, ...], **params: Any) -> None:  # fmt: skip
     """Link OBJECTS (default: the built-in workload) in every order, run each REPEAT times.
 
     \b
@@ -62,7 +65,7 @@ def link_order_cmd(objects_flag, cflags, resume, discard_bad, output, as_json, p
         raise click.BadParameter("--objects needs object files after it", param_hint="--objects")
     if (params["template"] or params["ldflags"]) and not objects:
         raise click.BadParameter("--link-cmd/--ldflags need --objects FILE...")
-    named = output or resume
+    named = bool(output or resume)
     output, resuming = record_path(output, resume, "link-order")
     check_paths(output, plot_path)
     bars = Bars()
@@ -81,7 +84,7 @@ def _short(names: str) -> str:
     return ", ".join(parts[:2]) + (f" (+{len(parts) - 2})" if len(parts) > 2 else "")
 
 
-def _report(df, output, plot_path, as_json) -> None:
+def _report(df: pd.DataFrame, output: str, plot_path: str | None, as_json: bool) -> None:
     """Per-order summary, spread and the alignment features: as tables, or one JSON document."""
     if not (df["status"] == "ok").any():
         raise click.ClickException(
@@ -96,7 +99,6 @@ def _report(df, output, plot_path, as_json) -> None:
     meta = df.attrs["perflab"]
     if plot_path:
         link_order.plot(df, plot_path, summary, effects, value)
-    timing = {"links": meta["links"], "build_s": meta["build_s"], "run_s": meta.get("run_s")}
     if as_json:
         emit_json(
             {
@@ -106,7 +108,9 @@ def _report(df, output, plot_path, as_json) -> None:
                 "runs": len(df),
                 "status": status_counts(df),
                 "hardware_counters": meta["hardware_counters"],
-                **timing,
+                "links": meta["links"],
+                "build_s": meta["build_s"],
+                "run_s": meta.get("run_s"),
                 "spread": spread,
                 "orders": records(summary),
                 "alignment": records(effects),
@@ -125,17 +129,22 @@ def _report(df, output, plot_path, as_json) -> None:
         f"\nspread: slowest {spread['slowest']} / fastest {spread['fastest']} = "
         f"{spread['ratio']:.3f} (95% CI {spread['ci_low']:.3f}-{spread['ci_high']:.3f})"
     )
-    if effects.empty:
-        click.echo("alignment: no feature varies across these orders")
-    else:
-        click.echo()
-        shown = effects.head(8).assign(same_split=effects["same_split"].map(_short))
-        table(shown, "{:.3f}", title="alignment features, best separation first")
-        best = effects.iloc[0]
-        verdict = "separates" if best["p"] < 0.05 else "does not clearly separate"
-        click.echo(
-            f"best: {best['feature']} {verdict} fast from slow orders (score {best['score']:.2f}, "
-            f"p {best['p']:.3f}; fast at {best['fast_value']}, slow at {best['slow_value']})"
-        )
+    _alignment(effects)
     if plot_path:
         click.echo(f"plot: {plot.check_plot_path(plot_path)}")
+
+
+def _alignment(effects: pd.DataFrame) -> None:
+    """The alignment features that best separate fast from slow orders, and the best one."""
+    if effects.empty:
+        click.echo("alignment: no feature varies across these orders")
+        return
+    click.echo()
+    shown = effects.head(8).assign(same_split=effects["same_split"].map(_short))
+    table(shown, "{:.3f}", title="alignment features, best separation first")
+    best = effects.iloc[0]
+    verdict = "separates" if best["p"] < 0.05 else "does not clearly separate"
+    click.echo(
+        f"best: {best['feature']} {verdict} fast from slow orders (score {best['score']:.2f}, "
+        f"p {best['p']:.3f}; fast at {best['fast_value']}, slow at {best['slow_value']})"
+    )

@@ -110,10 +110,9 @@ def show_cmd(path, as_json, plot_path, md_path, html_path):
         if len(t.display.columns):
             click.echo()
             table(t.display, t.floatfmt, title=t.title)
-    click.echo()
-    click.echo(
-        "measured on: " + "; ".join(f"{k} {exports.cell(v)}" for k, v in r.conditions().items())
-    )
+    click.echo("\nmeasured on:")
+    for k, v in r.conditions().items():
+        click.echo(f"  {k}: {exports.cell(v)}")
     for done, what in ((plot_path, "plot"), (md_path, "markdown"), (html_path, "page")):
         if done:
             click.echo(f"{what}: {done}")

@@ -155,10 +155,27 @@ def _check_grids(a: pd.DataFrame, b: pd.DataFrame, params, intersect: bool) -> l
     return [f"compared the {len(ga & gb)} {what} values both have; {detail}"]
 
 
-def _interval(a: np.ndarray, b: np.ndarray, level: float, steps: tuple[float, float]):
-    """Ratio of medians b/a and its distribution-free interval at this level (order statistics,
-    widened by one timer step: quantised ticks put a median up to a step from the true one)."""
+# Resampled values one diff may draw (about a second of numpy); beyond it the bootstrap cannot
+# resolve the tail a Bonferroni level asks for, and the order-statistic interval takes over.
+BOOT_BUDGET = 100_000_000
+MIN_RUNS = 5  # fewer runs a side give no interval worth the name
+
+
+def boot_count(level: float) -> int:
+    """Resamples that put about 20 of them beyond each end of a two-sided interval at level."""
+    return max(2000, math.ceil(20 / ((1 - level) / 2)))
+
+
+def _interval(a, b, level: float, steps: tuple[float, float], method: str, seed: int):
+    """after/before of medians and its interval at this level, by bootstrap or, past the budget,
+    by order statistics (distribution-free, widened by one timer step each side since quantised
+    ticks put a median up to a step from the true one)."""
+    if min(a.size, b.size) < MIN_RUNS:
+        ratio = float(np.median(b) / np.median(a)) if np.median(a) else math.nan
+        return ratio, 0.0, math.inf
     try:
+        if method == "bootstrap":
+            return stats.ratio_ci(a, b, level, n_boot=boot_count(level), seed=seed)
         return stats.ratio_interval(a, b, level, steps)
     except PerflabError:  # a baseline median of 0: no ratio
         return math.nan, math.nan, math.nan
@@ -173,15 +190,21 @@ def compare_frames(
     steps: tuple[float, float] = (0.0, 0.0),
 ) -> pd.DataFrame:
     """Per point: runs, medians, after/before with an interval holding for all points together
-    (Bonferroni: each at 1 - (1 - confidence)/points), and the change where it excludes 1."""
+    (Bonferroni: each at 1 - (1 - confidence)/points), and the change where it excludes 1.
+
+    The intervals are percentile bootstraps of the ratio of medians while the resamples their
+    tails need stay within BOOT_BUDGET; a sweep of thousands of points, whose per-point level
+    no affordable bootstrap resolves, gets order-statistic intervals instead (exact, wider)."""
     ga = {k: g[value].to_numpy(float) for k, g in before.groupby(list(params), sort=True)}
     gb = {k: g[value].to_numpy(float) for k, g in after.groupby(list(params), sort=True)}
     keys = [k for k in ga if k in gb]
     level = 1 - (1 - confidence) / max(1, len(keys))
+    drawn = boot_count(level) * sum(ga[k].size + gb[k].size for k in keys)
+    method = "bootstrap" if drawn <= BOOT_BUDGET else "order statistics"
     rows = []
-    for k in keys:
+    for i, k in enumerate(keys):
         a, b = ga[k], gb[k]
-        ratio, lo, hi = _interval(a, b, level, steps)
+        ratio, lo, hi = _interval(a, b, level, steps, method, i)
         change = "slower" if lo > 1 else "faster" if hi < 1 else ""
         key = k if isinstance(k, tuple) else (k,)
         rows.append(
@@ -192,7 +215,7 @@ def compare_frames(
     cols = [*params, "n_before", "n_after", "median_before", "median_after", "ratio", "ci_low",
             "ci_high", "change"]  # fmt: skip
     out = pd.DataFrame(rows, columns=cols)
-    out.attrs.update(level=level, confidence=confidence, points=len(keys))
+    out.attrs.update(level=level, confidence=confidence, points=len(keys), method=method)
     return out
 
 
@@ -209,7 +232,7 @@ def _verdict(t: pd.DataFrame, what: str, confidence: float) -> str:
     n = len(t)
     slower, faster = t[t["change"] == "slower"], t[t["change"] == "faster"]
     unbounded = int((~np.isfinite(t["ci_high"])).sum())
-    sure = f"{confidence:.0%} for all {n} {what} values together"
+    sure = f"{confidence:.0%} for all {n} {what} values together, {t.attrs.get('method')} intervals"
     if slower.empty and faster.empty:
         line = f"no change shown at any of {n} {what} values ({sure})"
     else:

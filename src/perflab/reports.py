@@ -148,5 +148,8 @@ def report(path: str | os.PathLike) -> Report:
     df, notes = load(path)
     experiment, how = experiment_of(df, str(path))
     meta = results.metadata(df)
-    summary = summaries.summarize(experiment, df, meta)
+    try:
+        summary = summaries.summarize(experiment, df, meta)
+    except PerflabError as exc:
+        raise PerflabError(f"{path}: {exc}") from None
     return Report(str(path), experiment, df, summary, partial_of(meta), how + notes + summary.notes)

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from conftest import compile_children
 
 import perflab
-from perflab import diffs, machine, reports, results
+from perflab import diffs, machine, reports, results, stats
 from perflab.cli import cli
 
 DATA = Path(__file__).parent / "data"
@@ -358,3 +358,28 @@ def test_report_hosts_is_still_the_fleet_view(tmp_path):
     assert [h["host"] for h in hosts["hosts"]] == ["a", "b"]
     shown = _json(CliRunner().invoke(cli, ["report", str(path), "--json"]))
     assert shown["experiment"] == "campaign" and shown["hosts"][1]["median"] == 21
+
+
+def test_thousands_of_points_flag_exactly_the_changed_ones():
+    """Known truth: 8 193 env sizes, 100 of them 30 % slower, lognormal noise of 5 %."""
+    rng = np.random.default_rng(3)
+    sizes = np.repeat(np.arange(8193), 30)
+    slower = (sizes >= 2000) & (sizes < 2100)
+    a = pd.DataFrame({"env_size": sizes, "ticks": rng.lognormal(13, 0.05, sizes.size)})
+    b = pd.DataFrame({"env_size": sizes, "ticks": rng.lognormal(13, 0.05, sizes.size)})
+    t = diffs.compare_frames(a, b, ("env_size",), "ticks")
+    assert (t["change"] == "").all() and t.attrs["method"] == "order statistics"
+    b.loc[slower, "ticks"] *= 1.3
+    t = diffs.compare_frames(a, b, ("env_size",), "ticks")
+    assert t.loc[t["change"] == "slower", "env_size"].tolist() == list(range(2000, 2100))
+
+
+def test_few_points_get_bootstrap_intervals_that_agree_with_order_statistics():
+    rng = np.random.default_rng(5)
+    a = pd.DataFrame({"call": np.repeat(["x", "y"], 40), "ticks": rng.normal(1000, 20, 80)})
+    b = a.assign(ticks=a["ticks"] * np.where(a["call"] == "y", 1.1, 1.0))
+    boot = diffs.compare_frames(a, b, ("call",), "ticks")
+    assert boot.attrs["method"] == "bootstrap" and boot["change"].tolist() == ["", "slower"]
+    sorted_a, sorted_b = np.sort(a["ticks"]), np.sort(b["ticks"])
+    exact = stats.ratio_interval(sorted_a, sorted_b, 0.999, (20.0, 20.0))
+    assert diffs._order_ratio(sorted_a, sorted_b, 0.999, (20.0, 20.0)) == pytest.approx(exact)

@@ -161,6 +161,9 @@ def report_html(r: Report) -> str:
     return _page(f"perflab report: {r.experiment}", parts)
 
 
+MAX_HTML_ROWS = 500  # a page of 8 193 env sizes is unreadable: the changed ones then
+
+
 def diff_html(d: Diff) -> str:
     """The diff as one page: verdict, warnings, the ratio figure, the points, both conditions."""
     parts = [
@@ -173,7 +176,13 @@ def diff_html(d: Diff) -> str:
     parts += [f'<p class="warn">{html.escape(w)}</p>' for w in d.warnings]
     parts.append(_list(d.notes))
     parts.append(f'<img alt="ratio after / before" src="{_png(d.plot)}">')
-    parts.append(html_table(d.table, "every point (change: the interval excludes 1)", "{:,.3f}"))
+    if len(d.table) <= MAX_HTML_ROWS:
+        parts.append(
+            html_table(d.table, "every point (change: the interval excludes 1)", "{:,.3f}")
+        )
+    else:
+        title = f"the {len(d.flagged)} changed of {len(d.table)} points (every point: --json)"
+        parts.append(html_table(d.flagged, title, "{:,.3f}"))
     parts.append(_conditions_html(d.before.conditions(), "before measured on"))
     parts.append(_conditions_html(d.after.conditions(), "after measured on"))
     return _page(f"perflab diff: {d.before.experiment}", parts)

@@ -46,6 +46,7 @@ WATCHED = (
     ("cpus", "CPUs"),
     ("governor", "governor"),
     ("perflab_version", "perflab version"),
+    ("program", "program"),
 )
 
 
@@ -136,7 +137,16 @@ def conditions_differ(a: dict, b: dict) -> list[str]:
 
 
 def _grid(df: pd.DataFrame, params: tuple[str, ...]) -> set[tuple]:
-    return set(df[list(params)].astype(str).itertuples(index=False, name=None))
+    return set(map(tuple, df[list(params)].drop_duplicates().to_numpy().tolist()))
+
+
+def _first(points: set[tuple], n: int = 3) -> str:
+    """A few points in order (numbers as numbers), to name what one side lacks."""
+    try:
+        ordered = sorted(points)
+    except TypeError:
+        ordered = sorted(points, key=lambda p: tuple(map(str, p)))
+    return ", ".join(" ".join(map(str, p)) for p in ordered[:n])
 
 
 def _check_grids(a: pd.DataFrame, b: pd.DataFrame, params, intersect: bool) -> list[str]:
@@ -144,15 +154,10 @@ def _check_grids(a: pd.DataFrame, b: pd.DataFrame, params, intersect: bool) -> l
     ga, gb = _grid(a, params), _grid(b, params)
     if ga == gb:
         return []
-    only_a, only_b = sorted(ga - gb), sorted(gb - ga)
+    only_a, only_b = ga - gb, gb - ga
     what = "/".join(params)
-    said = (
-        f"{len(only_a)} {what} values only before (e.g. {', '.join(map(' '.join, only_a[:3]))})"
-        if only_a else ""
-    )  # fmt: skip
-    said_b = (
-        f"{len(only_b)} only after (e.g. {', '.join(map(' '.join, only_b[:3]))})" if only_b else ""
-    )
+    said = f"{len(only_a)} {what} values only before (e.g. {_first(only_a)})" if only_a else ""
+    said_b = f"{len(only_b)} only after (e.g. {_first(only_b)})" if only_b else ""
     detail = "; ".join(x for x in (said, said_b) if x)
     if not ga & gb:
         raise PerflabError(f"different parameter grids, no {what} value in common ({detail})")

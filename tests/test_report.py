@@ -203,7 +203,7 @@ int main(int argc, char **argv)
 {
     const char *pad = getenv("A");
     size_t n = pad ? strlen(pad) : 0;
-    long iters = 50000;
+    long iters = 200000;
     if (argc > 2 && n >= (size_t)atol(argv[1]) && n <= (size_t)atol(argv[2]))
         iters = iters * 11 / 10;
     volatile long x = 0;

@@ -156,7 +156,15 @@ def compare(df: pd.DataFrame, meta: dict) -> Summary:
     values["overall"] = summary
     return Summary(
         lines,
-        [Table("setups", title, per, "{:,.3f}", per[cols])],
+        [
+            Table(
+                "setups",
+                title,
+                per,
+                "{:,.3f}",
+                per[cols].astype({"median_a": "int64", "median_b": "int64"}),
+            )
+        ],
         values,
         lambda p: mod.plot(df, p, per, summary),
     )

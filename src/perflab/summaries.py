@@ -348,7 +348,7 @@ def campaign(df: pd.DataFrame, meta: dict) -> Summary:
     """A campaign's per-host medians; `perflab report hosts` has the fleet view and its options."""
     from perflab import fleet
 
-    value = "fauxplat_per_s" if "fauxplat_per_s" in df else "ticks" if "ticks" in df else "ns"
+    value = "fauxplat_per_s" if "fauxplat_per_s" in df else "ns" if "method" in df else "ticks"
     part = df[df["condition"] == "alone"] if "condition" in df else df
     per_host = fleet.per_host(part, value)
     lines = [f"{len(df)} rows from {df['host'].nunique()} hosts"]

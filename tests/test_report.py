@@ -29,7 +29,8 @@ C0 = str(machine.usable_cpus()[0])
 # Each verb at its smallest, and the --json keys whose tables `report --json` must repeat.
 VERBS = {
     "env-size": (["sweep", "env-size", "--max", "15", "--repeat", "2", "--no-rt"],
-                 ["windows", "sizes", "status", "baseline", "threshold", "value", "runs"]),
+                 ["windows", "predicted", "verdicts", "explanation", "alias_check", "sizes",
+                  "status", "baseline", "threshold", "value", "runs"]),
     "link-order": (["sweep", "link-order", "--permutations", "2", "--repeat", "2", "--no-rt"],
                    ["orders", "alignment", "layout", "spread", "status", "value"]),
     "compare": (["compare", "true", "true", "--setups", "2", "--repeat", "3", "--no-rt"],
@@ -276,7 +277,7 @@ def test_report_html_and_markdown_of_an_env_size_sweep(sweep, tmp_path):
     parsed = _page(page)
     png = _png(parsed.images[0])
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
-    slowest = r.summary.tables[1].display
+    slowest = next(t for t in r.summary.tables if t.name == "sizes").display
     html_rows = next(t for t in parsed.tables if t[0][:2] == ["env_size", "n"])
     assert [int(row[0]) for row in html_rows[1:]] == slowest["env_size"].tolist()
     conditions = dict(row for row in parsed.tables[-1][1:])

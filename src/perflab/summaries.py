@@ -50,10 +50,12 @@ def _status(df: pd.DataFrame) -> dict[str, int]:
 def env_size(df: pd.DataFrame, meta: dict) -> Summary:
     """Windows and the slowest sizes, as `perflab sweep env-size` prints them (k = 5)."""
     from perflab import env_size as mod
+    from perflab import windows as explained
 
     value = mod.value_column(df)
     summary = mod.summarize(df, value)
     windows = mod.detect_windows(summary, k=5.0)
+    predicted, verdicts, why = explained.explain(meta, summary, windows)
     counts = _status(df)
     lines = [f"{len(df)} runs; status: {counts}"]
     title, hidden = "windows", windows.iloc[:0, :0]
@@ -78,19 +80,30 @@ def env_size(df: pd.DataFrame, meta: dict) -> Summary:
                 f"baseline {windows.attrs['baseline']:,.0f})"
             )
             hidden = None
+    lines += why
     slow = summary.nlargest(10, "median")
     tables = [
         Table("windows", title, windows, "{:,.3f}", hidden),
+        Table("verdicts", "verdicts (excess over the baseline, 95 % CI)", verdicts, "{:+.3f}"),
         Table("sizes", f"10 slowest sizes ({value})", summary, "{:,.0f}", slow),
     ]
+    if predicted is not None:
+        tables.insert(1, Table("predicted", "predicted windows (from addresses)", predicted, "{}"))
     values = {
         "value": value,
         "runs": len(df),
         "status": counts,
         "baseline": windows.attrs.get("baseline"),
         "threshold": windows.attrs.get("threshold"),
+        "explanation": why,
+        "alias_check": meta.get("alias_check"),
     }
-    return Summary(lines, tables, values, lambda p: mod.plot(df, p, windows, None, value, summary))
+    return Summary(
+        lines,
+        tables,
+        values,
+        lambda p: mod.plot(df, p, windows, None, value, summary, predicted),
+    )
 
 
 def link_order(df: pd.DataFrame, meta: dict) -> Summary:

@@ -1,11 +1,16 @@
 """The clock lab: clocks.c's resolution table, ClockBench's read costs, and a TSC verdict."""
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from perflab import machine, stats
 from perflab._native import check, ffi, lib, ptr, u64_array
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # Display names in the article's order (clocks.c, then ClockBench's TSC methods).
 SOURCES = {
@@ -149,7 +154,7 @@ def verdict(flags: dict[str, bool], clocksource: str, hypervisor: str) -> str:
     return f"trustworthy: invariant TSC, kernel clocksource is tsc, serialise with {serial}{where}"
 
 
-def plot(costs: pd.DataFrame, path, table: pd.DataFrame | None = None) -> None:
+def plot(costs: pd.DataFrame, path=None, table: pd.DataFrame | None = None) -> "Figure":
     """Distribution of read costs per method, log scale, with the batch-timed mean in red.
 
     COARSE clocks step by their resolution, so most steps are 0: the red mark shows what a
@@ -176,7 +181,7 @@ def plot(costs: pd.DataFrame, path, table: pd.DataFrame | None = None) -> None:
     ax.set_xlabel("cost of one read (ns, symlog)")
     ax.invert_yaxis()
     hz, how = machine.tsc_hz()
-    plt.save(fig, path, title=f"Clock read costs — TSC {hz / 1e9:.3f} GHz ({how})")
+    return plt.save(fig, path, title=f"Clock read costs — TSC {hz / 1e9:.3f} GHz ({how})")
 
 
 def cost_of(method: str, samples: int = 1000) -> pd.DataFrame:

@@ -244,3 +244,26 @@ def test_progress_in_a_notebook_is_one_display_updated_in_place():
     shown = outputs[0]["data"]
     assert shown["text/plain"].startswith("work: 40/40 (100%)")
     assert '<progress value="40" max="40"' in shown["text/html"]
+
+
+def test_show_displays_summary_conditions_and_figure_of_a_real_result():
+    from perflab import machine, pagefault
+
+    df = pagefault.run(pages=2, reps=1)
+    shown = perflab.show(df)
+    assert shown.frame is df
+    page = shown._repr_html_()
+    assert "perflab pagefault" in page
+    assert html_escape(machine.cpu_model()) in page  # the conditions
+    assert pagefault.summarize(df).to_html(max_rows=30, float_format="{:,.4g}".format) in page
+    assert page.count("<img src='data:image/png;base64,") == 1
+    bare = df.copy()
+    bare.attrs = {}  # no metadata, so no experiment to summarise: the rows are still shown
+    page = perflab.show(bare)._repr_html_()
+    assert "<img" not in page and f"{len(df):,} rows" in page
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)

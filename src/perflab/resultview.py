@@ -82,8 +82,8 @@ class Result:
             for k, v in self.conditions().items()
         )
         parts.append(f"<details><summary>conditions</summary><table>{rows}</table></details>")
-        if self.summary is not None:
-            parts.append(self.summary.to_html(max_rows=30, float_format="{:,.4g}".format))
+        table = self.frame if self.summary is None else self.summary
+        parts.append(table.to_html(max_rows=30, float_format="{:,.4g}".format))
         if self.figure is not None:
             data = base64.b64encode(png(self.figure)).decode("ascii")
             parts.append(f"<img src='data:image/png;base64,{data}'/>")

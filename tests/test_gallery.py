@@ -1,6 +1,7 @@
 """The reproduction gallery runs: every experiment script in --quick mode, every notebook."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +107,28 @@ def test_notebook_runs_top_to_bottom(notebook: Path, tmp_path: Path, monkeypatch
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
     assert _tree() == before, "a notebook wrote into the repository"
+    for cell in code:
+        _check_shown(cell)
+
+
+# What a cell tagged so must show once executed with the inline backend, as a user sees it.
+SHOWN = {
+    "figure": lambda data: "image/png" in data,
+    "result": lambda data: "data:image/png;base64," in data.get("text/html", ""),
+    "progress": lambda data: re.match(r"\S+: [\d,]+/[\d,]+ \(100%\)", data.get("text/plain", "")),
+}
+
+
+def _check_shown(cell) -> None:
+    """Every tagged cell showed its figure, rich result or finished progress line; every cell
+    that draws is tagged (so a figure that vanishes cannot go unnoticed)."""
+    tags = set(cell.metadata.get("tags", []))
+    first = cell.source.splitlines()[0]
+    if re.search(r"\.plot\(|plot\.figure\(|perflab\.show\(", cell.source):
+        assert tags & {"figure", "result"}, f"cell {first!r} draws but is not tagged 'figure'"
+    outputs = [o.get("data", {}) for o in cell.outputs if "data" in o]
+    for tag in tags & set(SHOWN):
+        assert any(SHOWN[tag](data) for data in outputs), f"cell {first!r} shows no {tag}"
 
 
 def _tree() -> set[Path]:

@@ -2,13 +2,16 @@
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from perflab import _native, machine, stats
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 SOURCES = _native.CLOCK_SOURCES
 COUNTERS = {"rdtsc", "lfence+rdtsc", "rdtscp", "cpuid+rdtsc"}
@@ -133,8 +136,10 @@ def verdict(flags: dict[str, bool], clocksource: str, hypervisor: str) -> str:
 
 
 def plot(
-    costs: pd.DataFrame, path: str | os.PathLike[str], table: pd.DataFrame | None = None
-) -> None:
+    costs: pd.DataFrame,
+    path: str | os.PathLike[str] | None = None,
+    table: pd.DataFrame | None = None,
+) -> "Figure":
     """Distribution of read costs per method, log scale, with the batch-timed mean in red.
 
     COARSE clocks step by their resolution, so most steps are 0: the red mark shows what a
@@ -161,7 +166,7 @@ def plot(
     ax.set_xlabel("cost of one read (ns, symlog)")
     ax.invert_yaxis()
     hz, how = machine.tsc_hz()
-    plt.save(fig, path, title=f"Clock read costs — TSC {hz / 1e9:.3f} GHz ({how})")
+    return plt.save(fig, path, title=f"Clock read costs — TSC {hz / 1e9:.3f} GHz ({how})")
 
 
 def cost_of(method: str, samples: int = 1000) -> pd.DataFrame:

@@ -10,8 +10,7 @@ import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +20,9 @@ from perflab.childruns import _cli
 from perflab.childruns import value_column as value_column
 from perflab.errors import PerflabError
 from perflab.link_order import counters_note
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 RANDOMIZE = ("env-size", "link-order")
 NO_PADDING = -1  # env_size of a setup that does not randomize it: the environment is not padded
@@ -161,9 +163,16 @@ def compare(
 ) -> pd.DataFrame:
     """Run A and B interleaved, `repeat` pairs in each of `setups` random setups; tidy frame.
 
+    a, b: the two sides (compare.build_side("A", ["-O2"]) or compare.program_side(name, argv)).
     params: any field of Plan (randomize, setups, repeat, env_max, var, seed, aslr, cpus,
     inherit_env, timeout, rt, mlock). Journaled to `output` when given, and resumable like a
     sweep: on_start(todo, done) once, progress(n) after each batch of n runs.
+
+    Returns one row per run: setup, env_size (bytes of padding, -1: none), link_order, side
+    ("A"/"B"), rep, then the child-run columns: ticks (TSC ticks, timer cost subtracted),
+    outer_ticks, wall_ns, utime_ns, stime_ns, maxrss_kb, faults, context switches, cycles,
+    instructions, exit_code, signal, status (docs/env-size.md). per_setup() and overall()
+    turn it into B/A ratios with intervals.
     """
     cpus = params.pop("cpus", None)
     randomize = tuple(params.pop("randomize", ("env-size",)))
@@ -311,8 +320,11 @@ def _conclusion(ratio: float, lo: float, hi: float, slower: int, faster: int, n:
 
 
 def plot(
-    df: pd.DataFrame, path: str | os.PathLike[str], setups: pd.DataFrame, summary: dict[str, Any]
-) -> Path:
+    df: pd.DataFrame,
+    path: str | os.PathLike[str] | None,
+    setups: pd.DataFrame,
+    summary: dict[str, Any],
+) -> "Figure":
     """B/A per setup with its CI (red: B slower, blue: B faster), and the overall band."""
     from perflab import plot as plt
 

@@ -9,13 +9,16 @@ import errno
 import os
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from perflab import _native, machine, results
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # Event name -> (index in the C counter set, kind, column name with its unit).
 _KINDS = {
@@ -188,7 +191,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot(df: pd.DataFrame, path: Any) -> None:
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     """Counts per event (log scale); events that do not count here are named, not drawn as 0."""
     from perflab import plot as plt
 
@@ -202,4 +205,4 @@ def plot(df: pd.DataFrame, path: Any) -> None:
     ax.set_xscale("log")
     ax.invert_yaxis()
     ax.set_xlabel("count")
-    plt.save(fig, path, title="perf_event counts")
+    return plt.save(fig, path, title="perf_event counts")

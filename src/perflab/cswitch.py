@@ -3,13 +3,16 @@
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from perflab import _native, machine, results
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 RT_PRIORITY = 1  # Listing 2's sched_priority: the lowest real-time priority is enough
 
@@ -136,7 +139,7 @@ def article_lines(row: Any) -> list[str]:
     ]
 
 
-def plot(df: pd.DataFrame, path: Any) -> None:
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     """Bars of the round trip and its switch part per placement and priority."""
     from perflab import plot as plt
 
@@ -150,4 +153,4 @@ def plot(df: pd.DataFrame, path: Any) -> None:
     plt.log_axes(ax, x=False, y=True)
     ax.set_ylabel("µs per iteration (median of reps, log)")
     ax.legend()
-    plt.save(fig, path, title=f"cswitch {int(df['n'].iloc[0])}: pipes between two processes")
+    return plt.save(fig, path, title=f"cswitch {int(df['n'].iloc[0])}: pipes between two processes")

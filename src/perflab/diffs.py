@@ -7,13 +7,16 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from perflab import reports, stats
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # experiment -> (parameter columns that identify a point, value column); None: the experiment's
 # value_column (the probe's ticks, or the parent's when the program had no probe).
@@ -69,11 +72,12 @@ class Diff:
         """The points whose interval excludes 1."""
         return self.table[self.table["change"] != ""]
 
-    def plot(self, path: str | os.PathLike) -> Path:
-        """The ratio along the swept parameter with its interval band, changes marked."""
+    def plot(self, path: str | os.PathLike | None = None) -> "Figure":
+        """The ratio along the swept parameter with its interval band, changes marked; the
+        Figure is returned (it shows inline in Jupyter) and written to path when one is given."""
         from perflab import plot as plt
 
-        target = plt.check_plot_path(path)
+        target = None if path is None else plt.check_plot_path(path)
         t = self.table
         fig, ax = plt.figure(figsize=(10, 5))
         numeric = len(self.params) == 1 and pd.api.types.is_numeric_dtype(t[self.params[0]])

@@ -7,8 +7,7 @@ DjiBee's script), each size many times, in a seeded random order; each run is on
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -19,6 +18,9 @@ from perflab.childruns import _cli
 from perflab.childruns import status_counts as status_counts
 from perflab.childruns import value_column as value_column
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 KEY = ("env_size", "rep")
 COLUMNS = list(KEY) + list(childruns.MEASURED)
@@ -117,9 +119,24 @@ def sweep(
 ) -> pd.DataFrame:
     """Run the env-size sweep and return its tidy frame (also journaled to `output` if given).
 
-    params: any field of Plan (min_size, max_size, step, repeat, var, aslr, cpus, order, seed,
-    inherit_env, opt, timeout, rt, mlock); cpus=None (the default) means the last usable CPU.
-    progress(n) is called after each chunk of n runs; on_start(todo, done) once before.
+    program: the argv of the program to run at every size, e.g. ("./a.out", "arg"); () runs
+    the built-in Mytkowicz loop (compiled at -O`opt`), whose probe times its hot region.
+    params: any field of Plan: min_size, max_size, step (bytes of padding in the variable
+    `var`, default "A"), repeat (runs per size), aslr ("off", "on", "system"), cpus (None: the
+    last usable CPU), order ("random" or "sequential"), seed, inherit_env, opt, timeout (s),
+    rt, mlock.
+    output: a .parquet/.csv journal, flushed as runs finish; resume=True completes it.
+    progress(n) is called after each chunk of n runs, on_start(todo, done) once before
+    (perflab.progress.Progress supplies both: sweep(..., **Progress("env-size").callbacks)).
+
+    Returns one row per run: env_size (bytes), rep, ticks (TSC ticks of the probed region,
+    timer cost subtracted; NaN without a probe), outer_ticks (the whole run seen by the
+    parent, ticks), wall_ns, utime_ns, stime_ns (ns), maxrss_kb (KiB), minflt, majflt, nvcsw,
+    nivcsw (counts), cycles, instructions (NaN where perf counters are absent), exit_code,
+    signal, status ("ok", "exit", "crash", "timeout", ...), child_errno, strays. Metadata
+    (machine, ASLR, CPUs, TSC Hz, workload) is in df.attrs["perflab"]; docs/env-size.md says
+    how each column is measured and its floor.
+
     A KeyboardInterrupt leaves `output` complete up to the last run and marked incomplete;
     discard_bad drops damaged journal chunks on resume (their runs are measured again).
     """
@@ -290,13 +307,13 @@ def parse_zoom(text: str) -> tuple[int, int]:
 
 def plot(
     df: pd.DataFrame,
-    path: str | os.PathLike,
+    path: str | os.PathLike | None = None,
     windows: pd.DataFrame | None = None,
     zoom: tuple[int, int] | None = None,
     value: str | None = None,
     summary: pd.DataFrame | None = None,
     predicted: pd.DataFrame | None = None,
-) -> Path:
+) -> "Figure":
     """Mean (red) and median (blue) ticks vs env size, windows shaded; zoom=(A, B) to look in.
 
     predicted: windows.predict's windows, hatched, so a reader sees where the addresses

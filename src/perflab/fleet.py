@@ -1,10 +1,15 @@
 """The fleet view of a campaign: which host is off, by how much, judged robustly."""
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from perflab import plot, stats
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # A host is an outlier when its median is more than this many scaled MADs from the fleet's.
 OUTLIER_MADS = 3.5
@@ -55,7 +60,7 @@ def fleet_summary(table: pd.DataFrame) -> dict:
     }
 
 
-def plot_hosts(table: pd.DataFrame, value: str, path) -> None:
+def plot_hosts(table: pd.DataFrame, value: str, path=None) -> "Figure":
     """Hosts sorted by median with their p5-p95 range; outliers in red."""
     fig, ax = plot.figure(figsize=(max(6, 0.35 * len(table) + 3), 5))
     x = np.arange(len(table))
@@ -67,4 +72,4 @@ def plot_hosts(table: pd.DataFrame, value: str, path) -> None:
     ax.set_ylabel(value)
     ax.margins(x=0.15)
     ax.legend(loc="best")
-    plot.save(fig, path, title="Hosts sorted by median")
+    return plot.save(fig, path, title="Hosts sorted by median")

@@ -14,8 +14,7 @@ import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +26,9 @@ from perflab.binlayout import records as results_records
 from perflab.childruns import _cli
 from perflab.childruns import value_column as value_column
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 KEY = ("perm", "rep")
 MAX_PERMUTATIONS = 5040  # 7!: beyond that, sample with --permutations N
@@ -199,10 +201,18 @@ def sweep(
 ) -> pd.DataFrame:
     """Link every chosen order once, run each `repeat` times, return the tidy frame.
 
+    objects: object files (.o) to link in every order; () uses the built-in four-object
+    workload compiled with `cflags`. cc, ldflags, template ("gcc {objects} -o {output}") and
+    symbols say how to link them and which symbols' layout to record.
     params: any field of Plan (permutations, seed, repeat, aslr, cpus, order, inherit_env,
     timeout, rt, mlock, args). Its metadata holds the per-program layout ('layout': symbol
     addresses and alignments) and the build/run times. on_build(n) returns a per-program
-    callback for the link progress.
+    callback for the link progress; on_start(todo, done) and progress(n) are the run's.
+
+    Returns one row per run: link_order ("c,a,b,main"), perm, rep, then the columns of every
+    child run: ticks (probed region, TSC ticks, timer cost subtracted), outer_ticks, wall_ns,
+    utime_ns, stime_ns, maxrss_kb, minflt, majflt, nvcsw, nivcsw, cycles, instructions (NaN
+    where not counted), exit_code, signal, status, child_errno, strays (docs/env-size.md).
     """
     recording = childruns.Recording(output, resume, discard_bad)
     recording.check()
@@ -389,11 +399,11 @@ def layout_frame(df: pd.DataFrame) -> pd.DataFrame:
 
 def plot(
     df: pd.DataFrame,
-    path: str | os.PathLike,
+    path: str | os.PathLike | None = None,
     summary: pd.DataFrame | None = None,
     effects: pd.DataFrame | None = None,
     value: str | None = None,
-) -> Path:
+) -> "Figure":
     """Each order's runs as a box, sorted by median, coloured by the best alignment feature."""
     from matplotlib.patches import Patch
 

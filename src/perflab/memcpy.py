@@ -3,7 +3,7 @@
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -11,6 +11,9 @@ from numpy.typing import ArrayLike
 
 from perflab import _native, machine
 from perflab.errors import PerflabError, warn_once
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 KERNELS = _native.COPY_KERNELS
 PAGE = 4096
@@ -388,7 +391,7 @@ def summarize(df: pd.DataFrame, upto: int = 32) -> pd.DataFrame:
     return small_table(df, upto)
 
 
-def plot(df: pd.DataFrame, path: Any, knees: pd.DataFrame | None = None) -> None:
+def plot(df: pd.DataFrame, path: Any = None, knees: pd.DataFrame | None = None) -> "Figure":
     """Rubini's figure: log-log, red ticks per copy, blue ticks per byte, green derivative."""
     from matplotlib.ticker import FuncFormatter
 
@@ -429,7 +432,7 @@ def plot(df: pd.DataFrame, path: Any, knees: pd.DataFrame | None = None) -> None
     ax.legend(loc="upper left")
     kernel = df["kernel"].iloc[0] if "kernel" in df else "libc"
     hz, _ = machine.tsc_hz()
-    plt.save(
+    return plt.save(
         fig,
         path,
         title=f"memcpy ({kernel}) — TSC {hz / 1e9:.3f} GHz; dashed: cache/2, dotted: knees",

@@ -1,13 +1,16 @@
 """What a page fault costs: first touch of fresh pages vs touching them again vs mlock'ed pages."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from perflab import _native, machine, results
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CONDITIONS = _native.TOUCH_CONDITIONS
 
@@ -67,7 +70,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 table = summarize  # its earlier name
 
 
-def plot(df: pd.DataFrame, path: Any) -> None:
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     """Ticks per page of every repetition per condition, log scale."""
     from perflab import plot as plt
 
@@ -79,4 +82,6 @@ def plot(df: pd.DataFrame, path: Any) -> None:
     ax.set_xlabel("repetition")
     ax.set_ylabel("TSC ticks per 4 KiB page")
     ax.legend()
-    plt.save(fig, path, title=f"Page-fault cost, {int(df['pages'].iloc[0])} pages per region")
+    return plt.save(
+        fig, path, title=f"Page-fault cost, {int(df['pages'].iloc[0])} pages per region"
+    )

@@ -1,21 +1,32 @@
-"""One gnuplot-like matplotlib style for every --plot: boxed axes, inward ticks, log scales."""
+"""One gnuplot-like matplotlib style for every figure: boxed axes, inward ticks, log scales.
 
+Figures are built with matplotlib's object API and changed by no global setting: importing or
+drawing never touches the backend or rcParams, so a notebook keeps its inline backend, and a
+file is written through the figure's own canvas (no display needed). matplotlib itself is
+imported by the first figure, not by `import perflab.plot`, so the CLI starts fast.
+"""
+
+import contextlib
+import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+from cycler import cycler
 
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # Rubini's memcpy figure: red per copy, blue per byte, green derivative; then gnuplot's order.
 COLORS = ["#d62728", "#1f4fd6", "#2ca02c", "#9b30d0", "#e08b00", "#00a3a3", "#555555"]
 FORMATS = (".png", ".svg", ".pdf")
+DPI = 120
 
 STYLE = {
-    "axes.prop_cycle": matplotlib.cycler(color=COLORS),
+    "axes.prop_cycle": cycler(color=COLORS),
     "axes.grid": True,
     "axes.linewidth": 1.0,
     "grid.linestyle": ":",
@@ -33,7 +44,7 @@ STYLE = {
     "font.size": 10,
     "lines.linewidth": 1.2,
     "lines.markersize": 3,
-    "savefig.dpi": 120,
+    "savefig.dpi": DPI,
     "figure.figsize": (8, 5),
 }
 
@@ -51,10 +62,25 @@ def check_plot_path(path: str | os.PathLike) -> Path:
     return p
 
 
-def figure(nrows: int = 1, ncols: int = 1, **kw):
-    """A figure and axes drawn in perflab's style."""
-    with plt.rc_context(STYLE):
-        return plt.subplots(nrows, ncols, **kw)
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """perflab's style for what is drawn inside the block, restored after it (never global)."""
+    import matplotlib
+
+    with matplotlib.rc_context(STYLE):
+        yield
+
+
+def figure(nrows: int = 1, ncols: int = 1, *, figsize: Any = None, **subplots: Any):
+    """A figure and its axes in perflab's style; not registered with pyplot, so nothing leaks.
+
+    The figure shows inline when it is a notebook cell's value or passed to display().
+    """
+    from perflab._figure import InlineFigure
+
+    with style():
+        fig = InlineFigure(figsize=figsize)
+        return fig, fig.subplots(nrows, ncols, **subplots)
 
 
 def log_axes(ax, x: bool = False, y: bool = True) -> None:
@@ -65,13 +91,25 @@ def log_axes(ax, x: bool = False, y: bool = True) -> None:
         ax.set_yscale("log")
 
 
-def save(fig, path: str | os.PathLike, title: str | None = None) -> Path:
-    """Write the figure (format from the suffix) and release it."""
-    p = check_plot_path(path)
+def save(
+    fig: "Figure", path: str | os.PathLike | None = None, title: str | None = None
+) -> "Figure":
+    """Title and lay out the figure, write it when a path is given (format from the suffix).
+
+    Returns the figure, so an experiment's plot() can hand it on to a notebook.
+    """
     if title:
         fig.suptitle(title)
-    with plt.rc_context(STYLE):
+    with style():
         fig.tight_layout()
-        fig.savefig(p)
-    plt.close(fig)
-    return p
+        if path is not None:
+            fig.savefig(check_plot_path(path))
+    return fig
+
+
+def png(fig: "Figure") -> bytes:
+    """The figure as PNG bytes, as a notebook shows it."""
+    buf = io.BytesIO()
+    with style():
+        fig.savefig(buf, format="png", bbox_inches="tight")
+    return buf.getvalue()

@@ -5,13 +5,16 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow.parquet as pq
 
 from perflab import results, summaries
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # What a reader needs to judge where a result comes from, in the order it is shown.
 CONDITIONS = (
@@ -64,16 +67,15 @@ class Report:
         meta = self.meta
         return {label: meta[k] for k, label in CONDITIONS if meta.get(k) not in (None, "", [])}
 
-    def plot(self, path: str | os.PathLike) -> Path:
-        """Redraw the experiment's figure to path (.png, .svg, .pdf)."""
+    def plot(self, path: str | os.PathLike | None = None) -> "Figure":
+        """Redraw the experiment's figure, written to path (.png, .svg, .pdf) when one is given."""
         from perflab import plot as plt
 
-        target = plt.check_plot_path(path)
+        target = None if path is None else plt.check_plot_path(path)
         if self.summary.plot is None:
             why = [n for n in self.notes if n.startswith("no figure")] or self.summary.lines
             raise PerflabError(f"{self.path}: nothing to plot ({'; '.join(why)})")
-        self.summary.plot(target)
-        return target
+        return self.summary.plot(target)
 
 
 def experiment_of(df: pd.DataFrame, where: str) -> tuple[str, list[str]]:

@@ -4,13 +4,16 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from perflab import _native, machine, results, stats
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CALLS = _native.SYSCALLS
 DEFAULT_CALLS = ("getpid", "open+close", "read", "write", "stat")
@@ -128,7 +131,7 @@ def fileguard_text(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def plot(df: pd.DataFrame, path: Any) -> None:
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     """Distribution of each call's ticks, log scale: the long tail FileGuard warned about."""
     from perflab import plot as plt
 
@@ -139,4 +142,4 @@ def plot(df: pd.DataFrame, path: Any) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("TSC ticks per call (timer cost subtracted)")
     ax.invert_yaxis()
-    plt.save(fig, path, title=f"System-call costs, {int(df['rep'].max()) + 1} trials each")
+    return plt.save(fig, path, title=f"System-call costs, {int(df['rep'].max()) + 1} trials each")

@@ -2,13 +2,16 @@
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from perflab import _native, machine, results
 from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DEFAULT_CALLS = ("sin(1.0)", "tan(1.0)", "sin(0.0)")
 MAX_CALLS = 64
@@ -161,7 +164,7 @@ def convergence(df: pd.DataFrame) -> pd.DataFrame:
     return wide.cummin().reset_index()
 
 
-def plot(df: pd.DataFrame, path: Any) -> None:
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     """Ticks of each warm repeat and its running minimum, cold first calls as markers at rep -1."""
     from perflab import plot as plt
 
@@ -181,4 +184,4 @@ def plot(df: pd.DataFrame, path: Any) -> None:
     ax.set_xlabel("repeat (x at -1: first call in a fresh process)")
     ax.set_ylabel("TSC ticks, timer cost subtracted")
     ax.legend()
-    plt.save(fig, path, title="trig: cold first calls vs warm repeats")
+    return plt.save(fig, path, title="trig: cold first calls vs warm repeats")

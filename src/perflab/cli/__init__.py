@@ -1,11 +1,19 @@
-"""The `perflab` command: a click group whose verbs live in one module each."""
+"""The `perflab` command: a click group whose verbs live in one module each.
 
+A verb's module is imported only when that verb runs, completes or shows its help, so
+`perflab --help` and `import perflab.cli` load neither pandas nor matplotlib (see VERBS).
+"""
+
+import importlib
 import os
 
 import click
+from click.shell_completion import CompletionItem
 
 from perflab import __version__
 from perflab.errors import PerflabError
+
+QUIET = "perflab.quiet"  # ctx.meta key: --quiet, read by cli.common.progressbar
 
 
 class UsageMistake(click.ClickException):
@@ -14,8 +22,122 @@ class UsageMistake(click.ClickException):
     exit_code = 2
 
 
+# Every verb: where it is ("sweep env-size"), the cli module that defines it, and the first
+# paragraph of its help, shown in listings without importing the module (a test checks that
+# it is the verb's own). A new verb is one entry here.
+VERBS = {
+    "clocks": (
+        "clocks",
+        "Resolution, value and read cost of every clock and TSC method; TSC trust verdict.",
+    ),
+    "compare": (
+        "compare",
+        "Run A and B interleaved in random setups; report B/A per setup and over all of them.",
+    ),
+    "counters": (
+        "counters",
+        "List the perf events that count here (with a sample count), or count COMMAND "
+        "(`perflab counters -- make -j2`) with every thread and child it starts.",
+    ),
+    "machine": (
+        "machine",
+        "CPU, topology, caches, clocks, ASLR, counters, and the conditions that spoil timing.",
+    ),
+    "report": ("report", "Summaries of results saved with -o."),
+    "sweep env-size": (
+        "env_size",
+        "Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times each.",
+    ),
+    "sweep link-order": (
+        "link_order",
+        "Link OBJECTS (default: the built-in workload) in every order, run each REPEAT times.",
+    ),
+    "sweep memcpy": (
+        "memory",
+        "Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees found.",
+    ),
+    "sweep threads": (
+        "threads",
+        "Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf).",
+    ),
+    "run pagefault": (
+        "memory",
+        "Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory.",
+    ),
+    "run trig": (
+        "oscost",
+        "Ticks of libm calls (default sin(1.0) tan(1.0) sin(0.0)), timer cost subtracted.",
+    ),
+    "run cswitch": (
+        "oscost",
+        "N one-byte write+read alone, N round trips with a child, and the difference.",
+    ),
+    "run syscalls": (
+        "oscost",
+        "Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs.",
+    ),
+    "run core-vs-ht": (
+        "threads",
+        "1 thread, then 2 released together: CPU and wall time per placement (cputime_core_vs_ht).",
+    ),
+    "run fauxplat": (
+        "threads",
+        "FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: cpu, "
+        "cache and rt hogs on --cpu), with its spread and its change vs alone.",
+    ),
+}
+
+
 class Group(click.Group):
-    """Turns user mistakes into one line and a non-zero exit, never a traceback."""
+    """Loads verbs on first use; turns user mistakes into one line and an exit, not a traceback."""
+
+    group_class = type  # sweep and run are Groups too, lazy in the same way
+
+    def _lazy(self, ctx: click.Context) -> dict[str, tuple[str, str]]:
+        """This group's verbs not loaded yet: name -> (module, help)."""
+        names = []
+        while ctx.parent is not None:
+            names.append(ctx.info_name or "")
+            ctx = ctx.parent
+        where = " ".join(reversed(names))
+        found = {}
+        for path, entry in VERBS.items():
+            group, _, name = path.rpartition(" ")
+            if group == where and name not in self.commands:
+                found[name] = entry
+        return found
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(self._lazy(ctx)))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        lazy = self._lazy(ctx)
+        if cmd_name in lazy:
+            importlib.import_module(f"perflab.cli.{lazy[cmd_name][0]}")
+        return super().get_command(ctx, cmd_name)
+
+    def _short_help(self, ctx: click.Context, name: str, limit: int) -> str:
+        """A verb's help in a listing: its own when loaded, else VERBS's, without importing."""
+        lazy = self._lazy(ctx)
+        if name in lazy:
+            return click.Command(name, help=lazy[name][1]).get_short_help_str(limit)
+        return self.commands[name].get_short_help_str(limit)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        with formatter.section("Commands"):
+            formatter.write_dl([(n, self._short_help(ctx, n, limit)) for n in names])
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        items = [
+            CompletionItem(n, help=self._short_help(ctx, n, 45))
+            for n in self.list_commands(ctx)
+            if n.startswith(incomplete)
+        ]
+        return items + click.Command.shell_complete(self, ctx, incomplete)
 
     def invoke(self, ctx):
         try:
@@ -43,8 +165,21 @@ class Group(click.Group):
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="perflab")
-def cli() -> None:
-    """perflab: low-level performance experiments on Linux, measured honestly."""
+@click.option(
+    "-q", "--quiet", is_flag=True, help="No progress display on stderr (errors still print)."
+)
+@click.pass_context
+def cli(ctx: click.Context, quiet: bool) -> None:
+    """perflab: low-level performance experiments on Linux, measured honestly.
+
+    Progress goes to stderr: a bar in a terminal, a line every 10 s or 5 % when stderr is a
+    file or a pipe.
+
+    \b
+    Shell completion (bash; zsh_source and fish_source for the others):
+      eval "$(_PERFLAB_COMPLETE=bash_source perflab)"
+    """
+    ctx.meta[QUIET] = quiet
 
 
 @cli.group()
@@ -60,17 +195,3 @@ def run() -> None:
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="perflab")
-
-
-from perflab.cli import (  # noqa: E402,F401 - verbs register on the group
-    clocks,
-    compare,
-    counters,
-    env_size,
-    link_order,
-    machine,
-    memory,
-    oscost,
-    report,
-    threads,
-)

@@ -14,10 +14,12 @@ import click
 import pandas as pd
 
 from perflab import campaigns, childruns, machine, plot, results
+from perflab.cli import QUIET
 from perflab.errors import PerflabError
+from perflab.progress import Progress
 
 if TYPE_CHECKING:
-    from click._termui_impl import ProgressBar
+    pass
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -183,16 +185,19 @@ def record_path(output: str | None, resume: str | None, stem: str) -> tuple[str,
     return time.strftime(f"{stem}-%Y%m%d-%H%M%S.parquet"), False
 
 
-def progressbar(length: int, label: str) -> "ProgressBar[int]":
-    """A progress bar with ETA on stderr, so --json on stdout stays parseable."""
-    return click.progressbar(length=length, label=label, file=sys.stderr, show_eta=True)
+def progressbar(length: int, label: str) -> Progress:
+    """Progress on stderr, so --json on stdout stays parseable: a bar with ETA in a terminal,
+    a line every 10 s or 5 % in a log; none with perflab --quiet."""
+    ctx = click.get_current_context(silent=True)
+    quiet = bool(ctx and ctx.meta.get(QUIET))
+    return Progress(label, length, file=sys.stderr, mode="off" if quiet else "auto")
 
 
 class Bars:
-    """Click progress bars on stderr, one per phase (link, run), created when sizes are known."""
+    """Progress displays on stderr, one per phase (link, run), created when sizes are known."""
 
     def __init__(self) -> None:
-        self.bar: ProgressBar[int] | None = None
+        self.bar: Progress | None = None
 
     def open(self, label: str, length: int, done: int = 0) -> Callable[[int], None]:
         self.close()
@@ -203,15 +208,13 @@ class Bars:
         return self.bar.update
 
     def update(self, n: int) -> None:
-        assert self.bar is not None, "a progress update before its bar was opened"
-        self.bar.update(n)
+        if self.bar is not None:
+            self.bar.update(n)
 
     def close(self) -> None:
         if self.bar is not None:
-            self.bar.__exit__(None, None, None)
+            self.bar.close()
             self.bar = None
-            if not sys.stderr.isatty():
-                click.echo(err=True)  # click ends a non-tty bar without a newline
 
 
 def journaled_run(

@@ -2,7 +2,7 @@
 perturbation, with its spread and its change against running alone."""
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -12,6 +12,9 @@ from perflab import machine, results, stats
 from perflab.errors import PerflabError
 from perflab.threads.hogs import Perturbation, default_perturbations, perturbed
 from perflab.threads.runner import DEFAULT_LOOPS, DEFAULT_STREAM_BYTES, Priority, Progress, prio
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def run(
@@ -89,7 +92,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot(df: pd.DataFrame, path: Any) -> None:
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     """FauxPlat/sec per repeat and condition (CPU time based), box per condition."""
     from perflab import plot as plt
 
@@ -100,4 +103,4 @@ def plot(df: pd.DataFrame, path: Any) -> None:
     for i, values in enumerate(data, start=1):
         ax.plot(np.full(len(values), i), values, "o", color=plt.COLORS[0], alpha=0.6)
     ax.set_ylabel("FauxPlat/sec (loops per CPU second)")
-    plt.save(fig, path, title="FauxPlat/sec alone and perturbed")
+    return plt.save(fig, path, title="FauxPlat/sec alone and perturbed")

@@ -3,7 +3,7 @@ CPU, hyper-thread siblings, two cores, two sockets); CPU time summed, elapsed ti
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -13,6 +13,9 @@ from perflab import machine, results
 from perflab.errors import PerflabError
 from perflab.threads.hogs import Perturbation, perturbed
 from perflab.threads.runner import DEFAULT_LOOPS, LOOP_FACTOR, Priority, Progress, prio
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot_summary(summary: pd.DataFrame, path: Any, loops: int) -> None:
+def plot_summary(summary: pd.DataFrame, path: Any, loops: int) -> "Figure":
     """Bars of CPU and wall time with 1 and 2 threads per placement; absent ones marked."""
     from perflab import plot as plt
 
@@ -182,10 +185,12 @@ def plot_summary(summary: pd.DataFrame, path: Any, loops: int) -> None:
     ax.set_xticks(x, summary["placement"])
     ax.set_ylabel("time (ms)")
     ax.legend(loc="upper left")
-    plt.save(fig, path, title=f"core vs hyper-thread: {loops} loops({LOOP_FACTOR}) per thread")
+    return plt.save(
+        fig, path, title=f"core vs hyper-thread: {loops} loops({LOOP_FACTOR}) per thread"
+    )
 
 
-def plot(df: pd.DataFrame, path: Any) -> None:
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     """The figure of a run: its summary as bars per placement."""
     loops = results.metadata(df).get("loops") or int(df["loops"].dropna().iloc[0])
-    plot_summary(summarize(df), path, loops)
+    return plot_summary(summarize(df), path, loops)

@@ -2,7 +2,7 @@
 throughput, speedup, efficiency, CPU utilisation and the spinning that synchronisation costs."""
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -20,6 +20,9 @@ from perflab.threads.runner import (
     kernel_id,
     prio,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def split(total: int, n: int) -> list[int]:
@@ -105,7 +108,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot_summary(table: pd.DataFrame, path: Any, kernel: str) -> None:
+def plot_summary(table: pd.DataFrame, path: Any, kernel: str) -> "Figure":
     """Speedup and CPU utilisation vs threads against the ideal line, efficiency below."""
     from perflab import plot as plt
 
@@ -120,9 +123,9 @@ def plot_summary(table: pd.DataFrame, path: Any, kernel: str) -> None:
     ax2.set_ylabel("parallel efficiency (%)")
     ax2.set_xlabel("threads")
     ax2.set_xticks(n)
-    plt.save(fig, path, title=f"thread scaling, {kernel} kernel")
+    return plt.save(fig, path, title=f"thread scaling, {kernel} kernel")
 
 
-def plot(df: pd.DataFrame, path: Any) -> None:
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     """The figure of a run: speedup, utilisation and efficiency per thread count."""
-    plot_summary(summarize(df), path, str(df["kernel"].iloc[0]))
+    return plot_summary(summarize(df), path, str(df["kernel"].iloc[0]))

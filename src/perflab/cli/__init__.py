@@ -43,7 +43,15 @@ VERBS = {
         "machine",
         "CPU, topology, caches, clocks, ASLR, counters, and the conditions that spoil timing.",
     ),
-    "report": ("report", "Summaries of results saved with -o."),
+    "report": (
+        "report",
+        "Read back a result saved with -o: `perflab report FILE`, or `report hosts FILE`.",
+    ),
+    "diff": (
+        "report",
+        "What changed from BEFORE to AFTER, two results of one experiment: per parameter value, "
+        "after/before of the medians with an interval, changes flagged where it excludes 1.",
+    ),
     "sweep env-size": (
         "env_size",
         "Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times each.",

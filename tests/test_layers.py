@@ -18,10 +18,7 @@ SRC = Path(perflab.__file__).resolve().parent
 # _native.py; empty this list once both are merged.
 NOT_YET_BEHIND_NATIVE = {
     "spawn.py",
-    "timing.py",
     "clocks.py",
-    "perfassert.py",
-    "pytest_plugin.py",
 }
 C0 = machine.usable_cpus()[0]
 

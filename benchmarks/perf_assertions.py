@@ -25,11 +25,14 @@ from perflab.errors import PerflabError
 
 TWINS_C = r"""
 #include <stdint.h>
-#define BODY { for (uint64_t i = 0; i < 1000; i++) __asm__ volatile("" : "+r"(i)); }
+#define LOOP(n) { for (uint64_t i = 0; i < n; i++) __asm__ volatile("" : "+r"(i)); }
 __asm__(".text\n.p2align 6\n");
-void twin_a(void) BODY
+void twin_a(void) LOOP(1000)
 __asm__(".text\n.p2align 6\n.skip 88\n");
-void twin_b(void) BODY
+void twin_b(void) LOOP(1000)
+void more_102(void) LOOP(1020)
+void more_110(void) LOOP(1100)
+void more_200(void) LOOP(2000)
 """
 # Identical code bytes at two alignments: no loop padding, functions placed as written.
 TWINS_FLAGS = [
@@ -56,7 +59,14 @@ int main(int argc, char **argv)
 }
 """
 TWINS = ("python twins", "C twins", "same pointer", "program twins")
+# Real differences: one C function (spin) with more turns, and distinct C functions
+# (twin_a against a longer loop), which pay perfassert.LAYOUT_ALLOWANCE.
 REAL = {"C 1.02x": 1020, "C 1.10x": 1100, "C 2x": 2000}
+DISTINCT = {
+    "C distinct 1.02x": "more_102",
+    "C distinct 1.10x": "more_110",
+    "C distinct 2x": "more_200",
+}
 PROGRAM_BUDGET = "5s,160"
 
 
@@ -66,7 +76,7 @@ def _twin_lib(so: str):
     import cffi
 
     ffi = cffi.FFI()
-    ffi.cdef("void twin_a(void); void twin_b(void);")
+    ffi.cdef(" ".join(f"void {f}(void);" for f in ("twin_a", "twin_b", *DISTINCT.values())))
     return ffi, ffi.dlopen(so)
 
 
@@ -78,6 +88,9 @@ def pair(case: str, work: Path):
         _, lib = _twin_lib(str(work / "twins.so"))
         second = lib.twin_b if case == "C twins" else lib.twin_a
         return timing.c_function(lib.twin_a), timing.c_function(second), None
+    if case in DISTINCT:
+        _, lib = _twin_lib(str(work / "twins.so"))
+        return timing.c_function(lib.twin_a), timing.c_function(getattr(lib, DISTINCT[case])), None
     if case == "program twins":
         a, b = (timing.program([str(work / d / "loop"), "20000"]) for d in ("a", "b"))
         return a, b, PROGRAM_BUDGET
@@ -102,7 +115,8 @@ def prepare(work: Path) -> None:
     """The C twins library and two copies of one program at paths of equal length."""
     src = work / "twins.c"
     src.write_text(TWINS_C)
-    subprocess.run(["cc", *TWINS_FLAGS, str(src), "-o", str(work / "twins.so")], check=True)
+    argv = [*build.compiler(), *TWINS_FLAGS, str(src), "-o", str(work / "twins.so")]
+    subprocess.run(argv, check=True)
     loop = work / "loop.c"
     loop.write_text(LOOP_C)
     binary = build.build(loop).path
@@ -166,16 +180,17 @@ def main() -> None:
     if args.worker:
         worker(args.worker, args.trials, args.work, args.confidence)
         return
-    cases = args.case or [*TWINS, *REAL]
+    cases = args.case or [*TWINS, *REAL, *DISTINCT]
 
     print(
         f"check_faster at confidence {args.confidence} (promise: false claims <= "
         f"{1 - args.confidence:.0%}); timer step {timing.timer_step()} ticks; "
         f"{args.processes} processes x {args.trials} trials per case; default budget "
-        f"{perfassert.Budget()}, programs {PROGRAM_BUDGET}; load {os.getloadavg()[0]:.1f} "
+        f"{perfassert.Budget()}, programs {PROGRAM_BUDGET}; layout allowance between "
+        f"distinct C functions {perfassert.LAYOUT_ALLOWANCE:.0%}; load {os.getloadavg()[0]:.1f} "
         f"on {os.cpu_count()} CPUs"
     )
-    print(f"{'case':<15}{'claims':>9}{'rate':>8}{'95% CI':>17}{'decided':>9}{'median s':>10}")
+    print(f"{'case':<18}{'claims':>9}{'rate':>8}{'95% CI':>17}{'decided':>9}{'median s':>10}")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         prepare(work)
@@ -191,13 +206,13 @@ def main() -> None:
             if case in TWINS:
                 lo, hi = clopper_pearson(len(decided), n)
                 print(
-                    f"{case:<15}{len(decided):>5}/{n:<3}{len(decided) / n:>8.1%}"
+                    f"{case:<18}{len(decided):>5}/{n:<3}{len(decided) / n:>8.1%}"
                     f"{f'[{lo:.1%}, {hi:.1%}]':>17}"
                 )
             else:
                 right = [r for r in rows if r["verdict"] == perfassert.PASS]
                 secs = statistics.median(r["seconds"] for r in right) if right else math.nan
-                print(f"{case:<15}{'':>9}{'':>8}{'':>17}{len(right) / n:>9.1%}{secs:>10.4f}")
+                print(f"{case:<18}{'':>9}{'':>8}{'':>17}{len(right) / n:>9.1%}{secs:>10.4f}")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

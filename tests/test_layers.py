@@ -14,13 +14,6 @@ from perflab import counters, cswitch, machine, memcpy, pagefault, results, sysc
 from perflab.threads import fauxplat_sec, ht_pairs, thread_count
 
 SRC = Path(perflab.__file__).resolve().parent
-# Modules the timing work (issue 15, in parallel) still moves behind _native.py; empty this
-# list once it is merged.
-NOT_YET_BEHIND_NATIVE = {
-    "timing.py",
-    "perfassert.py",
-    "pytest_plugin.py",
-}
 C0 = machine.usable_cpus()[0]
 
 
@@ -44,7 +37,7 @@ def test_only_native_imports_ffi_and_lib():
     offenders = {}
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
-        if rel == "_native.py" or rel in NOT_YET_BEHIND_NATIVE:
+        if rel == "_native.py":
             continue
         if names := _imports_core(path):
             offenders[rel] = names

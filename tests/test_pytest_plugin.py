@@ -3,6 +3,7 @@
 import fcntl
 import math
 import os
+import subprocess
 import time
 
 import cffi
@@ -31,6 +32,31 @@ int main(int argc, char **argv)
     return 0;
 }
 """
+
+
+# Identical code bytes at two alignments, and a body doing twice the turns.
+TWINS_C = r"""
+#include <stdint.h>
+#define LOOP(n) { for (uint64_t i = 0; i < n; i++) __asm__ volatile("" : "+r"(i)); }
+__asm__(".text\n.p2align 6\n");
+void twin_a(void) LOOP(1000)
+__asm__(".text\n.p2align 6\n.skip 88\n");
+void twin_b(void) LOOP(1000)
+void twin_2x(void) LOOP(2000)
+"""
+
+
+@pytest.fixture(scope="module")
+def c_twins(tmp_path_factory):
+    """Distinct C functions with identical code (twin_a, twin_b) and a 2x one, via cffi ABI."""
+    so = tmp_path_factory.mktemp("twins") / "twins.so"
+    src = so.with_suffix(".c")
+    src.write_text(TWINS_C)
+    flags = ["-O2", "-shared", "-fPIC", "-fno-toplevel-reorder", "-falign-functions=1"]
+    subprocess.run([*build.compiler(), *flags, str(src), "-o", str(so)], check=True)
+    ffi = cffi.FFI()
+    ffi.cdef("void twin_a(void); void twin_b(void); void twin_2x(void);")
+    return ffi.dlopen(str(so))
 
 
 @pytest.fixture(autouse=True)
@@ -140,6 +166,35 @@ def test_false_claims_stay_within_the_confidence(make, trials):
     ]
     claims = sum(v != perfassert.INCONCLUSIVE for v in verdicts)
     assert claims < binomial_tail_limit(trials, 1 - confidence), verdicts
+
+
+def test_distinct_c_twins_claim_within_the_confidence(c_twins):
+    # Identical code at two addresses: only the layout allowance stands between their
+    # placement's effect and a claim. Same binomial bound as for the other twins.
+    confidence, trials = 0.9, 40
+    comparisons = [
+        perfassert.check_faster(
+            timing.c_function(c_twins.twin_a),
+            timing.c_function(c_twins.twin_b),
+            confidence=confidence,
+            budget="30s,80",
+        )
+        for _ in range(trials)
+    ]
+    assert {c.allowance for c in comparisons} == {perfassert.LAYOUT_ALLOWANCE}
+    claims = [c.estimate for c in comparisons if c.verdict != perfassert.INCONCLUSIVE]
+    assert len(claims) < binomial_tail_limit(trials, 1 - confidence), claims
+
+
+def test_layout_allowance_widens_only_distinct_c_functions(c_twins):
+    a, double = timing.c_function(c_twins.twin_a), timing.c_function(c_twins.twin_2x)
+    c = perfassert.check_faster(a, double, budget="30s,2000")
+    assert c.allowance == perfassert.LAYOUT_ALLOWANCE and "layout allowance 3.0%" in c.table()
+    # Still decided: 2x is far beyond the allowance. The interval holds the estimate, widened.
+    assert c.passed and c.ci[0] * (1 + c.allowance) <= c.estimate <= c.ci[1] / (1 + c.allowance)
+    same = perfassert.check_faster(timing.spin(300), timing.spin(600), budget="30s,2000")
+    python = perfassert.check_faster(lambda: sum(range(50)), lambda: sum(range(100)))
+    assert same.allowance == python.allowance == 0 and "allowance" not in same.table()
 
 
 def test_program_twins_make_no_claim(tmp_path):

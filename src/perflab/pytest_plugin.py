@@ -7,9 +7,16 @@ the perf tests, never the rest of a suite. Measuring and deciding live in perfla
 
 import datetime as dt
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:  # the plugin loads in every pytest run: nothing heavy at import
+    import pandas as pd
+
+    from perflab.perfassert import Comparison
 
 SESSION = pytest.StashKey["PerflabSession"]()
 MARKER_KWARGS = ("budget", "confidence")
@@ -48,15 +55,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 class PerflabSession:
     """The session's perf options and comparisons; registered as a plugin for its hooks."""
 
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.skip = config.getoption("perflab_skip")
         self.budget = config.getoption("perflab_budget")
         self.confidence = config.getoption("perflab_confidence")
         self.save_dir = config.getoption("perflab_save")
-        self.frames = []
-        self.summaries: list[dict] = []
-        self.reported: list[tuple[str, dict]] = []
+        self.frames: list[pd.DataFrame] = []
+        self.summaries: list[dict[str, Any]] = []
+        self.reported: list[tuple[str, Any]] = []
         self.saved: Path | None = None
         self.save_path = self._save_path() if self.save_dir else None
         if self.budget is not None or self.confidence is not None:
@@ -94,7 +101,7 @@ class PerflabSession:
         except PerflabError as exc:
             raise pytest.UsageError(f"--perflab-save: {exc}") from None
 
-    def record(self, node: pytest.Item, comparison) -> None:
+    def record(self, node: pytest.Item, comparison: "Comparison") -> None:
         """Keep a comparison for the saved file and show it in the test's report."""
         index = sum(1 for key, _ in node.user_properties if key == "perflab")
         frame = comparison.frame()
@@ -134,7 +141,7 @@ class PerflabSession:
     def pytest_sessionfinish(self) -> None:
         self.saved = self.save()
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """One line per perf assertion: verdict, estimate, CI, runs."""
         if not self.reported and not self.saved:
             return
@@ -156,7 +163,13 @@ class PerfFixture:
     """What a test receives as `perflab`: the assertions, with the session's budget and
     confidence unless the test's perf marker or the call itself says otherwise."""
 
-    def __init__(self, node: pytest.Item, session: PerflabSession, budget=None, confidence=None):
+    def __init__(
+        self,
+        node: pytest.Item,
+        session: PerflabSession,
+        budget: Any = None,
+        confidence: float | None = None,
+    ) -> None:
         from perflab import perfassert, timing
 
         self._node = node
@@ -170,9 +183,16 @@ class PerfFixture:
         self.c_function = timing.c_function
         self.spin = timing.spin
         self.program = timing.program
-        self.comparisons = []
+        self.comparisons: list[Comparison] = []
 
-    def _run(self, check, *args, confidence, budget, **kwargs):
+    def _run(
+        self,
+        check: Callable[..., "Comparison"],
+        *args: Any,
+        confidence: float | None,
+        budget: Any,
+        **kwargs: Any,
+    ) -> "Comparison":
         __tracebackhide__ = True
         comparison = check(
             *args,
@@ -186,7 +206,14 @@ class PerfFixture:
             raise self._perfassert.PerfAssertionError(comparison)
         return comparison
 
-    def assert_faster(self, fast, slow, min_ratio=1.0, confidence=None, budget=None):
+    def assert_faster(
+        self,
+        fast: Any,
+        slow: Any,
+        min_ratio: float = 1.0,
+        confidence: float | None = None,
+        budget: Any = None,
+    ) -> "Comparison":
         """Pass only when the CI of median(slow)/median(fast) lies above min_ratio."""
         __tracebackhide__ = True
         return self._run(
@@ -198,7 +225,14 @@ class PerfFixture:
             budget=budget,
         )
 
-    def assert_no_slower(self, candidate, baseline, tolerance=0.05, confidence=None, budget=None):
+    def assert_no_slower(
+        self,
+        candidate: Any,
+        baseline: Any,
+        tolerance: float = 0.05,
+        confidence: float | None = None,
+        budget: Any = None,
+    ) -> "Comparison":
         """Pass only when the CI of median(candidate)/median(baseline) lies below 1+tolerance."""
         __tracebackhide__ = True
         return self._run(
@@ -210,7 +244,9 @@ class PerfFixture:
             budget=budget,
         )
 
-    def assert_ticks_below(self, fn, limit, confidence=None, budget=None):
+    def assert_ticks_below(
+        self, fn: Any, limit: float, confidence: float | None = None, budget: Any = None
+    ) -> "Comparison":
         """Pass only when the CI of fn's median net ticks per call lies below limit."""
         __tracebackhide__ = True
         return self._run(

@@ -12,14 +12,13 @@ has one, else from clone to wait4.
 import dataclasses
 import functools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from perflab import spawn, stats
-from perflab._native import check, ffi, lib, ptr, u64_array
+from perflab import _native, spawn, stats
 from perflab.errors import PerflabError
 
 # A sample should last about this many ticks (~10 us at 2.5 GHz): ~700 times the timer's
@@ -36,14 +35,12 @@ STEP_READS = 20_000
 @functools.cache
 def timer_overhead() -> int:
     """Ticks of an empty timed region: subtracted once from every sample."""
-    return int(lib.perflab_timer_overhead())
+    return _native.timer_overhead_ticks()
 
 
 def timer_reads(n: int = STEP_READS) -> np.ndarray:
     """Ticks between the timing layer's begin and end reads, n empty regions back to back."""
-    out = ffi.new("int64_t[]", n)
-    lib.perflab_time_empty(out, n)
-    return np.frombuffer(ffi.buffer(out), dtype=np.int64) + timer_overhead()
+    return _native.time_empty(n) + timer_overhead()
 
 
 @functools.cache
@@ -60,14 +57,18 @@ def sample_ticks_default() -> int:
 
 @dataclass(eq=False)
 class CallTarget:
-    """A function the core calls `calls` times per sample; `overhead` is its empty call's cost."""
+    """A function the core calls `calls` times per sample; `overhead` is its empty call's cost.
+
+    `code` is the address of a C target's code (None for Python): two C targets at different
+    addresses are distinct functions, whose speeds also depend on where their code lies.
+    """
 
     name: str
-    shape: tuple
-    call: Any = field(repr=False)
-    empty: Any = field(repr=False)
-    keep: tuple = field(default=(), repr=False)
-    errors: list = field(default_factory=list, repr=False)
+    shape: tuple[str, bool]
+    call: _native.Call = field(repr=False)
+    empty: _native.Call = field(repr=False)
+    errors: list[BaseException] = field(default_factory=list, repr=False)
+    code: int | None = None
     calls: int = 0
     overhead: float = 0.0
 
@@ -88,82 +89,51 @@ class CallTarget:
         return timer_step() / max(self.calls, 1)
 
 
-def _call_struct(fn=None, fn_arg=None, arg=ffi.NULL):
-    c = ffi.new("struct perflab_call *")
-    c.fn = fn if fn is not None else ffi.NULL
-    c.fn_arg = fn_arg if fn_arg is not None else ffi.NULL
-    c.arg = arg
-    c.calls = 1
-    return c
-
-
 def _noop() -> None:
     return None
 
 
-@ffi.callback("void(void *)")
-def _enter(handle) -> None:
-    """The one C-to-Python entry of every Python target: the callable arrives as a handle,
-    so two targets differ only in what they run, not in a per-target trampoline."""
-    target = ffi.from_handle(handle)
-    try:
-        target.fn()
-    except BaseException as exc:
-        if not target.errors:
-            target.errors.append(exc)
-
-
-@dataclass(eq=False)
-class _Entry:
-    fn: Any
-    errors: list
-
-
-def python_callable(fn, name: str | None = None) -> CallTarget:
+def python_callable(fn: Callable[[], object], name: str | None = None) -> CallTarget:
     """A Python callable, called from C through the shared entry (its return value dropped)."""
     if not callable(fn):
         raise PerflabError(f"{fn!r} is not callable")
-    errors: list = []
+    errors: list[BaseException] = []
     fn()  # once from Python first: a broken workload fails here with its own traceback
-    body, empty = _Entry(fn, errors), _Entry(_noop, errors)
-    hb, he = ffi.new_handle(body), ffi.new_handle(empty)
     return CallTarget(
         name=name or getattr(fn, "__name__", None) or repr(fn),
-        shape=("python",),
-        call=_call_struct(fn_arg=_enter, arg=hb),
-        empty=_call_struct(fn_arg=_enter, arg=he),
-        keep=(hb, he, body, empty),
+        shape=("python", False),
+        call=_native.python_call(_native.PyEntry(fn, errors)),
+        empty=_native.python_call(_native.PyEntry(_noop, errors)),
         errors=errors,
     )
 
 
-def c_function(fnptr, arg=None, name: str | None = None) -> CallTarget:
+def c_function(fnptr: Any, arg: Any = None, name: str | None = None) -> CallTarget:
     """A C function pointer from any cffi FFI: `void (*)(void)`, or `void (*)(void *)` with arg."""
-    if not isinstance(fnptr, ffi.CData):
+    if not _native.is_c_pointer(fnptr):
         raise PerflabError(
             f"{fnptr!r} is not a cffi function pointer; use ffi.addressof(lib, 'name') "
             "(API mode) or lib.name (ABI mode)"
         )
-    kind = ffi.typeof(fnptr)
-    if kind.kind != "function":
-        raise PerflabError(f"{kind.cname} is not a function pointer")
-    if arg is None:
-        call = _call_struct(fn=ffi.cast("void(*)(void)", fnptr))
-        empty = _call_struct(fn=lib.perflab_noop)
-    else:
-        call = _call_struct(fn_arg=ffi.cast("void(*)(void *)", fnptr), arg=ffi.cast("void *", arg))
-        empty = _call_struct(fn_arg=lib.perflab_noop_arg)
-    label = name or f"C function at {int(ffi.cast('uintptr_t', fnptr)):#x}"
-    shape = ("c", arg is None)
-    return CallTarget(name=label, shape=shape, call=call, empty=empty, keep=(fnptr, arg))
+    is_function, cname = _native.c_pointer_kind(fnptr)
+    if not is_function:
+        raise PerflabError(f"{cname} is not a function pointer")
+    code = _native.address(fnptr)
+    return CallTarget(
+        name=name or f"C function at {code:#x}",
+        shape=("c", arg is None),
+        call=_native.c_call(fnptr, arg),
+        empty=_native.empty_call(with_arg=arg is not None),
+        code=code,
+    )
 
 
 def spin(iterations: int, name: str | None = None) -> CallTarget:
     """The core's spin loop: a C workload whose cost grows linearly with `iterations`."""
     if iterations < 0:
         raise PerflabError(f"spin iterations must be >= 0, not {iterations}")
-    n = ffi.new("uint64_t *", iterations)
-    return c_function(ffi.addressof(lib, "perflab_spin"), arg=n, name=name or f"spin({iterations})")
+    fnptr, arg = _native.spin_call(iterations)
+    return c_function(fnptr, arg=arg, name=name or f"spin({iterations})")
 
 
 @dataclass(eq=False)
@@ -173,7 +143,7 @@ class ProgramTarget:
     name: str
     argv: tuple[str, ...]
     env: dict[str, str] | None
-    options: Any = field(repr=False)
+    options: spawn.SpawnOptions = field(repr=False)
     pin: bool = False
     probe: bool = False
     calls: int = 1
@@ -186,11 +156,9 @@ class ProgramTarget:
             out[i] = self._ticks(spawn.run(self.argv, self.env, self.options))
         return out
 
-    def _ticks(self, r) -> int:
-        if r["status"] != lib.PERFLAB_RUN_OK:
-            raise PerflabError(f"{self.name}: run failed: {_run_failure(r)}")
-        has_probe = bool(r["flags"] & lib.PERFLAB_RUN_HAS_PROBE)
-        if has_probe != self.probe:
+    def _ticks(self, r: Any) -> int:
+        _check_run(self.name, r)
+        if _native.run_has_probe(int(r["flags"])) != self.probe:
             raise PerflabError(f"{self.name}: its probe record came and went between runs")
         return int(r["probe_ticks"]) if self.probe else int(r["outer_ticks"])
 
@@ -202,15 +170,20 @@ class ProgramTarget:
         return float(timer_step())
 
 
-def _run_failure(r) -> str:
+def _check_run(name: str, r: Any) -> None:
+    """Refuse a child run that did not end normally, saying how it ended."""
     status = spawn.STATUS.get(int(r["status"]), str(r["status"]))
+    if status == "ok":
+        return
     if status == "exit":
-        return f"exit code {r['exit_code']}"
-    if status == "crash":
-        return f"killed by signal {r['signal']}"
-    if r["child_errno"]:
-        return f"{status}: {spawn.describe_errno(int(r['child_errno']))}"
-    return status
+        why = f"exit code {r['exit_code']}"
+    elif status == "crash":
+        why = f"killed by signal {r['signal']}"
+    elif r["child_errno"]:
+        why = f"{status}: {spawn.describe_errno(int(r['child_errno']))}"
+    else:
+        why = status
+    raise PerflabError(f"{name}: run failed: {why}")
 
 
 def program(
@@ -229,10 +202,10 @@ def program(
     the child runs. rt=True asks for SCHED_FIFO (perflab.spawn; refused without privileges,
     then the runs are ordinary) so other tasks on that CPU cannot preempt the child.
     """
-    argv = [str(a) for a in argv]
-    if not argv:
+    args = [str(a) for a in argv]
+    if not args:
         raise PerflabError("program: empty argv")
-    argv[0] = spawn.check_program(argv[0])
+    args[0] = spawn.check_program(args[0])
     options = spawn.SpawnOptions(
         aslr=aslr,
         cpus=tuple(cpus or ()),
@@ -241,9 +214,9 @@ def program(
         stdout=_devnull(),
         stderr=_devnull(),
     )
-    label = name or " ".join([os.path.basename(argv[0]), *argv[1:]])
+    label = name or " ".join([os.path.basename(args[0]), *args[1:]])
     return ProgramTarget(
-        name=label, argv=tuple(argv), env=dict(env or {}), options=options, pin=cpus is None
+        name=label, argv=tuple(args), env=dict(env or {}), options=options, pin=cpus is None
     )
 
 
@@ -262,19 +235,20 @@ def _devnull() -> int:
 Target = CallTarget | ProgramTarget
 
 
-def as_target(obj, name: str | None = None) -> Target:
+def as_target(obj: Any, name: str | None = None) -> Target:
     """Accept a target, a cffi function pointer or a Python callable."""
     if isinstance(obj, CallTarget | ProgramTarget):
         return obj
-    if isinstance(obj, ffi.CData):
+    if _native.is_c_pointer(obj):
         return c_function(obj, name=name)
     return python_callable(obj, name=name)
 
 
-def _raw(call, n: int) -> np.ndarray:
-    out = u64_array(n)
-    check(lib.perflab_time_calls(call, ptr(out, "uint64_t[]"), n), "time calls")
-    return out
+def distinct_code(*targets: Target) -> bool:
+    """Whether the targets are C functions at different addresses: distinct code whose
+    relative speed also depends on where each lies (see perfassert.LAYOUT_ALLOWANCE)."""
+    codes = [getattr(t, "code", None) for t in targets]
+    return None not in codes and len(set(codes)) > 1
 
 
 def _needed_calls(target: CallTarget, sample_ticks: int) -> tuple[int, float]:
@@ -282,14 +256,14 @@ def _needed_calls(target: CallTarget, sample_ticks: int) -> tuple[int, float]:
     calls = 1
     while True:
         target.call.calls = calls
-        best = int(_raw(target.call, 3).min())
+        best = int(target.call.time(3).min())
         target.raise_errors()
         if best >= sample_ticks or calls >= MAX_CALLS:
             return calls, best / calls
         calls *= 2
 
 
-def calibrate(*targets: CallTarget, sample_ticks: int | None = None) -> None:
+def calibrate(*targets: Target, sample_ticks: int | None = None) -> None:
     """Choose calls per sample for targets compared together, and measure their empty calls.
 
     Targets share one batch size (the cheapest target's) unless that would make a sample of a
@@ -297,40 +271,41 @@ def calibrate(*targets: CallTarget, sample_ticks: int | None = None) -> None:
     same batch size share one overhead estimate: two identical workloads are then treated
     identically, so noise in the overhead cannot fake a difference between them.
     """
-    if any(isinstance(t, ProgramTarget) for t in targets):
+    calls_targets = [t for t in targets if isinstance(t, CallTarget)]
+    if len(calls_targets) < len(targets):
         _calibrate_programs(targets)
         return
     sample_ticks = sample_ticks or sample_ticks_default()
-    seen = [_needed_calls(t, sample_ticks) for t in targets]
+    seen = [_needed_calls(t, sample_ticks) for t in calls_targets]
     common = max(calls for calls, _ in seen)
-    overheads: dict[tuple, float] = {}
-    for target, (_, per_call) in zip(targets, seen, strict=True):
+    overheads: dict[tuple[tuple[str, bool], int], float] = {}
+    for target, (_, per_call) in zip(calls_targets, seen, strict=True):
         calls = common
         while calls > 1 and calls * per_call > max(MAX_SAMPLE_TICKS, 64 * sample_ticks):
             calls //= 2
         key = (target.shape, calls)
         if key not in overheads:
             target.empty.calls = calls
-            empty = _raw(target.empty, OVERHEAD_SAMPLES).astype(float)
+            empty = target.empty.time(OVERHEAD_SAMPLES).astype(float)
             overheads[key] = float(np.median((empty - timer_overhead()) / calls))
         target.calls = calls
         target.call.calls = calls
         target.overhead = overheads[key]
 
 
-def _calibrate_programs(targets) -> None:
+def _calibrate_programs(targets: Sequence[Target]) -> None:
     """One warm-up run each (fills the page cache, shows whether the program has a probe)."""
-    if not all(isinstance(t, ProgramTarget) for t in targets):
+    programs = [t for t in targets if isinstance(t, ProgramTarget)]
+    if len(programs) < len(targets):
         raise PerflabError("compare a program with a program, not with an in-process function")
     cpu = current_cpu()
-    for t in targets:
+    for t in programs:
         if t.pin:
             t.options = dataclasses.replace(t.options, cpus=(cpu,))
         r = spawn.run(t.argv, t.env, t.options)
-        if r["status"] != lib.PERFLAB_RUN_OK:
-            raise PerflabError(f"{t.name}: run failed: {_run_failure(r)}")
-        t.probe = bool(r["flags"] & lib.PERFLAB_RUN_HAS_PROBE)
-    if len({t.probe for t in targets}) > 1:
+        _check_run(t.name, r)
+        t.probe = _native.run_has_probe(int(r["flags"]))
+    if len({t.probe for t in programs}) > 1:
         raise PerflabError(
             "one program reports a probe record and the other does not: their ticks would "
             "time different things"
@@ -342,12 +317,15 @@ def sample(target: Target, n: int) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(target, ProgramTarget):
         raw = target.run(n)
         return raw, target.per_call(raw)
-    raw = _raw(target.call, n)
+    raw = target.call.time(n)
     target.raise_errors()
     return raw, target.per_call(raw)
 
 
-def _program_pair(a: ProgramTarget, b: ProgramTarget, n: int):
+Pair = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _program_pair(a: ProgramTarget, b: ProgramTarget, n: int) -> Pair:
     """Runs interleaved a b, b a, ... like perflab_time_pair; each run is timed in C."""
     ra, rb = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
     for i in range(n):
@@ -357,13 +335,13 @@ def _program_pair(a: ProgramTarget, b: ProgramTarget, n: int):
     return ra, a.per_call(ra), rb, b.per_call(rb)
 
 
-def sample_pair(a: Target, b: Target, n: int):
+def sample_pair(a: Target, b: Target, n: int) -> Pair:
     """n interleaved samples of two calibrated targets: (raw_a, net_a, raw_b, net_b)."""
-    if isinstance(a, ProgramTarget):
+    if isinstance(a, ProgramTarget) and isinstance(b, ProgramTarget):
         return _program_pair(a, b, n)
-    ra, rb = u64_array(n), u64_array(n)
-    rc = lib.perflab_time_pair(a.call, b.call, ptr(ra, "uint64_t[]"), ptr(rb, "uint64_t[]"), n)
-    check(rc, "time pair")
+    if not (isinstance(a, CallTarget) and isinstance(b, CallTarget)):
+        raise PerflabError("compare a program with a program, not with an in-process function")
+    ra, rb = _native.time_pair(a.call, b.call, n)
     a.raise_errors()
     b.raise_errors()
     return ra, a.per_call(ra), rb, b.per_call(rb)

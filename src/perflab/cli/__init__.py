@@ -71,6 +71,7 @@ from perflab.cli import (  # noqa: E402,F401 - verbs register on the group
     machine,
     memory,
     oscost,
+    profile,
     report,
     threads,
 )

@@ -161,7 +161,7 @@ def test_strace_times_each_threads_calls(programs):
 def test_strace_log_with_interrupted_calls():
     lines = [
         "10 futex(0x1, FUTEX_WAIT_PRIVATE, 2, NULL <unfinished ...>",
-        "11 read(3, \"x\", 1) = 1 <0.000100>",
+        '11 read(3, "x", 1) = 1 <0.000100>',
         "10 <... futex resumed>) = 0 <0.250000>",
         "10 futex(0x1, FUTEX_WAKE_PRIVATE, 1) = 0 <0.000002>",
         "11 +++ exited with 0 +++",
@@ -215,9 +215,7 @@ def test_progress_and_cpu_pinning(programs):
     seen = []
     cpu = os.sched_getaffinity(0)
     one = sorted(cpu)[-1]
-    df = profile.run(
-        [programs["threads"], "150"], cpus=[one], progress=lambda s, n: seen.append(n)
-    )
+    df = profile.run([programs["threads"], "150"], cpus=[one], progress=lambda s, n: seen.append(n))
     assert results.metadata(df)["cpus"] == [one]
     assert seen and max(seen) >= 3
     assert os.sched_getaffinity(0) == cpu  # perflab's own affinity restored

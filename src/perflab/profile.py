@@ -40,8 +40,8 @@ Progress = Callable[[float, int], None]
 class _Sampler:
     """The last reading of every thread seen, and the cumulative figures at each reading."""
 
-    def __init__(self, root: int, boot0_ns: int, t0_ns: int):
-        self.root, self.boot0_ns, self.t0_ns = root, boot0_ns, t0_ns
+    def __init__(self, root: int, boot0_ns: int, t0_ns: int, traced: bool = False):
+        self.root, self.boot0_ns, self.t0_ns, self.traced = root, boot0_ns, t0_ns, traced
         self.pids: set[int] = {root}
         self.last: dict[tuple[int, int], proctasks.Reading] = {}
         self.first_ns: dict[tuple[int, int], int] = {}
@@ -52,7 +52,7 @@ class _Sampler:
         self.running_ns = 0  # the last reading taken while the program still ran
 
     def sample(self, scan: bool = False) -> None:
-        if scan:
+        if scan or (self.traced and len(self.pids) < 2):  # strace's child is the program
             self.pids.update(proctasks.group_members(self.root))
         now = self.now = time.monotonic_ns() - self.t0_ns
         for pid in list(self.pids):
@@ -67,6 +67,12 @@ class _Sampler:
                 self.count[key] = self.count.get(key, 0) + 1
                 self.timeline.append((now, pid, tid, r.cpu_ns, r.runq_ns))
         self.n += 1
+
+    def tracer_pids(self) -> set[int]:
+        """strace and what it forked before the program's exec (named strace): not the program."""
+        if not self.traced:
+            return set()
+        return {self.root} | {p for (p, t), r in self.last.items() if p == t and r.comm == "strace"}
 
     def start_ns(self, r: proctasks.Reading) -> int:
         """Start relative to the spawn: stat's start time has clock-tick resolution."""
@@ -124,6 +130,9 @@ def _wait(
 
 def _thread_rows(sampler: _Sampler, wall_ns: int, exclude: set[int]) -> list[dict[str, Any]]:
     rows = []
+    process_end: dict[int, int] = {}
+    for (pid, _), t in sampler.last_ns.items():
+        process_end[pid] = max(process_end.get(pid, 0), t)
     for key, r in sampler.last.items():
         if key[0] in exclude:
             continue
@@ -150,7 +159,7 @@ def _thread_rows(sampler: _Sampler, wall_ns: int, exclude: set[int]) -> list[dic
                 "vcsw": r.vcsw,
                 "ivcsw": r.ivcsw,
                 "readings": sampler.count[key],
-                "exited_early": sampler.last_ns[key] < sampler.running_ns,
+                "exited_early": sampler.last_ns[key] < process_end[key[0]],
                 "final": final,
             }
         )
@@ -158,13 +167,13 @@ def _thread_rows(sampler: _Sampler, wall_ns: int, exclude: set[int]) -> list[dic
     return rows
 
 
-def _remainder(rows: list[dict[str, Any]], ru: Any, root: int, tracer: dict | None) -> dict:
+def _remainder(rows: list[dict[str, Any]], ru: Any, root: int, tracer: list[dict]) -> dict:
     """What wait4 counted that no reading saw: threads born and gone between two readings, and
     the tails of threads after their last reading."""
     total_cpu = round((ru.ru_utime + ru.ru_stime) * 1e9)
-    seen = sum(r["cpu_ns"] for r in rows) + (tracer["cpu_ns"] if tracer else 0)
-    seen_v = sum(r["vcsw"] for r in rows) + (tracer["vcsw"] if tracer else 0)
-    seen_iv = sum(r["ivcsw"] for r in rows) + (tracer["ivcsw"] if tracer else 0)
+    seen = sum(r["cpu_ns"] for r in rows + tracer)
+    seen_v = sum(r["vcsw"] for r in rows + tracer)
+    seen_iv = sum(r["ivcsw"] for r in rows + tracer)
     return {
         "pid": root,
         "tid": -1,
@@ -225,7 +234,7 @@ def run(
         boot0 = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         t0 = time.monotonic_ns()
         pid = _spawn(spawned, os.environ if env is None else env, cpus, stdout)
-        sampler = _Sampler(pid, boot0, t0)
+        sampler = _Sampler(pid, boot0, t0, traced=tracer_path is not None)
         try:
             timed_out, wall = _wait(pid, sampler, interval, timeout, progress)
         finally:
@@ -233,16 +242,14 @@ def run(
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)  # what it left behind in its group
         syscalls = stracelog.read(log) if tracer_path and log.exists() else None
-    exclude = {pid} if tracer_path else set()
+    exclude = sampler.tracer_pids()
     rows = _thread_rows(sampler, wall, exclude)
-    tracer = next((dict(r) for r in _thread_rows(sampler, wall, set()) if r["pid"] == pid), None)
-    rest = _remainder(rows, ru, pid, tracer if tracer_path else None)
+    tracer = [r for r in _thread_rows(sampler, wall, set()) if r["pid"] in exclude]
+    rest = _remainder(rows, ru, pid, tracer)
     df = pd.DataFrame([*rows, rest], columns=COLUMNS)
     df["exited_early"] = df["exited_early"].astype(bool)
     df["final"] = df["final"].astype(bool)
-    program_cpu = round((ru.ru_utime + ru.ru_stime) * 1e9) - (
-        tracer["cpu_ns"] if tracer_path and tracer else 0
-    )
+    program_cpu = round((ru.ru_utime + ru.ru_stime) * 1e9) - sum(r["cpu_ns"] for r in tracer)
     if syscalls is not None:
         tgid = {r["tid"]: r["pid"] for r in rows}
         syscalls.insert(0, "pid", [tgid.get(t, -1) for t in syscalls["tid"]])

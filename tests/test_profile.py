@@ -9,9 +9,11 @@ import signal
 
 import pytest
 
-from perflab import profile, results, stracelog
+from perflab import profile, results, stracelog, taskstats
 from perflab.cli import cli
 from tests.conftest import compile_children
+
+HAS_EXIT_RECORDS = taskstats.unavailable() is None
 
 THREADS = r"""
 #define _GNU_SOURCE
@@ -111,10 +113,11 @@ def test_spinner_uses_the_cpu_and_sleeper_waits(programs):
     assert 0 < meta["utilisation"] == meta["program_cpu_ns"] / meta["wall_ns"]
 
 
-def test_every_cpu_nanosecond_is_attributed(programs):
+@pytest.mark.parametrize("exit_records", [False, True])
+def test_every_cpu_nanosecond_is_attributed(programs, exit_records):
     """Threads read plus the reaped remainder add up to wait4's total (the brief thread, if no
     reading caught it, is inside the remainder)."""
-    df = profile.run([programs["threads"], "50"])
+    df = profile.run([programs["threads"], "50"], exit_records=exit_records)
     meta = results.metadata(df)
     total = meta["program_cpu_ns"]
     assert df["cpu_ns"].sum() == pytest.approx(total, abs=max(1e-3 * total, 10_000))
@@ -123,6 +126,51 @@ def test_every_cpu_nanosecond_is_attributed(programs):
     brief = df[df["comm"] == "brief"]
     if len(brief):
         assert brief["lifetime_ns"].item() < _by_comm(df)["threads"].lifetime_ns
+
+
+@pytest.mark.skipif(not HAS_EXIT_RECORDS, reason="taskstats needs CAP_NET_ADMIN")
+def test_exit_records_see_the_thread_no_reading_can(programs):
+    """A thread that returns at once lives microseconds: only its exit record shows it, with
+    figures as of its exit."""
+    df = profile.run([programs["threads"], "100"], interval=1)
+    meta = results.metadata(df)
+    assert meta["exit_records"].startswith("taskstats")
+    rows = _by_comm(df)
+    brief, main = rows["brief"], rows["threads"]
+    assert brief.final and "exit record" in brief.source
+    assert brief.lifetime_ns < rows["sleeper"].lifetime_ns < main.lifetime_ns
+    assert brief.start_ns < rows["sleeper"].last_ns  # born before the sleeper ended
+    assert rows["sleeper"].vcsw >= 1 and rows["spinner"].cpu_ns > 10 * rows["sleeper"].cpu_ns
+    assert all(r.final for r in rows.values())
+
+
+def test_taskstats_layout_matches_the_kernel_header(tmp_path):
+    """perflab reads struct taskstats at fixed offsets; the installed header must agree."""
+    if not os.path.exists("/usr/include/linux/taskstats.h"):
+        pytest.skip("no kernel headers")
+    names = {"cpu_delay_ns": "cpu_delay_total", "comm": "ac_comm", "tid": "ac_pid",
+             "ppid": "ac_ppid", "etime_us": "ac_etime", "utime_us": "ac_utime",
+             "stime_us": "ac_stime", "tgid": "ac_tgid", "vcsw": "nvcsw",
+             "ivcsw": "nivcsw", "cpu_ns": "cpu_run_virtual_total"}  # fmt: skip
+    lines = [
+        f'printf("%zu\\n", offsetof(struct taskstats, {names.get(k, k)}));'
+        for k in taskstats._FIELDS
+    ]
+    src = "#include <linux/taskstats.h>\n#include <stddef.h>\n#include <stdio.h>\n"
+    src += "int main(void) {" + "".join(lines) + " return 0; }\n"
+    exe = compile_children(tmp_path, {"offsets": src})["offsets"]
+    import subprocess
+
+    got = [int(x) for x in subprocess.run([exe], capture_output=True, text=True).stdout.split()]
+    assert got == [off for off, _ in taskstats._FIELDS.values()]
+
+
+def test_records_of_the_program_and_its_children_only():
+    def rec(tgid, tid, ppid):
+        return taskstats.Record(tgid, tid, ppid, "x", 1, 0, 0, 0, 0, 0, 0, 0)
+
+    records = [rec(50, 51, 10), rec(60, 60, 50), rec(70, 70, 60), rec(80, 80, 10), rec(50, 50, 10)]
+    assert [r.tid for r in taskstats.ours(records, 50)] == [51, 60, 70, 50]
 
 
 def test_a_forked_child_is_followed_with_its_pid(programs):
@@ -182,7 +230,8 @@ def test_contract_summary_plot_and_file(programs, tmp_path):
     assert (tmp_path / "timeline.png").stat().st_size > 1000 and fig is not None
     back = results.load(results.save(df, tmp_path / "p.parquet"))
     assert results.metadata(back)["experiment"] == "profile"
-    assert len(profile.timeline(back)) >= len(df) - 1
+    leader = profile.timeline(back).query("tid == pid")
+    assert len(leader) >= 1 and leader["cpu_ns"].is_monotonic_increasing
 
 
 def test_cli_keeps_the_exit_status_and_prints_json(programs, runner):
@@ -215,7 +264,10 @@ def test_progress_and_cpu_pinning(programs):
     seen = []
     cpu = os.sched_getaffinity(0)
     one = sorted(cpu)[-1]
-    df = profile.run([programs["threads"], "150"], cpus=[one], progress=lambda s, n: seen.append(n))
+    df = profile.run(
+        [programs["threads"], "150"], cpus=[one], progress=lambda s, n: seen.append((s, n))
+    )
     assert results.metadata(df)["cpus"] == [one]
-    assert seen and max(seen) >= 3
+    assert seen and all(n >= 1 for _, n in seen)
+    assert [s for s, _ in seen] == sorted(s for s, _ in seen)
     assert os.sched_getaffinity(0) == cpu  # perflab's own affinity restored

@@ -91,11 +91,19 @@ def threads(pid: int) -> list[int]:
         return []
 
 
-def group_members(pgid: int) -> list[int]:
-    """Processes of a process group: the program and what it forked (no /proc/PID/children
-    without CONFIG_PROC_CHILDREN, so every process's stat is read)."""
+def pids() -> set[int]:
+    """Every process id in /proc now."""
+    return {int(name) for name in os.listdir("/proc") if name.isdigit()}
+
+
+def group_members(pgid: int, skip: set[int]) -> list[int]:
+    """Processes of a process group (the program and what it forked) among those not in skip,
+    which grows with every process examined: its group cannot change to the program's unless
+    it calls setpgid, so each process's stat is read once (there is no /proc/PID/children
+    without CONFIG_PROC_CHILDREN)."""
     found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and pgrp_of(int(name)) == pgid:
-            found.append(int(name))
+    for pid in pids() - skip:
+        skip.add(pid)
+        if pgrp_of(pid) == pgid:
+            found.append(pid)
     return found

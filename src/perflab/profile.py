@@ -23,16 +23,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflab import _native, counters, machine, proctasks, results, spawn, stracelog
+from perflab import _native, counters, machine, proctasks, results, spawn, stracelog, taskstats
 from perflab.errors import PerflabError
 
 INTERVAL_S = 0.01
 SCAN_EVERY = 10  # readings between two scans of /proc for processes the program forked
 BETWEEN = "(between readings)"
+EXIT_SPREAD_NS = 1_000_000
+DRAIN_MOST = 64  # exit records taken between two readings (the rest wait in the socket)
 COLUMNS = [
     "pid", "tid", "comm", "start_ns", "last_ns", "lifetime_ns", "cpu_ns", "user_ns",
     "system_ns", "runq_ns", "blocked_ns", "utilisation", "vcsw", "ivcsw", "readings",
-    "exited_early", "final",
+    "exited_early", "final", "source",
 ]  # fmt: skip
 Progress = Callable[[float, int], None]
 
@@ -43,6 +45,8 @@ class _Sampler:
     def __init__(self, root: int, boot0_ns: int, t0_ns: int, traced: bool = False):
         self.root, self.boot0_ns, self.t0_ns, self.traced = root, boot0_ns, t0_ns, traced
         self.pids: set[int] = {root}
+        # Older processes (lower ids, already there at the spawn) are not the program's children.
+        self.examined = {p for p in proctasks.pids() if p < root}
         self.last: dict[tuple[int, int], proctasks.Reading] = {}
         self.first_ns: dict[tuple[int, int], int] = {}
         self.last_ns: dict[tuple[int, int], int] = {}
@@ -53,7 +57,7 @@ class _Sampler:
 
     def sample(self, scan: bool = False) -> None:
         if scan or (self.traced and len(self.pids) < 2):  # strace's child is the program
-            self.pids.update(proctasks.group_members(self.root))
+            self.pids.update(proctasks.group_members(self.root, self.examined))
         now = self.now = time.monotonic_ns() - self.t0_ns
         for pid in list(self.pids):
             for tid in proctasks.threads(pid):
@@ -68,11 +72,13 @@ class _Sampler:
                 self.timeline.append((now, pid, tid, r.cpu_ns, r.runq_ns))
         self.n += 1
 
-    def tracer_pids(self) -> set[int]:
+    def tracer_pids(self, records: Sequence[taskstats.Record] = ()) -> set[int]:
         """strace and what it forked before the program's exec (named strace): not the program."""
         if not self.traced:
             return set()
-        return {self.root} | {p for (p, t), r in self.last.items() if p == t and r.comm == "strace"}
+        named = [(p, t, r.comm) for (p, t), r in self.last.items()]
+        named += [(x.tgid, x.tid, x.comm) for x in records]
+        return {self.root} | {p for p, t, comm in named if p == t and comm == "strace"}
 
     def start_ns(self, r: proctasks.Reading) -> int:
         """Start relative to the spawn: stat's start time has clock-tick resolution."""
@@ -102,69 +108,120 @@ def _spawn(argv: list[str], env: Mapping[str, str], cpus: Sequence[int], stdout:
 
 
 def _wait(
-    pid: int, sampler: _Sampler, interval: float, timeout: float | None, progress: Progress | None
+    pid: int,
+    sampler: _Sampler,
+    interval: float,
+    timeout: float | None,
+    progress: Progress | None,
+    listener: taskstats.Listener | None,
 ) -> tuple[bool, int]:
-    """Read the threads every interval until the program ends (or is killed at the timeout):
-    (timed out, wall ns from spawn to exit)."""
+    """Read the threads every interval, and exit records as they come, until the program ends
+    (or is killed at the timeout): (timed out, wall ns from spawn to exit)."""
     pidfd = os.pidfd_open(pid)
-    timed_out = False
+    fds: list[Any] = [pidfd, listener] if listener else [pidfd]
+    timed_out, due = False, 0
     try:
         while True:
-            sampler.sample(scan=sampler.n % SCAN_EVERY == 1)
-            sampler.running_ns = sampler.now
-            if select.select([pidfd], [], [], interval)[0]:
+            now = time.monotonic_ns() - sampler.t0_ns
+            if now >= due:
+                sampler.sample(scan=sampler.n % SCAN_EVERY == 1)
+                sampler.running_ns, due = sampler.now, now + round(interval * 1e9)
+                if progress:
+                    progress(now / 1e9, len(sampler.last_ns))
+            ready = select.select(fds, [], [], max(due - now, 0) / 1e9)[0]
+            if listener in ready:
+                listener.drain(most=DRAIN_MOST)
+            if pidfd in ready:
                 break
-            elapsed = (time.monotonic_ns() - sampler.t0_ns) / 1e9
-            if progress:
-                progress(elapsed, len({k for k in sampler.last_ns}))
-            if timeout is not None and elapsed > timeout and not timed_out:
+            if timeout is not None and now > timeout * 1e9 and not timed_out:
                 timed_out = True
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
         wall = time.monotonic_ns() - sampler.t0_ns
         sampler.sample()  # the leader is a zombie until wait4: its figures are final now
+        if listener:
+            listener.drain()  # every thread's record was queued before the pidfd turned readable
     finally:
         os.close(pidfd)
     return timed_out, wall
 
 
-def _thread_rows(sampler: _Sampler, wall_ns: int, exclude: set[int]) -> list[dict[str, Any]]:
-    rows = []
-    process_end: dict[int, int] = {}
+def _thread_rows(
+    sampler: _Sampler, wall_ns: int, exclude: set[int], records: Sequence[taskstats.Record] = ()
+) -> list[dict[str, Any]]:
+    """One row per thread read or reported at exit; an exit record's figures are final and
+    replace a reading's (tick-sampled user/system time only splits the on-CPU ns)."""
+    exits = {(x.tgid, x.tid): x for x in records}
+    # A thread exited early if its process was seen running after it: by a later reading, or
+    # by exit records more than EXIT_SPREAD_NS later (exit_group ends the rest all at once).
+    seen_after: dict[int, int] = {}
     for (pid, _), t in sampler.last_ns.items():
-        process_end[pid] = max(process_end.get(pid, 0), t)
-    for key, r in sampler.last.items():
+        if t <= sampler.running_ns:
+            seen_after[pid] = max(seen_after.get(pid, 0), t)
+    for x in records:
+        end = x.exit_ns - sampler.t0_ns - EXIT_SPREAD_NS
+        seen_after[x.tgid] = max(seen_after.get(x.tgid, 0), end)
+    rows = []
+    for key in {*sampler.last, *exits}:
         if key[0] in exclude:
             continue
-        final = sampler.last_ns[key] > sampler.running_ns  # read after the program ended
-        start = min(max(sampler.start_ns(r), 0), sampler.first_ns[key])
-        last = wall_ns if final else sampler.last_ns[key]
-        lifetime = max(last - start, 1)
-        ticks = r.utime_ticks + r.stime_ticks
-        user_share = r.utime_ticks / ticks if ticks else np.nan
-        rows.append(
-            {
-                "pid": r.pid,
-                "tid": r.tid,
-                "comm": r.comm,
-                "start_ns": start,
-                "last_ns": last,
-                "lifetime_ns": lifetime,
-                "cpu_ns": r.cpu_ns,
-                "user_ns": r.cpu_ns * user_share,
-                "system_ns": r.cpu_ns * (1 - user_share),
-                "runq_ns": r.runq_ns,
-                "blocked_ns": max(lifetime - r.cpu_ns - r.runq_ns, 0),
-                "utilisation": r.cpu_ns / lifetime,
-                "vcsw": r.vcsw,
-                "ivcsw": r.ivcsw,
-                "readings": sampler.count[key],
-                "exited_early": sampler.last_ns[key] < process_end[key[0]],
-                "final": final,
-            }
-        )
+        r, x = sampler.last.get(key), exits.get(key)
+        row = _from_reading(sampler, key, r, wall_ns) if r else {}
+        if x:
+            row |= _from_record(sampler, x, row)
+        row["exited_early"] = row["last_ns"] < seen_after.get(key[0], 0)
+        row["lifetime_ns"] = lifetime = max(row["last_ns"] - row["start_ns"], 1)
+        row["blocked_ns"] = max(lifetime - row["cpu_ns"] - row["runq_ns"], 0)
+        row["utilisation"] = row["cpu_ns"] / lifetime
+        share = row.pop("user_share")
+        row["user_ns"], row["system_ns"] = row["cpu_ns"] * share, row["cpu_ns"] * (1 - share)
+        rows.append(row)
     rows.sort(key=lambda x: (x["pid"] != sampler.root, x["pid"], x["start_ns"], x["tid"]))
     return rows
+
+
+def _from_reading(
+    sampler: _Sampler, key: tuple[int, int], r: proctasks.Reading, wall_ns: int
+) -> dict[str, Any]:
+    final = sampler.last_ns[key] > sampler.running_ns  # read after the program ended
+    ticks = r.utime_ticks + r.stime_ticks
+    return {
+        "pid": r.pid,
+        "tid": r.tid,
+        "comm": r.comm,
+        "start_ns": min(max(sampler.start_ns(r), 0), sampler.first_ns[key]),
+        "last_ns": wall_ns if final else sampler.last_ns[key],
+        "cpu_ns": r.cpu_ns,
+        "user_share": r.utime_ticks / ticks if ticks else np.nan,
+        "runq_ns": r.runq_ns,
+        "vcsw": r.vcsw,
+        "ivcsw": r.ivcsw,
+        "readings": sampler.count[key],
+        "final": final,
+        "source": "readings",
+    }
+
+
+def _from_record(sampler: _Sampler, x: taskstats.Record, read: dict[str, Any]) -> dict[str, Any]:
+    last = x.exit_ns - sampler.t0_ns
+    ticks = x.utime_us + x.stime_us
+    return {
+        "pid": x.tgid,
+        "tid": x.tid,
+        "comm": read.get("comm", x.comm),
+        "start_ns": last - x.etime_us * 1000,
+        "last_ns": last,
+        # on-CPU ns only grows: the record's is final, a reading's stands if the record has none
+        "cpu_ns": max(x.cpu_ns, read.get("cpu_ns", 0)) or ticks * 1000,
+        "user_share": x.utime_us / ticks if ticks else read.get("user_share", np.nan),
+        # run delay only grows: a record without delay accounting cannot undercut a reading
+        "runq_ns": max(x.cpu_delay_ns, read.get("runq_ns", 0)),
+        "vcsw": x.vcsw,
+        "ivcsw": x.ivcsw,
+        "readings": read.get("readings", 0),
+        "final": True,
+        "source": "exit record" if not read else "readings + exit record",
+    }
 
 
 def _remainder(rows: list[dict[str, Any]], ru: Any, root: int, tracer: list[dict]) -> dict:
@@ -184,6 +241,7 @@ def _remainder(rows: list[dict[str, Any]], ru: Any, root: int, tracer: list[dict
         "readings": 0,
         "exited_early": True,
         "final": True,
+        "source": "wait4 less the rows above",
     }
 
 
@@ -210,11 +268,13 @@ def run(
     env: Mapping[str, str] | None = None,
     stdout: int | None = None,
     progress: Progress | None = None,
+    exit_records: bool = True,
 ) -> pd.DataFrame:
     """Profile one run of argv: one row per thread it ever had (and a "(between readings)" row
     for what no reading saw), with the program's totals, syscalls and timeline in metadata.
 
-    env None inherits perflab's environment; stdout an fd for the program's output (else ours).
+    env None inherits perflab's environment; stdout an fd for the program's output (else ours);
+    exit_records: also take taskstats exit records where the kernel allows (CAP_NET_ADMIN).
     """
     if not argv:
         raise PerflabError("no program to profile (perflab profile -- PROGRAM ARGS)")
@@ -232,19 +292,25 @@ def run(
         log = Path(tmp) / "strace.log"
         spawned = stracelog.command(tracer_path, log, program) if tracer_path else program
         boot0 = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        listener, why_not = _listener(exit_records)
         t0 = time.monotonic_ns()
-        pid = _spawn(spawned, os.environ if env is None else env, cpus, stdout)
-        sampler = _Sampler(pid, boot0, t0, traced=tracer_path is not None)
         try:
-            timed_out, wall = _wait(pid, sampler, interval, timeout, progress)
+            pid = _spawn(spawned, os.environ if env is None else env, cpus, stdout)
+            sampler = _Sampler(pid, boot0, t0, traced=tracer_path is not None)
+            try:
+                timed_out, wall = _wait(pid, sampler, interval, timeout, progress, listener)
+            finally:
+                _, status, ru = os.wait4(pid, 0)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)  # what it left behind in its group
         finally:
-            _, status, ru = os.wait4(pid, 0)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)  # what it left behind in its group
+            if listener:
+                listener.close()
         syscalls = stracelog.read(log) if tracer_path and log.exists() else None
-    exclude = sampler.tracer_pids()
-    rows = _thread_rows(sampler, wall, exclude)
-    tracer = [r for r in _thread_rows(sampler, wall, set()) if r["pid"] in exclude]
+    records = taskstats.ours(listener.records(), pid) if listener else []
+    exclude = sampler.tracer_pids(records)
+    rows = _thread_rows(sampler, wall, exclude, records)
+    tracer = [r for r in _thread_rows(sampler, wall, set(), records) if r["pid"] in exclude]
     rest = _remainder(rows, ru, pid, tracer)
     df = pd.DataFrame([*rows, rest], columns=COLUMNS)
     df["exited_early"] = df["exited_early"].astype(bool)
@@ -257,7 +323,11 @@ def run(
         **machine.metadata(),
         "experiment": "profile",
         "profiled": list(argv),
-        "mechanism": "/proc readings every interval, leader read as a zombie, wait4 totals",
+        "mechanism": "/proc readings every interval, the leader read as a zombie, wait4 totals"
+        + ("" if listener is None else ", taskstats exit records"),
+        "exit_records": why_not
+        or f"taskstats: {len(records)} records"
+        + (" (some lost: ENOBUFS)" if listener.lost else ""),
         "interval_s": interval,
         "readings": sampler.n,
         "cpus": cpus,
@@ -274,6 +344,15 @@ def run(
         "timeline": _timeline(sampler, exclude),
     }
     return results.attach(df, meta)
+
+
+def _listener(wanted: bool) -> tuple[taskstats.Listener | None, str | None]:
+    """A registered taskstats listener, or None and why not."""
+    if not wanted:
+        return None, "not asked"
+    listener = taskstats.Listener()
+    why = listener.open()
+    return (None, why) if why else (listener, None)
 
 
 def _strace_note(asked: bool, found: str | None) -> str:

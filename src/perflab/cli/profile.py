@@ -56,9 +56,17 @@ def _ms(ns) -> str:
     help="Run the program under strace -f -T for the time each thread spends in each system "
     "call (futex, read, ...); ptrace slows every call, so the other figures grow too.",
 )
+@click.option(
+    "--no-exit-records",
+    is_flag=True,
+    help="Do not use taskstats exit records (exact figures at each thread's exit, CAP_NET_ADMIN "
+    "only); /proc readings alone, as for a user without it.",
+)
 @output_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def profile_cmd(interval, cpus, timeout, use_strace, output, as_json, plot_path, command):
+def profile_cmd(
+    interval, cpus, timeout, use_strace, no_exit_records, output, as_json, plot_path, command
+):
     """Profile COMMAND (`perflab profile -- ./app -t 8`): per thread, CPU (user/system),
     lifetime, utilisation, context switches, run-queue wait and time blocked; the program's
     utilisation (CPU / wall: threads busy on average); exits with the program's status."""
@@ -71,6 +79,7 @@ def profile_cmd(interval, cpus, timeout, use_strace, output, as_json, plot_path,
         strace=use_strace,
         stdout=2 if as_json else None,  # the program's output must not break the JSON
         progress=_progress(),
+        exit_records=not no_exit_records,
     )
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
@@ -88,6 +97,7 @@ def profile_cmd(interval, cpus, timeout, use_strace, output, as_json, plot_path,
                 "threads": records(df),
                 "syscalls": None if calls is None else records(calls),
                 "strace": meta["strace"],
+                "exit_records": meta["exit_records"],
                 "perf_counters": meta["perf_counters"],
             }
         )
@@ -118,6 +128,7 @@ def _print(df, over, meta) -> None:
         f"'{profile.BETWEEN}' is what wait4 counted and no reading saw "
         f"({_ms(over['unseen_cpu_ns'])} CPU)"
     )
+    click.echo(f"exit records: {meta['exit_records']}")
     if calls is None:
         click.echo(f"time per system call: {meta['strace']}")
     click.echo(f"per-thread perf counters: {meta['perf_counters']}")

@@ -444,13 +444,15 @@ def plot(df: pd.DataFrame, path: Any = None) -> Any:
 
     tl = timeline(df)
     threads = df[df["tid"] >= 0].reset_index(drop=True)
-    fig, ax = plt.figure(figsize=(9, 1.2 + 0.45 * max(len(threads), 1)))
+    fig, ax = plt.figure(figsize=(9, 1.6 + 0.45 * max(len(threads), 1)))
     colors = {"on CPU": "#d62728", "run queue": "#e08b00", "blocked": "#9ecae1"}
     for lane, th in threads.iterrows():
         t = tl[(tl["pid"] == th["pid"]) & (tl["tid"] == th["tid"])]
-        times = np.concatenate([[th["start_ns"]], t["t_ns"].to_numpy()]) / 1e6
-        cpu = np.diff(np.concatenate([[0], t["cpu_ns"].to_numpy()]))
-        runq = np.diff(np.concatenate([[0], t["runq_ns"].to_numpy()]))
+        t = t[t["t_ns"] < th["last_ns"]]
+        end = [[th["last_ns"]], [th["cpu_ns"]], [th["runq_ns"]]]  # the row: as of its exit
+        times = np.concatenate([[th["start_ns"]], t["t_ns"], end[0]]) / 1e6
+        cpu = np.diff(np.concatenate([[0], t["cpu_ns"], end[1]]))
+        runq = np.diff(np.concatenate([[0], t["runq_ns"], end[2]]))
         span = np.maximum(np.diff(times) * 1e6, 1)
         f_cpu = np.clip(cpu / span, 0, 1) * 0.8
         f_rq = np.clip(runq / span, 0, 1) * 0.8
@@ -467,7 +469,7 @@ def plot(df: pd.DataFrame, path: Any = None) -> Any:
     ax.set_ylim(-0.2, max(len(threads), 1))
     ax.invert_yaxis()
     ax.set_xlabel("wall time since spawn (ms)")
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="lower right", bbox_to_anchor=(1, 1), ncol=3, fontsize=8, frameon=False)
     u = overview(df)
     title = f"threads over time (utilisation {u['utilisation']:.2f} threads busy on average)"
     if path is not None:

@@ -129,7 +129,7 @@ def _wait(
                 if progress:
                     progress(now / 1e9, len(sampler.last_ns))
             ready = select.select(fds, [], [], max(due - now, 0) / 1e9)[0]
-            if listener in ready:
+            if listener is not None and listener in ready:
                 listener.drain(most=DRAIN_MOST)
             if pidfd in ready:
                 break
@@ -165,10 +165,10 @@ def _thread_rows(
     for key in {*sampler.last, *exits}:
         if key[0] in exclude:
             continue
-        r, x = sampler.last.get(key), exits.get(key)
-        row = _from_reading(sampler, key, r, wall_ns) if r else {}
-        if x:
-            row |= _from_record(sampler, x, row)
+        reading, record = sampler.last.get(key), exits.get(key)
+        row = _from_reading(sampler, key, reading, wall_ns) if reading else {}
+        if record:
+            row |= _from_record(sampler, record, row)
         row["exited_early"] = row["last_ns"] < seen_after.get(key[0], 0)
         row["lifetime_ns"] = lifetime = max(row["last_ns"] - row["start_ns"], 1)
         row["blocked_ns"] = max(lifetime - row["cpu_ns"] - row["runq_ns"], 0)
@@ -325,9 +325,7 @@ def run(
         "profiled": list(argv),
         "mechanism": "/proc readings every interval, the leader read as a zombie, wait4 totals"
         + ("" if listener is None else ", taskstats exit records"),
-        "exit_records": why_not
-        or f"taskstats: {len(records)} records"
-        + (" (some lost: ENOBUFS)" if listener.lost else ""),
+        "exit_records": why_not or _records_note(listener, records),
         "interval_s": interval,
         "readings": sampler.n,
         "cpus": cpus,
@@ -344,6 +342,11 @@ def run(
         "timeline": _timeline(sampler, exclude),
     }
     return results.attach(df, meta)
+
+
+def _records_note(listener: taskstats.Listener | None, records: list) -> str:
+    lost = listener is not None and listener.lost
+    return f"taskstats: {len(records)} records" + (" (some lost: ENOBUFS)" if lost else "")
 
 
 def _listener(wanted: bool) -> tuple[taskstats.Listener | None, str | None]:

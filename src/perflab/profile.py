@@ -2,12 +2,13 @@
 any program, and time inside each system call per thread when strace is asked for (easyperf's
 "Performance analysis of multithreaded applications", seed 003).
 
-Mechanism (no ptrace unless --strace, no root): the program is spawned without a shell in its own
-process group; every `interval` its threads (and those of processes it forks) are read from
-/proc (proctasks). The leader is read once more as a zombie, so its figures are final; another
-thread is known as of its last reading, and a thread that lived and died between two readings
-is not seen at all. Both are reaped, not lost: wait4's totals less what the readings account
-for is one "(between readings)" row, so the per-thread CPU always adds up to the program's.
+Mechanism (no ptrace unless --strace): the program is spawned without a shell in its own process
+group; every `interval` its threads (and those of processes it forks) are read from /proc
+(proctasks), and where CAP_NET_ADMIN allows, the kernel's taskstats exit record of every thread
+gives its figures at its exit (taskstats). Without records a thread is known as of its last
+reading, and one that lived and died between two readings is not seen at all; the leader is read
+once more as a zombie, so its figures are final. Nothing is lost: wait4's totals less what the
+rows account for is one "(between readings)" row, so the per-thread CPU adds up to the program's.
 """
 
 import contextlib
@@ -29,7 +30,7 @@ from perflab.errors import PerflabError
 INTERVAL_S = 0.01
 SCAN_EVERY = 10  # readings between two scans of /proc for processes the program forked
 BETWEEN = "(between readings)"
-EXIT_SPREAD_NS = 1_000_000
+EXIT_SPREAD_NS = 1_000_000  # exit_group ends a process's threads within this of each other
 DRAIN_MOST = 64  # exit records taken between two readings (the rest wait in the socket)
 COLUMNS = [
     "pid", "tid", "comm", "start_ns", "last_ns", "lifetime_ns", "cpu_ns", "user_ns",
@@ -299,6 +300,10 @@ def run(
             sampler = _Sampler(pid, boot0, t0, traced=tracer_path is not None)
             try:
                 timed_out, wall = _wait(pid, sampler, interval, timeout, progress, listener)
+            except BaseException:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)  # Ctrl-C: its own group did not get it
+                raise
             finally:
                 _, status, ru = os.wait4(pid, 0)
                 with contextlib.suppress(ProcessLookupError):

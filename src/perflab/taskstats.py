@@ -20,9 +20,9 @@ NETLINK_GENERIC = 16
 GENL_ID_CTRL = 0x10
 CTRL_CMD_GETFAMILY, CTRL_ATTR_FAMILY_ID, CTRL_ATTR_FAMILY_NAME = 3, 1, 2
 NLMSG_ERROR, NLM_F_REQUEST, NLM_F_ACK = 2, 1, 4
-CMD_GET, CMD_NEW = 1, 2
+CMD_GET = 1
 ATTR_REGISTER_CPUMASK = 3
-TYPE_PID, TYPE_STATS, TYPE_AGGR_PID, TYPE_AGGR_TGID = 1, 3, 4, 5
+TYPE_STATS, TYPE_AGGR_PID = 3, 4  # a thread's record; a process's summary (5) is not used
 # Offsets in struct taskstats (include/uapi/linux/taskstats.h, a stable ABI: fields are only
 # appended, each version bump); ac_tgid arrived in version 11.
 MIN_VERSION = 11
@@ -139,7 +139,6 @@ class Listener:
                         family = struct.unpack("H", value[:2])[0]
             if family is None:
                 return "the kernel has no taskstats (CONFIG_TASKSTATS)"
-            self.family = family
             cpus = possible_cpus().encode() + b"\0"
             self._request(family, CMD_GET, _attr(ATTR_REGISTER_CPUMASK, cpus))
             list(self._replies())  # the ack, or EPERM without CAP_NET_ADMIN

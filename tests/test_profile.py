@@ -26,22 +26,27 @@ static volatile int stop;
 static void *spinner(void *a)
 {
     volatile unsigned long x = 0;
+    pthread_setname_np(pthread_self(), a); /* by itself: a short thread may end before main */
     while (!stop)
         x++;
     return a;
 }
 static void *sleeper(void *a)
 {
+    pthread_setname_np(pthread_self(), a);
     pthread_mutex_lock(&lock); /* held by main: a futex wait */
     pthread_mutex_unlock(&lock);
     return a;
 }
-static void *brief(void *a) { return a; }
+static void *brief(void *a)
+{
+    pthread_setname_np(pthread_self(), a);
+    return a;
+}
 static pthread_t start(void *(*f)(void *), const char *name)
 {
     pthread_t t;
-    pthread_create(&t, 0, f, 0);
-    pthread_setname_np(t, name);
+    pthread_create(&t, 0, f, (void *)name);
     return t;
 }
 int main(int argc, char **argv)

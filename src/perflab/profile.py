@@ -209,7 +209,7 @@ def _from_record(sampler: _Sampler, x: taskstats.Record, read: dict[str, Any]) -
     return {
         "pid": x.tgid,
         "tid": x.tid,
-        "comm": read.get("comm", x.comm),
+        "comm": x.comm or read.get("comm", ""),  # its name at exit: renamed after a reading
         "start_ns": last - x.etime_us * 1000,
         "last_ns": last,
         # on-CPU ns only grows: the record's is final, a reading's stands if the record has none

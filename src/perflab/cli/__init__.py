@@ -43,6 +43,10 @@ VERBS = {
         "machine",
         "CPU, topology, caches, clocks, ASLR, counters, and the conditions that spoil timing.",
     ),
+    "profile": (
+        "profile",
+        "Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.",
+    ),
     "report": (
         "report",
         "Read back a result saved with -o: `perflab report FILE`, or `report hosts FILE`.",

@@ -1,0 +1,115 @@
+"""What profiling adds to a program's wall time: plain vs perflab profile (readings alone, with
+exit records) vs strace -f -T, interleaved, on a futex ping-pong of a known rate; and the
+sleeper's blocked time against strace's futex total for the same thread.
+
+Run: PYTHONPATH=src python benchmarks/profile_overhead.py [HANDOFFS] [REPS]
+"""
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from perflab import build, machine, profile, spawn, stracelog, taskstats
+
+# Two threads hand a turn back and forth through a mutex and two condition variables: every
+# handoff is one futex wait and one futex wake.
+PINGPONG = r"""
+#include <pthread.h>
+#include <stdlib.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c[2] = {PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
+static long turn, n;
+static void *player(void *arg)
+{
+    long me = (long)arg;
+    pthread_mutex_lock(&m);
+    while (turn < n) {
+        while (turn % 2 != me && turn < n)
+            pthread_cond_wait(&c[me], &m);
+        turn++;
+        pthread_cond_signal(&c[1 - me]);
+    }
+    pthread_mutex_unlock(&m);
+    return 0;
+}
+int main(int argc, char **argv)
+{
+    pthread_t a, b;
+    n = argc > 1 ? atol(argv[1]) : 10000;
+    pthread_create(&a, 0, player, (void *)0);
+    pthread_create(&b, 0, player, (void *)1);
+    pthread_join(a, 0);
+    pthread_join(b, 0);
+    return 0;
+}
+"""
+
+
+def compile_pingpong(tmp: Path) -> str:
+    (tmp / "pingpong.c").write_text(PINGPONG)
+    exe = tmp / "pingpong"
+    subprocess.run([*build.compiler(), "-O2", str(tmp / "pingpong.c"), "-o", str(exe)], check=True)
+    return str(exe)
+
+
+def wall_ns(argv: list[str]) -> int:
+    """A plain run, timed the way perflab times children (spawn.run: wait4 and CLOCK_MONOTONIC)."""
+    return int(spawn.run(argv, options=spawn.SpawnOptions(timeout=None))["wall_ns"])
+
+
+def main() -> None:
+    handoffs = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    reps = int(sys.argv[2]) if len(sys.argv) > 2 else 7
+    records = taskstats.unavailable() is None
+    tracer = stracelog.find()
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = compile_pingpong(Path(tmp))
+        argv = [exe, str(handoffs)]
+        modes = {
+            "plain": lambda: wall_ns(argv),
+            "profile (readings)": lambda: profile.run(argv, exit_records=False).attrs["perflab"][
+                "wall_ns"
+            ],
+        }
+        if records:
+            modes["profile (+exit records)"] = lambda: profile.run(argv).attrs["perflab"]["wall_ns"]
+        if tracer:
+            modes["strace -f -T"] = lambda: wall_ns(
+                [tracer, "-f", "-T", "-qq", "-o", "/dev/null", *argv]
+            )
+        walls: dict[str, list[int]] = {m: [] for m in modes}
+        for rep in range(reps):
+            order = list(modes) if rep % 2 == 0 else list(reversed(modes))
+            for m in order:
+                walls[m].append(modes[m]())
+    base = np.median(walls["plain"])
+    load = Path("/proc/loadavg").read_text().split()[0]
+    print(f"{machine.cpu_model()}, {len(machine.online_cpus())} CPUs, load average {load}")
+    print(f"pingpong {handoffs} handoffs, {reps} interleaved runs per mode, median wall:")
+    for m, w in walls.items():
+        rate = handoffs / (np.median(w) / 1e9)
+        print(f"  {m:26s} {np.median(w) / 1e6:9.1f} ms  x{np.median(w) / base:5.2f}"
+              f"  ({rate:,.0f} handoffs/s)")  # fmt: skip
+    if tracer:
+        blocked_vs_futex(handoffs)
+
+
+def blocked_vs_futex(handoffs: int) -> None:
+    """In one strace'd run: each player's blocked time (/proc, exit records) against strace's sum
+    of its futex calls (the article's grep | paste | bc)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        df = profile.run([compile_pingpong(Path(tmp)), str(handoffs)], strace=True)
+    calls = profile.syscalls(df)
+    print("same run under strace: blocked (profile) vs time inside futex (strace -T)")
+    for row in df[(df["tid"] >= 0) & (df["tid"] != df["pid"])].itertuples():
+        futex = calls[(calls["tid"] == row.tid) & (calls["syscall"] == "futex")]["total_ns"].sum()
+        ms = {k: getattr(row, k) / 1e6 for k in ("blocked_ns", "runq_ns", "cpu_ns")}
+        print(f"  tid {row.tid}: blocked {ms['blocked_ns']:8.1f} ms, futex {futex / 1e6:8.1f} ms, "
+              f"run queue {ms['runq_ns']:6.1f} ms, CPU {ms['cpu_ns']:6.1f} ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

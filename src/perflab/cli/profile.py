@@ -1,0 +1,151 @@
+"""`perflab profile -- PROGRAM ARGS`: where each thread's time goes (easyperf's per-thread view)."""
+
+import sys
+
+import click
+
+from perflab import profile, results
+from perflab.cli import cli
+from perflab.cli.common import (
+    Number,
+    check_paths,
+    cpu_list,
+    emit_json,
+    output_options,
+    records,
+    table,
+)
+
+
+def _progress():
+    """A status line on a terminal's stderr once the run has lasted a second."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(elapsed: float, threads: int) -> None:
+        if elapsed >= 1:
+            click.echo(f"\rprofiling: {elapsed:.0f} s, {threads} threads seen", err=True, nl=False)
+
+    return show
+
+
+def _ms(ns) -> str:
+    return f"{ns / 1e6:,.1f} ms"
+
+
+@cli.command("profile", context_settings={"ignore_unknown_options": True})
+@click.option(
+    "--interval",
+    type=Number(0.001, 10),
+    default=profile.INTERVAL_S,
+    show_default=True,
+    help="Seconds between two readings of the threads; a thread that lives less than this may "
+    "be seen only in the '(between readings)' row.",
+)
+@click.option(
+    "--cpu",
+    "cpus",
+    callback=cpu_list,
+    help="Pin the program (all its threads) to these CPUs, e.g. 0-1. [default: not pinned]",
+)
+@click.option("--timeout", type=Number(0.001, 1e6), help="Seconds before the program is killed.")
+@click.option(
+    "--strace",
+    "use_strace",
+    is_flag=True,
+    help="Run the program under strace -f -T for the time each thread spends in each system "
+    "call (futex, read, ...); ptrace slows every call, so the other figures grow too.",
+)
+@click.option(
+    "--no-exit-records",
+    is_flag=True,
+    help="Do not use taskstats exit records (exact figures at each thread's exit, CAP_NET_ADMIN "
+    "only); /proc readings alone, as for a user without it.",
+)
+@output_options
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def profile_cmd(
+    interval, cpus, timeout, use_strace, no_exit_records, output, as_json, plot_path, command
+):
+    """Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.
+
+    `perflab profile -- ./app -t 8`: per thread, CPU (user/system), lifetime, utilisation,
+    context switches, run-queue wait and time blocked; the program's utilisation (CPU / wall:
+    threads busy on average); exits with the program's status."""
+    check_paths(output, plot_path)
+    df = profile.run(
+        list(command),
+        interval=interval,
+        cpus=cpus or (),
+        timeout=timeout,
+        strace=use_strace,
+        stdout=2 if as_json else None,  # the program's output must not break the JSON
+        progress=_progress(),
+        exit_records=not no_exit_records,
+    )
+    if sys.stderr.isatty():
+        click.echo("\r\033[K", err=True, nl=False)
+    if output:
+        results.save(df, output)
+    if plot_path:
+        profile.plot(df, plot_path)
+    over = profile.overview(df)
+    meta = results.metadata(df)
+    calls = profile.syscalls(df)
+    if as_json:
+        emit_json(
+            {
+                "program": over,
+                "threads": records(df),
+                "syscalls": None if calls is None else records(calls),
+                "strace": meta["strace"],
+                "exit_records": meta["exit_records"],
+                "perf_counters": meta["perf_counters"],
+            }
+        )
+    else:
+        _print(df, over, meta)
+    raise SystemExit(_status(over))
+
+
+def _print(df, over, meta) -> None:
+    ended = (
+        "killed at the timeout" if over["timed_out"]
+        else f"killed by signal {over['signal']}" if over["signal"]
+        else f"exit status {over['exit_code']}"
+    )  # fmt: skip
+    click.echo(
+        f"{' '.join(meta['profiled'])}: {ended}; wall {_ms(over['wall_ns'])}, "
+        f"CPU {_ms(over['cpu_ns'])}, utilisation {over['utilisation']:.2f} "
+        f"(threads busy on average); {over['threads']} threads seen, "
+        f"{over['exited_early']} exited early"
+    )
+    table(_ids(profile.summarize(df)), floatfmt="{:,.1f}")
+    calls = profile.summarize_syscalls(df)
+    if calls is not None:
+        title = "\ntime inside system calls (strace -T), per thread"
+        table(_ids(calls), floatfmt="{:,.1f}", title=title)
+    click.echo(
+        f"\nreadings every {meta['interval_s'] * 1e3:g} ms ({meta['readings']}); "
+        f"'{profile.BETWEEN}' is what wait4 counted and no reading saw "
+        f"({_ms(over['unseen_cpu_ns'])} CPU)"
+    )
+    click.echo(f"exit records: {meta['exit_records']}")
+    if calls is None:
+        click.echo(f"time per system call: {meta['strace']}")
+    click.echo(f"per-thread perf counters: {meta['perf_counters']}")
+
+
+def _ids(shown):
+    """Thread and process ids as plain numbers (not 28,621), '-' for the remainder row."""
+    for col in ("pid", "tid"):
+        if col in shown:
+            shown[col] = [str(v) if v >= 0 else "-" for v in shown[col]]
+    return shown
+
+
+def _status(over) -> int:
+    """The program's own exit status, 128 + signal when it was killed (as a shell says)."""
+    if over["signal"]:
+        return 128 + over["signal"]
+    return over["exit_code"] or 0

@@ -1,0 +1,278 @@
+"""perflab profile on small pthread programs whose threads' behaviour is known by construction:
+a spinner, a sleeper blocked on a mutex (a futex wait), a thread that returns at once, a fork.
+Only relations that hold on any machine are asserted (who used more CPU, who was blocked), never
+a wall-clock figure."""
+
+import json
+import os
+import signal
+
+import pytest
+
+from perflab import profile, results, stracelog, taskstats
+from perflab.cli import cli
+from tests.conftest import compile_children
+
+HAS_EXIT_RECORDS = taskstats.unavailable() is None
+
+THREADS = r"""
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int stop;
+static void *spinner(void *a)
+{
+    volatile unsigned long x = 0;
+    pthread_setname_np(pthread_self(), a); /* by itself: a short thread may end before main */
+    while (!stop)
+        x++;
+    return a;
+}
+static void *sleeper(void *a)
+{
+    pthread_setname_np(pthread_self(), a);
+    pthread_mutex_lock(&lock); /* held by main: a futex wait */
+    pthread_mutex_unlock(&lock);
+    return a;
+}
+static void *brief(void *a)
+{
+    pthread_setname_np(pthread_self(), a);
+    return a;
+}
+static pthread_t start(void *(*f)(void *), const char *name)
+{
+    pthread_t t;
+    pthread_create(&t, 0, f, (void *)name);
+    return t;
+}
+int main(int argc, char **argv)
+{
+    long ms = argc > 1 ? atol(argv[1]) : 200;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    pthread_mutex_lock(&lock);
+    pthread_t s = start(spinner, "spinner"), b = start(sleeper, "sleeper");
+    pthread_t q = start(brief, "brief");
+    pthread_join(q, 0);
+    nanosleep(&ts, 0);
+    stop = 1;
+    pthread_mutex_unlock(&lock);
+    pthread_join(s, 0);
+    pthread_join(b, 0);
+    puts("done");
+    return 3;
+}
+"""
+
+FORKS = r"""
+#include <sys/wait.h>
+#include <unistd.h>
+int main(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        volatile unsigned long x = 0;
+        for (unsigned long i = 0; i < 300000000UL; i++) x++;
+        _exit(0);
+    }
+    waitpid(pid, 0, 0);
+    return 0;
+}
+"""
+
+HANG = r"""
+#include <unistd.h>
+int main(void) { pause(); return 0; }
+"""
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    return compile_children(
+        tmp_path_factory.mktemp("profile"), {"threads": THREADS, "forks": FORKS, "hang": HANG}
+    )
+
+
+def _by_comm(df):
+    return {row.comm: row for row in df.itertuples() if row.tid >= 0}
+
+
+def test_spinner_uses_the_cpu_and_sleeper_waits(programs):
+    df = profile.run([programs["threads"], "200"])
+    meta = results.metadata(df)
+    rows = _by_comm(df)
+    assert {"threads", "spinner", "sleeper"} <= set(rows)
+    spin, sleep = rows["spinner"], rows["sleeper"]
+    assert spin.cpu_ns > 10 * sleep.cpu_ns
+    assert sleep.blocked_ns > 10 * sleep.cpu_ns
+    assert spin.utilisation > sleep.utilisation
+    assert spin.ivcsw >= sleep.ivcsw and sleep.vcsw >= 1  # the mutex wait is a voluntary switch
+    # lifetime splits into on-CPU, run-queue wait and blocked, none of them negative
+    for r in (spin, sleep):
+        assert r.cpu_ns + r.runq_ns + r.blocked_ns >= r.lifetime_ns
+        assert min(r.cpu_ns, r.runq_ns, r.blocked_ns) >= 0
+    assert meta["exit_code"] == 3 and meta["signal"] is None and not meta["timed_out"]
+    assert 0 < meta["utilisation"] == meta["program_cpu_ns"] / meta["wall_ns"]
+
+
+@pytest.mark.parametrize("exit_records", [False, True])
+def test_every_cpu_nanosecond_is_attributed(programs, exit_records):
+    """Threads read plus the reaped remainder add up to wait4's total (the brief thread, if no
+    reading caught it, is inside the remainder)."""
+    df = profile.run([programs["threads"], "50"], exit_records=exit_records)
+    meta = results.metadata(df)
+    total = meta["program_cpu_ns"]
+    assert df["cpu_ns"].sum() == pytest.approx(total, abs=max(1e-3 * total, 10_000))
+    rest = df[df["tid"] < 0]
+    assert len(rest) == 1 and rest["comm"].item() == profile.BETWEEN
+    brief = df[df["comm"] == "brief"]
+    if len(brief):
+        assert brief["lifetime_ns"].item() < _by_comm(df)["threads"].lifetime_ns
+
+
+@pytest.mark.skipif(not HAS_EXIT_RECORDS, reason="taskstats needs CAP_NET_ADMIN")
+def test_exit_records_see_the_thread_no_reading_can(programs):
+    """A thread that returns at once lives microseconds: only its exit record shows it, with
+    figures as of its exit."""
+    df = profile.run([programs["threads"], "100"], interval=1)
+    meta = results.metadata(df)
+    assert meta["exit_records"].startswith("taskstats")
+    rows = _by_comm(df)
+    brief, main = rows["brief"], rows["threads"]
+    assert brief.final and "exit record" in brief.source
+    assert brief.lifetime_ns < rows["sleeper"].lifetime_ns < main.lifetime_ns
+    assert brief.start_ns < rows["sleeper"].last_ns  # born before the sleeper ended
+    assert rows["sleeper"].vcsw >= 1 and rows["spinner"].cpu_ns > 10 * rows["sleeper"].cpu_ns
+    assert all(r.final for r in rows.values())
+
+
+def test_taskstats_layout_matches_the_kernel_header(tmp_path):
+    """perflab reads struct taskstats at fixed offsets; the installed header must agree."""
+    if not os.path.exists("/usr/include/linux/taskstats.h"):
+        pytest.skip("no kernel headers")
+    names = {"cpu_delay_ns": "cpu_delay_total", "comm": "ac_comm", "tid": "ac_pid",
+             "ppid": "ac_ppid", "etime_us": "ac_etime", "utime_us": "ac_utime",
+             "stime_us": "ac_stime", "tgid": "ac_tgid", "vcsw": "nvcsw",
+             "ivcsw": "nivcsw", "cpu_ns": "cpu_run_virtual_total"}  # fmt: skip
+    lines = [
+        f'printf("%zu\\n", offsetof(struct taskstats, {names.get(k, k)}));'
+        for k in taskstats._FIELDS
+    ]
+    src = "#include <linux/taskstats.h>\n#include <stddef.h>\n#include <stdio.h>\n"
+    src += "int main(void) {" + "".join(lines) + " return 0; }\n"
+    exe = compile_children(tmp_path, {"offsets": src})["offsets"]
+    import subprocess
+
+    got = [int(x) for x in subprocess.run([exe], capture_output=True, text=True).stdout.split()]
+    assert got == [off for off, _ in taskstats._FIELDS.values()]
+
+
+def test_records_of_the_program_and_its_children_only():
+    def rec(tgid, tid, ppid):
+        return taskstats.Record(tgid, tid, ppid, "x", 1, 0, 0, 0, 0, 0, 0, 0)
+
+    records = [rec(50, 51, 10), rec(60, 60, 50), rec(70, 70, 60), rec(80, 80, 10), rec(50, 50, 10)]
+    assert [r.tid for r in taskstats.ours(records, 50)] == [51, 60, 70, 50]
+
+
+def test_a_forked_child_is_followed_with_its_pid(programs):
+    df = profile.run([programs["forks"]], interval=0.005)
+    meta = results.metadata(df)
+    root = df["pid"].iloc[0]
+    child = df[(df["pid"] != root) & (df["tid"] >= 0)]
+    assert len(child) == 1
+    assert child["cpu_ns"].item() > 10 * df.loc[df["tid"] == root, "cpu_ns"].item()
+    assert meta["exit_code"] == 0
+
+
+def test_a_timeout_kills_the_program_and_keeps_what_was_read(programs):
+    df = profile.run([programs["hang"]], timeout=0.2)
+    meta = results.metadata(df)
+    assert meta["timed_out"] and meta["signal"] == signal.SIGKILL and meta["exit_code"] is None
+    assert (df["tid"] >= 0).sum() == 1
+
+
+@pytest.mark.skipif(stracelog.find() is None, reason="strace is not installed")
+def test_strace_times_each_threads_calls(programs):
+    df = profile.run([programs["threads"], "200"], strace=True)
+    calls = profile.syscalls(df)
+    rows = _by_comm(df)
+    sleeper = calls[calls["tid"] == rows["sleeper"].tid].set_index("syscall")
+    main = calls[calls["tid"] == rows["threads"].tid].set_index("syscall")
+    assert sleeper["total_ns"].idxmax() == "futex"
+    assert main["total_ns"].idxmax() == "clock_nanosleep"
+    assert sleeper.loc["futex", "total_ns"] > 10 * rows["sleeper"].cpu_ns
+    assert rows["spinner"].cpu_ns > 10 * rows["sleeper"].cpu_ns
+    assert (calls["calls"] >= 1).all() and (calls["max_ns"] <= calls["total_ns"]).all()
+    table = profile.summarize_syscalls(df)
+    assert set(table["comm"]) >= {"sleeper", "threads"}
+
+
+def test_strace_log_with_interrupted_calls():
+    lines = [
+        "10 futex(0x1, FUTEX_WAIT_PRIVATE, 2, NULL <unfinished ...>",
+        '11 read(3, "x", 1) = 1 <0.000100>',
+        "10 <... futex resumed>) = 0 <0.250000>",
+        "10 futex(0x1, FUTEX_WAKE_PRIVATE, 1) = 0 <0.000002>",
+        "11 +++ exited with 0 +++",
+        "11 read(3,  <unfinished ...>) = ?",
+    ]
+    t = stracelog.parse(lines).set_index(["tid", "syscall"])
+    assert t.loc[(10, "futex"), "calls"] == 2
+    assert t.loc[(10, "futex"), "total_ns"] == 250_002_000
+    assert t.loc[(10, "futex"), "max_ns"] == 250_000_000
+    assert t.loc[(11, "read"), "kind"] == "read/recv" and t.loc[(11, "read"), "calls"] == 1
+
+
+def test_contract_summary_plot_and_file(programs, tmp_path):
+    df = profile.run([programs["threads"], "30"])
+    shown = profile.summarize(df)
+    assert list(shown["tid"]) == list(df["tid"]) and "blocked_ms" in shown
+    fig = profile.plot(df, tmp_path / "timeline.png")
+    assert (tmp_path / "timeline.png").stat().st_size > 1000 and fig is not None
+    back = results.load(results.save(df, tmp_path / "p.parquet"))
+    assert results.metadata(back)["experiment"] == "profile"
+    leader = profile.timeline(back).query("tid == pid")
+    assert len(leader) >= 1 and leader["cpu_ns"].is_monotonic_increasing
+
+
+def test_cli_keeps_the_exit_status_and_prints_json(programs, runner):
+    out = runner.invoke(cli, ["profile", "--json", "--", programs["threads"], "20"])
+    assert out.exit_code == 3, out.output
+    doc = json.loads(out.stdout)
+    assert doc["program"]["exit_code"] == 3
+    assert {"spinner", "sleeper"} <= {t["comm"] for t in doc["threads"]}
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["profile"], "Missing argument"),
+        (["profile", "--", "/nonexistent/prog"], "no such file"),
+        (["profile", "--", "no-such-command-xyz"], "command not found"),
+        (["profile", "--interval", "0", "--", "true"], "interval"),
+        (["profile", "--cpu", "99999", "--", "true"], "CPU"),
+        (["profile", "-o", "x.txt", "--", "true"], "unknown output format"),
+    ],
+)
+def test_bad_input_is_one_line(runner, args, words):
+    out = runner.invoke(cli, args)
+    assert out.exit_code not in (0, None)
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error:") and words in lines[0], out.stderr
+
+
+def test_progress_and_cpu_pinning(programs):
+    seen = []
+    cpu = os.sched_getaffinity(0)
+    one = sorted(cpu)[-1]
+    df = profile.run(
+        [programs["threads"], "150"], cpus=[one], progress=lambda s, n: seen.append((s, n))
+    )
+    assert results.metadata(df)["cpus"] == [one]
+    assert seen and all(n >= 1 for _, n in seen)
+    assert [s for s, _ in seen] == sorted(s for s, _ in seen)
+    assert os.sched_getaffinity(0) == cpu  # perflab's own affinity restored

@@ -140,7 +140,7 @@ def run(
         **machine.metadata(),
         "experiment": "threads-program",
         **p.conditions(),
-        "command": shlex.join(p.command),
+        "command": label(p.command),
         "counts": list(p.counts),
         "repeat": p.repeat,
         "order": p.order,
@@ -165,6 +165,12 @@ def run(
     for line in found:
         warn(line)
     return results.attach(df, {**results.metadata(df), "trust_warnings": found})
+
+
+def label(command: Sequence[str]) -> str:
+    """The command as a shell would take it, with the placeholder left readable."""
+    token = "PERFLABTHREADS"
+    return shlex.join(a.replace(PLACEHOLDER, token) for a in command).replace(token, PLACEHOLDER)
 
 
 def _via(p: Plan) -> str:
@@ -203,7 +209,7 @@ def trust_warnings(df: pd.DataFrame, limit: trust.Floor | None = None) -> list[s
     for n, g in ok.groupby("threads"):
         wall = g["wall_ns"].astype(float)
         spread = stats.mad(wall) / wall.median() if len(g) > 1 else math.inf
-        line = trust.too_short(wall.median(), spread, f"the runs at {n} threads", limit, LENGTHEN)
+        line = trust.too_short(wall.median(), spread, f"the runs at {n} thread(s)", limit, LENGTHEN)
         if line:
             lines.append(line)
     over = sorted(int(n) for n in ok["threads"].unique() if n > ncpus)
@@ -214,7 +220,7 @@ def trust_warnings(df: pd.DataFrame, limit: trust.Floor | None = None) -> list[s
         )
     bad = ok[ok["disturbed"]]
     if len(bad):
-        counts = ", ".join(f"{int(n)} threads: {len(g)}" for n, g in bad.groupby("threads"))
+        counts = ", ".join(f"{int(n)} thread(s): {len(g)}" for n, g in bad.groupby("threads"))
         lines.append(
             f"{len(bad)} of {len(ok)} runs look disturbed by other tasks ({counts}; column "
             "disturbed_why): run on a quiet machine, or repeat more and compare medians"
@@ -233,7 +239,12 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
         df = annotate(df)
     ok = df[df["status"] == "ok"]
     if ok.empty:
-        raise PerflabError("no run ended ok: nothing to summarise (see the status column)")
+        codes = sorted(set(df["exit_code"].astype(int)) - {0})
+        why = f", exit codes {codes}" if codes else ""
+        raise PerflabError(
+            f"no run ended ok ({childruns.status_counts(df)}{why}): nothing to summarise; "
+            "does the program run as given, without a shell and in an empty environment?"
+        )
     base_n = int(ok["threads"].min())
     base = ok.loc[ok["threads"] == base_n, "wall_ns"].to_numpy(float)
     rows = []
@@ -292,15 +303,9 @@ def plot(df: pd.DataFrame, path) -> os.PathLike:
     ax.plot(n, table["utilisation"], "s-", label="CPU utilisation (CPU time / wall)")
     hit = table["disturbed"] > 0
     if hit.any():
-        ax.plot(
-            n[hit],
-            table["speedup"][hit],
-            "o",
-            ms=10,
-            mfc="none",
-            color=plt.COLORS[0],
-            label="disturbed runs at this count",
-        )
+        ax.plot(n[hit], table["speedup"][hit], "o", ms=11, mfc="none", color="black",
+                label="disturbed runs at this count (disturbed_why)")  # fmt: skip
+        ax2.plot(n[hit], table["efficiency"][hit] * 100, "o", ms=11, mfc="none", color="black")
     ax.set_ylabel(f"relative to {base} thread(s) / busy CPUs")
     ax.legend(loc="upper left", fontsize=8)
     ax2.plot(n, table["efficiency"] * 100, "o-", color=plt.COLORS[2])

@@ -30,10 +30,8 @@ def program_sweep(command, counts, repeat, oversubscribe, perturb, output, resum
         raise click.UsageError(f"-o {output} and --resume {resume} name different files")
     output = output or resume
     check_paths(output, plot_path)
-    lines: list[str] = []
 
     def warn(line: str) -> None:
-        lines.append(line)
         click.echo(f"perflab: warning: {line}", err=True)
 
     run = functools.partial(program.run, command, counts, perturb=perturb, output=output,
@@ -49,9 +47,8 @@ def program_sweep(command, counts, repeat, oversubscribe, perturb, output, resum
                          progress=bars.update)  # fmt: skip
             except KeyboardInterrupt as exc:
                 bars.close()
-                error = click.ClickException("interrupted: nothing recorded (-o FILE keeps runs)")
-                error.exit_code = 128 + getattr(exc, "signum", signal.SIGINT)
-                raise error from None
+                click.echo("Error: interrupted: nothing recorded (-o FILE keeps runs)", err=True)
+                raise click.exceptions.Exit(128 + getattr(exc, "signum", signal.SIGINT)) from None
             finally:
                 bars.close()
     _report(df, output, plot_path, as_json)

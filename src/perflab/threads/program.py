@@ -9,6 +9,8 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -87,7 +89,7 @@ def plan(
     command: Sequence[str],
     counts: Sequence[int] | None = None,
     cpus: Sequence[int] | None = None,
-    **params,
+    **params: Any,
 ) -> Plan:
     """The checked plan: counts default to 1..the CPUs, the CPUs to every usable one, and the
     count goes through OMP_NUM_THREADS when no argument holds the placeholder."""
@@ -123,7 +125,7 @@ def run(
     on_start: Callable[[int, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
-    **params,
+    **params: Any,
 ) -> pd.DataFrame:
     """Run `command` `repeat` times at each thread count in a seeded random order; one row per
     run with cpu_ns, utilisation and why a run looks disturbed, and the trust warnings (also
@@ -278,7 +280,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot(df: pd.DataFrame, path) -> os.PathLike:
+def plot(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     """The article's scaling plot: speedup (with its interval) and utilisation vs threads
     against the ideal line, efficiency below; points with disturbed runs drawn hollow red."""
     from perflab import plot as plt

@@ -8,10 +8,12 @@ import click
 from perflab import errors, fleet, machine, results, threads
 from perflab.cli import run, sweep
 from perflab.cli.common import (
+    SECONDS,
     Number,
     campaign_verb,
     check_paths,
     cluster_options,
+    cpu_list,
     emit_json,
     output_options,
     progressbar,
@@ -20,7 +22,8 @@ from perflab.cli.common import (
     resume_option,
     table,
 )
-from perflab.threads import fauxplat_sec, ht_pairs, thread_count
+from perflab.cli.threads_program import program_sweep
+from perflab.threads import fauxplat_sec, ht_pairs, program, thread_count
 
 
 def _perturbation(ctx, param, values):
@@ -130,6 +133,45 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
 
 @sweep.command("threads")
 @click.option(
+    "--threads",
+    "counts",
+    callback=lambda ctx, param, value: program.parse_counts(value) if value else None,
+    help="With -- PROGRAM: the thread counts to run, e.g. 1,2,4,8 [default: 1..--max].",
+)
+@click.option(
+    "--threads-env",
+    metavar="NAME",
+    help="With -- PROGRAM: also pass the count as NAME=N (default: OMP_NUM_THREADS when no "
+    "argument holds {threads}).",
+)
+@click.option(
+    "--cpu",
+    "cpus",
+    callback=cpu_list,
+    help="With -- PROGRAM: CPUs it may use (e.g. 0-1). [default: every usable CPU]",
+)
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0),
+    help="With -- PROGRAM: seed of the random run order.",
+)
+@click.option(
+    "--timeout",
+    default=600.0,
+    show_default=True,
+    type=SECONDS,
+    help="With -- PROGRAM: seconds before a run is killed (status 'timeout').",
+)
+@click.option(
+    "--inherit-env",
+    is_flag=True,
+    help="With -- PROGRAM: run it with perflab's environment, not an empty one.",
+)
+@resume_option
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option(
     "--max",
     "max_threads",
     default=None,
@@ -159,7 +201,7 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
     type=click.IntRange(8),
     help="Buffer bytes per thread for --kernel stream.",
 )
-@click.option("--repeat", default=3, show_default=True, type=click.IntRange(1), help="Repeats.")
+@click.option("--repeat", type=click.IntRange(1), help="Repeats. [default: 3, with -- PROGRAM 7]")
 @click.option(
     "--free",
     is_flag=True,
@@ -170,6 +212,14 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
 @interference_options
 @output_options
 def sweep_threads_cmd(
+    counts,
+    threads_env,
+    cpus,
+    seed,
+    timeout,
+    inherit_env,
+    resume,
+    command,
     max_threads,
     kernel,
     loops,
@@ -185,7 +235,28 @@ def sweep_threads_cmd(
     as_json,
     plot_path,
 ):
-    """Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf)."""
+    """Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf): of a
+    built-in kernel, or of your program given after -- with {threads} where its count goes.
+
+    \b
+    perflab sweep threads --kernel spin --max 2
+    perflab sweep threads --threads 1,2 -- xz -T{threads} -c FILE
+    perflab sweep threads --threads 1,2,4 --oversubscribe -- ./omp_solver   # OMP_NUM_THREADS
+    """
+    if command:
+        ctx = click.get_current_context()
+        kernel_only = ["kernel", "loops", "size", "free", "nice", "rt", "rt_limit"]
+        given = [n for n in kernel_only if ctx.get_parameter_source(n).name != "DEFAULT"]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise click.UsageError(f"{flag} is for the built-in kernels, not a PROGRAM")
+        counts = counts or tuple(range(1, (max_threads or len(cpus or machine.usable_cpus())) + 1))
+        return program_sweep(command, counts, repeat or 7, oversubscribe, perturb, output,
+                             resume, as_json, plot_path, cpus=cpus, threads_env=threads_env,
+                             seed=seed, timeout=timeout, inherit_env=inherit_env)  # fmt: skip
+    if counts or threads_env or cpus is not None or resume:
+        raise click.UsageError("--threads, --threads-env, --cpu and --resume need -- PROGRAM")
+    repeat = repeat or 3
     max_threads = max_threads or len(machine.usable_cpus())
     threads.check_placement([None] * max_threads, oversubscribe)
     check_paths(output, plot_path)

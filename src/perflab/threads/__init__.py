@@ -7,11 +7,12 @@ own perf events. One "loop" is 100000 iterations of a kernel, as in the post.
 
 The package: runner (the workers and run conditions), hogs (perturbations and the real-time
 watchdog), and one module per experiment, each with run/summarize/plot: ht_pairs (core vs
-hyper-thread), thread_count (scaling), fauxplat_sec (FauxPlat/sec).
+hyper-thread), thread_count (scaling), fauxplat_sec (FauxPlat/sec), program (scaling of
+the user's own program, run as child processes).
 """
 
 from perflab.errors import PerflabWarning
-from perflab.threads import fauxplat_sec, ht_pairs, thread_count
+from perflab.threads import fauxplat_sec, ht_pairs, program, thread_count
 from perflab.threads.hogs import (
     HOG_MAX_S,
     HOGS,
@@ -86,6 +87,7 @@ __all__ = [
     "plot_fauxplat",
     "plot_scaling",
     "post_lines",
+    "program",
     "rt_watchdog",
     "run_metadata",
     "run_threads",

@@ -1,0 +1,167 @@
+"""`sweep threads -- PROGRAM`: a real pthread program run at each thread count, and the
+warnings that say when its measurements cannot be trusted."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from conftest import compile_children, own_children
+
+from perflab import childruns, machine, results, threads, trust
+from perflab.cli import cli
+from perflab.threads import program
+
+# Each thread does the same fixed work (weak scaling): the CPU time of a run is its thread
+# count times one thread's, on any machine. The count is argv[1], or $NTHREADS when argv[1]
+# is "-"; argv[2] is the iterations per thread.
+WORKER = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static long iterations;
+
+static void *work(void *arg)
+{
+    volatile unsigned long x = (unsigned long)arg;
+    for (long i = 0; i < iterations; i++)
+        x = x * 6364136223846793005UL + 1442695040888963407UL;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *env = getenv("NTHREADS");
+    int n = argc > 1 && argv[1][0] != '-' ? atoi(argv[1]) : env ? atoi(env) : 1;
+    iterations = argc > 2 ? atol(argv[2]) : 1000;
+    if (n < 1 || n > 64 || iterations < 0)
+        return 2;
+    pthread_t t[64];
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&t[i], NULL, work, (void *)(long)i) != 0)
+            return 1;
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+"""
+WORK = "4000000"  # iterations per thread: tens of ms of CPU, enough to be preempted
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory) -> str:
+    return compile_children(tmp_path_factory.mktemp("mt"), {"worker": WORKER})["worker"]
+
+
+def test_cpu_time_grows_with_threads_by_argument_and_by_environment(worker):
+    for command, env in (([worker, "{threads}", WORK], None), ([worker, "-", WORK], "NTHREADS")):
+        df = program.run(command, [1, 2], repeat=3, oversubscribe=True, threads_env=env,
+                         warn=lambda line: None, seed=5)  # fmt: skip
+        assert (df["status"] == "ok").all(), df
+        cpu = df.groupby("threads")["cpu_ns"].median()
+        assert cpu[2] > 1.5 * cpu[1]  # twice the work: CPU time, not wall, so load cannot hide it
+        planned, _ = childruns.run_order(2, 3, "random", 5)
+        assert df["threads"].tolist() == [(1, 2)[i] for i in planned]  # the seeded order
+    assert results.metadata(df)["threads_via"].startswith("NTHREADS=N through env(1)")
+    assert own_children() == []
+
+
+def test_summary_frame_and_plot(worker, tmp_path):
+    df = program.run([worker, "{threads}", "1000"], [1, 2], repeat=7, oversubscribe=True,
+                     warn=lambda line: None)  # fmt: skip
+    meta = results.metadata(df)
+    assert meta["experiment"] == "threads-program" and meta["counts"] == [1, 2]
+    assert {"floor", "counters", "trust_warnings", "cpu_model"} <= meta.keys()
+    assert {"wall_ns", "cpu_ns", "utilisation", "nvcsw", "nivcsw", "disturbed"} <= set(df)
+    table = program.summarize(df)
+    assert table["threads"].tolist() == [1, 2] and table["runs"].tolist() == [7, 7]
+    assert table["speedup"].iloc[0] == 1.0
+    assert (table["wall_lo"] <= table["wall_ms"]).all() and (
+        table["wall_ms"] <= table["wall_hi"]
+    ).all()
+    assert (table["efficiency"] == table["speedup"] / table["threads"]).all()
+    if not machine.hardware_counters():
+        assert table["ipc"].isna().all()
+    assert program.plot(df, tmp_path / "s.png").stat().st_size > 0
+
+
+def test_a_run_of_a_few_milliseconds_is_called_too_short(worker):
+    lines: list[str] = []
+    df = program.run([worker, "{threads}", "1000"], [1], repeat=3, warn=lines.append)
+    short = [line for line in lines if "shorter than the" in line]
+    assert short and "give the program more work" in short[0]
+    assert short == [w for w in results.metadata(df)["trust_warnings"] if "shorter" in w]
+
+
+def test_the_floor_follows_tick_spawn_cost_and_jitter():
+    idle = np.array([1e6] * 9 + [3e6])  # 1 ms children, one in ten 2 ms late
+    floor = trust.derive(4_000_000, idle)
+    assert floor.spawn_ns == 1e6 and floor.jitter_ns == pytest.approx(0.2e6)
+    assert floor.min_ns == 4_000_000 / trust.TOLERANCE  # the tick dominates here
+    noisy = trust.derive(1000, np.array([1e6] * 8 + [9e6] * 2))  # two in ten 8 ms late
+    assert noisy.jitter_ns == pytest.approx(8e6) and noisy.min_ns == pytest.approx(8e6 / 0.05)
+    assert trust.too_short(floor.min_ns, 0.1, "x", floor, "longer") is None
+    line = trust.too_short(floor.min_ns / 10, 0.001, "x", floor, "longer")
+    assert "does not make it trustworthy" in line and line.endswith("longer")
+
+
+def test_disturbed_runs_from_preemptions_and_lost_utilisation():
+    cpu = pd.Series([1e9, 1e9, 1e9, 2e9, 2e9])
+    wall = pd.Series([1e9, 1e9, 2e9, 1e9, 1e9])
+    nivcsw = pd.Series([2, 2, 2, 400, 400])
+    group = pd.Series([1, 1, 1, 4, 4])
+    why = trust.disturbed(cpu, wall, nivcsw, group, group <= 2)
+    assert why.tolist()[:2] == ["", ""]
+    assert why[2].startswith("utilisation 0.50")
+    assert why[3] == "" and why[4] == ""  # 4 threads on 2 CPUs preempt each other: their own
+
+
+def test_a_run_sharing_its_cpu_with_a_hog_is_flagged(worker):
+    cpu = machine.usable_cpus()[-1]
+    lines: list[str] = []
+    with threads.perturbed([threads.Perturbation.parse(f"cpu@{cpu}")]):
+        df = program.run([worker, "{threads}", "20000000"], [1], repeat=3, cpus=[cpu],
+                         warn=lines.append)  # fmt: skip
+    assert df["disturbed"].all(), df[["wall_ns", "cpu_ns", "nivcsw", "disturbed_why"]]
+    assert df["disturbed_why"].str.contains("preempted").all()
+    assert any("look disturbed" in line for line in lines)
+    assert program.summarize(df)["disturbed"].tolist() == [3]
+    assert own_children() == []
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--threads", "1,x", "--", "true"], "--threads '1,x'"),
+        (["--threads", "0", "--", "true"], "--threads '0'"),
+        (["--threads", "1,9999", "--", "true"], "add --oversubscribe"),
+        (["--", "no-such-program-22"], "command not found"),
+        (["--threads-env", "1X", "--", "true"], "not a variable name"),
+        (["--kernel", "spin", "--", "true"], "--kernel is for the built-in kernels"),
+        (["--threads", "1"], "need -- PROGRAM"),
+        (["--cpu", "9999", "--", "true"], "9999"),
+    ],
+)
+def test_bad_input_is_one_line(args, message):
+    result = CliRunner().invoke(cli, ["sweep", "threads", *args])
+    assert result.exit_code != 0
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:") and message in lines[0], lines
+    assert own_children() == []
+
+
+def test_cli_json_data_and_plot(worker, tmp_path):
+    out, png = tmp_path / "t.parquet", tmp_path / "t.png"
+    args = ["sweep", "threads", "--threads", "1,2", "--oversubscribe", "--repeat", "2", "--json",
+            "-o", str(out), "--plot", str(png), "--", worker, "{threads}", "1000"]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [r["threads"] for r in doc["scaling"]] == [1, 2] and doc["status"] == {"ok": 4}
+    assert any("shorter than the" in w for w in doc["warnings"])
+    saved = results.load(out)
+    assert len(saved) == 4 and program.summarize(saved)["runs"].tolist() == [2, 2]
+    assert png.stat().st_size > 0
+    assert own_children() == []

@@ -57,7 +57,7 @@ def against_perf(command: list[str], n: int, repeat: int) -> tuple[float, float]
 def main(argv=None) -> None:
     args = _common.parse(__doc__, argv)
     if shutil.which("xz") is None:
-        raise SystemExit("xz is not installed: this experiment sweeps xz -T{threads}")
+        _common.cannot_run_here("xz is not installed: this experiment sweeps xz -T{threads}")
     stem = _common.name(__file__)
     params = QUICK if args.quick else FULL
     data = args.out / f"{stem}_input.txt"

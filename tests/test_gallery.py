@@ -12,6 +12,7 @@ import perflab
 from perflab import results
 
 ROOT = Path(__file__).resolve().parents[1]
+CANNOT_RUN_HERE = 77  # experiments/_common.py: a tool the script needs is missing here
 SCRIPTS = sorted(p for p in (ROOT / "experiments").glob("*.py") if not p.name.startswith("_"))
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 # The directory perflab is imported from (src/ in a checkout, site-packages once installed):
@@ -59,6 +60,8 @@ def test_experiment_runs_quick(script: Path, tmp_path: Path):
         timeout=SCRIPT_TIMEOUT_S,
         check=False,
     )
+    if proc.returncode == CANNOT_RUN_HERE:
+        pytest.skip(proc.stderr.strip())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "article" in proc.stdout and "here" in proc.stdout  # the side-by-side table
     data = sorted(tmp_path.glob(f"{script.stem}*.parquet"))

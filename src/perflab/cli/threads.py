@@ -7,6 +7,7 @@ import click
 
 from perflab import errors, fleet, machine, results, threads
 from perflab.cli import run, sweep
+from perflab.cli._threads_program import program_sweep
 from perflab.cli.common import (
     SECONDS,
     Number,
@@ -22,7 +23,6 @@ from perflab.cli.common import (
     resume_option,
     table,
 )
-from perflab.cli.threads_program import program_sweep
 from perflab.threads import fauxplat_sec, ht_pairs, program, thread_count
 
 

@@ -84,7 +84,8 @@ def test_summary_frame_and_plot(worker, tmp_path):
     assert (table["efficiency"] == table["speedup"] / table["threads"]).all()
     if not machine.hardware_counters():
         assert table["ipc"].isna().all()
-    assert program.plot(df, tmp_path / "s.png").stat().st_size > 0
+    program.plot(df, tmp_path / "s.png")
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_run_of_a_few_milliseconds_is_called_too_short(worker):

@@ -70,7 +70,8 @@ VERBS = {
     ),
     "sweep threads": (
         "threads",
-        "Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf).",
+        "Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf): of a "
+        "built-in kernel, or of your program given after -- with {threads} where its count goes.",
     ),
     "run pagefault": (
         "memory",

@@ -42,9 +42,12 @@ def program_sweep(command, counts, repeat, oversubscribe, perturb, output, resum
             df = journaled_run(run, output, True, "threads")
         else:
             bars = Bars()
+
+            def start(todo: int, done: int) -> None:
+                bars.open("threads", todo, done)
+
             try:
-                df = run(on_start=lambda todo, done: bars.open("threads", todo, done),
-                         progress=bars.update)  # fmt: skip
+                df = run(on_start=start, progress=bars.update)
             except KeyboardInterrupt as exc:
                 bars.close()
                 click.echo("Error: interrupted: nothing recorded (-o FILE keeps runs)", err=True)

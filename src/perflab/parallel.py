@@ -31,9 +31,11 @@ def parse_cpu_set(text: str) -> set[int]:
     return set(machine.parse_cpu_list(text)) if text else set()
 
 
-def core_siblings(cpus: Sequence[int], root: str | os.PathLike = machine.SYS_CPU) -> list[tuple]:
+def core_siblings(
+    cpus: Sequence[int], root: str | os.PathLike = machine.SYS_CPU
+) -> list[tuple[int, int]]:
     """Pairs of listed CPUs that are SMT siblings (one core), read from <root>/cpuN/topology."""
-    pairs = []
+    pairs: list[tuple[int, int]] = []
     for i, a in enumerate(cpus):
         topo = Path(root) / f"cpu{a}" / "topology"
         text = ""
@@ -179,12 +181,12 @@ def measure(
                 return pool.submit(_run_chunk, runs, at, ref, sizes, options, engine)
 
             try:
-                pending = submit(chunks[0]) if chunks else None
-                for i, _ in enumerate(chunks):
-                    parts = pending.result()
-                    stopping = stop.hit
+                pending = [submit(chunks[0])] if chunks else []
+                for i in range(len(chunks)):
+                    parts = pending.pop().result()
+                    stopping = stop.hit  # read once: a chunk submitted below is always collected
                     if not stopping and i + 1 < len(chunks):
-                        pending = submit(chunks[i + 1])
+                        pending.append(submit(chunks[i + 1]))
                     for got, at, parallel in parts:
                         options = childruns.rt_refused_once(options, got, extra, warn)
                         recorder.add(runs.lane_rows(got, at, overhead, parallel))

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from perflab import env_size, machine, parallel, results, spawn
+from perflab import compare, env_size, machine, parallel, results, spawn
 from perflab.cli import cli
 from perflab.errors import PerflabError
 
@@ -212,3 +212,32 @@ def test_ctrl_c_then_resume_measures_each_pair_once(tmp_path):
         (s, r) for s in range(3000) for r in range(2)
     }
     assert set(df["cpu"]) == set(TWO) and results.metadata(df)["complete"] is True
+
+
+@needs_two
+def test_link_order_with_jobs_tags_rows_and_reports_the_check(runner, tmp_path):
+    out = tmp_path / "lo.parquet"
+    args = ["sweep", "link-order", "--permutations", "3", "--repeat", "20", "--no-rt",
+            "--jobs", "2", "--cpu", machine.format_cpu_list(TWO), "--reference", "0.4"]  # fmt: skip
+    res = runner.invoke(cli, [*args, "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["runs"] == 60 and [r["cpu"] for r in doc["interference"]["cpus"]] == TWO
+    df = results.load(out)
+    assert set(df["cpu"]) == set(TWO) and not df.duplicated(["perm", "rep"]).any()
+    assert (~df["parallel"]).sum() == parallel.reference_mask(60, 0.4, 0).sum()
+
+
+@needs_two
+def test_compare_with_jobs_keeps_every_pair_once(tmp_path):
+    side = [sys.executable, "-c", "pass"]
+    a, b = compare.program_side("A", side), compare.program_side("B", side)
+    df = compare.compare(a, b, setups=2, repeat=10, jobs=2, cpus=TWO, rt=False)
+    assert len(df) == 40 and not df.duplicated(["setup", "rep", "side"]).any()
+    assert set(df["cpu"]) == set(TWO) and "interference" in results.metadata(df)
+
+
+def test_a_sequential_plan_is_stored_as_before_jobs_existed():
+    assert not {"jobs", "reference", "allow_siblings"} & set(env_size.Plan().params())
+    lanes = env_size.Plan(jobs=2, cpus=(0, 1)).params()
+    assert (lanes["jobs"], lanes["reference"], lanes["allow_siblings"]) == (2, 0.05, False)

@@ -114,7 +114,11 @@ class Controls:
 
     def params(self) -> dict:
         """The plan as a journal stores it: a resume must match it field for field."""
-        return asdict(self)
+        plan = asdict(self)
+        if self.jobs == 1:  # as before --jobs existed, so journals of that time still resume
+            for name in ("jobs", "reference", "allow_siblings"):
+                del plan[name]
+        return plan
 
     def conditions(self) -> dict:
         """The run conditions every result records next to machine.metadata()."""

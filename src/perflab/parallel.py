@@ -8,6 +8,7 @@ parallel runs can be compared with sequential runs taken under the same conditio
 """
 
 import os
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -23,6 +24,9 @@ REFERENCE = 0.05  # share of runs made one at a time: ~5% of the time saved is s
 SLOWER_TOL = 0.02  # parallel runs' median may exceed the sequential one by this much
 NOISIER_TOL = 0.25  # and their spread (IQR) by this much, before perflab says so
 MIN_REFERENCE = 20  # fewer sequential runs on a CPU than this: no verdict for it
+# Chunks queued for the C worker: it starts the next one the moment one ends, without waiting
+# for this thread to be scheduled (on a loaded machine that wait idled every CPU per chunk).
+AHEAD = 2
 
 
 def parse_cpu_set(text: str) -> set[int]:
@@ -170,7 +174,7 @@ def measure(
         extra = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt,
                  **lane_meta(controls)}  # fmt: skip
         engine = spawn.engine()
-        chunk = max(chunk_runs, 1)
+        chunk = max(chunk_runs, 1) * controls.jobs  # as long in time as a sequential chunk
         chunks = [todo[i : i + chunk] for i in range(0, todo.size, chunk)]
         sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
         complete = False
@@ -181,12 +185,15 @@ def measure(
                 return pool.submit(_run_chunk, runs, at, ref, sizes, options, engine)
 
             try:
-                pending = [submit(chunks[0])] if chunks else []
+                pending = deque(submit(at) for at in chunks[:AHEAD])
                 for i in range(len(chunks)):
-                    parts = pending.pop().result()
-                    stopping = stop.hit  # read once: a chunk submitted below is always collected
-                    if not stopping and i + 1 < len(chunks):
-                        pending.append(submit(chunks[i + 1]))
+                    parts = pending.popleft().result()
+                    stopping = stop.hit  # read once: every chunk submitted is collected
+                    if stopping:
+                        while pending:
+                            parts += pending.popleft().result()
+                    elif i + AHEAD < len(chunks):
+                        pending.append(submit(chunks[i + AHEAD]))
                     for got, at, parallel in parts:
                         options = childruns.rt_refused_once(options, got, extra, warn)
                         recorder.add(runs.lane_rows(got, at, overhead, parallel))

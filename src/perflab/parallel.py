@@ -126,7 +126,7 @@ def _run_chunk(runs: LaneRuns, at: np.ndarray, ref: np.ndarray, sizes: np.ndarra
     CPU in turn. (records, positions, parallel) per batch; a stop leaves the rest unmade."""
     out = []
     parallel, sequential = at[~ref[at]], at[ref[at]]
-    lanes = spawn.ParallelOptions(**{**vars(options)})
+    lanes = spawn.ParallelOptions(**vars(options))
     if parallel.size:
         got = spawn.run_batch(runs.programs, runs.prog[parallel], sizes[parallel], runs.var,
                               runs.env, lanes, engine)  # fmt: skip

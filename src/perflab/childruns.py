@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from types import FrameType, TracebackType
+from types import FrameType, ModuleType, TracebackType
 from typing import Any, TypeVar
 
 import numpy as np
@@ -513,7 +513,7 @@ def measure(
     return df
 
 
-def _parallel():
+def _parallel() -> ModuleType:
     """perflab.parallel, imported when used: it builds on this module."""
     from perflab import parallel
 

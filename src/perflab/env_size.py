@@ -393,7 +393,7 @@ def per_cpu_windows(df: pd.DataFrame, k: float = 5.0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _cpu_series(ax, df: pd.DataFrame, value: str, zoom: tuple[int, int] | None) -> None:
+def _cpu_series(ax: Any, df: pd.DataFrame, value: str, zoom: tuple[int, int] | None) -> None:
     """A parallel sweep: each CPU's median per size, under the pooled one."""
     from perflab import plot as plt
 

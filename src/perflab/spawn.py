@@ -392,7 +392,7 @@ class ParallelOptions(SpawnOptions):
     """Options of a parallel batch: one child per CPU of `cpus` at a time, each pinned to its
     own CPU (record field cpu); the finished runs before the first one a stop cut short."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         if len(set(self.cpus)) != len(self.cpus) or len(self.cpus) < 1:
             raise PerflabError(f"a parallel batch needs distinct CPUs, not {list(self.cpus)}")

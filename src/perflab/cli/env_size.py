@@ -177,7 +177,7 @@ def _fleet(
     click.echo(f"fleet view: perflab report hosts {record[0]}")
 
 
-def _lanes_json(df, k) -> dict:
+def _lanes_json(df: pd.DataFrame, k: float) -> dict:
     """A parallel sweep's per-CPU windows and interference check, for --json."""
     if "cpu" not in df:
         return {}
@@ -187,7 +187,7 @@ def _lanes_json(df, k) -> dict:
     }
 
 
-def _report_lanes(df, k) -> None:
+def _report_lanes(df: pd.DataFrame, k: float) -> None:
     """A parallel sweep: the windows per CPU and pooled, then parallel vs sequential runs."""
     if "cpu" not in df:
         return

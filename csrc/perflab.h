@@ -91,7 +91,7 @@ int perflab_perf_probe(uint32_t type, uint64_t config);
 struct perflab_run {
     int64_t env_size;      /* the padding length of a sweep run; -1 for single runs */
     int32_t prog;          /* which program of the batch ran */
-    int32_t reserved;
+    int32_t cpu;           /* a parallel batch's run: the CPU it was pinned to (else 0) */
     int32_t status;        /* PERFLAB_RUN_* */
     int32_t flags;         /* PERFLAB_RUN_* flags */
     int32_t exit_code;     /* -1 when killed */
@@ -351,3 +351,11 @@ void perflab_noop_arg(void *arg);
  * ticks of each trial in out_aliased[t], out_distinct[t]. 0 or -EINVAL. */
 int perflab_alias_time(int kernel, size_t aliased, size_t distinct, size_t n, size_t trials,
                        uint64_t *out_aliased, uint64_t *out_distinct);
+
+/* ---- spawn.c: parallel batches ---------------------------------------- */
+
+/* A batch flag: one child per listed CPU at a time, each pinned to its own CPU (the run's
+ * cpu field says which), each CPU taking the next run as soon as its child is reaped.
+ * perflab_spawn_batch then keeps out[0..*done) the finished runs before the first one a
+ * stop cut short; the spawner threads wait off the listed CPUs when others exist. */
+#define PERFLAB_SPAWN_PARALLEL 16

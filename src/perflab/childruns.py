@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from types import FrameType, TracebackType
+from types import FrameType, ModuleType, TracebackType
 from typing import Any, TypeVar
 
 import numpy as np
@@ -87,16 +87,38 @@ class Controls:
         metadata=_cli("--mlock", "Ask the probed child to mlockall() (only a child with "
                       "perflab's probe can honour it)."),
     )  # fmt: skip
+    jobs: int = field(
+        default=1,
+        metadata=_cli("--jobs", "Children at once, each pinned to its own CPU (the --cpu list, "
+                      "else the last usable CPUs); 0: one per CPU. Rows then carry cpu and "
+                      "parallel columns, and a sequential reference slice checks the result.",
+                      min=0),
+    )  # fmt: skip
+    reference: float = field(
+        default=0.05,
+        metadata=_cli("--reference", "With --jobs: the share of runs made one at a time, to "
+                      "compare the parallel ones with."),
+    )  # fmt: skip
+    allow_siblings: bool = field(
+        default=False,
+        metadata=_cli("--allow-siblings", "With --jobs: let two children share a core (SMT "
+                      "siblings), which perflab otherwise refuses."),
+    )  # fmt: skip
 
     def check_controls(self) -> None:
         """Refuse controls the C core cannot honour, before anything is built or measured."""
         check_timeout(self.timeout)
         spawn.SpawnOptions(aslr=self.aslr)
         machine.check_cpus(self.cpus)
+        _parallel().check(self)
 
     def params(self) -> dict:
         """The plan as a journal stores it: a resume must match it field for field."""
-        return asdict(self)
+        plan = asdict(self)
+        if self.jobs == 1:  # as before --jobs existed, so journals of that time still resume
+            for name in ("jobs", "reference", "allow_siblings"):
+                del plan[name]
+        return plan
 
     def conditions(self) -> dict:
         """The run conditions every result records next to machine.metadata()."""
@@ -125,6 +147,8 @@ def order_field() -> Any:
 
 def with_cpus(plan: PlanT, cpus: Sequence[int] | None) -> PlanT:
     """The plan with its CPUs: those asked for, else the default one."""
+    if plan.jobs != 1:
+        return _parallel().with_lanes(plan, cpus)
     return replace(plan, cpus=tuple(cpus) if cpus is not None else default_cpus())
 
 
@@ -443,6 +467,10 @@ def measure(
     so Python's per-row work costs no time per run. A KeyboardInterrupt leaves the journal
     complete up to the last finished run and marked incomplete.
     """
+    if controls.jobs > 1:
+        return _parallel().measure(runs, controls, meta, recording, chunk_runs=chunk_runs,
+                                   flush_s=flush_s, on_start=on_start, progress=progress,
+                                   warn=warn)  # fmt: skip
     with quiet_options(controls) as options:
         preflight(runs, options)
         overhead = spawn.timer_overhead()
@@ -483,3 +511,10 @@ def measure(
                 extra.update(spawn.maxrss_meta(engine))
                 df = recorder.finish(complete, extra)
     return df
+
+
+def _parallel() -> ModuleType:
+    """perflab.parallel, imported when used: it builds on this module."""
+    from perflab import parallel
+
+    return parallel

@@ -333,6 +333,7 @@ def plot(
     x = summary["env_size"]
     ax.plot(x, summary["mean"], color=plt.COLORS[0], lw=0.7, alpha=0.7, label=f"mean {value}")
     ax.plot(x, summary["median"], color=plt.COLORS[1], lw=0.8, label=f"median {value}", zorder=3)
+    _cpu_series(ax, df, value, zoom)
     lo, hi = zoom or (int(x.min()), int(x.max())) if len(x) else (0, 1)
     pad = max(0.5, (hi - lo) / 300)  # a 16-byte window must stay visible on an 8 KiB axis
     shown = windows[(windows["end"] >= lo) & (windows["start"] <= hi)]
@@ -384,3 +385,41 @@ def _robust_ylim(ax: Any, summary: pd.DataFrame) -> int:
 
 def _var(df: pd.DataFrame) -> str:
     return results.metadata(df).get("env_var", "A")
+
+
+def per_cpu_windows(df: pd.DataFrame, k: float = 5.0) -> pd.DataFrame:
+    """A parallel sweep per CPU and pooled (CPU a block factor): runs, median of the size
+    medians, and the windows found in each (starts, widths, median spacing)."""
+    value = value_column(df)
+    parts = [(str(c), part) for c, part in df.groupby("cpu")] + [("all", df)]
+    rows = []
+    for cpu, part in parts:
+        summary = summarize(part, value)
+        windows = detect_windows(summary, k=k)
+        rows.append(
+            {
+                "cpu": cpu,
+                "runs": len(part),
+                "median": summary["median"].median(),
+                "windows": len(windows),
+                "starts": " ".join(map(str, windows["start"])) or "-",
+                "widths": " ".join(map(str, windows["width"])) or "-",
+                "spacing": windows["spacing"].median(),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _cpu_series(ax: Any, df: pd.DataFrame, value: str, zoom: tuple[int, int] | None) -> None:
+    """A parallel sweep: each CPU's median per size, under the pooled one."""
+    from perflab import plot as plt
+
+    if "cpu" not in df:
+        return
+    for i, (cpu, part) in enumerate(df.groupby("cpu")):
+        per = summarize(part, value)
+        if zoom:
+            per = per[per["env_size"].between(*zoom)]
+        color = plt.COLORS[3 + i % (len(plt.COLORS) - 3)]
+        ax.plot(per["env_size"], per["median"], color=color, lw=0.5, alpha=0.7,
+                label=f"median, CPU {cpu}")  # fmt: skip

@@ -385,3 +385,17 @@ def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
 def describe_errno(code: int) -> str:
     """An errno the child reported, worded as perflab words every errno."""
     return _native.errno_text(code)
+
+
+@dataclass(frozen=True)
+class ParallelOptions(SpawnOptions):
+    """Options of a parallel batch: one child per CPU of `cpus` at a time, each pinned to its
+    own CPU (record field cpu); the finished runs before the first one a stop cut short."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(set(self.cpus)) != len(self.cpus) or len(self.cpus) < 1:
+            raise PerflabError(f"a parallel batch needs distinct CPUs, not {list(self.cpus)}")
+
+    def flags(self) -> int:
+        return super().flags() | _native.SPAWN_PARALLEL

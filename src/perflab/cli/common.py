@@ -351,3 +351,11 @@ def _fmt(value: Any, floatfmt: str) -> str:
     if isinstance(value, float):
         return "nan" if math.isnan(value) else floatfmt.format(value)
     return str(value)
+
+
+def interference_report(df: pd.DataFrame) -> None:
+    """A --jobs run's check of its parallel runs against its sequential reference slice."""
+    from perflab import parallel
+
+    for line in parallel.describe(results.metadata(df).get("interference", {})):
+        click.echo(line)

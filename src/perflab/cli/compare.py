@@ -14,6 +14,7 @@ from perflab.cli import cli
 from perflab.cli.common import (
     check_paths,
     emit_json,
+    interference_report,
     journal_options,
     journaled_run,
     output_options,
@@ -113,6 +114,7 @@ def _report(
                 "identical": results.metadata(df)["identical"],
                 "overall": summary,
                 "setups": records(per),
+                "interference": results.metadata(df).get("interference"),
             }
         )
         return
@@ -130,6 +132,7 @@ def _report(
         f"unclear in {summary['unclear']} of {summary['setups']}"
     )
     click.echo(summary["conclusion"])
+    interference_report(df)
     click.echo(f"data: {output}")
     if plot_path:
         click.echo(f"plot: {plot.check_plot_path(plot_path)}")

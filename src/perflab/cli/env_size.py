@@ -7,7 +7,7 @@ from typing import Any
 import click
 import pandas as pd
 
-from perflab import env_size, machine, plot, results, windows
+from perflab import env_size, machine, parallel, plot, results, windows
 from perflab.cli import sweep
 from perflab.cli.common import (
     Number,
@@ -104,6 +104,7 @@ def _report(
                 "explanation": why,
                 "alias_check": results.metadata(df).get("alias_check"),
                 "sizes": records(summary),
+                **_lanes_json(df, k),
             }
         )
         return
@@ -116,6 +117,7 @@ def _report(
     _explain(predicted, verdicts, why)
     click.echo()
     table(summary.nlargest(10, "median"), "{:,.0f}", title=f"10 slowest sizes ({value})")
+    _report_lanes(df, k)
     if plot_path:
         click.echo(f"plot: {plot.check_plot_path(plot_path)}")
 
@@ -173,3 +175,23 @@ def _fleet(
     for m in out.missing:
         click.echo(f"missing: {m}")
     click.echo(f"fleet view: perflab report hosts {record[0]}")
+
+
+def _lanes_json(df: pd.DataFrame, k: float) -> dict:
+    """A parallel sweep's per-CPU windows and interference check, for --json."""
+    if "cpu" not in df:
+        return {}
+    return {
+        "per_cpu": records(env_size.per_cpu_windows(df, k)),
+        "interference": results.metadata(df).get("interference"),
+    }
+
+
+def _report_lanes(df: pd.DataFrame, k: float) -> None:
+    """A parallel sweep: the windows per CPU and pooled, then parallel vs sequential runs."""
+    if "cpu" not in df:
+        return
+    click.echo()
+    table(env_size.per_cpu_windows(df, k), "{:,.0f}", title="per CPU (all: pooled)")
+    for line in parallel.describe(results.metadata(df).get("interference", {})):
+        click.echo(line)

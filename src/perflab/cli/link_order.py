@@ -7,13 +7,14 @@ from typing import Any
 import click
 import pandas as pd
 
-from perflab import link_order, plot
+from perflab import link_order, plot, results
 from perflab.childruns import status_counts
 from perflab.cli import sweep
 from perflab.cli.common import (
     Bars,
     check_paths,
     emit_json,
+    interference_report,
     journal_options,
     journaled_run,
     output_options,
@@ -115,6 +116,7 @@ def _report(df: pd.DataFrame, output: str, plot_path: str | None, as_json: bool)
                 "orders": records(summary),
                 "alignment": records(effects),
                 "layout": records(lay),
+                "interference": results.metadata(df).get("interference"),
             }
         )
         return
@@ -130,6 +132,7 @@ def _report(df: pd.DataFrame, output: str, plot_path: str | None, as_json: bool)
         f"{spread['ratio']:.3f} (95% CI {spread['ci_low']:.3f}-{spread['ci_high']:.3f})"
     )
     _alignment(effects)
+    interference_report(df)
     if plot_path:
         click.echo(f"plot: {plot.check_plot_path(plot_path)}")
 

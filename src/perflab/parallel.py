@@ -1,0 +1,294 @@
+"""Child runs on several CPUs at once (--jobs), and the proof that they measure the same thing.
+
+A parallel sweep runs one child per listed CPU at a time, each pinned to its own CPU, from one
+C call (PERFLAB_SPAWN_PARALLEL: a lane per CPU takes the next run as soon as its child is
+reaped). A seeded share of the planned runs, the reference slice, is made one at a time on
+each CPU in turn, interleaved with the parallel ones over the whole sweep, so each CPU's
+parallel runs can be compared with sequential runs taken under the same conditions.
+"""
+
+import os
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perflab import childruns, machine, results, spawn, stats
+from perflab.errors import PerflabError
+
+REFERENCE = 0.05  # share of runs made one at a time: ~5% of the time saved is spent on proof
+SLOWER_TOL = 0.02  # parallel runs' median may exceed the sequential one by this much
+NOISIER_TOL = 0.25  # and their spread (IQR) by this much, before perflab says so
+MIN_REFERENCE = 20  # fewer sequential runs on a CPU than this: no verdict for it
+# Chunks queued for the C worker: it starts the next one the moment one ends, without waiting
+# for this thread to be scheduled (on a loaded machine that wait idled every CPU per chunk).
+AHEAD = 2
+
+
+def parse_cpu_set(text: str) -> set[int]:
+    """A sysfs CPU list ('0-1,4') as a set; '' as empty."""
+    text = text.strip()
+    return set(machine.parse_cpu_list(text)) if text else set()
+
+
+def core_siblings(
+    cpus: Sequence[int], root: str | os.PathLike = machine.SYS_CPU
+) -> list[tuple[int, int]]:
+    """Pairs of listed CPUs that are SMT siblings (one core), read from <root>/cpuN/topology."""
+    pairs: list[tuple[int, int]] = []
+    for i, a in enumerate(cpus):
+        topo = Path(root) / f"cpu{a}" / "topology"
+        text = ""
+        for name in ("core_cpus_list", "thread_siblings_list"):
+            path = topo / name
+            if path.exists():
+                text = path.read_text()
+                break
+        same_core = parse_cpu_set(text) - {a}
+        pairs.extend((a, b) for b in cpus[i + 1 :] if b in same_core)
+    return pairs
+
+
+def lane_cpus(jobs: int, cpus: Sequence[int] | None) -> tuple[int, ...]:
+    """The CPUs of `jobs` lanes: those listed (all of them for jobs 0), else the last usable."""
+    if jobs < 0:
+        raise PerflabError(f"--jobs must be 0 (one per CPU) or more, not {jobs}")
+    if cpus is not None:
+        if jobs not in (0, len(cpus)):
+            raise PerflabError(
+                f"--jobs {jobs} runs {jobs} children at once, one per CPU, but --cpu lists "
+                f"{len(cpus)} CPU{'s' * (len(cpus) != 1)}: list {jobs}, or use --jobs 0"
+            )
+        return tuple(cpus)
+    usable = machine.usable_cpus()
+    if jobs > len(usable):
+        raise PerflabError(
+            f"--jobs {jobs}: only {len(usable)} usable CPUs "
+            f"({machine.format_cpu_list(usable)}); one child per CPU at a time"
+        )
+    return tuple(usable[-jobs:] if jobs else usable)
+
+
+def with_lanes(plan: childruns.Controls, cpus: Sequence[int] | None) -> childruns.Controls:
+    """The plan with its lanes' CPUs and jobs = how many (a --jobs 0 resumes as the count)."""
+    chosen = lane_cpus(plan.jobs, cpus)
+    return replace(plan, cpus=chosen, jobs=len(chosen))
+
+
+def check(plan: childruns.Controls, root: str | os.PathLike = machine.SYS_CPU) -> None:
+    """Refuse lanes that would share a core, a repeated CPU, or a reference share out of range."""
+    if plan.jobs < 0:
+        raise PerflabError(f"--jobs must be 0 (one per CPU) or more, not {plan.jobs}")
+    if not 0 <= plan.reference < 1:
+        raise PerflabError(f"--reference must be at least 0 and below 1, not {plan.reference}")
+    if plan.jobs <= 1:
+        return
+    if len(set(plan.cpus)) != len(plan.cpus):
+        raise PerflabError(f"--cpu {machine.format_cpu_list(plan.cpus)} repeats a CPU")
+    if len(plan.cpus) != plan.jobs:
+        raise PerflabError(f"--jobs {plan.jobs} needs {plan.jobs} CPUs, not {len(plan.cpus)}")
+    pairs = core_siblings(plan.cpus, root)
+    if pairs and not plan.allow_siblings:
+        shown = ", ".join(f"{a} and {b}" for a, b in pairs)
+        raise PerflabError(
+            f"CPUs {shown} are SMT siblings (one core): their children would slow each other "
+            "down; list one CPU per core, or --allow-siblings to measure that on purpose"
+        )
+
+
+def reference_mask(size: int, share: float, seed: int) -> np.ndarray:
+    """Which planned runs are made one at a time: a seeded share, the same on every resume."""
+    return np.random.default_rng((seed, 18)).random(size) < share
+
+
+@dataclass
+class LaneRuns(childruns.Runs):
+    """A sweep's runs with each row's CPU and whether others ran beside it."""
+
+    @property
+    def columns(self) -> list[str]:
+        return [*self.labels, "cpu", "parallel", *childruns.MEASURED]
+
+    def lane_rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, parallel: bool):
+        df = self.rows(runs, at, overhead)
+        df.insert(len(self.labels), "cpu", runs["cpu"].astype(np.int16))
+        df.insert(len(self.labels) + 1, "parallel", np.full(len(runs), parallel))
+        return df
+
+
+def _run_chunk(runs: LaneRuns, at: np.ndarray, ref: np.ndarray, sizes: np.ndarray,
+               options: spawn.SpawnOptions, engine) -> list[tuple]:  # fmt: skip
+    """One chunk: its parallel runs in one batch, then its reference runs one at a time on each
+    CPU in turn. (records, positions, parallel) per batch; a stop leaves the rest unmade."""
+    out = []
+    parallel, sequential = at[~ref[at]], at[ref[at]]
+    lanes = spawn.ParallelOptions(**vars(options))
+    if parallel.size:
+        got = spawn.run_batch(runs.programs, runs.prog[parallel], sizes[parallel], runs.var,
+                              runs.env, lanes, engine)  # fmt: skip
+        out.append((got, parallel[: len(got)], True))
+        if len(got) < parallel.size:
+            return out
+    cpus = options.cpus
+    for k, cpu in enumerate(cpus):
+        part = sequential[k :: len(cpus)]
+        if not part.size:
+            continue
+        one = replace(options, cpus=(cpu,))
+        got = spawn.run_batch(runs.programs, runs.prog[part], sizes[part], runs.var, runs.env,
+                              one, engine)  # fmt: skip
+        got["cpu"] = cpu
+        out.append((got, part[: len(got)], False))
+        if len(got) < part.size:
+            break
+    return out
+
+
+def measure(
+    runs: childruns.Runs,
+    controls: childruns.Controls,
+    meta: dict,
+    recording: childruns.Recording | None = None,
+    *,
+    chunk_runs: int = childruns.CHUNK_RUNS,
+    flush_s: float = childruns.FLUSH_S,
+    on_start: Callable[[int, int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+    warn: childruns.Warn = childruns.warn_stderr,
+) -> pd.DataFrame:
+    """childruns.measure with one child per CPU at a time and a sequential reference slice."""
+    runs = LaneRuns(**vars(runs))
+    ref = reference_mask(runs.prog.size, controls.reference, controls.seed)
+    recording = recording or childruns.Recording()
+    with childruns.quiet_options(controls) as options:
+        childruns.preflight(runs, options)
+        overhead = spawn.timer_overhead()
+        recorder = childruns.Recorder(recording, runs, controls.params(), meta, warn, flush_s)
+        todo = childruns._todo(runs, recorder.done_keys())
+        if on_start:
+            on_start(int(todo.size), runs.prog.size - int(todo.size))
+        extra = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt,
+                 **lane_meta(controls)}  # fmt: skip
+        engine = spawn.engine()
+        chunk = max(chunk_runs, 1) * controls.jobs  # as long in time as a sequential chunk
+        chunks = [todo[i : i + chunk] for i in range(0, todo.size, chunk)]
+        sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
+        complete = False
+        with childruns.Interrupt() as stop, childruns.away_from(controls.cpus), \
+                ThreadPoolExecutor(1) as pool:  # fmt: skip
+
+            def submit(at: np.ndarray):
+                return pool.submit(_run_chunk, runs, at, ref, sizes, options, engine)
+
+            try:
+                pending = deque(submit(at) for at in chunks[:AHEAD])
+                for i in range(len(chunks)):
+                    parts = pending.popleft().result()
+                    stopping = stop.hit  # read once: every chunk submitted is collected
+                    if stopping:
+                        while pending:
+                            parts += pending.popleft().result()
+                    elif i + AHEAD < len(chunks):
+                        pending.append(submit(chunks[i + AHEAD]))
+                    for got, at, parallel in parts:
+                        options = childruns.rt_refused_once(options, got, extra, warn)
+                        recorder.add(runs.lane_rows(got, at, overhead, parallel))
+                        if progress:
+                            progress(len(got))
+                    if stopping:
+                        raise KeyboardInterrupt
+                complete = True
+            except BaseException:
+                engine.request_stop()
+                raise
+            finally:
+                extra.update(spawn.maxrss_meta(engine))
+                df = recorder.finish(complete, extra)
+    return _with_verdict(df, runs, recording)
+
+
+def lane_meta(controls: childruns.Controls) -> dict:
+    """What a parallel result records about its lanes and the tolerances it is judged by."""
+    return {
+        "jobs": controls.jobs,
+        "lane_cpus": list(controls.cpus),
+        "reference_share": controls.reference,
+        "allow_siblings": controls.allow_siblings,
+        "smt_siblings": [list(p) for p in core_siblings(controls.cpus)],
+        "interference_tolerance": {"median": SLOWER_TOL, "iqr": NOISIER_TOL},
+    }
+
+
+def _with_verdict(df: pd.DataFrame, runs: childruns.Runs, recording: childruns.Recording):
+    """The result with its interference check in the metadata (and in the file, once complete)."""
+    meta = results.metadata(df)
+    if df.empty or "cpu" not in df:
+        return df
+    group = [k for k in runs.key if k != "rep"]
+    verdict = interference(df, childruns.value_column(df), group)
+    if recording.output is not None and meta.get("complete"):
+        saved = results.load(recording.output)  # with what the journal recorded of its merge
+        results.save(results.attach(saved, {**results.metadata(saved), "interference": verdict}),
+                     recording.output)  # fmt: skip
+    return results.attach(df, {**meta, "interference": verdict})
+
+
+def _iqr(x: np.ndarray) -> float:
+    q1, q3 = np.percentile(x, [25, 75])
+    return float(q3 - q1)
+
+
+def interference(df: pd.DataFrame, value: str, group: Sequence[str]) -> dict:
+    """Parallel vs sequential runs, per CPU and pooled, on values relative to their point's
+    median (so the sizes' own effects cancel): median ratio with its 95% interval, IQR ratio,
+    and a verdict: 'ok', 'slower', 'noisier', 'slower and noisier' or 'too few reference runs'.
+    """
+    ok = df.loc[df["status"] == "ok", [*group, "cpu", "parallel", value]].dropna()
+    if ok.empty:
+        return {"verdict": "no ok runs", "cpus": []}
+    rel = ok[value] / ok.groupby(list(group))[value].transform("median")
+    rows = [_judge(rel[ok["cpu"] == c], ok.loc[ok["cpu"] == c, "parallel"]) | {"cpu": int(c)}
+            for c in sorted(ok["cpu"].unique())]  # fmt: skip
+    pooled = _judge(rel, ok["parallel"])
+    bad = sorted({r["verdict"] for r in [*rows, pooled] if r["verdict"] != "ok"})
+    return {**pooled, "cpus": rows, "any": bad or ["ok"]}
+
+
+def _judge(rel: pd.Series, parallel: pd.Series) -> dict:
+    par = rel[parallel.to_numpy(bool)].to_numpy(float)
+    seq = rel[~parallel.to_numpy(bool)].to_numpy(float)
+    out = {"parallel_runs": int(par.size), "sequential_runs": int(seq.size)}
+    if seq.size < MIN_REFERENCE or par.size < MIN_REFERENCE:
+        return out | {"verdict": "too few reference runs"}
+    ratio, lo, hi = stats.ratio_interval(seq, par, 0.95)
+    iqr_seq = _iqr(seq)
+    spread = _iqr(par) / iqr_seq if iqr_seq > 0 else float("nan")
+    slower = ratio > 1 + SLOWER_TOL and lo > 1
+    noisier = spread > 1 + NOISIER_TOL
+    verdict = " and ".join(w for w, hit in (("slower", slower), ("noisier", noisier)) if hit)
+    return out | {"median_ratio": ratio, "median_ratio_lo": lo, "median_ratio_hi": hi,
+                  "iqr_ratio": spread, "verdict": verdict or "ok"}  # fmt: skip
+
+
+def describe(verdict: dict) -> list[str]:
+    """The interference check as lines of plain text for a report."""
+    if not verdict or "cpus" not in verdict:
+        return []
+    lines = [
+        f"parallel vs sequential reference (tolerance: median +{SLOWER_TOL:.0%}, "
+        f"IQR +{NOISIER_TOL:.0%}):"
+    ]
+    for r in [*verdict["cpus"], verdict | {"cpu": "all"}]:
+        head = f"  CPU {r['cpu']}: {r['parallel_runs']} parallel, {r['sequential_runs']} sequential"
+        if "median_ratio" in r:
+            head += (f"; median x{r['median_ratio']:.4f} [{r['median_ratio_lo']:.4f}, "
+                     f"{r['median_ratio_hi']:.4f}], IQR x{r['iqr_ratio']:.2f}")  # fmt: skip
+        lines.append(f"{head}: {r['verdict']}")
+    bad = [v for v in verdict.get("any", []) if v != "ok"]
+    if any(v in ("slower", "noisier", "slower and noisier") for v in bad):
+        lines.append("  WARNING: runs side by side did not measure what runs one at a time do")
+    return lines

@@ -1,0 +1,243 @@
+"""--jobs: one child per CPU at a time, pinned, tagged, checked against a sequential slice."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from perflab import compare, env_size, machine, parallel, results, spawn
+from perflab.cli import cli
+from perflab.errors import PerflabError
+
+SRC = str(Path(parallel.__file__).resolve().parents[1])
+TWO = machine.usable_cpus()[-2:]
+needs_two = pytest.mark.skipif(len(TWO) < 2, reason="needs two usable CPUs")
+
+# Each child writes where it ran and when, named by its padding length (one file per run).
+WITNESS = (
+    "import os, sys, time\n"
+    "t0 = time.monotonic()\n"
+    "time.sleep(0.25)\n"
+    "cpus = sorted(os.sched_getaffinity(0))\n"
+    "path = os.path.join(sys.argv[1], str(len(os.environ['A'])))\n"
+    "open(path, 'w').write(f'{cpus[0]} {len(cpus)} {t0} {time.monotonic()}')\n"
+)
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    """One build cache for the module, away from the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def _sysfs(root: Path, siblings: dict[int, str], name: str = "thread_siblings_list") -> Path:
+    """A recorded /sys/devices/system/cpu: each CPU's topology file as the kernel writes it."""
+    for cpu, text in siblings.items():
+        topo = root / f"cpu{cpu}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / name).write_text(text + "\n")
+    return root
+
+
+def test_smt_siblings_are_read_from_the_topology(tmp_path):
+    # A 4-thread, 2-core Intel layout: thread n and n+2 share a core.
+    root = _sysfs(tmp_path, {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"})
+    assert parallel.core_siblings([0, 1], root) == []
+    assert parallel.core_siblings([0, 2], root) == [(0, 2)]
+    assert parallel.core_siblings([3, 0, 1, 2], root) == [(3, 1), (0, 2)]
+    # Newer kernels name it core_cpus_list, with ranges (an AMD layout: n and n+1).
+    amd = _sysfs(tmp_path / "amd", {0: "0-1", 1: "0-1", 2: "2-3"}, "core_cpus_list")
+    assert parallel.core_siblings([0, 1, 2], amd) == [(0, 1)]
+    # This machine's shape: one thread per core, so nothing is refused.
+    flat = _sysfs(tmp_path / "flat", {0: "0", 1: "1"})
+    assert parallel.core_siblings([0, 1], flat) == []
+
+
+def test_siblings_are_refused_unless_allowed(tmp_path):
+    root = _sysfs(tmp_path, {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"})
+    plan = env_size.Plan(jobs=2, cpus=(0, 2))
+    with pytest.raises(PerflabError, match=r"CPUs 0 and 2 are SMT siblings.*--allow-siblings"):
+        parallel.check(plan, root)
+    parallel.check(env_size.Plan(jobs=2, cpus=(0, 2), allow_siblings=True), root)
+    parallel.check(env_size.Plan(jobs=2, cpus=(0, 1)), root)
+
+
+def test_lane_cpus_follow_jobs_and_the_cpu_list():
+    usable = machine.usable_cpus()
+    assert parallel.lane_cpus(0, None) == tuple(usable)
+    assert parallel.lane_cpus(1, None) == (usable[-1],)
+    assert parallel.lane_cpus(0, [usable[0]]) == (usable[0],)
+    with pytest.raises(PerflabError, match=r"--jobs 2 runs 2 children at once.*lists 1 CPU:"):
+        parallel.lane_cpus(2, [usable[0]])
+    with pytest.raises(PerflabError, match=rf"--jobs {len(usable) + 1}: only {len(usable)}"):
+        parallel.lane_cpus(len(usable) + 1, None)
+
+
+@needs_two
+def test_parallel_batch_pins_each_child_and_runs_two_at_once(tmp_path):
+    (tmp_path / "w.py").write_text(WITNESS)
+    sizes = np.arange(1, 9, dtype=np.int64)
+    argv = (sys.executable, str(tmp_path / "w.py"), str(tmp_path))
+    opts = spawn.ParallelOptions(cpus=tuple(TWO), timeout=60)
+    out = spawn.run_batch([argv], np.zeros(sizes.size), sizes, "A", {}, opts)
+    assert len(out) == sizes.size and (out["status"] == 0).all()
+    assert list(out["env_size"]) == list(sizes)  # record i is run i, whichever lane ran it
+    seen = {s: (tmp_path / str(s)).read_text().split() for s in sizes}
+    for rec in out:
+        cpu, ncpus, _, _ = seen[int(rec["env_size"])]
+        assert (int(cpu), int(ncpus)) == (int(rec["cpu"]), 1)  # pinned to the CPU it names
+    assert set(out["cpu"]) == set(TWO)
+    spans = [(float(v[2]), float(v[3])) for v in seen.values()]
+    at_once = max(sum(a <= t < b for a, b in spans) for t, _ in spans)
+    assert at_once == 2  # two lanes: never one child alone all along, never three
+
+
+@needs_two
+def test_parallel_sweep_tags_rows_and_checks_itself(tmp_path):
+    out = tmp_path / "p.parquet"
+    df = env_size.sweep(max_size=31, repeat=12, jobs=2, cpus=TWO, reference=0.3, rt=False,
+                        output=out)  # fmt: skip
+    assert len(df) == 32 * 12 and not df[["env_size", "rep"]].duplicated().any()
+    assert set(df["cpu"]) == set(TWO) and set(df["parallel"]) == {True, False}
+    planned = parallel.reference_mask(32 * 12, 0.3, 0)
+    assert (~df["parallel"]).sum() == planned.sum()  # the seeded slice, and only it
+    saved = results.load(out)
+    meta = results.metadata(saved)
+    assert meta["complete"] is True and meta["jobs"] == 2 and meta["lane_cpus"] == TWO
+    verdict = meta["interference"]
+    assert [r["cpu"] for r in verdict["cpus"]] == TWO
+    assert sum(r["sequential_runs"] for r in verdict["cpus"]) == planned.sum()
+    per_cpu = env_size.per_cpu_windows(saved)
+    assert list(per_cpu["cpu"]) == [*map(str, TWO), "all"]
+    assert list(per_cpu["runs"]) == [*(df["cpu"].value_counts()[c] for c in TWO), len(df)]
+
+
+def _relative(par_scale: float, par_noise: float, seed: int = 3) -> pd.DataFrame:
+    """Runs at 64 sizes, 2 CPUs, with parallel ones scaled and spread as asked."""
+    rng = np.random.default_rng(seed)
+    n = 64 * 80
+    size = np.tile(np.arange(64), 80)
+    par = rng.random(n) < 0.5
+    base = 1000 + 50 * (size % 16 == 0)  # windows the normalisation must cancel
+    noise = rng.normal(0, 10, n) * np.where(par, par_noise, 1.0)
+    ticks = base * np.where(par, par_scale, 1) + noise
+    return pd.DataFrame({"env_size": size, "cpu": np.arange(n) % 2, "parallel": par,
+                         "status": "ok", "ticks": ticks})  # fmt: skip
+
+
+def test_interference_says_slower_and_noisier_beyond_the_tolerance():
+    same = parallel.interference(_relative(1.0, 1.0), "ticks", ["env_size"])
+    assert same["verdict"] == "ok" and same["any"] == ["ok"]
+    assert 0.99 < same["median_ratio"] < 1.01
+    slower = parallel.interference(_relative(1.05, 1.0), "ticks", ["env_size"])
+    assert slower["verdict"] == "slower" and 1.04 < slower["median_ratio"] < 1.06
+    assert all(r["verdict"] == "slower" for r in slower["cpus"])
+    noisy = parallel.interference(_relative(1.0, 2.0), "ticks", ["env_size"])
+    assert noisy["verdict"] == "noisier" and noisy["iqr_ratio"] > 1.5
+    lines = parallel.describe(noisy)
+    assert "tolerance: median +2%, IQR +25%" in lines[0] and "WARNING" in lines[-1]
+    few = parallel.interference(_relative(1.0, 1.0).iloc[:30], "ticks", ["env_size"])
+    assert few["verdict"] == "too few reference runs"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--jobs", str(len(machine.usable_cpus()) + 1)], "usable CPUs"),
+        (["--jobs", "2", "--cpu", str(machine.usable_cpus()[0])], "lists 1 CPU"),
+        (["--jobs", "2", "--reference", "1.5"], "--reference must be at least 0 and below 1"),
+        (["--jobs", "2", "--reference", "x"], "'x' is not a valid float"),
+    ],
+)
+def test_bad_jobs_are_one_line(tmp_path, args, message):
+    out = tmp_path / "x.parquet"
+    res = CliRunner().invoke(cli, ["sweep", "env-size", "--max", "3", *args, "-o", str(out)])
+    assert res.exit_code != 0 and message in res.output and "Traceback" not in res.output
+    assert not out.exists()
+
+
+@needs_two
+def test_cli_reports_each_cpu_and_the_verdict(tmp_path):
+    out = tmp_path / "c.parquet"
+    cpus = machine.format_cpu_list(TWO)
+    args = ["sweep", "env-size", "--max", "15", "--repeat", "20", "--no-rt", "--jobs", "0",
+            "--cpu", cpus, "--reference", "0.3", "-o", str(out)]  # fmt: skip
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert "per CPU (all: pooled)" in res.output
+    assert "parallel vs sequential reference" in res.output
+    png = tmp_path / "p.png"
+    as_json = [*args[:-2], "--json", "-o", str(tmp_path / "j.parquet"), "--plot", str(png)]
+    doc = json.loads(CliRunner().invoke(cli, as_json).stdout)
+    assert png.stat().st_size > 0
+    assert [r["cpu"] for r in doc["per_cpu"]] == [*map(str, TWO), "all"]
+    assert doc["interference"]["cpus"][0]["cpu"] == TWO[0]
+
+
+@needs_two
+def test_ctrl_c_then_resume_measures_each_pair_once(tmp_path):
+    out = tmp_path / "r.parquet"
+    cpus = machine.format_cpu_list(TWO)
+    args = ["--max", "2999", "--repeat", "2", "--no-rt", "--jobs", "2", "--cpu", cpus]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perflab", "sweep", "env-size", *args, "-o", str(out)],
+        env={**os.environ, "PYTHONPATH": SRC},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    parts = Path(str(out) + ".parts")
+    deadline = time.monotonic() + 120
+    while not list(parts.glob("chunk-*.parquet")):
+        assert time.monotonic() < deadline, "the sweep never flushed a chunk"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and f"--resume {out}" in err and "Traceback" not in err
+    first = results.load(out)
+    assert results.metadata(first)["complete"] is False and 0 < len(first) < 6000
+    assert not first[["env_size", "rep"]].duplicated().any()
+    done = CliRunner().invoke(cli, ["sweep", "env-size", *args, "--resume", str(out)])
+    assert done.exit_code == 0, done.output
+    df = results.load(out)
+    assert len(df) == 6000 and set(zip(df["env_size"], df["rep"], strict=True)) == {
+        (s, r) for s in range(3000) for r in range(2)
+    }
+    assert set(df["cpu"]) == set(TWO) and results.metadata(df)["complete"] is True
+
+
+@needs_two
+def test_link_order_with_jobs_tags_rows_and_reports_the_check(runner, tmp_path):
+    out = tmp_path / "lo.parquet"
+    args = ["sweep", "link-order", "--permutations", "3", "--repeat", "20", "--no-rt",
+            "--jobs", "2", "--cpu", machine.format_cpu_list(TWO), "--reference", "0.4"]  # fmt: skip
+    res = runner.invoke(cli, [*args, "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["runs"] == 60 and [r["cpu"] for r in doc["interference"]["cpus"]] == TWO
+    df = results.load(out)
+    assert set(df["cpu"]) == set(TWO) and not df.duplicated(["perm", "rep"]).any()
+    assert (~df["parallel"]).sum() == parallel.reference_mask(60, 0.4, 0).sum()
+
+
+@needs_two
+def test_compare_with_jobs_keeps_every_pair_once(tmp_path):
+    side = [sys.executable, "-c", "pass"]
+    a, b = compare.program_side("A", side), compare.program_side("B", side)
+    df = compare.compare(a, b, setups=2, repeat=10, jobs=2, cpus=TWO, rt=False)
+    assert len(df) == 40 and not df.duplicated(["setup", "rep", "side"]).any()
+    assert set(df["cpu"]) == set(TWO) and "interference" in results.metadata(df)
+
+
+def test_a_sequential_plan_is_stored_as_before_jobs_existed():
+    assert not {"jobs", "reference", "allow_siblings"} & set(env_size.Plan().params())
+    lanes = env_size.Plan(jobs=2, cpus=(0, 1)).params()
+    assert (lanes["jobs"], lanes["reference"], lanes["allow_siblings"]) == (2, 0.05, False)

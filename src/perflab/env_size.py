@@ -276,22 +276,28 @@ def detect_windows(
     return out
 
 
-def per_host_windows(df: pd.DataFrame, k: float = 5.0) -> pd.DataFrame:
-    """A campaign's sweep per host: runs, median of the size medians, windows and their spacing."""
+def _windows_by(parts: Sequence[tuple[str, pd.DataFrame]], key: str, k: float) -> pd.DataFrame:
+    """Per part of a sweep: runs, median of the size medians, and the windows found in it."""
     rows = []
-    for host, part in df.groupby("host"):
-        summary = summarize(part)
-        windows = detect_windows(summary, k=k)
+    for name, part in parts:
+        windows = detect_windows(summary := summarize(part), k=k)
         rows.append(
             {
-                "host": host,
+                key: name,
                 "runs": len(part),
                 "median": summary["median"].median(),
                 "windows": len(windows),
+                "starts": " ".join(map(str, windows["start"])) or "-",
+                "widths": " ".join(map(str, windows["width"])) or "-",
                 "spacing": windows["spacing"].median(),
             }
         )
     return pd.DataFrame(rows)
+
+
+def per_host_windows(df: pd.DataFrame, k: float = 5.0) -> pd.DataFrame:
+    """A campaign's sweep per host: runs, median of the size medians, windows and their spacing."""
+    return _windows_by([(str(h), part) for h, part in df.groupby("host")], "host", k)
 
 
 def parse_zoom(text: str) -> tuple[int, int]:
@@ -390,24 +396,8 @@ def _var(df: pd.DataFrame) -> str:
 def per_cpu_windows(df: pd.DataFrame, k: float = 5.0) -> pd.DataFrame:
     """A parallel sweep per CPU and pooled (CPU a block factor): runs, median of the size
     medians, and the windows found in each (starts, widths, median spacing)."""
-    value = value_column(df)
     parts = [(str(c), part) for c, part in df.groupby("cpu")] + [("all", df)]
-    rows = []
-    for cpu, part in parts:
-        summary = summarize(part, value)
-        windows = detect_windows(summary, k=k)
-        rows.append(
-            {
-                "cpu": cpu,
-                "runs": len(part),
-                "median": summary["median"].median(),
-                "windows": len(windows),
-                "starts": " ".join(map(str, windows["start"])) or "-",
-                "widths": " ".join(map(str, windows["width"])) or "-",
-                "spacing": windows["spacing"].median(),
-            }
-        )
-    return pd.DataFrame(rows)
+    return _windows_by(parts, "cpu", k)
 
 
 def _cpu_series(ax: Any, df: pd.DataFrame, value: str, zoom: tuple[int, int] | None) -> None:

@@ -5,6 +5,8 @@ import json
 import math
 import mmap
 import re
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -119,3 +121,31 @@ def test_cli_saves_counts_with_nan_for_unsupported(tmp_path):
     assert saved.loc["task-clock", "count"] > 0
     if NO_PMU:
         assert math.isnan(saved.loc["cycles", "count"])
+
+
+def test_counting_a_command_keeps_the_json_valid_and_exits_with_its_status(tmp_path):
+    """The command's output stays out of the JSON, and perflab exits as the command did."""
+    argv = [sys.executable, "-m", "perflab", "counters", "--json", "-e", "task-clock", "--"]
+    proc = subprocess.run([*argv, "sh", "-c", "echo hi; exit 3"], capture_output=True, text=True)
+    assert proc.returncode == 3 and "hi" in proc.stderr, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["returncode"] == 3 and doc["signal"] is None
+    assert doc["elapsed_ns"] > 0 and doc["cpu_ns"] >= 0
+    assert doc["cpus_utilised"] == doc["cpu_ns"] / doc["elapsed_ns"]
+    child = tmp_path / "child.txt"
+    proc = subprocess.run(
+        [*argv[:4], "--output-child", str(child), "--", "sh", "-c", "echo there; kill -TERM $$"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 128 + 15 and child.read_text() == "there\n", proc.stderr
+    assert "exit status 143" in proc.stdout and "CPUs utilised" in proc.stdout
+
+
+def test_counting_burns_cpu_where_the_command_does():
+    """cpu_ns comes from the command's rusage: a busy loop shows it, a sleep does not."""
+    busy = counters.run([sys.executable, "-c", "sum(range(3_000_000))"], ["task-clock"])
+    idle = counters.run(["sleep", "0.2"], ["task-clock"])
+    busy_m, idle_m = results.metadata(busy), results.metadata(idle)
+    assert busy_m["cpu_ns"] > 10 * idle_m["cpu_ns"]
+    assert idle_m["elapsed_ns"] >= 200_000_000 and idle_m["cpus_utilised"] < 0.5

@@ -7,7 +7,10 @@ software ones (task-clock, page faults) do.
 
 import errno
 import os
+import resource
+import signal
 import subprocess
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -139,17 +142,45 @@ def count(
     return value, c.frame()
 
 
-def count_command(argv: list[str], events: Iterable[str] | None = None) -> pd.DataFrame:
-    """Count a command and every thread and child it starts (inherited counters, read at exit)."""
+def exit_status(returncode: int) -> int:
+    """The exit status a shell and perf stat give: the code, or 128+N when signal N killed it."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _children_cpu_ns() -> int:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round((use.ru_utime + use.ru_stime) * 1e9)
+
+
+def count_command(
+    argv: list[str], events: Iterable[str] | None = None, stdout: Any = None
+) -> pd.DataFrame:
+    """Count a command and every thread and child it starts (inherited counters, read at exit).
+
+    stdout: where the command's output goes (None: perflab's own stdout; a file or fd).
+    attrs: returncode (as a shell reports it), elapsed_ns, cpu_ns (its and its waited
+    children's user+system time, from rusage) and cpus_utilised = cpu_ns / elapsed_ns."""
     if not argv:
         raise PerflabError("no command to count")
+    cpu0 = _children_cpu_ns()
     with Counters(events, inherit=True) as c:
+        t0 = time.monotonic_ns()
         try:
-            rc = subprocess.run(argv, check=False).returncode  # argv list: no shell
+            rc = subprocess.run(argv, check=False, stdout=stdout).returncode  # argv: no shell
         except FileNotFoundError:
             raise PerflabError(f"{argv[0]}: command not found") from None
+        except PermissionError:
+            raise PerflabError(f"{argv[0]}: not an executable file") from None
+        elapsed = time.monotonic_ns() - t0
+    cpu = _children_cpu_ns() - cpu0
     out = c.frame()
-    out.attrs["returncode"] = rc
+    out.attrs.update(
+        returncode=exit_status(rc),
+        signal=signal.Signals(-rc).name if rc < 0 else None,
+        elapsed_ns=elapsed,
+        cpu_ns=cpu,
+        cpus_utilised=cpu / elapsed if elapsed else float("nan"),
+    )
     return out
 
 
@@ -163,13 +194,19 @@ def available() -> pd.DataFrame:
     return out[["event", "kind", "supported", "count", "status"]]
 
 
-def run(command: Sequence[str] | None = None, events: Iterable[str] | None = None) -> pd.DataFrame:
+def run(
+    command: Sequence[str] | None = None,
+    events: Iterable[str] | None = None,
+    stdout: Any = None,
+) -> pd.DataFrame:
     """Which events count here (no command), or the counts of a command and its children; one row
-    per event, with the machine and what was counted in metadata."""
+    per event, with the machine and what was counted in metadata (for a command also its exit
+    status, elapsed_ns, cpu_ns and cpus_utilised). stdout: where the command's output goes."""
     wanted = list(events) if events else None
     if command:
-        out = count_command(list(command), wanted)
-        extra: dict[str, Any] = {"counted": list(command), "returncode": out.attrs["returncode"]}
+        out = count_command(list(command), wanted, stdout)
+        keys = ("returncode", "signal", "elapsed_ns", "cpu_ns", "cpus_utilised")
+        extra: dict[str, Any] = {"counted": list(command), **{k: out.attrs[k] for k in keys}}
     else:
         out = available()
         if wanted:

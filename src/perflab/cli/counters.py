@@ -1,5 +1,9 @@
 """`perflab counters`: which perf events count here and why the others do not; count a command."""
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 import click
 
 from perflab import counters, machine, results
@@ -23,24 +27,54 @@ from perflab.cli.common import check_paths, emit_json, records, table
     type=click.Choice(list(counters.EVENTS)),
     help="Only these events (repeatable).",
 )
+@click.option(
+    "--output-child",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write COMMAND's standard output to FILE (with --json it goes to stderr otherwise, so "
+    "the JSON stays valid).",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def counters_cmd(as_json, output, events, command):
+@click.pass_context
+def counters_cmd(ctx, as_json, output, events, output_child, command):
     """List the perf events that count here (with a sample count), or count COMMAND
-    (`perflab counters -- make -j2`) with every thread and child it starts."""
+    (`perflab counters -- make -j2`) with every thread and child it starts.
+
+    With COMMAND, perflab exits with its status (128+N when signal N killed it), as perf stat."""
     check_paths(output, None)
-    out = counters.run(command, events)
-    if command:
-        status = results.metadata(out)["returncode"]
-        title = f"counts of {' '.join(command)} (exit status {status})"
-    else:
-        title = "perf events on this machine (count: a small Python region on this thread)"
+    with _child_stdout(output_child, as_json) as stdout:
+        out = counters.run(command, events, stdout)
     if output:
         results.save(out, output)
+    meta = results.metadata(out)
+    status = meta["returncode"] if command else 0
     if as_json:
-        emit_json({"perf_event_paranoid": machine.perf_paranoid(), "events": records(out)})
-        return
+        doc = {"perf_event_paranoid": machine.perf_paranoid(), "events": records(out)}
+        if command:
+            keys = ("returncode", "signal", "elapsed_ns", "cpu_ns", "cpus_utilised")
+            doc.update({k: meta[k] for k in keys})
+        emit_json(doc)
+        ctx.exit(status)
     shown = counters.summarize(out)
-    if not command:
+    if command:
+        table(shown, title=f"counts of {' '.join(command)} (exit status {status})")
+        click.echo(
+            f"{meta['elapsed_ns'] / 1e9:.3f} s elapsed, {meta['cpu_ns'] / 1e9:.3f} s CPU, "
+            f"{meta['cpus_utilised']:.2f} CPUs utilised"
+        )
+    else:
         shown.insert(1, "kind", out["kind"])
-    table(shown, title=title)
+        table(
+            shown, title="perf events on this machine (count: a small Python region on this thread)"
+        )
     click.echo(f"perf_event_paranoid={machine.perf_paranoid()}")
+    ctx.exit(status)
+
+
+@contextlib.contextmanager
+def _child_stdout(path: str | None, as_json: bool) -> Iterator[Any]:
+    """The counted command's stdout: FILE if given, stderr under --json, else perflab's stdout."""
+    if path:
+        with open(path, "wb") as f:
+            yield f
+    else:
+        yield 2 if as_json else None  # the process's own stderr, whoever wraps sys.stderr

@@ -24,6 +24,7 @@ from perflab import machine, threads
 from perflab._native import ffi, lib
 from perflab.cli import cli
 from perflab.errors import PerflabError
+from perflab.threads import thread_count
 
 LOOPS = 60
 ONLINE = machine.usable_cpus()
@@ -408,3 +409,16 @@ def test_rt_hog_is_bounded_by_rlimit_rttime():
     with rt_refusal_allowed(), threads.perturbed([threads.Perturbation("rt", ONLINE[0])]) as pids:
         limit = psutil.Process(pids[0]).rlimit(psutil.RLIMIT_RTTIME)
     assert 0 < limit[0] <= 1_000_000 and limit[1] == limit[0]
+
+
+def test_cpu_per_loop_is_relative_to_one_thread():
+    """Two threads that each burn the CPU one thread needed for all the work cost 2x per loop."""
+    row = dict(rep=0, release_ns=0, instructions=None, cycles=None, context_switches=0)
+    runs = [
+        dict(row, threads=1, loops=100, end_ns=1000, cpu_ns=1000, retries=0),
+        dict(row, threads=2, loops=50, end_ns=1000, cpu_ns=1000, retries=30),
+        dict(row, threads=2, loops=50, end_ns=1000, cpu_ns=1000, retries=30),
+    ]
+    table = thread_count.summarize(pd.DataFrame(runs))
+    assert list(table["cpu_per_loop_x"]) == [1.0, 2.0]
+    assert list(table["utilisation"]) == [1.0, 2.0] and list(table["cas_retries"]) == [0, 60]

@@ -72,7 +72,8 @@ def run(
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """easyperf's views per thread count: throughput, speedup, efficiency, CPU utilisation,
-    instructions and IPC (NaN where the counters do not count)."""
+    instructions and IPC (NaN where the counters do not count), CAS retries and the CPU time
+    per loop relative to one thread (cpu_per_loop_x)."""
     runs = df.groupby(["threads", "rep"]).agg(
         loops=("loops", "sum"),
         start=("release_ns", "min"),
@@ -104,6 +105,10 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     # easyperf's "36 % more instructions" as spinning, counted without a PMU: failed CAS per
     # increment done.
     out["retry_pct"] = (per_n["retries"] / (per_n["loops"] * LOOP_FACTOR) * 100).to_numpy()
+    # What one increment (one unit of work) costs in CPU time against one thread: spin's
+    # cache-line ping-pong shows here as well as in the retries.
+    cpu_per_loop = (per_n["cpu_ns"] / per_n["loops"]).to_numpy()
+    out["cpu_per_loop_x"] = cpu_per_loop / cpu_per_loop[0]
     out["context_switches"] = per_n["context_switches"].to_numpy()
     return out
 

@@ -39,6 +39,7 @@ struct gate {
 
 struct worker {
     pthread_t th;
+    volatile pid_t tid; /* for the SIGXCPU handler: set before the worker computes */
     const struct perflab_thread_spec *spec;
     struct perflab_thread_result *res;
     struct gate *gate;
@@ -131,6 +132,33 @@ static int wait_gate(struct gate *g)
     return go;
 }
 
+/* The real-time watchdog: RLIMIT_RTTIME's soft limit sends SIGXCPU, whose default action
+ * would kill perflab with every result of the run. Instead every worker drops to normal
+ * priority (a runaway can no longer freeze the machine) and the run reports -ETIME. */
+static struct worker *volatile rt_workers;
+static volatile int rt_nworkers;
+static volatile sig_atomic_t rt_overrun;
+
+static void on_sigxcpu(int sig)
+{
+    struct sched_param normal = {0};
+    int saved = errno;
+    (void)sig;
+    rt_overrun = 1;
+    for (int i = 0; i < rt_nworkers; i++)
+        if (rt_workers[i].tid > 0)
+            syscall(SYS_sched_setscheduler, rt_workers[i].tid, SCHED_OTHER, &normal);
+    errno = saved;
+}
+
+static int any_realtime(const struct perflab_thread_spec *specs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (specs[i].rt_priority > 0)
+            return 1;
+    return 0;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -140,6 +168,7 @@ static void *worker_main(void *arg)
     uint64_t t0, t1, c0, c1, k0, k1;
     int counting = 0;
 
+    w->tid = (pid_t)syscall(SYS_gettid);
     set_sched(spec, res);
     if (spec->kernel == PERFLAB_KERNEL_STREAM)
         memset(w->buf, 1, w->words * sizeof *w->buf); /* page faults before the clock */
@@ -150,6 +179,7 @@ static void *worker_main(void *arg)
     if (wait_gate(w->gate) < 0) {
         if (counting)
             perflab_counters_close(&set);
+        w->tid = 0;
         return NULL;
     }
     res->release_ns = perflab_now_ns(CLOCK_MONOTONIC);
@@ -187,6 +217,7 @@ static void *worker_main(void *arg)
 
     res->cpu_ns = c1 - c0;
     res->ticks = k1 - k0;
+    w->tid = 0; /* a finished thread's tid may be reused: the handler must not touch it */
     return NULL;
 }
 
@@ -298,8 +329,24 @@ int perflab_run_threads(const struct perflab_thread_spec *specs, int32_t n,
                 rc = -ENOMEM;
         }
     }
-    if (rc == 0)
+    if (rc == 0) {
+        struct sigaction watchdog = {.sa_handler = on_sigxcpu}, old;
+        int rt = any_realtime(specs, n);
+        if (rt) {
+            rt_workers = w;
+            rt_nworkers = n;
+            rt_overrun = 0;
+            sigemptyset(&watchdog.sa_mask);
+            sigaction(SIGXCPU, &watchdog, &old);
+        }
         rc = start_workers(w, n, g);
+        if (rt) {
+            sigaction(SIGXCPU, &old, NULL);
+            rt_nworkers = 0;
+            if (rc == 0 && rt_overrun)
+                rc = -ETIME;
+        }
+    }
     if (rc == 0)
         wall_from_release(out, n);
     for (int i = 0; i < n; i++)

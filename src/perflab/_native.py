@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, RealTimeOverrun
 
 try:
     from perflab._core import ffi, lib
@@ -204,7 +204,10 @@ def run_threads(specs: Sequence[ThreadSpec]) -> list[ThreadResult]:
         for f in fields(ThreadSpec):
             setattr(c, f.name, getattr(s, f.name))
     out = ffi.new("struct perflab_thread_result[]", n)
-    check(lib.perflab_run_threads(cspecs, n, out), "run threads")
+    rc = lib.perflab_run_threads(cspecs, n, out)
+    if rc == -errno.ETIME:
+        raise RealTimeOverrun("real-time workers computed past RLIMIT_RTTIME")
+    check(rc, "run threads")
     names = [f.name for f in fields(ThreadResult) if f.name != "counts"]
     return [
         ThreadResult(**{k: int(getattr(r, k)) for k in names}, counts=tuple(r.counts)) for r in out

@@ -54,3 +54,7 @@ def warnings_as_lines(echo: Callable[[str], None]) -> Iterator[None]:
             yield
         finally:
             warnings.showwarning = shown
+
+
+class RealTimeOverrun(PerflabError):
+    """Real-time workers computed past RLIMIT_RTTIME: dropped to normal priority, results void."""

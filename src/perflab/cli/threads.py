@@ -39,7 +39,8 @@ def interference_options(func):
         show_default=True,
         type=Number(0.1, 600),
         help="Watchdog for --rt: seconds a real-time worker may compute without blocking "
-        "before the kernel stops perflab (RLIMIT_RTTIME).",
+        "(RLIMIT_RTTIME); past it the workers drop to normal priority and perflab stops with "
+        "one line, keeping what -o recorded.",
     )(func)
     func = click.option(
         "--rt",

@@ -18,8 +18,9 @@ HOG_MAX_S = 600.0
 
 @contextlib.contextmanager
 def rt_watchdog(limit_s: float) -> Iterator[None]:
-    """Bound real-time computing: past limit_s without blocking, the kernel stops perflab
-    (RLIMIT_RTTIME sends SIGXCPU), so a runaway real-time worker cannot freeze the machine."""
+    """Bound real-time computing: past limit_s without blocking, RLIMIT_RTTIME sends SIGXCPU,
+    on which the core drops the workers to normal priority and fails the run (perflab lives on),
+    so a runaway real-time worker cannot freeze the machine."""
     old = resource.getrlimit(resource.RLIMIT_RTTIME)
     soft = int(limit_s * 1e6)
     if old[1] != resource.RLIM_INFINITY:

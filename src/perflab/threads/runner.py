@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from perflab import _native, counters, machine
-from perflab.errors import PerflabError, warn_once
+from perflab.errors import PerflabError, RealTimeOverrun, warn_once
 from perflab.threads.hogs import RT_LIMIT_S, RT_PRIORITY, Perturbation, rt_watchdog
 
 KERNELS = _native.THREAD_KERNELS
@@ -92,7 +92,13 @@ def run_threads(
     ]
     steal0 = steal_ns()
     with rt_watchdog(rt_limit) if rt else contextlib.nullcontext():
-        out = _native.run_threads(specs)
+        try:
+            out = _native.run_threads(specs)
+        except RealTimeOverrun:
+            raise PerflabError(
+                f"the real-time worker exceeded --rt-limit {rt_limit:g} s (it was dropped to "
+                "normal priority, its run discarded); raise --rt-limit or shorten -l"
+            ) from None
     steal1 = steal_ns()
     rows = []
     for i, (r, cpu, count) in enumerate(zip(out, cpus, per_thread, strict=True)):

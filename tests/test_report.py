@@ -384,3 +384,13 @@ def test_few_points_get_bootstrap_intervals_that_agree_with_order_statistics():
     sorted_a, sorted_b = np.sort(a["ticks"]), np.sort(b["ticks"])
     exact = stats.ratio_interval(sorted_a, sorted_b, 0.999, (20.0, 20.0))
     assert diffs._order_ratio(sorted_a, sorted_b, 0.999, (20.0, 20.0)) == pytest.approx(exact)
+
+
+def test_the_package_reads_and_compares_results(sweep):
+    """perflab.report and perflab.diff are the modules' functions, reachable from the package."""
+    r = perflab.report(sweep)
+    assert r.experiment == "env-size" and r.tables["sizes"].equals(
+        reports.report(sweep).tables["sizes"]
+    )
+    d = perflab.diff(sweep, sweep)
+    assert d.table["change"].eq("").all() and "no change" in d.verdict

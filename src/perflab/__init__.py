@@ -23,6 +23,15 @@ Experiments (module: entry point -> what it measures):
     syscalls      run(calls, trials)       system-call costs, trimmed tables (FileGuard)
     clocks        read_costs(samples)      what reading each clock costs (Torpey)
     counters      run(command, events)     perf_event counts of a command
+    profile       run(command, ...)        per-thread CPU, run-queue wait and blocked time
+
+Reading results back:
+    report(path)                           a saved result with its experiment's own tables
+    diff(before, after)                    what changed between two results, with intervals
+    reports       report(path): the experiment, its tables, conditions, partial or not
+    diffs         diff(before, after): per parameter value, ratio of medians and its interval
+    exports       Markdown tables and self-contained HTML pages of reports and diffs
+    windows       env-size windows predicted from addresses, with a verdict for each
 
 Services:
     results       save/load with metadata (Parquet, CSV + JSON sidecar), attach, metadata
@@ -66,8 +75,13 @@ SUBMODULES = (
     "campaigns",
     "fleet",
     "resultview",
+    "profile",
+    "windows",
+    "reports",
+    "diffs",
+    "exports",
 )
-__all__ = ["PerflabError", "__version__", "campaign", "show", *SUBMODULES]
+__all__ = ["PerflabError", "__version__", "campaign", "diff", "report", "show", *SUBMODULES]
 
 
 def __getattr__(name: str) -> Any:
@@ -86,6 +100,20 @@ def show(frame: Any) -> Any:
     from perflab.resultview import Result
 
     return Result(frame)
+
+
+def report(path: Any) -> Any:
+    """A saved result read back: .tables, .summary, .conditions(), .plot(); see perflab.reports."""
+    from perflab.reports import report as read
+
+    return read(path)
+
+
+def diff(before: Any, after: Any, confidence: float = 0.95, intersect: bool = False) -> Any:
+    """Two saved results of one experiment compared: .table, .verdict, .plot() (perflab.diffs)."""
+    from perflab.diffs import diff as compare_files
+
+    return compare_files(before, after, confidence, intersect)
 
 
 def campaign(*args, **kwargs):

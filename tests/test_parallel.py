@@ -153,7 +153,7 @@ def test_interference_says_slower_and_noisier_beyond_the_tolerance():
     [
         (["--jobs", str(len(machine.usable_cpus()) + 1)], "usable CPUs"),
         (["--jobs", "2", "--cpu", str(machine.usable_cpus()[0])], "lists 1 CPU"),
-        (["--jobs", "2", "--reference", "1.5"], "--reference must be at least 0 and below 1"),
+        (["--jobs", "0", "--reference", "1.5"], "--reference must be at least 0 and below 1"),
         (["--jobs", "2", "--reference", "x"], "'x' is not a valid float"),
     ],
 )

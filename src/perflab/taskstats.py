@@ -13,6 +13,7 @@ import contextlib
 import os
 import socket
 import struct
+import threading
 import time
 from dataclasses import dataclass
 
@@ -148,7 +149,24 @@ class Listener:
                 return "registering a taskstats listener needs CAP_NET_ADMIN"
             return f"taskstats refused: {exc.strerror or exc}"
         self.sock.setblocking(False)
+        if not self._delivers():
+            self.close()
+            return "taskstats took the listener but sent no exit record (no CAP_NET_ADMIN)"
         return None
+
+    def _delivers(self, wait_s: float = 0.5) -> bool:
+        """Some kernels accept an unprivileged listener and then send it nothing: a thread of
+        our own that exits at once must be seen, or exit records are not to be had here."""
+        probe = threading.Thread(target=lambda: None, name="perflab-taskstats")
+        probe.start()
+        probe.join()
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            self.drain()
+            if any(r.tid == probe.native_id for r in self.records()):
+                return True
+            time.sleep(0.005)
+        return False
 
     def fileno(self) -> int:
         return self.sock.fileno()

@@ -15,6 +15,7 @@ import pytest
 
 if TYPE_CHECKING:  # the plugin loads in every pytest run: nothing heavy at import
     import pandas as pd
+    from _pytest.terminal import TerminalReporter
 
     from perflab.perfassert import Comparison
 
@@ -141,7 +142,7 @@ class PerflabSession:
     def pytest_sessionfinish(self) -> None:
         self.saved = self.save()
 
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: "TerminalReporter") -> None:
         """One line per perf assertion: verdict, estimate, CI, runs."""
         if not self.reported and not self.saved:
             return

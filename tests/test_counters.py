@@ -148,4 +148,5 @@ def test_counting_burns_cpu_where_the_command_does():
     idle = counters.run(["sleep", "0.2"], ["task-clock"])
     busy_m, idle_m = results.metadata(busy), results.metadata(idle)
     assert busy_m["cpu_ns"] > 10 * idle_m["cpu_ns"]
-    assert idle_m["elapsed_ns"] >= 200_000_000 and idle_m["cpus_utilised"] < 0.5
+    assert idle_m["elapsed_ns"] >= 200_000_000  # a sleep lasts at least its length
+    assert idle_m["cpus_utilised"] < busy_m["cpus_utilised"]

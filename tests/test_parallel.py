@@ -5,13 +5,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import wait_for
 
 from perflab import compare, env_size, machine, parallel, results, spawn
 from perflab.cli import cli
@@ -195,10 +195,7 @@ def test_ctrl_c_then_resume_measures_each_pair_once(tmp_path):
         text=True,
     )
     parts = Path(str(out) + ".parts")
-    deadline = time.monotonic() + 120
-    while not list(parts.glob("chunk-*.parquet")):
-        assert time.monotonic() < deadline, "the sweep never flushed a chunk"
-        time.sleep(0.05)
+    wait_for(lambda: any(parts.glob("chunk-*.parquet")), "the sweep's first chunk")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and f"--resume {out}" in err and "Traceback" not in err

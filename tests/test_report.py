@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import compile_children
+from conftest import compile_children, wait_for
 
 import perflab
 from perflab import diffs, machine, reports, results, stats
@@ -105,10 +104,7 @@ def _sweep(*args: str) -> subprocess.Popen:
 
 
 def _first_chunk(parts: Path) -> None:
-    deadline = time.monotonic() + 60
-    while not list(parts.glob("chunk-*.parquet")):
-        assert time.monotonic() < deadline, "the sweep never flushed a chunk"
-        time.sleep(0.05)
+    wait_for(lambda: any(parts.glob("chunk-*.parquet")), "the sweep's first chunk")
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])

@@ -261,7 +261,9 @@ def test_diff_of_two_halves_of_one_sweep_flags_nothing_95_percent_of_the_time(sw
         half = df["rep"].isin(rng.permutation(25)[:12])
         t = diffs.compare_frames(df[half], df[~half], ("env_size",), "ticks", steps=(20.0, 20.0))
         quiet += int((t["change"] == "").all())
-    assert quiet >= 19
+    # At the promised 5 %, 20 splits flag some value 3 or more times in 7.5 % of runs (it did in
+    # CI): the bound allows what a correct diff does with probability 0.999 (at most 5 flagged).
+    assert quiet >= 15
 
 
 def test_report_html_and_markdown_of_an_env_size_sweep(sweep, tmp_path):

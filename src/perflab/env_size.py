@@ -289,7 +289,7 @@ def _windows_by(parts: Sequence[tuple[str, pd.DataFrame]], key: str, k: float) -
                 "windows": len(windows),
                 "starts": " ".join(map(str, windows["start"])) or "-",
                 "widths": " ".join(map(str, windows["width"])) or "-",
-                "spacing": windows["spacing"].median(),
+                "spacing": windows["spacing"].dropna().median(),  # NaN for one window
             }
         )
     return pd.DataFrame(rows)

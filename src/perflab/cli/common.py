@@ -293,8 +293,9 @@ def interrupted(output: str | None, exc: BaseException | None = None) -> click.C
             f"interrupted: finished runs are in {output}; complete them with the same "
             f"command plus --resume {output}"
         )
-    # click declares exit_code on the class; this one error carries the signal's status.
-    error.exit_code = 128 + getattr(exc, "signum", signal.SIGINT)  # type: ignore[misc]
+    # Newer click declares exit_code a class variable (8.2 does not, hence unused-ignore);
+    # this one error carries the signal's status.
+    error.exit_code = 128 + getattr(exc, "signum", signal.SIGINT)  # type: ignore[misc,unused-ignore]
     return error
 
 

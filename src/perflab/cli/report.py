@@ -22,7 +22,7 @@ class ReportGroup(click.Group):
 
 def _export_path(path: str | None, suffix: str) -> str | None:
     """An export path ('-' for stdout) checked before any work: suffix and directory."""
-    if path in (None, "-"):
+    if path is None or path == "-":
         return path
     p = Path(path)
     if p.suffix != suffix:

@@ -254,7 +254,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
         wall, lo, hi = _interval(g["wall_ns"] / 1e6)
         # median(base) / median(N): the ratio's interval comes from the two medians' intervals
         speedup, rlo, rhi = stats.ratio_interval(g["wall_ns"].to_numpy(float), base, CONFIDENCE)
-        ipc = (g["instructions"] / g["cycles"]).median()
+        ipc = (g["instructions"] / g["cycles"]).dropna().median()  # NaN without counters
         rows.append(
             {
                 "threads": int(n),

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perflab import childruns, machine, results, spawn, stats
+from perflab import childruns, machine, spawn, stats
 from perflab.errors import PerflabError
 
 REFERENCE = 0.05  # share of runs made one at a time: ~5% of the time saved is spent on proof
@@ -114,10 +114,8 @@ class LaneRuns(childruns.Runs):
         return [*self.labels, "cpu", "parallel", *childruns.MEASURED]
 
     def lane_rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, parallel: bool):
-        df = self.rows(runs, at, overhead)
-        df.insert(len(self.labels), "cpu", runs["cpu"].astype(np.int16))
-        df.insert(len(self.labels) + 1, "parallel", np.full(len(runs), parallel))
-        return df
+        return self.rows(runs, at, overhead, cpu=runs["cpu"].astype(np.int16),
+                         parallel=np.full(len(runs), parallel))  # fmt: skip
 
 
 def _run_chunk(runs: LaneRuns, at: np.ndarray, ref: np.ndarray, sizes: np.ndarray,
@@ -207,8 +205,8 @@ def measure(
                 raise
             finally:
                 extra.update(spawn.maxrss_meta(engine))
-                df = recorder.finish(complete, extra)
-    return _with_verdict(df, runs, recording)
+                df = recorder.finish(complete, extra, annotate=lambda rows: _verdict(rows, runs))
+    return df
 
 
 def lane_meta(controls: childruns.Controls) -> dict:
@@ -223,18 +221,12 @@ def lane_meta(controls: childruns.Controls) -> dict:
     }
 
 
-def _with_verdict(df: pd.DataFrame, runs: childruns.Runs, recording: childruns.Recording):
-    """The result with its interference check in the metadata (and in the file, once complete)."""
-    meta = results.metadata(df)
+def _verdict(df: pd.DataFrame, runs: childruns.Runs) -> dict:
+    """The interference check of every row recorded (a resumed sweep's earlier ones too)."""
     if df.empty or "cpu" not in df:
-        return df
+        return {}
     group = [k for k in runs.key if k != "rep"]
-    verdict = interference(df, childruns.value_column(df), group)
-    if recording.output is not None and meta.get("complete"):
-        saved = results.load(recording.output)  # with what the journal recorded of its merge
-        results.save(results.attach(saved, {**results.metadata(saved), "interference": verdict}),
-                     recording.output)  # fmt: skip
-    return results.attach(df, {**meta, "interference": verdict})
+    return {"interference": interference(df, childruns.value_column(df), group)}
 
 
 def _iqr(x: np.ndarray) -> float:

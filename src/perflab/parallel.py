@@ -91,8 +91,15 @@ def check(plan: childruns.Controls, root: str | os.PathLike = machine.SYS_CPU) -
         raise PerflabError(f"--cpu {machine.format_cpu_list(plan.cpus)} repeats a CPU")
     if len(plan.cpus) != plan.jobs:
         raise PerflabError(f"--jobs {plan.jobs} needs {plan.jobs} CPUs, not {len(plan.cpus)}")
-    pairs = core_siblings(plan.cpus, root)
-    if pairs and not plan.allow_siblings:
+    refuse_siblings(plan.cpus, plan.allow_siblings, root)
+
+
+def refuse_siblings(
+    cpus: Sequence[int], allow: bool, root: str | os.PathLike = machine.SYS_CPU
+) -> None:
+    """Refuse lanes on SMT siblings (one core) unless asked: they slow each other down."""
+    pairs = core_siblings(cpus, root)
+    if pairs and not allow:
         shown = ", ".join(f"{a} and {b}" for a, b in pairs)
         raise PerflabError(
             f"CPUs {shown} are SMT siblings (one core): their children would slow each other "

@@ -266,3 +266,25 @@ def test_a_sequential_plan_is_stored_as_before_jobs_existed():
     assert not {"jobs", "reference", "allow_siblings"} & set(env_size.Plan().params())
     lanes = env_size.Plan(jobs=2, cpus=(0, 1)).params()
     assert (lanes["jobs"], lanes["reference"], lanes["allow_siblings"]) == (2, 0.05, False)
+
+
+def test_batches_queued_in_the_helper_run_in_order_and_a_stop_ends_them_all():
+    engine = spawn.engine()
+    if not isinstance(engine, spawn.Spawner):
+        pytest.skip("the spawner helper is not built here")
+    true, sleep = (spawn.check_program(p) for p in ("true", "sleep"))
+    with engine.pipeline() as pipe:
+        for k in range(3):  # a request arriving while one runs must not stop it
+            pipe.submit(*spawn.request([(true,)], np.zeros(k + 1), np.full(k + 1, k)))
+        got = [pipe.collect() for _ in range(3)]
+    assert [g["env_size"].tolist() for g in got] == [[0], [1, 1], [2, 2, 2]]
+    assert all((g["status"] == 0).all() for g in got)
+    with engine.pipeline() as pipe:
+        pipe.submit(*spawn.request([(sleep, "0.2")], np.zeros(50)))
+        pipe.submit(*spawn.request([(true,)], np.zeros(5)))
+        engine.request_stop()
+        cut, behind = pipe.collect(), pipe.collect()
+    assert len(cut) < 50 and len(behind) == 0  # the queued batch starts nothing after a stop
+    assert len(spawn.run_batch([(true,)], np.zeros(2))) == 0  # until the stop is cleared
+    spawn.clear_stop()
+    assert len(spawn.run_batch([(true,)], np.zeros(2))) == 2

@@ -268,9 +268,10 @@ def test_a_sequential_plan_is_stored_as_before_jobs_existed():
     assert (lanes["jobs"], lanes["reference"], lanes["allow_siblings"]) == (2, 0.05, False)
 
 
-def test_batches_queued_in_the_helper_run_in_order_and_a_stop_ends_them_all():
-    engine = spawn.engine()
-    if not isinstance(engine, spawn.Spawner):
+@pytest.mark.parametrize("helper", [True, False], ids=["helper", "in-process"])
+def test_queued_batches_run_in_order_and_a_stop_ends_them_all(helper):
+    engine = spawn.engine() if helper else spawn.in_process()
+    if helper and not isinstance(engine, spawn.Spawner):
         pytest.skip("the spawner helper is not built here")
     true, sleep = (spawn.check_program(p) for p in ("true", "sleep"))
     with engine.pipeline() as pipe:
@@ -285,6 +286,6 @@ def test_batches_queued_in_the_helper_run_in_order_and_a_stop_ends_them_all():
         engine.request_stop()
         cut, behind = pipe.collect(), pipe.collect()
     assert len(cut) < 50 and len(behind) == 0  # the queued batch starts nothing after a stop
-    assert len(spawn.run_batch([(true,)], np.zeros(2))) == 0  # until the stop is cleared
+    assert len(spawn.run_batch([(true,)], np.zeros(2), using=engine)) == 0  # until cleared
     spawn.clear_stop()
-    assert len(spawn.run_batch([(true,)], np.zeros(2))) == 2
+    assert len(spawn.run_batch([(true,)], np.zeros(2), using=engine)) == 2

@@ -666,6 +666,9 @@ static int spawn_parallel(const struct batch *b, const int stdio[3], int stop_fd
 {
     int n = b->hdr.ncpus, started = 0, rc = 0;
     struct lanes l = {.b = b, .stdio = stdio, .stop_fd = stop_fd, .out = out};
+    struct spawn_opts o = {.flags = b->hdr.flags, .rt_policy = b->hdr.rt_policy,
+                           .rt_priority = b->hdr.rt_priority};
+    struct saved_sched saved;
     struct lane *lane = calloc(n > 0 ? (size_t)n : 1, sizeof *lane);
     pthread_attr_t attr;
     sigset_t all, old;
@@ -678,6 +681,9 @@ static int spawn_parallel(const struct batch *b, const int stdio[3], int stop_fd
     }
     atomic_init(&l.next, 0);
     l.away = lanes_away(b, &l.others);
+    /* As a serial batch's spawner: woken the moment the last lane ends, not behind other
+     * work, so that the next queued batch starts without a gap. */
+    parent_rt_enter(&o, &saved);
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, LANE_STACK);
     /* Signals stay with the caller's thread: a lane only sees the stop fd. */
@@ -699,6 +705,7 @@ static int spawn_parallel(const struct batch *b, const int stdio[3], int stop_fd
         if (!rc && lane[k].rc)
             rc = lane[k].rc;
     }
+    parent_rt_leave(&saved);
     *done = 0;
     if (!rc)
         while (*done < b->hdr.nruns && l.finished[*done])

@@ -120,6 +120,26 @@ def test_parallel_sweep_tags_rows_and_checks_itself(tmp_path):
     assert list(per_cpu["runs"]) == [*(df["cpu"].value_counts()[c] for c in TWO), len(df)]
 
 
+@needs_two
+def test_the_verdict_is_in_the_files_one_final_write(tmp_path, monkeypatch):
+    out = tmp_path / "v.parquet"
+    writes, real = [], results.save
+
+    def spy(df, path, *args, **kwargs):
+        if Path(path) == out:
+            writes.append(results.metadata(df))
+        return real(df, path, *args, **kwargs)
+
+    monkeypatch.setattr(results, "save", spy)
+    df = env_size.sweep(max_size=31, repeat=12, jobs=2, cpus=TWO, reference=0.3, rt=False,
+                        output=out)  # fmt: skip
+    assert len(writes) == 1 and writes[0]["complete"] is True
+    saved = results.metadata(results.load(out))["interference"]
+    assert saved == writes[0]["interference"] == results.metadata(df)["interference"]
+    counted = sum(r["parallel_runs"] + r["sequential_runs"] for r in saved["cpus"])
+    assert counted == (df["status"] == "ok").sum() > 0
+
+
 def _relative(par_scale: float, par_noise: float, seed: int = 3) -> pd.DataFrame:
     """Runs at 64 sizes, 2 CPUs, with parallel ones scaled and spread as asked."""
     rng = np.random.default_rng(seed)
@@ -201,6 +221,13 @@ def test_ctrl_c_then_resume_measures_each_pair_once(tmp_path):
     assert proc.returncode == 130 and f"--resume {out}" in err and "Traceback" not in err
     first = results.load(out)
     assert results.metadata(first)["complete"] is False and 0 < len(first) < 6000
+
+    # The file the stop left judges the runs it holds; the resumed one, both sessions' runs.
+    def judged(df):
+        return sum(r["parallel_runs"] + r["sequential_runs"]
+                   for r in results.metadata(df)["interference"]["cpus"])  # fmt: skip
+
+    assert judged(first) == (first["status"] == "ok").sum()
     assert not first[["env_size", "rep"]].duplicated().any()
     done = CliRunner().invoke(cli, ["sweep", "env-size", *args, "--resume", str(out)])
     assert done.exit_code == 0, done.output
@@ -209,6 +236,7 @@ def test_ctrl_c_then_resume_measures_each_pair_once(tmp_path):
         (s, r) for s in range(3000) for r in range(2)
     }
     assert set(df["cpu"]) == set(TWO) and results.metadata(df)["complete"] is True
+    assert judged(df) == (df["status"] == "ok").sum()
 
 
 @needs_two
@@ -238,3 +266,26 @@ def test_a_sequential_plan_is_stored_as_before_jobs_existed():
     assert not {"jobs", "reference", "allow_siblings"} & set(env_size.Plan().params())
     lanes = env_size.Plan(jobs=2, cpus=(0, 1)).params()
     assert (lanes["jobs"], lanes["reference"], lanes["allow_siblings"]) == (2, 0.05, False)
+
+
+@pytest.mark.parametrize("helper", [True, False], ids=["helper", "in-process"])
+def test_queued_batches_run_in_order_and_a_stop_ends_them_all(helper):
+    engine = spawn.engine() if helper else spawn.in_process()
+    if helper and not isinstance(engine, spawn.Spawner):
+        pytest.skip("the spawner helper is not built here")
+    true, sleep = (spawn.check_program(p) for p in ("true", "sleep"))
+    with engine.pipeline() as pipe:
+        for k in range(3):  # a request arriving while one runs must not stop it
+            pipe.submit(*spawn.request([(true,)], np.zeros(k + 1), np.full(k + 1, k)))
+        got = [pipe.collect() for _ in range(3)]
+    assert [g["env_size"].tolist() for g in got] == [[0], [1, 1], [2, 2, 2]]
+    assert all((g["status"] == 0).all() for g in got)
+    with engine.pipeline() as pipe:
+        pipe.submit(*spawn.request([(sleep, "0.2")], np.zeros(50)))
+        pipe.submit(*spawn.request([(true,)], np.zeros(5)))
+        engine.request_stop()
+        cut, behind = pipe.collect(), pipe.collect()
+    assert len(cut) < 50 and len(behind) == 0  # the queued batch starts nothing after a stop
+    assert len(spawn.run_batch([(true,)], np.zeros(2), using=engine)) == 0  # until cleared
+    spawn.clear_stop()
+    assert len(spawn.run_batch([(true,)], np.zeros(2), using=engine)) == 2

@@ -3,9 +3,12 @@
  *
  * perflab passes one end of a stream socket as argv[1].  Each request is a packed
  * struct perflab_batch with the children's stdin/stdout/stderr attached (SCM_RIGHTS);
- * each answer is a struct perflab_batch_reply and the finished runs.  A PERFLAB_STOP_BYTE
- * on the socket stops the batch between runs; one arriving while idle is skipped.  End of
- * file (perflab closed the socket or died) stops the batch and ends the helper.
+ * each answer is a struct perflab_batch_reply and the finished runs, in request order.
+ * With a stop fd as argv[2] (the read end of a pipe perflab writes to), perflab may queue
+ * the next requests while one runs: the stop fd turning readable, or its writer closing,
+ * stops the batch in flight and every queued one until perflab drains it.  Without it, a
+ * PERFLAB_STOP_BYTE on the socket stops the batch between runs (one arriving while idle
+ * is skipped), and end of file (perflab closed the socket or died) stops the batch.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -89,7 +92,7 @@ static int64_t own_peak_kb(void)
     return kb;
 }
 
-static int serve(int sock)
+static int serve(int sock, int stop_fd)
 {
     struct perflab_batch h;
     struct perflab_batch_reply reply = {.magic = PERFLAB_BATCH_MAGIC};
@@ -113,7 +116,7 @@ static int serve(int sock)
     }
     memcpy(req, &h, sizeof h);
     reply.floor_kb = own_peak_kb();
-    reply.error = perflab_spawn_batch(req, sizeof h + body, fds, sock, out, &reply.done);
+    reply.error = perflab_spawn_batch(req, sizeof h + body, fds, stop_fd, out, &reply.done);
     for (int i = 0; i < 3; i++)
         if (fds[i] >= 0)
             close(fds[i]);
@@ -129,14 +132,17 @@ static int serve(int sock)
 
 int main(int argc, char **argv)
 {
-    int sock = argc == 2 ? atoi(argv[1]) : -1;
+    int sock = argc == 2 || argc == 3 ? atoi(argv[1]) : -1;
+    int stop_fd = argc == 3 ? atoi(argv[2]) : sock;
+    int sndbuf = 8 << 20; /* replies queue up while perflab records earlier ones (capped) */
 
-    if (sock < 3) {
+    if (sock < 3 || stop_fd < 3) {
         fputs("perflab-spawner: started by perflab only\n", stderr);
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    while (serve(sock) == 0)
+    setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    while (serve(sock, stop_fd) == 0)
         ;
     return 0;
 }

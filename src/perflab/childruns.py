@@ -340,12 +340,11 @@ class Runs:
     def columns(self) -> list[str]:
         return [*self.labels, *MEASURED]
 
-    def rows(self, runs: np.ndarray, at: np.ndarray, overhead: int) -> pd.DataFrame:
-        """The records of the planned runs at positions `at` as tidy rows."""
-        df = spawn.tidy(runs, overhead)
-        for i, (name, values) in enumerate(self.labels.items()):
-            df.insert(i, name, values[at])
-        return df
+    def rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, **more: Any) -> pd.DataFrame:
+        """The records of the planned runs at positions `at` as tidy rows (`more` columns
+        after the labels), built in one go."""
+        labels = {name: values[at] for name, values in self.labels.items()}
+        return pd.DataFrame({**labels, **more, **spawn.tidy_columns(runs, overhead)})
 
 
 @dataclass(frozen=True)
@@ -401,13 +400,25 @@ class Recorder:
         else:
             self.frames.append(frame)
 
-    def finish(self, complete: bool, extra: dict) -> pd.DataFrame:
-        """Every row, with the metadata: complete only when the journal verified it."""
+    def finish(
+        self,
+        complete: bool,
+        extra: dict,
+        annotate: Callable[[pd.DataFrame], dict] | None = None,
+    ) -> pd.DataFrame:
+        """Every row, with the metadata: complete only when the journal verified it, and what
+        annotate(every row) adds, in the file's one final write."""
+        added: dict = {}
+
+        def note(rows: pd.DataFrame) -> dict:
+            added.update(annotate(rows) if annotate is not None else {})
+            return added
+
         if self.journal:
             try:
                 self.flush()
             finally:
-                df = self.journal.finish(complete=complete, extra_meta=extra)
+                df = self.journal.finish(complete=complete, extra_meta=extra, annotate=note)
             stored = results.metadata(df)  # what finish() verified, not what was assumed
             complete = stored.get("complete", False)
             checked = {k: v for k, v in stored.items() if k == "incomplete"}
@@ -415,9 +426,12 @@ class Recorder:
             self.flush()
             df = pd.concat(self.frames, ignore_index=True) if self.frames else None
             checked = {}
+            if df is not None:
+                note(df)
         if df is None or df.empty:
             df = pd.DataFrame({c: pd.Series(dtype=object) for c in self.columns})
-        final = {**self.meta, **extra, "params": self.params, "complete": complete, **checked}
+        final = {**self.meta, **extra, **added, "params": self.params, "complete": complete,
+                 **checked}  # fmt: skip
         return results.attach(df, final)
 
 

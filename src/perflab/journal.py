@@ -330,9 +330,16 @@ class Journal:
         return problem
 
     def finish(
-        self, complete: bool = True, extra_meta: Mapping[str, Any] | None = None
+        self,
+        complete: bool = True,
+        extra_meta: Mapping[str, Any] | None = None,
+        annotate: Callable[[pd.DataFrame], Mapping[str, Any]] | None = None,
     ) -> pd.DataFrame:
-        """Merge earlier results and every chunk into PATH, verified, and drop the journal."""
+        """Merge earlier results and every chunk into PATH, verified, and drop the journal.
+
+        annotate(merged rows) adds metadata computed on every row, earlier sessions' too,
+        before the one write of PATH.
+        """
         try:
             self.flush()
             frames = [] if self._previous is None else [self._previous]
@@ -345,6 +352,8 @@ class Journal:
                 problem = self._verify(df)
                 if problem:
                     complete, meta["incomplete"] = False, problem
+            if annotate is not None:
+                meta.update(annotate(df))
             meta.update(
                 complete=complete,
                 journal=self.journal_id,

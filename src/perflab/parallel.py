@@ -10,22 +10,22 @@ parallel runs can be compared with sequential runs taken under the same conditio
 import os
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from perflab import childruns, machine, results, spawn, stats
+from perflab import childruns, machine, spawn, stats
 from perflab.errors import PerflabError
 
 REFERENCE = 0.05  # share of runs made one at a time: ~5% of the time saved is spent on proof
 SLOWER_TOL = 0.02  # parallel runs' median may exceed the sequential one by this much
 NOISIER_TOL = 0.25  # and their spread (IQR) by this much, before perflab says so
 MIN_REFERENCE = 20  # fewer sequential runs on a CPU than this: no verdict for it
-# Chunks queued for the C worker: it starts the next one the moment one ends, without waiting
-# for this thread to be scheduled (on a loaded machine that wait idled every CPU per chunk).
+# Chunks queued in the spawner helper: it starts the next batch the moment one ends, without
+# waiting for this thread to be scheduled (on a loaded machine that wait idled every CPU
+# three times per chunk: the parallel batch and each CPU's reference runs).
 AHEAD = 2
 
 
@@ -91,8 +91,15 @@ def check(plan: childruns.Controls, root: str | os.PathLike = machine.SYS_CPU) -
         raise PerflabError(f"--cpu {machine.format_cpu_list(plan.cpus)} repeats a CPU")
     if len(plan.cpus) != plan.jobs:
         raise PerflabError(f"--jobs {plan.jobs} needs {plan.jobs} CPUs, not {len(plan.cpus)}")
-    pairs = core_siblings(plan.cpus, root)
-    if pairs and not plan.allow_siblings:
+    refuse_siblings(plan.cpus, plan.allow_siblings, root)
+
+
+def refuse_siblings(
+    cpus: Sequence[int], allow: bool, root: str | os.PathLike = machine.SYS_CPU
+) -> None:
+    """Refuse lanes on SMT siblings (one core) unless asked: they slow each other down."""
+    pairs = core_siblings(cpus, root)
+    if pairs and not allow:
         shown = ", ".join(f"{a} and {b}" for a, b in pairs)
         raise PerflabError(
             f"CPUs {shown} are SMT siblings (one core): their children would slow each other "
@@ -114,37 +121,43 @@ class LaneRuns(childruns.Runs):
         return [*self.labels, "cpu", "parallel", *childruns.MEASURED]
 
     def lane_rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, parallel: bool):
-        df = self.rows(runs, at, overhead)
-        df.insert(len(self.labels), "cpu", runs["cpu"].astype(np.int16))
-        df.insert(len(self.labels) + 1, "parallel", np.full(len(runs), parallel))
-        return df
+        return self.rows(runs, at, overhead, cpu=runs["cpu"].astype(np.int16),
+                         parallel=np.full(len(runs), parallel))  # fmt: skip
 
 
-def _run_chunk(runs: LaneRuns, at: np.ndarray, ref: np.ndarray, sizes: np.ndarray,
-               options: spawn.SpawnOptions, engine) -> list[tuple]:  # fmt: skip
-    """One chunk: its parallel runs in one batch, then its reference runs one at a time on each
-    CPU in turn. (records, positions, parallel) per batch; a stop leaves the rest unmade."""
-    out = []
+Part = tuple[np.ndarray, bool, int | None]  # planned positions, parallel?, the CPU of a solo
+
+
+def _send_chunk(pipe: spawn.Pipeline, runs: LaneRuns, at: np.ndarray, ref: np.ndarray,
+                sizes: np.ndarray, options: spawn.SpawnOptions) -> list[Part]:  # fmt: skip
+    """Queue one chunk: its parallel runs as one batch, then its reference runs one at a time
+    on each CPU in turn (a batch per CPU). The helper starts each the moment one ends."""
+    parts: list[Part] = []
     parallel, sequential = at[~ref[at]], at[ref[at]]
-    lanes = spawn.ParallelOptions(**vars(options))
     if parallel.size:
-        got = spawn.run_batch(runs.programs, runs.prog[parallel], sizes[parallel], runs.var,
-                              runs.env, lanes, engine)  # fmt: skip
-        out.append((got, parallel[: len(got)], True))
-        if len(got) < parallel.size:
-            return out
-    cpus = options.cpus
-    for k, cpu in enumerate(cpus):
-        part = sequential[k :: len(cpus)]
-        if not part.size:
-            continue
-        one = replace(options, cpus=(cpu,))
-        got = spawn.run_batch(runs.programs, runs.prog[part], sizes[part], runs.var, runs.env,
-                              one, engine)  # fmt: skip
-        got["cpu"] = cpu
-        out.append((got, part[: len(got)], False))
-        if len(got) < part.size:
-            break
+        lanes = spawn.ParallelOptions(**vars(options))
+        pipe.submit(*spawn.request(runs.programs, runs.prog[parallel], sizes[parallel],
+                                   runs.var, runs.env, lanes))  # fmt: skip
+        parts.append((parallel, True, None))
+    for k, cpu in enumerate(options.cpus):
+        part = sequential[k :: len(options.cpus)]
+        if part.size:
+            one = replace(options, cpus=(cpu,))
+            pipe.submit(*spawn.request(runs.programs, runs.prog[part], sizes[part], runs.var,
+                                       runs.env, one))  # fmt: skip
+            parts.append((part, False, cpu))
+    return parts
+
+
+def _collect_chunk(pipe: spawn.Pipeline, parts: list[Part]) -> list[tuple]:
+    """(records, positions, parallel) per batch of a chunk, in the order they were queued;
+    after a stop, the runs each batch made before it (none for those queued behind it)."""
+    out = []
+    for at, parallel, cpu in parts:
+        got = pipe.collect()
+        if cpu is not None:
+            got["cpu"] = cpu
+        out.append((got, at[: len(got)], parallel))
     return out
 
 
@@ -179,21 +192,20 @@ def measure(
         sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
         complete = False
         with childruns.Interrupt() as stop, childruns.away_from(controls.cpus), \
-                ThreadPoolExecutor(1) as pool:  # fmt: skip
-
-            def submit(at: np.ndarray):
-                return pool.submit(_run_chunk, runs, at, ref, sizes, options, engine)
-
+                engine.pipeline() as pipe:  # fmt: skip
             try:
-                pending = deque(submit(at) for at in chunks[:AHEAD])
+                # Chunks queued in the helper AHEAD at a time: no gap waits for this thread.
+                queued = deque(_send_chunk(pipe, runs, at, ref, sizes, options)
+                               for at in chunks[:AHEAD])  # fmt: skip
                 for i in range(len(chunks)):
-                    parts = pending.popleft().result()
-                    stopping = stop.hit  # read once: every chunk submitted is collected
+                    parts = _collect_chunk(pipe, queued.popleft())
+                    stopping = stop.hit  # read once: every chunk queued is collected
                     if stopping:
-                        while pending:
-                            parts += pending.popleft().result()
+                        while queued:
+                            parts += _collect_chunk(pipe, queued.popleft())
                     elif i + AHEAD < len(chunks):
-                        pending.append(submit(chunks[i + AHEAD]))
+                        queued.append(_send_chunk(pipe, runs, chunks[i + AHEAD], ref, sizes,
+                                                  options))  # fmt: skip
                     for got, at, parallel in parts:
                         options = childruns.rt_refused_once(options, got, extra, warn)
                         recorder.add(runs.lane_rows(got, at, overhead, parallel))
@@ -207,8 +219,8 @@ def measure(
                 raise
             finally:
                 extra.update(spawn.maxrss_meta(engine))
-                df = recorder.finish(complete, extra)
-    return _with_verdict(df, runs, recording)
+                df = recorder.finish(complete, extra, annotate=lambda rows: _verdict(rows, runs))
+    return df
 
 
 def lane_meta(controls: childruns.Controls) -> dict:
@@ -223,18 +235,12 @@ def lane_meta(controls: childruns.Controls) -> dict:
     }
 
 
-def _with_verdict(df: pd.DataFrame, runs: childruns.Runs, recording: childruns.Recording):
-    """The result with its interference check in the metadata (and in the file, once complete)."""
-    meta = results.metadata(df)
+def _verdict(df: pd.DataFrame, runs: childruns.Runs) -> dict:
+    """The interference check of every row recorded (a resumed sweep's earlier ones too)."""
     if df.empty or "cpu" not in df:
-        return df
+        return {}
     group = [k for k in runs.key if k != "rep"]
-    verdict = interference(df, childruns.value_column(df), group)
-    if recording.output is not None and meta.get("complete"):
-        saved = results.load(recording.output)  # with what the journal recorded of its merge
-        results.save(results.attach(saved, {**results.metadata(saved), "interference": verdict}),
-                     recording.output)  # fmt: skip
-    return results.attach(df, {**meta, "interference": verdict})
+    return {"interference": interference(df, childruns.value_column(df), group)}
 
 
 def _iqr(x: np.ndarray) -> float:

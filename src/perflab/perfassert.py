@@ -140,6 +140,8 @@ class Comparison:
     samples: tuple[np.ndarray, ...] = field(repr=False, compare=False)
     raw: tuple[np.ndarray, ...] = field(repr=False, compare=False)
     round_of: np.ndarray = field(repr=False, compare=False)
+    cpu: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
+    lanes: tuple[int, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -174,6 +176,8 @@ class Comparison:
             "budget": self.budget,
             **{f"{r}_disturbed": d for r, d in zip(self.roles, self.disturbed, strict=True)},
             "load": self.load,
+            "jobs": max(len(self.lanes), 1),
+            "lane_cpus": list(self.lanes),
         }
 
     def table(self) -> str:
@@ -228,12 +232,23 @@ class Comparison:
             f"  runs over {DISTURBED}x the target's fastest: {shares}; "
             f"load average {self.load:.1f} on {os.cpu_count()} CPUs"
         )
+        if self.lanes and self.cpu:
+            lines.append(f"  side by side, one child per CPU {', '.join(map(str, self.lanes))}; "
+                         f"median per CPU: {self._per_cpu()}")  # fmt: skip
         if self.verdict == INCONCLUSIVE:
             lines.append(
                 "  the budget ran out before the interval decided: raise --perflab-budget, "
                 "lower --perflab-confidence, or quieten the machine"
             )
         return "\n".join(lines)
+
+    def _per_cpu(self) -> str:
+        """Each role's median ticks per call on each lane CPU: a CPU that favours one is seen."""
+        parts = []
+        for role, s, cpu in zip(self.roles, self.samples, self.cpu, strict=True):
+            meds = [f"{c}: {np.median(s[cpu == c]):.1f}" for c in self.lanes if (cpu == c).any()]
+            parts.append(f"{role} " + ", ".join(meds))
+        return "; ".join(parts)
 
     def frame(self) -> pd.DataFrame:
         """Tidy rows, one per run of each target: raw ticks per run and net ticks per call."""
@@ -247,6 +262,7 @@ class Comparison:
                         "target": self.names[i],
                         "rep": np.arange(self.runs),
                         "round": self.round_of,
+                        "cpu": self.cpu[i] if self.cpu else timing.NOT_PINNED,
                         "calls": self.calls[i],
                         "ticks": self.raw[i],
                         "ticks_per_call": self.samples[i],
@@ -286,19 +302,21 @@ def _measure(
     level = 1 - (1 - confidence) / budget.looks()
     raws: list[list[np.ndarray]] = [[] for _ in targets]
     nets: list[list[np.ndarray]] = [[] for _ in targets]
+    cpus: list[list[np.ndarray]] = [[] for _ in targets]
     rounds, total, size, last = 0, 0, FIRST_ROUND, False
     with measuring_lock() as waited:
         t0 = time.monotonic()
         timing.calibrate(*targets)
         while True:
             if len(targets) == 2:
-                ra, na, rb, nb = timing.sample_pair(targets[0], targets[1], size)
-                got = [(ra, na), (rb, nb)]
+                ra, na, ca, rb, nb, cb = timing.sample_pair_tagged(targets[0], targets[1], size)
+                got = [(ra, na, ca), (rb, nb, cb)]
             else:
-                got = [timing.sample(targets[0], size)]
-            for i, (raw, net) in enumerate(got):
+                got = [timing.sample_tagged(targets[0], size)]
+            for i, (raw, net, cpu) in enumerate(got):
                 raws[i].append(raw)
                 nets[i].append(net)
+                cpus[i].append(cpu)
             rounds, total = rounds + 1, total + size
             samples = [np.concatenate(n) for n in nets]
             est, lo, hi = statistic(samples, level, [t.resolution for t in targets])
@@ -319,6 +337,7 @@ def _measure(
     return dict(
         samples=tuple(samples),
         raw=tuple(np.concatenate(r) for r in raws),
+        cpu=tuple(np.concatenate(c) for c in cpus),
         round_of=round_of,
         estimate=est,
         ci=(lo, hi),
@@ -395,6 +414,7 @@ def _record(
     out: dict[str, Any],
 ) -> Comparison:
     return Comparison(
+        lanes=getattr(targets[0], "lanes", ()),
         disturbed=tuple(_disturbed(r) for r in out["raw"]),
         load=os.getloadavg()[0],
         assertion=assertion,

@@ -6,6 +6,7 @@ the perf tests, never the rest of a suite. Measuring and deciding live in perfla
 """
 
 import datetime as dt
+import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +47,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "machine's metadata, to compare runs later (perflab.results.load reads it).",
     )
     group.addoption(
+        "--perflab-jobs",
+        metavar="N",
+        type=int,
+        help="Run the children of perflab.program targets N at once, each pinned to its own "
+        "CPU (the last N usable; 0: one per CPU); each saved row names its CPU. Default: 1, "
+        "one child at a time.",
+    )
+    group.addoption(
         "--perflab-skip",
         action="store_true",
         help="Skip perf tests (those marked perf or using the perflab fixture), e.g. on "
@@ -62,12 +71,13 @@ class PerflabSession:
         self.budget = config.getoption("perflab_budget")
         self.confidence = config.getoption("perflab_confidence")
         self.save_dir = config.getoption("perflab_save")
+        self.jobs = config.getoption("perflab_jobs")
         self.frames: list[pd.DataFrame] = []
         self.summaries: list[dict[str, Any]] = []
         self.reported: list[tuple[str, Any]] = []
         self.saved: Path | None = None
         self.save_path = self._save_path() if self.save_dir else None
-        if self.budget is not None or self.confidence is not None:
+        if self.budget is not None or self.confidence is not None or self.jobs is not None:
             self._validate()
 
     def _validate(self) -> None:
@@ -83,6 +93,13 @@ class PerflabSession:
             raise pytest.UsageError(
                 f"--perflab-confidence must be between 0 and 1, not {self.confidence}"
             )
+        if self.jobs is not None:
+            from perflab import timing
+
+            try:
+                timing.program_lanes(self.jobs, None)
+            except PerflabError as exc:
+                raise pytest.UsageError(f"--perflab-jobs: {exc}") from None
 
     def _save_path(self) -> Path:
         """DIR/perflab-<UTC time>-<xdist worker or pid>.parquet, checked before measuring."""
@@ -128,6 +145,7 @@ class PerflabSession:
             **machine.metadata(),
             "perflab_budget": str(perfassert.as_budget(self.budget)),
             "perflab_confidence": self.confidence or perfassert.DEFAULT_CONFIDENCE,
+            "perflab_jobs": 1 if self.jobs is None else self.jobs,
             "comparisons": self.summaries,
         }
         return results.save(results.attach(df, meta), self.save_path)
@@ -183,7 +201,11 @@ class PerfFixture:
         self.target = timing.as_target
         self.c_function = timing.c_function
         self.spin = timing.spin
-        self.program = timing.program
+        self.program = (
+            timing.program
+            if session.jobs is None
+            else functools.partial(timing.program, jobs=session.jobs)
+        )
         self.comparisons: list[Comparison] = []
 
     def _run(

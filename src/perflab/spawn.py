@@ -9,7 +9,9 @@ import shutil
 import socket
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,6 +145,14 @@ class InProcess:
         out["maxrss_kb"] = -1
         return out
 
+    @contextlib.contextmanager
+    def pipeline(self) -> Iterator["Pipeline"]:
+        """Batches queued ahead, answered in order (here: run one after another on a thread)."""
+        with ThreadPoolExecutor(1) as pool:
+            queued: deque[Future[np.ndarray]] = deque()
+            yield Pipeline(lambda *request: queued.append(pool.submit(self.batch, *request)),
+                           lambda: queued.popleft().result())  # fmt: skip
+
     def request_stop(self) -> None:
         with contextlib.suppress(BlockingIOError):
             os.write(_stop_pipe()[1], b"S")
@@ -157,46 +167,66 @@ class Spawner(InProcess):
     """csrc/spawner: a small freshly exec'd helper spawns the children, so their maxrss is theirs.
 
     Its own peak (VmHWM, a few hundred KiB) is carried into every child it spawns: floor_kb.
+    A stop is a byte in a pipe the helper polls (not on the request socket), so requests can
+    wait queued in the socket while a batch runs: the helper starts the next one at once.
     """
 
     method = "spawner helper (children exec'd from a small process; maxrss includes its peak)"
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.stop_r, self.stop_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         with theirs:
             self.proc = subprocess.Popen(
-                [str(SPAWNER), str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
+                [str(SPAWNER), str(theirs.fileno()), str(self.stop_r)],
+                pass_fds=(theirs.fileno(), self.stop_r),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 process_group=0,  # the terminal's Ctrl-C is perflab's to handle, not the helper's
             )
         self.sock, self.pid, self.floor_kb = ours, os.getpid(), None
-        self.send_lock = threading.RLock()
-        self.recv_lock = threading.Lock()
-        self.waiting = self.stop_wanted = False
+        self.lock = threading.RLock()  # one caller's requests and replies at a time
+        self.queued = 0
         atexit.register(self.close)  # no helper outlives perflab, nor warns that it was left
 
     def batch(self, request: bytes, nruns: int, stdio: list[int]) -> np.ndarray:
-        with self.recv_lock:
+        with self.lock:
+            self._submit(request, nruns, stdio)
+            return self._collect()
+
+    @contextlib.contextmanager
+    def pipeline(self) -> Iterator["Pipeline"]:
+        """Requests sent ahead, queued in the socket; replies read in order. Replies left
+        unread at the end (an error) leave the helper out of step: it is ended."""
+        with self.lock:
             try:
-                with self.send_lock:
-                    sent = self.sock.sendmsg(
-                        [request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", stdio))]
-                    )
-                    self.sock.sendall(request[sent:])
-                    self.waiting = True
-                    if self.stop_wanted:
-                        self._send_stop()
-                reply = bytearray(_native.BATCH_REPLY_BYTES)
-                self._recv_into(reply)
-                self.waiting = False
-                done, floor_kb = _native.batch_reply(bytes(reply))
-                out = np.zeros(done, dtype=RUN_DTYPE)
-                self._recv_into(out.data.cast("B"))
-            except BaseException:
-                self.close()  # out of step with the helper now: the next batch starts a new one
-                raise
+                yield Pipeline(self._submit, self._collect)
+            finally:
+                if self.queued:
+                    self.close()
+
+    def _submit(self, request: bytes, nruns: int, stdio: list[int]) -> None:
+        try:
+            sent = self.sock.sendmsg(
+                [request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", stdio))]
+            )
+            self.sock.sendall(request[sent:])
+            self.queued += 1
+        except BaseException:
+            self.close()  # out of step with the helper now: the next batch starts a new one
+            raise
+
+    def _collect(self) -> np.ndarray:
+        try:
+            reply = bytearray(_native.BATCH_REPLY_BYTES)
+            self._recv_into(reply)
+            done, floor_kb = _native.batch_reply(bytes(reply))
+            out = np.zeros(done, dtype=RUN_DTYPE)
+            self._recv_into(out.data.cast("B"))
+            self.queued -= 1
+        except BaseException:
+            self.close()
+            raise
         self.floor_kb = max(self.floor_kb or 0, floor_kb) if floor_kb > 0 else None
         return out
 
@@ -208,19 +238,15 @@ class Spawner(InProcess):
                 raise PerflabError(f"the spawner helper {SPAWNER} ended unexpectedly")
             view = view[n:]
 
-    def _send_stop(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.send(bytes([_native.STOP_BYTE]))
-
     def request_stop(self) -> None:
-        """Safe from a signal handler: a stop byte never lands inside a request."""
-        self.stop_wanted = True
-        with self.send_lock:
-            if self.waiting:
-                self._send_stop()
+        """Safe from a signal handler: the batch in flight and every queued one stop."""
+        with contextlib.suppress(OSError):
+            os.write(self.stop_w, b"S")
 
     def clear_stop(self) -> None:
-        self.stop_wanted = False
+        with contextlib.suppress(OSError):
+            while os.read(self.stop_r, 4096):
+                pass
 
     def alive(self) -> bool:
         return self.pid == os.getpid() and self.proc.poll() is None and self.sock.fileno() >= 0
@@ -233,6 +259,19 @@ class Spawner(InProcess):
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        for fd in (self.stop_r, self.stop_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.stop_r = self.stop_w = -1
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Batches sent ahead of their replies: submit(request, nruns, stdio), collect() -> the
+    oldest one's records."""
+
+    submit: Callable[[bytes, int, list[int]], None]
+    collect: Callable[[], np.ndarray]
 
 
 _engines: dict[str, InProcess] = {}
@@ -291,6 +330,18 @@ def run_batch(
 
     Fewer records than runs come back when a stop was requested: the runs not made.
     """
+    return (using or engine()).batch(*request(programs, prog, sizes, var, base_env, options))
+
+
+def request(
+    programs: Sequence[Sequence[str]],
+    prog: np.ndarray,
+    sizes: np.ndarray | None = None,
+    var: str = "A",
+    base_env: Mapping[str, str] | None = None,
+    options: SpawnOptions | None = None,
+) -> tuple[bytes, int, list[int]]:
+    """run_batch's arguments as what an engine takes: (request bytes, runs, stdio fds)."""
     options = options or SpawnOptions()
     prog = np.ascontiguousarray(prog, dtype=np.int32)
     sizes = np.full(prog.size, -1, np.int64) if sizes is None else np.asarray(sizes, np.int64)
@@ -299,8 +350,7 @@ def run_batch(
     if sizes.size and sizes.min() < -1:
         raise PerflabError("environment sizes must not be negative")
     programs = [(a[0], *a) for a in programs]
-    request = _pack(programs, prog, sizes, var, base_env, options)
-    return (using or engine()).batch(request, prog.size, _stdio(options))
+    return _pack(programs, prog, sizes, var, base_env, options), prog.size, _stdio(options)
 
 
 def run(
@@ -347,6 +397,12 @@ def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
 
     Counts are int32 and status a categorical: 800 000 rows must fit in a few copies.
     """
+    return pd.DataFrame(tidy_columns(runs, overhead))
+
+
+def tidy_columns(runs: np.ndarray, overhead: int = 0) -> dict[str, Any]:
+    """tidy's columns by name, for a frame built once with more columns in front: inserting
+    them one by one cost a sweep on every CPU more Python time than the rows' own making."""
     has_probe = (runs["flags"] & _native.RUN_HAS_PROBE) != 0
     has_counters = (runs["flags"] & _native.RUN_HAS_COUNTERS) != 0
     # The probed region lies inside the parent's own reads around the run, on the same clock:
@@ -357,29 +413,27 @@ def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
     status = np.where(unphysical & ok, _native.RUN_BAD_PROBE, runs["status"])
     # A region cheaper than the timer's own cost reads 0, not a negative time.
     probe = np.maximum(raw.astype(np.float64) - overhead, 0.0)
-    return pd.DataFrame(
-        {
-            "ticks": np.where(has_probe & ~unphysical, probe, np.nan),
-            "outer_ticks": runs["outer_ticks"].astype(np.int64),
-            "wall_ns": runs["wall_ns"],
-            "utime_ns": runs["utime_ns"],
-            "stime_ns": runs["stime_ns"],
-            "maxrss_kb": pd.arrays.IntegerArray(
-                runs["maxrss_kb"].astype(np.int32), mask=runs["maxrss_kb"] < 0
-            ),
-            "minflt": runs["minflt"].astype(np.int32),
-            "majflt": runs["majflt"].astype(np.int32),
-            "nvcsw": runs["nvcsw"].astype(np.int32),
-            "nivcsw": runs["nivcsw"].astype(np.int32),
-            "cycles": np.where(has_counters, runs["cycles"].astype(np.float64), np.nan),
-            "instructions": np.where(has_counters, runs["instructions"].astype(np.float64), np.nan),
-            "exit_code": runs["exit_code"],
-            "signal": runs["signal"],
-            "status": pd.Categorical.from_codes(status, STATUS_NAMES),
-            "child_errno": runs["child_errno"],
-            "strays": (runs["flags"] & _native.RUN_STRAYS) != 0,
-        }
-    )
+    return {
+        "ticks": np.where(has_probe & ~unphysical, probe, np.nan),
+        "outer_ticks": runs["outer_ticks"].astype(np.int64),
+        "wall_ns": runs["wall_ns"],
+        "utime_ns": runs["utime_ns"],
+        "stime_ns": runs["stime_ns"],
+        "maxrss_kb": pd.arrays.IntegerArray(
+            runs["maxrss_kb"].astype(np.int32), mask=runs["maxrss_kb"] < 0
+        ),
+        "minflt": runs["minflt"].astype(np.int32),
+        "majflt": runs["majflt"].astype(np.int32),
+        "nvcsw": runs["nvcsw"].astype(np.int32),
+        "nivcsw": runs["nivcsw"].astype(np.int32),
+        "cycles": np.where(has_counters, runs["cycles"].astype(np.float64), np.nan),
+        "instructions": np.where(has_counters, runs["instructions"].astype(np.float64), np.nan),
+        "exit_code": runs["exit_code"],
+        "signal": runs["signal"],
+        "status": pd.Categorical.from_codes(status, STATUS_NAMES),
+        "child_errno": runs["child_errno"],
+        "strays": (runs["flags"] & _native.RUN_STRAYS) != 0,
+    }
 
 
 def describe_errno(code: int) -> str:

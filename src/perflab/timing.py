@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from perflab import _native, spawn, stats
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, Stopped
 
 # A sample should last about this many ticks (~10 us at 2.5 GHz): ~700 times the timer's
 # cost, short enough that few samples are hit by an interrupt; and at least STEPS_PER_SAMPLE
@@ -138,7 +138,10 @@ def spin(iterations: int, name: str | None = None) -> CallTarget:
 
 @dataclass(eq=False)
 class ProgramTarget:
-    """A program run once per sample as an exact child; `probe` once a run showed its probe."""
+    """A program run once per sample as an exact child; `probe` once a run showed its probe.
+
+    With `lanes` (two or more CPUs) its runs are made one child per lane CPU at a time.
+    """
 
     name: str
     argv: tuple[str, ...]
@@ -148,13 +151,25 @@ class ProgramTarget:
     probe: bool = False
     calls: int = 1
     overhead: float = 0.0
+    lanes: tuple[int, ...] = ()
 
     def run(self, n: int) -> np.ndarray:
         """n runs: ticks of the probed region (timer cost removed) or of the whole child."""
+        return self.run_tagged(n)[0]
+
+    def run_tagged(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """n runs: their ticks and the CPU each ran on (-1: not pinned to one)."""
+        if self.lanes:
+            return _lane_ticks([self], np.zeros(n, np.int32))[0]
         out = np.empty(n, dtype=np.uint64)
         for i in range(n):
             out[i] = self._ticks(spawn.run(self.argv, self.env, self.options))
-        return out
+        return out, np.full(n, self.cpu, np.int16)
+
+    @property
+    def cpu(self) -> int:
+        """The one CPU its sequential runs are pinned to, else -1."""
+        return self.options.cpus[0] if len(self.options.cpus) == 1 else -1
 
     def _ticks(self, r: Any) -> int:
         _check_run(self.name, r)
@@ -186,6 +201,40 @@ def _check_run(name: str, r: Any) -> None:
     raise PerflabError(f"{name}: run failed: {why}")
 
 
+def _lane_ticks(
+    targets: Sequence[ProgramTarget], prog: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Runs of targets[prog[i]] in one parallel batch on their lanes: (ticks, cpu) per target,
+    each in the order its runs were planned."""
+    first = targets[0]
+    if any((t.lanes, t.env, t.options) != (first.lanes, first.env, first.options)
+           for t in targets[1:]):  # fmt: skip
+        raise PerflabError(
+            "programs compared side by side (jobs) run in one batch: give them the same jobs, "
+            "CPUs, environment and options"
+        )
+    lanes = spawn.ParallelOptions(**{**vars(first.options), "cpus": first.lanes})
+    out = spawn.run_batch([t.argv for t in targets], prog, None, "A", first.env, lanes)
+    if out.size < prog.size:
+        raise Stopped
+    ticks = np.array([targets[int(r["prog"])]._ticks(r) for r in out], dtype=np.uint64)
+    return [(ticks[prog == k], out["cpu"][prog == k].astype(np.int16))
+            for k in range(len(targets))]  # fmt: skip
+
+
+def program_lanes(
+    jobs: int, cpus: Sequence[int] | None, allow_siblings: bool = False
+) -> tuple[int, ...]:
+    """The lane CPUs of a program run `jobs` children at once (() for one at a time)."""
+    if jobs == 1:
+        return ()
+    from perflab import parallel  # builds on pandas: only for programs run side by side
+
+    lanes = parallel.lane_cpus(jobs, cpus)
+    parallel.refuse_siblings(lanes, allow_siblings)
+    return lanes
+
+
 def program(
     argv: Sequence[str],
     env: Mapping[str, str] | None = None,
@@ -194,6 +243,8 @@ def program(
     rt: bool = False,
     timeout: float = 60.0,
     name: str | None = None,
+    jobs: int = 1,
+    allow_siblings: bool = False,
 ) -> ProgramTarget:
     """A program run with exactly argv and env (None: empty), ASLR off, pinned.
 
@@ -201,23 +252,28 @@ def program(
     comparison starts: the scheduler put it where it could run, and it sleeps in wait4 while
     the child runs. rt=True asks for SCHED_FIFO (perflab.spawn; refused without privileges,
     then the runs are ordinary) so other tasks on that CPU cannot preempt the child.
+
+    jobs=N (0: one per CPU) runs N children at once, each pinned to its own CPU: the `cpus`
+    list, else the last N usable CPUs; SMT siblings are refused unless allow_siblings. Each
+    sample then records its CPU, and two programs compared run in one batch (same jobs, CPUs,
+    environment and options).
     """
     args = [str(a) for a in argv]
     if not args:
         raise PerflabError("program: empty argv")
     args[0] = spawn.check_program(args[0])
+    lanes = program_lanes(jobs, cpus, allow_siblings)
     options = spawn.SpawnOptions(
         aslr=aslr,
-        cpus=tuple(cpus or ()),
+        cpus=lanes or tuple(cpus or ()),
         rt=rt,
         timeout=timeout,
         stdout=_devnull(),
         stderr=_devnull(),
     )
     label = name or " ".join([os.path.basename(args[0]), *args[1:]])
-    return ProgramTarget(
-        name=label, argv=tuple(args), env=dict(env or {}), options=options, pin=cpus is None
-    )
+    return ProgramTarget(name=label, argv=tuple(args), env=dict(env or {}), options=options,
+                         pin=cpus is None and not lanes, lanes=lanes)  # fmt: skip
 
 
 def current_cpu() -> int:
@@ -312,31 +368,52 @@ def _calibrate_programs(targets: Sequence[Target]) -> None:
         )
 
 
+NOT_PINNED = -1  # the CPU of a sample made where the scheduler chose
+
+
 def sample(target: Target, n: int) -> tuple[np.ndarray, np.ndarray]:
     """n samples of a calibrated target: (raw ticks per sample, net ticks per call)."""
+    return sample_tagged(target, n)[:2]
+
+
+def sample_tagged(target: Target, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """n samples of a calibrated target: raw ticks, net ticks per call, and each one's CPU."""
     if isinstance(target, ProgramTarget):
-        raw = target.run(n)
-        return raw, target.per_call(raw)
+        raw, cpu = target.run_tagged(n)
+        return raw, target.per_call(raw), cpu
     raw = target.call.time(n)
     target.raise_errors()
-    return raw, target.per_call(raw)
+    return raw, target.per_call(raw), np.full(n, NOT_PINNED, np.int16)
 
 
 Pair = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+TaggedPair = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def _program_pair(a: ProgramTarget, b: ProgramTarget, n: int) -> Pair:
-    """Runs interleaved a b, b a, ... like perflab_time_pair; each run is timed in C."""
+def _program_pair(a: ProgramTarget, b: ProgramTarget, n: int) -> TaggedPair:
+    """Runs interleaved a b, b a, ... like perflab_time_pair; each run is timed in C. Side
+    by side (lanes), the lanes take the runs in that order from one batch."""
+    if a.lanes or b.lanes:
+        prog = np.array([0, 1, 1, 0], np.int32)[np.arange(2 * n) % 4]
+        (ra, ca), (rb, cb) = _lane_ticks([a, b], prog)
+        return ra, a.per_call(ra), ca, rb, b.per_call(rb), cb
     ra, rb = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
     for i in range(n):
         first, second = ((a, ra), (b, rb)) if i % 2 == 0 else ((b, rb), (a, ra))
         first[1][i] = first[0].run(1)[0]
         second[1][i] = second[0].run(1)[0]
-    return ra, a.per_call(ra), rb, b.per_call(rb)
+    return ra, a.per_call(ra), np.full(n, a.cpu, np.int16), rb, b.per_call(rb), \
+        np.full(n, b.cpu, np.int16)  # fmt: skip
 
 
 def sample_pair(a: Target, b: Target, n: int) -> Pair:
     """n interleaved samples of two calibrated targets: (raw_a, net_a, raw_b, net_b)."""
+    ra, na, _, rb, nb, _ = sample_pair_tagged(a, b, n)
+    return ra, na, rb, nb
+
+
+def sample_pair_tagged(a: Target, b: Target, n: int) -> TaggedPair:
+    """sample_pair with each sample's CPU: (raw_a, net_a, cpu_a, raw_b, net_b, cpu_b)."""
     if isinstance(a, ProgramTarget) and isinstance(b, ProgramTarget):
         return _program_pair(a, b, n)
     if not (isinstance(a, CallTarget) and isinstance(b, CallTarget)):
@@ -344,4 +421,5 @@ def sample_pair(a: Target, b: Target, n: int) -> Pair:
     ra, rb = _native.time_pair(a.call, b.call, n)
     a.raise_errors()
     b.raise_errors()
-    return ra, a.per_call(ra), rb, b.per_call(rb)
+    cpu = np.full(n, NOT_PINNED, np.int16)
+    return ra, a.per_call(ra), cpu, rb, b.per_call(rb), cpu

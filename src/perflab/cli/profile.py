@@ -4,7 +4,7 @@ import sys
 
 import click
 
-from perflab import profile, results
+from perflab import perfsamples, profile, results
 from perflab.cli import cli
 from perflab.cli.common import (
     Number,
@@ -62,10 +62,34 @@ def _ms(ns) -> str:
     help="Do not use taskstats exit records (exact figures at each thread's exit, CAP_NET_ADMIN "
     "only); /proc readings alone, as for a user without it.",
 )
+@click.option(
+    "--samples",
+    "use_samples",
+    is_flag=True,
+    help="Sample each thread's CPU by symbol with perf record (the cycles event, or cpu-clock "
+    "where there is no PMU): which functions each thread runs.",
+)
+@click.option(
+    "--sample-hz",
+    type=click.IntRange(1, perfsamples.MAX_HZ),
+    default=perfsamples.FREQUENCY_HZ,
+    show_default=True,
+    help="Samples per second of each thread's CPU time with --samples: finer, and costlier.",
+)
 @output_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def profile_cmd(
-    interval, cpus, timeout, use_strace, no_exit_records, output, as_json, plot_path, command
+    interval,
+    cpus,
+    timeout,
+    use_strace,
+    no_exit_records,
+    use_samples,
+    sample_hz,
+    output,
+    as_json,
+    plot_path,
+    command,
 ):
     """Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.
 
@@ -82,6 +106,7 @@ def profile_cmd(
         stdout=2 if as_json else None,  # the program's output must not break the JSON
         progress=_progress(),
         exit_records=not no_exit_records,
+        sample_hz=sample_hz if use_samples else None,
     )
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
@@ -101,6 +126,7 @@ def profile_cmd(
                 "strace": meta["strace"],
                 "exit_records": meta["exit_records"],
                 "perf_counters": meta["perf_counters"],
+                **_samples_json(df, meta),
             }
         )
     else:
@@ -134,6 +160,27 @@ def _print(df, over, meta) -> None:
     if calls is None:
         click.echo(f"time per system call: {meta['strace']}")
     click.echo(f"per-thread perf counters: {meta['perf_counters']}")
+    _print_samples(df, meta)
+
+
+def _samples_json(df, meta) -> dict:
+    if "samples_note" not in meta:
+        return {}
+    sampled = perfsamples.frame(df)
+    return {
+        "samples": None if sampled is None else records(sampled),
+        "samples_note": meta["samples_note"],
+    }
+
+
+def _print_samples(df, meta) -> None:
+    """Each thread's hottest symbols (perf report -T --tid, for every thread at once)."""
+    if "samples_note" not in meta:
+        return
+    sampled = perfsamples.frame(df)
+    click.echo(f"CPU samples per thread and symbol: {meta['samples_note']}")
+    if sampled is not None and len(sampled):
+        table(_ids(perfsamples.summarize(sampled)), floatfmt="{:,.1f}")
 
 
 def _ids(shown):

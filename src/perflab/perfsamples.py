@@ -199,13 +199,24 @@ def parse(text: str) -> pd.DataFrame:
     )
 
 
-def table(raw: pd.DataFrame, cpu_ns: dict[tuple[int, int], float] | None = None) -> pd.DataFrame:
+def table(
+    raw: pd.DataFrame,
+    cpu_ns: dict[tuple[int, int], float] | None = None,
+    names: dict[tuple[int, int], str] | None = None,
+) -> pd.DataFrame:
     """The tidy per-thread profile: per (pid, tid, comm, dso, symbol) its samples, their share
     of the thread's samples and the on-CPU ns they stand for (a clock event's periods are ns; a
-    cycles event's share of the periods is applied to the thread's measured CPU time)."""
-    df, cpu_ns = raw, cpu_ns or {}
-    if df.empty:
+    cycles event's share of the periods is applied to the thread's measured CPU time, cpu_ns).
+    names: each thread's final name, for the samples taken before it named itself."""
+    cpu_ns = cpu_ns or {}
+    if raw.empty:
         return pd.DataFrame(columns=COLUMNS)
+    df = raw.copy()
+    if names:
+        ids = zip(df["pid"], df["tid"], strict=True)
+        df["comm"] = [names.get(k, c) for k, c in zip(ids, df["comm"], strict=True)]
+        keys = ["pid", "tid", "comm", "event", "dso", "symbol"]
+        df = df.groupby(keys, as_index=False, sort=False)[["samples", "period"]].sum()
     keys = ["pid", "tid"]
     thread_samples = df.groupby(keys)["samples"].transform("sum")
     thread_period = df.groupby(keys)["period"].transform("sum")
@@ -229,8 +240,9 @@ def metadata(rec: "Recorder | None", raw: pd.DataFrame | None, rows: list[dict])
     if rec is None:
         return {}
     cpu = {(r["pid"], r["tid"]): r["cpu_ns"] for r in rows}
+    names = {(r["pid"], r["tid"]): r["comm"] for r in rows}
     keep = {p for p, _ in cpu}
-    out = None if raw is None else table(raw[raw["pid"].isin(keep)], cpu)
+    out = None if raw is None else table(raw[raw["pid"].isin(keep)], cpu, names)
     used = event_used(raw)
     if rec.why_not:
         note = rec.why_not

@@ -4,7 +4,7 @@ import sys
 
 import click
 
-from perflab import perfsamples, profile, results
+from perflab import contention, machine, perfsamples, profile, results
 from perflab.cli import cli
 from perflab.cli.common import (
     Number,
@@ -76,8 +76,19 @@ def _ms(ns) -> str:
     show_default=True,
     help="Samples per second of each thread's CPU time with --samples: finer, and costlier.",
 )
+@click.option(
+    "--workload",
+    type=click.Choice(contention.KINDS),
+    help="Profile the built-in reproduction instead of COMMAND: threads doing serial work under "
+    "one lock, waiting in futex (mutex) or spinning (spin).",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(1, contention.MAX_THREADS),
+    help="Worker threads of --workload. [default: the usable CPUs, at least 2]",
+)
 @output_options
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def profile_cmd(
     interval,
     cpus,
@@ -86,6 +97,8 @@ def profile_cmd(
     no_exit_records,
     use_samples,
     sample_hz,
+    workload,
+    threads,
     output,
     as_json,
     plot_path,
@@ -95,10 +108,11 @@ def profile_cmd(
 
     `perflab profile -- ./app -t 8`: per thread, CPU (user/system), lifetime, utilisation,
     context switches, run-queue wait and time blocked; the program's utilisation (CPU / wall:
-    threads busy on average); exits with the program's status."""
+    threads busy on average); exits with the program's status. `perflab profile --workload mutex
+    --threads 4 --samples`: the built-in lock contention, profiled by symbol too."""
     check_paths(output, plot_path)
     df = profile.run(
-        list(command),
+        _command(command, workload, threads),
         interval=interval,
         cpus=cpus or (),
         timeout=timeout,
@@ -132,6 +146,21 @@ def profile_cmd(
     else:
         _print(df, over, meta)
     raise SystemExit(_status(over))
+
+
+def _command(command, workload, threads) -> list[str]:
+    """COMMAND, or the built-in workload's argv: one of the two, refused in one line."""
+    if workload and command:
+        raise click.UsageError("give either --workload or a COMMAND, not both")
+    if threads is not None and not workload:
+        raise click.UsageError("--threads is for --workload; a COMMAND takes its own options")
+    if not workload:
+        if not command:
+            raise click.UsageError(
+                "Missing argument COMMAND: perflab profile -- PROGRAM ARGS, or --workload"
+            )
+        return list(command)
+    return contention.command(workload, threads or max(2, len(machine.usable_cpus())))
 
 
 def _print(df, over, meta) -> None:

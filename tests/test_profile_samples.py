@@ -3,6 +3,7 @@ to known counts, and real runs of the built-in lock contention, asserting only w
 machine (which functions the threads run, who spins, who sleeps), never a wall-clock figure."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,22 @@ def test_without_perf_it_says_so_and_still_profiles(monkeypatch, tmp_path):
     assert meta["samples_note"].startswith("not supported here (perf is not installed")
     assert meta["samples"] is None and perfsamples.frame(df) is None
     assert (df["comm"] == "worker-1").sum() == 1 and meta["exit_code"] == 0
+
+
+def test_a_perf_that_refuses_is_quoted_and_the_profile_still_taken(tmp_path, monkeypatch):
+    """A perf that exits at once (as under perf_event_paranoid=3 or seccomp) is named with its
+    own error line; the program still runs and is profiled."""
+    argv = contention.command("spin", 2, iterations=2_000, work=100)
+    fake = tmp_path / "perf"
+    fake.write_text("#!/bin/sh\necho 'Error: perf_event_open: Permission denied' >&2\nexit 255\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    df = profile.run(argv, sample_hz=999)
+    meta = results.metadata(df)
+    assert meta["samples_note"] == (
+        "not supported here (perf record exited 255: Error: perf_event_open: Permission denied)"
+    )
+    assert meta["exit_code"] == 0 and (df["comm"] == "worker-0").sum() == 1
 
 
 def _sampled(kind: str, threads: int = 2) -> tuple:

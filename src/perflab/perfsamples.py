@@ -66,12 +66,8 @@ def plan(frequency: int = FREQUENCY_HZ) -> Plan:
         return Plan(perf, "cycles", frequency, "")
     if clock >= 0:
         return Plan(perf, "cpu-clock", frequency, f"cycles: {counters.reason(cycles)}")
-    return Plan(
-        None,
-        None,
-        frequency,
-        f"cycles: {counters.reason(cycles)}; cpu-clock: {counters.reason(clock)}",
-    )
+    both = f"cycles: {counters.reason(cycles)}; cpu-clock: {counters.reason(clock)}"
+    return Plan(None, None, frequency, f"not supported here (neither event opens: {both})")
 
 
 class Recorder:

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,26 +160,33 @@ class Recorder:
             return None
         assert self.plan.perf
         fields = "comm,pid,tid,period,event,ip,sym,dso"
-        done = subprocess.run(
-            [self.plan.perf, "script", "-i", str(self.data), "-F", fields],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            check=False,
-        )
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        err = self.dir / "script.err"
+        with open(err, "wb") as errors:
+            script = subprocess.Popen(
+                [self.plan.perf, "script", "-i", str(self.data), "-F", fields],
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                text=True,
+                errors="replace",
+            )
+            assert script.stdout is not None
+            with script.stdout:
+                counted = parse(script.stdout)  # streamed: a long run prints millions of lines
+            rc = script.wait()
+        if rc != 0:
+            last = (err.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
             self.why_not = f"perf script failed: {last}"
             return None
-        return parse(done.stdout)
+        return counted
 
 
-def parse(text: str) -> pd.DataFrame:
-    """`perf script -F comm,pid,tid,period,event,ip,sym,dso` lines counted per (pid, tid,
-    comm, event, dso, symbol): samples and the sum of their periods (ns for a clock event)."""
+def parse(lines: str | Iterable[str]) -> pd.DataFrame:
+    """`perf script -F comm,pid,tid,period,event,ip,sym,dso` output (text or lines) counted
+    per (pid, tid, comm, event, dso, symbol): samples and the sum of their periods (ns for a
+    clock event)."""
     samples: Counter[tuple] = Counter()
     periods: Counter[tuple] = Counter()
-    for line in text.splitlines():
+    for line in lines.splitlines() if isinstance(lines, str) else lines:
         m = _LINE.match(line)
         if m is None:
             continue

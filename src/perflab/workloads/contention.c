@@ -44,10 +44,18 @@ static void spin_unlock(void)
     atomic_store_explicit(&spin_word, 0, memory_order_release);
 }
 
+struct share {
+    int index;
+    long sections;
+};
+
 static void *worker(void *arg)
 {
-    long n = *(long *)arg;
-    for (long i = 0; i < n; i++) {
+    const struct share *mine = arg;
+    char name[24]; /* "worker-4095" fits the 16 bytes a thread name may have */
+    snprintf(name, sizeof name, "worker-%d", mine->index);
+    pthread_setname_np(pthread_self(), name); /* by itself: it may end before main could */
+    for (long i = 0; i < mine->sections; i++) {
         if (spinning) {
             spin_lock();
             shared_work();
@@ -77,18 +85,16 @@ int main(int argc, char **argv)
         return 2;
     }
     pthread_t *ids = calloc(threads, sizeof *ids);
-    long *share = calloc(threads, sizeof *share);
+    struct share *share = calloc(threads, sizeof *share);
     if (!ids || !share)
         return 1;
     for (int t = 0; t < threads; t++) {
-        char name[24]; /* "worker-4095" fits the 16 bytes a thread name may have */
-        share[t] = iterations / threads + (t < iterations % threads);
+        share[t].index = t;
+        share[t].sections = iterations / threads + (t < iterations % threads);
         if (pthread_create(&ids[t], 0, worker, &share[t])) {
             fprintf(stderr, "%s: cannot create thread %d\n", argv[0], t);
             return 1;
         }
-        snprintf(name, sizeof name, "worker-%d", t);
-        pthread_setname_np(ids[t], name);
     }
     for (int t = 0; t < threads; t++)
         pthread_join(ids[t], 0);

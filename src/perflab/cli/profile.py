@@ -72,9 +72,8 @@ def _ms(ns) -> str:
 @click.option(
     "--sample-hz",
     type=click.IntRange(1, perfsamples.MAX_HZ),
-    default=perfsamples.FREQUENCY_HZ,
-    show_default=True,
-    help="Samples per second of each thread's CPU time with --samples: finer, and costlier.",
+    help="Samples per second of each thread's CPU time (implies --samples): finer, and "
+    f"costlier. [default: {perfsamples.FREQUENCY_HZ}]",
 )
 @click.option(
     "--workload",
@@ -120,7 +119,7 @@ def profile_cmd(
         stdout=2 if as_json else None,  # the program's output must not break the JSON
         progress=_progress(),
         exit_records=not no_exit_records,
-        sample_hz=sample_hz if use_samples else None,
+        sample_hz=sample_hz or (perfsamples.FREQUENCY_HZ if use_samples else None),
     )
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)

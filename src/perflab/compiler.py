@@ -106,8 +106,14 @@ def _compile(cc: list[str], flags: list[str], source: Path, out: Path) -> str:
     return ""
 
 
-def build(source: str | os.PathLike, opt: str = DEFAULT_OPT, static: bool = True) -> Workload:
-    """Compile one C workload (cached); static when the libc allows it, since exec is faster."""
+def build(
+    source: str | os.PathLike,
+    opt: str = DEFAULT_OPT,
+    static: bool = True,
+    extra: Sequence[str] = (),
+) -> Workload:
+    """Compile one C workload (cached); static when the libc allows it, since exec is faster;
+    extra flags last (-pthread: a glibc older than 2.34 keeps threads in libpthread)."""
     if opt not in OPT_LEVELS:
         raise PerflabError(f"-O{opt}: unknown level; use one of {', '.join(OPT_LEVELS)}")
     source = Path(source)
@@ -116,7 +122,7 @@ def build(source: str | os.PathLike, opt: str = DEFAULT_OPT, static: bool = True
     cache = cache_dir()
     errors = []
     for link in (["-static"], []) if static else ([],):
-        flags = [f"-O{opt}", "-Wall", "-Werror", *link]
+        flags = [f"-O{opt}", "-Wall", "-Werror", *link, *extra]
         digest = _key(source, flags, version)
         out = cache / f"{source.stem}-{digest[:16]}"
         if out.exists() or not (err := _compile(cc, flags, source, out)):

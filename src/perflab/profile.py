@@ -270,13 +270,17 @@ def run(
     stdout: int | None = None,
     progress: Progress | None = None,
     exit_records: bool = True,
+    sample_hz: int | None = None,
 ) -> pd.DataFrame:
     """Profile one run of argv: one row per thread it ever had (and a "(between readings)" row
     for what no reading saw), with the program's totals, syscalls and timeline in metadata.
 
     env None inherits perflab's environment; stdout an fd for the program's output (else ours);
-    exit_records: also take taskstats exit records where the kernel allows (CAP_NET_ADMIN).
+    exit_records: also take taskstats exit records where the kernel allows (CAP_NET_ADMIN);
+    sample_hz: also sample each thread's CPU by symbol with perf record (perfsamples).
     """
+    from perflab import perfsamples  # perf's own module, only when sampling is asked for
+
     if not argv:
         raise PerflabError("no program to profile (perflab profile -- PROGRAM ARGS)")
     if not 0.001 <= interval <= 10:
@@ -292,6 +296,9 @@ def run(
     with tempfile.TemporaryDirectory(prefix="perflab-profile-") as tmp:
         log = Path(tmp) / "strace.log"
         spawned = stracelog.command(tracer_path, log, program) if tracer_path else program
+        recorder = perfsamples.Recorder(tmp, sample_hz) if sample_hz else None
+        if recorder:
+            recorder.start()
         boot0 = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         listener, why_not = _listener(exit_records)
         t0 = time.monotonic_ns()
@@ -311,7 +318,10 @@ def run(
         finally:
             if listener:
                 listener.close()
+            if recorder:
+                recorder.stop()
         syscalls = stracelog.read(log) if tracer_path and log.exists() else None
+        sampled = recorder.read() if recorder else None
     records = taskstats.ours(listener.records(), pid) if listener else []
     exclude = sampler.tracer_pids(records)
     rows = _thread_rows(sampler, wall, exclude, records)
@@ -344,6 +354,7 @@ def run(
         "strace": _strace_note(strace, tracer_path),
         "syscalls": None if syscalls is None else syscalls.to_dict(orient="list"),
         "perf_counters": _perf_note(),
+        **perfsamples.metadata(recorder, sampled, rows),
         "timeline": _timeline(sampler, exclude),
     }
     return results.attach(df, meta)

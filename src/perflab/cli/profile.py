@@ -4,7 +4,7 @@ import sys
 
 import click
 
-from perflab import profile, results
+from perflab import contention, machine, perfsamples, profile, results
 from perflab.cli import cli
 from perflab.cli.common import (
     Number,
@@ -62,19 +62,56 @@ def _ms(ns) -> str:
     help="Do not use taskstats exit records (exact figures at each thread's exit, CAP_NET_ADMIN "
     "only); /proc readings alone, as for a user without it.",
 )
+@click.option(
+    "--samples",
+    "use_samples",
+    is_flag=True,
+    help="Sample each thread's CPU by symbol with perf record (the cycles event, or cpu-clock "
+    "where there is no PMU): which functions each thread runs.",
+)
+@click.option(
+    "--sample-hz",
+    type=click.IntRange(1, perfsamples.MAX_HZ),
+    help="Samples per second of each thread's CPU time (implies --samples): finer, and "
+    f"costlier. [default: {perfsamples.FREQUENCY_HZ}]",
+)
+@click.option(
+    "--workload",
+    type=click.Choice(contention.KINDS),
+    help="Profile the built-in reproduction instead of COMMAND: threads doing serial work under "
+    "one lock, waiting in futex (mutex) or spinning (spin).",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(1, contention.MAX_THREADS),
+    help="Worker threads of --workload. [default: the usable CPUs, at least 2]",
+)
 @output_options
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def profile_cmd(
-    interval, cpus, timeout, use_strace, no_exit_records, output, as_json, plot_path, command
+    interval,
+    cpus,
+    timeout,
+    use_strace,
+    no_exit_records,
+    use_samples,
+    sample_hz,
+    workload,
+    threads,
+    output,
+    as_json,
+    plot_path,
+    command,
 ):
     """Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.
 
     `perflab profile -- ./app -t 8`: per thread, CPU (user/system), lifetime, utilisation,
     context switches, run-queue wait and time blocked; the program's utilisation (CPU / wall:
-    threads busy on average); exits with the program's status."""
+    threads busy on average); exits with the program's status. `perflab profile --workload mutex
+    --threads 4 --samples`: the built-in lock contention, profiled by symbol too."""
     check_paths(output, plot_path)
     df = profile.run(
-        list(command),
+        _command(command, workload, threads),
         interval=interval,
         cpus=cpus or (),
         timeout=timeout,
@@ -82,6 +119,7 @@ def profile_cmd(
         stdout=2 if as_json else None,  # the program's output must not break the JSON
         progress=_progress(),
         exit_records=not no_exit_records,
+        sample_hz=sample_hz or (perfsamples.FREQUENCY_HZ if use_samples else None),
     )
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
@@ -101,11 +139,27 @@ def profile_cmd(
                 "strace": meta["strace"],
                 "exit_records": meta["exit_records"],
                 "perf_counters": meta["perf_counters"],
+                **_samples_json(df, meta),
             }
         )
     else:
         _print(df, over, meta)
     raise SystemExit(_status(over))
+
+
+def _command(command, workload, threads) -> list[str]:
+    """COMMAND, or the built-in workload's argv: one of the two, refused in one line."""
+    if workload and command:
+        raise click.UsageError("give either --workload or a COMMAND, not both")
+    if threads is not None and not workload:
+        raise click.UsageError("--threads is for --workload; a COMMAND takes its own options")
+    if not workload:
+        if not command:
+            raise click.UsageError(
+                "Missing argument COMMAND: perflab profile -- PROGRAM ARGS, or --workload"
+            )
+        return list(command)
+    return contention.command(workload, threads or max(2, len(machine.usable_cpus())))
 
 
 def _print(df, over, meta) -> None:
@@ -134,6 +188,27 @@ def _print(df, over, meta) -> None:
     if calls is None:
         click.echo(f"time per system call: {meta['strace']}")
     click.echo(f"per-thread perf counters: {meta['perf_counters']}")
+    _print_samples(df, meta)
+
+
+def _samples_json(df, meta) -> dict:
+    if "samples_note" not in meta:
+        return {}
+    sampled = perfsamples.frame(df)
+    return {
+        "samples": None if sampled is None else records(sampled),
+        "samples_note": meta["samples_note"],
+    }
+
+
+def _print_samples(df, meta) -> None:
+    """Each thread's hottest symbols (perf report -T --tid, for every thread at once)."""
+    if "samples_note" not in meta:
+        return
+    sampled = perfsamples.frame(df)
+    click.echo(f"CPU samples per thread and symbol: {meta['samples_note']}")
+    if sampled is not None and len(sampled):
+        table(_ids(perfsamples.summarize(sampled)), floatfmt="{:,.1f}")
 
 
 def _ids(shown):

@@ -42,6 +42,7 @@ def test_the_gallery_is_complete():
         "torpey_clocks",
         "fileguard_syscalls",
         "easyperf_threads",
+        "easyperf_profile",
     } <= names
     readme = (ROOT / "experiments" / "README.md").read_text()
     for script in SCRIPTS:

@@ -10,7 +10,17 @@ import pandas as pd
 import pytest
 
 import perflab
-from perflab import counters, cswitch, machine, memcpy, pagefault, results, syscalls, trig
+from perflab import (
+    contention,
+    counters,
+    cswitch,
+    machine,
+    memcpy,
+    pagefault,
+    results,
+    syscalls,
+    trig,
+)
 from perflab.threads import fauxplat_sec, ht_pairs, thread_count
 
 SRC = Path(perflab.__file__).resolve().parent
@@ -61,6 +71,7 @@ TINY = {
     ht_pairs: {"loops": 1, "cpus": [C0]},
     thread_count: {"max_threads": 1, "loops": 1, "repeat": 1},
     fauxplat_sec: {"loops": 1, "repeat": 1, "cpu": C0, "perturb": []},
+    contention: {"threads": [2], "kinds": ["mutex"], "iterations": 200, "sample_hz": None},
 }
 
 

@@ -67,8 +67,8 @@ def _amd_table(family: int, model: int) -> str:
     """perf's table for an AMD family and model, as mapfile.csv's patterns choose it."""
     if family == 0x17:
         return "amdzen1" if model < 0x30 else "amdzen2"
-    if family == 0x19:
-        return "amdzen3" if model < 0x60 else "amdzen4"
+    if family == 0x19:  # mapfile: 25-([245][[:xdigit:]]|[[:xdigit:]]) is Zen 3, the rest Zen 4
+        return "amdzen3" if model < 0x10 or model >> 4 in (2, 4, 5) else "amdzen4"
     return ""
 
 

@@ -27,6 +27,7 @@ PERF_TYPE_SOFTWARE, PAGE_FAULTS = 1, 2  # linux/perf_event.h: a software event t
         ("GenuineIntel", 6, 0x55, "ld_blocks_partial.address_alias", 0x07, 0x01, "skylakex"),
         ("GenuineIntel", 6, 0x6A, "ld_blocks_partial.address_alias", 0x07, 0x01, "icelakex"),
         ("GenuineIntel", 6, 0x8C, "ld_blocks_partial.address_alias", 0x07, 0x01, "tigerlake"),
+        ("GenuineIntel", 6, 0xA7, "ld_blocks_partial.address_alias", 0x07, 0x01, "rocketlake"),
         ("GenuineIntel", 6, 0x97, "ld_blocks.address_alias", 0x03, 0x04, "alderlake"),
         ("GenuineIntel", 6, 0x8F, "ld_blocks.address_alias", 0x03, 0x04, "sapphirerapids"),
         ("GenuineIntel", 6, 0xAD, "ld_blocks.address_alias", 0x03, 0x04, "graniterapids"),

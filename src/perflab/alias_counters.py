@@ -56,6 +56,7 @@ _INTEL: dict[int, tuple[AliasEvent, str]] = {
     **{m: (_INTEL_PARTIAL, "icelake") for m in (0x7D, 0x7E)},
     **{m: (_INTEL_PARTIAL, "icelakex") for m in (0x6A, 0x6C)},
     **{m: (_INTEL_PARTIAL, "tigerlake") for m in (0x8C, 0x8D)},
+    **{m: (_INTEL_PARTIAL, "rocketlake") for m in (0xA7,)},
     **{m: (_INTEL_BLOCKS, "alderlake") for m in (0x97, 0x9A, 0xB7, 0xBA, 0xBF)},
     **{m: (_INTEL_BLOCKS, "sapphirerapids") for m in (0x8F,)},
     **{m: (_INTEL_BLOCKS, "emeraldrapids") for m in (0xCF,)},

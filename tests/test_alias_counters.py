@@ -170,7 +170,9 @@ def test_the_counted_path_counts_each_child_and_never_the_caller():
     assert faults.min() > 0 and faults.max() - faults.min() <= 0.2 * faults.median()
 
 
-def test_sweep_counters_says_in_summary_json_and_metadata_what_this_machine_counts(tmp_path):
+def test_sweep_counters_says_in_summary_json_metadata_and_report_what_this_machine_counts(
+    tmp_path,
+):
     out = tmp_path / "c.parquet"
     args = ["sweep", "env-size", "--min", "2340", "--max", "2364", "--step", "4", "--repeat",
             "1", "--no-rt", "--counters", "-o", str(out)]  # fmt: skip
@@ -190,6 +192,8 @@ def test_sweep_counters_says_in_summary_json_and_metadata_what_this_machine_coun
     text = CliRunner().invoke(cli, [*args[:-2], "-o", str(tmp_path / "t.parquet")])
     assert text.exit_code == 0, text.output
     assert line.split(";")[0] in text.output
+    again = CliRunner().invoke(cli, ["report", str(out)])
+    assert again.exit_code == 0 and line in again.output, again.output
 
 
 def test_the_sweep_records_the_binarys_path_and_size():

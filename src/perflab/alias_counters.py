@@ -24,6 +24,7 @@ ITERATIONS = 65536  # the built-in loops' trip count (workloads/mytkowicz.c, sta
 REPEAT = 5  # counted runs per size
 SIZES_PER_SIDE = 4  # sizes counted inside a window, and as many outside it
 COUNTED = 0.1  # alias events per iteration inside minus outside that say "the CPU counted it"
+NOTHING_TO_COUNT = "; no predicted window to count in (needs --aslr off and a built-in loop)"
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,7 @@ def sweep_meta(
         return out
     predicted = windows_mod.predicted_from(meta, sizes)
     if predicted is None or predicted.empty:
-        out["alias_counter"] += "; no predicted window to count in (--aslr off, a built-in loop)"
+        out["alias_counter"] += NOTHING_TO_COUNT
         return out
     picks = pick_sizes(predicted, sizes)
     runs = count_runs(argv, picks, event, options, var, base_env, seed=seed)

@@ -190,3 +190,87 @@ void perflab_counters_close(struct perflab_counter_set *set)
         set->fd[i] = -1;
     }
 }
+
+_Static_assert(PERFLAB_PERF_TYPE_HARDWARE == PERF_TYPE_HARDWARE, "perf type numbers");
+_Static_assert(PERFLAB_PERF_TYPE_RAW == PERF_TYPE_RAW, "perf type numbers");
+
+/* A child's whole run, counted as perf stat counts a command: the events sit
+ * disabled on the calling thread, inherited by every child it starts, and are
+ * on only while perflab_exec_counters_run spawns, so the caller's own work
+ * between runs is never counted. (enable_on_exec would leave the caller out
+ * entirely, but an inherited copy stops being enabled after a few children.)
+ * Events are opened one by one: one the PMU lacks fails alone. */
+int perflab_exec_counters_open(int32_t n, const uint32_t *types, const uint64_t *configs,
+                               int32_t *fds)
+{
+    struct perf_event_attr attr;
+    int opened = 0;
+
+    for (int32_t i = 0; i < n; i++) {
+        memset(&attr, 0, sizeof attr);
+        attr.size = sizeof attr;
+        attr.type = types[i];
+        attr.config = configs[i];
+        attr.disabled = 1;
+        attr.inherit = 1;
+        attr.exclude_kernel = 1;
+        attr.exclude_hv = 1;
+        attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+        fds[i] = perf_open(&attr, 0, -1, -1);
+        if (fds[i] < 0)
+            fds[i] = -errno;
+        else
+            opened++;
+    }
+    return opened;
+}
+
+int perflab_exec_counters_read(int32_t n, const int32_t *fds, int64_t *counts)
+{
+    uint64_t v[3];
+
+    for (int32_t i = 0; i < n; i++) {
+        counts[i] = fds[i];
+        if (fds[i] < 0)
+            continue;
+        if (read(fds[i], v, sizeof v) != (ssize_t)sizeof v)
+            return -errno;
+        if (v[1] == 0) /* never enabled yet */
+            counts[i] = 0;
+        else if (v[2] == 0) /* enabled, never on the PMU: unknown, not zero */
+            counts[i] = -ENODATA;
+        else if (v[2] < v[1])
+            counts[i] = (int64_t)((double)v[0] * (double)v[1] / (double)v[2]);
+        else
+            counts[i] = (int64_t)v[0];
+    }
+    return 0;
+}
+
+static void switch_all(int32_t n, const int32_t *fds, unsigned long request)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            ioctl(fds[i], request, 0);
+}
+
+int perflab_exec_counters_run(int32_t n, const int32_t *fds, const void *req, size_t len,
+                              const int stdio[3], int stop_fd, struct perflab_run *out,
+                              int64_t *done, int64_t *counts)
+{
+    int rc;
+
+    switch_all(n, fds, PERF_EVENT_IOC_ENABLE);
+    rc = perflab_spawn_batch(req, len, stdio, stop_fd, out, done);
+    switch_all(n, fds, PERF_EVENT_IOC_DISABLE);
+    return rc ? rc : perflab_exec_counters_read(n, fds, counts);
+}
+
+void perflab_exec_counters_close(int32_t n, int32_t *fds)
+{
+    for (int32_t i = 0; i < n; i++) {
+        if (fds[i] >= 0)
+            close(fds[i]);
+        fds[i] = -1;
+    }
+}

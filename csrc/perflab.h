@@ -359,3 +359,22 @@ int perflab_alias_time(int kernel, size_t aliased, size_t distinct, size_t n, si
  * perflab_spawn_batch then keeps out[0..*done) the finished runs before the first one a
  * stop cut short; the spawner threads wait off the listed CPUs when others exist. */
 #define PERFLAB_SPAWN_PARALLEL 16
+
+/* ---- counters.c: the events of exec'd children, counted as perf stat counts a command ---- */
+
+#define PERFLAB_PERF_TYPE_HARDWARE 0 /* perf_event_attr.type: generic cycles, instructions */
+#define PERFLAB_PERF_TYPE_RAW 4      /* perf_event_attr.type: a model-specific event code */
+/* Open n events (types[i], configs[i]) on the calling thread, disabled and inherited by the
+ * children it starts: fds[i] an fd, or -errno for an event that cannot count here. Returns
+ * how many opened. */
+int perflab_exec_counters_open(int32_t n, const uint32_t *types, const uint64_t *configs,
+                               int32_t *fds);
+/* counts[i]: what the exited children counted so far (scaled for multiplexing), or fds[i]
+ * (< 0) for an event that did not open, -ENODATA for one never scheduled. 0 or -errno. */
+int perflab_exec_counters_read(int32_t n, const int32_t *fds, int64_t *counts);
+/* perflab_spawn_batch with the events on only while it runs (so they count its children and
+ * its own few instructions, not the caller's), then the counts so far as _read gives them. */
+int perflab_exec_counters_run(int32_t n, const int32_t *fds, const void *req, size_t len,
+                              const int stdio[3], int stop_fd, struct perflab_run *out,
+                              int64_t *done, int64_t *counts);
+void perflab_exec_counters_close(int32_t n, int32_t *fds);

@@ -634,3 +634,42 @@ if os.environ.get("PERFLAB_SKIP_FRESHNESS") != "1":
 
 # A batch flag of the --jobs engine (csrc/spawn.c spawn_parallel): one child per listed CPU.
 SPAWN_PARALLEL: int = lib.PERFLAB_SPAWN_PARALLEL
+
+# ---- counters.c: events of exec'd children -------------------------------------------------
+
+PERF_TYPE_HARDWARE: int = lib.PERFLAB_PERF_TYPE_HARDWARE
+PERF_TYPE_RAW: int = lib.PERFLAB_PERF_TYPE_RAW
+
+
+class ExecCounters:
+    """Events that count the children this thread starts while run() runs (perf stat's way)."""
+
+    def __init__(self, events: Sequence[tuple[int, int]]):
+        self.n = len(events)
+        self._fds = ffi.new("int32_t[]", max(self.n, 1))
+        self._counts = ffi.new("int64_t[]", max(self.n, 1))
+        types = ffi.new("uint32_t[]", [t for t, _ in events] or [0])
+        configs = ffi.new("uint64_t[]", [c for _, c in events] or [0])
+        lib.perflab_exec_counters_open(self.n, types, configs, self._fds)
+
+    def status(self) -> list[int]:
+        """0 for each event that opened, -errno for one that cannot count here."""
+        return [min(int(self._fds[i]), 0) for i in range(self.n)]
+
+    def read(self) -> list[int]:
+        """The counts so far of the exited children, -errno where an event does not count."""
+        check(lib.perflab_exec_counters_read(self.n, self._fds, self._counts), "read counters")
+        return [int(self._counts[i]) for i in range(self.n)]
+
+    def run(self, request: bytes, stdio: Sequence[int], out: np.ndarray) -> tuple[int, list[int]]:
+        """A packed batch run in this thread with the events on: (runs done, counts so far)."""
+        done = ffi.new("int64_t *")
+        rc = lib.perflab_exec_counters_run(
+            self.n, self._fds, request, len(request), list(stdio), -1,
+            ptr(out, "struct perflab_run[]"), done, self._counts,
+        )  # fmt: skip
+        check(rc, "counted spawn batch")
+        return int(done[0]), [int(self._counts[i]) for i in range(self.n)]
+
+    def close(self) -> None:
+        lib.perflab_exec_counters_close(self.n, self._fds)

@@ -101,9 +101,20 @@ def resolve_program(
     """The argv to run and what the metadata says about it: the built-in loop when none given."""
     if program:
         path = spawn.check_program(program[0])
-        return (path, *program[1:]), {"workload": path}
+        return (path, *program[1:]), {"workload": path, **binary_meta(path)}
     workload = windows_mod.build_loop(builtin, opt)
-    return (str(workload.path),), workload.meta() | {"opt": f"-O{opt}"}
+    meta = workload.meta() | {"opt": f"-O{opt}"} | binary_meta(str(workload.path))
+    return (str(workload.path),), meta
+
+
+def binary_meta(path: str) -> dict:
+    """Where the measured binary is and its size: execve copies its path onto the stack, so
+    the path's length shifts every window."""
+    return {
+        "workload_path": path,
+        "workload_path_bytes": len(os.fsencode(path)),
+        "workload_bytes": os.stat(path).st_size,
+    }
 
 
 def sweep(
@@ -115,6 +126,7 @@ def sweep(
     progress: Callable[[int], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
+    counters: bool = False,
     **params: Any,
 ) -> pd.DataFrame:
     """Run the env-size sweep and return its tidy frame (also journaled to `output` if given).
@@ -139,6 +151,8 @@ def sweep(
 
     A KeyboardInterrupt leaves `output` complete up to the last run and marked incomplete;
     discard_bad drops damaged journal chunks on resume (their runs are measured again).
+    counters=True first counts the CPU's address-alias event in runs inside and outside each
+    predicted window (alias_counters.sweep_meta), or records why it cannot.
     """
     cpus = params.pop("cpus", None)
     plan = childruns.with_cpus(Plan(program=tuple(program), **params), cpus).check()
@@ -148,6 +162,8 @@ def sweep(
     plan = replace(plan, workload_digest=workload_meta.get("workload_digest", ""))
     meta = {**machine.metadata(), **run_conditions(plan), **workload_meta}
     meta |= windows_mod.explain_meta(argv, plan, childruns.base_env(plan.inherit_env, plan.var))
+    if counters:
+        meta |= _count_aliasing(argv, plan, meta)
     size, rep = plan.pairs()
     runs = childruns.Runs(
         programs=[argv],
@@ -162,6 +178,17 @@ def sweep(
         runs, plan, meta, recording, chunk_runs=CHUNK_RUNS, flush_s=FLUSH_S,
         on_start=on_start, progress=progress, warn=warn,
     )  # fmt: skip
+
+
+def _count_aliasing(argv: Sequence[str], plan: Plan, meta: dict) -> dict:
+    """The alias counter's runs, before the sweep, on the sweep's first CPU."""
+    from perflab import alias_counters
+
+    with childruns.quiet_options(plan) as options:
+        options = replace(options, cpus=options.cpus[:1])
+        env = childruns.base_env(plan.inherit_env, plan.var)
+        return alias_counters.sweep_meta(argv, meta, plan.sizes(), options, plan.var, env,
+                                         plan.seed)  # fmt: skip
 
 
 def run_conditions(plan: Plan) -> dict:

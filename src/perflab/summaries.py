@@ -49,6 +49,7 @@ def _status(df: pd.DataFrame) -> dict[str, int]:
 
 def env_size(df: pd.DataFrame, meta: dict) -> Summary:
     """Windows and the slowest sizes, as `perflab sweep env-size` prints them (k = 5)."""
+    from perflab import alias_counters
     from perflab import env_size as mod
     from perflab import windows as explained
 
@@ -80,7 +81,7 @@ def env_size(df: pd.DataFrame, meta: dict) -> Summary:
                 f"baseline {windows.attrs['baseline']:,.0f})"
             )
             hidden = None
-    lines += why
+    lines += why + alias_counters.summary_lines(meta)
     slow = summary.nlargest(10, "median")
     tables = [
         Table("windows", title, windows, "{:,.3f}", hidden),
@@ -97,6 +98,7 @@ def env_size(df: pd.DataFrame, meta: dict) -> Summary:
         "threshold": windows.attrs.get("threshold"),
         "explanation": why,
         "alias_check": meta.get("alias_check"),
+        **{k: meta[k] for k in ("alias_counter", "alias_event", "alias_counts") if k in meta},
     }
     return Summary(
         lines,

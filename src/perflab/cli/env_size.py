@@ -7,7 +7,7 @@ from typing import Any
 import click
 import pandas as pd
 
-from perflab import env_size, machine, parallel, plot, results, windows
+from perflab import alias_counters, env_size, machine, parallel, plot, results, windows
 from perflab.cli import sweep
 from perflab.cli.common import (
     Number,
@@ -41,13 +41,20 @@ def _zoom(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
     type=Number(0),
     help="Window threshold: median of medians + k robust sigmas (1.4826·MAD).",
 )
+@click.option(
+    "--counters",
+    is_flag=True,
+    help="Before the sweep, count the CPU's address-alias event (and cycles, instructions) in "
+    "runs inside and outside each predicted window: did the CPU count the aliasing? Says why "
+    "not where the CPU or VM has no such counter.",
+)
 @output_options
 @cluster_options
 @click.argument("program", nargs=-1, type=click.UNPROCESSED)
 def env_size_cmd(program: tuple[str, ...], resume: str | None, discard_bad: bool,
-                 zoom: tuple[int, int] | None, k: float, output: str | None, as_json: bool,
-                 plot_path: str | None, cluster: str | None, hosts: tuple[str, ...],
-                 **params: Any) -> None:  # fmt: skip
+                 zoom: tuple[int, int] | None, k: float, counters: bool, output: str | None,
+                 as_json: bool, plot_path: str | None, cluster: str | None,
+                 hosts: tuple[str, ...], **params: Any) -> None:  # fmt: skip
     """Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times each.
 
     \b
@@ -61,7 +68,8 @@ def env_size_cmd(program: tuple[str, ...], resume: str | None, discard_bad: bool
         _fleet(cluster, hosts, program, params, (output, resuming), k, as_json)
         return
     sweep_it = functools.partial(env_size.sweep, program, output=output, resume=resuming,
-                                 discard_bad=discard_bad, **params)  # fmt: skip
+                                 discard_bad=discard_bad, counters=counters,
+                                 **params)  # fmt: skip
     df = journaled_run(sweep_it, output, named, "env-size")
     _report(df, output, plot_path, zoom, k, as_json)
 
@@ -103,6 +111,7 @@ def _report(
                 "verdicts": records(verdicts),
                 "explanation": why,
                 "alias_check": results.metadata(df).get("alias_check"),
+                **_counters_json(results.metadata(df)),
                 "sizes": records(summary),
                 **_lanes_json(df, k),
             }
@@ -115,6 +124,8 @@ def _report(
     )
     _windows(found)
     _explain(predicted, verdicts, why)
+    for line in alias_counters.summary_lines(results.metadata(df)):
+        click.echo(line)
     click.echo()
     table(summary.nlargest(10, "median"), "{:,.0f}", title=f"10 slowest sizes ({value})")
     _report_lanes(df, k)
@@ -134,6 +145,14 @@ def _explain(predicted: pd.DataFrame | None, verdicts: pd.DataFrame, why: list[s
         )
     for line in why[1:]:
         click.echo(line)
+
+
+def _counters_json(meta: dict) -> dict:
+    """The alias counter's line and counts per window, when the sweep asked for them."""
+    if "alias_counter" not in meta:
+        return {}
+    keys = ("alias_counter", "alias_event", "alias_counts")
+    return {k: meta.get(k) for k in keys}
 
 
 def _windows(windows: pd.DataFrame) -> None:

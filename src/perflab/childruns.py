@@ -26,6 +26,7 @@ import pandas as pd
 from perflab import journal, machine, results, spawn
 from perflab.errors import PerflabError, Stopped
 from perflab.journal import Expect
+from perflab.progress import ProgressArg, shown
 
 # The C core counts a timeout in int64 nanoseconds, and 0 ns would mean none at all.
 TIMEOUT_S = (1e-6, 1e6)
@@ -450,6 +451,26 @@ def preflight(runs: Runs, options: spawn.SpawnOptions) -> None:
 
 
 def measure(
+    runs: Runs,
+    controls: Controls,
+    meta: dict,
+    recording: Recording | None = None,
+    *,
+    chunk_runs: int = CHUNK_RUNS,
+    flush_s: float = FLUSH_S,
+    on_start: Callable[[int, int], None] | None = None,
+    progress: ProgressArg = None,
+    warn: Warn = warn_stderr,
+) -> pd.DataFrame:
+    """Run every planned run not yet recorded, in C batches, showing progress: the caller's
+    callbacks, nothing with progress=False, else a display that suits where it runs (a
+    notebook line in Jupyter, a bar in a terminal, a line every 10 s or 5 % in a log)."""
+    with shown(meta.get("experiment", "runs"), on_start, progress) as (start, step):
+        return _measure(runs, controls, meta, recording, chunk_runs=chunk_runs,
+                        flush_s=flush_s, on_start=start, progress=step, warn=warn)  # fmt: skip
+
+
+def _measure(
     runs: Runs,
     controls: Controls,
     meta: dict,

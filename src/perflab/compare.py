@@ -20,6 +20,7 @@ from perflab.childruns import _cli
 from perflab.childruns import value_column as value_column
 from perflab.errors import PerflabError
 from perflab.link_order import counters_note
+from perflab.progress import ProgressArg
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -157,7 +158,7 @@ def compare(
     resume: bool = False,
     discard_bad: bool = False,
     on_start: Callable[[int, int], None] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressArg = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
     **params: Any,
 ) -> pd.DataFrame:
@@ -166,7 +167,8 @@ def compare(
     a, b: the two sides (compare.build_side("A", ["-O2"]) or compare.program_side(name, argv)).
     params: any field of Plan (randomize, setups, repeat, env_max, var, seed, aslr, cpus,
     inherit_env, timeout, rt, mlock). Journaled to `output` when given, and resumable like a
-    sweep: on_start(todo, done) once, progress(n) after each batch of n runs.
+    sweep: on_start(todo, done) once, progress(n) after each batch of n runs (by default a
+    display on stderr or in Jupyter; progress=False for none).
 
     Returns one row per run: setup, env_size (bytes of padding, -1: none), link_order, side
     ("A"/"B"), rep, then the child-run columns: ticks (TSC ticks, timer cost subtracted),

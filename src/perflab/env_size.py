@@ -18,6 +18,7 @@ from perflab.childruns import _cli
 from perflab.childruns import status_counts as status_counts
 from perflab.childruns import value_column as value_column
 from perflab.errors import PerflabError
+from perflab.progress import ProgressArg
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -112,7 +113,7 @@ def sweep(
     output: str | os.PathLike | None = None,
     resume: bool = False,
     discard_bad: bool = False,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressArg = None,
     on_start: Callable[[int, int], None] | None = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
     **params: Any,
@@ -126,7 +127,9 @@ def sweep(
     last usable CPU), order ("random" or "sequential"), seed, inherit_env, opt, timeout (s),
     rt, mlock.
     output: a .parquet/.csv journal, flushed as runs finish; resume=True completes it.
-    progress(n) is called after each chunk of n runs, on_start(todo, done) once before
+    progress: by default a display that suits where it runs (a line updated in Jupyter, a
+    bar in a terminal, a line every 10 s or 5 % in a log), False for none, or a callable
+    progress(n) after each chunk of n runs, with on_start(todo, done) once before
     (perflab.progress.Progress supplies both: sweep(..., **Progress("env-size").callbacks)).
 
     Returns one row per run: env_size (bytes), rep, ticks (TSC ticks of the probed region,
@@ -187,7 +190,9 @@ def sweep_block(
 ) -> pd.DataFrame:
     """One block of a campaign's sweep, measured on the host that runs it, kept in memory."""
     upto = min(max_size, env_size_from + (block - 1) * step)
-    return sweep(min_size=env_size_from, max_size=upto, step=step, output=None, **options)
+    return sweep(
+        min_size=env_size_from, max_size=upto, step=step, output=None, progress=False, **options
+    )  # the campaign shows progress per block
 
 
 def summarize(df: pd.DataFrame, value: str | None = None) -> pd.DataFrame:

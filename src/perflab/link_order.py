@@ -26,6 +26,7 @@ from perflab.binlayout import records as results_records
 from perflab.childruns import _cli
 from perflab.childruns import value_column as value_column
 from perflab.errors import PerflabError
+from perflab.progress import ProgressArg
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -195,7 +196,7 @@ def sweep(
     discard_bad: bool = False,
     on_build: Callable[[int], Callable[[int], None] | None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressArg = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
     **params: Any,
 ) -> pd.DataFrame:
@@ -207,7 +208,8 @@ def sweep(
     params: any field of Plan (permutations, seed, repeat, aslr, cpus, order, inherit_env,
     timeout, rt, mlock, args). Its metadata holds the per-program layout ('layout': symbol
     addresses and alignments) and the build/run times. on_build(n) returns a per-program
-    callback for the link progress; on_start(todo, done) and progress(n) are the run's.
+    callback for the link progress; on_start(todo, done) and progress(n) are the run's
+    (progress: by default a display on stderr or in Jupyter; False for none).
 
     Returns one row per run: link_order ("c,a,b,main"), perm, rep, then the columns of every
     child run: ticks (probed region, TSC ticks, timer cost subtracted), outer_ticks, wall_ns,

@@ -18,6 +18,7 @@ import pandas as pd
 from perflab import childruns, machine, results, spawn, stats, trust
 from perflab.childruns import _cli
 from perflab.errors import PerflabError
+from perflab.progress import ProgressArg
 from perflab.threads.hogs import Perturbation, perturbed
 from perflab.threads.runner import counter_status
 
@@ -123,7 +124,7 @@ def run(
     output: str | os.PathLike | None = None,
     resume: bool = False,
     on_start: Callable[[int, int], None] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressArg = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
     **params: Any,
 ) -> pd.DataFrame:
@@ -132,7 +133,8 @@ def run(
     given to warn) in the metadata.
 
     params: cpus, threads_env, repeat, order, oversubscribe, seed, aslr, inherit_env, timeout,
-    rt (any field of Plan). Journaled to `output` and resumable like every child-run sweep.
+    rt (any field of Plan). Journaled to `output` and resumable like every child-run sweep;
+    progress shows on stderr or in Jupyter unless progress=False (or a callable takes it).
     """
     p = plan(command, counts, **params)
     recording = childruns.Recording(output, resume)

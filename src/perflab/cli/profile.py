@@ -4,7 +4,6 @@ import sys
 
 import click
 
-from perflab import profile, results
 from perflab.cli import cli
 from perflab.cli.common import (
     Number,
@@ -15,6 +14,7 @@ from perflab.cli.common import (
     records,
     table,
 )
+from perflab.plans import defaults
 
 
 def _progress():
@@ -37,7 +37,7 @@ def _ms(ns) -> str:
 @click.option(
     "--interval",
     type=Number(0.001, 10),
-    default=profile.INTERVAL_S,
+    default=defaults.PROFILE_INTERVAL_S,
     show_default=True,
     help="Seconds between two readings of the threads; a thread that lives less than this may "
     "be seen only in the '(between readings)' row.",
@@ -72,6 +72,8 @@ def profile_cmd(
     `perflab profile -- ./app -t 8`: per thread, CPU (user/system), lifetime, utilisation,
     context switches, run-queue wait and time blocked; the program's utilisation (CPU / wall:
     threads busy on average); exits with the program's status."""
+    from perflab import profile, results
+
     check_paths(output, plot_path)
     df = profile.run(
         list(command),
@@ -109,6 +111,8 @@ def profile_cmd(
 
 
 def _print(df, over, meta) -> None:
+    from perflab import profile
+
     ended = (
         "killed at the timeout" if over["timed_out"]
         else f"killed by signal {over['signal']}" if over["signal"]

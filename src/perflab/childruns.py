@@ -26,14 +26,7 @@ import pandas as pd
 from perflab import journal, machine, results, spawn
 from perflab.errors import PerflabError, Stopped
 from perflab.journal import Expect
-from perflab.plans import ORDERS as ORDERS
-from perflab.plans import TIMEOUT_S as TIMEOUT_S
 from perflab.plans import Controls as Controls
-from perflab.plans import _cli as _cli
-from perflab.plans import check_order as check_order
-from perflab.plans import check_repeat as check_repeat
-from perflab.plans import check_timeout as check_timeout
-from perflab.plans import order_field as order_field
 from perflab.progress import ProgressArg, shown
 
 CHUNK_RUNS = 512  # runs per C call: ~0.3 s of short runs; a stop ends a batch between two runs

@@ -1,4 +1,5 @@
-"""How long the CLI takes to start: `perflab --help` and `import perflab.cli`, fresh processes.
+"""How long the CLI takes to start: `perflab --help`, `perflab VERB --help` for every verb and
+sub-verb of the VERBS table, and `import perflab.cli`, in fresh processes.
 
 Each command runs --runs times in a new interpreter (so nothing is cached in the process; the
 OS page cache is warm after the first). Printed: the median wall time and its range, the median
@@ -17,14 +18,25 @@ import sys
 import time
 
 HEAVY = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot")
+HELP = (
+    "import sys; sys.argv = ['perflab', *{argv!r}, '--help']\n"
+    "from perflab.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass"
+)
 COMMANDS = {
     "python -c pass": "pass",
-    "perflab --help": "import sys; sys.argv = ['perflab', '--help']\n"
-    "from perflab.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass",
+    "perflab --help": HELP.format(argv=[]),
     "import perflab.cli": "import perflab.cli",
     "import perflab": "import perflab",
 }
+SUBVERBS = ("report show", "report hosts")
 PROBE = "\nimport sys; print('LOADED', [m for m in {} if m in sys.modules], file=sys.stderr)"
+
+
+def verb_commands() -> dict[str, str]:
+    """`perflab VERB --help` for every verb and sub-verb, from the CLI's own table."""
+    from perflab.cli import VERBS
+
+    return {f"{v} --help": HELP.format(argv=v.split()) for v in [*VERBS, *SUBVERBS]}
 
 
 def seconds(code: str) -> tuple[float, float]:
@@ -42,8 +54,11 @@ def seconds(code: str) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument("--no-verbs", action="store_true", help="Skip `perflab VERB --help`.")
     args = ap.parse_args()
-    for name, code in COMMANDS.items():
+    commands = COMMANDS if args.no_verbs else {**COMMANDS, **verb_commands()}
+    load_before = os.getloadavg()
+    for name, code in commands.items():
         seconds(code)  # warm the page cache
         runs = [seconds(code) for _ in range(args.runs)]
         times = sorted(wall for wall, _ in runs)
@@ -53,9 +68,14 @@ def main() -> None:
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True,
         ).stderr.strip().rpartition("LOADED ")[2]  # fmt: skip
         print(
-            f"{name:20s} wall median {statistics.median(times):.3f} s (min {times[0]:.3f}, "
+            f"{name:30s} wall median {statistics.median(times):.3f} s (min {times[0]:.3f}, "
             f"max {times[-1]:.3f}), CPU {cpu:.3f} s; {args.runs} runs; loads {loaded}"
         )
+
+    before = ", ".join(f"{x:.1f}" for x in load_before)
+    after = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    cpus = sorted(os.sched_getaffinity(0))
+    print(f"load average (1, 5, 15 min) {before} before, {after} after; on CPUs {cpus}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The only module that touches the cffi-built core: typed wrappers over csrc/perflab.h.
+"""The only module that touches the cffi-built core (with _constants, its numpy-free part that
+loads it): typed wrappers over csrc/perflab.h.
 
 Public modules call the functions here with Python values and get Python or numpy values
 back; cffi types, -errno returns and C constants stay on this side (as PyNaCl's bindings).
@@ -15,14 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from perflab._constants import COPY_KERNELS as COPY_KERNELS
+from perflab._constants import EVENT_INDEX as EVENT_INDEX
+from perflab._constants import LOOP_FACTOR as LOOP_FACTOR
+from perflab._constants import SYSCALLS as SYSCALLS
+from perflab._constants import THREAD_KERNELS as THREAD_KERNELS
+from perflab._constants import ffi, lib
 from perflab.errors import PerflabError, RealTimeOverrun
-
-try:
-    from perflab._core import ffi, lib
-except ImportError as exc:  # pragma: no cover - depends on how perflab was installed
-    raise ImportError(
-        "perflab's C core is not built; reinstall with `pip install .` (needs a C compiler)"
-    ) from exc
 
 _CSRC = Path(__file__).resolve().parents[2] / "csrc"
 
@@ -118,15 +118,6 @@ def perf_probe(kind: int = 0, config: int = 0) -> int:
 
 # ---- counters.c ----------------------------------------------------------------------------
 
-EVENT_INDEX = {
-    "cycles": lib.PERFLAB_EV_CYCLES,
-    "instructions": lib.PERFLAB_EV_INSTRUCTIONS,
-    "ref-cycles": lib.PERFLAB_EV_REF_CYCLES,
-    "task-clock": lib.PERFLAB_EV_TASK_CLOCK,
-    "context-switches": lib.PERFLAB_EV_CONTEXT_SWITCHES,
-    "cpu-migrations": lib.PERFLAB_EV_CPU_MIGRATIONS,
-    "page-faults": lib.PERFLAB_EV_PAGE_FAULTS,
-}
 EVENTS_ALL: int = lib.PERFLAB_EV_ALL
 
 
@@ -155,13 +146,7 @@ class CounterSet:
 
 # ---- threads.c -----------------------------------------------------------------------------
 
-THREAD_KERNELS = {
-    "loop": lib.PERFLAB_KERNEL_LOOP,
-    "stream": lib.PERFLAB_KERNEL_STREAM,
-    "spin": lib.PERFLAB_KERNEL_SPIN,
-}
 HOG_KINDS = {"cpu": lib.PERFLAB_HOG_CPU, "cache": lib.PERFLAB_HOG_CACHE, "rt": lib.PERFLAB_HOG_RT}
-LOOP_FACTOR: int = lib.PERFLAB_LOOP_FACTOR
 
 
 @dataclass(frozen=True)
@@ -225,11 +210,6 @@ def hog_start(
 
 # ---- memory.c ------------------------------------------------------------------------------
 
-COPY_KERNELS = {
-    "libc": lib.PERFLAB_COPY_LIBC,
-    "rep-movsb": lib.PERFLAB_COPY_REP_MOVSB,
-    "loop": lib.PERFLAB_COPY_LOOP,
-}
 TOUCH_CONDITIONS = {
     "first touch": lib.PERFLAB_TOUCH_FIRST,
     "touch again": lib.PERFLAB_TOUCH_AGAIN,
@@ -292,16 +272,6 @@ def touch_pages(pages: int, what: str) -> tuple[int, int, int]:
 
 # ---- oscost.c ------------------------------------------------------------------------------
 
-SYSCALLS = {
-    "getpid": lib.PERFLAB_SYS_GETPID,
-    "open+close": lib.PERFLAB_SYS_OPEN_CLOSE,
-    "read": lib.PERFLAB_SYS_READ,
-    "write": lib.PERFLAB_SYS_WRITE,
-    "stat": lib.PERFLAB_SYS_STAT,
-    "fstat": lib.PERFLAB_SYS_FSTAT,
-    "sched_yield": lib.PERFLAB_SYS_SCHED_YIELD,
-    "mmap+munmap": lib.PERFLAB_SYS_MMAP_MUNMAP,
-}
 SYS_IO_BYTES: int = lib.PERFLAB_SYS_IO_BYTES
 
 

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from types import FrameType, ModuleType, TracebackType
 from typing import Any, TypeVar
 
@@ -26,10 +26,9 @@ import pandas as pd
 from perflab import journal, machine, results, spawn
 from perflab.errors import PerflabError, Stopped
 from perflab.journal import Expect
+from perflab.plans import Controls as Controls
+from perflab.progress import ProgressArg, shown
 
-# The C core counts a timeout in int64 nanoseconds, and 0 ns would mean none at all.
-TIMEOUT_S = (1e-6, 1e6)
-ORDERS = ("random", "sequential")
 CHUNK_RUNS = 512  # runs per C call: ~0.3 s of short runs; a stop ends a batch between two runs
 FLUSH_S = 1.0  # rows reach the disk at least this often: a kill -9 loses about a second
 
@@ -43,106 +42,7 @@ RUN_RANGES = {
 Warn = Callable[[str], None]
 
 
-def _cli(flag: str, help: str, **more: Any) -> dict:
-    """Field metadata a CLI derives its option from: the flag, its help, click extras."""
-    return {"cli": {"flag": flag, "help": help, **more}}
-
-
-@dataclass(frozen=True)
-class Controls:
-    """How every child of a sweep runs; the fields every child-run plan shares.
-
-    Subclasses add what their experiment varies; the CLI options come from the fields' metadata.
-    """
-
-    aslr: str = field(
-        default="off",
-        metadata=_cli("--aslr", "off: personality(ADDR_NO_RANDOMIZE) for the child only (no "
-                      "root, nothing system-wide); on: force randomisation; system: leave "
-                      "randomize_va_space decide.", choices=spawn.ASLR_MODES),
-    )  # fmt: skip
-    cpus: tuple[int, ...] = field(
-        default=(),
-        metadata=_cli("--cpu", "Pin the child to these CPUs (e.g. 1 or 0-1), as taskset did. "
-                      "[default: last usable: online, inside the affinity mask]", kind="cpus"),
-    )  # fmt: skip
-    seed: int = field(default=0, metadata=_cli("--seed", "Seed of every random draw.", min=0))
-    inherit_env: bool = field(
-        default=False,
-        metadata=_cli("--inherit-env", "Run with perflab's own environment instead of an empty "
-                      "one (the post used env -i)."),
-    )  # fmt: skip
-    timeout: float = field(
-        default=10.0,
-        metadata=_cli("--timeout", "Seconds before a run is killed and recorded as 'timeout'.",
-                      kind="seconds"),
-    )  # fmt: skip
-    rt: bool = field(
-        default=True,
-        metadata=_cli("--rt/--no-rt", "Ask SCHED_FIFO priority 1 for the child (as chrt did), "
-                      "capped by RLIMIT_RTTIME; refused -> one warning, then normal priority."),
-    )  # fmt: skip
-    mlock: bool = field(
-        default=False,
-        metadata=_cli("--mlock", "Ask the probed child to mlockall() (only a child with "
-                      "perflab's probe can honour it)."),
-    )  # fmt: skip
-    jobs: int = field(
-        default=1,
-        metadata=_cli("--jobs", "Children at once, each pinned to its own CPU (the --cpu list, "
-                      "else the last usable CPUs); 0: one per CPU. Rows then carry cpu and "
-                      "parallel columns, and a sequential reference slice checks the result.",
-                      min=0),
-    )  # fmt: skip
-    reference: float = field(
-        default=0.05,
-        metadata=_cli("--reference", "With --jobs: the share of runs made one at a time, to "
-                      "compare the parallel ones with."),
-    )  # fmt: skip
-    allow_siblings: bool = field(
-        default=False,
-        metadata=_cli("--allow-siblings", "With --jobs: let two children share a core (SMT "
-                      "siblings), which perflab otherwise refuses."),
-    )  # fmt: skip
-
-    def check_controls(self) -> None:
-        """Refuse controls the C core cannot honour, before anything is built or measured."""
-        check_timeout(self.timeout)
-        spawn.SpawnOptions(aslr=self.aslr)
-        machine.check_cpus(self.cpus)
-        _parallel().check(self)
-
-    def params(self) -> dict:
-        """The plan as a journal stores it: a resume must match it field for field."""
-        plan = asdict(self)
-        if self.jobs == 1:  # as before --jobs existed, so journals of that time still resume
-            for name in ("jobs", "reference", "allow_siblings"):
-                del plan[name]
-        return plan
-
-    def conditions(self) -> dict:
-        """The run conditions every result records next to machine.metadata()."""
-        return {
-            "aslr": self.aslr,
-            "cpus": list(self.cpus),
-            "seed": self.seed,
-            "inherit_env": self.inherit_env,
-            "rt_requested": self.rt,
-            "mlock": self.mlock,
-            "timeout_s": self.timeout,
-        }
-
-
 PlanT = TypeVar("PlanT", bound=Controls)
-
-
-def order_field() -> Any:
-    """The `order` field of a plan that shuffles its runs."""
-    return field(
-        default="random",
-        metadata=_cli("--order", "random keeps drift over time from posing as an effect.",
-                      choices=ORDERS),
-    )  # fmt: skip
 
 
 def with_cpus(plan: PlanT, cpus: Sequence[int] | None) -> PlanT:
@@ -150,16 +50,6 @@ def with_cpus(plan: PlanT, cpus: Sequence[int] | None) -> PlanT:
     if plan.jobs != 1:
         return _parallel().with_lanes(plan, cpus)
     return replace(plan, cpus=tuple(cpus) if cpus is not None else default_cpus())
-
-
-def check_order(order: str) -> None:
-    if order not in ORDERS:
-        raise PerflabError(f"order must be random or sequential, not {order!r}")
-
-
-def check_repeat(repeat: int) -> None:
-    if repeat < 1:
-        raise PerflabError(f"--repeat must be at least 1, not {repeat}")
 
 
 def run_order(items: int, repeat: int, order: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -220,13 +110,6 @@ class Interrupt:
         spawn.clear_stop()
         if self.hit and exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
             raise self.stopped() from None
-
-
-def check_timeout(seconds: float) -> None:
-    """Refuse a timeout the C core cannot honour (nan, inf, 0, or beyond its int64 ns)."""
-    lo, hi = TIMEOUT_S
-    if not lo <= seconds <= hi:  # also refuses nan
-        raise PerflabError(f"--timeout must be {lo:g} to {hi:g} seconds, not {seconds}")
 
 
 def warn_stderr(message: str) -> None:
@@ -464,6 +347,26 @@ def preflight(runs: Runs, options: spawn.SpawnOptions) -> None:
 
 
 def measure(
+    runs: Runs,
+    controls: Controls,
+    meta: dict,
+    recording: Recording | None = None,
+    *,
+    chunk_runs: int = CHUNK_RUNS,
+    flush_s: float = FLUSH_S,
+    on_start: Callable[[int, int], None] | None = None,
+    progress: ProgressArg = None,
+    warn: Warn = warn_stderr,
+) -> pd.DataFrame:
+    """Run every planned run not yet recorded, in C batches, showing progress: the caller's
+    callbacks, nothing with progress=False, else a display that suits where it runs (a
+    notebook line in Jupyter, a bar in a terminal, a line every 10 s or 5 % in a log)."""
+    with shown(meta.get("experiment", "runs"), on_start, progress) as (start, step):
+        return _measure(runs, controls, meta, recording, chunk_runs=chunk_runs,
+                        flush_s=flush_s, on_start=start, progress=step, warn=warn)  # fmt: skip
+
+
+def _measure(
     runs: Runs,
     controls: Controls,
     meta: dict,

@@ -9,17 +9,18 @@ import os
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from perflab import childruns, compiler, machine, results, spawn, stats
-from perflab.childruns import _cli
 from perflab.childruns import value_column as value_column
 from perflab.errors import PerflabError
 from perflab.link_order import counters_note
+from perflab.plans.compare import Plan as Plan
+from perflab.progress import ProgressArg
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -112,37 +113,6 @@ def build_side(name: str, cflags: Sequence[str], cc: Sequence[str] | None = None
     return Side(name, objects=objects, label=f"built-in workload {' '.join(cflags)}")
 
 
-@dataclass(frozen=True)
-class Plan(childruns.Controls):
-    """Everything that decides which runs a comparison makes and how: a resume must match it."""
-
-    a: str = ""
-    b: str = ""
-    digests: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-    randomize: tuple[str, ...] = ("env-size",)
-    setups: int = field(default=10, metadata=_cli("--setups", "Random setups to draw."))
-    repeat: int = field(default=10, metadata=_cli("--repeat", "A/B pairs per setup."))
-    env_max: int = field(
-        default=4096, metadata=_cli("--env-max", "Env sizes are drawn in 0..ENV_MAX bytes.")
-    )
-    var: str = "A"
-
-    def check(self, nobjects: int) -> "Plan":
-        """Refuse bad input before anything is measured."""
-        if self.setups < 1 or self.repeat < 1:
-            raise PerflabError(
-                f"--setups and --repeat must be at least 1 ({self.setups}, {self.repeat})"
-            )
-        if self.env_max < 0:
-            raise PerflabError(f"--env-max must not be negative, not {self.env_max}")
-        if "link-order" in self.randomize and not nobjects:
-            raise PerflabError(
-                "--randomize link-order needs --build: perflab can relink only what it builds"
-            )
-        self.check_controls()
-        return self
-
-
 def _digests(side: Side) -> tuple[str, ...]:
     """What decides the bytes A or B runs: its objects, or its program file."""
     objects = side.objects or (compiler.Object.of(side.argv[0]),)
@@ -157,7 +127,7 @@ def compare(
     resume: bool = False,
     discard_bad: bool = False,
     on_start: Callable[[int, int], None] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressArg = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
     **params: Any,
 ) -> pd.DataFrame:
@@ -166,7 +136,8 @@ def compare(
     a, b: the two sides (compare.build_side("A", ["-O2"]) or compare.program_side(name, argv)).
     params: any field of Plan (randomize, setups, repeat, env_max, var, seed, aslr, cpus,
     inherit_env, timeout, rt, mlock). Journaled to `output` when given, and resumable like a
-    sweep: on_start(todo, done) once, progress(n) after each batch of n runs.
+    sweep: on_start(todo, done) once, progress(n) after each batch of n runs (by default a
+    display on stderr or in Jupyter; progress=False for none).
 
     Returns one row per run: setup, env_size (bytes of padding, -1: none), link_order, side
     ("A"/"B"), rep, then the child-run columns: ticks (TSC ticks, timer cost subtracted),

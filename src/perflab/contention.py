@@ -11,11 +11,12 @@ import pandas as pd
 
 from perflab import compiler, machine, perfsamples, profile, results
 from perflab.errors import PerflabError
+from perflab.plans import defaults
 
-KINDS = ("mutex", "spin")
+KINDS = defaults.CONTENTION_KINDS
 ITERATIONS = 100_000  # critical sections in all, split over the threads
 WORK = 2_000  # recurrence steps in each (about 1.5 ns a step here): ~0.3 s of serial work
-MAX_THREADS = 4096
+MAX_THREADS = defaults.CONTENTION_MAX_THREADS
 
 
 def build() -> compiler.Workload:

@@ -6,93 +6,29 @@ DjiBee's script), each size many times, in a seeded random order; each run is on
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from perflab import childruns, compiler, machine, results, spawn
+from perflab import childruns, machine, results, spawn
 from perflab import windows as windows_mod
-from perflab.childruns import _cli
 from perflab.childruns import status_counts as status_counts
 from perflab.childruns import value_column as value_column
 from perflab.errors import PerflabError
+from perflab.plans.env_size import MAX_ARG_STRLEN as MAX_ARG_STRLEN
+from perflab.plans.env_size import PARAMS as PARAMS
+from perflab.plans.env_size import Plan as Plan
+from perflab.progress import ProgressArg
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 KEY = ("env_size", "rep")
 COLUMNS = list(KEY) + list(childruns.MEASURED)
-MAX_ARG_STRLEN = 32 * 4096  # the kernel's limit on one argv or environment string
 CHUNK_RUNS = childruns.CHUNK_RUNS  # read at each sweep: a test may make chunks smaller
 FLUSH_S = childruns.FLUSH_S
-
-
-@dataclass(frozen=True)
-class Plan(childruns.Controls):
-    """Everything that decides which runs a sweep makes and how: a resume must match it.
-
-    The one statement of the sweep's parameters: sweep() takes them as keywords and the CLI
-    derives its options from the fields' metadata.
-    """
-
-    program: tuple[str, ...] = ()
-    min_size: int = field(default=0, metadata=_cli("--min", "Smallest padding (bytes)."))
-    max_size: int = field(default=8192, metadata=_cli("--max", "Largest padding."))
-    step: int = field(default=1, metadata=_cli("--step", "Padding step (the post: 1)."))
-    repeat: int = field(default=100, metadata=_cli("--repeat", "Runs per size (the post: 100)."))
-    var: str = field(default="A", metadata=_cli("--env-var", "The padding variable."))
-    order: str = childruns.order_field()
-    opt: str = field(
-        default=compiler.DEFAULT_OPT,
-        metadata=_cli("-O", "Optimisation level of the built-in loop (-O1 keeps the loop in "
-                      "registers, -O2 folds it away: only -O0 touches the stack each "
-                      "iteration).", choices=compiler.OPT_LEVELS),
-    )  # fmt: skip
-    workload: str = field(
-        default="mytkowicz",
-        metadata=_cli("--workload", "Built-in loop: mytkowicz (the paper's; its windows depend "
-                      "on the CPU) or split (its 8-byte counter straddles a page once per 4096 "
-                      "sizes: a cost that does not rest on 4K aliasing).",
-                      choices=tuple(windows_mod.BUILTIN)),
-    )  # fmt: skip
-    workload_digest: str = field(default="", compare=False)
-
-    def check(self) -> "Plan":
-        """Refuse bad input before anything is measured."""
-        if self.min_size < 0 or self.max_size < 0:
-            raise PerflabError(f"sizes must not be negative ({self.min_size}..{self.max_size})")
-        if self.min_size > self.max_size:
-            raise PerflabError(f"--min {self.min_size} is greater than --max {self.max_size}")
-        longest = MAX_ARG_STRLEN - len(self.var) - 2  # "VAR=" and the NUL count too
-        if self.max_size > longest:
-            raise PerflabError(
-                f"--max {self.max_size}: Linux takes environment strings of at most "
-                f"{MAX_ARG_STRLEN} bytes (MAX_ARG_STRLEN), so at most {longest} bytes of padding"
-            )
-        if self.step < 1:
-            raise PerflabError(f"--step must be at least 1, not {self.step}")
-        childruns.check_repeat(self.repeat)
-        childruns.check_order(self.order)
-        if self.program and self.workload != "mytkowicz":
-            raise PerflabError("--workload chooses a built-in loop: give it or a PROGRAM, not both")
-        if not self.var or "=" in self.var or "\0" in self.var:
-            raise PerflabError(f"invalid environment variable name {self.var!r}")
-        self.check_controls()
-        return self
-
-    def sizes(self) -> np.ndarray:
-        """The env sizes swept, min..max inclusive."""
-        return np.arange(self.min_size, self.max_size + 1, self.step, dtype=np.int64)
-
-    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """(env_size, rep) of every run, in the order they will be made."""
-        item, rep = childruns.run_order(self.sizes().size, self.repeat, self.order, self.seed)
-        return self.sizes()[item], rep
-
-
-PARAMS = tuple(f.name for f in fields(Plan) if f.name not in ("program", "workload_digest"))
 
 
 def resolve_program(
@@ -123,7 +59,7 @@ def sweep(
     output: str | os.PathLike | None = None,
     resume: bool = False,
     discard_bad: bool = False,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressArg = None,
     on_start: Callable[[int, int], None] | None = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
     counters: bool = False,
@@ -138,7 +74,9 @@ def sweep(
     last usable CPU), order ("random" or "sequential"), seed, inherit_env, opt, timeout (s),
     rt, mlock.
     output: a .parquet/.csv journal, flushed as runs finish; resume=True completes it.
-    progress(n) is called after each chunk of n runs, on_start(todo, done) once before
+    progress: by default a display that suits where it runs (a line updated in Jupyter, a
+    bar in a terminal, a line every 10 s or 5 % in a log), False for none, or a callable
+    progress(n) after each chunk of n runs, with on_start(todo, done) once before
     (perflab.progress.Progress supplies both: sweep(..., **Progress("env-size").callbacks)).
 
     Returns one row per run: env_size (bytes), rep, ticks (TSC ticks of the probed region,
@@ -214,7 +152,9 @@ def sweep_block(
 ) -> pd.DataFrame:
     """One block of a campaign's sweep, measured on the host that runs it, kept in memory."""
     upto = min(max_size, env_size_from + (block - 1) * step)
-    return sweep(min_size=env_size_from, max_size=upto, step=step, output=None, **options)
+    return sweep(
+        min_size=env_size_from, max_size=upto, step=step, output=None, progress=False, **options
+    )  # the campaign shows progress per block
 
 
 def summarize(df: pd.DataFrame, value: str | None = None) -> pd.DataFrame:

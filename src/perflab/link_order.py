@@ -13,7 +13,7 @@ import os
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,15 +23,17 @@ from perflab import childruns, compiler, machine, results, stats
 from perflab.binlayout import MODULI as MODULI
 from perflab.binlayout import functions, layout
 from perflab.binlayout import records as results_records
-from perflab.childruns import _cli
 from perflab.childruns import value_column as value_column
 from perflab.errors import PerflabError
+from perflab.plans.link_order import MAX_PERMUTATIONS as MAX_PERMUTATIONS
+from perflab.plans.link_order import Plan as Plan
+from perflab.plans.link_order import parse_permutations as parse_permutations
+from perflab.progress import ProgressArg
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 KEY = ("perm", "rep")
-MAX_PERMUTATIONS = 5040  # 7!: beyond that, sample with --permutations N
 BUILTIN_HOT = ("lo_drive", "lo_a", "lo_b", "lo_c")
 CHUNK_RUNS = 64  # ~0.1 s of link-order runs per C call (read at each sweep)
 FLUSH_S = childruns.FLUSH_S
@@ -122,16 +124,6 @@ def orders(n: int, permutations: str | int, seed: int = 0) -> list[tuple[int, ..
     return list(chosen)
 
 
-def parse_permutations(text: str) -> str | int:
-    """'all' or a positive count."""
-    if text == "all":
-        return "all"
-    try:
-        return int(text)
-    except ValueError:
-        raise PerflabError(f"--permutations {text!r}: expected 'all' or a number") from None
-
-
 def link_all(
     source: Source,
     perms: Sequence[tuple[int, ...]],
@@ -144,35 +136,6 @@ def link_all(
         if progress:
             progress(1)
     return out
-
-
-@dataclass(frozen=True)
-class Plan(childruns.Controls):
-    """Everything that decides which runs a sweep makes and how: a resume must match it."""
-
-    labels: tuple[str, ...] = ()
-    digests: tuple[str, ...] = ()
-    link: str = ""
-    permutations: str | int = field(
-        default="all",
-        metadata=_cli("--permutations", f"'all' orders (up to {MAX_PERMUTATIONS}) or N random "
-                      "ones (with --seed).", parse=parse_permutations),
-    )  # fmt: skip
-    repeat: int = field(default=20, metadata=_cli("--repeat", "Runs per order.", min=1))
-    order: str = childruns.order_field()
-    args: tuple[str, ...] = ()
-
-    def check(self) -> "Plan":
-        """Refuse bad input before anything is built or measured."""
-        childruns.check_repeat(self.repeat)
-        childruns.check_order(self.order)
-        self.check_controls()
-        orders(len(self.labels), self.permutations, self.seed)
-        return self
-
-    def pairs(self, nperms: int) -> tuple[np.ndarray, np.ndarray]:
-        """(perm, rep) of every run, in the order they will be made."""
-        return childruns.run_order(nperms, self.repeat, self.order, self.seed)
 
 
 def counters_note() -> str:
@@ -195,7 +158,7 @@ def sweep(
     discard_bad: bool = False,
     on_build: Callable[[int], Callable[[int], None] | None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressArg = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
     **params: Any,
 ) -> pd.DataFrame:
@@ -207,7 +170,8 @@ def sweep(
     params: any field of Plan (permutations, seed, repeat, aslr, cpus, order, inherit_env,
     timeout, rt, mlock, args). Its metadata holds the per-program layout ('layout': symbol
     addresses and alignments) and the build/run times. on_build(n) returns a per-program
-    callback for the link progress; on_start(todo, done) and progress(n) are the run's.
+    callback for the link progress; on_start(todo, done) and progress(n) are the run's
+    (progress: by default a display on stderr or in Jupyter; False for none).
 
     Returns one row per run: link_order ("c,a,b,main"), perm, rep, then the columns of every
     child run: ticks (probed region, TSC ticks, timer cost subtracted), outer_ticks, wall_ns,

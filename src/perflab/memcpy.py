@@ -11,12 +11,12 @@ from numpy.typing import ArrayLike
 
 from perflab import _native, machine
 from perflab.errors import PerflabError, warn_once
+from perflab.plans.defaults import PAGE as PAGE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 KERNELS = _native.COPY_KERNELS
-PAGE = 4096
 MAX_BYTES = 1 << 34
 
 

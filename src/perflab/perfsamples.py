@@ -26,11 +26,10 @@ import pandas as pd
 
 from perflab import _native, counters, results
 from perflab.errors import PerflabError
+from perflab.plans import defaults
 
-# Not 1000: a sampler in lockstep with the 1 kHz tick (or with timer-driven work) would see the
-# same instant of each period.
-FREQUENCY_HZ = 999
-MAX_HZ = 100_000
+FREQUENCY_HZ = defaults.SAMPLE_HZ
+MAX_HZ = defaults.MAX_SAMPLE_HZ
 READY_S = 60.0  # perf reads kallsyms and every mapping before it listens: slow when loaded
 STOP_S = 60.0
 COLUMNS = ["pid", "tid", "comm", "dso", "symbol", "samples", "share", "est_cpu_ns"]

@@ -26,8 +26,8 @@ import pandas as pd
 
 from perflab import _native, counters, machine, proctasks, results, spawn, stracelog, taskstats
 from perflab.errors import PerflabError
+from perflab.plans.defaults import PROFILE_INTERVAL_S as INTERVAL_S
 
-INTERVAL_S = 0.01
 SCAN_EVERY = 10  # readings between two scans of /proc for processes the program forked
 BETWEEN = "(between readings)"
 EXIT_SPREAD_NS = 1_000_000  # exit_group ends a process's threads within this of each other

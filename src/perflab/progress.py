@@ -1,22 +1,30 @@
 """Progress of long runs wherever they run: a bar in a terminal, lines in a log, Jupyter's line.
 
 A sweep redirected to a file used to print nothing for ten minutes; a log now gets one line
-every EVERY_S seconds or EVERY_FRACTION of the runs, so it shows life, rate and ETA.
+every EVERY_S seconds or EVERY_FRACTION of the runs, so it shows life, rate and ETA. The
+sweeps show it by default (see `shown`); progress=False silences them, and a caller that wants
+its own display passes the callbacks:
 
     with Progress("env-size") as p:
         df = env_size.sweep(max_size=8192, on_start=p.on_start, progress=p.update)
 """
 
+import contextlib
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 EVERY_S = 10.0
 EVERY_FRACTION = 0.05
 NOTEBOOK_EVERY_S = 0.5  # a display update is a message to the front end: not one per run
 MODES = ("auto", "bar", "lines", "notebook", "off")
+
+OnStart = Callable[[int, int], Any]
+# What a long API call takes as progress=: a callback per n runs done, False for silence, or
+# None/True for the display that suits where it runs.
+ProgressArg = Callable[[int], None] | bool | None
 
 
 def in_notebook() -> bool:
@@ -173,3 +181,28 @@ class Progress:
             self._handle = display(bundle, raw=True, display_id=True)
         else:
             self._handle.update(bundle, raw=True)
+
+
+@contextlib.contextmanager
+def shown(
+    label: str, on_start: OnStart | None, progress: ProgressArg
+) -> Iterator[tuple[OnStart | None, Callable[[int], None] | None]]:
+    """The (on_start, progress) a long call uses: the caller's own, none when progress=False,
+    else a Progress display on stderr (notebook, bar or log lines), closed when the call ends.
+
+    A caller that passes only on_start keeps the old meaning (it handles progress itself).
+    """
+    if progress is False or callable(progress) or (progress is None and on_start is not None):
+        yield on_start, progress if callable(progress) else None
+        return
+    display = Progress(label)
+
+    def start(todo: int, done: int = 0) -> None:
+        display.on_start(todo, done)
+        if on_start is not None:
+            on_start(todo, done)
+
+    try:
+        yield start, display.update
+    finally:
+        display.close()

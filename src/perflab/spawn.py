@@ -21,10 +21,10 @@ import pandas as pd
 
 from perflab import _native
 from perflab.errors import PerflabError, Stopped
+from perflab.plans import ASLR_MODES as ASLR_MODES
 
 STATUS = _native.RUN_STATUS
 STATUS_NAMES = [STATUS[i] for i in range(len(STATUS))]
-ASLR_MODES = ("off", "on", "system")
 RT_POLICIES = {"fifo": 1, "rr": 2}
 SPAWNER = Path(__file__).resolve().parent / "_spawner"
 RUN_DTYPE = _native.RUN_DTYPE

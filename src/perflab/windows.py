@@ -22,6 +22,7 @@ import pandas as pd
 
 from perflab import binlayout, compiler, spawn
 from perflab.errors import PerflabError
+from perflab.plans.env_size import BUILTIN as BUILTIN
 
 PAGE = 4096  # the low 12 address bits a store/load check compares
 STACK_STEP = 16  # the kernel's alignment of the initial stack pointer
@@ -155,10 +156,6 @@ class StackModel:
         top = report["execfn"] + len(path.encode()) + 1
         aligned = (top - report["strings"]) // STACK_STEP * STACK_STEP
         return cls(top=top, depth=aligned - report["frame"])
-
-
-# The built-in loops: the source and the C expression of the counter the twin reports as g.
-BUILTIN = {"mytkowicz": ("mytkowicz.c", "g"), "split": ("stacksplit.c", "s.g")}
 
 
 def build_loop(workload: str = "mytkowicz", opt: str = compiler.DEFAULT_OPT) -> compiler.Workload:

@@ -6,6 +6,8 @@ A verb's module is imported only when that verb runs, completes or shows its hel
 
 import importlib
 import os
+import signal
+import sys
 
 import click
 from click.shell_completion import CompletionItem
@@ -160,6 +162,8 @@ class Group(click.Group):
             raise UsageMistake(f"{exc.format_message()} (see '{where} --help')") from None
         except PerflabError as exc:
             raise click.ClickException(str(exc)) from None
+        except BrokenPipeError:
+            raise click.exceptions.Exit(_reader_gone()) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror or exc}") from None
@@ -174,6 +178,22 @@ class Group(click.Group):
                 f"internal error ({type(exc).__name__}: {first}); "
                 "PERFLAB_DEBUG=1 shows the traceback, please report it"
             ) from None
+
+
+def _reader_gone() -> int:
+    """The reader of stdout left (`perflab machine | head -1`): stop quietly, as coreutils do.
+
+    Python ignores SIGPIPE, so the write raised instead of killing the process; the status is
+    the one a shell reports for a tool SIGPIPE killed (141), so `set -o pipefail` sees the cut.
+    stdout now goes to /dev/null: the interpreter's last flush would fail again at exit.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real descriptor (CliRunner's stdout): nothing to flush
+        pass
+    return 128 + signal.SIGPIPE
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -6,8 +6,7 @@ import signal
 
 import click
 
-from perflab import errors, results
-from perflab.childruns import status_counts
+from perflab import errors
 from perflab.cli.common import (
     Bars,
     check_paths,
@@ -16,7 +15,6 @@ from perflab.cli.common import (
     records,
     table,
 )
-from perflab.threads import program
 
 SHOWN = ["threads", "runs", "wall_ms", "wall_lo", "wall_hi", "cpu_ms", "utilisation", "speedup",
          "speedup_lo", "speedup_hi", "efficiency", "nvcsw", "nivcsw", "ipc", "disturbed",
@@ -26,6 +24,8 @@ SHOWN = ["threads", "runs", "wall_ms", "wall_lo", "wall_hi", "cpu_ms", "utilisat
 def program_sweep(command, counts, repeat, oversubscribe, perturb, output, resume, as_json,
                   plot_path, **params) -> None:  # fmt: skip
     """Check, measure (journaled when -o or --resume names a file), then report."""
+    from perflab.threads import program
+
     if resume and output and output != resume:
         raise click.UsageError(f"-o {output} and --resume {resume} name different files")
     output = output or resume
@@ -58,6 +58,10 @@ def program_sweep(command, counts, repeat, oversubscribe, perturb, output, resum
 
 
 def _report(df, output, plot_path, as_json) -> None:
+    from perflab import results
+    from perflab.childruns import status_counts
+    from perflab.threads import program
+
     meta = results.metadata(df)
     summary = program.summarize(df)
     if plot_path:

@@ -1,13 +1,13 @@
 """`perflab clocks`: the clock article's tables on this machine."""
 
+from __future__ import annotations
+
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pandas as pd
 
-from perflab import clocks, machine, results, timing
 from perflab.cli import cli
 from perflab.cli.common import (
     campaign_verb,
@@ -20,6 +20,9 @@ from perflab.cli.common import (
     resume_option,
     table,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @cli.command("clocks")
@@ -50,6 +53,8 @@ def clocks_cmd(
     resume: str | None,
 ) -> None:
     """Resolution, value and read cost of every clock and TSC method; TSC trust verdict."""
+    from perflab import clocks, machine, results
+
     if samples < 1:
         raise click.BadParameter(f"must be at least 1, not {samples}", param_hint="--samples")
     selected = clocks.resolve(names) if names else None
@@ -76,6 +81,8 @@ def clocks_cmd(
 
 def _tables(res: pd.DataFrame, summary: pd.DataFrame, tsc: dict[str, Any]) -> None:
     """The article's listings: resolutions, read costs, the timer's step and the TSC verdict."""
+    from perflab import timing
+
     table(res, "{:,}", title="clocks.c")
     click.echo()
     table(
@@ -106,6 +113,8 @@ def _fleet(
     as_json: bool,
 ) -> None:
     """The read-cost table on every host of a Dask cluster, medians side by side."""
+    from perflab import clocks
+
     methods = clocks.available(selected)
     measure = functools.partial(clocks.cost_of, samples=samples)
     df, out = campaign_verb(measure, [{"method": m} for m in methods], address, hosts, record,

@@ -1,4 +1,10 @@
-"""What every measuring verb shares: -o/--json/--plot, tables, JSON on stdout."""
+"""What every measuring verb shares: -o/--json/--plot, tables, JSON on stdout.
+
+Imported by every verb's module, so it imports nothing heavy itself: `perflab VERB --help`
+builds the options from perflab.plans and never loads numpy, pandas or matplotlib.
+"""
+
+from __future__ import annotations
 
 import dataclasses
 import json
@@ -11,15 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import pandas as pd
 
-from perflab import campaigns, childruns, machine, plot, results
+from perflab import plans
 from perflab.cli import QUIET
 from perflab.errors import PerflabError
 from perflab.progress import Progress
 
 if TYPE_CHECKING:
-    pass
+    import pandas as pd
+
+    from perflab import campaigns
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -86,7 +93,7 @@ class Number(click.ParamType):
         return x
 
 
-SECONDS = Number(*childruns.TIMEOUT_S)
+SECONDS = Number(*plans.TIMEOUT_S)
 
 
 def discard_bad_option(func: F) -> F:
@@ -147,13 +154,15 @@ def plan_options(plan: type, names: Sequence[str]) -> Callable[[F], F]:
 
 
 def run_controls(func: F) -> F:
-    """The run controls every child-run verb shares (childruns.Controls), as click options."""
-    names = [f.name for f in dataclasses.fields(childruns.Controls) if f.name != "mlock"]
-    return plan_options(childruns.Controls, names)(func)
+    """The run controls every child-run verb shares (plans.Controls), as click options."""
+    names = [f.name for f in dataclasses.fields(plans.Controls) if f.name != "mlock"]
+    return plan_options(plans.Controls, names)(func)
 
 
 def check_complete(df: pd.DataFrame, output: str) -> None:
     """A run that ended without every planned run exactly once is an error, not a result."""
+    from perflab import results
+
     problem = results.metadata(df).get("incomplete")
     if problem:
         raise click.ClickException(
@@ -163,6 +172,8 @@ def check_complete(df: pd.DataFrame, output: str) -> None:
 
 def cpu_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
     """Click callback: '1' or '0-1,3' as a list of online CPUs, else a one-line error."""
+    from perflab import machine
+
     if value is None:
         return None
     try:
@@ -222,7 +233,7 @@ def journaled_run(
     output: str,
     named: bool,
     label: str,
-    bars: "Bars | None" = None,
+    bars: Bars | None = None,
 ) -> pd.DataFrame:
     """A journaled run with progress bars: where it records, how to resume, complete or error.
 
@@ -260,6 +271,8 @@ def campaign_verb(
     extra_meta: Mapping[str, Any] | None = None,
 ) -> tuple[pd.DataFrame, campaigns.Outcome]:
     """A --cluster run of any verb: journaled by (host, point), resumable, refusals said once."""
+    from perflab import campaigns, machine
+
     output, resuming = record
     bars = Bars()
     meta = {**machine.metadata(), **(extra_meta or {}), "experiment": f"{experiment} campaign"}
@@ -301,6 +314,8 @@ def interrupted(output: str | None, exc: BaseException | None = None) -> click.C
 
 def check_paths(output: str | None, plot_path: str | None) -> None:
     """Refuse unwritable or unknown-format paths up front, so no measurement is lost."""
+    from perflab import plot, results
+
     if output:
         results.check_output(output)
     if plot_path:
@@ -356,7 +371,7 @@ def _fmt(value: Any, floatfmt: str) -> str:
 
 def interference_report(df: pd.DataFrame) -> None:
     """A --jobs run's check of its parallel runs against its sequential reference slice."""
-    from perflab import parallel
+    from perflab import parallel, results
 
     for line in parallel.describe(results.metadata(df).get("interference", {})):
         click.echo(line)

@@ -1,15 +1,14 @@
 """`perflab compare`: is B faster than A, over random setups rather than one lucky one?"""
 
+from __future__ import annotations
+
 import functools
 import shlex
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pandas as pd
 
-from perflab import compare, plot, results
-from perflab.childruns import status_counts
 from perflab.cli import cli
 from perflab.cli.common import (
     check_paths,
@@ -24,11 +23,19 @@ from perflab.cli.common import (
     run_controls,
     table,
 )
+from perflab.plans.compare import Plan
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from perflab import compare
 
 
 def _randomize(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> tuple[str, ...] | None:
+    from perflab import compare
+
     return compare.parse_randomize(value) if value is not None else None
 
 
@@ -47,7 +54,7 @@ def _randomize(
     help="Setup dimensions drawn at random per setup: env-size, link-order (--build only), "
     "or none. [default: env-size, plus link-order with --build]",
 )
-@plan_options(compare.Plan, ("setups", "repeat", "env_max"))
+@plan_options(Plan, ("setups", "repeat", "env_max"))
 @run_controls
 @journal_options
 @output_options
@@ -64,6 +71,8 @@ def compare_cmd(use_build: bool, cflags_a: str, cflags_b: str,
     perflab compare './prog --fast' './prog --careful' --randomize env-size
     perflab compare --build --cflags-a -O2 --cflags-b -O3 --plot ab.png
     """
+    from perflab import compare
+
     if use_build and (a or b):
         raise click.BadParameter("give either two programs or --build, not both")
     if not use_build and not (a and b):
@@ -95,6 +104,9 @@ def _report(
     as_json: bool,
 ) -> None:
     """B/A per setup and over all setups: as tables, or as one JSON document."""
+    from perflab import compare, plot, results
+    from perflab.childruns import status_counts
+
     value = compare.value_column(df)
     per = compare.per_setup(df, value)
     summary = compare.overall(df, per, value)

@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
-from perflab import counters, machine, results
 from perflab.cli import cli
 from perflab.cli.common import check_paths, emit_json, records, table
+from perflab.plans import defaults
 
 
 @cli.command("counters", context_settings={"ignore_unknown_options": True})
@@ -24,7 +24,7 @@ from perflab.cli.common import check_paths, emit_json, records, table
     "--event",
     "events",
     multiple=True,
-    type=click.Choice(list(counters.EVENTS)),
+    type=click.Choice(defaults.EVENT_NAMES),
     help="Only these events (repeatable).",
 )
 @click.option(
@@ -40,6 +40,8 @@ def counters_cmd(ctx, as_json, output, events, output_child, command):
     (`perflab counters -- make -j2`) with every thread and child it starts.
 
     With COMMAND, perflab exits with its status (128+N when signal N killed it), as perf stat."""
+    from perflab import counters, machine, results
+
     check_paths(output, None)
     with _child_stdout(output_child, as_json) as stdout:
         out = counters.run(command, events, stdout)

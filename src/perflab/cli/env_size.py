@@ -1,13 +1,13 @@
 """`perflab sweep env-size`: Mytkowicz's environment-size experiment, resumable, in minutes."""
 
+from __future__ import annotations
+
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pandas as pd
 
-from perflab import alias_counters, env_size, machine, parallel, plot, results, windows
 from perflab.cli import sweep
 from perflab.cli.common import (
     Number,
@@ -23,14 +23,20 @@ from perflab.cli.common import (
     records,
     table,
 )
+from perflab.plans import env_size as plan
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _zoom(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
+    from perflab import env_size
+
     return env_size.parse_zoom(value) if value else None
 
 
 @sweep.command("env-size")
-@plan_options(env_size.Plan, env_size.PARAMS)
+@plan_options(plan.Plan, plan.PARAMS)
 @journal_options
 @click.option("--zoom", callback=_zoom, help="Plot only env sizes A:B, e.g. --zoom 2300:2400.")
 @click.option(
@@ -61,6 +67,8 @@ def env_size_cmd(program: tuple[str, ...], resume: str | None, discard_bad: bool
     perflab sweep env-size --aslr off --step 2 --repeat 20 -o env-size.parquet --plot env-size.png
     perflab sweep env-size --aslr off -- ./my_benchmark --flag
     """
+    from perflab import env_size
+
     named = bool(output or resume)
     output, resuming = record_path(output, resume, "env-size")
     check_paths(output, plot_path)
@@ -83,6 +91,8 @@ def _report(
     as_json: bool,
 ) -> None:
     """Summary, status counts and windows: as tables, or as one JSON document."""
+    from perflab import alias_counters, env_size, plot, results, windows
+
     value = env_size.value_column(df)
     summary = env_size.summarize(df, value)
     found = env_size.detect_windows(summary, k=k)
@@ -179,6 +189,8 @@ def _fleet(
     as_json: bool,
 ) -> None:
     """The same sweep on every host of a Dask cluster, in blocks of sizes, journaled by host."""
+    from perflab import env_size, machine
+
     points = env_size.campaign_points(params["min_size"], params["max_size"], params["step"])
     options = {key: v for key, v in params.items() if key != "min_size"}
     measure = functools.partial(env_size.sweep_block, program=program, **options)
@@ -198,6 +210,8 @@ def _fleet(
 
 def _lanes_json(df: pd.DataFrame, k: float) -> dict:
     """A parallel sweep's per-CPU windows and interference check, for --json."""
+    from perflab import env_size, results
+
     if "cpu" not in df:
         return {}
     return {
@@ -208,6 +222,8 @@ def _lanes_json(df: pd.DataFrame, k: float) -> dict:
 
 def _report_lanes(df: pd.DataFrame, k: float) -> None:
     """A parallel sweep: the windows per CPU and pooled, then parallel vs sequential runs."""
+    from perflab import env_size, parallel, results
+
     if "cpu" not in df:
         return
     click.echo()

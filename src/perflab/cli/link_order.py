@@ -1,14 +1,13 @@
 """`perflab sweep link-order`: the paper's link-order experiment and the layout behind it."""
 
+from __future__ import annotations
+
 import functools
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pandas as pd
 
-from perflab import link_order, plot, results
-from perflab.childruns import status_counts
 from perflab.cli import sweep
 from perflab.cli.common import (
     Bars,
@@ -24,6 +23,10 @@ from perflab.cli.common import (
     run_controls,
     table,
 )
+from perflab.plans.link_order import Plan
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PARAMS = ("permutations", "repeat", "order", "mlock")
 
@@ -47,7 +50,7 @@ PARAMS = ("permutations", "repeat", "order", "mlock")
     "--cflags", default="-O2", show_default=True, help="Flags for the built-in workload's objects."
 )
 @click.option("--symbol", "symbols", multiple=True, help="Locate this symbol (repeatable).")
-@plan_options(link_order.Plan, PARAMS)
+@plan_options(Plan, PARAMS)
 @run_controls
 @journal_options
 @output_options
@@ -62,6 +65,8 @@ def link_order_cmd(objects_flag: bool, cflags: str, resume: str | None, discard_
     perflab sweep link-order --objects a.o b.o c.o --cc gcc --ldflags -lm --permutations 6
     perflab sweep link-order --objects a.o b.o --link-cmd 'gcc {objects} -o {output}'
     """
+    from perflab import link_order
+
     if objects_flag and not objects:
         raise click.BadParameter("--objects needs object files after it", param_hint="--objects")
     if (params["template"] or params["ldflags"]) and not objects:
@@ -87,6 +92,9 @@ def _short(names: str) -> str:
 
 def _report(df: pd.DataFrame, output: str, plot_path: str | None, as_json: bool) -> None:
     """Per-order summary, spread and the alignment features: as tables, or one JSON document."""
+    from perflab import link_order, plot, results
+    from perflab.childruns import status_counts
+
     if not (df["status"] == "ok").any():
         raise click.ClickException(
             f"no run ended 'ok' (status: {status_counts(df)}): nothing to compare; the "

@@ -1,9 +1,7 @@
 """`perflab machine`: what every result records about where it was measured."""
 
 import click
-import pandas as pd
 
-from perflab import machine
 from perflab.cli import cli
 from perflab.cli.common import emit_json, table
 
@@ -12,6 +10,10 @@ from perflab.cli.common import emit_json, table
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def machine_cmd(as_json):
     """CPU, topology, caches, clocks, ASLR, counters, and the conditions that spoil timing."""
+    import pandas as pd
+
+    from perflab import machine
+
     rep = machine.report()
     if as_json:
         emit_json(rep)

@@ -2,13 +2,16 @@
 
 import click
 
-from perflab import errors, memcpy, pagefault, results
+from perflab import errors
 from perflab.cli import run, sweep
 from perflab.cli.common import check_paths, emit_json, output_options, progressbar, records, table
 from perflab.errors import PerflabError
+from perflab.plans import defaults
 
 
 def _size(ctx, param, value):
+    from perflab import memcpy
+
     if value is None:
         return None
     try:
@@ -34,14 +37,14 @@ def _size(ctx, param, value):
 )
 @click.option(
     "--kernel",
-    type=click.Choice(list(memcpy.KERNELS)),
+    type=click.Choice(defaults.COPY_KERNEL_NAMES),
     default="libc",
     show_default=True,
     help="Copy implementation: glibc memcpy, one rep movsb, or a word-then-byte C loop.",
 )
 @click.option(
     "--align",
-    default=memcpy.PAGE,
+    default=defaults.PAGE,
     show_default=True,
     type=int,
     help="Exact alignment of both buffers (power of two; 1 puts them on odd addresses).",
@@ -71,6 +74,8 @@ def memcpy_cmd(
     max_bytes, trials, kernel, align, offset, small, full, no_mlock, output, as_json, plot_path
 ):
     """Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees found."""
+    from perflab import memcpy, results
+
     if trials < 1:
         raise click.BadParameter(f"must be at least 1, not {trials}", param_hint="--trials")
     memcpy.check_kernel(kernel)
@@ -153,6 +158,8 @@ def memcpy_cmd(
 @output_options
 def pagefault_cmd(pages, reps, output, as_json, plot_path):
     """Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory."""
+    from perflab import pagefault, results
+
     if pages < 1:
         raise click.BadParameter(f"must be at least 1, not {pages}", param_hint="--pages")
     if reps < 1:

@@ -2,9 +2,9 @@
 
 import click
 
-from perflab import cswitch, results, syscalls, trig
 from perflab.cli import run
 from perflab.cli.common import check_paths, emit_json, output_options, progressbar, records, table
+from perflab.plans import defaults
 
 
 def _at_least_one(value: int, hint: str) -> None:
@@ -31,6 +31,8 @@ def _at_least_one(value: int, hint: str) -> None:
 @output_options
 def trig_cmd(calls, repeat, cold_runs, output, as_json, plot_path):
     """Ticks of libm calls (default sin(1.0) tan(1.0) sin(0.0)), timer cost subtracted."""
+    from perflab import results, trig
+
     _at_least_one(repeat, "--repeat")
     if cold_runs < 0:
         raise click.BadParameter(f"must be >= 0, not {cold_runs}", param_hint="--cold")
@@ -93,6 +95,8 @@ def trig_cmd(calls, repeat, cold_runs, output, as_json, plot_path):
 @output_options
 def cswitch_cmd(n, reps, rt, cpus, output, as_json, plot_path):
     """N one-byte write+read alone, N round trips with a child, and the difference."""
+    from perflab import cswitch, results
+
     _at_least_one(n, "N")
     _at_least_one(reps, "--reps")
     places = cswitch.placements(list(cpus) if cpus else None)
@@ -123,7 +127,7 @@ def cswitch_cmd(n, reps, rt, cpus, output, as_json, plot_path):
     "--call",
     "calls",
     multiple=True,
-    help=f"Calls to time (repeatable): {', '.join(syscalls.CALLS)}.",
+    help=f"Calls to time (repeatable): {', '.join(defaults.SYSCALL_NAMES)}.",
 )
 @click.option("--trials", default=10000, show_default=True, type=int, help="Calls timed each.")
 @click.option(
@@ -142,6 +146,8 @@ def cswitch_cmd(n, reps, rt, cpus, output, as_json, plot_path):
 @output_options
 def syscalls_cmd(calls, trials, trim, directory, output, as_json, plot_path):
     """Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs."""
+    from perflab import results, syscalls
+
     _at_least_one(trials, "--trials")
     if trim < 0 or 2 * trim >= trials:
         raise click.BadParameter(

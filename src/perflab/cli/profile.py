@@ -4,7 +4,6 @@ import sys
 
 import click
 
-from perflab import contention, machine, perfsamples, profile, results
 from perflab.cli import cli
 from perflab.cli.common import (
     Number,
@@ -15,6 +14,7 @@ from perflab.cli.common import (
     records,
     table,
 )
+from perflab.plans import defaults
 
 
 def _progress():
@@ -37,7 +37,7 @@ def _ms(ns) -> str:
 @click.option(
     "--interval",
     type=Number(0.001, 10),
-    default=profile.INTERVAL_S,
+    default=defaults.PROFILE_INTERVAL_S,
     show_default=True,
     help="Seconds between two readings of the threads; a thread that lives less than this may "
     "be seen only in the '(between readings)' row.",
@@ -71,19 +71,19 @@ def _ms(ns) -> str:
 )
 @click.option(
     "--sample-hz",
-    type=click.IntRange(1, perfsamples.MAX_HZ),
+    type=click.IntRange(1, defaults.MAX_SAMPLE_HZ),
     help="Samples per second of each thread's CPU time (implies --samples): finer, and "
-    f"costlier. [default: {perfsamples.FREQUENCY_HZ}]",
+    f"costlier. [default: {defaults.SAMPLE_HZ}]",
 )
 @click.option(
     "--workload",
-    type=click.Choice(contention.KINDS),
+    type=click.Choice(defaults.CONTENTION_KINDS),
     help="Profile the built-in reproduction instead of COMMAND: threads doing serial work under "
     "one lock, waiting in futex (mutex) or spinning (spin).",
 )
 @click.option(
     "--threads",
-    type=click.IntRange(1, contention.MAX_THREADS),
+    type=click.IntRange(1, defaults.CONTENTION_MAX_THREADS),
     help="Worker threads of --workload. [default: the usable CPUs, at least 2]",
 )
 @output_options
@@ -109,6 +109,8 @@ def profile_cmd(
     context switches, run-queue wait and time blocked; the program's utilisation (CPU / wall:
     threads busy on average); exits with the program's status. `perflab profile --workload mutex
     --threads 4 --samples`: the built-in lock contention, profiled by symbol too."""
+    from perflab import profile, results
+
     check_paths(output, plot_path)
     df = profile.run(
         _command(command, workload, threads),
@@ -119,7 +121,7 @@ def profile_cmd(
         stdout=2 if as_json else None,  # the program's output must not break the JSON
         progress=_progress(),
         exit_records=not no_exit_records,
-        sample_hz=sample_hz or (perfsamples.FREQUENCY_HZ if use_samples else None),
+        sample_hz=sample_hz or (defaults.SAMPLE_HZ if use_samples else None),
     )
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
@@ -159,10 +161,14 @@ def _command(command, workload, threads) -> list[str]:
                 "Missing argument COMMAND: perflab profile -- PROGRAM ARGS, or --workload"
             )
         return list(command)
+    from perflab import contention, machine
+
     return contention.command(workload, threads or max(2, len(machine.usable_cpus())))
 
 
 def _print(df, over, meta) -> None:
+    from perflab import profile
+
     ended = (
         "killed at the timeout" if over["timed_out"]
         else f"killed by signal {over['signal']}" if over["signal"]
@@ -194,6 +200,8 @@ def _print(df, over, meta) -> None:
 def _samples_json(df, meta) -> dict:
     if "samples_note" not in meta:
         return {}
+    from perflab import perfsamples
+
     sampled = perfsamples.frame(df)
     return {
         "samples": None if sampled is None else records(sampled),
@@ -205,6 +213,8 @@ def _print_samples(df, meta) -> None:
     """Each thread's hottest symbols (perf report -T --tid, for every thread at once)."""
     if "samples_note" not in meta:
         return
+    from perflab import perfsamples
+
     sampled = perfsamples.frame(df)
     click.echo(f"CPU samples per thread and symbol: {meta['samples_note']}")
     if sampled is not None and len(sampled):

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import click
 
-from perflab import diffs, exports, fleet, reports, results
 from perflab.cli import cli
 from perflab.cli.common import check_paths, emit_json, records, table
 from perflab.errors import PerflabError
@@ -77,6 +76,8 @@ def show_cmd(path, as_json, plot_path, md_path, html_path):
     perflab report sweep.parquet --md - >> pr.md
     perflab report sweep.parquet --html sweep.html
     """
+    from perflab import exports, reports
+
     check_paths(None, plot_path)
     md_path, html_path = _export_path(md_path, ".md"), _export_path(html_path, ".html")
     r = reports.report(path)
@@ -149,6 +150,8 @@ def diff_cmd(before, after, confidence, intersect, show_all, as_json, plot_path,
     perflab diff main.parquet branch.parquet --plot diff.png
     perflab diff old.parquet new.parquet --md - >> pr.md
     """
+    from perflab import diffs, exports
+
     check_paths(None, plot_path)
     md_path, html_path = _export_path(md_path, ".md"), _export_path(html_path, ".html")
     d = diffs.diff(before, after, confidence, intersect)
@@ -195,6 +198,8 @@ def diff_cmd(before, after, confidence, intersect, show_all, as_json, plot_path,
 )
 def hosts_cmd(path, value, where, as_json, plot_path):
     """Per-host spread of a campaign: medians, fleet distribution, outlier hosts."""
+    from perflab import fleet, results
+
     check_paths(None, plot_path)
     df = results.load(path)
     per_host = fleet.per_host(fleet.select(df, list(where)), value)

@@ -1,13 +1,15 @@
 """`perflab run core-vs-ht`, `perflab sweep threads`, `perflab run fauxplat`: threads and
 interference, printed as DjiBee's and easyperf's programs print them."""
 
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 import click
 
-from perflab import errors, fleet, machine, results, threads
+from perflab import errors
 from perflab.cli import run, sweep
-from perflab.cli._threads_program import program_sweep
 from perflab.cli.common import (
     SECONDS,
     Number,
@@ -23,11 +25,16 @@ from perflab.cli.common import (
     resume_option,
     table,
 )
-from perflab.threads import fauxplat_sec, ht_pairs, program, thread_count
+from perflab.plans import threads as plan
+
+if TYPE_CHECKING:
+    from perflab import threads
 
 
 def _perturbation(ctx, param, values):
     """KIND@CPU values; a bad one is a PerflabError: one line, like a bad -p."""
+    from perflab import threads
+
     return [threads.Perturbation.parse(v) for v in values]
 
 
@@ -35,7 +42,7 @@ def interference_options(func):
     """--perturb, --nice, --rt and --rt-limit, shared by every verb that runs workers."""
     func = click.option(
         "--rt-limit",
-        default=threads.RT_LIMIT_S,
+        default=plan.RT_LIMIT_S,
         show_default=True,
         type=Number(0.1, 600),
         help="Watchdog for --rt: seconds a real-time worker may compute without blocking "
@@ -66,6 +73,8 @@ def interference_options(func):
 
 
 def _priority(nice: int, rt: bool, rt_limit: float) -> threads.Priority:
+    from perflab import threads
+
     return threads.Priority(nice=nice, rt=rt, rt_limit=rt_limit)
 
 
@@ -78,11 +87,11 @@ def _warnings_to_stderr():
 @click.option(
     "-l",
     "--loops",
-    default=threads.DEFAULT_LOOPS,
+    default=plan.DEFAULT_LOOPS,
     show_default=True,
     type=click.IntRange(1),
-    help=f"Loops of {threads.LOOP_FACTOR} iterations per thread (the post used "
-    f"{threads.POST_LOOPS}: ~10.7 s per thread on its i5).",
+    help=f"Loops of {plan.LOOP_FACTOR} iterations per thread (the post used "
+    f"{plan.POST_LOOPS}: ~10.7 s per thread on its i5).",
 )
 @click.option(
     "-p",
@@ -96,6 +105,9 @@ def _warnings_to_stderr():
 @output_options
 def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_json, plot_path):
     """1 thread, then 2 released together: CPU and wall time per placement (cputime_core_vs_ht)."""
+    from perflab import machine, results, threads
+    from perflab.threads import ht_pairs
+
     if len(cpus) > 2:
         raise click.BadParameter("at most two -p CPUs, as in the post", param_hint="-p")
     if cpus:
@@ -136,7 +148,7 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
 @click.option(
     "--threads",
     "counts",
-    callback=lambda ctx, param, value: program.parse_counts(value) if value else None,
+    callback=lambda ctx, param, value: plan.parse_counts(value) if value else None,
     help="With -- PROGRAM: the thread counts to run, e.g. 1,2,4,8 [default: 1..--max].",
 )
 @click.option(
@@ -181,7 +193,7 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
 )
 @click.option(
     "--kernel",
-    type=click.Choice(list(threads.KERNELS)),
+    type=click.Choice(plan.KERNEL_NAMES),
     default="loop",
     show_default=True,
     help="loop: the post's int/double mix; stream: read-modify-write of a buffer; spin: CAS "
@@ -190,14 +202,14 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
 @click.option(
     "-l",
     "--loops",
-    default=threads.DEFAULT_LOOPS,
+    default=plan.DEFAULT_LOOPS,
     show_default=True,
     type=click.IntRange(1),
-    help=f"Total loops of {threads.LOOP_FACTOR} iterations, shared among the threads.",
+    help=f"Total loops of {plan.LOOP_FACTOR} iterations, shared among the threads.",
 )
 @click.option(
     "--size",
-    default=threads.DEFAULT_STREAM_BYTES,
+    default=plan.DEFAULT_STREAM_BYTES,
     show_default=True,
     type=click.IntRange(8),
     help="Buffer bytes per thread for --kernel stream.",
@@ -244,6 +256,10 @@ def sweep_threads_cmd(
     perflab sweep threads --threads 1,2 -- xz -T{threads} -c FILE
     perflab sweep threads --threads 1,2,4 --oversubscribe -- ./omp_solver   # OMP_NUM_THREADS
     """
+    from perflab import machine, results, threads
+    from perflab.cli._threads_program import program_sweep
+    from perflab.threads import thread_count
+
     if command:
         ctx = click.get_current_context()
         kernel_only = ["kernel", "loops", "size", "free", "nice", "rt", "rt_limit"]
@@ -289,7 +305,7 @@ def sweep_threads_cmd(
     shown = summary.drop(columns=hidden)
     table(
         shown,
-        title=f"{kernel} kernel, {loops} loops({threads.LOOP_FACTOR}) shared, median of {repeat}",
+        title=f"{kernel} kernel, {loops} loops({plan.LOOP_FACTOR}) shared, median of {repeat}",
     )
     if summary["ipc"].isna().all():
         click.echo(f"instructions, IPC: {status['instructions']}")
@@ -309,23 +325,23 @@ def _busy_hint(wall_over_cpu: float, rt: bool) -> None:
 @click.option(
     "-l",
     "--loops",
-    default=threads.DEFAULT_LOOPS,
+    default=plan.DEFAULT_LOOPS,
     show_default=True,
     type=click.IntRange(1),
-    help=f"Loops of {threads.LOOP_FACTOR} per measurement (the post: {threads.POST_LOOPS}).",
+    help=f"Loops of {plan.LOOP_FACTOR} per measurement (the post: {plan.POST_LOOPS}).",
 )
 @click.option("--repeat", default=5, show_default=True, type=click.IntRange(1), help="Repeats.")
 @click.option("--cpu", default=0, show_default=True, type=int, help="CPU the index runs on.")
 @click.option(
     "--kernel",
-    type=click.Choice(list(threads.KERNELS)),
+    type=click.Choice(plan.KERNEL_NAMES),
     default="loop",
     show_default=True,
     help="loop is the post's index; stream over a cache-sized --size shows what cache@ does.",
 )
 @click.option(
     "--size",
-    default=threads.DEFAULT_STREAM_BYTES,
+    default=plan.DEFAULT_STREAM_BYTES,
     show_default=True,
     type=click.IntRange(8),
     help="Buffer bytes for --kernel stream.",
@@ -353,6 +369,9 @@ def fauxplat_cmd(
 ):
     """FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: cpu, cache
     and rt hogs on --cpu), with its spread and its change vs alone."""
+    from perflab import fleet, machine, results, threads
+    from perflab.threads import fauxplat_sec
+
     machine.check_cpus([cpu])
     check_paths(output, plot_path)
     chosen = list(perturb) or threads.default_perturbations(cpu)
@@ -412,7 +431,7 @@ def fauxplat_cmd(
         return
     alone = summary.iloc[0]
     click.echo(
-        f"{loops} loops({threads.LOOP_FACTOR}) of {kernel} on cpu {cpu}: "
+        f"{loops} loops({plan.LOOP_FACTOR}) of {kernel} on cpu {cpu}: "
         f"{alone['median']:.2f} FauxPlat/sec (median of {repeat}, loops / CPU second)"
     )
     table(summary, title="FauxPlat/sec per condition (change vs alone in %)")

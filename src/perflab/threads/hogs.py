@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 from perflab import _native, machine
 from perflab.errors import PerflabError, warn_once
+from perflab.plans.threads import RT_LIMIT_S as RT_LIMIT_S
 
 HOGS = _native.HOG_KINDS
 RT_PRIORITY = 10
-RT_LIMIT_S = 10.0
 HOG_MAX_S = 600.0
 
 

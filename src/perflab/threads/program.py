@@ -5,84 +5,26 @@ IPC per count, with the runs too short or too disturbed to trust flagged."""
 
 import math
 import os
-import re
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from perflab import childruns, machine, results, spawn, stats, trust
-from perflab.childruns import _cli
+from perflab import childruns, machine, results, stats, trust
 from perflab.errors import PerflabError
+from perflab.plans.threads import DEFAULT_ENV as DEFAULT_ENV
+from perflab.plans.threads import PLACEHOLDER as PLACEHOLDER
+from perflab.plans.threads import Plan as Plan
+from perflab.plans.threads import parse_counts as parse_counts
+from perflab.progress import ProgressArg
 from perflab.threads.hogs import Perturbation, perturbed
 from perflab.threads.runner import counter_status
 
-PLACEHOLDER = "{threads}"
-DEFAULT_ENV = "OMP_NUM_THREADS"
 CONFIDENCE = 0.95
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 LENGTHEN = "give the program more work (a larger input, more iterations) so each run is longer"
-
-
-def parse_counts(text: str) -> tuple[int, ...]:
-    """'1,2,4,8' as thread counts, in the order given, each once; anything else one error."""
-    try:
-        counts = tuple(dict.fromkeys(int(p) for p in text.split(",") if p.strip()))
-    except ValueError:
-        counts = ()
-    if not counts or min(counts) < 1:
-        raise PerflabError(f"--threads {text!r}: expected positive counts such as 1,2,4,8")
-    return counts
-
-
-@dataclass(frozen=True)
-class Plan(childruns.Controls):
-    """Everything that decides which runs a program sweep makes and how: a resume must match it."""
-
-    command: tuple[str, ...] = ()
-    counts: tuple[int, ...] = (1, 2)
-    threads_env: str | None = None
-    repeat: int = field(default=7, metadata=_cli("--repeat", "Runs per thread count."))
-    order: str = childruns.order_field()
-    oversubscribe: bool = False
-    timeout: float = field(
-        default=600.0,
-        metadata=_cli(
-            "--timeout", "Seconds before a run is killed and recorded as 'timeout'.", kind="seconds"
-        ),
-    )
-    rt: bool = False  # real-time threads that outnumber the CPUs would starve the machine
-
-    def check(self) -> "Plan":
-        """Refuse bad input before anything runs."""
-        if not self.command:
-            raise PerflabError("give the program to run after --, e.g. -- xz -T{threads} -c FILE")
-        if self.repeat < 1:
-            raise PerflabError(f"--repeat must be at least 1, not {self.repeat}")
-        if self.threads_env is not None and not _ENV_NAME.match(self.threads_env):
-            raise PerflabError(f"--threads-env {self.threads_env!r} is not a variable name")
-        childruns.check_order(self.order)
-        self.check_controls()
-        most = max(self.counts)
-        if most > len(self.cpus) and not self.oversubscribe:
-            raise PerflabError(
-                f"{most} threads on {len(self.cpus)} CPUs ({machine.format_cpu_list(self.cpus)}): "
-                "add --oversubscribe to run more threads than CPUs, or --cpu to give more CPUs"
-            )
-        return self
-
-    def argv(self, n: int) -> tuple[str, ...]:
-        """The command for n threads: the placeholder replaced in every argument, and the
-        variable set by env(1), which execs the program (no shell sees the arguments)."""
-        program = spawn.check_program(self.command[0])
-        args = tuple(a.replace(PLACEHOLDER, str(n)) for a in self.command[1:])
-        if self.threads_env is None:
-            return (program, *args)
-        return (spawn.check_program("env"), f"{self.threads_env}={n}", program, *args)
 
 
 def plan(
@@ -123,7 +65,7 @@ def run(
     output: str | os.PathLike | None = None,
     resume: bool = False,
     on_start: Callable[[int, int], None] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressArg = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
     **params: Any,
 ) -> pd.DataFrame:
@@ -132,7 +74,8 @@ def run(
     given to warn) in the metadata.
 
     params: cpus, threads_env, repeat, order, oversubscribe, seed, aslr, inherit_env, timeout,
-    rt (any field of Plan). Journaled to `output` and resumable like every child-run sweep.
+    rt (any field of Plan). Journaled to `output` and resumable like every child-run sweep;
+    progress shows on stderr or in Jupyter unless progress=False (or a callable takes it).
     """
     p = plan(command, counts, **params)
     recording = childruns.Recording(output, resume)

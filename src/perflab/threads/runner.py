@@ -12,13 +12,13 @@ import pandas as pd
 
 from perflab import _native, counters, machine
 from perflab.errors import PerflabError, RealTimeOverrun, warn_once
+from perflab.plans.threads import DEFAULT_LOOPS as DEFAULT_LOOPS
+from perflab.plans.threads import DEFAULT_STREAM_BYTES as DEFAULT_STREAM_BYTES
+from perflab.plans.threads import LOOP_FACTOR as LOOP_FACTOR
+from perflab.plans.threads import POST_LOOPS as POST_LOOPS
 from perflab.threads.hogs import RT_LIMIT_S, RT_PRIORITY, Perturbation, rt_watchdog
 
 KERNELS = _native.THREAD_KERNELS
-LOOP_FACTOR = _native.LOOP_FACTOR
-POST_LOOPS = 4000  # the post's -l 4000: 10.7 s per thread on its i5-3320M
-DEFAULT_LOOPS = 100
-DEFAULT_STREAM_BYTES = 1 << 20
 Progress = Callable[[int], None] | None
 
 

@@ -38,7 +38,8 @@ _COUNT = (0.0, float(2**63))
 RUN_RANGES = {
     col: _COUNT
     for col in ("ticks", "outer_ticks", "wall_ns", "utime_ns", "stime_ns", "maxrss_kb",
-                "minflt", "majflt", "nvcsw", "nivcsw", "cycles", "instructions")
+                "minflt", "majflt", "nvcsw", "nivcsw", "cycles", "instructions", "runq_ns",
+                "runq_cover")
 }  # fmt: skip
 Warn = Callable[[str], None]
 
@@ -335,14 +336,15 @@ class Runs:
     sizes: np.ndarray | None = None
     var: str = "A"
     env: dict[str, str] = field(default_factory=dict)
+    runq: str = "off"  # spawn.RUNQ_MODES: read each run's run-queue wait (serial sweeps only)
 
     @property
     def columns(self) -> list[str]:
-        return [*self.labels, *MEASURED]
+        return [*self.labels, *MEASURED, *(spawn.RUNQ_COLUMNS if self.runq != "off" else ())]
 
     def rows(self, runs: np.ndarray, at: np.ndarray, overhead: int) -> pd.DataFrame:
         """The records of the planned runs at positions `at` as tidy rows."""
-        df = spawn.tidy(runs, overhead)
+        df = spawn.tidy(runs, overhead, runq=self.runq != "off")
         for i, (name, values) in enumerate(self.labels.items()):
             df.insert(i, name, values[at])
         return df
@@ -472,13 +474,14 @@ def measure(
                                    flush_s=flush_s, on_start=on_start, progress=progress,
                                    warn=warn)  # fmt: skip
     with quiet_options(controls) as options:
+        options = replace(options, runq=runs.runq)
         preflight(runs, options)
         overhead = spawn.timer_overhead()
         recorder = Recorder(recording or Recording(), runs, controls.params(), meta, warn, flush_s)
         todo = _todo(runs, recorder.done_keys())
         if on_start:
             on_start(int(todo.size), runs.prog.size - int(todo.size))
-        extra = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt}
+        extra: dict[str, Any] = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt}
         engine = spawn.engine()
         chunks = [todo[i : i + chunk_runs] for i in range(0, todo.size, chunk_runs)]
         sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
@@ -498,6 +501,8 @@ def measure(
                     if not stopping and i + 1 < len(chunks):
                         pending = submit(chunks[i + 1])
                     options = rt_refused_once(options, batch, extra, warn)
+                    if runs.runq != "off" and len(batch) and "runq" not in extra:
+                        extra["runq"] = spawn.runq_note(batch)
                     recorder.add(runs.rows(batch, at[: len(batch)], overhead))
                     if progress:
                         progress(len(batch))

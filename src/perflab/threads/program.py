@@ -56,6 +56,7 @@ class Plan(childruns.Controls):
         ),
     )
     rt: bool = False  # real-time threads that outnumber the CPUs would starve the machine
+    runq: str = "auto"  # spawn.RUNQ_MODES: how the run-queue wait of its threads is read
 
     def check(self) -> "Plan":
         """Refuse bad input before anything runs."""
@@ -66,6 +67,9 @@ class Plan(childruns.Controls):
         if self.threads_env is not None and not _ENV_NAME.match(self.threads_env):
             raise PerflabError(f"--threads-env {self.threads_env!r} is not a variable name")
         childruns.check_order(self.order)
+        if self.runq not in spawn.RUNQ_MODES:
+            raise PerflabError(f"--runq must be one of {', '.join(spawn.RUNQ_MODES)}, not "
+                               f"{self.runq!r}")  # fmt: skip
         self.check_controls()
         most = max(self.counts)
         if most > len(self.cpus) and not self.oversubscribe:
@@ -112,6 +116,7 @@ def _runs(p: Plan) -> childruns.Runs:
         labels={"threads": np.asarray(p.counts, np.int64)[item], "rep": rep},
         key=("threads", "rep"),
         env=childruns.base_env(p.inherit_env),
+        runq=p.runq,
     )
 
 
@@ -132,7 +137,7 @@ def run(
     given to warn) in the metadata.
 
     params: cpus, threads_env, repeat, order, oversubscribe, seed, aslr, inherit_env, timeout,
-    rt (any field of Plan). Journaled to `output` and resumable like every child-run sweep.
+    rt, runq (any field of Plan). Journaled to `output` and resumable like every child-run sweep.
     """
     p = plan(command, counts, **params)
     recording = childruns.Recording(output, resume)
@@ -182,7 +187,8 @@ def _via(p: Plan) -> str:
 
 
 def annotate(df: pd.DataFrame) -> pd.DataFrame:
-    """CPU time, utilisation (CPUs kept busy on average) and the disturbance verdict per run."""
+    """CPU time, utilisation (CPUs kept busy on average) and the disturbance verdict per run,
+    from run-queue wait too where it was read."""
     meta = results.metadata(df)
     out = df.copy()
     out["cpu_ns"] = out["utime_ns"].astype(np.int64) + out["stime_ns"].astype(np.int64)
@@ -193,9 +199,9 @@ def annotate(df: pd.DataFrame) -> pd.DataFrame:
     why = pd.Series("", index=out.index, dtype=object)
     if ok.any():
         g = out[ok]
-        why[ok] = trust.disturbed(
-            g["cpu_ns"], g["wall_ns"], g["nivcsw"], g["threads"], g["threads"] <= ncpus
-        )
+        alone = g["threads"] <= ncpus
+        runq = g.get("runq_ns")
+        why[ok] = trust.disturbed(g["cpu_ns"], g["wall_ns"], g["nivcsw"], g["threads"], alone, runq)
     out["disturbed"] = why != ""
     out["disturbed_why"] = why
     return results.attach(out, meta)
@@ -236,7 +242,8 @@ def _interval(values: pd.Series) -> tuple[float, float, float]:
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """easyperf's table per thread count: median wall (with its 95 % interval), CPU time,
-    utilisation, speedup and efficiency vs the smallest count, switches, IPC, disturbed runs."""
+    utilisation, speedup and efficiency vs the smallest count, switches, run-queue wait of all
+    the threads (ms, NaN where not read), IPC, disturbed runs."""
     if "utilisation" not in df:
         df = annotate(df)
     ok = df[df["status"] == "ok"]
@@ -255,6 +262,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
         # median(base) / median(N): the ratio's interval comes from the two medians' intervals
         speedup, rlo, rhi = stats.ratio_interval(g["wall_ns"].to_numpy(float), base, CONFIDENCE)
         ipc = (g["instructions"] / g["cycles"]).median()
+        runq = g["runq_ns"].median() / 1e6 if "runq_ns" in g else math.nan
         rows.append(
             {
                 "threads": int(n),
@@ -270,6 +278,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
                 "efficiency": speedup * base_n / n,
                 "nvcsw": g["nvcsw"].median(),
                 "nivcsw": g["nivcsw"].median(),
+                "runq_ms": runq,
                 "ipc": ipc,
                 "disturbed": int(g["disturbed"].sum()),
             }

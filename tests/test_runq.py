@@ -1,12 +1,16 @@
 """The run-queue wait of all a child's threads, read by the engine before it reaps the child:
 taskstats' per-process sum where perflab may, /proc readings otherwise."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 from conftest import compile_children, own_children
 
 from perflab import machine, spawn, threads, trust
+from perflab.cli import cli
 from perflab.errors import PerflabError
 from perflab.threads import program
 
@@ -120,3 +124,13 @@ def test_run_queue_share_judges_only_runs_whose_threads_had_a_cpu_each():
     alone = pd.Series([True, True, False, True])
     why = trust.disturbed(cpu, wall, pd.Series([0] * 4), pd.Series([1] * 4), alone, runq)
     assert why.tolist() == ["", "waited for a CPU 50% of the wall time", "", ""]
+
+
+def test_the_cli_shows_the_wait_and_says_how_it_was_read(early):
+    args = ["sweep", "threads", "--threads", "1", "--repeat", "2", "--runq", "proc", "--json",
+            "--", early, "{threads}", "1000", "0"]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["runq"].startswith("/proc readings") and doc["scaling"][0]["runq_ms"] > 0
+    assert own_children() == []

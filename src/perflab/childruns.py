@@ -299,11 +299,12 @@ def run_expect(
 ) -> Expect:
     """A journal's check for child-run rows: these columns, each planned key once, sane values."""
     frame = pd.DataFrame(dict(zip(key, planned, strict=True)))
+    columns = tuple(columns)
     return Expect(
-        columns=tuple(columns),
+        columns=columns,
         planned=frame,
         unique=tuple(key),
-        ranges=RUN_RANGES,
+        ranges={col: span for col, span in RUN_RANGES.items() if col in columns},
         categories={"status": tuple(spawn.STATUS_NAMES)},
     )
 

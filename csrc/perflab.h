@@ -110,6 +110,10 @@ struct perflab_run {
     int64_t majflt;
     int64_t nvcsw;
     int64_t nivcsw;
+    int64_t runq_ns;       /* PERFLAB_SPAWN_RUNQ: its threads' run-queue wait (runq_source) */
+    int64_t runq_cpu_ns;   /* the on-CPU time of the threads that wait covers */
+    int32_t runq_source;   /* PERFLAB_RUNQ_* */
+    int32_t runq_errno;    /* why taskstats was not the source (0: it was, or not asked) */
 };
 
 /* A batch of runs as one flat request, the same bytes whether the core runs it in-process
@@ -378,3 +382,13 @@ int perflab_exec_counters_run(int32_t n, const int32_t *fds, const void *req, si
                               const int stdio[3], int stop_fd, struct perflab_run *out,
                               int64_t *done, int64_t *counts);
 void perflab_exec_counters_close(int32_t n, int32_t *fds);
+
+/* ---- spawn.c: the run-queue wait of all a child's threads ---------------- */
+
+/* Batch flags: fill each run's runq_* fields, waiting on the zombie before reaping it (see
+ * spawn.c); _PROC reads /proc even where taskstats would answer. Unasked, nothing changes. */
+#define PERFLAB_SPAWN_RUNQ 32
+#define PERFLAB_SPAWN_RUNQ_PROC 64
+#define PERFLAB_RUNQ_NONE 0      /* not asked, or no source answered */
+#define PERFLAB_RUNQ_TASKSTATS 1 /* the kernel's per-process sum at exit: every thread, exact */
+#define PERFLAB_RUNQ_PROC 2      /* /proc during the run; threads gone before the leader as of their last reading */

@@ -142,6 +142,8 @@ def test_a_run_sharing_its_cpu_with_a_hog_is_flagged(worker):
         (["--threads-env", "1X", "--", "true"], "not a variable name"),
         (["--kernel", "spin", "--", "true"], "--kernel is for the built-in kernels"),
         (["--threads", "1"], "need -- PROGRAM"),
+        (["--runq", "proc"], "need -- PROGRAM"),
+        (["--runq", "sometimes", "--", "true"], "'sometimes' is not one of"),
         (["--cpu", "9999", "--", "true"], "9999"),
     ],
 )

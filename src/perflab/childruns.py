@@ -37,7 +37,8 @@ _COUNT = (0.0, float(2**63))
 RUN_RANGES = {
     col: _COUNT
     for col in ("ticks", "outer_ticks", "wall_ns", "utime_ns", "stime_ns", "maxrss_kb",
-                "minflt", "majflt", "nvcsw", "nivcsw", "cycles", "instructions")
+                "minflt", "majflt", "nvcsw", "nivcsw", "cycles", "instructions", "runq_ns",
+                "runq_cover")
 }  # fmt: skip
 Warn = Callable[[str], None]
 
@@ -181,11 +182,12 @@ def run_expect(
 ) -> Expect:
     """A journal's check for child-run rows: these columns, each planned key once, sane values."""
     frame = pd.DataFrame(dict(zip(key, planned, strict=True)))
+    columns = tuple(columns)
     return Expect(
-        columns=tuple(columns),
+        columns=columns,
         planned=frame,
         unique=tuple(key),
-        ranges=RUN_RANGES,
+        ranges={col: span for col, span in RUN_RANGES.items() if col in columns},
         categories={"status": tuple(spawn.STATUS_NAMES)},
     )
 
@@ -218,16 +220,18 @@ class Runs:
     sizes: np.ndarray | None = None
     var: str = "A"
     env: dict[str, str] = field(default_factory=dict)
+    runq: str = "off"  # spawn.RUNQ_MODES: read each run's run-queue wait (serial sweeps only)
 
     @property
     def columns(self) -> list[str]:
-        return [*self.labels, *MEASURED]
+        return [*self.labels, *MEASURED, *(spawn.RUNQ_COLUMNS if self.runq != "off" else ())]
 
     def rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, **more: Any) -> pd.DataFrame:
         """The records of the planned runs at positions `at` as tidy rows (`more` columns
         after the labels), built in one go."""
         labels = {name: values[at] for name, values in self.labels.items()}
-        return pd.DataFrame({**labels, **more, **spawn.tidy_columns(runs, overhead)})
+        runq = spawn.runq_columns(runs) if self.runq != "off" else {}
+        return pd.DataFrame({**labels, **more, **spawn.tidy_columns(runs, overhead), **runq})
 
 
 @dataclass(frozen=True)
@@ -389,13 +393,14 @@ def _measure(
                                    flush_s=flush_s, on_start=on_start, progress=progress,
                                    warn=warn)  # fmt: skip
     with quiet_options(controls) as options:
+        options = replace(options, runq=runs.runq)
         preflight(runs, options)
         overhead = spawn.timer_overhead()
         recorder = Recorder(recording or Recording(), runs, controls.params(), meta, warn, flush_s)
         todo = _todo(runs, recorder.done_keys())
         if on_start:
             on_start(int(todo.size), runs.prog.size - int(todo.size))
-        extra = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt}
+        extra: dict[str, Any] = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt}
         engine = spawn.engine()
         chunks = [todo[i : i + chunk_runs] for i in range(0, todo.size, chunk_runs)]
         sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
@@ -415,6 +420,8 @@ def _measure(
                     if not stopping and i + 1 < len(chunks):
                         pending = submit(chunks[i + 1])
                     options = rt_refused_once(options, batch, extra, warn)
+                    if runs.runq != "off" and len(batch) and "runq" not in extra:
+                        extra["runq"] = spawn.runq_note(batch)
                     recorder.add(runs.rows(batch, at[: len(batch)], overhead))
                     if progress:
                         progress(len(batch))

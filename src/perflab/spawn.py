@@ -22,9 +22,12 @@ import pandas as pd
 from perflab import _native
 from perflab.errors import PerflabError, Stopped
 from perflab.plans import ASLR_MODES as ASLR_MODES
+from perflab.plans import RUNQ_MODES as RUNQ_MODES
 
 STATUS = _native.RUN_STATUS
 STATUS_NAMES = [STATUS[i] for i in range(len(STATUS))]
+RUNQ_SOURCES = [_native.RUNQ_SOURCES[i] for i in range(len(_native.RUNQ_SOURCES))]
+RUNQ_COLUMNS = ("runq_ns", "runq_source", "runq_cover")
 RT_POLICIES = {"fifo": 1, "rr": 2}
 SPAWNER = Path(__file__).resolve().parent / "_spawner"
 RUN_DTYPE = _native.RUN_DTYPE
@@ -32,7 +35,9 @@ RUN_DTYPE = _native.RUN_DTYPE
 
 @dataclass(frozen=True)
 class SpawnOptions:
-    """How each child runs: ASLR, CPUs, priority, memory locking, timeout, stdio."""
+    """How each child runs: ASLR, CPUs, priority, memory locking, timeout, stdio, and whether
+    the run-queue wait of its threads is read (runq: auto = taskstats where perflab may, else
+    /proc; proc = /proc only; off = not read, the engine's fastest path)."""
 
     aslr: str = "system"
     cpus: tuple[int, ...] = ()
@@ -44,8 +49,11 @@ class SpawnOptions:
     stdin: int | None = None
     stdout: int | None = None
     stderr: int | None = None
+    runq: str = "off"
 
     def __post_init__(self) -> None:
+        if self.runq not in RUNQ_MODES:
+            raise PerflabError(f"runq must be one of {', '.join(RUNQ_MODES)}, not {self.runq!r}")
         if self.aslr not in ASLR_MODES:
             raise PerflabError(f"aslr must be one of {', '.join(ASLR_MODES)}, not {self.aslr!r}")
         if self.rt_policy not in RT_POLICIES:
@@ -60,6 +68,8 @@ class SpawnOptions:
             | (_native.SPAWN_ASLR if self.aslr == "on" else 0)
             | (_native.SPAWN_RT if self.rt else 0)
             | (_native.SPAWN_MLOCK if self.mlock else 0)
+            | (_native.SPAWN_RUNQ if self.runq != "off" else 0)
+            | (_native.SPAWN_RUNQ_PROC if self.runq == "proc" else 0)
         )
 
 
@@ -389,15 +399,17 @@ def timer_overhead() -> int:
     return _native.timer_overhead_ticks()
 
 
-def tidy(runs: np.ndarray, overhead: int = 0) -> pd.DataFrame:
-    """Run records as tidy columns: probe ticks less overhead (NaN if no probe), rusage, status.
+def tidy(runs: np.ndarray, overhead: int = 0, runq: bool = False) -> pd.DataFrame:
+    """Run records as tidy columns: probe ticks less overhead (NaN if no probe), rusage, status,
+    and with runq the RUNQ_COLUMNS (see runq_columns).
 
     maxrss_kb is <NA> where it cannot be the child's own (in-process runs); strays says the
     child left processes in its group, which were killed.
 
     Counts are int32 and status a categorical: 800 000 rows must fit in a few copies.
     """
-    return pd.DataFrame(tidy_columns(runs, overhead))
+    df = pd.DataFrame(tidy_columns(runs, overhead))
+    return df.assign(**runq_columns(runs)) if runq else df
 
 
 def tidy_columns(runs: np.ndarray, overhead: int = 0) -> dict[str, Any]:
@@ -434,6 +446,36 @@ def tidy_columns(runs: np.ndarray, overhead: int = 0) -> dict[str, Any]:
         "child_errno": runs["child_errno"],
         "strays": (runs["flags"] & _native.RUN_STRAYS) != 0,
     }
+
+
+def runq_columns(runs: np.ndarray) -> dict[str, Any]:
+    """runq_ns: the run-queue wait of the child's threads, summed (NaN where no source answered,
+    or the kernel keeps no schedstat: no CPU time counted); runq_source: taskstats (every
+    thread, exact at exit) or proc (threads gone before the leader as of their last reading);
+    runq_cover: the counted threads' CPU time over the run's rusage CPU time (1: all of it;
+    less when threads were missed or the program's own children ran)."""
+    counted = runs["runq_cpu_ns"].astype(np.float64)
+    has = (runs["runq_source"] != 0) & (counted > 0)
+    cpu = (runs["utime_ns"] + runs["stime_ns"]).astype(np.float64)
+    return {
+        "runq_ns": np.where(has, runs["runq_ns"].astype(np.float64), np.nan),
+        "runq_source": pd.Categorical.from_codes(np.where(has, runs["runq_source"], 0),
+                                                 RUNQ_SOURCES),
+        "runq_cover": np.where(has & (cpu > 0), counted / np.where(cpu > 0, cpu, 1), np.nan),
+    }  # fmt: skip
+
+
+def runq_note(runs: np.ndarray) -> str:
+    """How the runs' run-queue wait was read, one phrase, with why taskstats was not used."""
+    sources = {RUNQ_SOURCES[int(s)] for s in runs["runq_source"]}
+    refused = runs["runq_errno"][runs["runq_errno"] != 0]
+    why = f"taskstats refused: {describe_errno(int(refused[0]))}; " if refused.size else ""
+    if sources == {"taskstats"}:
+        return "taskstats: every thread's wait, summed by the kernel at exit"
+    if "proc" in sources:
+        return (f"{why}/proc readings during each run: threads that exit before the leader "
+                "count as of their last reading (runq_cover: the CPU time covered)")  # fmt: skip
+    return f"{why}no source answered"
 
 
 def describe_errno(code: int) -> str:

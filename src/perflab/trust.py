@@ -15,6 +15,10 @@ IDLE_RUNS = 30  # trivial children that show the spawn cost and its spread, once
 # thread alone on its CPU is preempted only by short kernel work, a few times a second.
 PREEMPT_PER_CPU_S = 50.0
 DROP = 0.2  # a run whose utilisation is 20 % below its peers' median lost CPU they did not
+# Run-queue wait of all a run's threads, summed, as a share of its wall time, above which it
+# waited for CPUs others held: a program whose threads each have a CPU waits only for wakeups
+# (well under 1 %); a CPU hog sharing one of its CPUs makes it wait about half the run.
+RUNQ_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -73,18 +77,25 @@ def too_short(wall_ns: float, spread: float, where: str, limit: Floor, lengthen:
 
 
 def disturbed(cpu_ns: pd.Series, wall_ns: pd.Series, nivcsw: pd.Series, group: pd.Series,
-              alone: pd.Series) -> pd.Series:  # fmt: skip
-    """Why each run looks disturbed ('' when it does not): preempted by other tasks (only
-    where its threads had a CPU each, `alone`), or far less busy than its peers."""
+              alone: pd.Series, runq_ns: pd.Series | None = None) -> pd.Series:  # fmt: skip
+    """Why each run looks disturbed ('' when it does not): preempted by other tasks or waiting
+    for a CPU (only where its threads had a CPU each, `alone`; runq_ns NaN: not read), or far
+    less busy than its peers."""
     util = cpu_ns / wall_ns
     rate = nivcsw / (cpu_ns / 1e9).clip(lower=1e-9)
     peers = util.groupby(group).transform("median")
     why = pd.Series("", index=cpu_ns.index, dtype=object)
+
+    def add(hit: pd.Series, texts: list[str]) -> None:
+        why[hit] = [", ".join(filter(None, [w, t])) for w, t in zip(why[hit], texts, strict=True)]
+
     preempted = alone & (rate > PREEMPT_PER_CPU_S)
-    why[preempted] = [f"preempted {r:.0f}/CPU-s" for r in rate[preempted]]
+    add(preempted, [f"preempted {r:.0f}/CPU-s" for r in rate[preempted]])
+    if runq_ns is not None:
+        share = runq_ns / wall_ns
+        waited = alone & (share > RUNQ_SHARE)  # NaN compares False: not read, not judged
+        add(waited, [f"waited for a CPU {s:.0%} of the wall time" for s in share[waited]])
     low = util < (1 - DROP) * peers
-    why[low] = [
-        ", ".join(filter(None, [w, f"utilisation {u:.2f} vs {p:.2f}"]))
-        for w, u, p in zip(why[low], util[low], peers[low], strict=True)
-    ]
+    pairs = zip(util[low], peers[low], strict=True)
+    add(low, [f"utilisation {u:.2f} vs {p:.2f}" for u, p in pairs])
     return why

@@ -17,8 +17,8 @@ from perflab.cli.common import (
 )
 
 SHOWN = ["threads", "runs", "wall_ms", "wall_lo", "wall_hi", "cpu_ms", "utilisation", "speedup",
-         "speedup_lo", "speedup_hi", "efficiency", "nvcsw", "nivcsw", "ipc", "disturbed",
-         "failed"]  # fmt: skip
+         "speedup_lo", "speedup_hi", "efficiency", "nvcsw", "nivcsw", "runq_ms", "ipc",
+         "disturbed", "failed"]  # fmt: skip
 
 
 def program_sweep(command, counts, repeat, oversubscribe, perturb, output, resume, as_json,
@@ -70,6 +70,7 @@ def _report(df, output, plot_path, as_json) -> None:
         emit_json({"command": meta["command"], "threads_via": meta["threads_via"],
                    "status": status_counts(df), "scaling": records(summary),
                    "counters": meta["counters"], "floor": meta["floor"],
+                   "runq": meta.get("runq"),
                    "warnings": meta["trust_warnings"], "output": output,
                    "plot": plot_path})  # fmt: skip
         return
@@ -85,6 +86,8 @@ def _report(df, output, plot_path, as_json) -> None:
     if summary["ipc"].isna().all():
         why = meta["counters"].get("instructions", "no counters")
         click.echo(f"IPC: not measured here (instructions: {why})")
+    if meta.get("runq"):
+        click.echo(f"runq_ms (run-queue wait of all its threads): {meta['runq']}")
     click.echo(f"runs: {status_counts(df)}")
     if output:
         click.echo(f"data: {output}")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from perflab import errors
+from perflab import errors, plans
 from perflab.cli import run, sweep
 from perflab.cli.common import (
     SECONDS,
@@ -182,6 +182,14 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
     is_flag=True,
     help="With -- PROGRAM: run it with perflab's environment, not an empty one.",
 )
+@click.option(
+    "--runq",
+    type=click.Choice(plans.RUNQ_MODES),
+    default="auto",
+    show_default=True,
+    help="With -- PROGRAM: how the run-queue wait of all its threads is read: auto (the "
+    "kernel's exact sum via taskstats where perflab may, else /proc readings), proc, off.",
+)
 @resume_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.option(
@@ -231,6 +239,7 @@ def sweep_threads_cmd(
     seed,
     timeout,
     inherit_env,
+    runq,
     resume,
     command,
     max_threads,
@@ -270,9 +279,12 @@ def sweep_threads_cmd(
         counts = counts or tuple(range(1, (max_threads or len(cpus or machine.usable_cpus())) + 1))
         return program_sweep(command, counts, repeat or 7, oversubscribe, perturb, output,
                              resume, as_json, plot_path, cpus=cpus, threads_env=threads_env,
-                             seed=seed, timeout=timeout, inherit_env=inherit_env)  # fmt: skip
-    if counts or threads_env or cpus is not None or resume:
-        raise click.UsageError("--threads, --threads-env, --cpu and --resume need -- PROGRAM")
+                             seed=seed, timeout=timeout, inherit_env=inherit_env,
+                             runq=runq)  # fmt: skip
+    if counts or threads_env or cpus is not None or resume or runq != "auto":
+        raise click.UsageError(
+            "--threads, --threads-env, --cpu, --runq and --resume need -- PROGRAM"
+        )
     repeat = repeat or 3
     max_threads = max_threads or len(machine.usable_cpus())
     threads.check_placement([None] * max_threads, oversubscribe)

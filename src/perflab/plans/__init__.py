@@ -15,6 +15,7 @@ from perflab.errors import PerflabError
 TIMEOUT_S = (1e-6, 1e6)
 ORDERS = ("random", "sequential")
 ASLR_MODES = ("off", "on", "system")
+RUNQ_MODES = ("off", "auto", "proc")  # how a run's run-queue wait is read (spawn.runq_columns)
 
 
 def _cli(flag: str, help: str, **more: Any) -> dict:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from perflab import _constants
 from perflab.errors import PerflabError
-from perflab.plans import Controls, _cli, check_order, order_field
+from perflab.plans import RUNQ_MODES, Controls, _cli, check_order, order_field
 
 PLACEHOLDER = "{threads}"
 DEFAULT_ENV = "OMP_NUM_THREADS"
@@ -47,6 +47,7 @@ class Plan(Controls):
         ),
     )
     rt: bool = False  # real-time threads that outnumber the CPUs would starve the machine
+    runq: str = "auto"  # RUNQ_MODES: how the run-queue wait of its threads is read
 
     def check(self) -> "Plan":
         """Refuse bad input before anything runs."""
@@ -59,6 +60,8 @@ class Plan(Controls):
         if self.threads_env is not None and not ENV_NAME.match(self.threads_env):
             raise PerflabError(f"--threads-env {self.threads_env!r} is not a variable name")
         check_order(self.order)
+        if self.runq not in RUNQ_MODES:
+            raise PerflabError(f"--runq must be one of {', '.join(RUNQ_MODES)}, not {self.runq!r}")
         self.check_controls()
         most = max(self.counts)
         if most > len(self.cpus) and not self.oversubscribe:

@@ -54,6 +54,7 @@ def _runs(p: Plan) -> childruns.Runs:
         labels={"threads": np.asarray(p.counts, np.int64)[item], "rep": rep},
         key=("threads", "rep"),
         env=childruns.base_env(p.inherit_env),
+        runq=p.runq,
     )
 
 
@@ -74,7 +75,7 @@ def run(
     given to warn) in the metadata.
 
     params: cpus, threads_env, repeat, order, oversubscribe, seed, aslr, inherit_env, timeout,
-    rt (any field of Plan). Journaled to `output` and resumable like every child-run sweep;
+    rt, runq (any field of Plan). Journaled to `output` and resumable like every child-run sweep;
     progress shows on stderr or in Jupyter unless progress=False (or a callable takes it).
     """
     p = plan(command, counts, **params)
@@ -125,7 +126,8 @@ def _via(p: Plan) -> str:
 
 
 def annotate(df: pd.DataFrame) -> pd.DataFrame:
-    """CPU time, utilisation (CPUs kept busy on average) and the disturbance verdict per run."""
+    """CPU time, utilisation (CPUs kept busy on average) and the disturbance verdict per run,
+    from run-queue wait too where it was read."""
     meta = results.metadata(df)
     out = df.copy()
     out["cpu_ns"] = out["utime_ns"].astype(np.int64) + out["stime_ns"].astype(np.int64)
@@ -136,9 +138,9 @@ def annotate(df: pd.DataFrame) -> pd.DataFrame:
     why = pd.Series("", index=out.index, dtype=object)
     if ok.any():
         g = out[ok]
-        why[ok] = trust.disturbed(
-            g["cpu_ns"], g["wall_ns"], g["nivcsw"], g["threads"], g["threads"] <= ncpus
-        )
+        alone = g["threads"] <= ncpus
+        runq = g.get("runq_ns")
+        why[ok] = trust.disturbed(g["cpu_ns"], g["wall_ns"], g["nivcsw"], g["threads"], alone, runq)
     out["disturbed"] = why != ""
     out["disturbed_why"] = why
     return results.attach(out, meta)
@@ -179,7 +181,8 @@ def _interval(values: pd.Series) -> tuple[float, float, float]:
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """easyperf's table per thread count: median wall (with its 95 % interval), CPU time,
-    utilisation, speedup and efficiency vs the smallest count, switches, IPC, disturbed runs."""
+    utilisation, speedup and efficiency vs the smallest count, switches, run-queue wait of all
+    the threads (ms, NaN where not read), IPC, disturbed runs."""
     if "utilisation" not in df:
         df = annotate(df)
     ok = df[df["status"] == "ok"]
@@ -198,6 +201,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
         # median(base) / median(N): the ratio's interval comes from the two medians' intervals
         speedup, rlo, rhi = stats.ratio_interval(g["wall_ns"].to_numpy(float), base, CONFIDENCE)
         ipc = (g["instructions"] / g["cycles"]).dropna().median()  # NaN without counters
+        runq = g["runq_ns"].median() / 1e6 if "runq_ns" in g else math.nan
         rows.append(
             {
                 "threads": int(n),
@@ -213,6 +217,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
                 "efficiency": speedup * base_n / n,
                 "nvcsw": g["nvcsw"].median(),
                 "nivcsw": g["nivcsw"].median(),
+                "runq_ms": runq,
                 "ipc": ipc,
                 "disturbed": int(g["disturbed"].sum()),
             }

@@ -2,8 +2,10 @@
 
 /proc/PID/task/TID/schedstat gives on-CPU time and run-queue wait in nanoseconds
 (CONFIG_SCHED_INFO); stat gives the user/system split and the start time only in clock ticks
-(USER_HZ, usually 10 ms); status gives the voluntary and involuntary context switches. A thread
-other than the leader vanishes from /proc the moment it exits: it is known as of its last reading.
+(USER_HZ, usually 10 ms); status gives the voluntary and involuntary context switches; syscall,
+for a thread asleep, the system call it sleeps in (readable by the user who may ptrace it, without
+attaching). A thread other than the leader vanishes from /proc the moment it exits: it is known as
+of its last reading.
 """
 
 import os
@@ -30,14 +32,15 @@ class Reading:
     timeslices: int
     vcsw: int
     ivcsw: int
+    syscall: int | None = None  # asleep in this call (-1: outside one); None: running, unread
 
 
 def _text(path: str) -> str | None:
     try:
         with open(path, "rb") as f:
             return f.read().decode(errors="replace")
-    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
-        return None  # the task exited between listing and reading
+    except (FileNotFoundError, ProcessLookupError, NotADirectoryError, PermissionError):
+        return None  # the task exited between listing and reading (or is not ours to read)
 
 
 def _stat_fields(text: str) -> tuple[str, list[str]]:
@@ -80,7 +83,15 @@ def read(pid: int, tid: int) -> Reading | None:
         timeslices=slices,
         vcsw=switches.get("voluntary_ctxt_switches", 0),
         ivcsw=switches.get("nonvoluntary_ctxt_switches", 0),
+        syscall=_syscall(base) if f[0] in ("S", "D") else None,
     )
+
+
+def _syscall(base: str) -> int | None:
+    """The call a sleeping thread is in: "running" (it woke) or unreadable give None."""
+    text = _text(f"{base}/syscall")
+    word = text.split(maxsplit=1)[0] if text else ""
+    return int(word) if word.lstrip("-").isdigit() else None
 
 
 def threads(pid: int) -> list[int]:

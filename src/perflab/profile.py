@@ -24,7 +24,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflab import _native, counters, machine, proctasks, results, spawn, stracelog, taskstats
+from perflab import (
+    _native,
+    blockcause,
+    counters,
+    machine,
+    proctasks,
+    results,
+    spawn,
+    stracelog,
+    taskstats,
+)
 from perflab.errors import PerflabError
 
 INTERVAL_S = 0.01
@@ -34,8 +44,9 @@ EXIT_SPREAD_NS = 1_000_000  # exit_group ends a process's threads within this of
 DRAIN_MOST = 64  # exit records taken between two readings (the rest wait in the socket)
 COLUMNS = [
     "pid", "tid", "comm", "start_ns", "last_ns", "lifetime_ns", "cpu_ns", "user_ns",
-    "system_ns", "runq_ns", "blocked_ns", "utilisation", "vcsw", "ivcsw", "readings",
-    "exited_early", "final", "source",
+    "system_ns", "runq_ns", "blocked_ns", *blockcause.COLUMNS, "cause_exact_ns",
+    "asleep_readings", "utilisation", "vcsw", "ivcsw", "readings", "exited_early", "final",
+    "source",
 ]  # fmt: skip
 Progress = Callable[[float, int], None]
 
@@ -52,7 +63,7 @@ class _Sampler:
         self.first_ns: dict[tuple[int, int], int] = {}
         self.last_ns: dict[tuple[int, int], int] = {}
         self.count: dict[tuple[int, int], int] = {}
-        self.timeline: list[tuple[int, int, int, int, int]] = []
+        self.timeline: list[tuple[int, int, int, int, int, int, str | None]] = []
         self.n = self.now = 0
         self.running_ns = 0  # the last reading taken while the program still ran
 
@@ -62,6 +73,8 @@ class _Sampler:
         now = self.now = time.monotonic_ns() - self.t0_ns
         for pid in list(self.pids):
             for tid in proctasks.threads(pid):
+                # this thread's own time in the timeline: perflab may be preempted mid-sweep
+                at = time.monotonic_ns() - self.t0_ns
                 r = proctasks.read(pid, tid)
                 if r is None or (r.pgrp != self.root and pid != self.root):
                     continue
@@ -70,7 +83,8 @@ class _Sampler:
                 self.first_ns.setdefault(key, now)
                 self.last_ns[key] = now
                 self.count[key] = self.count.get(key, 0) + 1
-                self.timeline.append((now, pid, tid, r.cpu_ns, r.runq_ns))
+                cause = blockcause.classify(r.state, r.syscall)
+                self.timeline.append((at, pid, tid, r.cpu_ns, r.runq_ns, r.vcsw, cause))
         self.n += 1
 
     def tracer_pids(self, records: Sequence[taskstats.Record] = ()) -> set[int]:
@@ -162,6 +176,9 @@ def _thread_rows(
     for x in records:
         end = x.exit_ns - sampler.t0_ns - EXIT_SPREAD_NS
         seen_after[x.tgid] = max(seen_after.get(x.tgid, 0), end)
+    points: dict[tuple[int, int], list] = {}
+    for t, pid, tid, *figures in sampler.timeline:
+        points.setdefault((pid, tid), []).append((t, *figures))
     rows = []
     for key in {*sampler.last, *exits}:
         if key[0] in exclude:
@@ -174,11 +191,25 @@ def _thread_rows(
         row["lifetime_ns"] = lifetime = max(row["last_ns"] - row["start_ns"], 1)
         row["blocked_ns"] = max(lifetime - row["cpu_ns"] - row["runq_ns"], 0)
         row["utilisation"] = row["cpu_ns"] / lifetime
+        row |= _causes(points.get(key, []), row)
         share = row.pop("user_share")
         row["user_ns"], row["system_ns"] = row["cpu_ns"] * share, row["cpu_ns"] * (1 - share)
         rows.append(row)
     rows.sort(key=lambda x: (x["pid"] != sampler.root, x["pid"], x["start_ns"], x["tid"]))
     return rows
+
+
+def _causes(points: list, row: dict[str, Any]) -> dict[str, Any]:
+    """The row's blocked ns by the call it slept in, as the readings saw it (blockcause)."""
+    seen = [p for p in points if p[0] <= row["last_ns"] or not row["final"]]  # not the zombie
+    end = (row["last_ns"], row["cpu_ns"], row["runq_ns"])
+    cut = blockcause.intervals(seen, row["start_ns"], end)
+    shares, exact = blockcause.share(cut.blocked, cut.ends, cut.unbroken)
+    by_cause, exact_ns = blockcause.scale(shares, exact, row["blocked_ns"])
+    out: dict[str, Any] = dict(zip(blockcause.COLUMNS, by_cause.tolist(), strict=True))
+    out["cause_exact_ns"] = exact_ns
+    out["asleep_readings"] = sum(p[-1] is not None for p in points)
+    return out
 
 
 def _from_reading(
@@ -248,7 +279,7 @@ def _remainder(rows: list[dict[str, Any]], ru: Any, root: int, tracer: list[dict
 
 def _timeline(sampler: _Sampler, exclude: set[int]) -> dict[str, list[int]]:
     keep = [t for t in sampler.timeline if t[1] not in exclude]
-    names = ("t_ns", "pid", "tid", "cpu_ns", "runq_ns")
+    names = ("t_ns", "pid", "tid", "cpu_ns", "runq_ns", "vcsw", "cause")
     return {name: [t[i] for t in keep] for i, name in enumerate(names)}
 
 
@@ -446,38 +477,57 @@ def summarize_syscalls(df: pd.DataFrame, top: int = 5) -> pd.DataFrame | None:
     ).reset_index(drop=True)
 
 
+COLORS = {
+    "on CPU": "#d62728", "run queue": "#e08b00", "futex": "#1f4e9c", "io": "#2ca02c",
+    "poll": "#17becf", "sleep": "#bdbdbd", "wait": "#8c564b", "other": "#9467bd",
+    "unseen": "#9ecae1",
+}  # fmt: skip
+
+
 def plot(df: pd.DataFrame, path: Any = None) -> Any:
-    """One lane per thread over wall time: on-CPU, waiting on a run queue, blocked."""
+    """One lane per thread over wall time: on-CPU, waiting on a run queue, and blocked by the
+    call the readings saw it sleep in (futex, I/O, poll, sleep...)."""
     from perflab import plot as plt
 
     tl = timeline(df)
     threads = df[df["tid"] >= 0].reset_index(drop=True)
     fig, ax = plt.figure(figsize=(9, 1.6 + 0.45 * max(len(threads), 1)))
-    colors = {"on CPU": "#d62728", "run queue": "#e08b00", "blocked": "#9ecae1"}
+    shown: set[str] = set()
     for lane, th in threads.iterrows():
         t = tl[(tl["pid"] == th["pid"]) & (tl["tid"] == th["tid"])]
-        t = t[t["t_ns"] < th["last_ns"]]
-        end = [[th["last_ns"]], [th["cpu_ns"]], [th["runq_ns"]]]  # the row: as of its exit
-        times = np.concatenate([[th["start_ns"]], t["t_ns"], end[0]]) / 1e6
-        cpu = np.diff(np.concatenate([[0], t["cpu_ns"], end[1]]))
-        runq = np.diff(np.concatenate([[0], t["runq_ns"], end[2]]))
-        span = np.maximum(np.diff(times) * 1e6, 1)
-        f_cpu = np.clip(cpu / span, 0, 1) * 0.8
-        f_rq = np.clip(runq / span, 0, 1) * 0.8
-        top = np.minimum(f_cpu + f_rq, 0.8)
-        x = np.repeat(times, 2)[1:-1]
-        bands = [(0 * f_cpu, f_cpu, "on CPU"), (f_cpu, top, "run queue")]
-        bands.append((top, 0 * top + 0.8, "blocked"))
-        for lo, hi, name in bands:
-            label = name if lane == 0 else None
-            y0, y1 = lane + np.repeat(lo, 2), lane + np.repeat(hi, 2)
-            ax.fill_between(x, y0, y1, color=colors[name], lw=0, label=label)
+        t = t[(t["t_ns"] <= th["last_ns"]) | (not th["final"])]  # not the zombie's reading
+        points = list(t[["t_ns", "cpu_ns", "runq_ns", "vcsw", "cause"]].itertuples(index=False))
+        end = (th["last_ns"], th["cpu_ns"], th["runq_ns"])  # the row: as of its exit
+        cut = blockcause.intervals(points, th["start_ns"], end)
+        shares = blockcause.share(cut.blocked, cut.ends, cut.unbroken)[0]
+        span = np.maximum(np.diff(cut.bounds), 1)
+        f_cpu = np.clip(cut.cpu / span, 0, 1) * 0.8
+        f_rq = np.clip(cut.runq / span, 0, 1) * 0.8
+        lo = top = np.minimum(f_cpu + f_rq, 0.8)
+        bands = [(0 * f_cpu, f_cpu, "on CPU"), (f_cpu, lo, "run queue")]
+        parts = shares / np.maximum(shares.sum(axis=1, keepdims=True), 1e-9)
+        parts[shares.sum(axis=1) <= 0, blockcause.CAUSES.index("unseen")] = 1
+        for k, cause in enumerate(blockcause.CAUSES):
+            hi = lo + (0.8 - top) * parts[:, k]
+            bands.append((lo, hi, cause))
+            lo = hi
+        x = np.repeat(cut.bounds / 1e6, 2)[1:-1]
+        for y_lo, y_hi, name in bands:
+            if not (y_hi > y_lo).any():
+                continue
+            label = None if name in shown else name
+            shown.add(name)
+            y0, y1 = lane + np.repeat(y_lo, 2), lane + np.repeat(y_hi, 2)
+            ax.fill_between(x, y0, y1, color=COLORS[name], lw=0, label=label)
     names = [f"{c} {t}" for c, t in zip(threads["comm"], threads["tid"], strict=True)]
     ax.set_yticks(np.arange(len(threads)) + 0.4, names)
     ax.set_ylim(-0.2, max(len(threads), 1))
     ax.invert_yaxis()
     ax.set_xlabel("wall time since spawn (ms)")
-    ax.legend(loc="lower right", bbox_to_anchor=(1, 1), ncol=3, fontsize=8, frameon=False)
+    handles, labels = ax.get_legend_handles_labels()
+    order = [labels.index(n) for n in COLORS if n in labels]
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="lower right",
+              bbox_to_anchor=(1, 1), ncol=5, fontsize=8, frameon=False)  # fmt: skip
     u = overview(df)
     title = f"threads over time (utilisation {u['utilisation']:.2f} threads busy on average)"
     if path is not None:

@@ -5,11 +5,12 @@ The blocked ns of an interval between two readings is exact (its length less the
 and run-queue ns); its cause is seen only at the readings. An interval whose two readings found
 the thread asleep in the same call with no voluntary switch between them was one unbroken sleep
 in that call: its cause is exact. Any other interval is shared between the causes seen at its
-ends (half each when they differ), and blocked time that no reading caught asleep is "unseen".
+ends (half each when they differ); an interval whose two readings both found the thread awake
+holds sleeps no reading saw, shared in proportion to the causes of the thread's readings.
 """
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -95,17 +96,28 @@ def share(
     return out, exact
 
 
-def scale(shares: np.ndarray, exact: np.ndarray, total_ns: float) -> tuple[np.ndarray, float]:
-    """The causes' ns of one thread scaled to add up to its blocked ns (a row's exact total,
-    which may include time past its last reading), and the exact part of them."""
+def scale(
+    shares: np.ndarray, exact: np.ndarray, total_ns: float, counts: Mapping[str, int]
+) -> tuple[np.ndarray, float, float]:
+    """One thread's blocked ns by cause, adding up to its blocked total (a row's exact figure,
+    which may run past its last reading); the exact part; and the part no reading caught
+    asleep, shared in proportion to the causes of the readings that did (counts): a sampling
+    profiler's estimate. "unseen" keeps it only for a thread no reading ever found asleep."""
     summed = shares.sum(axis=0) if len(shares) else np.zeros(len(CAUSES))
+    unseen = CAUSES.index("unseen")
+    seen = np.array([counts.get(c, 0) for c in CAUSES], dtype=float)
+    shared = summed[unseen] if seen.sum() else 0.0
+    if shared:
+        summed = summed + shared * seen / seen.sum()
+        summed[unseen] = 0
     weight = summed.sum()
     if weight <= 0:
         out = np.zeros(len(CAUSES))
-        out[CAUSES.index("unseen")] = total_ns
-        return out, 0.0
+        out[unseen] = total_ns
+        return out, 0.0, 0.0
     exact_ns = float(shares[exact].sum()) if len(shares) else 0.0
-    return summed * (total_ns / weight), min(exact_ns, total_ns)
+    factor = total_ns / weight
+    return summed * factor, min(exact_ns, total_ns), shared * factor
 
 
 class Intervals(NamedTuple):

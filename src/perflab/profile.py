@@ -17,6 +17,7 @@ import select
 import signal
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,8 @@ DRAIN_MOST = 64  # exit records taken between two readings (the rest wait in the
 COLUMNS = [
     "pid", "tid", "comm", "start_ns", "last_ns", "lifetime_ns", "cpu_ns", "user_ns",
     "system_ns", "runq_ns", "blocked_ns", *blockcause.COLUMNS, "cause_exact_ns",
-    "asleep_readings", "utilisation", "vcsw", "ivcsw", "readings", "exited_early", "final",
-    "source",
+    "cause_shared_ns", "asleep_readings", "utilisation", "vcsw", "ivcsw", "readings",
+    "exited_early", "final", "source",
 ]  # fmt: skip
 Progress = Callable[[float, int], None]
 
@@ -205,10 +206,11 @@ def _causes(points: list, row: dict[str, Any]) -> dict[str, Any]:
     end = (row["last_ns"], row["cpu_ns"], row["runq_ns"])
     cut = blockcause.intervals(seen, row["start_ns"], end)
     shares, exact = blockcause.share(cut.blocked, cut.ends, cut.unbroken)
-    by_cause, exact_ns = blockcause.scale(shares, exact, row["blocked_ns"])
+    counts = Counter(p[-1] for p in seen if p[-1] is not None)
+    by_cause, exact_ns, shared_ns = blockcause.scale(shares, exact, row["blocked_ns"], counts)
     out: dict[str, Any] = dict(zip(blockcause.COLUMNS, by_cause.tolist(), strict=True))
-    out["cause_exact_ns"] = exact_ns
-    out["asleep_readings"] = sum(p[-1] is not None for p in points)
+    out["cause_exact_ns"], out["cause_shared_ns"] = exact_ns, shared_ns
+    out["asleep_readings"] = sum(counts.values())
     return out
 
 
@@ -502,8 +504,10 @@ def plot(df: pd.DataFrame, path: Any = None) -> Any:
         shares = blockcause.share(cut.blocked, cut.ends, cut.unbroken)[0]
         span = np.maximum(np.diff(cut.bounds), 1)
         f_cpu = np.clip(cut.cpu / span, 0, 1) * 0.8
-        f_rq = np.clip(cut.runq / span, 0, 1) * 0.8
-        lo = top = np.minimum(f_cpu + f_rq, 0.8)
+        # the run queue's is what is neither CPU nor blocked: a reading's pending run delay
+        # reaches schedstat only later, and cut.blocked has it settled
+        f_blocked = np.clip(cut.blocked / span, 0, 1) * 0.8
+        lo = top = np.maximum(0.8 - f_blocked, f_cpu)
         bands = [(0 * f_cpu, f_cpu, "on CPU"), (f_cpu, lo, "run queue")]
         parts = shares / np.maximum(shares.sum(axis=1, keepdims=True), 1e-9)
         parts[shares.sum(axis=1) <= 0, blockcause.CAUSES.index("unseen")] = 1

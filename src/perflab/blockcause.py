@@ -20,7 +20,7 @@ COLUMNS = [f"blocked_{c}_ns" for c in CAUSES]
 OUTSIDE = -1  # /proc/.../syscall's "-1 sp pc": asleep outside a system call (a page fault...)
 
 # name: (x86_64 number, asm-generic number as on aarch64, riscv64, loongarch64; None if absent)
-_CALLS = {
+_CALLS: dict[str, dict[str, tuple[int, int | None]]] = {
     "futex": {"futex": (202, 98), "futex_waitv": (449, 449), "futex_wake": (454, 454),
               "futex_wait": (455, 455), "futex_requeue": (456, 456)},
     "io": {"read": (0, 63), "readv": (19, 65), "pread64": (17, 67), "preadv": (295, 69),
@@ -45,12 +45,10 @@ def table(machine: str | None = None) -> dict[int, str] | None:
     column = _ARCH.get(machine or os.uname().machine)
     if column is None:
         return None
-    return {
-        numbers[column]: cause
-        for cause, calls in _CALLS.items()
-        for numbers in calls.values()
-        if numbers[column] is not None
+    found = {
+        (numbers[column], cause) for cause, calls in _CALLS.items() for numbers in calls.values()
     }
+    return {number: cause for number, cause in found if number is not None}
 
 
 NUMBERS = table()
@@ -76,7 +74,7 @@ def classify(state: str, syscall: int | None) -> str | None:
 
 
 def share(
-    blocked: Sequence[float],
+    blocked: Sequence[float] | np.ndarray,
     ends: Sequence[tuple[str | None, str | None]],
     unbroken: Sequence[bool],
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -140,8 +138,10 @@ def intervals(
 ) -> Intervals:
     """From a thread's start through its readings (t, cpu, runq, vcsw, cause) to its end
     (t, cpu, runq) when that is known past the last reading (an exit record, the wall time)."""
-    bounds, cpu, runq, ends, unbroken = [start_ns], [], [], [], []
-    prev = (start_ns, 0, 0, 0, None)
+    bounds, cpu, runq = [start_ns], [], []
+    ends: list[tuple[str | None, str | None]] = []
+    unbroken: list[bool] = []
+    prev: tuple[int, int, int, int, str | None] = (start_ns, 0, 0, 0, None)
     rest = [(*end, None, None)] if end and (not points or end[0] > points[-1][0]) else []
     for point in [*points, *rest]:
         t, c, q, vcsw, cause = point
@@ -151,11 +151,12 @@ def intervals(
         unbroken.append(vcsw is not None and vcsw == prev[3])
         bounds.append(t)
         prev = (t, c, q, prev[3] if vcsw is None else vcsw, cause)
-    b, c, q = np.asarray(bounds, dtype=float), np.asarray(cpu, float), np.asarray(runq, float)
+    b, on_cpu = np.asarray(bounds, dtype=float), np.asarray(cpu, dtype=float)
+    queued = np.asarray(runq, dtype=float)
     # Cumulative blocked ns at each bound. A runnable thread's pending run delay reaches
     # schedstat only when it next runs, so a reading can overstate it until a later one: the
     # minimum over all later bounds is the figure no later reading contradicts.
-    total = (b - b[0]) - np.concatenate([[0], np.cumsum(c + q)])
+    total = (b - b[0]) - np.concatenate([[0], np.cumsum(on_cpu + queued)])
     settled = np.maximum(np.minimum.accumulate(total[::-1])[::-1], 0)
     blocked = np.diff(settled)
-    return Intervals(b, c, q, blocked, ends, unbroken)
+    return Intervals(b, on_cpu, queued, blocked, ends, unbroken)

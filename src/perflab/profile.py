@@ -36,7 +36,7 @@ from perflab import (
     stracelog,
     taskstats,
 )
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, Stopped
 
 INTERVAL_S = 0.01
 SCAN_EVERY = 10  # readings between two scans of /proc for processes the program forked
@@ -130,36 +130,43 @@ def _wait(
     timeout: float | None,
     progress: Progress | None,
     listener: taskstats.Listener | None,
-) -> tuple[bool, int]:
+) -> tuple[bool, int | None, int]:
     """Read the threads every interval, and exit records as they come, until the program ends
-    (or is killed at the timeout): (timed out, wall ns from spawn to exit)."""
+    (or is killed at the timeout, or at Ctrl-C or SIGTERM: its own process group did not get
+    it): (timed out, the signal that interrupted perflab, wall ns from spawn to exit)."""
     pidfd = os.pidfd_open(pid)
     fds: list[Any] = [pidfd, listener] if listener else [pidfd]
     timed_out, due = False, 0
+    interrupted: int | None = None
     try:
         while True:
-            now = time.monotonic_ns() - sampler.t0_ns
-            if now >= due:
-                sampler.sample(scan=sampler.n % SCAN_EVERY == 1)
-                sampler.running_ns, due = sampler.now, now + round(interval * 1e9)
-                if progress:
-                    progress(now / 1e9, len(sampler.last_ns))
-            ready = select.select(fds, [], [], max(due - now, 0) / 1e9)[0]
-            if listener is not None and listener in ready:
-                listener.drain(most=DRAIN_MOST)
-            if pidfd in ready:
-                break
-            if timeout is not None and now > timeout * 1e9 and not timed_out:
-                timed_out = True
+            try:
+                now = time.monotonic_ns() - sampler.t0_ns
+                if now >= due:
+                    sampler.sample(scan=sampler.n % SCAN_EVERY == 1)
+                    sampler.running_ns, due = sampler.now, now + round(interval * 1e9)
+                    if progress:
+                        progress(now / 1e9, len(sampler.last_ns))
+                ready = select.select(fds, [], [], max(due - now, 0) / 1e9)[0]
+                if listener is not None and listener in ready:
+                    listener.drain(most=DRAIN_MOST)
+                if pidfd in ready:
+                    break
+                if timeout is not None and now > timeout * 1e9 and not timed_out:
+                    timed_out = True
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(pid, signal.SIGKILL)
+            except KeyboardInterrupt as exc:
+                interrupted = interrupted or int(getattr(exc, "signum", signal.SIGINT))
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
+                    os.killpg(pid, signal.SIGKILL)  # then read it as it ends, as at a timeout
         wall = time.monotonic_ns() - sampler.t0_ns
         sampler.sample()  # the leader is a zombie until wait4: its figures are final now
         if listener:
             listener.drain()  # every thread's record was queued before the pidfd turned readable
     finally:
         os.close(pidfd)
-    return timed_out, wall
+    return timed_out, interrupted, wall
 
 
 def _thread_rows(
@@ -279,7 +286,7 @@ def _remainder(rows: list[dict[str, Any]], ru: Any, root: int, tracer: list[dict
     }
 
 
-def _timeline(sampler: _Sampler, exclude: set[int]) -> dict[str, list[int]]:
+def _timeline(sampler: _Sampler, exclude: set[int]) -> dict[str, list[Any]]:
     keep = [t for t in sampler.timeline if t[1] not in exclude]
     names = ("t_ns", "pid", "tid", "cpu_ns", "runq_ns", "vcsw", "cause")
     return {name: [t[i] for t in keep] for i, name in enumerate(names)}
@@ -332,10 +339,12 @@ def run(
             pid = _spawn(spawned, os.environ if env is None else env, cpus, stdout)
             sampler = _Sampler(pid, boot0, t0, traced=tracer_path is not None)
             try:
-                timed_out, wall = _wait(pid, sampler, interval, timeout, progress, listener)
+                timed_out, interrupted, wall = _wait(
+                    pid, sampler, interval, timeout, progress, listener
+                )
             except BaseException:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)  # Ctrl-C: its own group did not get it
+                    os.killpg(pid, signal.SIGKILL)  # an error, or Ctrl-C as it ended
                 raise
             finally:
                 _, status, ru = os.wait4(pid, 0)
@@ -374,12 +383,25 @@ def run(
         "exit_code": os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "timed_out": timed_out,
+        "interrupted": interrupted,
         "strace": _strace_note(strace, tracer_path),
         "syscalls": None if syscalls is None else syscalls.to_dict(orient="list"),
         "perf_counters": _perf_note(),
         "timeline": _timeline(sampler, exclude),
     }
-    return results.attach(df, meta)
+    df = results.attach(df, meta)
+    if interrupted:
+        raise Interrupted(df, interrupted)
+    return df
+
+
+class Interrupted(Stopped):
+    """Ctrl-C or SIGTERM stopped a profile: the program was killed, its profile up to then is
+    in frame (metadata "interrupted" says which signal)."""
+
+    def __init__(self, frame: pd.DataFrame, signum: int):
+        super().__init__(signum)
+        self.frame = frame
 
 
 def _records_note(listener: taskstats.Listener | None, records: list) -> str:
@@ -419,6 +441,7 @@ def overview(df: pd.DataFrame) -> dict[str, Any]:
         "exit_code": meta["exit_code"],
         "signal": meta["signal"],
         "timed_out": meta["timed_out"],
+        "interrupted": meta.get("interrupted"),
     }
 
 
@@ -448,12 +471,48 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
             "util_%": df["utilisation"] * 100,
             "runq_ms": df["runq_ns"] / ms,
             "blocked_ms": df["blocked_ns"] / ms,
+            **{
+                f"{cause}_ms": df[f"blocked_{cause}_ns"] / ms
+                for cause in blockcause.CAUSES
+                if df[f"blocked_{cause}_ns"].fillna(0).any()
+            },
             "vcsw": df["vcsw"],
             "ivcsw": df["ivcsw"],
             "early": np.where(df["tid"] < 0, "", np.where(df["exited_early"], "yes", "")),
         }
     )
     return out.astype({"pid": int, "tid": int, "vcsw": int, "ivcsw": int})
+
+
+def causes(df: pd.DataFrame) -> pd.DataFrame:
+    """Per thread and cause, the blocked ns and how many readings found it asleep there: the
+    sample behind each figure."""
+    tl = timeline(df)
+    asleep = tl[tl["cause"].notna()].groupby(["pid", "tid", "cause"]).size()
+    rows = []
+    for th in df[df["tid"] >= 0].itertuples():
+        for cause in blockcause.CAUSES:
+            ns = getattr(th, f"blocked_{cause}_ns")
+            n = int(asleep.get((th.pid, th.tid, cause), 0))
+            if ns or n:
+                rows.append({"pid": th.pid, "tid": th.tid, "comm": th.comm, "cause": cause,
+                             "blocked_ns": ns, "readings": n})  # fmt: skip
+    return pd.DataFrame(rows, columns=["pid", "tid", "comm", "cause", "blocked_ns", "readings"])
+
+
+def cause_note(df: pd.DataFrame) -> str:
+    """How much of the blocked time has an exact cause, how much a sampled or shared one."""
+    threads = df[df["tid"] >= 0]
+    blocked = threads["blocked_ns"].sum()
+    if not blocked:
+        return "no thread was blocked"
+    exact, shared = threads["cause_exact_ns"].sum(), threads["cause_shared_ns"].sum()
+    return (
+        f"the call each thread slept in at each reading (/proc/PID/task/TID/syscall, no "
+        f"ptrace; {int(threads['asleep_readings'].sum())} readings found one asleep): "
+        f"{exact / blocked:.0%} exact, {shared / blocked:.0%} unseen and shared as the "
+        "readings were, the rest sampled (docs/profile.md)"
+    )
 
 
 def summarize_syscalls(df: pd.DataFrame, top: int = 5) -> pd.DataFrame | None:

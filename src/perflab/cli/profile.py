@@ -1,5 +1,7 @@
 """`perflab profile -- PROGRAM ARGS`: where each thread's time goes (easyperf's per-thread view)."""
 
+import contextlib
+import signal
 import sys
 
 import click
@@ -15,6 +17,7 @@ from perflab.cli.common import (
     records,
     table,
 )
+from perflab.errors import Stopped
 
 
 def _progress():
@@ -73,16 +76,24 @@ def profile_cmd(
     context switches, run-queue wait and time blocked; the program's utilisation (CPU / wall:
     threads busy on average); exits with the program's status."""
     check_paths(output, plot_path)
-    df = profile.run(
-        list(command),
-        interval=interval,
-        cpus=cpus or (),
-        timeout=timeout,
-        strace=use_strace,
-        stdout=2 if as_json else None,  # the program's output must not break the JSON
-        progress=_progress(),
-        exit_records=not no_exit_records,
-    )
+    stopped = None
+    with _sigterm_stops():
+        try:
+            df = profile.run(
+                list(command),
+                interval=interval,
+                cpus=cpus or (),
+                timeout=timeout,
+                strace=use_strace,
+                stdout=2 if as_json else None,  # the program's output must not break the JSON
+                progress=_progress(),
+                exit_records=not no_exit_records,
+            )
+        except profile.Interrupted as exc:
+            df, stopped = exc.frame, exc.signum
+        except KeyboardInterrupt as exc:  # before the program ran, or as its profile was built
+            click.echo("Error: interrupted: nothing measured", err=True)
+            raise SystemExit(128 + getattr(exc, "signum", signal.SIGINT)) from None
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
     if output:
@@ -97,6 +108,7 @@ def profile_cmd(
             {
                 "program": over,
                 "threads": records(df),
+                "blocked_by_cause": profile.cause_note(df),
                 "syscalls": None if calls is None else records(calls),
                 "strace": meta["strace"],
                 "exit_records": meta["exit_records"],
@@ -105,12 +117,35 @@ def profile_cmd(
         )
     else:
         _print(df, over, meta)
+    if stopped:
+        click.echo(
+            f"perflab: interrupted by signal {stopped}: the program was killed; "
+            "its profile up to then is above",
+            err=True,
+        )
+        raise SystemExit(128 + stopped)
     raise SystemExit(_status(over))
+
+
+@contextlib.contextmanager
+def _sigterm_stops():
+    """SIGTERM stops a profile as Ctrl-C does (the program killed, its profile kept), instead
+    of ending perflab at once and leaving the program running in its own process group."""
+
+    def stop(signum, frame):
+        raise Stopped(signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _print(df, over, meta) -> None:
     ended = (
         "killed at the timeout" if over["timed_out"]
+        else f"killed when perflab got signal {over['interrupted']}" if over["interrupted"]
         else f"killed by signal {over['signal']}" if over["signal"]
         else f"exit status {over['exit_code']}"
     )  # fmt: skip
@@ -130,6 +165,7 @@ def _print(df, over, meta) -> None:
         f"'{profile.BETWEEN}' is what wait4 counted and no reading saw "
         f"({_ms(over['unseen_cpu_ns'])} CPU)"
     )
+    click.echo(f"blocked by cause: {profile.cause_note(df)}")
     click.echo(f"exit records: {meta['exit_records']}")
     if calls is None:
         click.echo(f"time per system call: {meta['strace']}")

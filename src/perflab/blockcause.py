@@ -65,7 +65,10 @@ def numbers(name: str, machine: str | None = None) -> int | None:
 
 def classify(state: str, syscall: int | None) -> str | None:
     """The cause of a thread asleep at a reading (S or D state), None when it was not asleep
-    or the call could not be read (running: the kernel answers only for a task off its CPU)."""
+    or the call could not be read (running: the kernel answers only for a task off its CPU).
+    A tracing stop (t: strace holds the thread at a call's entry or exit) is "other"."""
+    if state == "t":
+        return "other"
     if state not in ("S", "D") or syscall is None:
         return None
     if syscall == OUTSIDE:

@@ -7,6 +7,7 @@ WORK_US: clock_gettime-timed spinning by each player before it hands the turn on
 of futex waits (0: as fast as they go; 100 gives about 10 000 a second).
 """
 
+import resource
 import subprocess
 import sys
 import tempfile
@@ -102,6 +103,7 @@ def main() -> None:
             order = list(modes) if rep % 2 == 0 else list(reversed(modes))
             for m in order:
                 walls[m].append(modes[m]())
+        own = own_cpu_us(argv)
     base = np.median(walls["plain"])
     load = Path("/proc/loadavg").read_text().split()[0]
     print(f"{machine.cpu_model()}, {len(machine.online_cpus())} CPUs, load average {load}")
@@ -112,8 +114,29 @@ def main() -> None:
         rate = handoffs / (np.median(w) / 1e9)
         print(f"  {m:26s} {np.median(w) / 1e6:9.1f} ms  x{np.median(w) / base:5.2f}"
               f"  x{np.median(w) / unread:5.2f}  ({rate:,.0f} handoffs/s)")  # fmt: skip
+    print(f"perflab's own CPU per reading of the 3 threads: {own:.0f} us "
+          f"(at the default {profile.INTERVAL_S * 1e3:g} ms interval)")  # fmt: skip
     if tracer:
         blocked_vs_futex(handoffs, work_us)
+
+
+def own_cpu_us(argv: list[str], runs: int = 5) -> float:
+    """perflab's CPU (user + system, its own process) per reading, median of a few runs: what
+    profiling takes from a machine with no CPU to spare, whatever the noise in wall times. A
+    run read once (interval 10 s) is subtracted: spawning, metadata and the frame cost the same."""
+
+    def cpu_and_readings(interval: float) -> tuple[float, int]:
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        df = profile.run(argv, interval=interval, exit_records=False)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return cpu, df.attrs["perflab"]["readings"]
+
+    per = []
+    for _ in range(runs):
+        (cpu, n), (cpu0, n0) = cpu_and_readings(profile.INTERVAL_S), cpu_and_readings(10)
+        per.append((cpu - cpu0) / max(n - n0, 1) * 1e6)
+    return float(np.median(per))
 
 
 def blocked_vs_futex(handoffs: int, work_us: int) -> None:

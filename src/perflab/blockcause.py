@@ -17,6 +17,7 @@ import numpy as np
 
 CAUSES = ("futex", "io", "poll", "sleep", "wait", "other", "unseen")
 COLUMNS = [f"blocked_{c}_ns" for c in CAUSES]
+ASLEEP = ("S", "D", "t")  # stat states in which a thread is neither on a CPU nor runnable
 OUTSIDE = -1  # /proc/.../syscall's "-1 sp pc": asleep outside a system call (a page fault...)
 
 # name: (x86_64 number, asm-generic number as on aarch64, riscv64, loongarch64; None if absent)
@@ -66,10 +67,9 @@ def numbers(name: str, machine: str | None = None) -> int | None:
 def classify(state: str, syscall: int | None) -> str | None:
     """The cause of a thread asleep at a reading (S or D state), None when it was not asleep
     or the call could not be read (running: the kernel answers only for a task off its CPU).
-    A tracing stop (t: strace holds the thread at a call's entry or exit) is "other"."""
-    if state == "t":
-        return "other"
-    if state not in ("S", "D") or syscall is None:
+    A tracing stop (t: strace holding the thread at a call's entry or exit) counts as in that
+    call, as strace's -T counts it."""
+    if state not in ASLEEP or syscall is None:
         return None
     if syscall == OUTSIDE:
         return "other"

@@ -89,7 +89,7 @@ def read(pid: int, tid: int) -> Reading | None:
         timeslices=slices,
         vcsw=switches["voluntary_ctxt_switches"],
         ivcsw=switches["nonvoluntary_ctxt_switches"],
-        syscall=_syscall(base) if f[0] in ("S", "D") else None,
+        syscall=_syscall(base) if f[0] in ("S", "D", "t") else None,
     )
 
 

@@ -73,8 +73,10 @@ def profile_cmd(
     """Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.
 
     `perflab profile -- ./app -t 8`: per thread, CPU (user/system), lifetime, utilisation,
-    context switches, run-queue wait and time blocked; the program's utilisation (CPU / wall:
-    threads busy on average); exits with the program's status."""
+    context switches, run-queue wait and time blocked, split by the call each thread was seen
+    sleeping in (futex, io, poll, sleep, wait, other; sampled at the readings, no ptrace); the
+    program's utilisation (CPU / wall: threads busy on average); exits with the program's status
+    (130 at Ctrl-C: the program killed, its profile up to then kept)."""
     check_paths(output, plot_path)
     stopped = None
     with _sigterm_stops():

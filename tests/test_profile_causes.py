@@ -45,11 +45,15 @@ def test_waiters_blocked_time_is_the_constructed_wait_and_mostly_futex(
     tl = prof.timeline(df)
     waiters = df[df["comm"] == "waiter"]
     assert sorted(waiters["tid"]) == sorted(known)
+    leader = tl.loc[tl["tid"] == tl["pid"], "t_ns"].to_numpy()
+    wall = results.metadata(df)["wall_ns"]
     for w in waiters.itertuples():
         reads = tl.loc[tl["tid"] == w.tid, "t_ns"].to_numpy()
-        # a reading may miss the tail after the last one, and a start time read from stat
-        # has clock-tick resolution: no more than one gap between readings plus a tick apart
-        slack = np.diff(reads).max() + proctasks.TICK_NS
+        # readings miss the tail after a thread's last one (up to the next reading, which
+        # found it gone), and a start time read from stat has clock-tick resolution: no more
+        # than the longest gap between readings plus a tick apart
+        gone = leader[leader > reads[-1]].min(initial=wall)
+        slack = max(np.diff(reads).max(), gone - reads[-1]) + proctasks.TICK_NS
         assert abs(w.blocked_ns - known[w.tid]) <= slack, (w.blocked_ns, known[w.tid], slack)
         assert w.blocked_futex_ns > w.blocked_ns / 2
         causes = [getattr(w, c) for c in blockcause.COLUMNS]

@@ -13,6 +13,7 @@ rows account for is one "(between readings)" row, so the per-thread CPU adds up 
 
 import contextlib
 import os
+import random
 import select
 import signal
 import tempfile
@@ -39,6 +40,7 @@ from perflab import (
 from perflab.errors import PerflabError, Stopped
 
 INTERVAL_S = 0.01
+JITTER = 0.5  # each gap between readings is the interval times 1 +- up to this
 SCAN_EVERY = 10  # readings between two scans of /proc for processes the program forked
 BETWEEN = "(between readings)"
 EXIT_SPREAD_NS = 1_000_000  # exit_group ends a process's threads within this of each other
@@ -144,7 +146,10 @@ def _wait(
                 now = time.monotonic_ns() - sampler.t0_ns
                 if now >= due:
                     sampler.sample(scan=sampler.n % SCAN_EVERY == 1)
-                    sampler.running_ns, due = sampler.now, now + round(interval * 1e9)
+                    # jittered: readings at a fixed period alias with a program's own period
+                    # (a lock held 5 ms a round, read every 10 ms, was seen awake each time)
+                    step = interval * 1e9 * random.uniform(1 - JITTER, 1 + JITTER)
+                    sampler.running_ns, due = sampler.now, now + round(step)
                     if progress:
                         progress(now / 1e9, len(sampler.last_ns))
                 ready = select.select(fds, [], [], max(due - now, 0) / 1e9)[0]

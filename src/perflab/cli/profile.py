@@ -163,7 +163,7 @@ def _print(df, over, meta) -> None:
         title = "\ntime inside system calls (strace -T), per thread"
         table(_ids(calls), floatfmt="{:,.1f}", title=title)
     click.echo(
-        f"\nreadings every {meta['interval_s'] * 1e3:g} ms ({meta['readings']}); "
+        f"\nreadings every {meta['interval_s'] * 1e3:g} ms on average ({meta['readings']}); "
         f"'{profile.BETWEEN}' is what wait4 counted and no reading saw "
         f"({_ms(over['unseen_cpu_ns'])} CPU)"
     )

@@ -13,10 +13,12 @@ rows account for is one "(between readings)" row, so the per-thread CPU adds up 
 
 import contextlib
 import os
+import random
 import select
 import signal
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,17 +26,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflab import _native, counters, machine, proctasks, results, spawn, stracelog, taskstats
-from perflab.errors import PerflabError
+from perflab import (
+    _native,
+    blockcause,
+    counters,
+    machine,
+    proctasks,
+    results,
+    spawn,
+    stracelog,
+    taskstats,
+)
+from perflab.errors import PerflabError, Stopped
 from perflab.plans.defaults import PROFILE_INTERVAL_S as INTERVAL_S
 
+JITTER = 0.5  # each gap between readings is the interval times 1 +- up to this
 SCAN_EVERY = 10  # readings between two scans of /proc for processes the program forked
 BETWEEN = "(between readings)"
 EXIT_SPREAD_NS = 1_000_000  # exit_group ends a process's threads within this of each other
 DRAIN_MOST = 64  # exit records taken between two readings (the rest wait in the socket)
 COLUMNS = [
     "pid", "tid", "comm", "start_ns", "last_ns", "lifetime_ns", "cpu_ns", "user_ns",
-    "system_ns", "runq_ns", "blocked_ns", "utilisation", "vcsw", "ivcsw", "readings",
+    "system_ns", "runq_ns", "blocked_ns", *blockcause.COLUMNS, "cause_exact_ns",
+    "cause_shared_ns", "asleep_readings", "utilisation", "vcsw", "ivcsw", "readings",
     "exited_early", "final", "source",
 ]  # fmt: skip
 Progress = Callable[[float, int], None]
@@ -52,7 +66,7 @@ class _Sampler:
         self.first_ns: dict[tuple[int, int], int] = {}
         self.last_ns: dict[tuple[int, int], int] = {}
         self.count: dict[tuple[int, int], int] = {}
-        self.timeline: list[tuple[int, int, int, int, int]] = []
+        self.timeline: list[tuple[int, int, int, int, int, int, str | None]] = []
         self.n = self.now = 0
         self.running_ns = 0  # the last reading taken while the program still ran
 
@@ -62,6 +76,8 @@ class _Sampler:
         now = self.now = time.monotonic_ns() - self.t0_ns
         for pid in list(self.pids):
             for tid in proctasks.threads(pid):
+                # this thread's own time in the timeline: perflab may be preempted mid-sweep
+                at = time.monotonic_ns() - self.t0_ns
                 r = proctasks.read(pid, tid)
                 if r is None or (r.pgrp != self.root and pid != self.root):
                     continue
@@ -70,7 +86,8 @@ class _Sampler:
                 self.first_ns.setdefault(key, now)
                 self.last_ns[key] = now
                 self.count[key] = self.count.get(key, 0) + 1
-                self.timeline.append((now, pid, tid, r.cpu_ns, r.runq_ns))
+                cause = blockcause.classify(r.state, r.syscall)
+                self.timeline.append((at, pid, tid, r.cpu_ns, r.runq_ns, r.vcsw, cause))
         self.n += 1
 
     def tracer_pids(self, records: Sequence[taskstats.Record] = ()) -> set[int]:
@@ -115,36 +132,46 @@ def _wait(
     timeout: float | None,
     progress: Progress | None,
     listener: taskstats.Listener | None,
-) -> tuple[bool, int]:
+) -> tuple[bool, int | None, int]:
     """Read the threads every interval, and exit records as they come, until the program ends
-    (or is killed at the timeout): (timed out, wall ns from spawn to exit)."""
+    (or is killed at the timeout, or at Ctrl-C or SIGTERM: its own process group did not get
+    it): (timed out, the signal that interrupted perflab, wall ns from spawn to exit)."""
     pidfd = os.pidfd_open(pid)
     fds: list[Any] = [pidfd, listener] if listener else [pidfd]
     timed_out, due = False, 0
+    interrupted: int | None = None
     try:
         while True:
-            now = time.monotonic_ns() - sampler.t0_ns
-            if now >= due:
-                sampler.sample(scan=sampler.n % SCAN_EVERY == 1)
-                sampler.running_ns, due = sampler.now, now + round(interval * 1e9)
-                if progress:
-                    progress(now / 1e9, len(sampler.last_ns))
-            ready = select.select(fds, [], [], max(due - now, 0) / 1e9)[0]
-            if listener is not None and listener in ready:
-                listener.drain(most=DRAIN_MOST)
-            if pidfd in ready:
-                break
-            if timeout is not None and now > timeout * 1e9 and not timed_out:
-                timed_out = True
+            try:
+                now = time.monotonic_ns() - sampler.t0_ns
+                if now >= due:
+                    sampler.sample(scan=sampler.n % SCAN_EVERY == 1)
+                    # jittered: readings at a fixed period alias with a program's own period
+                    # (a lock held 5 ms a round, read every 10 ms, was seen awake each time)
+                    step = interval * 1e9 * random.uniform(1 - JITTER, 1 + JITTER)
+                    sampler.running_ns, due = sampler.now, now + round(step)
+                    if progress:
+                        progress(now / 1e9, len(sampler.last_ns))
+                ready = select.select(fds, [], [], max(due - now, 0) / 1e9)[0]
+                if listener is not None and listener in ready:
+                    listener.drain(most=DRAIN_MOST)
+                if pidfd in ready:
+                    break
+                if timeout is not None and now > timeout * 1e9 and not timed_out:
+                    timed_out = True
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(pid, signal.SIGKILL)
+            except KeyboardInterrupt as exc:
+                interrupted = interrupted or int(getattr(exc, "signum", signal.SIGINT))
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
+                    os.killpg(pid, signal.SIGKILL)  # then read it as it ends, as at a timeout
         wall = time.monotonic_ns() - sampler.t0_ns
         sampler.sample()  # the leader is a zombie until wait4: its figures are final now
         if listener:
             listener.drain()  # every thread's record was queued before the pidfd turned readable
     finally:
         os.close(pidfd)
-    return timed_out, wall
+    return timed_out, interrupted, wall
 
 
 def _thread_rows(
@@ -162,6 +189,9 @@ def _thread_rows(
     for x in records:
         end = x.exit_ns - sampler.t0_ns - EXIT_SPREAD_NS
         seen_after[x.tgid] = max(seen_after.get(x.tgid, 0), end)
+    points: dict[tuple[int, int], list] = {}
+    for t, pid, tid, *figures in sampler.timeline:
+        points.setdefault((pid, tid), []).append((t, *figures))
     rows = []
     for key in {*sampler.last, *exits}:
         if key[0] in exclude:
@@ -174,11 +204,26 @@ def _thread_rows(
         row["lifetime_ns"] = lifetime = max(row["last_ns"] - row["start_ns"], 1)
         row["blocked_ns"] = max(lifetime - row["cpu_ns"] - row["runq_ns"], 0)
         row["utilisation"] = row["cpu_ns"] / lifetime
+        row |= _causes(points.get(key, []), row)
         share = row.pop("user_share")
         row["user_ns"], row["system_ns"] = row["cpu_ns"] * share, row["cpu_ns"] * (1 - share)
         rows.append(row)
     rows.sort(key=lambda x: (x["pid"] != sampler.root, x["pid"], x["start_ns"], x["tid"]))
     return rows
+
+
+def _causes(points: list, row: dict[str, Any]) -> dict[str, Any]:
+    """The row's blocked ns by the call it slept in, as the readings saw it (blockcause)."""
+    seen = [p for p in points if p[0] <= row["last_ns"] or not row["final"]]  # not the zombie
+    end = (row["last_ns"], row["cpu_ns"], row["runq_ns"])
+    cut = blockcause.intervals(seen, row["start_ns"], end)
+    shares, exact = blockcause.share(cut.blocked, cut.ends, cut.unbroken)
+    counts = Counter(p[-1] for p in seen if p[-1] is not None)
+    by_cause, exact_ns, shared_ns = blockcause.scale(shares, exact, row["blocked_ns"], counts)
+    out: dict[str, Any] = dict(zip(blockcause.COLUMNS, by_cause.tolist(), strict=True))
+    out["cause_exact_ns"], out["cause_shared_ns"] = exact_ns, shared_ns
+    out["asleep_readings"] = sum(counts.values())
+    return out
 
 
 def _from_reading(
@@ -246,9 +291,9 @@ def _remainder(rows: list[dict[str, Any]], ru: Any, root: int, tracer: list[dict
     }
 
 
-def _timeline(sampler: _Sampler, exclude: set[int]) -> dict[str, list[int]]:
+def _timeline(sampler: _Sampler, exclude: set[int]) -> dict[str, list[Any]]:
     keep = [t for t in sampler.timeline if t[1] not in exclude]
-    names = ("t_ns", "pid", "tid", "cpu_ns", "runq_ns")
+    names = ("t_ns", "pid", "tid", "cpu_ns", "runq_ns", "vcsw", "cause")
     return {name: [t[i] for t in keep] for i, name in enumerate(names)}
 
 
@@ -306,10 +351,12 @@ def run(
             pid = _spawn(spawned, os.environ if env is None else env, cpus, stdout)
             sampler = _Sampler(pid, boot0, t0, traced=tracer_path is not None)
             try:
-                timed_out, wall = _wait(pid, sampler, interval, timeout, progress, listener)
+                timed_out, interrupted, wall = _wait(
+                    pid, sampler, interval, timeout, progress, listener
+                )
             except BaseException:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)  # Ctrl-C: its own group did not get it
+                    os.killpg(pid, signal.SIGKILL)  # an error, or Ctrl-C as it ended
                 raise
             finally:
                 _, status, ru = os.wait4(pid, 0)
@@ -351,13 +398,26 @@ def run(
         "exit_code": os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "timed_out": timed_out,
+        "interrupted": interrupted,
         "strace": _strace_note(strace, tracer_path),
         "syscalls": None if syscalls is None else syscalls.to_dict(orient="list"),
         "perf_counters": _perf_note(),
         **perfsamples.metadata(recorder, sampled, rows),
         "timeline": _timeline(sampler, exclude),
     }
-    return results.attach(df, meta)
+    df = results.attach(df, meta)
+    if interrupted:
+        raise Interrupted(df, interrupted)
+    return df
+
+
+class Interrupted(Stopped):
+    """Ctrl-C or SIGTERM stopped a profile: the program was killed, its profile up to then is
+    in frame (metadata "interrupted" says which signal)."""
+
+    def __init__(self, frame: pd.DataFrame, signum: int):
+        super().__init__(signum)
+        self.frame = frame
 
 
 def _records_note(listener: taskstats.Listener | None, records: list) -> str:
@@ -397,6 +457,7 @@ def overview(df: pd.DataFrame) -> dict[str, Any]:
         "exit_code": meta["exit_code"],
         "signal": meta["signal"],
         "timed_out": meta["timed_out"],
+        "interrupted": meta.get("interrupted"),
     }
 
 
@@ -426,12 +487,48 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
             "util_%": df["utilisation"] * 100,
             "runq_ms": df["runq_ns"] / ms,
             "blocked_ms": df["blocked_ns"] / ms,
+            **{
+                f"{cause}_ms": df[f"blocked_{cause}_ns"] / ms
+                for cause in blockcause.CAUSES
+                if df[f"blocked_{cause}_ns"].fillna(0).any()
+            },
             "vcsw": df["vcsw"],
             "ivcsw": df["ivcsw"],
             "early": np.where(df["tid"] < 0, "", np.where(df["exited_early"], "yes", "")),
         }
     )
     return out.astype({"pid": int, "tid": int, "vcsw": int, "ivcsw": int})
+
+
+def causes(df: pd.DataFrame) -> pd.DataFrame:
+    """Per thread and cause, the blocked ns and how many readings found it asleep there: the
+    sample behind each figure."""
+    tl = timeline(df)
+    asleep = tl[tl["cause"].notna()].groupby(["pid", "tid", "cause"]).size()
+    rows = []
+    for th in df[df["tid"] >= 0].itertuples():
+        for cause in blockcause.CAUSES:
+            ns = getattr(th, f"blocked_{cause}_ns")
+            n = int(asleep.get((th.pid, th.tid, cause), 0))
+            if ns or n:
+                rows.append({"pid": th.pid, "tid": th.tid, "comm": th.comm, "cause": cause,
+                             "blocked_ns": ns, "readings": n})  # fmt: skip
+    return pd.DataFrame(rows, columns=["pid", "tid", "comm", "cause", "blocked_ns", "readings"])
+
+
+def cause_note(df: pd.DataFrame) -> str:
+    """How much of the blocked time has an exact cause, how much a sampled or shared one."""
+    threads = df[df["tid"] >= 0]
+    blocked = threads["blocked_ns"].sum()
+    if not blocked:
+        return "no thread was blocked"
+    exact, shared = threads["cause_exact_ns"].sum(), threads["cause_shared_ns"].sum()
+    return (
+        f"the call each thread slept in at each reading (/proc/PID/task/TID/syscall, no "
+        f"ptrace; {int(threads['asleep_readings'].sum())} readings found one asleep): "
+        f"{exact / blocked:.0%} exact, {shared / blocked:.0%} unseen and shared as the "
+        "readings were, the rest sampled (docs/profile.md)"
+    )
 
 
 def summarize_syscalls(df: pd.DataFrame, top: int = 5) -> pd.DataFrame | None:
@@ -457,38 +554,59 @@ def summarize_syscalls(df: pd.DataFrame, top: int = 5) -> pd.DataFrame | None:
     ).reset_index(drop=True)
 
 
+COLORS = {
+    "on CPU": "#d62728", "run queue": "#e08b00", "futex": "#1f4e9c", "io": "#2ca02c",
+    "poll": "#17becf", "sleep": "#bdbdbd", "wait": "#8c564b", "other": "#9467bd",
+    "unseen": "#9ecae1",
+}  # fmt: skip
+
+
 def plot(df: pd.DataFrame, path: Any = None) -> Any:
-    """One lane per thread over wall time: on-CPU, waiting on a run queue, blocked."""
+    """One lane per thread over wall time: on-CPU, waiting on a run queue, and blocked by the
+    call the readings saw it sleep in (futex, I/O, poll, sleep...)."""
     from perflab import plot as plt
 
     tl = timeline(df)
     threads = df[df["tid"] >= 0].reset_index(drop=True)
     fig, ax = plt.figure(figsize=(9, 1.6 + 0.45 * max(len(threads), 1)))
-    colors = {"on CPU": "#d62728", "run queue": "#e08b00", "blocked": "#9ecae1"}
+    shown: set[str] = set()
     for lane, th in threads.iterrows():
         t = tl[(tl["pid"] == th["pid"]) & (tl["tid"] == th["tid"])]
-        t = t[t["t_ns"] < th["last_ns"]]
-        end = [[th["last_ns"]], [th["cpu_ns"]], [th["runq_ns"]]]  # the row: as of its exit
-        times = np.concatenate([[th["start_ns"]], t["t_ns"], end[0]]) / 1e6
-        cpu = np.diff(np.concatenate([[0], t["cpu_ns"], end[1]]))
-        runq = np.diff(np.concatenate([[0], t["runq_ns"], end[2]]))
-        span = np.maximum(np.diff(times) * 1e6, 1)
-        f_cpu = np.clip(cpu / span, 0, 1) * 0.8
-        f_rq = np.clip(runq / span, 0, 1) * 0.8
-        top = np.minimum(f_cpu + f_rq, 0.8)
-        x = np.repeat(times, 2)[1:-1]
-        bands = [(0 * f_cpu, f_cpu, "on CPU"), (f_cpu, top, "run queue")]
-        bands.append((top, 0 * top + 0.8, "blocked"))
-        for lo, hi, name in bands:
-            label = name if lane == 0 else None
-            y0, y1 = lane + np.repeat(lo, 2), lane + np.repeat(hi, 2)
-            ax.fill_between(x, y0, y1, color=colors[name], lw=0, label=label)
+        t = t[(t["t_ns"] <= th["last_ns"]) | (not th["final"])]  # not the zombie's reading
+        points = list(t[["t_ns", "cpu_ns", "runq_ns", "vcsw", "cause"]].itertuples(index=False))
+        end = (th["last_ns"], th["cpu_ns"], th["runq_ns"])  # the row: as of its exit
+        cut = blockcause.intervals(points, th["start_ns"], end)
+        shares = blockcause.share(cut.blocked, cut.ends, cut.unbroken)[0]
+        span = np.maximum(np.diff(cut.bounds), 1)
+        f_cpu = np.clip(cut.cpu / span, 0, 1) * 0.8
+        # the run queue's is what is neither CPU nor blocked: a reading's pending run delay
+        # reaches schedstat only later, and cut.blocked has it settled
+        f_blocked = np.clip(cut.blocked / span, 0, 1) * 0.8
+        lo = top = np.maximum(0.8 - f_blocked, f_cpu)
+        bands = [(0 * f_cpu, f_cpu, "on CPU"), (f_cpu, lo, "run queue")]
+        parts = shares / np.maximum(shares.sum(axis=1, keepdims=True), 1e-9)
+        parts[shares.sum(axis=1) <= 0, blockcause.CAUSES.index("unseen")] = 1
+        for k, cause in enumerate(blockcause.CAUSES):
+            hi = lo + (0.8 - top) * parts[:, k]
+            bands.append((lo, hi, cause))
+            lo = hi
+        x = np.repeat(cut.bounds / 1e6, 2)[1:-1]
+        for y_lo, y_hi, name in bands:
+            if not (y_hi > y_lo).any():
+                continue
+            label = None if name in shown else name
+            shown.add(name)
+            y0, y1 = lane + np.repeat(y_lo, 2), lane + np.repeat(y_hi, 2)
+            ax.fill_between(x, y0, y1, color=COLORS[name], lw=0, label=label)
     names = [f"{c} {t}" for c, t in zip(threads["comm"], threads["tid"], strict=True)]
     ax.set_yticks(np.arange(len(threads)) + 0.4, names)
     ax.set_ylim(-0.2, max(len(threads), 1))
     ax.invert_yaxis()
     ax.set_xlabel("wall time since spawn (ms)")
-    ax.legend(loc="lower right", bbox_to_anchor=(1, 1), ncol=3, fontsize=8, frameon=False)
+    handles, labels = ax.get_legend_handles_labels()
+    order = [labels.index(n) for n in COLORS if n in labels]
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="lower right",
+              bbox_to_anchor=(1, 1), ncol=5, fontsize=8, frameon=False)  # fmt: skip
     u = overview(df)
     title = f"threads over time (utilisation {u['utilisation']:.2f} threads busy on average)"
     if path is not None:

@@ -1,5 +1,7 @@
 """`perflab profile -- PROGRAM ARGS`: where each thread's time goes (easyperf's per-thread view)."""
 
+import contextlib
+import signal
 import sys
 
 import click
@@ -14,6 +16,7 @@ from perflab.cli.common import (
     records,
     table,
 )
+from perflab.errors import Stopped
 from perflab.plans import defaults
 
 
@@ -106,23 +109,34 @@ def profile_cmd(
     """Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.
 
     `perflab profile -- ./app -t 8`: per thread, CPU (user/system), lifetime, utilisation,
-    context switches, run-queue wait and time blocked; the program's utilisation (CPU / wall:
-    threads busy on average); exits with the program's status. `perflab profile --workload mutex
-    --threads 4 --samples`: the built-in lock contention, profiled by symbol too."""
+    context switches, run-queue wait and time blocked, split by the call each thread was seen
+    sleeping in (futex, io, poll, sleep, wait, other; sampled at the readings, no ptrace); the
+    program's utilisation (CPU / wall: threads busy on average); exits with the program's status
+    (130 at Ctrl-C: the program killed, its profile up to then kept). `perflab profile
+    --workload mutex --threads 4 --samples`: the built-in lock contention, profiled by symbol
+    too."""
     from perflab import profile, results
 
     check_paths(output, plot_path)
-    df = profile.run(
-        _command(command, workload, threads),
-        interval=interval,
-        cpus=cpus or (),
-        timeout=timeout,
-        strace=use_strace,
-        stdout=2 if as_json else None,  # the program's output must not break the JSON
-        progress=_progress(),
-        exit_records=not no_exit_records,
-        sample_hz=sample_hz or (defaults.SAMPLE_HZ if use_samples else None),
-    )
+    stopped = None
+    with _sigterm_stops():
+        try:
+            df = profile.run(
+                _command(command, workload, threads),
+                interval=interval,
+                cpus=cpus or (),
+                timeout=timeout,
+                strace=use_strace,
+                stdout=2 if as_json else None,  # the program's output must not break the JSON
+                progress=_progress(),
+                exit_records=not no_exit_records,
+                sample_hz=sample_hz or (defaults.SAMPLE_HZ if use_samples else None),
+            )
+        except profile.Interrupted as exc:
+            df, stopped = exc.frame, exc.signum
+        except KeyboardInterrupt as exc:  # before the program ran, or as its profile was built
+            click.echo("Error: interrupted: nothing measured", err=True)
+            raise SystemExit(128 + getattr(exc, "signum", signal.SIGINT)) from None
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
     if output:
@@ -137,6 +151,7 @@ def profile_cmd(
             {
                 "program": over,
                 "threads": records(df),
+                "blocked_by_cause": profile.cause_note(df),
                 "syscalls": None if calls is None else records(calls),
                 "strace": meta["strace"],
                 "exit_records": meta["exit_records"],
@@ -146,6 +161,13 @@ def profile_cmd(
         )
     else:
         _print(df, over, meta)
+    if stopped:
+        click.echo(
+            f"perflab: interrupted by signal {stopped}: the program was killed; "
+            "its profile up to then is above",
+            err=True,
+        )
+        raise SystemExit(128 + stopped)
     raise SystemExit(_status(over))
 
 
@@ -166,11 +188,27 @@ def _command(command, workload, threads) -> list[str]:
     return contention.command(workload, threads or max(2, len(machine.usable_cpus())))
 
 
+@contextlib.contextmanager
+def _sigterm_stops():
+    """SIGTERM stops a profile as Ctrl-C does (the program killed, its profile kept), instead
+    of ending perflab at once and leaving the program running in its own process group."""
+
+    def stop(signum, frame):
+        raise Stopped(signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _print(df, over, meta) -> None:
     from perflab import profile
 
     ended = (
         "killed at the timeout" if over["timed_out"]
+        else f"killed when perflab got signal {over['interrupted']}" if over["interrupted"]
         else f"killed by signal {over['signal']}" if over["signal"]
         else f"exit status {over['exit_code']}"
     )  # fmt: skip
@@ -186,10 +224,11 @@ def _print(df, over, meta) -> None:
         title = "\ntime inside system calls (strace -T), per thread"
         table(_ids(calls), floatfmt="{:,.1f}", title=title)
     click.echo(
-        f"\nreadings every {meta['interval_s'] * 1e3:g} ms ({meta['readings']}); "
+        f"\nreadings every {meta['interval_s'] * 1e3:g} ms on average ({meta['readings']}); "
         f"'{profile.BETWEEN}' is what wait4 counted and no reading saw "
         f"({_ms(over['unseen_cpu_ns'])} CPU)"
     )
+    click.echo(f"blocked by cause: {profile.cause_note(df)}")
     click.echo(f"exit records: {meta['exit_records']}")
     if calls is None:
         click.echo(f"time per system call: {meta['strace']}")

@@ -1,0 +1,171 @@
+"""perflab profile's blocked time by cause (the call a sleeping thread is in, read from /proc
+without ptrace) and its Ctrl-C: on benchmarks/heldlock.c, whose waiters' blocked time is known by
+construction, and on real processes; the sharing rules on intervals whose figures are given."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from perflab import blockcause, proctasks, results
+from perflab import profile as prof
+from tests.conftest import compile_children, wait_for
+
+HELDLOCK = Path(__file__).parent.parent / "benchmarks" / "heldlock.c"
+SYSCALLS = ["futex", "read", "write", "ppoll", "pselect6", "epoll_pwait", "nanosleep",
+            "clock_nanosleep", "wait4", "waitid", "recvfrom", "io_uring_enter"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def heldlock(tmp_path_factory):
+    d = tmp_path_factory.mktemp("heldlock")
+    return compile_children(d, {"heldlock": HELDLOCK.read_text()}, opt="2")["heldlock"]
+
+
+def _known(out: str) -> dict[int, int]:
+    """heldlock's own figures: each waiter's tid and its blocked ns by construction."""
+    lines = out.splitlines()
+    assert lines[0].startswith("held ")
+    return {int(t): int(ns) for t, ns in (line.split() for line in lines[1:])}
+
+
+@pytest.mark.parametrize("exit_records", [False, True])
+def test_waiters_blocked_time_is_the_constructed_wait_and_mostly_futex(
+    heldlock, tmp_path, exit_records
+):
+    out = tmp_path / "out.txt"
+    with open(out, "w") as f:
+        df = prof.run([heldlock, "3", "40", "5000"], stdout=f.fileno(), exit_records=exit_records)
+    known = _known(out.read_text())
+    tl = prof.timeline(df)
+    waiters = df[df["comm"] == "waiter"]
+    assert sorted(waiters["tid"]) == sorted(known)
+    leader = tl.loc[tl["tid"] == tl["pid"], "t_ns"].to_numpy()
+    wall = results.metadata(df)["wall_ns"]
+    for w in waiters.itertuples():
+        reads = tl.loc[tl["tid"] == w.tid, "t_ns"].to_numpy()
+        # readings miss the tail after a thread's last one (up to the next reading, which
+        # found it gone), and a start time read from stat has clock-tick resolution: no more
+        # than the longest gap between readings plus a tick apart
+        gone = leader[leader > reads[-1]].min(initial=wall)
+        slack = max(np.diff(reads).max(), gone - reads[-1]) + proctasks.TICK_NS
+        assert abs(w.blocked_ns - known[w.tid]) <= slack, (w.blocked_ns, known[w.tid], slack)
+        assert w.blocked_futex_ns > w.blocked_ns / 2
+        causes = [getattr(w, c) for c in blockcause.COLUMNS]
+        assert sum(causes) == pytest.approx(w.blocked_ns, rel=1e-9)
+        assert 0 <= w.cause_exact_ns <= w.blocked_ns and w.asleep_readings >= 1
+    table = prof.causes(df)
+    futex = table[(table["comm"] == "waiter") & (table["cause"] == "futex")]
+    assert len(futex) == 3 and (futex["readings"] >= 1).all()
+    holder = df[df["tid"] == df["pid"]].iloc[0]  # it spins and yields, never sleeps for long
+    assert holder.blocked_futex_ns < min(waiters["blocked_futex_ns"]) / 10
+
+
+def test_a_sleeper_a_reader_and_a_waiter_each_get_their_cause(tmp_path):
+    """Three processes blocked in three known calls, read at once: sleep, pipe read, wait4."""
+    script = (
+        "import os, time, sys\n"
+        "r, w = os.pipe()\n"
+        "if os.fork() == 0:\n"
+        "    os.read(r, 1)\n"  # blocked in read until the parent writes
+        "    os._exit(0)\n"
+        "time.sleep(0.4)\n"  # clock_nanosleep
+        "os.write(w, b'x')\n"
+        "os.wait()\n"  # wait4 for the reader
+    )
+    df = prof.run([sys.executable, "-c", script])
+    root = df["pid"].iloc[0]
+    leader = df[(df["tid"] == root)].iloc[0]
+    child = df[(df["pid"] != root) & (df["tid"] >= 0)].iloc[0]
+    assert leader.blocked_sleep_ns > leader.blocked_ns / 2
+    assert child.blocked_io_ns > child.blocked_ns / 2
+
+
+def test_syscall_numbers_match_the_c_headers(tmp_path):
+    if blockcause.NUMBERS is None:
+        pytest.skip(f"no syscall table for {os.uname().machine}")
+    lines = [f'#ifdef SYS_{n}\nprintf("{n} %ld\\n", (long)SYS_{n});\n#endif\n' for n in SYSCALLS]
+    src = "#include <stdio.h>\n#include <sys/syscall.h>\nint main(void) {\n"
+    src += "".join(lines) + "return 0; }\n"
+    exe = compile_children(tmp_path, {"numbers": src})["numbers"]
+    printed = subprocess.run([exe], capture_output=True, text=True, check=True).stdout
+    got = dict(line.split() for line in printed.splitlines())
+    assert len(got) >= 8
+    for name, number in got.items():
+        assert blockcause.numbers(name) == int(number), name
+
+
+def test_an_own_child_sleeping_in_a_call_is_read_without_ptrace():
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        wait_for(lambda: (proctasks.read(child.pid, child.pid) or _NONE).state == "S", "sleep")
+        r = proctasks.read(child.pid, child.pid)
+        assert r is not None and blockcause.classify(r.state, r.syscall) == "sleep"
+    finally:
+        child.kill()
+        child.wait()
+
+
+class _NONE:
+    state = ""
+
+
+def test_sharing_rules_on_given_intervals():
+    # bounds 0..40 ns: asleep in futex at 10 and 20 with no switch between, awake at 30,
+    # asleep in read at 40 after a switch
+    points = [(10, 0, 0, 1, "futex"), (20, 0, 0, 1, "futex"), (30, 5, 0, 2, None),
+              (40, 5, 0, 3, "io")]  # fmt: skip
+    cut = blockcause.intervals(points, 0, None)
+    assert cut.blocked.tolist() == [10, 10, 5, 10]
+    shares, exact = blockcause.share(cut.blocked, cut.ends, cut.unbroken)
+    assert exact.tolist() == [False, True, False, False]
+    col = {c: i for i, c in enumerate(blockcause.CAUSES)}
+    assert shares[0, col["futex"]] == 10 and shares[1, col["futex"]] == 10
+    assert shares[2, col["futex"]] == 5 and shares[3, col["io"]] == 10
+    by_cause, exact_ns, shared = blockcause.scale(shares, exact, 35, {"futex": 2, "io": 1})
+    assert by_cause.sum() == pytest.approx(35) and exact_ns == 10 and shared == 0
+    # an interval awake at both ends is shared as the readings were: 2 futex, 1 io
+    awake = [(10, 0, 0, 0, None), (20, 0, 0, 1, None)]
+    cut = blockcause.intervals(awake, 0, None)
+    shares, exact = blockcause.share(cut.blocked, cut.ends, cut.unbroken)
+    by_cause, _, shared = blockcause.scale(shares, exact, 20, {"futex": 2, "io": 1})
+    assert shared == 20 and by_cause[col["futex"]] == pytest.approx(40 / 3)
+    by_cause, _, shared = blockcause.scale(shares, exact, 20, {})
+    assert by_cause[col["unseen"]] == 20 and shared == 0
+
+
+def test_a_pending_run_delay_is_not_blocked_time():
+    """A runnable thread's wait reaches schedstat only when it runs: a reading that overstates
+    blocked ns is corrected by the later ones, not kept as blocked time."""
+    points = [(10, 5, 0, 0, None), (20, 10, 10, 0, None)]  # at 10: 5 ns of run delay pending
+    cut = blockcause.intervals(points, 0, None)
+    assert cut.blocked.tolist() == [0, 0]
+
+
+def test_ctrl_c_kills_the_program_keeps_its_profile_and_exits_130(tmp_path):
+    out = tmp_path / "p.parquet"
+    cmd = [sys.executable, "-m", "perflab", "profile", "-o", str(out), "--", "sleep", "30"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    me = psutil.Process(proc.pid)
+    wait_for(lambda: any(_name(c) == "sleep" for c in me.children()), "the profiled sleep")
+    sleep = next(c for c in me.children() if _name(c) == "sleep")
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted by signal 2" in stderr
+    assert not sleep.is_running()  # killed and reaped: nothing left behind
+    assert "sleep 30: killed when perflab got signal 2" in stdout
+    meta = results.metadata(results.load(out))
+    assert meta["interrupted"] == signal.SIGINT and meta["signal"] == signal.SIGKILL
+
+
+def _name(p: psutil.Process) -> str:
+    try:
+        return p.name()
+    except psutil.Error:
+        return ""

@@ -162,6 +162,17 @@ int perflab_counters_disable(struct perflab_counter_set *set)
     return each(set, PERF_EVENT_IOC_DISABLE);
 }
 
+/* A count read with TOTAL_TIME_ENABLED and _RUNNING, scaled for the time it was multiplexed
+ * off the PMU; -ENODATA when it never ran there (unknown, not zero). */
+static int64_t scaled(const uint64_t v[3])
+{
+    if (v[2] == 0)
+        return -ENODATA;
+    if (v[2] < v[1])
+        return (int64_t)((double)v[0] * (double)v[1] / (double)v[2]);
+    return (int64_t)v[0];
+}
+
 int perflab_counters_read(struct perflab_counter_set *set, int64_t counts[7])
 {
     uint64_t v[3];
@@ -172,12 +183,7 @@ int perflab_counters_read(struct perflab_counter_set *set, int64_t counts[7])
             continue;
         if (read(set->fd[i], v, sizeof v) != (ssize_t)sizeof v)
             return -errno;
-        if (v[2] == 0)
-            counts[i] = -ENODATA;
-        else if (v[2] < v[1])
-            counts[i] = (int64_t)((double)v[0] * (double)v[1] / (double)v[2]);
-        else
-            counts[i] = (int64_t)v[0];
+        counts[i] = scaled(v);
     }
     return 0;
 }
@@ -235,14 +241,7 @@ int perflab_exec_counters_read(int32_t n, const int32_t *fds, int64_t *counts)
             continue;
         if (read(fds[i], v, sizeof v) != (ssize_t)sizeof v)
             return -errno;
-        if (v[1] == 0) /* never enabled yet */
-            counts[i] = 0;
-        else if (v[2] == 0) /* enabled, never on the PMU: unknown, not zero */
-            counts[i] = -ENODATA;
-        else if (v[2] < v[1])
-            counts[i] = (int64_t)((double)v[0] * (double)v[1] / (double)v[2]);
-        else
-            counts[i] = (int64_t)v[0];
+        counts[i] = v[1] == 0 ? 0 : scaled(v); /* 0: never enabled yet */
     }
     return 0;
 }

@@ -13,14 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perflab.errors import PerflabError
+from perflab.plans import DEFAULT_OPT as DEFAULT_OPT
+from perflab.plans import OPT_LEVELS as OPT_LEVELS
 
 WORKLOADS = Path(__file__).resolve().parent / "workloads"
-OPT_LEVELS = ("0", "1", "2", "3", "s", "g", "fast")
-# The post shows no flags for this program; its other listings compile with a
-# bare `gcc x.c -o x`, i.e. gcc's default -O0.  At -O1 gcc keeps g, inc, i, j, k in
-# registers (no stack access left to alias), from -O2 on it folds the loop into
-# i += inc << 16: 8 ticks, nothing to measure.
-DEFAULT_OPT = "0"
 
 
 @dataclass(frozen=True)

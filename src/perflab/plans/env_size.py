@@ -3,9 +3,16 @@
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
-from perflab import compiler
 from perflab.errors import PerflabError
-from perflab.plans import Controls, _cli, check_order, check_repeat, order_field
+from perflab.plans import (
+    DEFAULT_OPT,
+    OPT_LEVELS,
+    Controls,
+    _cli,
+    check_order,
+    check_repeat,
+    order_field,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,10 +38,10 @@ class Plan(Controls):
     var: str = field(default="A", metadata=_cli("--env-var", "The padding variable."))
     order: str = order_field()
     opt: str = field(
-        default=compiler.DEFAULT_OPT,
+        default=DEFAULT_OPT,
         metadata=_cli("-O", "Optimisation level of the built-in loop (-O1 keeps the loop in "
                       "registers, -O2 folds it away: only -O0 touches the stack each "
-                      "iteration).", choices=compiler.OPT_LEVELS),
+                      "iteration).", choices=OPT_LEVELS),
     )  # fmt: skip
     workload: str = field(
         default="mytkowicz",

@@ -72,6 +72,12 @@ def test_lines_that_are_not_samples_are_skipped():
     assert perfsamples.table(perfsamples.parse("")).empty
 
 
+def _profiled(df) -> bool:
+    """The program's main thread read and its CPU counted: its workers, done in a few ms, are
+    rows only where exit records (root) or a reading caught them."""
+    return (df["comm"] == "contention").sum() == 1 and df["cpu_ns"].sum() > 0
+
+
 def test_without_perf_it_says_so_and_still_profiles(monkeypatch, tmp_path):
     argv = contention.command("mutex", 2, iterations=2_000, work=100)
     monkeypatch.setenv("PATH", str(tmp_path))  # no perf on it
@@ -79,7 +85,7 @@ def test_without_perf_it_says_so_and_still_profiles(monkeypatch, tmp_path):
     meta = results.metadata(df)
     assert meta["samples_note"].startswith("not supported here (perf is not installed")
     assert meta["samples"] is None and perfsamples.frame(df) is None
-    assert (df["comm"] == "worker-1").sum() == 1 and meta["exit_code"] == 0
+    assert meta["exit_code"] == 0 and _profiled(df)
 
 
 def test_a_perf_that_refuses_is_quoted_and_the_profile_still_taken(tmp_path, monkeypatch):
@@ -95,7 +101,7 @@ def test_a_perf_that_refuses_is_quoted_and_the_profile_still_taken(tmp_path, mon
     assert meta["samples_note"] == (
         "not supported here (perf record exited 255: Error: perf_event_open: Permission denied)"
     )
-    assert meta["exit_code"] == 0 and (df["comm"] == "worker-0").sum() == 1
+    assert meta["exit_code"] == 0 and _profiled(df)
 
 
 def _sampled(kind: str, threads: int = 2) -> tuple:

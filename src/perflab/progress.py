@@ -162,6 +162,8 @@ class Progress:
                 self._shown_at = now
                 self._notebook(final)
             return
+        if self.total and self.done >= self.total and not final:
+            return  # close() says it, with the elapsed time: one 100 % line, not two
         if force or step > self._shown_step or now - self._shown_at >= self.every_s:
             self._shown_at, self._shown_step = now, step
             print(self.line(final), file=self.file, flush=True)

@@ -132,5 +132,6 @@ def test_the_cli_shows_the_wait_and_says_how_it_was_read(early):
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["runq"].startswith("/proc readings") and doc["scaling"][0]["runq_ms"] > 0
+    # a quiet CPU may give the child no wait at all: a number, where --runq off gives none
+    assert doc["runq"].startswith("/proc readings") and doc["scaling"][0]["runq_ms"] >= 0
     assert own_children() == []

@@ -110,10 +110,13 @@ def test_spinner_uses_the_cpu_and_sleeper_waits(programs):
     assert sleep.blocked_ns > 10 * sleep.cpu_ns
     assert spin.utilisation > sleep.utilisation
     assert spin.ivcsw >= sleep.ivcsw and sleep.vcsw >= 1  # the mutex wait is a voluntary switch
-    # lifetime splits into on-CPU, run-queue wait and blocked, none of them negative
+    # lifetime splits into on-CPU (counted or pending), run-queue wait and blocked, none of
+    # them negative; a thread that never switched voluntarily never blocked
     for r in (spin, sleep):
-        assert r.cpu_ns + r.runq_ns + r.blocked_ns >= r.lifetime_ns
-        assert min(r.cpu_ns, r.runq_ns, r.blocked_ns) >= 0
+        assert r.cpu_ns + r.cpu_pending_ns + r.runq_ns + r.blocked_ns >= r.lifetime_ns
+        assert min(r.cpu_ns, r.cpu_pending_ns, r.runq_ns, r.blocked_ns) >= 0
+    for r in rows.values():
+        assert r.vcsw > 0 or r.blocked_ns == 0, r
     assert meta["exit_code"] == 3 and meta["signal"] is None and not meta["timed_out"]
     assert 0 < meta["utilisation"] == meta["program_cpu_ns"] / meta["wall_ns"]
 

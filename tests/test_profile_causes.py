@@ -130,7 +130,7 @@ def test_sharing_rules_on_given_intervals():
     by_cause, exact_ns, shared = blockcause.scale(shares, exact, 35, {"futex": 2, "io": 1})
     assert by_cause.sum() == pytest.approx(35) and exact_ns == 10 and shared == 0
     # an interval awake at both ends is shared as the readings were: 2 futex, 1 io
-    awake = [(10, 0, 0, 0, None), (20, 0, 0, 1, None)]
+    awake = [(10, 0, 0, 1, None), (20, 0, 0, 2, None)]
     cut = blockcause.intervals(awake, 0, None)
     shares, exact = blockcause.share(cut.blocked, cut.ends, cut.unbroken)
     by_cause, _, shared = blockcause.scale(shares, exact, 20, {"futex": 2, "io": 1})
@@ -145,6 +145,28 @@ def test_a_pending_run_delay_is_not_blocked_time():
     points = [(10, 5, 0, 0, None), (20, 10, 10, 0, None)]  # at 10: 5 ns of run delay pending
     cut = blockcause.intervals(points, 0, None)
     assert cut.blocked.tolist() == [0, 0]
+
+
+def test_time_no_voluntary_switch_could_have_blocked_is_pending_cpu_not_blocked():
+    """A running thread's CPU figure lags by its current slice (at an exit, for good): where it
+    was awake at the interval's start and switched voluntarily nowhere in it, it did not block."""
+    spinner = [(10, 8, 0, 0, None), (20, 17, 0, 0, None)]
+    cut = blockcause.intervals(spinner, 0, (25, 20, 0, 0))
+    assert cut.blocked.tolist() == [0, 0, 0] and cut.pending.tolist() == [2, 1, 2]
+    cut = blockcause.intervals(spinner, 0, (25, 20, 0, 1))  # a switch in the last interval
+    assert cut.blocked.tolist() == [0, 0, 2] and cut.pending.tolist() == [2, 1, 0]
+    cut = blockcause.intervals(spinner, 0, (25, 20, 0, None))  # switches unknown: blocked
+    assert cut.blocked.tolist() == [0, 0, 2]
+    # asleep at the start of an interval: one sleep can span it without a new switch
+    sleeper = [(10, 8, 0, 1, "futex")]
+    cut = blockcause.intervals(sleeper, 0, (20, 8, 0, 1))
+    assert cut.blocked.tolist() == [2, 10] and cut.pending.tolist() == [0, 0]
+    # asleep in a call that could not be read is still asleep, its cause unseen
+    cut = blockcause.intervals([(10, 8, 0, 1, "unseen")], 0, (20, 8, 0, 1))
+    assert cut.blocked.tolist() == [2, 10]
+    shares = blockcause.share(cut.blocked, cut.ends, cut.unbroken)[0]
+    assert shares[1, blockcause.CAUSES.index("unseen")] == 10
+    assert blockcause.classify("S", None) == "unseen" and blockcause.classify("R", None) is None
 
 
 def test_ctrl_c_kills_the_program_keeps_its_profile_and_exits_130(tmp_path):

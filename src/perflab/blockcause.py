@@ -65,12 +65,14 @@ def numbers(name: str, machine: str | None = None) -> int | None:
 
 
 def classify(state: str, syscall: int | None) -> str | None:
-    """The cause of a thread asleep at a reading (S or D state), None when it was not asleep
-    or the call could not be read (running: the kernel answers only for a task off its CPU).
-    A tracing stop (t: strace holding the thread at a call's entry or exit) counts as in that
-    call, as strace's -T counts it."""
-    if state not in ASLEEP or syscall is None:
+    """The cause of a thread asleep at a reading (S or D state), None when it was not asleep,
+    "unseen" when its call could not be read (it woke between the two files, or ptrace rules
+    hide it). A tracing stop (t: strace holding the thread at a call's entry or exit) counts as
+    in that call, as strace's -T counts it."""
+    if state not in ASLEEP:
         return None
+    if syscall is None:
+        return "unseen"
     if syscall == OUTSIDE:
         return "other"
     return "other" if NUMBERS is None else NUMBERS.get(syscall, "other")
@@ -87,7 +89,8 @@ def share(
     exact = np.zeros(len(blocked), dtype=bool)
     index = {c: i for i, c in enumerate(CAUSES)}
     for i, (ns, (a, b), whole) in enumerate(zip(blocked, ends, unbroken, strict=True)):
-        seen = [c for c in (a, b) if isinstance(c, str)]  # None (NaN in a frame): awake
+        # None (NaN in a frame): awake; "unseen": asleep in a call that could not be read
+        seen = [c for c in (a, b) if isinstance(c, str) and c != "unseen"]
         if not seen:
             out[i, index["unseen"]] = ns
             continue
@@ -123,8 +126,8 @@ def scale(
 
 class Intervals(NamedTuple):
     """A thread's life cut at its readings: bounds (ns from the spawn) and, per interval, its
-    CPU, run-queue and blocked ns, the causes seen at its two ends, and whether no voluntary
-    switch fell inside it."""
+    CPU, run-queue and blocked ns, the causes seen at its two ends, whether no voluntary
+    switch fell inside it, and its pending CPU ns (below)."""
 
     bounds: np.ndarray
     cpu: np.ndarray
@@ -132,20 +135,29 @@ class Intervals(NamedTuple):
     blocked: np.ndarray
     ends: list[tuple[str | None, str | None]]
     unbroken: list[bool]
+    pending: np.ndarray
 
 
 def intervals(
     points: Sequence[tuple[int, int, int, int, str | None]],
     start_ns: int,
-    end: tuple[int, int, int] | None,
+    end: tuple[int, int, int, int | None] | None,
 ) -> Intervals:
     """From a thread's start through its readings (t, cpu, runq, vcsw, cause) to its end
-    (t, cpu, runq) when that is known past the last reading (an exit record, the wall time)."""
+    (t, cpu, runq, vcsw or None) when that is known past the last reading (an exit record, the
+    wall time).
+
+    A thread blocks only through a voluntary switch, so an interval that starts with it awake
+    and holds no such switch has no blocked ns: what its CPU and run-queue figures leave of it
+    is pending CPU, the slice the thread was
+    running when read, which the kernel adds to its CPU figure only at the next tick or switch
+    (at an exit, never: a spinner's last few ms would otherwise look blocked).
+    """
     bounds, cpu, runq = [start_ns], [], []
     ends: list[tuple[str | None, str | None]] = []
     unbroken: list[bool] = []
     prev: tuple[int, int, int, int, str | None] = (start_ns, 0, 0, 0, None)
-    rest = [(*end, None, None)] if end and (not points or end[0] > points[-1][0]) else []
+    rest = [(*end, None)] if end and (not points or end[0] > points[-1][0]) else []
     for point in [*points, *rest]:
         t, c, q, vcsw, cause = point
         cpu.append(c - prev[1])
@@ -162,4 +174,6 @@ def intervals(
     total = (b - b[0]) - np.concatenate([[0], np.cumsum(on_cpu + queued)])
     settled = np.maximum(np.minimum.accumulate(total[::-1])[::-1], 0)
     blocked = np.diff(settled)
-    return Intervals(b, on_cpu, queued, blocked, ends, unbroken)
+    awake = [u and not isinstance(a, str) for u, (a, _) in zip(unbroken, ends, strict=True)]
+    pending = np.where(awake, blocked, 0.0) if len(blocked) else blocked
+    return Intervals(b, on_cpu, queued, blocked - pending, ends, unbroken, pending)

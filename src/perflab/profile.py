@@ -47,7 +47,7 @@ EXIT_SPREAD_NS = 1_000_000  # exit_group ends a process's threads within this of
 DRAIN_MOST = 64  # exit records taken between two readings (the rest wait in the socket)
 COLUMNS = [
     "pid", "tid", "comm", "start_ns", "last_ns", "lifetime_ns", "cpu_ns", "user_ns",
-    "system_ns", "runq_ns", "blocked_ns", *blockcause.COLUMNS, "cause_exact_ns",
+    "system_ns", "runq_ns", "cpu_pending_ns", "blocked_ns", *blockcause.COLUMNS, "cause_exact_ns",
     "cause_shared_ns", "asleep_readings", "utilisation", "vcsw", "ivcsw", "readings",
     "exited_early", "final", "source",
 ]  # fmt: skip
@@ -202,9 +202,13 @@ def _thread_rows(
             row |= _from_record(sampler, record, row)
         row["exited_early"] = row["last_ns"] < seen_after.get(key[0], 0)
         row["lifetime_ns"] = lifetime = max(row["last_ns"] - row["start_ns"], 1)
-        row["blocked_ns"] = max(lifetime - row["cpu_ns"] - row["runq_ns"], 0)
+        seen = [p for p in points.get(key, []) if p[0] <= row["last_ns"] or not row["final"]]
+        cut = _cut(seen, row)
+        rest = max(lifetime - row["cpu_ns"] - row["runq_ns"], 0)
+        row["cpu_pending_ns"] = min(float(cut.pending.sum()), rest)
+        row["blocked_ns"] = rest - row["cpu_pending_ns"]
         row["utilisation"] = row["cpu_ns"] / lifetime
-        row |= _causes(points.get(key, []), row)
+        row |= _causes(seen, cut, row)
         share = row.pop("user_share")
         row["user_ns"], row["system_ns"] = row["cpu_ns"] * share, row["cpu_ns"] * (1 - share)
         rows.append(row)
@@ -212,13 +216,16 @@ def _thread_rows(
     return rows
 
 
-def _causes(points: list, row: dict[str, Any]) -> dict[str, Any]:
+def _cut(points: list, row: dict[str, Any]) -> blockcause.Intervals:
+    """The row's life cut at its readings (not the zombie's: its figures are the row's end)."""
+    end = (row["last_ns"], row["cpu_ns"], row["runq_ns"], row["vcsw"] if row["final"] else None)
+    return blockcause.intervals(points, row["start_ns"], end)
+
+
+def _causes(seen: list, cut: blockcause.Intervals, row: dict[str, Any]) -> dict[str, Any]:
     """The row's blocked ns by the call it slept in, as the readings saw it (blockcause)."""
-    seen = [p for p in points if p[0] <= row["last_ns"] or not row["final"]]  # not the zombie
-    end = (row["last_ns"], row["cpu_ns"], row["runq_ns"])
-    cut = blockcause.intervals(seen, row["start_ns"], end)
     shares, exact = blockcause.share(cut.blocked, cut.ends, cut.unbroken)
-    counts = Counter(p[-1] for p in seen if p[-1] is not None)
+    counts = Counter(p[-1] for p in seen if p[-1] not in (None, "unseen"))
     by_cause, exact_ns, shared_ns = blockcause.scale(shares, exact, row["blocked_ns"], counts)
     out: dict[str, Any] = dict(zip(blockcause.COLUMNS, by_cause.tolist(), strict=True))
     out["cause_exact_ns"], out["cause_shared_ns"] = exact_ns, shared_ns
@@ -574,11 +581,10 @@ def plot(df: pd.DataFrame, path: Any = None) -> Any:
         t = tl[(tl["pid"] == th["pid"]) & (tl["tid"] == th["tid"])]
         t = t[(t["t_ns"] <= th["last_ns"]) | (not th["final"])]  # not the zombie's reading
         points = list(t[["t_ns", "cpu_ns", "runq_ns", "vcsw", "cause"]].itertuples(index=False))
-        end = (th["last_ns"], th["cpu_ns"], th["runq_ns"])  # the row: as of its exit
-        cut = blockcause.intervals(points, th["start_ns"], end)
+        cut = _cut(points, th)
         shares = blockcause.share(cut.blocked, cut.ends, cut.unbroken)[0]
         span = np.maximum(np.diff(cut.bounds), 1)
-        f_cpu = np.clip(cut.cpu / span, 0, 1) * 0.8
+        f_cpu = np.clip((cut.cpu + cut.pending) / span, 0, 1) * 0.8
         # the run queue's is what is neither CPU nor blocked: a reading's pending run delay
         # reaches schedstat only later, and cut.blocked has it settled
         f_blocked = np.clip(cut.blocked / span, 0, 1) * 0.8

@@ -5,13 +5,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import wait_for
 
 import perflab
 from perflab import build, env_size, results
@@ -122,11 +122,7 @@ def _cli(*args, **kw):
 
 
 def _wait_chunks(parts: Path, n: int) -> None:
-    deadline = time.monotonic() + 60
-    while len(list(parts.glob("chunk-*.parquet"))) < n:
-        if time.monotonic() > deadline:
-            pytest.fail("the sweep never flushed a chunk")
-        time.sleep(0.05)
+    wait_for(lambda: len(list(parts.glob("chunk-*.parquet"))) >= n, f"{n} flushed chunk(s)")
 
 
 def test_kill9_then_resume_measures_each_pair_once(tmp_path):

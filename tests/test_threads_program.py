@@ -2,6 +2,8 @@
 warnings that say when its measurements cannot be trusted."""
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -119,14 +121,54 @@ def test_disturbed_runs_from_preemptions_and_lost_utilisation():
     assert why[3] == "" and why[4] == ""  # 4 threads on 2 CPUs preempt each other: their own
 
 
+def test_runs_whose_cpus_others_left_alone_are_not_called_disturbed_for_their_own_threads():
+    # Recorded on an idle 2-CPU guest: xz -T2 (its main thread beside two workers preempts
+    # them 59 times per CPU-second and makes them wait 7 % of the wall time; other tasks took
+    # 1 %), the same beside a CPU hog, a 100 ms run, and xz -T1 beside a hog on the CPU it
+    # did not need (others took half of the two CPUs, and it lost nothing)
+    wall = pd.Series([430e6, 430e6, 630e6, 100e6, 800e6])
+    cpu = pd.Series([808e6, 808e6, 814e6, 180e6, 795e6])
+    busy = pd.Series([818e6, 818e6, 1250e6, 200e6, 1595e6])
+    others = trust.others_share(busy, cpu, wall, 2)
+    assert others[0] == pytest.approx(10 / 860) and others[2] == pytest.approx(436 / 1260)
+    assert np.isnan(others[3])  # 100 ms: a 10 ms step of /proc/stat is too coarse to judge
+    nivcsw, group = pd.Series([48, 48, 138, 48, 9]), pd.Series([2, 2, 2, 2, 1])
+    runq = pd.Series([32e6, 32e6, 438e6, 30e6, 2.7e6])
+    why = trust.disturbed(cpu, wall, nivcsw, group, group <= 2, runq, others)
+    assert why[0] == why[1] == why[4] == ""
+    assert why[2] == (
+        "preempted 170/CPU-s, waited for a CPU 70% of the wall time, other tasks took 35% of "
+        "its CPUs, utilisation 1.29 vs 1.84"
+    )
+    assert why[3].startswith("preempted 267/CPU-s, waited")  # not judged: the rules alone
+    unknown = trust.disturbed(cpu, wall, nivcsw, group, group <= 2, runq)
+    assert unknown[0] == "preempted 59/CPU-s"  # as before others were read
+
+
+def test_the_busy_time_of_cpus_counts_a_spinning_child():
+    cpus = machine.usable_cpus()[-1:]
+    before = machine.busy_ns(cpus)
+    code = (
+        f"import os, time\nos.sched_setaffinity(0, {{{cpus[0]}}})\n"
+        "t = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert machine.busy_ns(cpus) - before >= 0.25e9  # its 0.3 s of CPU, in 10 ms steps
+
+
 def test_a_run_sharing_its_cpu_with_a_hog_is_flagged(worker):
     cpu = machine.usable_cpus()[-1]
     lines: list[str] = []
     with threads.perturbed([threads.Perturbation.parse(f"cpu@{cpu}")]):
-        df = program.run([worker, "{threads}", "20000000"], [1], repeat=3, cpus=[cpu],
+        # 300 million steps of a dependent chain: over 0.4 s of CPU on any machine, so the
+        # share of its CPU the hog took is judged
+        df = program.run([worker, "{threads}", "300000000"], [1], repeat=3, cpus=[cpu],
                          warn=lines.append)  # fmt: skip
-    assert df["disturbed"].all(), df[["wall_ns", "cpu_ns", "nivcsw", "disturbed_why"]]
-    assert df["disturbed_why"].str.contains("preempted").all()
+    shown = df[["wall_ns", "cpu_ns", "nivcsw", "others_share", "disturbed_why"]]
+    assert df["disturbed"].all(), shown
+    assert df["disturbed_why"].str.contains("preempted").all(), shown
+    assert (df["others_share"] > 0.2).all(), shown  # the hog had about half of the CPU
+    assert df["disturbed_why"].str.contains("other tasks took").all(), shown
     assert any("look disturbed" in line for line in lines)
     assert program.summarize(df)["disturbed"].tolist() == [3]
     assert own_children() == []

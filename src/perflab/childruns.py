@@ -221,10 +221,14 @@ class Runs:
     var: str = "A"
     env: dict[str, str] = field(default_factory=dict)
     runq: str = "off"  # spawn.RUNQ_MODES: read each run's run-queue wait (serial sweeps only)
+    # Read the run's CPUs' busy time (/proc/stat) around each batch of one run: cpus_busy_ns
+    # less the run's CPU time is what other tasks took of them (serial sweeps only).
+    busy: bool = False
 
     @property
     def columns(self) -> list[str]:
-        return [*self.labels, *MEASURED, *(spawn.RUNQ_COLUMNS if self.runq != "off" else ())]
+        runq = spawn.RUNQ_COLUMNS if self.runq != "off" else ()
+        return [*self.labels, *MEASURED, *runq, *(("cpus_busy_ns",) if self.busy else ())]
 
     def rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, **more: Any) -> pd.DataFrame:
         """The records of the planned runs at positions `at` as tidy rows (`more` columns
@@ -407,22 +411,33 @@ def _measure(
         complete = False
         with Interrupt() as stop, away_from(controls.cpus), ThreadPoolExecutor(1) as pool:
 
-            def submit(at: np.ndarray) -> "Future[np.ndarray]":
-                return pool.submit(spawn.run_batch, runs.programs, runs.prog[at], sizes[at],
-                                   runs.var, runs.env, options, engine)  # fmt: skip
+            def one_batch(at: np.ndarray) -> tuple[np.ndarray, float]:
+                before = machine.busy_ns(controls.cpus) if runs.busy else 0
+                out = spawn.run_batch(runs.programs, runs.prog[at], sizes[at], runs.var,
+                                      runs.env, options, engine)  # fmt: skip
+                # one figure per batch: a run's own only when the batch is that one run
+                mine = runs.busy and len(out) == 1
+                return out, machine.busy_ns(controls.cpus) - before if mine else np.nan
+
+            def submit(at: np.ndarray) -> "Future[tuple[np.ndarray, float]]":
+                return pool.submit(one_batch, at)
 
             try:
                 pending = submit(chunks[0]) if chunks else None
                 for i, at in enumerate(chunks):
                     assert pending is not None  # submitted before the loop or in the last turn
-                    batch = pending.result()  # fewer than the chunk when a stop cut it short
+                    # fewer than the chunk when a stop cut it short
+                    batch, busy = pending.result()
                     stopping = stop.hit  # read once: a batch submitted below is always collected
                     if not stopping and i + 1 < len(chunks):
                         pending = submit(chunks[i + 1])
                     options = rt_refused_once(options, batch, extra, warn)
                     if runs.runq != "off" and len(batch) and "runq" not in extra:
                         extra["runq"] = spawn.runq_note(batch)
-                    recorder.add(runs.rows(batch, at[: len(batch)], overhead))
+                    rows = runs.rows(batch, at[: len(batch)], overhead)
+                    if runs.busy:
+                        rows["cpus_busy_ns"] = busy
+                    recorder.add(rows)
                     if progress:
                         progress(len(batch))
                     if stopping:

@@ -92,6 +92,28 @@ def check_cpus(cpus) -> list[int]:
     return list(cpus)
 
 
+# /proc/stat's per-CPU fields: user nice system idle iowait irq softirq steal guest guest_nice.
+# Busy is all but idle and iowait; steal (the hypervisor ran someone else) counts as busy: it
+# is time the CPU's own tasks did not get. guest time is already inside user.
+_BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
+
+
+def busy_ns(cpus) -> int:
+    """Time the CPUs have spent busy since boot, summed, in ns (/proc/stat counts USER_HZ
+    steps, 10 ms, each tick sampling what ran): read around a run, less the run's own CPU
+    time, it is what other tasks took of its CPUs."""
+    wanted = {f"cpu{c}" for c in cpus}
+    total = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            name, *fields = line.split()
+            if name in wanted:
+                total += sum(int(fields[i]) for i in _BUSY_FIELDS if i < len(fields))
+            elif not name.startswith("cpu"):
+                break
+    return total * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
 @functools.cache
 def realtime_allowed() -> bool:
     """Whether SCHED_FIFO is granted here, found by asking for it on a throwaway thread:

@@ -55,6 +55,7 @@ def _runs(p: Plan) -> childruns.Runs:
         key=("threads", "rep"),
         env=childruns.base_env(p.inherit_env),
         runq=p.runq,
+        busy=True,
     )
 
 
@@ -135,12 +136,14 @@ def annotate(df: pd.DataFrame) -> pd.DataFrame:
     out["utilisation"] = out["cpu_ns"] / wall
     ok = out["status"] == "ok"
     ncpus = len(meta.get("cpus") or machine.usable_cpus())
+    if "cpus_busy_ns" in out:
+        out["others_share"] = trust.others_share(out["cpus_busy_ns"], out["cpu_ns"], wall, ncpus)
     why = pd.Series("", index=out.index, dtype=object)
     if ok.any():
         g = out[ok]
         alone = g["threads"] <= ncpus
-        runq = g.get("runq_ns")
-        why[ok] = trust.disturbed(g["cpu_ns"], g["wall_ns"], g["nivcsw"], g["threads"], alone, runq)
+        why[ok] = trust.disturbed(g["cpu_ns"], g["wall_ns"], g["nivcsw"], g["threads"], alone,
+                                  g.get("runq_ns"), g.get("others_share"))  # fmt: skip
     out["disturbed"] = why != ""
     out["disturbed_why"] = why
     return results.attach(out, meta)

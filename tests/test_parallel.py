@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import wait_for
 
-from perflab import compare, env_size, machine, parallel, results, spawn
+from perflab import childruns, compare, env_size, machine, parallel, results, spawn
 from perflab.cli import cli
 from perflab.errors import PerflabError
 
@@ -264,8 +264,19 @@ def test_compare_with_jobs_keeps_every_pair_once(tmp_path):
 
 def test_a_sequential_plan_is_stored_as_before_jobs_existed():
     assert not {"jobs", "reference", "allow_siblings"} & set(env_size.Plan().params())
-    lanes = env_size.Plan(jobs=2, cpus=(0, 1)).params()
+    lanes = childruns.with_cpus(env_size.Plan(jobs=2), [0, 1]).params()
     assert (lanes["jobs"], lanes["reference"], lanes["allow_siblings"]) == (2, 0.05, False)
+
+
+def test_the_reference_slice_costs_a_tenth_of_the_parallel_time_on_any_cpu_count():
+    for lanes in (2, 4, 16, 64, 256):
+        share = parallel.default_reference(lanes)
+        # one at a time, share x runs; side by side, (1 - share) x runs / lanes
+        assert share * lanes / (1 - share) == pytest.approx(0.1, rel=0.06)
+    assert parallel.default_reference(1) == 0.05  # capped: 10 % of the runs is too many
+    asked = childruns.with_cpus(env_size.Plan(jobs=4, reference=0.3), [0, 1, 2, 3])
+    assert asked.reference == 0.3 and asked.params()["reference"] == 0.3
+    assert childruns.with_cpus(env_size.Plan(jobs=4), [0, 1, 2, 3]).reference == 0.025
 
 
 @pytest.mark.parametrize("helper", [True, False], ids=["helper", "in-process"])

@@ -19,7 +19,11 @@ import pandas as pd
 from perflab import childruns, machine, spawn, stats
 from perflab.errors import PerflabError
 
-REFERENCE = 0.05  # share of runs made one at a time: ~5% of the time saved is spent on proof
+# Share of runs made one at a time, by default: about a tenth of the parallel time is spent
+# on proof whatever the CPU count (5 % of the runs on 2 CPUs; on 64, 5 % would take 3.4 times
+# as long as the parallel runs themselves), never more than 5 %.
+REFERENCE_COST = 0.1
+REFERENCE_MAX = 0.05
 SLOWER_TOL = 0.02  # parallel runs' median may exceed the sequential one by this much
 NOISIER_TOL = 0.25  # and their spread (IQR) by this much, before perflab says so
 MIN_REFERENCE = 20  # fewer sequential runs on a CPU than this: no verdict for it
@@ -73,17 +77,29 @@ def lane_cpus(jobs: int, cpus: Sequence[int] | None) -> tuple[int, ...]:
     return tuple(usable[-jobs:] if jobs else usable)
 
 
+def default_reference(lanes: int) -> float:
+    """The reference share when none is asked: REFERENCE_COST of the parallel time."""
+    return min(REFERENCE_MAX, REFERENCE_COST / max(lanes, 1))
+
+
+def reference_share(plan: childruns.Controls) -> float:
+    """The plan's reference share, or the default for its lanes."""
+    return default_reference(plan.jobs) if plan.reference is None else plan.reference
+
+
 def with_lanes(plan: childruns.Controls, cpus: Sequence[int] | None) -> childruns.Controls:
-    """The plan with its lanes' CPUs and jobs = how many (a --jobs 0 resumes as the count)."""
+    """The plan with its lanes' CPUs, jobs = how many (a --jobs 0 resumes as the count) and
+    its reference share (the default for that many lanes unless one was asked)."""
     chosen = lane_cpus(plan.jobs, cpus)
-    return replace(plan, cpus=chosen, jobs=len(chosen))
+    chosen_plan = replace(plan, cpus=chosen, jobs=len(chosen))
+    return replace(chosen_plan, reference=reference_share(chosen_plan))
 
 
 def check(plan: childruns.Controls, root: str | os.PathLike = machine.SYS_CPU) -> None:
     """Refuse lanes that would share a core, a repeated CPU, or a reference share out of range."""
     if plan.jobs < 0:
         raise PerflabError(f"--jobs must be 0 (one per CPU) or more, not {plan.jobs}")
-    if not 0 <= plan.reference < 1:
+    if plan.reference is not None and not 0 <= plan.reference < 1:
         raise PerflabError(f"--reference must be at least 0 and below 1, not {plan.reference}")
     if plan.jobs <= 1:
         return
@@ -175,7 +191,7 @@ def measure(
 ) -> pd.DataFrame:
     """childruns.measure with one child per CPU at a time and a sequential reference slice."""
     runs = LaneRuns(**vars(runs))
-    ref = reference_mask(runs.prog.size, controls.reference, controls.seed)
+    ref = reference_mask(runs.prog.size, reference_share(controls), controls.seed)
     recording = recording or childruns.Recording()
     with childruns.quiet_options(controls) as options:
         childruns.preflight(runs, options)
@@ -228,7 +244,7 @@ def lane_meta(controls: childruns.Controls) -> dict:
     return {
         "jobs": controls.jobs,
         "lane_cpus": list(controls.cpus),
-        "reference_share": controls.reference,
+        "reference_share": reference_share(controls),
         "allow_siblings": controls.allow_siblings,
         "smt_siblings": [list(p) for p in core_siblings(controls.cpus)],
         "interference_tolerance": {"median": SLOWER_TOL, "iqr": NOISIER_TOL},

@@ -138,6 +138,8 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
             kw["is_flag"] = True
     elif "min" in m:
         kw["type"] = click.IntRange(m["min"])
+    elif "type" in m:
+        kw.update(type=m["type"], show_default=f.default is not None)
     return click.option(m["flag"], f.name, **kw)
 
 

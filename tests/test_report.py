@@ -25,9 +25,10 @@ DATA = Path(__file__).parent / "data"
 SRC = str(Path(perflab.__file__).resolve().parents[1])
 C0 = str(machine.usable_cpus()[0])
 
-# Each verb at its smallest, and the --json keys whose tables `report --json` must repeat.
+# Each verb at its smallest, and the --json keys whose tables `report --json` must repeat;
+# analysis options away from their defaults (-k, --trim), which the report must take from the file.
 VERBS = {
-    "env-size": (["sweep", "env-size", "--max", "15", "--repeat", "2", "--no-rt"],
+    "env-size": (["sweep", "env-size", "--max", "15", "--repeat", "2", "--no-rt", "-k", "3"],
                  ["windows", "predicted", "verdicts", "explanation", "alias_check", "sizes",
                   "status", "baseline", "threshold", "value", "runs"]),
     "link-order": (["sweep", "link-order", "--permutations", "2", "--repeat", "2", "--no-rt"],
@@ -39,7 +40,8 @@ VERBS = {
     "pagefault": (["run", "pagefault", "--pages", "4", "--reps", "2"], ["per_page"]),
     "trig": (["run", "trig", "--repeat", "3"], ["summary", "histogram", "running_min"]),
     "cswitch": (["run", "cswitch", "50", "--reps", "1", "--no-rt", "--cpu", C0], ["table"]),
-    "syscalls": (["run", "syscalls", "--call", "getpid", "--trials", "100"], ["calls", "trim"]),
+    "syscalls": (["run", "syscalls", "--call", "getpid", "--trials", "100", "--trim", "5"],
+                 ["calls", "trim"]),
     "core-vs-ht": (["run", "core-vs-ht", "-l", "1", "-p", C0], ["placements"]),
     "threads": (["sweep", "threads", "--max", "1", "-l", "1", "--repeat", "1"], ["scaling"]),
     "fauxplat": (["run", "fauxplat", "-l", "1", "--repeat", "1", "--cpu", C0, "--perturb",

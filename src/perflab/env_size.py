@@ -5,7 +5,7 @@ DjiBee's script), each size many times, in a seeded random order; each run is on
 """
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +63,7 @@ def sweep(
     on_start: Callable[[int, int], None] | None = None,
     warn: Callable[[str], None] = childruns.warn_stderr,
     counters: bool = False,
+    extra_meta: Mapping[str, Any] | None = None,
     **params: Any,
 ) -> pd.DataFrame:
     """Run the env-size sweep and return its tidy frame (also journaled to `output` if given).
@@ -90,7 +91,8 @@ def sweep(
     A KeyboardInterrupt leaves `output` complete up to the last run and marked incomplete;
     discard_bad drops damaged journal chunks on resume (their runs are measured again).
     counters=True first counts the CPU's address-alias event in runs inside and outside each
-    predicted window (alias_counters.sweep_meta), or records why it cannot.
+    predicted window (alias_counters.sweep_meta), or records why it cannot. extra_meta joins
+    the metadata (the CLI records its -k there, so `perflab report` finds the same windows).
     """
     cpus = params.pop("cpus", None)
     plan = childruns.with_cpus(Plan(program=tuple(program), **params), cpus).check()
@@ -102,6 +104,7 @@ def sweep(
     meta |= windows_mod.explain_meta(argv, plan, childruns.base_env(plan.inherit_env, plan.var))
     if counters:
         meta |= _count_aliasing(argv, plan, meta)
+    meta |= dict(extra_meta or {})
     size, rep = plan.pairs()
     runs = childruns.Runs(
         programs=[argv],

@@ -48,14 +48,14 @@ def _status(df: pd.DataFrame) -> dict[str, int]:
 
 
 def env_size(df: pd.DataFrame, meta: dict) -> Summary:
-    """Windows and the slowest sizes, as `perflab sweep env-size` prints them (k = 5)."""
+    """Windows and the slowest sizes, as `perflab sweep env-size` printed them (its -k)."""
     from perflab import alias_counters
     from perflab import env_size as mod
     from perflab import windows as explained
 
     value = mod.value_column(df)
     summary = mod.summarize(df, value)
-    windows = mod.detect_windows(summary, k=5.0)
+    windows = mod.detect_windows(summary, k=float(meta.get("window_k", 5.0)))
     predicted, verdicts, why = explained.explain(meta, summary, windows)
     counts = _status(df)
     lines = [f"{len(df)} runs; status: {counts}"]
@@ -265,11 +265,12 @@ def cswitch(df: pd.DataFrame, meta: dict) -> Summary:
 
 
 def syscalls(df: pd.DataFrame, meta: dict) -> Summary:
-    """FileGuard's all/trimmed table, with the verb's default trim when the samples allow it."""
+    """FileGuard's all/trimmed table, with the trim the verb used (else 10) if it leaves samples."""
     from perflab import syscalls as mod
 
     n = int(df.groupby("call").size().min())
-    trim = 10 if n > 2 * 10 else 0
+    trim = int(meta.get("trim", 10))
+    trim = trim if n > 2 * trim else 0
     fg = mod.summarize(df, trim, hz=meta.get("tsc_hz") or None)
     title = f"{meta.get('trials', n)} trials, ticks as all/without the {trim} best and {trim} worst"
     table = Table("calls", title, fg, shown=mod.fileguard_text(fg))

@@ -77,7 +77,7 @@ def env_size_cmd(program: tuple[str, ...], resume: str | None, discard_bad: bool
         return
     sweep_it = functools.partial(env_size.sweep, program, output=output, resume=resuming,
                                  discard_bad=discard_bad, counters=counters,
-                                 **params)  # fmt: skip
+                                 extra_meta={"window_k": k}, **params)  # fmt: skip
     df = journaled_run(sweep_it, output, named, "env-size")
     _report(df, output, plot_path, zoom, k, as_json)
 
@@ -197,7 +197,8 @@ def _fleet(
     check = functools.partial(machine.check_cpus, params["cpus"] or ())
     df, out = campaign_verb(measure, points, address, hosts, record,
                             {**params, "program": list(program)}, "env-size",
-                            ("host", "env_size", "rep"), check)  # fmt: skip
+                            ("host", "env_size", "rep"), check,
+                            extra_meta={"window_k": k})  # fmt: skip
     per_host = env_size.per_host_windows(df, k)
     if as_json:
         emit_json({"output": record[0], "hosts": records(per_host), "missing": out.missing})

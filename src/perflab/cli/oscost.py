@@ -158,6 +158,7 @@ def syscalls_cmd(calls, trials, trim, directory, output, as_json, plot_path):
     with progressbar(len(names), "syscalls") as bar:
         df = syscalls.run(names, trials, directory, bar.update)
     fg = syscalls.summarize(df, trim)
+    df = results.attach(df, {**results.metadata(df), "trim": trim})
     if output:
         results.save(df, output)
     if plot_path:

@@ -127,6 +127,17 @@ def test_an_interrupted_sweep_reports_what_it_has_and_says_partial(how, tmp_path
     assert text.exit_code == 0 and "PARTIAL: " in text.output
 
 
+def test_a_memcpy_file_is_matched_with_the_caches_of_the_machine_that_measured_it(tmp_path):
+    df = results.load(DATA / "memcpy-epyc-kvm.parquet")
+    sizes = {"L1d": 32 << 10, "L2": 512 << 10, "L3": 16 << 20}  # this EPYC's, as sysfs says
+    caches = [{"cache": c, "size_bytes": b, "line_bytes": 64} for c, b in sizes.items()]
+    meta = {**results.metadata(df), "hostname": "elsewhere", "caches": caches}
+    r = reports.report(results.save(results.attach(df, meta), tmp_path / "m.parquet"))
+    knees = r.tables["knees"]
+    assert not r.notes and len(knees) >= 1
+    assert all(sizes[c] == b for c, b in zip(knees["cache"], knees["cache_bytes"], strict=True))
+
+
 def test_csv_with_json_sidecar_reports_as_its_parquet_twin(tmp_path):
     argv = ["sweep", "env-size", "--max", "7", "--repeat", "2", "--no-rt", "-o"]
     assert CliRunner().invoke(cli, [*argv, str(tmp_path / "e.csv")]).exit_code == 0

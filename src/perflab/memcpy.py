@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from perflab import _native, machine
+from perflab import _native, machine, results
 from perflab.errors import PerflabError, warn_once
 from perflab.plans.defaults import PAGE as PAGE
 
@@ -211,7 +211,6 @@ def run(
     """moremem: the tidy sweep from 1 byte to max_bytes, with its run conditions in metadata.
 
     A refused mlockall warns (PerflabWarning) and the sweep goes on: page faults may show."""
-    from perflab import results
 
     top = default_max() if max_bytes is None else max_bytes
     if not 1 <= top <= MAX_BYTES:
@@ -362,6 +361,13 @@ def detect_knees(
     return pd.DataFrame(rows, columns=cols)
 
 
+def recorded_caches(df: pd.DataFrame) -> pd.DataFrame:
+    """The caches of the machine that measured df (its metadata), this machine's if unrecorded:
+    a file read elsewhere, or here on another CPU, keeps its own cache sizes."""
+    saved = results.metadata(df).get("caches")
+    return pd.DataFrame(saved) if saved else machine.caches()
+
+
 def knee_report(knees: pd.DataFrame, caches: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each detected knee beside the declared data cache nearest to the bytes it touches."""
     table = machine.caches() if caches is None else caches
@@ -412,7 +418,7 @@ def plot(df: pd.DataFrame, path: Any = None, knees: pd.DataFrame | None = None) 
     )
     plt.log_axes(ax, x=True, y=True)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v)))
-    for c in machine.caches().itertuples(index=False):
+    for c in recorded_caches(df).itertuples(index=False):
         if c.cache in ("L1d", "L2", "L3") and c.size_bytes / 2 <= df["size"].max():
             ax.axvline(c.size_bytes / 2, color="#777777", linestyle="--", linewidth=0.8)
             ax.annotate(

@@ -192,8 +192,11 @@ def memcpy(df: pd.DataFrame, meta: dict) -> Summary:
 
     knees = mod.detect_knees(df["size"], df["ticks_per_byte"])
     here = meta.get("hostname") == socket.gethostname()
-    # A file from another machine is compared with that machine's caches only if it named them.
-    caches = machine.caches() if here else pd.DataFrame(columns=["cache", "size_bytes"])
+    # The file's own caches; one from another machine that did not record them is not matched.
+    if meta.get("caches"):
+        caches = pd.DataFrame(meta["caches"])
+    else:
+        caches = machine.caches() if here else pd.DataFrame(columns=["cache", "size_bytes"])
     report = mod.knee_report(knees, caches)
     small = mod.summarize(df, 32)
     kernel = str(df["kernel"].iloc[0]) if "kernel" in df and len(df) else "?"
@@ -213,7 +216,8 @@ def memcpy(df: pd.DataFrame, meta: dict) -> Summary:
     if "mlockall" in meta:
         line += f"; mlockall {'on' if meta['mlockall'] else 'off'}"
     lines = [line] + ([] if len(report) else ["no cache knee found"])
-    notes = [] if here else ["knees not matched to caches: the file is from another machine"]
+    unmatched = not here and not meta.get("caches")
+    notes = ["knees not matched to caches: the file is from another machine"] if unmatched else []
     if "derivative" not in df:
         notes.append("no figure: the file has no derivative column (perflab's memcpy writes one)")
         return Summary(lines, tables, values, None, notes)

@@ -154,6 +154,7 @@ def test_the_busy_time_of_cpus_counts_a_spinning_child():
     )
     subprocess.run([sys.executable, "-c", code], check=True)
     assert machine.busy_ns(cpus) - before >= 0.25e9  # its 0.3 s of CPU, in 10 ms steps
+    assert np.isnan(machine.busy_ns([*cpus, 1 << 20])) and np.isnan(machine.busy_ns([]))
 
 
 def test_a_run_sharing_its_cpu_with_a_hog_is_flagged(worker):

@@ -1,6 +1,7 @@
 """Where a result was measured: CPU, topology, caches, clocks, and what will spoil measurements."""
 
 import functools
+import math
 import os
 import platform
 import shlex
@@ -98,20 +99,26 @@ def check_cpus(cpus) -> list[int]:
 _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
 
 
-def busy_ns(cpus) -> int:
+def busy_ns(cpus) -> float:
     """Time the CPUs have spent busy since boot, summed, in ns (/proc/stat counts USER_HZ
     steps, 10 ms, each tick sampling what ran): read around a run, less the run's own CPU
-    time, it is what other tasks took of its CPUs."""
+    time, it is what other tasks took of its CPUs. NaN where /proc/stat lacks one of them."""
     wanted = {f"cpu{c}" for c in cpus}
-    total = 0
-    with open("/proc/stat") as f:
-        for line in f:
-            name, *fields = line.split()
-            if name in wanted:
-                total += sum(int(fields[i]) for i in _BUSY_FIELDS if i < len(fields))
-            elif not name.startswith("cpu"):
-                break
-    return total * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    total, seen = 0, 0
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                name, *fields = line.split()
+                if name in wanted:
+                    total += sum(int(fields[i]) for i in _BUSY_FIELDS if i < len(fields))
+                    seen += 1
+                elif not name.startswith("cpu"):
+                    break
+    except OSError:
+        return math.nan
+    if not wanted or seen < len(wanted):
+        return math.nan
+    return total * 1e9 / os.sysconf("SC_CLK_TCK")
 
 
 @functools.cache

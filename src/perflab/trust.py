@@ -19,9 +19,9 @@ DROP = 0.2  # a run whose utilisation is 20 % below its peers' median lost CPU t
 # waited for CPUs others held: a program whose threads each have a CPU waits only for wakeups
 # (well under 1 %); a CPU hog sharing one of its CPUs makes it wait about half the run.
 RUNQ_SHARE = 0.1
-# Share of a run's CPU time (its CPUs x its wall time) that other tasks took, above which it
-# was disturbed. Below it, its preemptions and run-queue wait were its own threads' (xz's main
-# thread beside its -T2 workers on 2 CPUs: 59 preemptions per CPU-second, others 1-2 %).
+# Share of a run's CPU time (its CPUs x its wall time) that other tasks took, at most which
+# the CPUs were the run's: its preemptions and run-queue wait were its own threads' doing (xz's
+# main thread beside its -T2 workers on 2 CPUs: 59 preemptions per CPU-second, others 1-2 %).
 OTHERS_SHARE = 0.05
 # /proc/stat counts each CPU in 10 ms steps, so a share is judged only in runs long enough
 # for one step to be at most half of OTHERS_SHARE (400 ms); shorter ones keep the rules above.

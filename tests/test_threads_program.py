@@ -198,6 +198,23 @@ def test_bad_input_is_one_line(args, message):
     assert own_children() == []
 
 
+@pytest.mark.parametrize(
+    "args, said, unsaid",
+    [
+        (["--", "sh", "-c", "exit 3"], "{'exit': 2}, exit codes [3])", "signals"),
+        (["--", "sh", "-c", "kill -SEGV $$"], "{'crash': 2}, signals SIGSEGV)", "exit codes"),
+        (["--timeout", "0.2", "--", "sleep", "5"], "{'timeout': 2}):", "exit codes"),
+    ],
+)
+def test_a_program_that_never_ends_ok_is_one_line_saying_how_it_ended(args, said, unsaid):
+    argv = ["sweep", "threads", "--threads", "1", "--repeat", "2", *args]
+    result = CliRunner().invoke(cli, argv)
+    last = result.output.strip().splitlines()[-1]
+    assert result.exit_code == 1 and last.startswith("Error: no run ended ok (")
+    assert said in last and unsaid not in last, last
+    assert own_children() == []
+
+
 def test_cli_json_data_and_plot(worker, tmp_path):
     out, png = tmp_path / "t.parquet", tmp_path / "t.png"
     args = ["sweep", "threads", "--threads", "1,2", "--oversubscribe", "--repeat", "2", "--json",

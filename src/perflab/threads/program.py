@@ -6,6 +6,7 @@ IPC per count, with the runs too short or too disturbed to trust flagged."""
 import math
 import os
 import shlex
+import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -190,8 +191,11 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
         df = annotate(df)
     ok = df[df["status"] == "ok"]
     if ok.empty:
-        codes = sorted(set(df["exit_code"].astype(int)) - {0})
+        codes = sorted(set(df.loc[df["status"] == "exit", "exit_code"].astype(int)))
+        signals = sorted(set(df.loc[df["status"] == "crash", "signal"].astype(int)))
+        names = [signal.Signals(n).name if n in signal.valid_signals() else n for n in signals]
         why = f", exit codes {codes}" if codes else ""
+        why += f", signals {', '.join(map(str, names))}" if names else ""
         raise PerflabError(
             f"no run ended ok ({childruns.status_counts(df)}{why}): nothing to summarise; "
             "does the program run as given, without a shell and in an empty environment?"

@@ -261,6 +261,7 @@ static void read_probe(int fd, struct perflab_run *out)
 #define WAIT_TIMEOUT 1
 #define WAIT_STOPPED 2
 
+static int watch_child(pid_t pid, int pidfd, int64_t timeout_ns, int stop_fd, struct runq *rq);
 static int runq_wait(struct runq *rq, pid_t pid, int pidfd, int64_t timeout_ns, int stop_fd);
 static void runq_reap(struct runq *rq, pid_t pid, int *status, struct rusage *ru,
                       struct perflab_run *out);
@@ -269,26 +270,8 @@ static void runq_reap(struct runq *rq, pid_t pid, int *status, struct rusage *ru
 static int wait_child(pid_t pid, int pidfd, int64_t timeout_ns, int stop_fd, int *status,
                       struct rusage *ru)
 {
-    int why = WAIT_EXITED;
+    int why = watch_child(pid, pidfd, timeout_ns, stop_fd, NULL);
 
-    if (pidfd >= 0 && (timeout_ns > 0 || stop_fd >= 0)) {
-        struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = stop_fd, .events = POLLIN}};
-        int64_t deadline = mono_ns() + timeout_ns;
-        for (;;) {
-            int64_t left = deadline - mono_ns();
-            struct timespec ts = {left > 0 ? left / 1000000000 : 0, left > 0 ? left % 1000000000 : 0};
-            int r = ppoll(p, stop_fd >= 0 ? 2 : 1, timeout_ns > 0 ? &ts : NULL, NULL);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r > 0 && p[0].revents)
-                break;
-            if (r < 0)
-                break;
-            why = r == 0 ? WAIT_TIMEOUT : WAIT_STOPPED;
-            syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-            break;
-        }
-    }
     while (wait4(pid, status, 0, ru) < 0 && errno == EINTR)
         ;
     return why;
@@ -989,42 +972,53 @@ static void runq_sample(struct runq *rq, pid_t pid)
     closedir(d);
 }
 
+/* Poll the child's pidfd until it ends, SIGKILLing it at the deadline or when stop_fd turns
+ * readable; with rq sampling /proc (no taskstats socket), read its threads' schedstat between,
+ * every RUNQ_FIRST_NS doubling up to RUNQ_MAX_NS.  Returns why the wait ended; reaps nothing. */
+static int watch_child(pid_t pid, int pidfd, int64_t timeout_ns, int stop_fd, struct runq *rq)
+{
+    int sampling = rq && rq->sock < 0, why = WAIT_EXITED;
+    int64_t start = mono_ns(), deadline = start + timeout_ns, every = RUNQ_FIRST_NS;
+    int64_t next = start + every;
+
+    if (pidfd < 0 || !(timeout_ns > 0 || stop_fd >= 0 || sampling))
+        return why;
+    struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = stop_fd, .events = POLLIN}};
+    for (;;) {
+        int64_t until = sampling ? next : deadline, left;
+        if (timeout_ns > 0 && deadline < until)
+            until = deadline;
+        left = until - mono_ns();
+        struct timespec ts = {left > 0 ? left / 1000000000 : 0, left > 0 ? left % 1000000000 : 0};
+        int r = ppoll(p, stop_fd >= 0 ? 2 : 1, sampling || timeout_ns > 0 ? &ts : NULL, NULL);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r > 0 && p[0].revents)
+            break;
+        if (r < 0)
+            break;
+        if (r == 0 && sampling && !(timeout_ns > 0 && mono_ns() >= deadline)) {
+            runq_sample(rq, pid);
+            every = every * 2 < RUNQ_MAX_NS ? every * 2 : RUNQ_MAX_NS;
+            next = mono_ns() + every;
+            continue;
+        }
+        why = r == 0 ? WAIT_TIMEOUT : WAIT_STOPPED;
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        break;
+    }
+    return why;
+}
+
 /* wait_child's wait with the /proc readings between, ending on the zombie, not reaping it. */
 static int runq_wait(struct runq *rq, pid_t pid, int pidfd, int64_t timeout_ns, int stop_fd)
 {
-    int sampling = rq->sock < 0, why = WAIT_EXITED;
-    int64_t start = mono_ns(), deadline = start + timeout_ns, every = RUNQ_FIRST_NS;
-    int64_t next = start + every;
     siginfo_t si;
+    int why;
 
     rq->nseen = rq->hint = 0;
     rq->retired_cpu_ns = rq->retired_runq_ns = 0;
-    if (pidfd >= 0 && (timeout_ns > 0 || stop_fd >= 0 || sampling)) {
-        struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = stop_fd, .events = POLLIN}};
-        for (;;) {
-            int64_t until = sampling ? next : deadline, left;
-            if (timeout_ns > 0 && deadline < until)
-                until = deadline;
-            left = until - mono_ns();
-            struct timespec ts = {left > 0 ? left / 1000000000 : 0, left > 0 ? left % 1000000000 : 0};
-            int r = ppoll(p, stop_fd >= 0 ? 2 : 1, sampling || timeout_ns > 0 ? &ts : NULL, NULL);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r > 0 && p[0].revents)
-                break;
-            if (r < 0)
-                break;
-            if (r == 0 && !(timeout_ns > 0 && mono_ns() >= deadline)) {
-                runq_sample(rq, pid);
-                every = every * 2 < RUNQ_MAX_NS ? every * 2 : RUNQ_MAX_NS;
-                next = mono_ns() + every;
-                continue;
-            }
-            why = r == 0 ? WAIT_TIMEOUT : WAIT_STOPPED;
-            syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-            break;
-        }
-    }
+    why = watch_child(pid, pidfd, timeout_ns, stop_fd, rq);
     while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
         ;
     return why;

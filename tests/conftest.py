@@ -90,6 +90,48 @@ def alone():
     return measuring
 
 
+# The tests' pthread program: argv[1] threads each do argv[2] steps of a dependent chain and exit
+# (argv[1] "-": the count from $NTHREADS; 0: main does the steps itself); main then sleeps
+# argv[3] ms (default 0), so its threads are gone from /proc before it exits. Fixed work per
+# thread: a run's CPU time is its thread count times one thread's, on any machine.
+WORKER = r"""
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+static long iterations;
+
+static void *work(void *arg)
+{
+    volatile unsigned long x = (unsigned long)arg;
+    for (long i = 0; i < iterations; i++)
+        x = x * 6364136223846793005UL + 1442695040888963407UL;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *env = getenv("NTHREADS");
+    int n = argc > 1 && argv[1][0] != '-' ? atoi(argv[1]) : env ? atoi(env) : 1;
+    long ms = argc > 3 ? atol(argv[3]) : 0;
+    struct timespec nap = {ms / 1000, ms % 1000 * 1000000L};
+    pthread_t t[64];
+    iterations = argc > 2 ? atol(argv[2]) : 1000;
+    if (n < 0 || n > 64 || iterations < 0)
+        return 2;
+    if (n == 0)
+        work(NULL);
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&t[i], NULL, work, (void *)(long)i) != 0)
+            return 1;
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    nanosleep(&nap, NULL);
+    return 0;
+}
+"""
+
+
 def compile_children(directory: Path, sources: dict[str, str], opt: str = "1", static=False):
     """Each C source built into `directory` with $CC, static where the libc allows it: the
     tests' own children, made the way the workloads are."""

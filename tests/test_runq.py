@@ -7,50 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import compile_children, own_children
+from conftest import WORKER, compile_children, own_children
 
 from perflab import machine, spawn, threads, trust
 from perflab.cli import cli
 from perflab.errors import PerflabError
 from perflab.threads import program
 
-# argv[1] worker threads (0: main does the work itself) each do argv[2] fixed iterations and
-# exit; main then sleeps argv[3] ms, so its workers are gone from /proc before it exits.
-EARLY = r"""
-#include <pthread.h>
-#include <stdlib.h>
-#include <time.h>
-
-static long iterations;
-
-static void *work(void *arg)
-{
-    volatile unsigned long x = (unsigned long)arg;
-    for (long i = 0; i < iterations; i++)
-        x = x * 6364136223846793005UL + 1442695040888963407UL;
-    return NULL;
-}
-
-int main(int argc, char **argv)
-{
-    int n = atoi(argv[1]);
-    long ms = atol(argv[3]);
-    struct timespec nap = {ms / 1000, ms % 1000 * 1000000L};
-    pthread_t t[8];
-    iterations = atol(argv[2]);
-    if (n < 0 || n > 8)
-        return 2;
-    if (n == 0)
-        work(NULL);
-    for (int i = 0; i < n; i++)
-        if (pthread_create(&t[i], NULL, work, NULL) != 0)
-            return 1;
-    for (int i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
-    nanosleep(&nap, NULL);
-    return 0;
-}
-"""
 WORK = "20000000"  # tens of ms of CPU: many /proc readings, and a hog's share is plain
 RUNS = 5
 CPU = machine.usable_cpus()[-1]
@@ -58,7 +21,7 @@ CPU = machine.usable_cpus()[-1]
 
 @pytest.fixture(scope="module")
 def early(tmp_path_factory) -> str:
-    return compile_children(tmp_path_factory.mktemp("rq"), {"early": EARLY})["early"]
+    return compile_children(tmp_path_factory.mktemp("rq"), {"early": WORKER})["early"]
 
 
 def _runs(argv: list[str], mode: str, hog: bool) -> pd.DataFrame:

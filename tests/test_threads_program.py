@@ -9,46 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import compile_children, own_children
+from conftest import WORKER, compile_children, own_children
 
 from perflab import childruns, machine, results, threads, trust
 from perflab.cli import cli
 from perflab.threads import program
 
-# Each thread does the same fixed work (weak scaling): the CPU time of a run is its thread
-# count times one thread's, on any machine. The count is argv[1], or $NTHREADS when argv[1]
-# is "-"; argv[2] is the iterations per thread.
-WORKER = r"""
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-static long iterations;
-
-static void *work(void *arg)
-{
-    volatile unsigned long x = (unsigned long)arg;
-    for (long i = 0; i < iterations; i++)
-        x = x * 6364136223846793005UL + 1442695040888963407UL;
-    return NULL;
-}
-
-int main(int argc, char **argv)
-{
-    const char *env = getenv("NTHREADS");
-    int n = argc > 1 && argv[1][0] != '-' ? atoi(argv[1]) : env ? atoi(env) : 1;
-    iterations = argc > 2 ? atol(argv[2]) : 1000;
-    if (n < 1 || n > 64 || iterations < 0)
-        return 2;
-    pthread_t t[64];
-    for (int i = 0; i < n; i++)
-        if (pthread_create(&t[i], NULL, work, (void *)(long)i) != 0)
-            return 1;
-    for (int i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
-    return 0;
-}
-"""
 WORK = "4000000"  # iterations per thread: tens of ms of CPU, enough to be preempted
 
 

@@ -11,11 +11,11 @@ SPAWNER_SOURCES = [str(CSRC / "spawner" / "main.c"), str(CSRC / "spawn.c")]
 
 
 class BuildWithSpawner(build_ext):
-    """The C core, then perflab/_spawner: the helper that spawns children from a small process."""
+    """The C core, then perflab/core/_spawner: the helper that spawns children from a small process."""
 
     def run(self):
         super().run()
-        out = Path(self.get_ext_fullpath("perflab._core")).parent
+        out = Path(self.get_ext_fullpath("perflab.core._core")).parent
         objs = self.compiler.compile(
             SPAWNER_SOURCES,
             output_dir=str(Path(self.build_temp) / "spawner"),

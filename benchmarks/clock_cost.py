@@ -12,8 +12,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from perflab import build, machine
 from perflab._native import ffi, lib
+
+from perflab import build, machine
 
 BARE = r"""
 #include <stdint.h>

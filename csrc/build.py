@@ -1,4 +1,4 @@
-"""cffi out-of-line build of perflab._core: the cdef is csrc/perflab.h, read, never retyped."""
+"""cffi out-of-line build of perflab.core._core: the cdef is csrc/perflab.h, read, never retyped."""
 
 import shutil
 import sys
@@ -31,7 +31,7 @@ _sources = sorted(HERE.glob("*.c"))
 ffibuilder = FFI()
 ffibuilder.cdef((HERE / "perflab.h").read_text())
 ffibuilder.set_source(
-    "perflab._core",
+    "perflab.core._core",
     '#include <stdint.h>\n#include <stddef.h>\n#include "perflab.h"\n',
     sources=[str(p.relative_to(ROOT)) for p in _sources],
     include_dirs=[str(HERE.relative_to(ROOT)), str(PROBE_DIR.relative_to(ROOT))],

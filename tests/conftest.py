@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from perflab import filelock, machine
+from perflab.engine import filelock
 from perflab.errors import PerflabError
+from perflab.system import machine
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def own_children() -> list:
     """This process's descendants, less perflab's spawner helper (it lives for the process)."""
     import psutil
 
-    from perflab import spawn
+    from perflab.engine import spawn
 
     def is_helper(p) -> bool:
         try:
@@ -135,12 +136,12 @@ int main(int argc, char **argv)
 def compile_children(directory: Path, sources: dict[str, str], opt: str = "1", static=False):
     """Each C source built into `directory` with $CC, static where the libc allows it: the
     tests' own children, made the way the workloads are."""
-    from perflab import build
+    from perflab.system import compiler
 
     out = {}
     for name, src in sources.items():
         (directory / f"{name}.c").write_text(src)
-        argv = [*build.compiler(), f"-O{opt}", "-Wall", "-I", str(build.WORKLOADS)]
+        argv = [*compiler.compiler(), f"-O{opt}", "-Wall", "-I", str(compiler.WORKLOADS)]
         argv += [str(directory / f"{name}.c"), "-o", str(directory / name)]
         if not (static and subprocess.run([*argv, "-static"], capture_output=True).returncode == 0):
             subprocess.run(argv, check=True)

@@ -12,8 +12,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from perflab import _native, alias_counters, counters, env_size, results, spawn, windows
 from perflab.cli import cli
+from perflab.core import bindings
+from perflab.engine import results, spawn
+from perflab.lab import env_size
+from perflab.lab.env_size import alias_counters, windows
+from perflab.system import counters
 
 SOFTWARE = bool(counters.available().set_index("event").loc["page-faults", "supported"])
 PERF_TYPE_SOFTWARE, PAGE_FAULTS = 1, 2  # linux/perf_event.h: a software event that counts in VMs
@@ -43,7 +47,7 @@ def test_each_cpu_gets_its_tables_event_as_umask_and_event_code(
     assert isinstance(found, alias_counters.AliasEvent)
     assert (found.name, found.config) == (name, umask << 8 | event)
     assert found.source == f"tools/perf/pmu-events/arch/x86/{table}"
-    assert found.kind == _native.PERF_TYPE_RAW
+    assert found.kind == bindings.PERF_TYPE_RAW
 
 
 @pytest.mark.parametrize(
@@ -150,7 +154,7 @@ def test_per_window_counts_say_whether_the_cpu_counted_the_aliasing():
 
 @pytest.mark.skipif(not SOFTWARE, reason="perf_event cannot count page faults here")
 def test_the_counted_path_counts_each_child_and_never_the_caller():
-    live = _native.ExecCounters([(PERF_TYPE_SOFTWARE, PAGE_FAULTS)])
+    live = bindings.ExecCounters([(PERF_TYPE_SOFTWARE, PAGE_FAULTS)])
     try:
         assert live.status() == [0]
         start = live.read()[0]

@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 
 import perflab
-from perflab import campaigns, clocks, machine, results
 from perflab.cli import cli
+from perflab.engine import campaigns, results
+from perflab.lab import clocks
+from perflab.system import machine
 
 distributed = pytest.importorskip("distributed")
 

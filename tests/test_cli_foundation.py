@@ -2,8 +2,8 @@
 
 import json
 
-from perflab import results
 from perflab.cli import cli
+from perflab.engine import results
 
 
 def test_clocks_json_parses(runner):

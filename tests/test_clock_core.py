@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
-from perflab import clocks, machine, timing
-from perflab._native import ffi, lib, ptr
+from perflab.core.bindings import ffi, lib, ptr
+from perflab.engine import timing
+from perflab.lab import clocks
+from perflab.system import machine
 
 
 def test_empty_region_costs_less_than_one_step_plus_half_a_read():

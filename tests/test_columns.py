@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from conftest import compile_children
 
-from perflab import machine, spawn
+from perflab.engine import spawn
+from perflab.system import machine
 
 MIB = 1 << 20
 TOUCH = r"""

@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 from conftest import lock_free, wait_for
 
-from perflab import build, compare, results
 from perflab.cli import cli
+from perflab.engine import results
+from perflab.lab import compare
+from perflab.system import compiler
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +30,7 @@ def program(tmp_path_factory) -> str:
     mp = pytest.MonkeyPatch()
     mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
     try:
-        return str(build.link(build.linkorder_objects(), build.builtin_linker()).path)
+        return str(compiler.link(compiler.linkorder_objects(), compiler.builtin_linker()).path)
     finally:
         mp.undo()
 
@@ -136,7 +138,7 @@ def test_bad_input_is_one_line_and_measures_nothing(runner, program, tmp_path, a
 KILLED = textwrap.dedent(
     """
     import os, signal, sys
-    from perflab import compare
+    from perflab.lab import compare
     compare.CHUNK_RUNS, compare.FLUSH_S = 4, 0
     calls = [0]
     def progress(n):

@@ -11,10 +11,13 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from perflab import counters, machine, results, threads
-from perflab._native import ffi, lib
 from perflab.cli import cli
+from perflab.core.bindings import ffi, lib
+from perflab.engine import results
 from perflab.errors import PerflabError
+from perflab.lab import counters as counters_experiment
+from perflab.lab import threads
+from perflab.system import counters, machine
 
 NO_PMU = not machine.hardware_counters()
 HARDWARE = ["cycles", "instructions", "ref-cycles"]
@@ -144,8 +147,8 @@ def test_counting_a_command_keeps_the_json_valid_and_exits_with_its_status(tmp_p
 
 def test_counting_burns_cpu_where_the_command_does():
     """cpu_ns comes from the command's rusage: a busy loop shows it, a sleep does not."""
-    busy = counters.run([sys.executable, "-c", "sum(range(3_000_000))"], ["task-clock"])
-    idle = counters.run(["sleep", "0.2"], ["task-clock"])
+    busy = counters_experiment.run([sys.executable, "-c", "sum(range(3_000_000))"], ["task-clock"])
+    idle = counters_experiment.run(["sleep", "0.2"], ["task-clock"])
     busy_m, idle_m = results.metadata(busy), results.metadata(idle)
     assert busy_m["cpu_ns"] > 10 * idle_m["cpu_ns"]
     assert idle_m["elapsed_ns"] >= 200_000_000  # a sleep lasts at least its length

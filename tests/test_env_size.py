@@ -14,8 +14,10 @@ from click.testing import CliRunner
 from conftest import wait_for
 
 import perflab
-from perflab import build, env_size, results
 from perflab.cli import cli
+from perflab.engine import results
+from perflab.lab import env_size
+from perflab.system import compiler
 
 # Where this perflab is imported from (src/ in a checkout, site-packages when installed).
 SRC = str(Path(perflab.__file__).resolve().parents[1])
@@ -49,11 +51,11 @@ def mixed(tmp_path_factory) -> str:
     (d / "mixed.c").write_text(MIXED)
     subprocess.run(
         [
-            *build.compiler(),
+            *compiler.compiler(),
             "-O0",
             "-Wall",
             "-I",
-            str(build.WORKLOADS),
+            str(compiler.WORKLOADS),
             str(d / "mixed.c"),
             "-o",
             d / "mixed",
@@ -84,10 +86,10 @@ def test_failures_are_recorded_and_the_sweep_goes_on(mixed, tmp_path):
 
 
 def test_builtin_loop_is_cached_and_measured(tmp_path):
-    first = build.mytkowicz()
+    first = compiler.mytkowicz()
     mtime = first.path.stat().st_mtime_ns
-    assert build.mytkowicz().path.stat().st_mtime_ns == mtime
-    assert build.mytkowicz("1").path != first.path
+    assert compiler.mytkowicz().path.stat().st_mtime_ns == mtime
+    assert compiler.mytkowicz("1").path != first.path
     df = env_size.sweep(min_size=100, max_size=103, repeat=3, order="sequential", rt=False)
     assert (df["status"] == "ok").all() and df["ticks"].notna().all()
     assert list(df["env_size"][:4]) == [100, 101, 102, 103]
@@ -107,7 +109,7 @@ def test_random_order_is_seeded():
 def test_missing_compiler_is_one_line(monkeypatch):
     monkeypatch.setenv("CC", "no-such-cc")
     with pytest.raises(Exception, match=r"no C compiler .*apt install gcc"):
-        build.mytkowicz()
+        compiler.mytkowicz()
 
 
 def _cli(*args, **kw):

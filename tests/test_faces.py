@@ -5,6 +5,7 @@ import importlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +14,10 @@ import click
 import pytest
 
 import perflab
-from perflab import env_size, plot, progress, results
+from perflab.analysis import plot
 from perflab.cli import VERBS, cli
+from perflab.engine import progress, results
+from perflab.lab import env_size
 
 HEAVY = ("pandas", "matplotlib")
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +63,7 @@ def test_a_verb_loads_its_module_when_it_runs(runner):
         "r = CliRunner().invoke(cli, ['sweep', '--help'])\nassert r.exit_code == 0, r.output\n"
         "print(sorted(m for m in sys.modules if m.startswith('perflab.cli.')))\n"
         "r = CliRunner().invoke(cli, ['run', 'trig', '--repeat', '2', '--json'])\n"
-        "assert r.exit_code == 0, r.output\nprint('perflab.cli.oscost' in sys.modules)"
+        "assert r.exit_code == 0, r.output\nprint('perflab.cli.trig' in sys.modules)"
     )
     listed, ran = out.strip().splitlines()
     assert listed == "[]"  # the sweep verbs' help came from VERBS
@@ -112,9 +115,9 @@ import json, sys
 import matplotlib
 before = dict(matplotlib.rcParams)
 import perflab
-for name in perflab.SUBMODULES:
+for name in perflab.__all__:
     getattr(perflab, name)
-from perflab import plot
+from perflab.analysis import plot
 fig, ax = plot.figure()
 ax.plot([1, 2, 3], [1, 4, 9])
 plot.save(fig, {str(tmp_path / "f.png")!r}, title="t")
@@ -155,15 +158,15 @@ def test_plot_returns_the_figure_and_writes_only_when_given_a_path(tmp_path):
 def test_the_api_is_found_from_import_perflab():
     out = _python(
         "import sys, perflab\n"
-        "print('perflab.env_size' in sys.modules, 'pandas' in sys.modules)\n"
-        "f = perflab.env_size.sweep\nprint('perflab.env_size' in sys.modules, f.__name__)"
+        "print('perflab.lab.env_size' in sys.modules, 'pandas' in sys.modules)\n"
+        "f = perflab.env_size.sweep\nprint('perflab.lab.env_size' in sys.modules, f.__name__)"
     )
     assert out.split() == ["False", "False", "True", "sweep"]
     with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
         perflab.nosuch  # noqa: B018
     assert {"env_size", "threads", "results"} <= set(dir(perflab))
-    for name in perflab.SUBMODULES:
-        assert f"\n    {name} " in perflab.__doc__, f"help(perflab) does not name {name}"
+    for name in perflab.__all__:
+        assert re.search(rf"\b{name}\b", perflab.__doc__), f"help(perflab) does not name {name}"
     doc = env_size.sweep.__doc__
     for column in ("env_size", "rep", "ticks", "wall_ns", "status", "program"):
         assert column in doc
@@ -238,7 +241,7 @@ def test_progress_in_a_notebook_is_one_display_updated_in_place():
     nb = nbformat.v4.new_notebook()
     nb.cells.append(
         nbformat.v4.new_code_cell(
-            "from perflab.progress import Progress\n"
+            "from perflab.engine.progress import Progress\n"
             "with Progress('work', 40, every_s=0) as p:\n"
             "    for _ in range(40):\n"
             "        p.update(1)\n"
@@ -253,7 +256,8 @@ def test_progress_in_a_notebook_is_one_display_updated_in_place():
 
 
 def test_show_displays_summary_conditions_and_figure_of_a_real_result():
-    from perflab import machine, pagefault
+    from perflab.lab import pagefault
+    from perflab.system import machine
 
     df = pagefault.run(pages=2, reps=1)
     shown = perflab.show(df)

@@ -1,4 +1,4 @@
-"""`perflab VERB --help` starts at once: every verb builds its options from perflab.plans and
+"""`perflab VERB --help` starts at once: every verb builds its options from perflab.lab.plans and
 loads neither numpy, pandas nor matplotlib until the command runs."""
 
 import subprocess
@@ -33,9 +33,10 @@ def test_verb_help_loads_no_numpy_pandas_or_matplotlib(verb):
 
 
 def test_the_choices_help_shows_are_the_ones_the_experiments_take():
-    from perflab import counters, memcpy, syscalls, threads
-    from perflab.plans import defaults
-    from perflab.plans import threads as plan
+    from perflab.lab import memcpy, syscalls, threads
+    from perflab.lab.plans import defaults
+    from perflab.lab.plans import threads as plan
+    from perflab.system import counters
 
     assert tuple(threads.KERNELS) == plan.KERNEL_NAMES
     assert tuple(memcpy.KERNELS) == defaults.COPY_KERNEL_NAMES

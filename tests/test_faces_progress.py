@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from perflab import env_size
+from perflab.lab import env_size
 
 SWEEP = "env_size.sweep(max_size=16, step=4, repeat=2, rt=False{})"  # 5 sizes x 2 = 10 runs
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import perflab
-from perflab import results
+from perflab.engine import results
 
 ROOT = Path(__file__).resolve().parents[1]
 CANNOT_RUN_HERE = 77  # experiments/_common.py: a tool the script needs is missing here

@@ -20,10 +20,12 @@ from conftest import lock_free, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perflab import build, env_size, filelock, results
 from perflab.cli import cli
+from perflab.engine import filelock, results
+from perflab.engine.journal import Expect, Journal
 from perflab.errors import PerflabError
-from perflab.journal import Expect, Journal
+from perflab.lab import env_size
+from perflab.system import compiler
 
 PLANNED = 100  # --max 49 --repeat 2
 SWEEP = ["sweep", "env-size", "--max", "49", "--repeat", "2", "--no-rt"]
@@ -33,7 +35,7 @@ SWEEP = ["sweep", "env-size", "--max", "49", "--repeat", "2", "--no-rt"]
 KILLED = textwrap.dedent(
     """
     import os, signal, sys
-    from perflab import env_size
+    from perflab.lab import env_size
     env_size.CHUNK_RUNS, env_size.FLUSH_S = 16, 0
     calls = [0]
     def progress(n):
@@ -387,7 +389,7 @@ int main(void)
 def test_14_probe_ticks_out_of_physical_range_are_flagged_not_ok(tmp_path):
     (tmp_path / "forged.c").write_text(FORGED)
     exe = tmp_path / "forged"
-    subprocess.run(["cc", "-Wall", "-I", build.WORKLOADS, tmp_path / "forged.c", "-o", exe])
+    subprocess.run(["cc", "-Wall", "-I", compiler.WORKLOADS, tmp_path / "forged.c", "-o", exe])
     df = env_size.sweep([str(exe)], max_size=2, repeat=2, rt=False, order="sequential")
     by = df.groupby("env_size")
     assert set(by.get_group(0)["status"]) == {"bad_probe"}  # 0 ticks: not a measurement

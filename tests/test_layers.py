@@ -2,6 +2,7 @@
 one contract (run returns a tidy frame with its metadata), and mypy accepts the package."""
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,30 +11,22 @@ import pandas as pd
 import pytest
 
 import perflab
-from perflab import (
-    contention,
-    counters,
-    cswitch,
-    machine,
-    memcpy,
-    pagefault,
-    results,
-    syscalls,
-    trig,
-)
-from perflab.threads import fauxplat_sec, ht_pairs, thread_count
+from perflab.engine import results
+from perflab.lab import contention, counters, cswitch, memcpy, pagefault, syscalls, trig
+from perflab.lab.threads import core_vs_ht, fauxplat, thread_count
+from perflab.system import machine
 
 SRC = Path(perflab.__file__).resolve().parent
 C0 = machine.usable_cpus()[0]
 
 
-CORE = ("perflab._native", "perflab._constants", "perflab._core")
+CORE = ("perflab.core.bindings", "perflab.core.constants", "perflab.core._core")
 # _constants loads the core and reads the names --help needs without numpy; _native wraps it.
-BINDINGS = ("_native.py", "_constants.py")
+BINDINGS = ("core/bindings.py", "core/constants.py")
 
 
 def _imports_core(path: Path) -> list[str]:
-    """Names of ffi/lib taken from perflab._native, _constants or _core by one module."""
+    """Names of ffi/lib taken from perflab.core.bindings, constants or _core by one module."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module in CORE:
@@ -42,9 +35,9 @@ def _imports_core(path: Path) -> list[str]:
             isinstance(node, ast.Attribute)
             and node.attr in ("ffi", "lib")
             and isinstance(node.value, ast.Name)
-            and node.value.id == "_native"
+            and node.value.id == "bindings"
         ):
-            found.append(f"_native.{node.attr}")
+            found.append(f"bindings.{node.attr}")
     return found
 
 
@@ -61,8 +54,8 @@ def test_only_native_imports_ffi_and_lib():
 
 def test_the_walk_would_catch_an_offender(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("from perflab._native import check, ffi\nx = _native.lib.perflab_x()\n")
-    assert _imports_core(bad) == ["ffi", "_native.lib"]
+    bad.write_text("from perflab.core.bindings import check, ffi\nx = bindings.lib.perflab_x()\n")
+    assert _imports_core(bad) == ["ffi", "bindings.lib"]
 
 
 # Each experiment module with the smallest run() that still measures something real.
@@ -73,9 +66,9 @@ TINY = {
     syscalls: {"calls": ["getpid"], "trials": 25},
     pagefault: {"pages": 2, "reps": 1},
     counters: {},
-    ht_pairs: {"loops": 1, "cpus": [C0]},
+    core_vs_ht: {"loops": 1, "cpus": [C0]},
     thread_count: {"max_threads": 1, "loops": 1, "repeat": 1},
-    fauxplat_sec: {"loops": 1, "repeat": 1, "cpu": C0, "perturb": []},
+    fauxplat: {"loops": 1, "repeat": 1, "cpu": C0, "perturb": []},
     contention: {"threads": [2], "kinds": ["mutex"], "iterations": 200, "sample_hz": None},
 }
 
@@ -92,6 +85,35 @@ def test_every_experiment_runs_summarizes_and_plots_through_one_contract(module,
     assert (tmp_path / "fig.png").stat().st_size > 1000
     back = results.load(results.save(df, tmp_path / "run.parquet"))
     assert results.metadata(back)["experiment"] == meta["experiment"]
+
+
+LINT_IMPORTS = (
+    "import sys; from importlinter.cli import lint_imports_command; "
+    "sys.exit(lint_imports_command())"
+)
+
+
+def test_the_layers_import_only_downward_and_hold_no_cycle():
+    """import-linter's contracts (pyproject.toml): faces over the read side over the lab over the
+    engine over system over analysis over the core, and no import cycle inside any package."""
+    repo = Path(__file__).resolve().parents[1]
+    if not (repo / "src" / "perflab").is_dir():
+        pytest.skip("no source checkout beside the tests")
+    done = subprocess.run(
+        [sys.executable, "-c", LINT_IMPORTS, "--no-cache"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(repo / "src")},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_top_level_holds_only_the_layers():
+    top = {p.name for p in SRC.iterdir() if not p.name.startswith((".", "__pycache__"))}
+    layers = {"core", "engine", "system", "analysis", "lab", "reports", "assertions", "cli"}
+    assert top == layers | {"__init__.py", "__main__.py", "errors.py", "py.typed", "workloads"}
 
 
 def test_mypy_accepts_the_package():

@@ -9,9 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perflab import build, link_order, machine, results
 from perflab.cli import cli
+from perflab.engine import results
 from perflab.errors import PerflabError
+from perflab.lab import link_order
+from perflab.system import compiler, machine
 
 SYMBOL_OF = {"main": "lo_drive", "a": "lo_a", "b": "lo_b", "c": "lo_c"}
 
@@ -38,7 +40,7 @@ def objs(tmp_path_factory) -> dict[str, str]:
         (d / name).write_text(text)
         o = d / name.replace(".c", ".o")
         # -O1: at -O2 gcc puts main in .text.startup, where no link order moves it.
-        subprocess.run([*build.compiler(), "-O1", "-c", str(d / name), "-o", str(o)], check=True)
+        subprocess.run([*compiler.compiler(), "-O1", "-c", str(d / name), "-o", str(o)], check=True)
         out[name[:-2]] = str(o)
     return out
 
@@ -49,10 +51,10 @@ def _symbol_order(lay: pd.DataFrame, perm: int) -> list[str]:
 
 def test_every_order_is_linked_once_with_its_symbols_in_that_order(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # empty: every link is counted
-    before = dict(build.BUILDS)
+    before = dict(compiler.BUILDS)
     df = link_order.sweep(permutations="all", repeat=2, rt=False)
     meta = results.metadata(df)
-    assert build.BUILDS["link"] - before["link"] == meta["links"] == 24
+    assert compiler.BUILDS["link"] - before["link"] == meta["links"] == 24
     lay = link_order.layout_frame(df)
     assert lay["perm"].nunique() == 24
     assert lay.groupby("perm")["link_order"].first().nunique() == 24
@@ -66,9 +68,9 @@ def test_every_order_is_linked_once_with_its_symbols_in_that_order(tmp_path, mon
         assert df["cycles"].isna().all()
         assert meta["hardware_counters"].startswith("not supported here")
 
-    again = dict(build.BUILDS)
+    again = dict(compiler.BUILDS)
     df2 = link_order.sweep(permutations="all", repeat=1, rt=False)
-    assert again == build.BUILDS, "a second sweep must compile and link nothing"
+    assert again == compiler.BUILDS, "a second sweep must compile and link nothing"
     assert results.metadata(df2)["links"] == 0
 
 
@@ -84,11 +86,11 @@ def test_user_objects_in_every_order_and_by_template(objs, tmp_path):
     assert link_order.value_column(df) == "outer_ticks"
     assert set(df["status"]) == {"ok"}
 
-    before = build.BUILDS["link"]
+    before = compiler.BUILDS["link"]
     df = link_order.sweep(
         names, template="cc -o {output} {objects}", permutations=2, seed=3, repeat=1, rt=False
     )
-    assert build.BUILDS["link"] - before == 2
+    assert compiler.BUILDS["link"] - before == 2
     assert df["link_order"].iloc[0].count(",") == 2
     assert df["link_order"].nunique() == 2
 

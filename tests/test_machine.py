@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from perflab import build, machine
 from perflab.errors import PerflabError
+from perflab.system import compiler, machine
 
 
 def test_topology_matches_cpu_count_and_sysfs():
@@ -71,7 +71,7 @@ def test_realtime_detection_agrees_with_chrt():
 def test_build_cache_falls_back_when_home_cannot_hold_it(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "no" / "such" / "home"))
-    path = build.cache_dir()
+    path = compiler.cache_dir()
     assert path.parent == Path(tempfile.gettempdir())
     assert path.stat().st_uid == os.getuid() and not (tmp_path / "no").exists()
 

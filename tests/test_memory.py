@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perflab import memcpy, pagefault, results
 from perflab.cli import cli
+from perflab.engine import results
 from perflab.errors import PerflabError, PerflabWarning
+from perflab.lab import memcpy, pagefault
 
 
 @contextlib.contextmanager

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 from conftest import own_children
 
-from perflab import cswitch, stats, syscalls, trig
+from perflab.analysis import stats
 from perflab.cli import cli
 from perflab.errors import PerflabError
+from perflab.lab import cswitch, syscalls, trig
 
 
 def no_children_left() -> bool:

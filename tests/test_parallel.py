@@ -13,11 +13,13 @@ import pytest
 from click.testing import CliRunner
 from conftest import wait_for
 
-from perflab import childruns, compare, env_size, machine, parallel, results, spawn
 from perflab.cli import cli
+from perflab.engine import lanes, results, spawn
 from perflab.errors import PerflabError
+from perflab.lab import compare, env_size
+from perflab.system import machine
 
-SRC = str(Path(parallel.__file__).resolve().parents[1])
+SRC = str(Path(lanes.__file__).resolve().parents[2])
 TWO = machine.usable_cpus()[-2:]
 needs_two = pytest.mark.skipif(len(TWO) < 2, reason="needs two usable CPUs")
 
@@ -50,35 +52,35 @@ def _sysfs(root: Path, siblings: dict[int, str], name: str = "thread_siblings_li
 def test_smt_siblings_are_read_from_the_topology(tmp_path):
     # A 4-thread, 2-core Intel layout: thread n and n+2 share a core.
     root = _sysfs(tmp_path, {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"})
-    assert parallel.core_siblings([0, 1], root) == []
-    assert parallel.core_siblings([0, 2], root) == [(0, 2)]
-    assert parallel.core_siblings([3, 0, 1, 2], root) == [(3, 1), (0, 2)]
+    assert machine.core_siblings([0, 1], root) == []
+    assert machine.core_siblings([0, 2], root) == [(0, 2)]
+    assert machine.core_siblings([3, 0, 1, 2], root) == [(3, 1), (0, 2)]
     # Newer kernels name it core_cpus_list, with ranges (an AMD layout: n and n+1).
     amd = _sysfs(tmp_path / "amd", {0: "0-1", 1: "0-1", 2: "2-3"}, "core_cpus_list")
-    assert parallel.core_siblings([0, 1, 2], amd) == [(0, 1)]
+    assert machine.core_siblings([0, 1, 2], amd) == [(0, 1)]
     # This machine's shape: one thread per core, so nothing is refused.
     flat = _sysfs(tmp_path / "flat", {0: "0", 1: "1"})
-    assert parallel.core_siblings([0, 1], flat) == []
+    assert machine.core_siblings([0, 1], flat) == []
 
 
 def test_siblings_are_refused_unless_allowed(tmp_path):
     root = _sysfs(tmp_path, {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"})
     plan = env_size.Plan(jobs=2, cpus=(0, 2))
     with pytest.raises(PerflabError, match=r"CPUs 0 and 2 are SMT siblings.*--allow-siblings"):
-        parallel.check(plan, root)
-    parallel.check(env_size.Plan(jobs=2, cpus=(0, 2), allow_siblings=True), root)
-    parallel.check(env_size.Plan(jobs=2, cpus=(0, 1)), root)
+        plan.check_lanes(root)
+    env_size.Plan(jobs=2, cpus=(0, 2), allow_siblings=True).check_lanes(root)
+    env_size.Plan(jobs=2, cpus=(0, 1)).check_lanes(root)
 
 
 def test_lane_cpus_follow_jobs_and_the_cpu_list():
     usable = machine.usable_cpus()
-    assert parallel.lane_cpus(0, None) == tuple(usable)
-    assert parallel.lane_cpus(1, None) == (usable[-1],)
-    assert parallel.lane_cpus(0, [usable[0]]) == (usable[0],)
+    assert lanes.lane_cpus(0, None) == tuple(usable)
+    assert lanes.lane_cpus(1, None) == (usable[-1],)
+    assert lanes.lane_cpus(0, [usable[0]]) == (usable[0],)
     with pytest.raises(PerflabError, match=r"--jobs 2 runs 2 children at once.*lists 1 CPU:"):
-        parallel.lane_cpus(2, [usable[0]])
+        lanes.lane_cpus(2, [usable[0]])
     with pytest.raises(PerflabError, match=rf"--jobs {len(usable) + 1}: only {len(usable)}"):
-        parallel.lane_cpus(len(usable) + 1, None)
+        lanes.lane_cpus(len(usable) + 1, None)
 
 
 @needs_two
@@ -107,7 +109,7 @@ def test_parallel_sweep_tags_rows_and_checks_itself(tmp_path):
                         output=out)  # fmt: skip
     assert len(df) == 32 * 12 and not df[["env_size", "rep"]].duplicated().any()
     assert set(df["cpu"]) == set(TWO) and set(df["parallel"]) == {True, False}
-    planned = parallel.reference_mask(32 * 12, 0.3, 0)
+    planned = lanes.reference_mask(32 * 12, 0.3, 0)
     assert (~df["parallel"]).sum() == planned.sum()  # the seeded slice, and only it
     saved = results.load(out)
     meta = results.metadata(saved)
@@ -154,17 +156,17 @@ def _relative(par_scale: float, par_noise: float, seed: int = 3) -> pd.DataFrame
 
 
 def test_interference_says_slower_and_noisier_beyond_the_tolerance():
-    same = parallel.interference(_relative(1.0, 1.0), "ticks", ["env_size"])
+    same = lanes.interference(_relative(1.0, 1.0), "ticks", ["env_size"])
     assert same["verdict"] == "ok" and same["any"] == ["ok"]
     assert 0.99 < same["median_ratio"] < 1.01
-    slower = parallel.interference(_relative(1.05, 1.0), "ticks", ["env_size"])
+    slower = lanes.interference(_relative(1.05, 1.0), "ticks", ["env_size"])
     assert slower["verdict"] == "slower" and 1.04 < slower["median_ratio"] < 1.06
     assert all(r["verdict"] == "slower" for r in slower["cpus"])
-    noisy = parallel.interference(_relative(1.0, 2.0), "ticks", ["env_size"])
+    noisy = lanes.interference(_relative(1.0, 2.0), "ticks", ["env_size"])
     assert noisy["verdict"] == "noisier" and noisy["iqr_ratio"] > 1.5
-    lines = parallel.describe(noisy)
+    lines = lanes.describe(noisy)
     assert "tolerance: median +2%, IQR +25%" in lines[0] and "WARNING" in lines[-1]
-    few = parallel.interference(_relative(1.0, 1.0).iloc[:30], "ticks", ["env_size"])
+    few = lanes.interference(_relative(1.0, 1.0).iloc[:30], "ticks", ["env_size"])
     assert few["verdict"] == "too few reference runs"
 
 
@@ -250,7 +252,7 @@ def test_link_order_with_jobs_tags_rows_and_reports_the_check(runner, tmp_path):
     assert doc["runs"] == 60 and [r["cpu"] for r in doc["interference"]["cpus"]] == TWO
     df = results.load(out)
     assert set(df["cpu"]) == set(TWO) and not df.duplicated(["perm", "rep"]).any()
-    assert (~df["parallel"]).sum() == parallel.reference_mask(60, 0.4, 0).sum()
+    assert (~df["parallel"]).sum() == lanes.reference_mask(60, 0.4, 0).sum()
 
 
 @needs_two
@@ -264,19 +266,19 @@ def test_compare_with_jobs_keeps_every_pair_once(tmp_path):
 
 def test_a_sequential_plan_is_stored_as_before_jobs_existed():
     assert not {"jobs", "reference", "allow_siblings"} & set(env_size.Plan().params())
-    lanes = childruns.with_cpus(env_size.Plan(jobs=2), [0, 1]).params()
-    assert (lanes["jobs"], lanes["reference"], lanes["allow_siblings"]) == (2, 0.05, False)
+    stored = lanes.with_cpus(env_size.Plan(jobs=2), [0, 1]).params()
+    assert (stored["jobs"], stored["reference"], stored["allow_siblings"]) == (2, 0.05, False)
 
 
 def test_the_reference_slice_costs_a_tenth_of_the_parallel_time_on_any_cpu_count():
-    for lanes in (2, 4, 16, 64, 256):
-        share = parallel.default_reference(lanes)
+    for count in (2, 4, 16, 64, 256):
+        share = lanes.default_reference(count)
         # one at a time, share x runs; side by side, (1 - share) x runs / lanes
-        assert share * lanes / (1 - share) == pytest.approx(0.1, rel=0.06)
-    assert parallel.default_reference(1) == 0.05  # capped: 10 % of the runs is too many
-    asked = childruns.with_cpus(env_size.Plan(jobs=4, reference=0.3), [0, 1, 2, 3])
+        assert share * count / (1 - share) == pytest.approx(0.1, rel=0.06)
+    assert lanes.default_reference(1) == 0.05  # capped: 10 % of the runs is too many
+    asked = lanes.with_cpus(env_size.Plan(jobs=4, reference=0.3), [0, 1, 2, 3])
     assert asked.reference == 0.3 and asked.params()["reference"] == 0.3
-    assert childruns.with_cpus(env_size.Plan(jobs=4), [0, 1, 2, 3]).reference == 0.025
+    assert lanes.with_cpus(env_size.Plan(jobs=4), [0, 1, 2, 3]).reference == 0.025
 
 
 @pytest.mark.parametrize("helper", [True, False], ids=["helper", "in-process"])

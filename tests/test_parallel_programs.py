@@ -6,8 +6,10 @@ import sys
 import numpy as np
 import pytest
 
-from perflab import machine, perfassert, results, timing
+from perflab.assertions import claims
+from perflab.engine import results, timing
 from perflab.errors import PerflabError
+from perflab.system import machine
 
 pytest_plugins = ["pytester"]
 TWO = machine.usable_cpus()[-2:]
@@ -46,7 +48,7 @@ def test_program_samples_run_two_at_once_each_pinned_and_tagged(tmp_path):
 @needs_two
 def test_a_comparison_side_by_side_tags_each_sample_with_its_cpu():
     a, b = (timing.program([TRUE], jobs=0, cpus=TWO, name=n) for n in ("a", "b"))
-    c = perfassert.check_no_slower(a, b, tolerance=10.0, budget="30s,40runs")
+    c = claims.check_no_slower(a, b, tolerance=10.0, budget="30s,40runs")
     assert c.lanes == tuple(TWO) and c.summary()["lane_cpus"] == TWO
     assert c.summary()["jobs"] == 2 and "side by side, one child per CPU" in c.table()
     df = c.frame()
@@ -97,13 +99,13 @@ def test_plugin_jobs_option_runs_programs_side_by_side_and_saves_cpus(pytester, 
             perflab.assert_no_slower(a, b, tolerance=10.0, budget="30s,40runs")
         """
     )
-    res = pytester.runpytest("-p", "perflab.pytest_plugin", "--perflab-jobs", "2",
+    res = pytester.runpytest("-p", "perflab.assertions.pytest_plugin", "--perflab-jobs", "2",
                              "--perflab-save", "saved")  # fmt: skip
     res.assert_outcomes(passed=1)
     df = results.load(next((pytester.path / "saved").glob("perflab-*.parquet")))
     assert set(df["cpu"]) == set(TWO) and np.isin(df["cpu"], TWO).all()
     meta = results.metadata(df)
     assert meta["perflab_jobs"] == 2 and meta["comparisons"][0]["lane_cpus"] == TWO
-    bad = pytester.runpytest("-p", "perflab.pytest_plugin", "--perflab-jobs", "999")
+    bad = pytester.runpytest("-p", "perflab.assertions.pytest_plugin", "--perflab-jobs", "999")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--perflab-jobs: --jobs 999: only * usable CPUs*"])

@@ -9,8 +9,10 @@ import signal
 
 import pytest
 
-from perflab import profile, results, stracelog, taskstats
 from perflab.cli import cli
+from perflab.engine import results
+from perflab.lab import profile
+from perflab.system import stracelog, taskstats
 from tests.conftest import compile_children
 
 HAS_EXIT_RECORDS = taskstats.unavailable() is None

@@ -12,8 +12,9 @@ import numpy as np
 import psutil
 import pytest
 
-from perflab import blockcause, proctasks, results
-from perflab import profile as prof
+from perflab.engine import results
+from perflab.lab import profile as prof
+from perflab.system import blockcause, proctasks
 from tests.conftest import compile_children, wait_for
 
 HELDLOCK = Path(__file__).parent.parent / "benchmarks" / "heldlock.c"

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from perflab import contention, perfsamples, profile, results
 from perflab.cli import cli
+from perflab.engine import results
+from perflab.lab import contention, profile
+from perflab.system import perfsamples
 
 DATA = Path(__file__).resolve().parent / "data"
 # perf record -F 499 -e cpu-clock of a C++ program (root: kernel samples too), and

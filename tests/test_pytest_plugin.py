@@ -10,13 +10,16 @@ import cffi
 import numpy as np
 import pytest
 
-from perflab import _core, build, perfassert, results, timing
+from perflab.assertions import claims
+from perflab.core import _core
+from perflab.engine import results, timing
 from perflab.errors import PerflabError
+from perflab.system import compiler
 
 pytest_plugins = ["pytester"]
 
 # perflab is not pip-installed in a development checkout, so its entry point is not either.
-PLUGIN = ("-p", "perflab.pytest_plugin")
+PLUGIN = ("-p", "perflab.assertions.pytest_plugin")
 
 LOOP_C = r"""
 #include <stdlib.h>
@@ -53,7 +56,7 @@ def c_twins(tmp_path_factory):
     src = so.with_suffix(".c")
     src.write_text(TWINS_C)
     flags = ["-O2", "-shared", "-fPIC", "-fno-toplevel-reorder", "-falign-functions=1"]
-    subprocess.run([*build.compiler(), *flags, str(src), "-o", str(so)], check=True)
+    subprocess.run([*compiler.compiler(), *flags, str(src), "-o", str(so)], check=True)
     ffi = cffi.FFI()
     ffi.cdef("void twin_a(void); void twin_b(void); void twin_2x(void);")
     return ffi.dlopen(str(so))
@@ -161,11 +164,11 @@ def test_false_claims_stay_within_the_confidence(make, trials):
     # probability <= 1e-3 (binomial tail); one that claims freely fails it always.
     confidence = 0.9
     verdicts = [
-        perfassert.check_faster(make(), make(), confidence=confidence, budget="30s,80").verdict
+        claims.check_faster(make(), make(), confidence=confidence, budget="30s,80").verdict
         for _ in range(trials)
     ]
-    claims = sum(v != perfassert.INCONCLUSIVE for v in verdicts)
-    assert claims < binomial_tail_limit(trials, 1 - confidence), verdicts
+    claimed = sum(v != claims.INCONCLUSIVE for v in verdicts)
+    assert claimed < binomial_tail_limit(trials, 1 - confidence), verdicts
 
 
 def test_distinct_c_twins_claim_within_the_confidence(c_twins):
@@ -173,7 +176,7 @@ def test_distinct_c_twins_claim_within_the_confidence(c_twins):
     # placement's effect and a claim. Same binomial bound as for the other twins.
     confidence, trials = 0.9, 40
     comparisons = [
-        perfassert.check_faster(
+        claims.check_faster(
             timing.c_function(c_twins.twin_a),
             timing.c_function(c_twins.twin_b),
             confidence=confidence,
@@ -181,19 +184,19 @@ def test_distinct_c_twins_claim_within_the_confidence(c_twins):
         )
         for _ in range(trials)
     ]
-    assert {c.allowance for c in comparisons} == {perfassert.LAYOUT_ALLOWANCE}
-    claims = [c.estimate for c in comparisons if c.verdict != perfassert.INCONCLUSIVE]
-    assert len(claims) < binomial_tail_limit(trials, 1 - confidence), claims
+    assert {c.allowance for c in comparisons} == {claims.LAYOUT_ALLOWANCE}
+    claimed = [c.estimate for c in comparisons if c.verdict != claims.INCONCLUSIVE]
+    assert len(claimed) < binomial_tail_limit(trials, 1 - confidence), claimed
 
 
 def test_layout_allowance_widens_only_distinct_c_functions(c_twins):
     a, double = timing.c_function(c_twins.twin_a), timing.c_function(c_twins.twin_2x)
-    c = perfassert.check_faster(a, double, budget="30s,2000")
-    assert c.allowance == perfassert.LAYOUT_ALLOWANCE and "layout allowance 3.0%" in c.table()
+    c = claims.check_faster(a, double, budget="30s,2000")
+    assert c.allowance == claims.LAYOUT_ALLOWANCE and "layout allowance 3.0%" in c.table()
     # Still decided: 2x is far beyond the allowance. The interval holds the estimate, widened.
     assert c.passed and c.ci[0] * (1 + c.allowance) <= c.estimate <= c.ci[1] / (1 + c.allowance)
-    same = perfassert.check_faster(timing.spin(300), timing.spin(600), budget="30s,2000")
-    python = perfassert.check_faster(lambda: sum(range(50)), lambda: sum(range(100)))
+    same = claims.check_faster(timing.spin(300), timing.spin(600), budget="30s,2000")
+    python = claims.check_faster(lambda: sum(range(50)), lambda: sum(range(100)))
     assert same.allowance == python.allowance == 0 and "allowance" not in same.table()
 
 
@@ -201,7 +204,7 @@ def test_program_twins_make_no_claim(tmp_path):
     # One real comparison of two copies of one binary at paths of equal length: identical work.
     source = tmp_path / "loop.c"
     source.write_text(LOOP_C)
-    binary = build.build(source, opt="2").path
+    binary = compiler.build(source, opt="2").path
     paths = []
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
@@ -209,8 +212,8 @@ def test_program_twins_make_no_claim(tmp_path):
         paths[-1].write_bytes(binary.read_bytes())
         paths[-1].chmod(0o755)
     twins = [timing.program([str(p), "20000"]) for p in paths]
-    c = perfassert.check_faster(*twins, confidence=0.99, budget="30s,80")
-    assert c.verdict == perfassert.INCONCLUSIVE, c.table()
+    c = claims.check_faster(*twins, confidence=0.99, budget="30s,80")
+    assert c.verdict == claims.INCONCLUSIVE, c.table()
     assert c.step == timing.timer_step() and c.resolutions == (c.step, c.step)
 
 
@@ -229,19 +232,19 @@ def test_no_slower_and_ticks_below(pytester):
         pytester,
         """
         import pytest
-        from perflab import perfassert
+        from perflab.assertions import claims
 
         def test_same_is_no_slower(perflab):
             perflab.assert_no_slower(perflab.spin(1000), perflab.spin(1000), tolerance=0.2)
 
         def test_double_is_slower(perflab):
-            with pytest.raises(perfassert.PerfAssertionError, match="FAIL - candidate/baseline"):
+            with pytest.raises(claims.PerfAssertionError, match="FAIL - candidate/baseline"):
                 perflab.assert_no_slower(perflab.spin(2000), perflab.spin(1000))
 
         def test_ticks_below_relative_to_a_measured_median(perflab):
-            median = perfassert.check_ticks_below(perflab.spin(1000), 1e12).medians[0]
+            median = claims.check_ticks_below(perflab.spin(1000), 1e12).medians[0]
             perflab.assert_ticks_below(perflab.spin(1000), 3 * median)
-            with pytest.raises(perfassert.PerfAssertionError, match="median ticks/call is above"):
+            with pytest.raises(claims.PerfAssertionError, match="median ticks/call is above"):
                 perflab.assert_ticks_below(perflab.spin(1000), median / 3)
         """,
     )
@@ -251,7 +254,7 @@ def test_no_slower_and_ticks_below(pytester):
 def test_programs_run_as_exact_children(pytester, tmp_path):
     source = tmp_path / "loop.c"
     source.write_text(LOOP_C)
-    binary = build.build(source, opt="2").path
+    binary = compiler.build(source, opt="2").path
     result = run(
         pytester,
         f"""
@@ -369,7 +372,7 @@ def test_runs_under_xdist(pytester):
 
 def test_measuring_lock_excludes_other_holders(tmp_path):
     lock = tmp_path / "lock"
-    with perfassert.measuring_lock(lock):
+    with claims.measuring_lock(lock):
         fd = os.open(lock, os.O_RDWR)
         try:
             with pytest.raises(BlockingIOError):
@@ -383,10 +386,10 @@ def test_measuring_lock_excludes_other_holders(tmp_path):
 
 def test_time_budget_stops_the_rounds():
     # 2000 runs of two 1 ms sleeps take at least 4 s: a 0.3 s budget must stop well before.
-    r = perfassert.check_faster(
+    r = claims.check_faster(
         lambda: time.sleep(0.001), lambda: time.sleep(0.001), budget="0.3s,2000"
     )
-    assert r.verdict == perfassert.INCONCLUSIVE and r.runs < 2000
+    assert r.verdict == claims.INCONCLUSIVE and r.runs < 2000
     assert "budget spent" in r.reason
 
 
@@ -399,7 +402,7 @@ def test_exception_in_a_python_callable_propagates():
             raise ValueError("workload broke")
 
     with pytest.raises(ValueError, match="workload broke"):
-        perfassert.check_faster(flaky, lambda: None)
+        claims.check_faster(flaky, lambda: None)
 
 
 @pytest.mark.parametrize(
@@ -407,19 +410,19 @@ def test_exception_in_a_python_callable_propagates():
     [("2s", 2.0, 2000), ("500", 5.0, 500), ("0.5s,100runs", 0.5, 100), ("300runs", 5.0, 300)],
 )
 def test_budget_parse(text, seconds, runs):
-    assert perfassert.Budget.parse(text) == perfassert.Budget(seconds, runs)
+    assert claims.Budget.parse(text) == claims.Budget(seconds, runs)
 
 
 @pytest.mark.parametrize("text", ["fast", "2m", "0s", "10", "2s;100"])
 def test_budget_parse_refuses(text):
     with pytest.raises(PerflabError):
-        perfassert.Budget.parse(text)
+        claims.Budget.parse(text)
 
 
 def test_looks_bound_the_rounds():
-    assert perfassert.Budget(5, 20).looks() == 1
-    assert perfassert.Budget(5, 80).looks() == 3
-    assert perfassert.Budget(5, 2000).looks() == 8
+    assert claims.Budget(5, 20).looks() == 1
+    assert claims.Budget(5, 80).looks() == 3
+    assert claims.Budget(5, 2000).looks() == 8
 
 
 def test_c_function_from_another_ffi():

@@ -18,8 +18,11 @@ from click.testing import CliRunner
 from conftest import compile_children, wait_for
 
 import perflab
-from perflab import diffs, machine, reports, results, stats
+from perflab.analysis import stats
 from perflab.cli import cli
+from perflab.engine import results
+from perflab.reports import diff, report
+from perflab.system import machine
 
 DATA = Path(__file__).parent / "data"
 SRC = str(Path(perflab.__file__).resolve().parents[1])
@@ -132,7 +135,7 @@ def test_a_memcpy_file_is_matched_with_the_caches_of_the_machine_that_measured_i
     sizes = {"L1d": 32 << 10, "L2": 512 << 10, "L3": 16 << 20}  # this EPYC's, as sysfs says
     caches = [{"cache": c, "size_bytes": b, "line_bytes": 64} for c, b in sizes.items()]
     meta = {**results.metadata(df), "hostname": "elsewhere", "caches": caches}
-    r = reports.report(results.save(results.attach(df, meta), tmp_path / "m.parquet"))
+    r = report.report(results.save(results.attach(df, meta), tmp_path / "m.parquet"))
     knees = r.tables["knees"]
     assert not r.notes and len(knees) >= 1
     assert all(sizes[c] == b for c, b in zip(knees["cache"], knees["cache_bytes"], strict=True))
@@ -150,12 +153,12 @@ def test_csv_with_json_sidecar_reports_as_its_parquet_twin(tmp_path):
 
 
 def test_recorded_frames_are_recognised():
-    r = reports.report(DATA / "memcpy-epyc-kvm.parquet")
+    r = report.report(DATA / "memcpy-epyc-kvm.parquet")
     assert r.experiment == "memcpy" and r.partial is None and not r.notes[:1]
     assert r.summary.values["points"] == len(r.frame) == 672
     assert r.conditions()["CPU"] == "AMD EPYC" and r.conditions()["hypervisor"] == "KVM"
     assert len(r.tables["knees"]) >= 1 and (r.tables["knees"]["knee_size"] > 32).all()
-    bare = reports.report(DATA / "memcpy-loop-xeon.csv")  # no sidecar: no metadata at all
+    bare = report.report(DATA / "memcpy-loop-xeon.csv")  # no sidecar: no metadata at all
     assert bare.experiment == "memcpy" and bare.conditions() == {}
     assert "recognised as memcpy by its columns" in bare.notes[0]
     small = bare.tables["small"]
@@ -273,7 +276,7 @@ def test_diff_of_two_halves_of_one_sweep_flags_nothing_95_percent_of_the_time(sw
     quiet = 0
     for _ in range(20):
         half = df["rep"].isin(rng.permutation(25)[:12])
-        t = diffs.compare_frames(df[half], df[~half], ("env_size",), "ticks", steps=(20.0, 20.0))
+        t = diff.compare_frames(df[half], df[~half], ("env_size",), "ticks", steps=(20.0, 20.0))
         quiet += int((t["change"] == "").all())
     # At the promised 5 %, 20 splits flag some value 3 or more times in 7.5 % of runs (it did in
     # CI): the bound allows what a correct diff does with probability 0.999 (at most 5 flagged).
@@ -285,7 +288,7 @@ def test_report_html_and_markdown_of_an_env_size_sweep(sweep, tmp_path):
     page, md = tmp_path / "r.html", tmp_path / "r.md"
     res = CliRunner().invoke(cli, ["report", str(before), "--html", str(page), "--md", str(md)])
     assert res.exit_code == 0, res.output
-    r = reports.report(before)
+    r = report.report(before)
     parsed = _page(page)
     png = _png(parsed.images[0])
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
@@ -380,10 +383,10 @@ def test_thousands_of_points_flag_exactly_the_changed_ones():
     slower = (sizes >= 2000) & (sizes < 2100)
     a = pd.DataFrame({"env_size": sizes, "ticks": rng.lognormal(13, 0.05, sizes.size)})
     b = pd.DataFrame({"env_size": sizes, "ticks": rng.lognormal(13, 0.05, sizes.size)})
-    t = diffs.compare_frames(a, b, ("env_size",), "ticks")
+    t = diff.compare_frames(a, b, ("env_size",), "ticks")
     assert (t["change"] == "").all() and t.attrs["method"] == "order statistics"
     b.loc[slower, "ticks"] *= 1.3
-    t = diffs.compare_frames(a, b, ("env_size",), "ticks")
+    t = diff.compare_frames(a, b, ("env_size",), "ticks")
     assert t.loc[t["change"] == "slower", "env_size"].tolist() == list(range(2000, 2100))
 
 
@@ -391,18 +394,18 @@ def test_few_points_get_bootstrap_intervals_that_agree_with_order_statistics():
     rng = np.random.default_rng(5)
     a = pd.DataFrame({"call": np.repeat(["x", "y"], 40), "ticks": rng.normal(1000, 20, 80)})
     b = a.assign(ticks=a["ticks"] * np.where(a["call"] == "y", 1.1, 1.0))
-    boot = diffs.compare_frames(a, b, ("call",), "ticks")
+    boot = diff.compare_frames(a, b, ("call",), "ticks")
     assert boot.attrs["method"] == "bootstrap" and boot["change"].tolist() == ["", "slower"]
     sorted_a, sorted_b = np.sort(a["ticks"]), np.sort(b["ticks"])
     exact = stats.ratio_interval(sorted_a, sorted_b, 0.999, (20.0, 20.0))
-    assert diffs._order_ratio(sorted_a, sorted_b, 0.999, (20.0, 20.0)) == pytest.approx(exact)
+    assert diff._order_ratio(sorted_a, sorted_b, 0.999, (20.0, 20.0)) == pytest.approx(exact)
 
 
 def test_the_package_reads_and_compares_results(sweep):
     """perflab.report and perflab.diff are the modules' functions, reachable from the package."""
     r = perflab.report(sweep)
     assert r.experiment == "env-size" and r.tables["sizes"].equals(
-        reports.report(sweep).tables["sizes"]
+        report.report(sweep).tables["sizes"]
     )
     d = perflab.diff(sweep, sweep)
     assert d.table["change"].eq("").all() and "no change" in d.verdict

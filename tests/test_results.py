@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perflab import journal, results
+from perflab.engine import journal, results
 from perflab.errors import PerflabError
 
 

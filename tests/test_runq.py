@@ -9,10 +9,12 @@ import pytest
 from click.testing import CliRunner
 from conftest import WORKER, compile_children, own_children
 
-from perflab import machine, spawn, threads, trust
 from perflab.cli import cli
+from perflab.engine import spawn
 from perflab.errors import PerflabError
-from perflab.threads import program
+from perflab.lab import threads
+from perflab.lab.threads import program, trust
+from perflab.system import machine
 
 WORK = "20000000"  # tens of ms of CPU: many /proc readings, and a hog's share is plain
 RUNS = 5

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from conftest import compile_children
 
-from perflab import build, machine, spawn
-from perflab._native import lib
+from perflab.core.bindings import lib
+from perflab.engine import spawn
 from perflab.errors import PerflabError
+from perflab.system import compiler, machine
 
-WORKLOADS = build.WORKLOADS
+WORKLOADS = compiler.WORKLOADS
 CAP_IPC_LOCK = 14  # linux/capability.h
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from perflab import stats
+from perflab.analysis import stats
 from perflab.errors import PerflabError
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import psutil
 import pytest
 
-from perflab import results, spawn
+from perflab.engine import results, spawn
 
 SLOW = (
     "#include <time.h>\nint main(void) { struct timespec t = {0, 300000000}; "

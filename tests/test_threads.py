@@ -20,11 +20,12 @@ from click.testing import CliRunner
 from conftest import own_children
 
 import perflab
-from perflab import machine, threads
-from perflab._native import ffi, lib
 from perflab.cli import cli
+from perflab.core.bindings import ffi, lib
 from perflab.errors import PerflabError
-from perflab.threads import thread_count
+from perflab.lab import threads
+from perflab.lab.threads import thread_count
+from perflab.system import machine
 
 LOOPS = 60
 ONLINE = machine.usable_cpus()
@@ -137,7 +138,7 @@ def test_more_threads_than_cpus_needs_a_flag():
     n = len(ONLINE) + 1
     result = CliRunner().invoke(cli, ["sweep", "threads", "--max", str(n), "--loops", "3"])
     assert result.exit_code != 0 and "--oversubscribe" in result.output
-    df = threads.sweep_threads(n, "loop", loops=n, repeat=1, oversubscribe=True)
+    df = threads.thread_count.run(n, "loop", loops=n, repeat=1, oversubscribe=True)
     assert sorted(df["threads"].unique()) == list(range(1, n + 1))
 
 
@@ -334,7 +335,7 @@ def test_fauxplat_json_reports_change_vs_alone():
 
 
 def test_fauxplat_index_is_loops_per_cpu_second():
-    df = threads.fauxplat(loops=5, repeat=1, cpu=ONLINE[0], perturb=[])
+    df = threads.fauxplat.run(loops=5, repeat=1, cpu=ONLINE[0], perturb=[])
     row = df.iloc[0]
     assert row["fauxplat_per_s"] == pytest.approx(5 / (row["cpu_ns"] / 1e9))
 

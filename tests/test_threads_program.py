@@ -11,9 +11,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import WORKER, compile_children, own_children
 
-from perflab import childruns, machine, results, threads, trust
 from perflab.cli import cli
-from perflab.threads import program
+from perflab.engine import childruns, results
+from perflab.lab import threads
+from perflab.lab.threads import program, trust
+from perflab.system import machine
 
 WORK = "4000000"  # iterations per thread: tens of ms of CPU, enough to be preempted
 

@@ -11,9 +11,13 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from perflab import _native, aliasing, compiler, env_size, results, windows
 from perflab.cli import cli
+from perflab.core import bindings
+from perflab.engine import results
 from perflab.errors import PerflabError
+from perflab.lab import env_size
+from perflab.lab.env_size import aliasing, windows
+from perflab.system import compiler
 
 DATA = Path(__file__).resolve().parent / "data"
 X86 = platform.machine() == "x86_64"
@@ -165,9 +169,9 @@ def test_the_alias_check_times_both_kernels_and_refuses_bad_distances():
         assert c.low <= c.penalty <= c.high
         assert kernel.split("-")[0] in c.sentence() or "loop" in c.sentence()
     with pytest.raises(PerflabError, match="alias check"):
-        _native.alias_time("loop", 8190, 8256, 10, 1)  # not a multiple of 4 bytes
+        bindings.alias_time("loop", 8190, 8256, 10, 1)  # not a multiple of 4 bytes
     with pytest.raises(PerflabError, match="alias check"):
-        _native.alias_time("loop", 1 << 20, 8256, 10, 1)  # beyond the buffer
+        bindings.alias_time("loop", 1 << 20, 8256, 10, 1)  # beyond the buffer
 
 
 @pytest.mark.skipif(not X86, reason="objdump's x86-64 operands (%rbp, %rip)")

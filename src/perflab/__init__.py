@@ -1,49 +1,23 @@
 """perflab: low-level performance experiments on Linux, measured honestly.
 
-Each experiment is a module with run (or sweep), summarize and plot; results are tidy pandas
-DataFrames (one row per measurement, units in the column names, metadata in df.attrs), and
-plot(df[, path]) returns a matplotlib Figure (shown inline in Jupyter, written when given a
-path). Submodules load on first use, so `import perflab` stays cheap:
+This module is the public API; everything else may move. Names load on first use (PEP 562), so
+`import perflab` imports neither numpy, pandas nor matplotlib:
 
     import perflab
     df = perflab.env_size.sweep(max_size=4096, step=16, repeat=5)
     perflab.env_size.plot(df)       # a Figure, inline in Jupyter
     perflab.show(df)                # summary table, conditions and figure in one display
+    perflab.report("env-size.parquet").summary
 
-Experiments (module: entry point -> what it measures):
-    env_size      sweep(program, **Plan)   run time vs environment size (Mytkowicz, DjiBee)
-    link_order    sweep(objects, **Plan)   run time vs object-file order on the link line
-    compare       compare(a, b, ...)       A against B over random setups (env size, link order)
-    threads       ht_pairs.run, thread_count.run, fauxplat_sec.run: cores, hyper-threads,
-                  scaling and interference (DjiBee, easyperf)
-    memcpy        run(max_bytes, trials)   memcpy cost vs size, cache knees (Rubini)
-    trig          run(calls, ...)          libm calls cold and warm (Rubini)
-    cswitch       run(n, ...)              context switches through pipes (Rubini)
-    pagefault     run(pages, reps)         page-fault cost per page (Rubini)
-    syscalls      run(calls, trials)       system-call costs, trimmed tables (FileGuard)
-    clocks        read_costs(samples)      what reading each clock costs (Torpey)
-    counters      run(command, events)     perf_event counts of a command
-    profile       run(command, ...)        per-thread CPU, run-queue wait and blocked time
-
-Reading results back:
-    report(path)                           a saved result with its experiment's own tables
-    diff(before, after)                    what changed between two results, with intervals
-    reports       report(path): the experiment, its tables, conditions, partial or not
-    diffs         diff(before, after): per parameter value, ratio of medians and its interval
-    exports       Markdown tables and self-contained HTML pages of reports and diffs
-    windows       env-size windows predicted from addresses, with a verdict for each
-
-Services:
-    results       save/load with metadata (Parquet, CSV + JSON sidecar), attach, metadata
-    stats         robust summaries, bootstrap intervals of medians and ratios
-    machine       CPUs, topology, caches, TSC, ASLR and what spoils a measurement
-    plot          the figure style, figure() and save()
-    perfassert    performance claims decided by statistics (also the pytest plugin)
-    timing        in-process timing targets (C loops, Python callables, programs)
-    progress      progress display for long runs in a terminal, a log or Jupyter
-    resultview    show(df): a result's summary, conditions and figure as one notebook display
-    campaigns     campaign(...): the same measurement on every host of a Dask cluster
-    fleet         which hosts of a campaign stand out, judged robustly
+Experiments (perflab.EXPERIMENTS lists them with their verbs; docs/architecture.md):
+    env_size, link_order, compare, threads, memcpy, pagefault, trig, cswitch, syscalls,
+    clocks, counters, profile, contention; windows (why env-size windows are where they are)
+Results: results (save/load with metadata), stats, machine, plot, compiler (workload builds),
+    timing (in-process targets), perfsamples, progress
+Reading back: report(path), diff(before, after), show(frame), exporters, campaign(...)
+Errors: PerflabError, one line for the user. Version: __version__
+Assertions: assert_faster, assert_no_slower, assert_ticks_below, check_faster, check_no_slower,
+    check_ticks_below, and their targets c_function, python_callable, spin, program
 """
 
 import importlib
@@ -53,71 +27,62 @@ from perflab.errors import PerflabError
 
 __version__ = "0.1.0"
 
-SUBMODULES = (
-    "env_size",
-    "link_order",
-    "compare",
-    "threads",
-    "memcpy",
-    "trig",
-    "cswitch",
-    "pagefault",
-    "syscalls",
-    "clocks",
-    "counters",
-    "results",
-    "stats",
-    "machine",
-    "plot",
-    "perfassert",
-    "timing",
-    "progress",
-    "campaigns",
-    "fleet",
-    "resultview",
-    "profile",
-    "windows",
-    "reports",
-    "diffs",
-    "exports",
-)
-__all__ = ["PerflabError", "__version__", "campaign", "diff", "report", "show", *SUBMODULES]
+# public name -> the module that holds it (a module itself when the name is the module's leaf)
+MODULES = {
+    "env_size": "perflab.lab.env_size",
+    "link_order": "perflab.lab.link_order",
+    "compare": "perflab.lab.compare",
+    "threads": "perflab.lab.threads",
+    "memcpy": "perflab.lab.memcpy",
+    "pagefault": "perflab.lab.pagefault",
+    "trig": "perflab.lab.trig",
+    "cswitch": "perflab.lab.cswitch",
+    "syscalls": "perflab.lab.syscalls",
+    "clocks": "perflab.lab.clocks",
+    "counters": "perflab.lab.counters",
+    "profile": "perflab.lab.profile",
+    "contention": "perflab.lab.contention",
+    "windows": "perflab.lab.env_size.windows",
+    "results": "perflab.engine.results",
+    "timing": "perflab.engine.timing",
+    "progress": "perflab.engine.progress",
+    "stats": "perflab.analysis.stats",
+    "plot": "perflab.analysis.plot",
+    "machine": "perflab.system.machine",
+    "compiler": "perflab.system.compiler",
+    "perfsamples": "perflab.system.perfsamples",
+    "exporters": "perflab.reports.exporters",
+}
+FUNCTIONS = {
+    "report": "perflab.reports.report",
+    "diff": "perflab.reports.diff",
+    "show": "perflab.reports.view",
+    "campaign": "perflab.engine.campaigns:run",
+    "EXPERIMENTS": "perflab.lab.registry",
+    "assert_faster": "perflab.assertions.claims",
+    "assert_no_slower": "perflab.assertions.claims",
+    "assert_ticks_below": "perflab.assertions.claims",
+    "check_faster": "perflab.assertions.claims",
+    "check_no_slower": "perflab.assertions.claims",
+    "check_ticks_below": "perflab.assertions.claims",
+    "PerfAssertionError": "perflab.assertions.claims",
+    "c_function": "perflab.engine.timing",
+    "python_callable": "perflab.engine.timing",
+    "spin": "perflab.engine.timing",
+    "program": "perflab.engine.timing",
+}
+__all__ = ["PerflabError", "__version__", *MODULES, *FUNCTIONS]
 
 
 def __getattr__(name: str) -> Any:
-    """perflab.env_size and the like, imported on first use (PEP 562)."""
-    if name in SUBMODULES:
-        return importlib.import_module(f"perflab.{name}")
+    """perflab.env_size, perflab.report and the rest, imported on first use."""
+    if name in MODULES:
+        return importlib.import_module(MODULES[name])
+    if name in FUNCTIONS:
+        module, _, attr = FUNCTIONS[name].partition(":")
+        return getattr(importlib.import_module(module), attr or name)
     raise AttributeError(f"module 'perflab' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(SUBMODULES))
-
-
-def show(frame: Any) -> Any:
-    """A result as Jupyter shows it: the experiment's summary, conditions and figure."""
-    from perflab.resultview import Result
-
-    return Result(frame)
-
-
-def report(path: Any) -> Any:
-    """A saved result read back: .tables, .summary, .conditions(), .plot(); see perflab.reports."""
-    from perflab.reports import report as read
-
-    return read(path)
-
-
-def diff(before: Any, after: Any, confidence: float = 0.95, intersect: bool = False) -> Any:
-    """Two saved results of one experiment compared: .table, .verdict, .plot() (perflab.diffs)."""
-    from perflab.diffs import diff as compare_files
-
-    return compare_files(before, after, confidence, intersect)
-
-
-def campaign(*args, **kwargs):
-    """Run one measurement on every host of a Dask cluster: see perflab.campaigns.run."""
-    from perflab.campaigns import run
-
-    return run(*args, **kwargs)
+    return sorted(set(globals()) | set(__all__))

@@ -54,7 +54,7 @@ VERBS = {
         "Read back a result saved with -o: `perflab report FILE`, or `report hosts FILE`.",
     ),
     "diff": (
-        "report",
+        "diff",
         "What changed from BEFORE to AFTER, two results of one experiment: per parameter value, "
         "after/before of the medians with an interval, changes flagged where it excludes 1.",
     ),
@@ -67,7 +67,7 @@ VERBS = {
         "Link OBJECTS (default: the built-in workload) in every order, run each REPEAT times.",
     ),
     "sweep memcpy": (
-        "memory",
+        "memcpy",
         "Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees found.",
     ),
     "sweep threads": (
@@ -76,27 +76,27 @@ VERBS = {
         "built-in kernel, or of your program given after -- with {threads} where its count goes.",
     ),
     "run pagefault": (
-        "memory",
+        "pagefault",
         "Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory.",
     ),
     "run trig": (
-        "oscost",
+        "trig",
         "Ticks of libm calls (default sin(1.0) tan(1.0) sin(0.0)), timer cost subtracted.",
     ),
     "run cswitch": (
-        "oscost",
+        "cswitch",
         "N one-byte write+read alone, N round trips with a child, and the difference.",
     ),
     "run syscalls": (
-        "oscost",
+        "syscalls",
         "Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs.",
     ),
     "run core-vs-ht": (
-        "threads",
+        "core_vs_ht",
         "1 thread, then 2 released together: CPU and wall time per placement (cputime_core_vs_ht).",
     ),
     "run fauxplat": (
-        "threads",
+        "fauxplat",
         "FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: cpu, "
         "cache and rt hogs on --cpu), with its spread and its change vs alone.",
     ),

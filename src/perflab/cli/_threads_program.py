@@ -24,7 +24,7 @@ SHOWN = ["threads", "runs", "wall_ms", "wall_lo", "wall_hi", "cpu_ms", "utilisat
 def program_sweep(command, counts, repeat, oversubscribe, perturb, output, resume, as_json,
                   plot_path, **params) -> None:  # fmt: skip
     """Check, measure (journaled when -o or --resume names a file), then report."""
-    from perflab.threads import program
+    from perflab.lab.threads import program
 
     if resume and output and output != resume:
         raise click.UsageError(f"-o {output} and --resume {resume} name different files")
@@ -58,9 +58,9 @@ def program_sweep(command, counts, repeat, oversubscribe, perturb, output, resum
 
 
 def _report(df, output, plot_path, as_json) -> None:
-    from perflab import results
-    from perflab.childruns import status_counts
-    from perflab.threads import program
+    from perflab.engine import results
+    from perflab.engine.childruns import status_counts
+    from perflab.lab.threads import program
 
     meta = results.metadata(df)
     summary = program.summarize(df)

@@ -53,7 +53,9 @@ def clocks_cmd(
     resume: str | None,
 ) -> None:
     """Resolution, value and read cost of every clock and TSC method; TSC trust verdict."""
-    from perflab import clocks, machine, results
+    from perflab.engine import results
+    from perflab.lab import clocks
+    from perflab.system import machine
 
     if samples < 1:
         raise click.BadParameter(f"must be at least 1, not {samples}", param_hint="--samples")
@@ -81,7 +83,7 @@ def clocks_cmd(
 
 def _tables(res: pd.DataFrame, summary: pd.DataFrame, tsc: dict[str, Any]) -> None:
     """The article's listings: resolutions, read costs, the timer's step and the TSC verdict."""
-    from perflab import timing
+    from perflab.engine import timing
 
     table(res, "{:,}", title="clocks.c")
     click.echo()
@@ -113,7 +115,7 @@ def _fleet(
     as_json: bool,
 ) -> None:
     """The read-cost table on every host of a Dask cluster, medians side by side."""
-    from perflab import clocks
+    from perflab.lab import clocks
 
     methods = clocks.available(selected)
     measure = functools.partial(clocks.cost_of, samples=samples)

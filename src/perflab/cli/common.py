@@ -6,6 +6,7 @@ builds the options from perflab.plans and never loads numpy, pandas or matplotli
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -18,15 +19,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from perflab import plans
+from perflab import errors
 from perflab.cli import QUIET
+from perflab.engine import controls
+from perflab.engine.progress import Progress
 from perflab.errors import PerflabError
-from perflab.progress import Progress
+from perflab.lab.plans import threads as plan
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from perflab import campaigns
+    from perflab.engine import campaigns
+    from perflab.lab import threads
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -93,7 +97,7 @@ class Number(click.ParamType):
         return x
 
 
-SECONDS = Number(*plans.TIMEOUT_S)
+SECONDS = Number(*controls.TIMEOUT_S)
 
 
 def discard_bad_option(func: F) -> F:
@@ -156,14 +160,14 @@ def plan_options(plan: type, names: Sequence[str]) -> Callable[[F], F]:
 
 
 def run_controls(func: F) -> F:
-    """The run controls every child-run verb shares (plans.Controls), as click options."""
-    names = [f.name for f in dataclasses.fields(plans.Controls) if f.name != "mlock"]
-    return plan_options(plans.Controls, names)(func)
+    """The run controls every child-run verb shares (controls.Controls), as click options."""
+    names = [f.name for f in dataclasses.fields(controls.Controls) if f.name != "mlock"]
+    return plan_options(controls.Controls, names)(func)
 
 
 def check_complete(df: pd.DataFrame, output: str) -> None:
     """A run that ended without every planned run exactly once is an error, not a result."""
-    from perflab import results
+    from perflab.engine import results
 
     problem = results.metadata(df).get("incomplete")
     if problem:
@@ -174,7 +178,7 @@ def check_complete(df: pd.DataFrame, output: str) -> None:
 
 def cpu_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
     """Click callback: '1' or '0-1,3' as a list of online CPUs, else a one-line error."""
-    from perflab import machine
+    from perflab.system import machine
 
     if value is None:
         return None
@@ -273,7 +277,8 @@ def campaign_verb(
     extra_meta: Mapping[str, Any] | None = None,
 ) -> tuple[pd.DataFrame, campaigns.Outcome]:
     """A --cluster run of any verb: journaled by (host, point), resumable, refusals said once."""
-    from perflab import campaigns, machine
+    from perflab.engine import campaigns
+    from perflab.system import machine
 
     output, resuming = record
     bars = Bars()
@@ -316,7 +321,8 @@ def interrupted(output: str | None, exc: BaseException | None = None) -> click.C
 
 def check_paths(output: str | None, plot_path: str | None) -> None:
     """Refuse unwritable or unknown-format paths up front, so no measurement is lost."""
-    from perflab import plot, results
+    from perflab.analysis import plot
+    from perflab.engine import results
 
     if output:
         results.check_output(output)
@@ -373,7 +379,113 @@ def _fmt(value: Any, floatfmt: str) -> str:
 
 def interference_report(df: pd.DataFrame) -> None:
     """A --jobs run's check of its parallel runs against its sequential reference slice."""
-    from perflab import parallel, results
+    from perflab.engine import lanes, results
 
-    for line in parallel.describe(results.metadata(df).get("interference", {})):
+    for line in lanes.describe(results.metadata(df).get("interference", {})):
         click.echo(line)
+
+
+def at_least_one(value: int, hint: str) -> None:
+    if value < 1:
+        raise click.BadParameter(f"must be at least 1, not {value}", param_hint=hint)
+
+
+def perturbation_values(
+    ctx: click.Context, param: click.Parameter, values: Sequence[str]
+) -> list[threads.Perturbation]:
+    """KIND@CPU values; a bad one is a PerflabError: one line, like a bad -p."""
+    from perflab.lab import threads
+
+    return [threads.Perturbation.parse(v) for v in values]
+
+
+def interference_options(func: F) -> F:
+    """--perturb, --nice, --rt and --rt-limit, shared by every verb that runs workers."""
+    func = click.option(
+        "--rt-limit",
+        default=plan.RT_LIMIT_S,
+        show_default=True,
+        type=Number(0.1, 600),
+        help="Watchdog for --rt: seconds a real-time worker may compute without blocking "
+        "(RLIMIT_RTTIME); past it the workers drop to normal priority and perflab stops with "
+        "one line, keeping what -o recorded.",
+    )(func)
+    func = click.option(
+        "--rt",
+        is_flag=True,
+        help="Run the workers SCHED_RR (the post's high priority); warns and goes on "
+        "without permission.",
+    )(func)
+    func = click.option(
+        "--nice",
+        default=0,
+        type=click.IntRange(-20, 19),
+        help="Nice value of the workers (the post's `nice -n -20` shields them from hogs).",
+    )(func)
+    func = click.option(
+        "--perturb",
+        multiple=True,
+        callback=perturbation_values,
+        metavar="KIND@CPU",
+        help="Run a hog during the measurement: cpu@N (busy loop), cache@N (cache thrasher), "
+        "rt@N (bounded SCHED_FIFO bursts). Repeatable; perflab stops them before returning.",
+    )(func)
+    return func
+
+
+def priority(nice: int, rt: bool, rt_limit: float) -> threads.Priority:
+    from perflab.lab import threads
+
+    return threads.Priority(nice=nice, rt=rt, rt_limit=rt_limit)
+
+
+def warnings_to_stderr() -> contextlib.AbstractContextManager[None]:
+    """PerflabWarnings as one 'perflab: warning:' line each, not Python's file:line format."""
+    return errors.warnings_as_lines(lambda line: click.echo(line, err=True))
+
+
+def export_path(path: str | None, suffix: str) -> str | None:
+    """An export path ('-' for stdout) checked before any work: suffix and directory."""
+    if path is None or path == "-":
+        return path
+    p = Path(path)
+    if p.suffix != suffix:
+        raise PerflabError(f"{p}: expected a {suffix} file")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise PerflabError(f"{p}: directory {parent} does not exist")
+    return path
+
+
+def write_export(path: str | None, render: Callable[[], str]) -> None:
+    """Render only when asked: a page draws its figure."""
+    if path == "-":
+        sys.stdout.write(render())
+    elif path:
+        Path(path).write_text(render(), encoding="utf-8")
+
+
+def export_options(func: F) -> F:
+    """--md FILE and --html FILE ('-': stdout), checked before the files are read."""
+    func = click.option(
+        "--html",
+        "html_path",
+        metavar="FILE",
+        help="Write one self-contained page (figure embedded) to FILE.html; opens offline.",
+    )(func)
+    return click.option(
+        "--md",
+        "md_path",
+        metavar="FILE",
+        help="Write GitHub Markdown tables to FILE.md ('-': stdout), to paste into a PR.",
+    )(func)
+
+
+def busy_hint(wall_over_cpu: float, rt: bool) -> None:
+    """Say when other tasks shared the CPUs alone, and which flag keeps them off."""
+    if wall_over_cpu > 1.2 and not rt:
+        click.echo(
+            f"note: alone, elapsed time was {wall_over_cpu:.1f}x the CPU time: other tasks shared "
+            "these CPUs; --rt (or --nice -20) keeps them off, as the post's high priority did",
+            err=True,
+        )

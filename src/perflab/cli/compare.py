@@ -23,18 +23,18 @@ from perflab.cli.common import (
     run_controls,
     table,
 )
-from perflab.plans.compare import Plan
+from perflab.lab.plans.compare import Plan
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from perflab import compare
+    from perflab.lab import compare
 
 
 def _randomize(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> tuple[str, ...] | None:
-    from perflab import compare
+    from perflab.lab import compare
 
     return compare.parse_randomize(value) if value is not None else None
 
@@ -71,7 +71,7 @@ def compare_cmd(use_build: bool, cflags_a: str, cflags_b: str,
     perflab compare './prog --fast' './prog --careful' --randomize env-size
     perflab compare --build --cflags-a -O2 --cflags-b -O3 --plot ab.png
     """
-    from perflab import compare
+    from perflab.lab import compare
 
     if use_build and (a or b):
         raise click.BadParameter("give either two programs or --build, not both")
@@ -104,8 +104,10 @@ def _report(
     as_json: bool,
 ) -> None:
     """B/A per setup and over all setups: as tables, or as one JSON document."""
-    from perflab import compare, plot, results
-    from perflab.childruns import status_counts
+    from perflab.analysis import plot
+    from perflab.engine import results
+    from perflab.engine.childruns import status_counts
+    from perflab.lab import compare
 
     value = compare.value_column(df)
     per = compare.per_setup(df, value)

@@ -8,7 +8,7 @@ import click
 
 from perflab.cli import cli
 from perflab.cli.common import check_paths, emit_json, records, table
-from perflab.plans import defaults
+from perflab.lab.plans import defaults
 
 
 @cli.command("counters", context_settings={"ignore_unknown_options": True})
@@ -40,7 +40,9 @@ def counters_cmd(ctx, as_json, output, events, output_child, command):
     (`perflab counters -- make -j2`) with every thread and child it starts.
 
     With COMMAND, perflab exits with its status (128+N when signal N killed it), as perf stat."""
-    from perflab import counters, machine, results
+    from perflab.engine import results
+    from perflab.lab import counters
+    from perflab.system import machine
 
     check_paths(output, None)
     with _child_stdout(output_child, as_json) as stdout:

@@ -23,14 +23,14 @@ from perflab.cli.common import (
     records,
     table,
 )
-from perflab.plans import env_size as plan
+from perflab.lab.plans import env_size as plan
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
 def _zoom(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
-    from perflab import env_size
+    from perflab.lab import env_size
 
     return env_size.parse_zoom(value) if value else None
 
@@ -67,7 +67,7 @@ def env_size_cmd(program: tuple[str, ...], resume: str | None, discard_bad: bool
     perflab sweep env-size --aslr off --step 2 --repeat 20 -o env-size.parquet --plot env-size.png
     perflab sweep env-size --aslr off -- ./my_benchmark --flag
     """
-    from perflab import env_size
+    from perflab.lab import env_size
 
     named = bool(output or resume)
     output, resuming = record_path(output, resume, "env-size")
@@ -91,7 +91,10 @@ def _report(
     as_json: bool,
 ) -> None:
     """Summary, status counts and windows: as tables, or as one JSON document."""
-    from perflab import alias_counters, env_size, plot, results, windows
+    from perflab.analysis import plot
+    from perflab.engine import results
+    from perflab.lab import env_size
+    from perflab.lab.env_size import alias_counters, windows
 
     value = env_size.value_column(df)
     summary = env_size.summarize(df, value)
@@ -189,7 +192,8 @@ def _fleet(
     as_json: bool,
 ) -> None:
     """The same sweep on every host of a Dask cluster, in blocks of sizes, journaled by host."""
-    from perflab import env_size, machine
+    from perflab.lab import env_size
+    from perflab.system import machine
 
     points = env_size.campaign_points(params["min_size"], params["max_size"], params["step"])
     options = {key: v for key, v in params.items() if key != "min_size"}
@@ -211,7 +215,8 @@ def _fleet(
 
 def _lanes_json(df: pd.DataFrame, k: float) -> dict:
     """A parallel sweep's per-CPU windows and interference check, for --json."""
-    from perflab import env_size, results
+    from perflab.engine import results
+    from perflab.lab import env_size
 
     if "cpu" not in df:
         return {}
@@ -223,11 +228,12 @@ def _lanes_json(df: pd.DataFrame, k: float) -> dict:
 
 def _report_lanes(df: pd.DataFrame, k: float) -> None:
     """A parallel sweep: the windows per CPU and pooled, then parallel vs sequential runs."""
-    from perflab import env_size, parallel, results
+    from perflab.engine import lanes, results
+    from perflab.lab import env_size
 
     if "cpu" not in df:
         return
     click.echo()
     table(env_size.per_cpu_windows(df, k), "{:,.0f}", title="per CPU (all: pooled)")
-    for line in parallel.describe(results.metadata(df).get("interference", {})):
+    for line in lanes.describe(results.metadata(df).get("interference", {})):
         click.echo(line)

@@ -23,7 +23,7 @@ from perflab.cli.common import (
     run_controls,
     table,
 )
-from perflab.plans.link_order import Plan
+from perflab.lab.plans.link_order import Plan
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,7 +65,7 @@ def link_order_cmd(objects_flag: bool, cflags: str, resume: str | None, discard_
     perflab sweep link-order --objects a.o b.o c.o --cc gcc --ldflags -lm --permutations 6
     perflab sweep link-order --objects a.o b.o --link-cmd 'gcc {objects} -o {output}'
     """
-    from perflab import link_order
+    from perflab.lab import link_order
 
     if objects_flag and not objects:
         raise click.BadParameter("--objects needs object files after it", param_hint="--objects")
@@ -92,8 +92,10 @@ def _short(names: str) -> str:
 
 def _report(df: pd.DataFrame, output: str, plot_path: str | None, as_json: bool) -> None:
     """Per-order summary, spread and the alignment features: as tables, or one JSON document."""
-    from perflab import link_order, plot, results
-    from perflab.childruns import status_counts
+    from perflab.analysis import plot
+    from perflab.engine import results
+    from perflab.engine.childruns import status_counts
+    from perflab.lab import link_order
 
     if not (df["status"] == "ok").any():
         raise click.ClickException(

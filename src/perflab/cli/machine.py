@@ -12,7 +12,7 @@ def machine_cmd(as_json):
     """CPU, topology, caches, clocks, ASLR, counters, and the conditions that spoil timing."""
     import pandas as pd
 
-    from perflab import machine
+    from perflab.system import machine
 
     rep = machine.report()
     if as_json:

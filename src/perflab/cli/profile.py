@@ -17,7 +17,7 @@ from perflab.cli.common import (
     table,
 )
 from perflab.errors import Stopped
-from perflab.plans import defaults
+from perflab.lab.plans import defaults
 
 
 def _progress():
@@ -115,7 +115,8 @@ def profile_cmd(
     (130 at Ctrl-C: the program killed, its profile up to then kept). `perflab profile
     --workload mutex --threads 4 --samples`: the built-in lock contention, profiled by symbol
     too."""
-    from perflab import profile, results
+    from perflab.engine import results
+    from perflab.lab import profile
 
     check_paths(output, plot_path)
     stopped = None
@@ -183,7 +184,8 @@ def _command(command, workload, threads) -> list[str]:
                 "Missing argument COMMAND: perflab profile -- PROGRAM ARGS, or --workload"
             )
         return list(command)
-    from perflab import contention, machine
+    from perflab.lab import contention
+    from perflab.system import machine
 
     return contention.command(workload, threads or max(2, len(machine.usable_cpus())))
 
@@ -204,7 +206,7 @@ def _sigterm_stops():
 
 
 def _print(df, over, meta) -> None:
-    from perflab import profile
+    from perflab.lab import profile
 
     ended = (
         "killed at the timeout" if over["timed_out"]
@@ -239,7 +241,7 @@ def _print(df, over, meta) -> None:
 def _samples_json(df, meta) -> dict:
     if "samples_note" not in meta:
         return {}
-    from perflab import perfsamples
+    from perflab.system import perfsamples
 
     sampled = perfsamples.frame(df)
     return {
@@ -252,7 +254,7 @@ def _print_samples(df, meta) -> None:
     """Each thread's hottest symbols (perf report -T --tid, for every thread at once)."""
     if "samples_note" not in meta:
         return
-    from perflab import perfsamples
+    from perflab.system import perfsamples
 
     sampled = perfsamples.frame(df)
     click.echo(f"CPU samples per thread and symbol: {meta['samples_note']}")

@@ -1,13 +1,17 @@
 """`perflab report` and `perflab diff`: saved results read back, and two of them compared."""
 
-import sys
-from pathlib import Path
-
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import check_paths, emit_json, records, table
-from perflab.errors import PerflabError
+from perflab.cli.common import (
+    check_paths,
+    emit_json,
+    export_options,
+    export_path,
+    records,
+    table,
+    write_export,
+)
 
 
 class ReportGroup(click.Group):
@@ -17,43 +21,6 @@ class ReportGroup(click.Group):
         if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
             args = ["show", *args]
         return super().parse_args(ctx, args)
-
-
-def _export_path(path: str | None, suffix: str) -> str | None:
-    """An export path ('-' for stdout) checked before any work: suffix and directory."""
-    if path is None or path == "-":
-        return path
-    p = Path(path)
-    if p.suffix != suffix:
-        raise PerflabError(f"{p}: expected a {suffix} file")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise PerflabError(f"{p}: directory {parent} does not exist")
-    return path
-
-
-def _write(path: str | None, render) -> None:
-    """Render only when asked: a page draws its figure."""
-    if path == "-":
-        sys.stdout.write(render())
-    elif path:
-        Path(path).write_text(render(), encoding="utf-8")
-
-
-def export_options(func):
-    """--md FILE and --html FILE ('-': stdout), checked before the files are read."""
-    func = click.option(
-        "--html",
-        "html_path",
-        metavar="FILE",
-        help="Write one self-contained page (figure embedded) to FILE.html; opens offline.",
-    )(func)
-    return click.option(
-        "--md",
-        "md_path",
-        metavar="FILE",
-        help="Write GitHub Markdown tables to FILE.md ('-': stdout), to paste into a PR.",
-    )(func)
 
 
 @cli.group(cls=ReportGroup)
@@ -76,15 +43,15 @@ def show_cmd(path, as_json, plot_path, md_path, html_path):
     perflab report sweep.parquet --md - >> pr.md
     perflab report sweep.parquet --html sweep.html
     """
-    from perflab import exports, reports
+    from perflab.reports import exporters, report
 
     check_paths(None, plot_path)
-    md_path, html_path = _export_path(md_path, ".md"), _export_path(html_path, ".html")
-    r = reports.report(path)
+    md_path, html_path = export_path(md_path, ".md"), export_path(html_path, ".html")
+    r = report.report(path)
     if plot_path:
         r.plot(plot_path)
-    _write(md_path, lambda: exports.report_markdown(r))
-    _write(html_path, lambda: exports.report_html(r))
+    write_export(md_path, lambda: exporters.report_markdown(r))
+    write_export(html_path, lambda: exporters.report_html(r))
     if "-" in (md_path, html_path):
         return
     if as_json:
@@ -113,66 +80,7 @@ def show_cmd(path, as_json, plot_path, md_path, html_path):
             table(t.display, t.floatfmt, title=t.title)
     click.echo("\nmeasured on:")
     for k, v in r.conditions().items():
-        click.echo(f"  {k}: {exports.cell(v)}")
-    for done, what in ((plot_path, "plot"), (md_path, "markdown"), (html_path, "page")):
-        if done:
-            click.echo(f"{what}: {done}")
-
-
-@cli.command("diff")
-@click.argument("before", type=click.Path(dir_okay=True))
-@click.argument("after", type=click.Path(dir_okay=True))
-@click.option(
-    "--confidence",
-    default=0.95,
-    show_default=True,
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Level that holds for all points together (each point's interval is wider).",
-)
-@click.option(
-    "--intersect", is_flag=True, help="Compare the parameter values both files have, not refuse."
-)
-@click.option("--all", "show_all", is_flag=True, help="Print every point, not only the changed.")
-@click.option("--json", "as_json", is_flag=True, help="Print the verdict and every point as JSON.")
-@click.option(
-    "--plot",
-    "plot_path",
-    type=click.Path(dir_okay=False),
-    help="Draw the ratio along the parameter, its interval as a band, to FILE.",
-)
-@export_options
-def diff_cmd(before, after, confidence, intersect, show_all, as_json, plot_path, md_path,
-             html_path):  # fmt: skip
-    """What changed from BEFORE to AFTER, two results of one experiment: per parameter value,
-    after/before of the medians with an interval, changes flagged where it excludes 1.
-
-    \b
-    perflab diff main.parquet branch.parquet --plot diff.png
-    perflab diff old.parquet new.parquet --md - >> pr.md
-    """
-    from perflab import diffs, exports
-
-    check_paths(None, plot_path)
-    md_path, html_path = _export_path(md_path, ".md"), _export_path(html_path, ".html")
-    d = diffs.diff(before, after, confidence, intersect)
-    if plot_path:
-        d.plot(plot_path)
-    _write(md_path, lambda: exports.diff_markdown(d, d.table if show_all else None))
-    _write(html_path, lambda: exports.diff_html(d))
-    if "-" in (md_path, html_path):
-        return
-    if as_json:
-        emit_json({**diffs.summary_values(d), "points_table": records(d.table)})
-        return
-    for w in d.warnings:
-        click.echo(f"warning: {w}", err=True)
-    for n in d.notes:
-        click.echo(n)
-    shown = d.table if show_all else d.flagged
-    if len(shown):
-        level = d.table.attrs["level"]
-        table(shown, "{:,.3f}", title=f"after/before of median {d.value} ({level:.4%} per point)")
-    click.echo(d.verdict)
+        click.echo(f"  {k}: {exporters.cell(v)}")
     for done, what in ((plot_path, "plot"), (md_path, "markdown"), (html_path, "page")):
         if done:
             click.echo(f"{what}: {done}")
@@ -198,7 +106,8 @@ def diff_cmd(before, after, confidence, intersect, show_all, as_json, plot_path,
 )
 def hosts_cmd(path, value, where, as_json, plot_path):
     """Per-host spread of a campaign: medians, fleet distribution, outlier hosts."""
-    from perflab import fleet, results
+    from perflab.engine import results
+    from perflab.reports import fleet
 
     check_paths(None, plot_path)
     df = results.load(path)

@@ -1,0 +1,1 @@
+"""What results mean: robust statistics, disturbance rules and the figure style."""

@@ -1,0 +1,71 @@
+"""One gnuplot-like matplotlib style for every figure: boxed axes, inward ticks, log scales.
+
+Figures are built with matplotlib's object API and changed by no global setting: importing or
+drawing never touches the backend or rcParams, so a notebook keeps its inline backend, and a
+file is written through the figure's own canvas (no display needed). matplotlib itself is
+imported by the first figure, not by `import perflab.plot`, so the CLI starts fast.
+"""
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from perflab.analysis.style import COLORS as COLORS
+from perflab.analysis.style import DPI as DPI
+from perflab.analysis.style import FORMATS as FORMATS
+from perflab.analysis.style import STYLE as STYLE
+from perflab.analysis.style import png as png
+from perflab.analysis.style import style as style
+from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def check_plot_path(path: str | os.PathLike) -> Path:
+    """Refuse, before measuring, a plot path with an unknown format or an unwritable directory."""
+    p = Path(path)
+    if p.suffix not in FORMATS:
+        raise PerflabError(
+            f"{p}: unknown plot format {p.suffix!r}; use one of {', '.join(FORMATS)}"
+        )
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise PerflabError(f"{p}: directory {parent} does not exist or is not writable")
+    return p
+
+
+def figure(nrows: int = 1, ncols: int = 1, *, figsize: Any = None, **subplots: Any):
+    """A figure and its axes in perflab's style; not registered with pyplot, so nothing leaks.
+
+    The figure shows inline when it is a notebook cell's value or passed to display().
+    """
+    from perflab.analysis.inline import InlineFigure
+
+    with style():
+        fig = InlineFigure(figsize=figsize)
+        return fig, fig.subplots(nrows, ncols, **subplots)
+
+
+def log_axes(ax, x: bool = False, y: bool = True) -> None:
+    """Log scales for quantities that span decades, with plain-number tick labels on x."""
+    if x:
+        ax.set_xscale("log", base=2)
+    if y:
+        ax.set_yscale("log")
+
+
+def save(
+    fig: "Figure", path: str | os.PathLike | None = None, title: str | None = None
+) -> "Figure":
+    """Title and lay out the figure, write it when a path is given (format from the suffix).
+
+    Returns the figure, so an experiment's plot() can hand it on to a notebook.
+    """
+    if title:
+        fig.suptitle(title)
+    with style():
+        fig.tight_layout()
+        if path is not None:
+            fig.savefig(check_plot_path(path))
+    return fig

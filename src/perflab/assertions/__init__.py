@@ -1,0 +1,1 @@
+"""Performance claims decided by statistics, and the pytest plugin that offers them."""

@@ -1,0 +1,534 @@
+"""Performance assertions decided by statistics on interleaved runs, not by wall-clock thresholds.
+
+Runs grow in rounds (20, 40, 80, ... per side) until a confidence interval decides the claim
+or the budget (seconds and runs) is spent; an undecided claim fails as inconclusive. The
+intervals are distribution-free (order statistics of each side's median, ties included) and
+widened by the timer step per call: a bootstrap of medians collapses to a point on quantized
+samples (20-tick TSC steps) and then declares one-step differences between identical code.
+Looking after every round would inflate the false-claim rate, so each look uses the interval
+at level 1 - (1 - confidence) / looks, looks being the most rounds the runs budget allows
+(Bonferroni): the whole sequential test keeps its error rate below 1 - confidence.
+Between two distinct C functions the ratio's interval is also widened by LAYOUT_ALLOWANCE:
+their relative speed depends on where their code lies, which no run count averages away.
+"""
+
+import contextlib
+import fcntl
+import math
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perflab.analysis import stats
+from perflab.engine import timing
+from perflab.errors import PerflabError
+
+DEFAULT_CONFIDENCE = 0.95
+FIRST_ROUND = 20
+MIN_ROUND = 5
+DISTURBED = 1.5
+LOCK_PATH = Path(tempfile.gettempdir()) / "perflab-measure.lock"
+# Two distinct C functions with identical code ran up to 2.6 % apart for a whole assertion
+# on an AMD EPYC guest (either one faster, the sign changing over minutes, the same in
+# fresh processes and in fresh copies of their library): a ratio between distinct C
+# functions is only claimed beyond this share. Set it to 0 to trust code placement.
+LAYOUT_ALLOWANCE = 0.03
+
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one assertion may spend: wall seconds and runs (samples) per side."""
+
+    seconds: float = 5.0
+    runs: int = 2000
+
+    @classmethod
+    def parse(cls, text: str) -> "Budget":
+        """'2s', '500', '500runs', '2s,500': unset parts keep their defaults."""
+        seconds, runs = cls.seconds, cls.runs
+        for part in filter(None, (p.strip() for p in str(text).split(","))):
+            m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)\s*(s|runs)?", part)
+            if not m:
+                raise PerflabError(
+                    f"bad budget {part!r}: use SECONDS followed by 's' and/or a number of runs, "
+                    "e.g. '2s', '500runs' or '2s,500'"
+                )
+            if m[2] == "s":
+                seconds = float(m[1])
+            else:
+                runs = int(float(m[1]))
+        return cls(seconds=seconds, runs=runs)
+
+    def __post_init__(self) -> None:
+        if self.seconds <= 0 or self.runs < FIRST_ROUND:
+            raise PerflabError(
+                f"budget {self} is too small: need seconds > 0 and at least {FIRST_ROUND} runs"
+            )
+
+    def looks(self) -> int:
+        """The most rounds (and so decisions) the runs budget allows when runs double."""
+        return 1 + math.ceil(math.log2(self.runs / FIRST_ROUND))
+
+    def __str__(self) -> str:
+        return f"{self.seconds:g}s,{self.runs}runs"
+
+
+BudgetLike = Budget | str | None
+
+
+def as_budget(budget: BudgetLike) -> Budget:
+    """Accept a Budget, its text form, or None for the default."""
+    if budget is None:
+        return Budget()
+    return budget if isinstance(budget, Budget) else Budget.parse(budget)
+
+
+@contextlib.contextmanager
+def measuring_lock(path: Path = LOCK_PATH) -> Iterator[float]:
+    """Hold the machine-wide lock that keeps perf measurements (pytest-xdist workers, other
+    sessions) from running at the same time; yields the seconds spent waiting for it."""
+    t0 = time.monotonic()
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError:
+        # Created by another user under their umask: flock works on a read-only descriptor.
+        fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield time.monotonic() - t0
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a perf assertion measured and decided: medians, ratio, its CI, runs, verdict."""
+
+    assertion: str
+    claim: str
+    verdict: str
+    reason: str
+    roles: tuple[str, ...]
+    names: tuple[str, ...]
+    medians: tuple[float, ...]
+    estimate: float
+    ci: tuple[float, float]
+    threshold: float
+    confidence: float
+    level: float
+    runs: int
+    rounds: int
+    calls: tuple[int, ...]
+    overheads: tuple[float, ...]
+    resolutions: tuple[float, ...]
+    step: int
+    allowance: float
+    seconds: float
+    lock_wait: float
+    budget: str
+    disturbed: tuple[float, ...]
+    load: float
+    samples: tuple[np.ndarray, ...] = field(repr=False, compare=False)
+    raw: tuple[np.ndarray, ...] = field(repr=False, compare=False)
+    round_of: np.ndarray = field(repr=False, compare=False)
+    cpu: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
+    lanes: tuple[int, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == PASS
+
+    @property
+    def ratio(self) -> float | None:
+        """The ratio of medians a two-target comparison decided on (None for ticks_below)."""
+        return self.estimate if len(self.roles) == 2 else None
+
+    def summary(self) -> dict[str, Any]:
+        """Plain numbers, for test reports and the saved file's metadata."""
+        return {
+            "assertion": self.assertion,
+            "verdict": self.verdict,
+            "claim": self.claim,
+            **{f"{r}_name": n for r, n in zip(self.roles, self.names, strict=True)},
+            **{f"{r}_median_ticks": m for r, m in zip(self.roles, self.medians, strict=True)},
+            "estimate": self.estimate,
+            "ratio": self.ratio,
+            "ci_lo": self.ci[0],
+            "ci_hi": self.ci[1],
+            "threshold": self.threshold,
+            "confidence": self.confidence,
+            "level": self.level,
+            "runs": self.runs,
+            "timer_step_ticks": self.step,
+            "layout_allowance": self.allowance,
+            **{f"{r}_resolution": q for r, q in zip(self.roles, self.resolutions, strict=True)},
+            "rounds": self.rounds,
+            "seconds": self.seconds,
+            "budget": self.budget,
+            **{f"{r}_disturbed": d for r, d in zip(self.roles, self.disturbed, strict=True)},
+            "load": self.load,
+            "jobs": max(len(self.lanes), 1),
+            "lane_cpus": list(self.lanes),
+        }
+
+    def table(self) -> str:
+        """The readable report a failing assertion prints."""
+        head = f"perflab.{self.assertion}: {self.verdict.upper()} - {self.reason}"
+        lines = [head, f"claim: {self.claim} at {self.confidence:.0%} confidence"]
+        width = max(len(n) for n in self.names) + 2
+        lines.append(
+            f"  {'role':<10}{'target':<{width}}{'median ticks/call':>18}"
+            f"{'+/- step/call':>14}{'calls/run':>11}{'overhead/call':>15}{'runs':>7}"
+        )
+        for role, name, med, res, calls, ovh in zip(
+            self.roles,
+            self.names,
+            self.medians,
+            self.resolutions,
+            self.calls,
+            self.overheads,
+            strict=True,
+        ):
+            lines.append(
+                f"  {role:<10}{name:<{width}}{med:>18.1f}{res:>14.3g}{calls:>11}{ovh:>15.1f}"
+                f"{self.runs:>7}"
+            )
+        what = "ratio" if len(self.roles) == 2 else "median"
+        lines.append(
+            f"  {what} {self.estimate:.4g}, {self.level:.2%} CI [{self.ci[0]:.4g}, "
+            f"{self.ci[1]:.4g}] vs threshold {self.threshold:.4g}"
+        )
+        lines.append(
+            f"  basis: order-statistic interval of each median, widened by one timer step "
+            f"({self.step} ticks) per run"
+            + (
+                f", and by the layout allowance {self.allowance:.1%} (distinct C functions)"
+                if self.allowance
+                else ""
+            )
+        )
+        lines.append(
+            f"  {self.rounds} round(s), {self.runs} runs per target, {self.seconds:.2f} s, "
+            f"budget {self.budget}"
+            + (
+                f", waited {self.lock_wait:.2f} s for other perf tests"
+                if self.lock_wait > 0.1
+                else ""
+            )
+        )
+        shares = ", ".join(
+            f"{role} {share:.0%}" for role, share in zip(self.roles, self.disturbed, strict=True)
+        )
+        lines.append(
+            f"  runs over {DISTURBED}x the target's fastest: {shares}; "
+            f"load average {self.load:.1f} on {os.cpu_count()} CPUs"
+        )
+        if self.lanes and self.cpu:
+            lines.append(f"  side by side, one child per CPU {', '.join(map(str, self.lanes))}; "
+                         f"median per CPU: {self._per_cpu()}")  # fmt: skip
+        if self.verdict == INCONCLUSIVE:
+            lines.append(
+                "  the budget ran out before the interval decided: raise --perflab-budget, "
+                "lower --perflab-confidence, or quieten the machine"
+            )
+        return "\n".join(lines)
+
+    def _per_cpu(self) -> str:
+        """Each role's median ticks per call on each lane CPU: a CPU that favours one is seen."""
+        parts = []
+        for role, s, cpu in zip(self.roles, self.samples, self.cpu, strict=True):
+            meds = [f"{c}: {np.median(s[cpu == c]):.1f}" for c in self.lanes if (cpu == c).any()]
+            parts.append(f"{role} " + ", ".join(meds))
+        return "; ".join(parts)
+
+    def frame(self) -> pd.DataFrame:
+        """Tidy rows, one per run of each target: raw ticks per run and net ticks per call."""
+        parts = []
+        for i, role in enumerate(self.roles):
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "assertion": self.assertion,
+                        "role": role,
+                        "target": self.names[i],
+                        "rep": np.arange(self.runs),
+                        "round": self.round_of,
+                        "cpu": self.cpu[i] if self.cpu else timing.NOT_PINNED,
+                        "calls": self.calls[i],
+                        "ticks": self.raw[i],
+                        "ticks_per_call": self.samples[i],
+                        "verdict": self.verdict,
+                    }
+                )
+            )
+        return pd.concat(parts, ignore_index=True)
+
+
+class PerfAssertionError(AssertionError):
+    """A perf claim that failed or could not be decided; carries the Comparison."""
+
+    def __init__(self, comparison: Comparison) -> None:
+        super().__init__(comparison.table())
+        self.comparison = comparison
+
+
+# A statistic maps the per-call samples to (estimate, lo, hi) at a level; a decision maps
+# the interval to a verdict (PASS/FAIL decided, None undecided) and the reason in words.
+Statistic = Callable[[list[np.ndarray], float, list[float]], tuple[float, float, float]]
+Decision = Callable[[float, float], tuple[str | None, str]]
+
+
+def _measure(
+    targets: Sequence[timing.Target],
+    statistic: Statistic,
+    decide: Decision,
+    budget: Budget,
+    confidence: float,
+    allowance: float = 0.0,
+) -> dict[str, Any]:
+    """Rounds of interleaved runs until decide() returns a verdict or the budget is spent;
+    a ratio's interval is widened by the share `allowance` each way before deciding."""
+    if not 0 < confidence < 1:
+        raise PerflabError(f"confidence must be between 0 and 1, not {confidence}")
+    level = 1 - (1 - confidence) / budget.looks()
+    raws: list[list[np.ndarray]] = [[] for _ in targets]
+    nets: list[list[np.ndarray]] = [[] for _ in targets]
+    cpus: list[list[np.ndarray]] = [[] for _ in targets]
+    rounds, total, size, last = 0, 0, FIRST_ROUND, False
+    with measuring_lock() as waited:
+        t0 = time.monotonic()
+        timing.calibrate(*targets)
+        while True:
+            if len(targets) == 2:
+                ra, na, ca, rb, nb, cb = timing.sample_pair_tagged(targets[0], targets[1], size)
+                got = [(ra, na, ca), (rb, nb, cb)]
+            else:
+                got = [timing.sample_tagged(targets[0], size)]
+            for i, (raw, net, cpu) in enumerate(got):
+                raws[i].append(raw)
+                nets[i].append(net)
+                cpus[i].append(cpu)
+            rounds, total = rounds + 1, total + size
+            samples = [np.concatenate(n) for n in nets]
+            est, lo, hi = statistic(samples, level, [t.resolution for t in targets])
+            lo, hi = lo / (1 + allowance), hi * (1 + allowance)
+            verdict, reason = decide(lo, hi)
+            elapsed = time.monotonic() - t0
+            if verdict is not None:
+                break
+            size = min(total, budget.runs - total)
+            affordable = int((budget.seconds - elapsed) * total / max(elapsed, 1e-9))
+            if affordable < size:
+                size, last = affordable, True
+            if size <= 0 or (last and size < MIN_ROUND):
+                verdict = INCONCLUSIVE
+                reason = f"{reason}; budget spent ({total} runs, {elapsed:.2f} s) before deciding"
+                break
+    round_of = np.concatenate([np.full(len(r), i) for i, r in enumerate(raws[0])])
+    return dict(
+        samples=tuple(samples),
+        raw=tuple(np.concatenate(r) for r in raws),
+        cpu=tuple(np.concatenate(c) for c in cpus),
+        round_of=round_of,
+        estimate=est,
+        ci=(lo, hi),
+        level=level,
+        verdict=verdict,
+        reason=reason,
+        rounds=rounds,
+        runs=total,
+        seconds=elapsed,
+        lock_wait=waited,
+        allowance=allowance,
+    )
+
+
+def _ratio(
+    samples: list[np.ndarray], level: float, resolutions: list[float]
+) -> tuple[float, float, float]:
+    """median(second)/median(first) with its interval (stats.ratio_interval)."""
+    first, second = samples
+    for x in samples:
+        if np.median(x) <= 0:
+            raise PerflabError(
+                "a target's median is <= 0 ticks per call once the call overhead is "
+                "subtracted: it does too little to compare; give it more work per call"
+            )
+    return stats.ratio_interval(first, second, level, tuple(resolutions))
+
+
+def _median(
+    samples: list[np.ndarray], level: float, resolutions: list[float]
+) -> tuple[float, float, float]:
+    return stats.median_interval(samples[0], level, resolutions[0])
+
+
+def _below(threshold: float, what: str) -> Decision:
+    """PASS when the interval lies below threshold, FAIL when above."""
+
+    def decide(lo: float, hi: float) -> tuple[str | None, str]:
+        if hi < threshold:
+            return PASS, f"{what} is below {threshold:.4g} (CI upper bound {hi:.4g})"
+        if lo > threshold:
+            return FAIL, f"{what} is above {threshold:.4g} (CI lower bound {lo:.4g})"
+        return None, f"CI [{lo:.4g}, {hi:.4g}] still contains {threshold:.4g}"
+
+    return decide
+
+
+def _above(threshold: float, what: str) -> Decision:
+    """PASS when the interval lies above threshold, FAIL when below."""
+
+    def decide(lo: float, hi: float) -> tuple[str | None, str]:
+        if lo > threshold:
+            return PASS, f"{what} is above {threshold:.4g} (CI lower bound {lo:.4g})"
+        if hi < threshold:
+            return FAIL, f"{what} is below {threshold:.4g} (CI upper bound {hi:.4g})"
+        return None, f"CI [{lo:.4g}, {hi:.4g}] still contains {threshold:.4g}"
+
+    return decide
+
+
+def _disturbed(raw: np.ndarray) -> float:
+    """Share of runs slower than DISTURBED times the fastest: preempted, interrupted, stolen."""
+    return float(np.mean(raw > DISTURBED * raw.min()))
+
+
+def _record(
+    assertion: str,
+    claim: str,
+    roles: tuple[str, ...],
+    targets: Sequence[timing.Target],
+    threshold: float,
+    budget: Budget,
+    confidence: float,
+    out: dict[str, Any],
+) -> Comparison:
+    return Comparison(
+        lanes=getattr(targets[0], "lanes", ()),
+        disturbed=tuple(_disturbed(r) for r in out["raw"]),
+        load=os.getloadavg()[0],
+        assertion=assertion,
+        claim=claim,
+        roles=roles,
+        names=tuple(t.name for t in targets),
+        medians=tuple(float(np.median(s)) for s in out["samples"]),
+        calls=tuple(t.calls for t in targets),
+        overheads=tuple(t.overhead for t in targets),
+        resolutions=tuple(t.resolution for t in targets),
+        step=timing.timer_step(),
+        threshold=threshold,
+        confidence=confidence,
+        budget=str(budget),
+        **out,
+    )
+
+
+def check_faster(
+    fast: Any,
+    slow: Any,
+    min_ratio: float = 1.0,
+    confidence: float = DEFAULT_CONFIDENCE,
+    budget: BudgetLike = None,
+) -> Comparison:
+    """Decide whether median(slow)/median(fast) > min_ratio, without raising."""
+    budget = as_budget(budget)
+    targets = (timing.as_target(fast), timing.as_target(slow))
+    claim = f"median(slow)/median(fast) > {min_ratio:g}"
+    allowance = LAYOUT_ALLOWANCE if timing.distinct_code(*targets) else 0.0
+    out = _measure(targets, _ratio, _above(min_ratio, "slow/fast"), budget, confidence, allowance)
+    return _record(
+        "assert_faster", claim, ("fast", "slow"), targets, min_ratio, budget, confidence, out
+    )
+
+
+def check_no_slower(
+    candidate: Any,
+    baseline: Any,
+    tolerance: float = 0.05,
+    confidence: float = DEFAULT_CONFIDENCE,
+    budget: BudgetLike = None,
+) -> Comparison:
+    """Decide whether median(candidate)/median(baseline) < 1 + tolerance, without raising."""
+    if tolerance < 0:
+        raise PerflabError(f"tolerance must be >= 0, not {tolerance}")
+    budget = as_budget(budget)
+    targets = (timing.as_target(baseline), timing.as_target(candidate))
+    limit = 1 + tolerance
+    claim = f"median(candidate)/median(baseline) < {limit:g}"
+    allowance = LAYOUT_ALLOWANCE if timing.distinct_code(*targets) else 0.0
+    out = _measure(
+        targets, _ratio, _below(limit, "candidate/baseline"), budget, confidence, allowance
+    )
+    return _record(
+        "assert_no_slower",
+        claim,
+        ("baseline", "candidate"),
+        targets,
+        limit,
+        budget,
+        confidence,
+        out,
+    )
+
+
+def check_ticks_below(
+    fn: Any, limit: float, confidence: float = DEFAULT_CONFIDENCE, budget: BudgetLike = None
+) -> Comparison:
+    """Decide whether fn's median net ticks per call is below limit, without raising."""
+    budget = as_budget(budget)
+    targets = (timing.as_target(fn),)
+    claim = f"median ticks per call < {limit:g}"
+    out = _measure(targets, _median, _below(limit, "median ticks/call"), budget, confidence)
+    return _record(
+        "assert_ticks_below", claim, ("target",), targets, limit, budget, confidence, out
+    )
+
+
+def _enforce(comparison: Comparison) -> Comparison:
+    __tracebackhide__ = True
+    if not comparison.passed:
+        raise PerfAssertionError(comparison)
+    return comparison
+
+
+def assert_faster(
+    fast: Any,
+    slow: Any,
+    min_ratio: float = 1.0,
+    confidence: float = DEFAULT_CONFIDENCE,
+    budget: BudgetLike = None,
+) -> Comparison:
+    """Pass only when the CI of median(slow)/median(fast) lies entirely above min_ratio."""
+    __tracebackhide__ = True
+    return _enforce(check_faster(fast, slow, min_ratio, confidence, budget))
+
+
+def assert_no_slower(
+    candidate: Any,
+    baseline: Any,
+    tolerance: float = 0.05,
+    confidence: float = DEFAULT_CONFIDENCE,
+    budget: BudgetLike = None,
+) -> Comparison:
+    """Pass only when the CI of median(candidate)/median(baseline) lies below 1 + tolerance."""
+    __tracebackhide__ = True
+    return _enforce(check_no_slower(candidate, baseline, tolerance, confidence, budget))
+
+
+def assert_ticks_below(
+    fn: Any, limit: float, confidence: float = DEFAULT_CONFIDENCE, budget: BudgetLike = None
+) -> Comparison:
+    """Pass only when the CI of fn's median net ticks per call lies below limit."""
+    __tracebackhide__ = True
+    return _enforce(check_ticks_below(fn, limit, confidence, budget))

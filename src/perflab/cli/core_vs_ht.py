@@ -1,0 +1,88 @@
+"""`perflab run core-vs-ht`: DjiBee's one thread, then two, per placement."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from perflab.cli import run
+from perflab.cli.common import (
+    busy_hint,
+    check_paths,
+    emit_json,
+    interference_options,
+    output_options,
+    priority,
+    progressbar,
+    records,
+    table,
+    warnings_to_stderr,
+)
+from perflab.lab.plans import threads as plan
+
+if TYPE_CHECKING:
+    pass
+
+
+@run.command("core-vs-ht")
+@click.option(
+    "-l",
+    "--loops",
+    default=plan.DEFAULT_LOOPS,
+    show_default=True,
+    type=click.IntRange(1),
+    help=f"Loops of {plan.LOOP_FACTOR} iterations per thread (the post used "
+    f"{plan.POST_LOOPS}: ~10.7 s per thread on its i5).",
+)
+@click.option(
+    "-p",
+    "cpus",
+    multiple=True,
+    type=int,
+    help="CPU for thread 1, then thread 2 (up to two, as the post); none: the placement matrix.",
+)
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1), help="Runs.")
+@interference_options
+@output_options
+def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_json, plot_path):
+    """1 thread, then 2 released together: CPU and wall time per placement (cputime_core_vs_ht)."""
+    from perflab.engine import results
+    from perflab.lab import threads
+    from perflab.lab.threads import core_vs_ht
+    from perflab.system import machine
+
+    if len(cpus) > 2:
+        raise click.BadParameter("at most two -p CPUs, as in the post", param_hint="-p")
+    if cpus:
+        machine.check_cpus(cpus)
+    check_paths(output, plot_path)
+    runs = repeat * (1 if cpus else sum(p.available for p in threads.placements()))
+    with warnings_to_stderr(), progressbar(runs, "core-vs-ht") as bar:
+        df = core_vs_ht.run(
+            loops, cpus, repeat, priority(nice, rt, rt_limit), perturb, progress=bar.update
+        )
+    summary = core_vs_ht.summarize(df)
+    if output:
+        results.save(df, output)
+    if plot_path:
+        core_vs_ht.plot(df, plot_path)
+    if as_json:
+        runs_text = [line for _, line in core_vs_ht.post_lines(df, loops)]
+        emit_json({"runs": runs_text, "placements": records(summary)})
+        return
+    lines = core_vs_ht.post_lines(df, loops)
+    if cpus:
+        for _, line in lines:
+            click.echo(line)
+        busy_hint(summary["wall_ms_1"].iloc[0] / summary["cpu_ms_1"].iloc[0], rt)
+        return
+    for p in core_vs_ht.placements():
+        click.echo(f"# {p.name}: {p.label}")
+        for name, line in lines:
+            if name == p.name:
+                click.echo(line)
+    click.echo()
+    table(summary, title="per placement (ms; ratio = 2 threads / 1 thread)")
+    ran = summary.dropna(subset=["cpu_ms_1"])
+    busy_hint((ran["wall_ms_1"] / ran["cpu_ms_1"]).median(), rt)

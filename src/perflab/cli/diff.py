@@ -1,0 +1,73 @@
+"""`perflab diff`: what changed from one saved result to another, with intervals."""
+
+import click
+
+from perflab.cli import cli
+from perflab.cli.common import (
+    check_paths,
+    emit_json,
+    export_options,
+    export_path,
+    records,
+    table,
+    write_export,
+)
+
+
+@cli.command("diff")
+@click.argument("before", type=click.Path(dir_okay=True))
+@click.argument("after", type=click.Path(dir_okay=True))
+@click.option(
+    "--confidence",
+    default=0.95,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="Level that holds for all points together (each point's interval is wider).",
+)
+@click.option(
+    "--intersect", is_flag=True, help="Compare the parameter values both files have, not refuse."
+)
+@click.option("--all", "show_all", is_flag=True, help="Print every point, not only the changed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict and every point as JSON.")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    help="Draw the ratio along the parameter, its interval as a band, to FILE.",
+)
+@export_options
+def diff_cmd(before, after, confidence, intersect, show_all, as_json, plot_path, md_path,
+             html_path):  # fmt: skip
+    """What changed from BEFORE to AFTER, two results of one experiment: per parameter value,
+    after/before of the medians with an interval, changes flagged where it excludes 1.
+
+    \b
+    perflab diff main.parquet branch.parquet --plot diff.png
+    perflab diff old.parquet new.parquet --md - >> pr.md
+    """
+    from perflab.reports import diff, exporters
+
+    check_paths(None, plot_path)
+    md_path, html_path = export_path(md_path, ".md"), export_path(html_path, ".html")
+    d = diff.diff(before, after, confidence, intersect)
+    if plot_path:
+        d.plot(plot_path)
+    write_export(md_path, lambda: exporters.diff_markdown(d, d.table if show_all else None))
+    write_export(html_path, lambda: exporters.diff_html(d))
+    if "-" in (md_path, html_path):
+        return
+    if as_json:
+        emit_json({**diff.summary_values(d), "points_table": records(d.table)})
+        return
+    for w in d.warnings:
+        click.echo(f"warning: {w}", err=True)
+    for n in d.notes:
+        click.echo(n)
+    shown = d.table if show_all else d.flagged
+    if len(shown):
+        level = d.table.attrs["level"]
+        table(shown, "{:,.3f}", title=f"after/before of median {d.value} ({level:.4%} per point)")
+    click.echo(d.verdict)
+    for done, what in ((plot_path, "plot"), (md_path, "markdown"), (html_path, "page")):
+        if done:
+            click.echo(f"{what}: {done}")

@@ -1,0 +1,150 @@
+"""`perflab run fauxplat`: FauxPlat/sec alone and under each perturbation."""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+import click
+
+from perflab.cli import run
+from perflab.cli.common import (
+    busy_hint,
+    campaign_verb,
+    check_paths,
+    cluster_options,
+    emit_json,
+    interference_options,
+    output_options,
+    priority,
+    progressbar,
+    record_path,
+    records,
+    resume_option,
+    table,
+    warnings_to_stderr,
+)
+from perflab.lab.plans import threads as plan
+
+if TYPE_CHECKING:
+    pass
+
+
+@run.command("fauxplat")
+@click.option(
+    "-l",
+    "--loops",
+    default=plan.DEFAULT_LOOPS,
+    show_default=True,
+    type=click.IntRange(1),
+    help=f"Loops of {plan.LOOP_FACTOR} per measurement (the post: {plan.POST_LOOPS}).",
+)
+@click.option("--repeat", default=5, show_default=True, type=click.IntRange(1), help="Repeats.")
+@click.option("--cpu", default=0, show_default=True, type=int, help="CPU the index runs on.")
+@click.option(
+    "--kernel",
+    type=click.Choice(plan.KERNEL_NAMES),
+    default="loop",
+    show_default=True,
+    help="loop is the post's index; stream over a cache-sized --size shows what cache@ does.",
+)
+@click.option(
+    "--size",
+    default=plan.DEFAULT_STREAM_BYTES,
+    show_default=True,
+    type=click.IntRange(8),
+    help="Buffer bytes for --kernel stream.",
+)
+@interference_options
+@output_options
+@cluster_options
+@resume_option
+def fauxplat_cmd(
+    resume,
+    loops,
+    repeat,
+    cpu,
+    kernel,
+    size,
+    perturb,
+    nice,
+    rt,
+    rt_limit,
+    output,
+    as_json,
+    plot_path,
+    cluster,
+    hosts,
+):
+    """FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: cpu, cache
+    and rt hogs on --cpu), with its spread and its change vs alone."""
+    from perflab.engine import results
+    from perflab.lab import threads
+    from perflab.lab.threads import fauxplat
+    from perflab.reports import fleet
+    from perflab.system import machine
+
+    machine.check_cpus([cpu])
+    check_paths(output, plot_path)
+    chosen = list(perturb) or threads.default_perturbations(cpu)
+    if cluster:
+        measure = functools.partial(
+            fauxplat.point,
+            loops=loops,
+            cpu=cpu,
+            perturb=chosen,
+            priority=priority(nice, rt, rt_limit),
+            kernel=kernel,
+            size=size,
+        )
+        points = [{"rep": r} for r in range(repeat)]
+        params = {
+            "loops": loops,
+            "loop_factor": threads.LOOP_FACTOR,
+            "nice": nice,
+            "rt": rt,
+            "rt_limit_s": rt_limit if rt else None,
+            "perturb": [str(p) for p in chosen],
+            "cpu": cpu,
+            "kernel": kernel,
+        }
+        record = record_path(output, resume, "fauxplat") if output or resume else (None, False)
+        df, out = campaign_verb(measure, points, cluster, hosts, record, params, "fauxplat",
+                                ("host", "rep", "condition"))  # fmt: skip
+        per_host = fleet.per_host(df[df["condition"] == "alone"], "fauxplat_per_s")
+        if as_json:
+            emit_json({"hosts": records(per_host), "missing": out.missing, "refused": out.refused})
+            return
+        table(
+            per_host[["host", "n", "median", "min", "max", "vs_fleet_pct", "outlier"]],
+            title="FauxPlat/sec alone, per host",
+        )
+        for m in out.missing:
+            click.echo(f"missing: {m}")
+        return
+    with warnings_to_stderr(), progressbar(repeat * (1 + len(chosen)), "fauxplat") as bar:
+        df = fauxplat.run(
+            loops,
+            repeat,
+            cpu,
+            chosen,
+            priority(nice, rt, rt_limit),
+            progress=bar.update,
+            kernel=kernel,
+            size=size,
+        )
+    summary = fauxplat.summarize(df)
+    if output:
+        results.save(df, output)
+    if plot_path:
+        fauxplat.plot(df, plot_path)
+    if as_json:
+        emit_json({"loops": loops, "cpu": cpu, "kernel": kernel, "fauxplat": records(summary)})
+        return
+    alone = summary.iloc[0]
+    click.echo(
+        f"{loops} loops({plan.LOOP_FACTOR}) of {kernel} on cpu {cpu}: "
+        f"{alone['median']:.2f} FauxPlat/sec (median of {repeat}, loops / CPU second)"
+    )
+    table(summary, title="FauxPlat/sec per condition (change vs alone in %)")
+    busy_hint(alone["median"] / alone["wall_median"], rt)

@@ -1,0 +1,149 @@
+"""`perflab sweep memcpy`: Rubini's moremem, copy time vs size with the cache knees."""
+
+import click
+
+from perflab import errors
+from perflab.cli import sweep
+from perflab.cli.common import check_paths, emit_json, output_options, progressbar, records, table
+from perflab.errors import PerflabError
+from perflab.lab.plans import defaults
+
+
+def _size(ctx, param, value):
+    from perflab.lab import memcpy
+
+    if value is None:
+        return None
+    try:
+        return memcpy.parse_size(value)
+    except PerflabError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@sweep.command("memcpy")
+@click.option(
+    "--max",
+    "max_bytes",
+    metavar="SIZE",
+    callback=_size,
+    help="Largest copy, e.g. 64M (default: 4x the last-level cache, so its knee shows).",
+)
+@click.option(
+    "--trials",
+    default=10,
+    show_default=True,
+    type=int,
+    help="Copies per size; the minimum is kept.",
+)
+@click.option(
+    "--kernel",
+    type=click.Choice(defaults.COPY_KERNEL_NAMES),
+    default="libc",
+    show_default=True,
+    help="Copy implementation: glibc memcpy, one rep movsb, or a word-then-byte C loop.",
+)
+@click.option(
+    "--align",
+    default=defaults.PAGE,
+    show_default=True,
+    type=int,
+    help="Exact alignment of both buffers (power of two; 1 puts them on odd addresses).",
+)
+@click.option(
+    "--offset",
+    default=0,
+    show_default=True,
+    type=int,
+    help="Extra bytes that move the destination against the source (misaligned copies).",
+)
+@click.option(
+    "--small",
+    default=32,
+    show_default=True,
+    type=int,
+    help="Sizes up to this go in the small-size table (Riquadro 3).",
+)
+@click.option("--full", is_flag=True, help="Print every size, as moremem does.")
+@click.option(
+    "--no-mlock",
+    is_flag=True,
+    help="Do not mlockall (to see what page faults do to the curve).",
+)
+@output_options
+def memcpy_cmd(
+    max_bytes, trials, kernel, align, offset, small, full, no_mlock, output, as_json, plot_path
+):
+    """Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees found."""
+    from perflab.engine import results
+    from perflab.lab import memcpy
+
+    if trials < 1:
+        raise click.BadParameter(f"must be at least 1, not {trials}", param_hint="--trials")
+    memcpy.check_kernel(kernel)
+    memcpy.Placement(align, offset).check()
+    top = memcpy.default_max() if max_bytes is None else max_bytes
+    if top > memcpy.MAX_BYTES:
+        raise click.BadParameter(f"at most {memcpy.MAX_BYTES >> 30} GiB", param_hint="--max")
+    check_paths(output, plot_path)
+    todo = memcpy.sizes(top)
+    total = memcpy.work(todo, trials)
+    echo = errors.warnings_as_lines(lambda line: click.echo(line, err=True))
+    with echo, progressbar(total, f"memcpy 1..{top} B") as bar:
+        df = memcpy.run(
+            top,
+            trials,
+            kernel,
+            align,
+            offset,
+            lock=not no_mlock,
+            progress=bar.update,
+        )
+    meta = results.metadata(df)
+    knees = memcpy.detect_knees(df["size"], df["ticks_per_byte"])
+    report = memcpy.knee_report(knees)
+    if output:
+        results.save(df, output)
+    if plot_path:
+        memcpy.plot(df, plot_path, knees)
+    if df["gb_per_s"].isna().all():
+        saved = f" (the {len(df)} sizes are saved in {output})" if output else ""
+        raise PerflabError(
+            f"every copy up to {top} B took less than one step of the timer{saved}: "
+            "nothing to rate; sweep larger sizes with --max (e.g. 64K)"
+        )
+    peak = df.loc[df["gb_per_s"].idxmax()]
+    if as_json:
+        emit_json(
+            {
+                "kernel": kernel,
+                "max_bytes": top,
+                "trials": trials,
+                "align": align,
+                "offset": offset,
+                "mlockall": meta["mlockall"],
+                "knees": records(report),
+                "small": records(memcpy.summarize(df, small)),
+                "peak": {"size": int(peak["size"]), "gb_per_s": float(peak["gb_per_s"])},
+                "points": len(df),
+            }
+        )
+        return
+    if full:
+        table(df.drop(columns="kernel"), "{:.6f}", title="every size (moremem's output)")
+        click.echo()
+    table(
+        memcpy.summarize(df, small),
+        "{:.6f}",
+        title=f"small sizes (Riquadro 3: ticks per copy, ticks per byte), align {align}, "
+        f"offset {offset}",
+    )
+    click.echo()
+    if report.empty:
+        click.echo("no cache knee found (sweep further with --max, or more --trials)")
+    else:
+        table(report, "{:.2f}", title="cache knees: a copy of S bytes touches 2*S")
+    click.echo()
+    click.echo(
+        f"{len(df)} sizes, {kernel}, min of {trials}; peak {peak['gb_per_s']:.2f} GB/s at "
+        f"{int(peak['size']):,} bytes; mlockall {'on' if meta['mlockall'] else 'off'}"
+    )

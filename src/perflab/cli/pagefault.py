@@ -1,0 +1,37 @@
+"""`perflab run pagefault`: what a page fault costs, per page."""
+
+import click
+
+from perflab.cli import run
+from perflab.cli.common import check_paths, emit_json, output_options, progressbar, records, table
+
+
+@run.command("pagefault")
+@click.option(
+    "--pages", default=1024, show_default=True, type=int, help="4 KiB pages touched per region."
+)
+@click.option(
+    "--reps", default=20, show_default=True, type=int, help="Fresh regions measured per condition."
+)
+@output_options
+def pagefault_cmd(pages, reps, output, as_json, plot_path):
+    """Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory."""
+    from perflab.engine import results
+    from perflab.lab import pagefault
+
+    if pages < 1:
+        raise click.BadParameter(f"must be at least 1, not {pages}", param_hint="--pages")
+    if reps < 1:
+        raise click.BadParameter(f"must be at least 1, not {reps}", param_hint="--reps")
+    check_paths(output, plot_path)
+    with progressbar(reps, "page faults") as bar:
+        df = pagefault.run(pages, reps, bar.update)
+    summary = pagefault.summarize(df)
+    if output:
+        results.save(df, output)
+    if plot_path:
+        pagefault.plot(df, plot_path)
+    if as_json:
+        emit_json({"pages": pages, "reps": reps, "per_page": records(summary)})
+        return
+    table(summary, title=f"{pages} pages x {reps} regions (ticks and ns per 4 KiB page)")

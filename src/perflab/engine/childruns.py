@@ -1,0 +1,421 @@
+"""One engine for the experiments that run child processes (env-size, link-order, compare).
+
+Each experiment only says what varies: its programs, and per planned run which program, what
+padding and which key columns its row carries (`Runs`). This module does the rest the same
+way for all of them: the run controls and their checks, the seeded run order, one unrecorded
+preflight run per program, children on /dev/null, the runs in C batches (spawn.run_batch, one
+C loop for a list of programs), Ctrl-C and SIGTERM as a stop between runs, and a chunked
+journal that a resume checks against the plan.
+"""
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from types import FrameType, TracebackType
+from typing import Any, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from perflab.engine import journal, results, spawn
+from perflab.engine.controls import Controls as Controls
+from perflab.engine.journal import Expect
+from perflab.errors import PerflabError, Stopped
+from perflab.system import machine
+
+CHUNK_RUNS = 512  # runs per C call: ~0.3 s of short runs; a stop ends a batch between two runs
+FLUSH_S = 1.0  # rows reach the disk at least this often: a kill -9 loses about a second
+
+# What a recorded child run can hold: anything else in a journal was not written by perflab.
+_COUNT = (0.0, float(2**63))
+RUN_RANGES = {
+    col: _COUNT
+    for col in ("ticks", "outer_ticks", "wall_ns", "utime_ns", "stime_ns", "maxrss_kb",
+                "minflt", "majflt", "nvcsw", "nivcsw", "cycles", "instructions", "runq_ns",
+                "runq_cover")
+}  # fmt: skip
+Warn = Callable[[str], None]
+
+
+PlanT = TypeVar("PlanT", bound=Controls)
+
+
+def run_order(items: int, repeat: int, order: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(item, rep) of every run, `repeat` of each item, in the order they will be made:
+    a seeded shuffle for 'random', so drift over time cannot pose as an effect."""
+    item = np.tile(np.arange(items, dtype=np.int64), repeat)
+    rep = np.repeat(np.arange(repeat, dtype=np.int64), items)
+    if order == "random":
+        shuffle = np.random.default_rng(seed).permutation(item.size)
+        item, rep = item[shuffle], rep[shuffle]
+    return item, rep
+
+
+class Interrupt:
+    """Ctrl-C and SIGTERM as a flag that also stops the C batch in flight between runs.
+
+    The batch sees the stop at once: the helper gets a stop byte, and an in-process batch
+    polls the pipe that Python's own C-level handler writes to (signal.set_wakeup_fd).
+    Finished runs are kept; the run cut short is not recorded.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.hit = False
+        self.signum: int = signal.SIGINT
+        self._old: dict[int, Any] = {}
+        self._old_wakeup: int | None = None
+
+    def __enter__(self) -> "Interrupt":
+        spawn.clear_stop()
+        if threading.current_thread() is threading.main_thread():
+            self._old = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
+            self._old_wakeup = signal.set_wakeup_fd(
+                spawn.stop_wakeup_fd(), warn_on_full_buffer=False
+            )
+        return self
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        self.hit = True
+        self.signum = signum
+        spawn.request_stop()
+
+    def stopped(self) -> Stopped:
+        """The exception that ends the sweep, naming the signal that stopped it."""
+        return Stopped(self.signum)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._old_wakeup is not None:
+            signal.set_wakeup_fd(self._old_wakeup)
+        for s, old in self._old.items():
+            signal.signal(s, old)
+        spawn.clear_stop()
+        if self.hit and exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            raise self.stopped() from None
+
+
+def warn_stderr(message: str) -> None:
+    """Warnings go to stderr, one line each, so --json output stays clean."""
+    print(f"perflab: warning: {message}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def away_from(cpus: tuple[int, ...]) -> Iterator[None]:
+    """Keep perflab's own threads off the child's CPUs while it measures, when others exist."""
+    before = os.sched_getaffinity(0)
+    others = before - set(cpus)
+    if cpus and others:
+        os.sched_setaffinity(0, others)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def rt_refused_once(
+    options: spawn.SpawnOptions, runs: np.ndarray, extra: dict, warn: Warn
+) -> spawn.SpawnOptions:
+    """Real-time refused: say so once, record it, and stop asking (Rubini's Listing 2)."""
+    refused = runs["rt_errno"][runs["rt_errno"] != 0]
+    if not options.rt or refused.size == 0:
+        return options
+    why = spawn.describe_errno(int(refused[0]))
+    warn(f"real-time priority refused: {why}; continuing at normal priority (--no-rt: do not ask)")
+    extra["rt_granted"] = False
+    extra["rt_refused"] = why
+    return replace(options, rt=False)
+
+
+def default_cpus() -> tuple[int, ...]:
+    """The last usable CPU: away from CPU 0, where most interrupts land."""
+    return (machine.usable_cpus()[-1],)
+
+
+def base_env(inherit: bool, var: str | None = None) -> dict[str, str]:
+    """The children's environment: empty (the post's `env -i`) or ours, minus the padding."""
+    if not inherit:
+        return {}
+    return {k: v for k, v in os.environ.items() if k != var}
+
+
+@contextlib.contextmanager
+def quiet_options(controls: Controls) -> Iterator[spawn.SpawnOptions]:
+    """Spawn options for these controls with the child's stdio on /dev/null, opened once:
+    800 000 runs must not print 800 000 lines."""
+    devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        yield spawn.SpawnOptions(
+            aslr=controls.aslr,
+            cpus=controls.cpus,
+            rt=controls.rt,
+            mlock=controls.mlock,
+            timeout=controls.timeout,
+            stdin=devnull,
+            stdout=devnull,
+            stderr=devnull,
+        )
+    finally:
+        os.close(devnull)
+
+
+def run_expect(
+    key: tuple[str, ...], planned: tuple[np.ndarray, ...], columns: Iterable[str]
+) -> Expect:
+    """A journal's check for child-run rows: these columns, each planned key once, sane values."""
+    frame = pd.DataFrame(dict(zip(key, planned, strict=True)))
+    columns = tuple(columns)
+    return Expect(
+        columns=columns,
+        planned=frame,
+        unique=tuple(key),
+        ranges={col: span for col, span in RUN_RANGES.items() if col in columns},
+        categories={"status": tuple(spawn.STATUS_NAMES)},
+    )
+
+
+def value_column(df: pd.DataFrame) -> str:
+    """The probe's ticks when every ok run has them, else the parent's ticks around each run."""
+    ok = df["status"] == "ok"
+    return "ticks" if ok.any() and df.loc[ok, "ticks"].notna().all() else "outer_ticks"
+
+
+def status_counts(df: pd.DataFrame) -> dict[str, int]:
+    """How many runs ended in each status, 'ok' first."""
+    counts = df["status"].value_counts()
+    counts = counts[counts > 0]
+    return {str(s): int(counts[s]) for s in sorted(counts.index, key=lambda s: (s != "ok", s))}
+
+
+MEASURED = tuple(spawn.tidy(np.zeros(0, dtype=spawn.RUN_DTYPE)).columns)
+
+
+@dataclass
+class Runs:
+    """What a sweep runs: its programs (argv, argv[0] resolved), and per planned run, in run
+    order, which program, what padding (-1: none) and the columns its row starts with."""
+
+    programs: list[tuple[str, ...]]
+    prog: np.ndarray
+    labels: dict[str, np.ndarray]
+    key: tuple[str, ...]
+    sizes: np.ndarray | None = None
+    var: str = "A"
+    env: dict[str, str] = field(default_factory=dict)
+    runq: str = "off"  # spawn.RUNQ_MODES: read each run's run-queue wait (serial sweeps only)
+    # Read the run's CPUs' busy time (/proc/stat) around each batch of one run: cpus_busy_ns
+    # less the run's CPU time is what other tasks took of them (serial sweeps only).
+    busy: bool = False
+
+    @property
+    def columns(self) -> list[str]:
+        runq = spawn.RUNQ_COLUMNS if self.runq != "off" else ()
+        return [*self.labels, *MEASURED, *runq, *(("cpus_busy_ns",) if self.busy else ())]
+
+    def rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, **more: Any) -> pd.DataFrame:
+        """The records of the planned runs at positions `at` as tidy rows (`more` columns
+        after the labels), built in one go."""
+        labels = {name: values[at] for name, values in self.labels.items()}
+        runq = spawn.runq_columns(runs) if self.runq != "off" else {}
+        return pd.DataFrame({**labels, **more, **spawn.tidy_columns(runs, overhead), **runq})
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Where a sweep's rows go: a journal at `output` (resumed if asked), else memory."""
+
+    output: str | os.PathLike | None = None
+    resume: bool = False
+    discard_bad: bool = False
+
+    def check(self) -> None:
+        if self.output is not None:
+            results.check_output(self.output)
+        elif self.resume:
+            raise PerflabError("resume needs the output file of the interrupted sweep")
+
+
+class Recorder:
+    """Buffers run rows and writes them as one chunk per flush_s (to a journal, or memory)."""
+
+    def __init__(self, recording: Recording, runs: Runs, params: dict, meta: dict, warn: Warn,
+                 flush_s: float = FLUSH_S):  # fmt: skip
+        self.meta, self.params, self.flush_s = meta, params, flush_s
+        self.columns = runs.columns
+        planned = tuple(runs.labels[k] for k in runs.key)
+        self.journal = (
+            journal.Journal(recording.output, params, meta, runs.key, recording.resume,
+                            expect=run_expect(runs.key, planned, self.columns),
+                            discard_bad=recording.discard_bad, warn=warn)
+            if recording.output is not None
+            else None
+        )  # fmt: skip
+        self.frames: list[pd.DataFrame] = []
+        self.buffer: list[pd.DataFrame] = []
+        self.flushed = time.monotonic()
+
+    def done_keys(self) -> set[tuple]:
+        return self.journal.done_keys() if self.journal else set()
+
+    def add(self, rows: pd.DataFrame) -> None:
+        self.buffer.append(rows)
+        if time.monotonic() - self.flushed >= self.flush_s:
+            self.flush()
+
+    def flush(self) -> None:
+        self.flushed = time.monotonic()
+        if not self.buffer:
+            return
+        frame = pd.concat(self.buffer, ignore_index=True)
+        self.buffer = []
+        if self.journal:
+            self.journal.extend_frame(frame)
+        else:
+            self.frames.append(frame)
+
+    def finish(
+        self,
+        complete: bool,
+        extra: dict,
+        annotate: Callable[[pd.DataFrame], dict] | None = None,
+    ) -> pd.DataFrame:
+        """Every row, with the metadata: complete only when the journal verified it, and what
+        annotate(every row) adds, in the file's one final write."""
+        added: dict = {}
+
+        def note(rows: pd.DataFrame) -> dict:
+            added.update(annotate(rows) if annotate is not None else {})
+            return added
+
+        if self.journal:
+            try:
+                self.flush()
+            finally:
+                df = self.journal.finish(complete=complete, extra_meta=extra, annotate=note)
+            stored = results.metadata(df)  # what finish() verified, not what was assumed
+            complete = stored.get("complete", False)
+            checked = {k: v for k, v in stored.items() if k == "incomplete"}
+        else:
+            self.flush()
+            df = pd.concat(self.frames, ignore_index=True) if self.frames else None
+            checked = {}
+            if df is not None:
+                note(df)
+        if df is None or df.empty:
+            df = pd.DataFrame({c: pd.Series(dtype=object) for c in self.columns})
+        final = {**self.meta, **extra, **added, "params": self.params, "complete": complete,
+                 **checked}  # fmt: skip
+        return results.attach(df, final)
+
+
+def _todo(runs: Runs, done: set[tuple]) -> np.ndarray:
+    """Positions of the planned runs not measured yet, in run order."""
+    everything = np.arange(runs.prog.size)
+    if not done:
+        return everything
+    planned = pd.MultiIndex.from_arrays([runs.labels[k] for k in runs.key])
+    have = pd.MultiIndex.from_tuples(list(done))
+    return everything[~planned.isin(have)]
+
+
+def preflight(runs: Runs, options: spawn.SpawnOptions) -> None:
+    """One unrecorded run of each program, in one batch: one that cannot start stops the sweep
+    here with nothing saved, and each binary is in the page cache before its first recorded run.
+    """
+    n = len(runs.programs)
+    first = int(runs.sizes.min()) if runs.sizes is not None and runs.sizes.size else -1
+    sizes = np.full(n, first, np.int64)
+    out = spawn.run_batch(runs.programs, np.arange(n), sizes, runs.var, runs.env, options)
+    if out.size < n:
+        raise Stopped
+    for run in out:
+        status = spawn.STATUS[int(run["status"])]
+        if status in ("exec_failed", "setup_failed", "spawn_failed"):
+            why = spawn.describe_errno(int(run["child_errno"]))
+            argv0 = runs.programs[int(run["prog"])][0]
+            raise PerflabError(f"cannot run {argv0}: {status.replace('_', ' ')}, {why}")
+
+
+def measure_sequential(
+    runs: Runs,
+    controls: Controls,
+    meta: dict,
+    recording: Recording | None = None,
+    *,
+    chunk_runs: int = CHUNK_RUNS,
+    flush_s: float = FLUSH_S,
+    on_start: Callable[[int, int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+    warn: Warn = warn_stderr,
+) -> pd.DataFrame:
+    """Run every planned run not yet recorded, in C batches of chunk_runs, and return the rows.
+
+    C runs batch i+1 on a worker thread (cffi drops the GIL) while this thread journals batch i,
+    so Python's per-row work costs no time per run. A KeyboardInterrupt leaves the journal
+    complete up to the last finished run and marked incomplete.
+    """
+    with quiet_options(controls) as options:
+        options = replace(options, runq=runs.runq)
+        preflight(runs, options)
+        overhead = spawn.timer_overhead()
+        recorder = Recorder(recording or Recording(), runs, controls.params(), meta, warn, flush_s)
+        todo = _todo(runs, recorder.done_keys())
+        if on_start:
+            on_start(int(todo.size), runs.prog.size - int(todo.size))
+        extra: dict[str, Any] = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt}
+        engine = spawn.engine()
+        chunks = [todo[i : i + chunk_runs] for i in range(0, todo.size, chunk_runs)]
+        sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
+        complete = False
+        with Interrupt() as stop, away_from(controls.cpus), ThreadPoolExecutor(1) as pool:
+
+            def one_batch(at: np.ndarray) -> tuple[np.ndarray, float]:
+                before = machine.busy_ns(controls.cpus) if runs.busy else 0
+                out = spawn.run_batch(runs.programs, runs.prog[at], sizes[at], runs.var,
+                                      runs.env, options, engine)  # fmt: skip
+                # one figure per batch: a run's own only when the batch is that one run
+                mine = runs.busy and len(out) == 1
+                return out, machine.busy_ns(controls.cpus) - before if mine else np.nan
+
+            def submit(at: np.ndarray) -> "Future[tuple[np.ndarray, float]]":
+                return pool.submit(one_batch, at)
+
+            try:
+                pending = submit(chunks[0]) if chunks else None
+                for i, at in enumerate(chunks):
+                    assert pending is not None  # submitted before the loop or in the last turn
+                    # fewer than the chunk when a stop cut it short
+                    batch, busy = pending.result()
+                    stopping = stop.hit  # read once: a batch submitted below is always collected
+                    if not stopping and i + 1 < len(chunks):
+                        pending = submit(chunks[i + 1])
+                    options = rt_refused_once(options, batch, extra, warn)
+                    if runs.runq != "off" and len(batch) and "runq" not in extra:
+                        extra["runq"] = spawn.runq_note(batch)
+                    rows = runs.rows(batch, at[: len(batch)], overhead)
+                    if runs.busy:
+                        rows["cpus_busy_ns"] = busy
+                    recorder.add(rows)
+                    if progress:
+                        progress(len(batch))
+                    if stopping:
+                        raise KeyboardInterrupt
+                complete = True
+            except BaseException:
+                engine.request_stop()  # a batch still in flight ends at its next run
+                raise
+            finally:
+                extra.update(spawn.maxrss_meta(engine))
+                df = recorder.finish(complete, extra)
+    return df

@@ -1,0 +1,374 @@
+"""Journals that survive a kill and check themselves: one writer, every chunk validated on resume.
+
+Rows go to disk in chunks as they are measured, under PATH.parts/; finish() merges them into
+PATH. Chunk names carry a per-run token, so no two runs can write the same name; a resume
+reads every chunk back and refuses (or, asked to, drops) one that is unreadable, has other
+columns, repeats a key, holds a key outside the plan or a value out of range; and complete=True
+is written only once the merged rows hold every planned key exactly once.
+"""
+
+import json
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from perflab.engine import filelock, results
+from perflab.errors import PerflabError
+from perflab.system import files
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What every journaled row must be: its columns, its key planned and unique, values in range.
+
+    planned: one row per planned key (the journal's key columns), or None when the plan is open
+    (a campaign learns its hosts as it runs); unique: key columns that name one row.
+    """
+
+    columns: tuple[str, ...] = ()
+    planned: pd.DataFrame | None = None
+    unique: tuple[str, ...] = ()
+    ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    categories: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def _warn_stderr(message: str) -> None:
+    print(f"perflab: warning: {message}", file=sys.stderr)
+
+
+class _Keys:
+    """The keys seen so far, checked against the plan in O(rows) per chunk."""
+
+    def __init__(self, expect: Expect):
+        self.cols = list(expect.unique)
+        self.planned = None
+        if expect.planned is not None and self.cols:
+            self.planned = pd.MultiIndex.from_frame(expect.planned[self.cols])
+            self.count = np.zeros(len(self.planned), dtype=np.int64)
+        self.seen: set[tuple] = set()
+
+    def problem(self, df: pd.DataFrame) -> str | None:
+        """Why these rows cannot join the ones already seen (None: they can)."""
+        if not self.cols:
+            return None
+        if self.planned is None:
+            keys = list(df[self.cols].itertuples(index=False, name=None))
+            if len(set(keys)) != len(keys) or self.seen.intersection(keys):
+                return "repeats runs recorded already"
+            return None
+        try:
+            pos = self.planned.get_indexer(pd.MultiIndex.from_frame(df[self.cols]))
+        except (TypeError, ValueError):
+            return f"its {', '.join(self.cols)} values are not of the planned types"
+        if (pos < 0).any():
+            return f"{int((pos < 0).sum())} rows outside the plan"
+        if np.unique(pos).size != pos.size or self.count[pos].any():
+            return "repeats runs recorded already"
+        return None
+
+    def add(self, df: pd.DataFrame) -> None:
+        if not self.cols:
+            return
+        if self.planned is None:
+            self.seen.update(df[self.cols].itertuples(index=False, name=None))
+        else:
+            self.count[self.planned.get_indexer(pd.MultiIndex.from_frame(df[self.cols]))] += 1
+
+    def missing(self) -> int:
+        """Planned keys with no row (0 when the plan is open)."""
+        return 0 if self.planned is None else int((self.count == 0).sum())
+
+
+def rows_problem(df: pd.DataFrame, expect: Expect, columns: list[str] | None) -> str | None:
+    """Why a frame's rows are not the journal's (None: they are): columns and value ranges."""
+    want = list(expect.columns) or columns
+    if want is not None and sorted(map(str, df.columns)) != sorted(want):
+        return f"its columns ({', '.join(map(str, df.columns)) or 'none'}) are not the journal's"
+    for col, (lo, hi) in expect.ranges.items():
+        try:
+            v = pd.to_numeric(df[col], errors="raise").to_numpy(dtype=np.float64)
+        except (TypeError, ValueError):
+            return f"column {col} is not numeric"
+        bad = ~(np.isnan(v) | ((v >= lo) & (v <= hi)))
+        if bad.any():
+            return f"{int(bad.sum())} values of {col} outside [{lo:g}, {hi:g}] (e.g. {v[bad][0]:g})"
+    for col, allowed in expect.categories.items():
+        bad = ~df[col].astype(str).isin(allowed)
+        if bad.any():
+            return f"unknown {col} {df[col][bad].iloc[0]!r}"
+    return None
+
+
+class Journal:
+    """Rows flushed to disk in chunks as they are measured; finish() merges them into one file.
+
+    An interrupted run leaves `PATH.parts/` (after a kill) or PATH marked incomplete (after
+    Ctrl-C); a Journal opened with resume=True on the same PATH and parameters knows which
+    keys are done, so the caller measures only the rest and nothing is measured twice. The
+    journal holds PATH's lock from creation to finish(): a second writer is refused.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        params: Mapping[str, Any],
+        meta: Mapping[str, Any],
+        key: Iterable[str],
+        resume: bool = False,
+        chunk_rows: int = 2000,
+        expect: Expect | None = None,
+        discard_bad: bool = False,
+        warn: Callable[[str], None] = _warn_stderr,
+    ):
+        self.path = results.check_output(path)
+        self.parts = self.path.with_name(self.path.name + ".parts")
+        self.params = json.loads(json.dumps(dict(params), default=str))
+        self.meta = dict(meta)
+        self.key = list(key)
+        self.chunk_rows = chunk_rows
+        self.expect = expect or Expect(unique=())
+        self.discard_bad, self.warn = discard_bad, warn
+        self._rows: list[dict[str, Any]] = []
+        self._columns: list[str] | None = None
+        self._keys = _Keys(self.expect)
+        self._merged: list[str] = []
+        self._token = uuid.uuid4().hex[:12]
+        self._seq = 0
+        self.journal_id = uuid.uuid4().hex
+        filelock.acquire(self.path)
+        try:
+            self._previous = self._open(resume)
+        except BaseException:
+            filelock.release(self.path)
+            raise
+
+    def _open(self, resume: bool) -> pd.DataFrame | None:
+        """Check a resume against the stored parameters and every row; start fresh otherwise."""
+        if not resume:
+            if self.parts.exists():
+                raise PerflabError(
+                    f"{self.path}: an interrupted run left {self.parts}; "
+                    f"add --resume {self.path} to complete it, or delete {self.parts}"
+                )
+            self.parts.mkdir()
+            try:
+                self._write_params("nothing was recorded: free space, then run it again")
+            except PerflabError:
+                shutil.rmtree(self.parts, ignore_errors=True)
+                raise
+            return None
+        frames, stored, done_meta = [], None, {}
+        if self.path.exists():
+            done = results.load(self.path)
+            done_meta = results.metadata(done)
+            stored = done_meta.get("params")
+            if not isinstance(stored, dict):
+                raise PerflabError(
+                    f"{self.path}: not a journaled perflab result (no parameters recorded); "
+                    "cannot resume from it"
+                )
+            frames.append(self._accept_previous(done))
+        merged: set[str] | int = set()
+        if self.parts.is_dir():
+            journal = self._read_params()
+            stored, self.journal_id = journal["params"], journal.get("journal", self.journal_id)
+            if done_meta.get("journal") == self.journal_id:
+                # Killed between finish()'s save and its cleanup: those chunks are in PATH.
+                m = done_meta.get("merged_chunks", [])
+                merged = m if isinstance(m, int) else set(m)
+        if stored is None:
+            raise PerflabError(f"{self.path}: nothing to resume (no results or journal there)")
+        if stored != self.params:
+            diff = sorted(
+                k for k in set(stored) | set(self.params) if stored.get(k) != self.params.get(k)
+            )
+            raise PerflabError(
+                f"{self.path}: refusing to resume with different parameters ({', '.join(diff)})"
+            )
+        self.parts.mkdir(exist_ok=True)
+        chunks = self._chunks()
+        if isinstance(merged, int):  # a journal of perflab < 0.2 counted its merged chunks
+            self._merged, chunks = [c.name for c in chunks[:merged]], chunks[merged:]
+        else:
+            self._merged = [c.name for c in chunks if c.name in merged]
+            chunks = [c for c in chunks if c.name not in merged]
+        frames.extend(f for f in (self._accept_chunk(c) for c in chunks) if f is not None)
+        self._seq = len(self._chunks())
+        self._write_params()
+        frames = [f for f in frames if not f.empty]
+        return pd.concat(frames, ignore_index=True) if frames else None
+
+    def _chunks(self) -> list[Path]:
+        return sorted(self.parts.glob("chunk-*.parquet"))
+
+    def _read_params(self) -> dict:
+        where = self.parts / "params.json"
+        try:
+            journal = json.loads(where.read_bytes())
+            if not isinstance(journal, dict) or not isinstance(journal.get("params"), dict):
+                raise ValueError("no parameters in it")
+        except FileNotFoundError:
+            why = "missing"
+        except (ValueError, UnicodeDecodeError) as exc:
+            why = f"damaged: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        else:
+            return journal
+        raise PerflabError(
+            f"{where}: {why}; which parameters its runs were measured with is unknown: "
+            f"delete {self.parts} to start over"
+        )
+
+    def _accept_previous(self, df: pd.DataFrame) -> pd.DataFrame:
+        """PATH from an earlier, interrupted finish: refused whole if anything in it is wrong."""
+        problem = rows_problem(df, self.expect, None) or self._keys.problem(df)
+        if problem:
+            raise PerflabError(
+                f"{self.path}: {problem}; cannot resume from it (move it away to start over)"
+            )
+        self._keys.add(df)
+        self._columns = list(map(str, df.columns))
+        return df
+
+    def _accept_chunk(self, chunk: Path) -> pd.DataFrame | None:
+        """A chunk's rows, or None when it is bad and discard_bad says drop it."""
+        problem: str | None
+        try:
+            df = pq.read_table(chunk).to_pandas()
+        except Exception as exc:
+            problem = f"unreadable ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"
+        else:
+            problem = rows_problem(df, self.expect, self._columns) or self._keys.problem(df)
+        if problem is None:
+            self._keys.add(df)
+            if self._columns is None:
+                self._columns = list(map(str, df.columns))
+            return df
+        if not self.discard_bad:
+            raise PerflabError(
+                f"{chunk}: {problem}; resume with --discard-bad to drop it "
+                "(its runs are measured again)"
+            )
+        chunk.unlink()
+        self.warn(f"dropped {chunk}: {problem}; its runs are measured again")
+        return None
+
+    def _write_params(self, hint: str | None = None) -> None:
+        body = json.dumps(
+            {"params": self.params, "meta": self.meta, "journal": self.journal_id}, default=str
+        )
+        self._write(self.parts / "params.json", lambda t: t.write_text(body), hint=hint)
+
+    def _write(
+        self,
+        target: Path,
+        write: Callable[[Path], object],
+        exclusive: bool = False,
+        hint: str | None = None,
+    ) -> None:
+        """Write atomically; a full disk names the file and says how to complete the run."""
+        try:
+            files.atomic(target, write, exclusive)
+        except OSError as exc:
+            why = exc.strerror or str(exc).splitlines()[0]
+            hint = hint or (
+                "the runs recorded so far are kept: free space, then run the same command "
+                f"with --resume {self.path}"
+            )
+            raise PerflabError(f"{target}: cannot write ({why}); {hint}") from None
+
+    def done_keys(self) -> set[tuple]:
+        """Keys of the rows already measured by an earlier, interrupted run."""
+        if self._previous is None or self._previous.empty:
+            return set()
+        return set(self._previous[self.key].itertuples(index=False, name=None))
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        """Record one measured row; it reaches the disk within chunk_rows rows."""
+        self._rows.append(dict(row))
+        if len(self._rows) >= self.chunk_rows:
+            self.flush()
+
+    def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Record many rows."""
+        for row in rows:
+            self.append(row)
+
+    def extend_frame(self, frame: pd.DataFrame) -> None:
+        """Record a whole frame as one chunk: no dict per row when runs come by the thousand."""
+        self.flush()
+        self._write_chunk(frame)
+
+    def flush(self) -> None:
+        """Write the buffered rows as one more chunk, atomically."""
+        if not self._rows:
+            return
+        chunk = pd.DataFrame(self._rows)
+        self._rows = []
+        self._write_chunk(chunk)
+
+    def _write_chunk(self, chunk: pd.DataFrame) -> None:
+        target = self.parts / f"chunk-{self._seq:06d}-{self._token}.parquet"
+        self._write(target, lambda t: chunk.to_parquet(t, index=False), exclusive=True)
+        self._seq += 1
+
+    def _verify(self, df: pd.DataFrame) -> str | None:
+        """Why the merged rows are not every planned key exactly once (None: they are)."""
+        keys = _Keys(self.expect)
+        problem = keys.problem(df)
+        if problem is None and keys.planned is not None:
+            keys.add(df)
+            if keys.missing():
+                problem = f"{keys.missing()} of {len(keys.count)} planned runs missing"
+        return problem
+
+    def finish(
+        self,
+        complete: bool = True,
+        extra_meta: Mapping[str, Any] | None = None,
+        annotate: Callable[[pd.DataFrame], Mapping[str, Any]] | None = None,
+    ) -> pd.DataFrame:
+        """Merge earlier results and every chunk into PATH, verified, and drop the journal.
+
+        annotate(merged rows) adds metadata computed on every row, earlier sessions' too,
+        before the one write of PATH.
+        """
+        try:
+            self.flush()
+            frames = [] if self._previous is None else [self._previous]
+            mine = [c for c in self._chunks() if c.name.endswith(f"-{self._token}.parquet")]
+            frames.extend(pd.read_parquet(c) for c in mine)
+            frames = [f for f in frames if not f.empty]
+            df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=self.key)
+            meta = {**self.meta, **(extra_meta or {}), "params": self.params}
+            if complete:
+                problem = self._verify(df)
+                if problem:
+                    complete, meta["incomplete"] = False, problem
+            if annotate is not None:
+                meta.update(annotate(df))
+            meta.update(
+                complete=complete,
+                journal=self.journal_id,
+                merged_chunks=self._merged + [c.name for c in mine],
+            )
+            try:
+                results.save(results.attach(df, meta), self.path)
+            except OSError as exc:
+                why = exc.strerror or str(exc).splitlines()[0]
+                raise PerflabError(
+                    f"{self.path}: cannot write ({why}); the runs are kept in {self.parts}: "
+                    f"free space, then run the same command with --resume {self.path}"
+                ) from None
+            shutil.rmtree(self.parts, ignore_errors=True)
+            return df
+        finally:
+            filelock.release(self.path)

@@ -1,0 +1,294 @@
+"""Child runs on several CPUs at once (--jobs), and the proof that they measure the same thing.
+
+A parallel sweep runs one child per listed CPU at a time, each pinned to its own CPU, from one
+C call (PERFLAB_SPAWN_PARALLEL: a lane per CPU takes the next run as soon as its child is
+reaped). A seeded share of the planned runs, the reference slice, is made one at a time on
+each CPU in turn, interleaved with the parallel ones over the whole sweep, so each CPU's
+parallel runs can be compared with sequential runs taken under the same conditions.
+"""
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from perflab.analysis import stats
+from perflab.engine import childruns, spawn
+from perflab.engine.progress import ProgressArg, shown
+from perflab.errors import PerflabError
+from perflab.system import machine
+
+# Share of runs made one at a time, by default: about a tenth of the parallel time is spent
+# on proof whatever the CPU count (5 % of the runs on 2 CPUs; on 64, 5 % would take 3.4 times
+# as long as the parallel runs themselves), never more than 5 %.
+REFERENCE_COST = 0.1
+REFERENCE_MAX = 0.05
+SLOWER_TOL = 0.02  # parallel runs' median may exceed the sequential one by this much
+NOISIER_TOL = 0.25  # and their spread (IQR) by this much, before perflab says so
+MIN_REFERENCE = 20  # fewer sequential runs on a CPU than this: no verdict for it
+# Chunks queued in the spawner helper: it starts the next batch the moment one ends, without
+# waiting for this thread to be scheduled (on a loaded machine that wait idled every CPU
+# three times per chunk: the parallel batch and each CPU's reference runs).
+AHEAD = 2
+
+
+def lane_cpus(jobs: int, cpus: Sequence[int] | None) -> tuple[int, ...]:
+    """The CPUs of `jobs` lanes: those listed (all of them for jobs 0), else the last usable."""
+    if jobs < 0:
+        raise PerflabError(f"--jobs must be 0 (one per CPU) or more, not {jobs}")
+    if cpus is not None:
+        if jobs not in (0, len(cpus)):
+            raise PerflabError(
+                f"--jobs {jobs} runs {jobs} children at once, one per CPU, but --cpu lists "
+                f"{len(cpus)} CPU{'s' * (len(cpus) != 1)}: list {jobs}, or use --jobs 0"
+            )
+        return tuple(cpus)
+    usable = machine.usable_cpus()
+    if jobs > len(usable):
+        raise PerflabError(
+            f"--jobs {jobs}: only {len(usable)} usable CPUs "
+            f"({machine.format_cpu_list(usable)}); one child per CPU at a time"
+        )
+    return tuple(usable[-jobs:] if jobs else usable)
+
+
+def default_reference(lanes: int) -> float:
+    """The reference share when none is asked: REFERENCE_COST of the parallel time."""
+    return min(REFERENCE_MAX, REFERENCE_COST / max(lanes, 1))
+
+
+def reference_share(plan: childruns.Controls) -> float:
+    """The plan's reference share, or the default for its lanes."""
+    return default_reference(plan.jobs) if plan.reference is None else plan.reference
+
+
+def with_lanes(plan: childruns.PlanT, cpus: Sequence[int] | None) -> childruns.PlanT:
+    """The plan with its lanes' CPUs, jobs = how many (a --jobs 0 resumes as the count) and
+    its reference share (the default for that many lanes unless one was asked)."""
+    chosen = lane_cpus(plan.jobs, cpus)
+    chosen_plan = replace(plan, cpus=chosen, jobs=len(chosen))
+    return replace(chosen_plan, reference=reference_share(chosen_plan))
+
+
+def reference_mask(size: int, share: float, seed: int) -> np.ndarray:
+    """Which planned runs are made one at a time: a seeded share, the same on every resume."""
+    return np.random.default_rng((seed, 18)).random(size) < share
+
+
+@dataclass
+class LaneRuns(childruns.Runs):
+    """A sweep's runs with each row's CPU and whether others ran beside it."""
+
+    @property
+    def columns(self) -> list[str]:
+        return [*self.labels, "cpu", "parallel", *childruns.MEASURED]
+
+    def lane_rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, parallel: bool):
+        return self.rows(runs, at, overhead, cpu=runs["cpu"].astype(np.int16),
+                         parallel=np.full(len(runs), parallel))  # fmt: skip
+
+
+Part = tuple[np.ndarray, bool, int | None]  # planned positions, parallel?, the CPU of a solo
+
+
+def _send_chunk(pipe: spawn.Pipeline, runs: LaneRuns, at: np.ndarray, ref: np.ndarray,
+                sizes: np.ndarray, options: spawn.SpawnOptions) -> list[Part]:  # fmt: skip
+    """Queue one chunk: its parallel runs as one batch, then its reference runs one at a time
+    on each CPU in turn (a batch per CPU). The helper starts each the moment one ends."""
+    parts: list[Part] = []
+    parallel, sequential = at[~ref[at]], at[ref[at]]
+    if parallel.size:
+        lanes = spawn.ParallelOptions(**vars(options))
+        pipe.submit(*spawn.request(runs.programs, runs.prog[parallel], sizes[parallel],
+                                   runs.var, runs.env, lanes))  # fmt: skip
+        parts.append((parallel, True, None))
+    for k, cpu in enumerate(options.cpus):
+        part = sequential[k :: len(options.cpus)]
+        if part.size:
+            one = replace(options, cpus=(cpu,))
+            pipe.submit(*spawn.request(runs.programs, runs.prog[part], sizes[part], runs.var,
+                                       runs.env, one))  # fmt: skip
+            parts.append((part, False, cpu))
+    return parts
+
+
+def _collect_chunk(pipe: spawn.Pipeline, parts: list[Part]) -> list[tuple]:
+    """(records, positions, parallel) per batch of a chunk, in the order they were queued;
+    after a stop, the runs each batch made before it (none for those queued behind it)."""
+    out = []
+    for at, parallel, cpu in parts:
+        got = pipe.collect()
+        if cpu is not None:
+            got["cpu"] = cpu
+        out.append((got, at[: len(got)], parallel))
+    return out
+
+
+def _measure_lanes(
+    runs: childruns.Runs,
+    controls: childruns.Controls,
+    meta: dict,
+    recording: childruns.Recording | None = None,
+    *,
+    chunk_runs: int = childruns.CHUNK_RUNS,
+    flush_s: float = childruns.FLUSH_S,
+    on_start: Callable[[int, int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+    warn: childruns.Warn = childruns.warn_stderr,
+) -> pd.DataFrame:
+    """measure with one child per CPU at a time and a sequential reference slice."""
+    runs = LaneRuns(**vars(runs))
+    ref = reference_mask(runs.prog.size, reference_share(controls), controls.seed)
+    recording = recording or childruns.Recording()
+    with childruns.quiet_options(controls) as options:
+        childruns.preflight(runs, options)
+        overhead = spawn.timer_overhead()
+        recorder = childruns.Recorder(recording, runs, controls.params(), meta, warn, flush_s)
+        todo = childruns._todo(runs, recorder.done_keys())
+        if on_start:
+            on_start(int(todo.size), runs.prog.size - int(todo.size))
+        extra = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt,
+                 **lane_meta(controls)}  # fmt: skip
+        engine = spawn.engine()
+        chunk = max(chunk_runs, 1) * controls.jobs  # as long in time as a sequential chunk
+        chunks = [todo[i : i + chunk] for i in range(0, todo.size, chunk)]
+        sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
+        complete = False
+        with childruns.Interrupt() as stop, childruns.away_from(controls.cpus), \
+                engine.pipeline() as pipe:  # fmt: skip
+            try:
+                # Chunks queued in the helper AHEAD at a time: no gap waits for this thread.
+                queued = deque(_send_chunk(pipe, runs, at, ref, sizes, options)
+                               for at in chunks[:AHEAD])  # fmt: skip
+                for i in range(len(chunks)):
+                    parts = _collect_chunk(pipe, queued.popleft())
+                    stopping = stop.hit  # read once: every chunk queued is collected
+                    if stopping:
+                        while queued:
+                            parts += _collect_chunk(pipe, queued.popleft())
+                    elif i + AHEAD < len(chunks):
+                        queued.append(_send_chunk(pipe, runs, chunks[i + AHEAD], ref, sizes,
+                                                  options))  # fmt: skip
+                    for got, at, parallel in parts:
+                        options = childruns.rt_refused_once(options, got, extra, warn)
+                        recorder.add(runs.lane_rows(got, at, overhead, parallel))
+                        if progress:
+                            progress(len(got))
+                    if stopping:
+                        raise KeyboardInterrupt
+                complete = True
+            except BaseException:
+                engine.request_stop()
+                raise
+            finally:
+                extra.update(spawn.maxrss_meta(engine))
+                df = recorder.finish(complete, extra, annotate=lambda rows: _verdict(rows, runs))
+    return df
+
+
+def lane_meta(controls: childruns.Controls) -> dict:
+    """What a parallel result records about its lanes and the tolerances it is judged by."""
+    return {
+        "jobs": controls.jobs,
+        "lane_cpus": list(controls.cpus),
+        "reference_share": reference_share(controls),
+        "allow_siblings": controls.allow_siblings,
+        "smt_siblings": [list(p) for p in machine.core_siblings(controls.cpus)],
+        "interference_tolerance": {"median": SLOWER_TOL, "iqr": NOISIER_TOL},
+    }
+
+
+def _verdict(df: pd.DataFrame, runs: childruns.Runs) -> dict:
+    """The interference check of every row recorded (a resumed sweep's earlier ones too)."""
+    if df.empty or "cpu" not in df:
+        return {}
+    group = [k for k in runs.key if k != "rep"]
+    return {"interference": interference(df, childruns.value_column(df), group)}
+
+
+def _iqr(x: np.ndarray) -> float:
+    q1, q3 = np.percentile(x, [25, 75])
+    return float(q3 - q1)
+
+
+def interference(df: pd.DataFrame, value: str, group: Sequence[str]) -> dict:
+    """Parallel vs sequential runs, per CPU and pooled, on values relative to their point's
+    median (so the sizes' own effects cancel): median ratio with its 95% interval, IQR ratio,
+    and a verdict: 'ok', 'slower', 'noisier', 'slower and noisier' or 'too few reference runs'.
+    """
+    ok = df.loc[df["status"] == "ok", [*group, "cpu", "parallel", value]].dropna()
+    if ok.empty:
+        return {"verdict": "no ok runs", "cpus": []}
+    rel = ok[value] / ok.groupby(list(group))[value].transform("median")
+    rows = [_judge(rel[ok["cpu"] == c], ok.loc[ok["cpu"] == c, "parallel"]) | {"cpu": int(c)}
+            for c in sorted(ok["cpu"].unique())]  # fmt: skip
+    pooled = _judge(rel, ok["parallel"])
+    bad = sorted({r["verdict"] for r in [*rows, pooled] if r["verdict"] != "ok"})
+    return {**pooled, "cpus": rows, "any": bad or ["ok"]}
+
+
+def _judge(rel: pd.Series, parallel: pd.Series) -> dict:
+    par = rel[parallel.to_numpy(bool)].to_numpy(float)
+    seq = rel[~parallel.to_numpy(bool)].to_numpy(float)
+    out = {"parallel_runs": int(par.size), "sequential_runs": int(seq.size)}
+    if seq.size < MIN_REFERENCE or par.size < MIN_REFERENCE:
+        return out | {"verdict": "too few reference runs"}
+    ratio, lo, hi = stats.ratio_interval(seq, par, 0.95)
+    iqr_seq = _iqr(seq)
+    spread = _iqr(par) / iqr_seq if iqr_seq > 0 else float("nan")
+    slower = ratio > 1 + SLOWER_TOL and lo > 1
+    noisier = spread > 1 + NOISIER_TOL
+    verdict = " and ".join(w for w, hit in (("slower", slower), ("noisier", noisier)) if hit)
+    return out | {"median_ratio": ratio, "median_ratio_lo": lo, "median_ratio_hi": hi,
+                  "iqr_ratio": spread, "verdict": verdict or "ok"}  # fmt: skip
+
+
+def describe(verdict: dict) -> list[str]:
+    """The interference check as lines of plain text for a report."""
+    if not verdict or "cpus" not in verdict:
+        return []
+    lines = [
+        f"parallel vs sequential reference (tolerance: median +{SLOWER_TOL:.0%}, "
+        f"IQR +{NOISIER_TOL:.0%}):"
+    ]
+    for r in [*verdict["cpus"], verdict | {"cpu": "all"}]:
+        head = f"  CPU {r['cpu']}: {r['parallel_runs']} parallel, {r['sequential_runs']} sequential"
+        if "median_ratio" in r:
+            head += (f"; median x{r['median_ratio']:.4f} [{r['median_ratio_lo']:.4f}, "
+                     f"{r['median_ratio_hi']:.4f}], IQR x{r['iqr_ratio']:.2f}")  # fmt: skip
+        lines.append(f"{head}: {r['verdict']}")
+    bad = [v for v in verdict.get("any", []) if v != "ok"]
+    if any(v in ("slower", "noisier", "slower and noisier") for v in bad):
+        lines.append("  WARNING: runs side by side did not measure what runs one at a time do")
+    return lines
+
+
+def with_cpus(plan: childruns.PlanT, cpus: Sequence[int] | None) -> childruns.PlanT:
+    """The plan with its CPUs: those asked for, else the default one."""
+    if plan.jobs != 1:
+        return with_lanes(plan, cpus)
+    return replace(plan, cpus=tuple(cpus) if cpus is not None else childruns.default_cpus())
+
+
+def measure(
+    runs: childruns.Runs,
+    controls: childruns.Controls,
+    meta: dict,
+    recording: childruns.Recording | None = None,
+    *,
+    chunk_runs: int = childruns.CHUNK_RUNS,
+    flush_s: float = childruns.FLUSH_S,
+    on_start: Callable[[int, int], None] | None = None,
+    progress: ProgressArg = None,
+    warn: childruns.Warn = childruns.warn_stderr,
+) -> pd.DataFrame:
+    """Run every planned run not yet recorded, in one lane or one per CPU (--jobs), showing
+    progress: the caller's callbacks, nothing with progress=False, else a display that suits
+    where it runs (a notebook line in Jupyter, a bar in a terminal, a line every 10 s or 5 %
+    in a log)."""
+    how = _measure_lanes if controls.jobs > 1 else childruns.measure_sequential
+    with shown(meta.get("experiment", "runs"), on_start, progress) as (start, step):
+        return how(runs, controls, meta, recording, chunk_runs=chunk_runs, flush_s=flush_s,
+                   on_start=start, progress=step, warn=warn)  # fmt: skip

@@ -1,0 +1,151 @@
+"""Tidy results with their metadata: save/load without loss, refuse what perflab did not write."""
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from perflab.engine import filelock
+from perflab.errors import PerflabError
+from perflab.system.files import _publish, _temporary, atomic
+from perflab.system.frames import META_KEY as META_KEY
+from perflab.system.frames import attach as attach
+from perflab.system.frames import metadata as metadata
+
+FORMATS = (".parquet", ".csv")
+
+
+def check_output(path: str | os.PathLike, formats: tuple[str, ...] = FORMATS) -> Path:
+    """Refuse, before anything is measured, a path that cannot be written or has no known format."""
+    p = Path(path)
+    if p.suffix not in formats:
+        raise PerflabError(
+            f"{p}: unknown output format {p.suffix!r}; use one of {', '.join(formats)}"
+        )
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise PerflabError(f"{p}: directory {parent} does not exist")
+    if p.is_dir():
+        raise PerflabError(f"{p}: is a directory")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise PerflabError(f"{p}: not writable")
+    _probe_write(parent, p)
+    filelock.check_free(p)
+    return p
+
+
+def _probe_write(parent: Path, p: Path) -> None:
+    """Create and delete a file beside the output: os.access says yes to root even on /proc."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
+    except OSError as exc:
+        raise PerflabError(f"{p}: not writable ({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def save(df: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Save a frame and its metadata: Parquet schema metadata, or CSV plus a JSON sidecar.
+
+    A CSV is written in full, then its sidecar (holding the CSV's digest) is renamed into
+    place, then the CSV: a full disk or a kill leaves the old pair, or a pair load() refuses.
+    """
+    p = check_output(path)
+    meta = metadata(df)
+    with filelock.held(p):
+        if p.suffix == ".parquet":
+            table = pa.Table.from_pandas(df, preserve_index=False)
+            schema_meta = dict(table.schema.metadata or {})
+            schema_meta[META_KEY.encode()] = json.dumps(meta).encode()
+            table = table.replace_schema_metadata(schema_meta)
+            atomic(p, lambda t: pq.write_table(table, t))
+            return p
+        data = _temporary(p)
+        try:
+            df.to_csv(data, index=False)
+            dtypes = {c: str(t) for c, t in df.dtypes.items()}
+            side = {"metadata": meta, "dtypes": dtypes, "sha256": _digest(data)}
+            atomic(_sidecar(p), lambda t: t.write_text(json.dumps(side, indent=1)))
+            _publish(data, p)
+        except BaseException:
+            data.unlink(missing_ok=True)
+            raise
+    return p
+
+
+def load(path: str | os.PathLike) -> pd.DataFrame:
+    """Load a frame saved by save(), metadata back in attrs; a damaged file is one clear error."""
+    p = Path(path)
+    if not p.exists():
+        raise PerflabError(f"{p}: no such file")
+    if p.is_dir():
+        raise PerflabError(f"{p}: is a directory")
+    if p.suffix not in FORMATS:
+        raise PerflabError(f"{p}: unknown format {p.suffix!r}; use one of {', '.join(FORMATS)}")
+    if p.stat().st_size == 0:
+        raise PerflabError(f"{p}: empty file (not a result perflab wrote)")
+    return _load_parquet(p) if p.suffix == ".parquet" else _load_csv(p)
+
+
+def _load_parquet(p: Path) -> pd.DataFrame:
+    try:
+        table = pq.read_table(p)
+        df = table.to_pandas()
+    except Exception as exc:
+        raise PerflabError(f"{p}: not a Parquet file perflab can read ({_first(exc)})") from None
+    raw = (table.schema.metadata or {}).get(META_KEY.encode(), b"{}")
+    return attach(df, _meta(raw, p))
+
+
+def _meta(raw: bytes | str, where: Path) -> dict:
+    try:
+        meta = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise PerflabError(f"{where}: its perflab metadata is damaged")
+    return meta
+
+
+def _load_csv(p: Path) -> pd.DataFrame:
+    side_path = _sidecar(p)
+    side = {}
+    if side_path.exists():
+        side = _meta(side_path.read_bytes(), side_path)
+        if "sha256" in side and side["sha256"] != _digest(p):
+            raise PerflabError(
+                f"{p}: does not match {side_path} (changed after perflab saved it, or a save "
+                f"was cut short); delete {side_path} to load it without metadata"
+            )
+    try:
+        df = pd.read_csv(p, keep_default_na=False, na_values=[""])
+        dtypes = side.get("dtypes", {})
+        for col, dtype in dtypes.items() if isinstance(dtypes, dict) else ():
+            if col in df:
+                df[col] = df[col].astype(dtype)
+    except Exception as exc:
+        raise PerflabError(f"{p}: not a CSV file perflab can read ({_first(exc)})") from None
+    return attach(df, side.get("metadata", {}) if isinstance(side.get("metadata"), dict) else {})
+
+
+def _first(exc: BaseException) -> str:
+    """An exception as a short phrase: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:100]}" if text else type(exc).__name__

@@ -1,0 +1,497 @@
+"""Exact child runs from Python: typed options over csrc/spawn.c and results as numpy records."""
+
+import array
+import atexit
+import contextlib
+import functools
+import os
+import shutil
+import socket
+import subprocess
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perflab.core import bindings
+from perflab.core.constants import ASLR_MODES as ASLR_MODES
+from perflab.core.constants import RUNQ_MODES as RUNQ_MODES
+from perflab.errors import PerflabError, Stopped
+
+STATUS = bindings.RUN_STATUS
+STATUS_NAMES = [STATUS[i] for i in range(len(STATUS))]
+RUNQ_SOURCES = [bindings.RUNQ_SOURCES[i] for i in range(len(bindings.RUNQ_SOURCES))]
+RUNQ_COLUMNS = ("runq_ns", "runq_source", "runq_cover")
+RT_POLICIES = {"fifo": 1, "rr": 2}
+SPAWNER = Path(bindings.__file__).resolve().parent / "_spawner"  # built beside the C core
+RUN_DTYPE = bindings.RUN_DTYPE
+
+
+@dataclass(frozen=True)
+class SpawnOptions:
+    """How each child runs: ASLR, CPUs, priority, memory locking, timeout, stdio, and whether
+    the run-queue wait of its threads is read (runq: auto = taskstats where perflab may, else
+    /proc; proc = /proc only; off = not read, the engine's fastest path)."""
+
+    aslr: str = "system"
+    cpus: tuple[int, ...] = ()
+    rt: bool = False
+    rt_policy: str = "fifo"
+    rt_priority: int = 1
+    mlock: bool = False
+    timeout: float | None = 10.0
+    stdin: int | None = None
+    stdout: int | None = None
+    stderr: int | None = None
+    runq: str = "off"
+
+    def __post_init__(self) -> None:
+        if self.runq not in RUNQ_MODES:
+            raise PerflabError(f"runq must be one of {', '.join(RUNQ_MODES)}, not {self.runq!r}")
+        if self.aslr not in ASLR_MODES:
+            raise PerflabError(f"aslr must be one of {', '.join(ASLR_MODES)}, not {self.aslr!r}")
+        if self.rt_policy not in RT_POLICIES:
+            raise PerflabError(f"rt_policy must be fifo or rr, not {self.rt_policy!r}")
+        if self.timeout is not None and self.timeout <= 0:
+            raise PerflabError(f"timeout must be positive, not {self.timeout}")
+
+    def flags(self) -> int:
+        """PERFLAB_SPAWN_* for these options."""
+        return (
+            (bindings.SPAWN_NO_ASLR if self.aslr == "off" else 0)
+            | (bindings.SPAWN_ASLR if self.aslr == "on" else 0)
+            | (bindings.SPAWN_RT if self.rt else 0)
+            | (bindings.SPAWN_MLOCK if self.mlock else 0)
+            | (bindings.SPAWN_RUNQ if self.runq != "off" else 0)
+            | (bindings.SPAWN_RUNQ_PROC if self.runq == "proc" else 0)
+        )
+
+
+def check_program(program: str | os.PathLike) -> str:
+    """Resolve a program like a shell would, refusing what cannot be executed, before any run."""
+    name = os.fspath(program)
+    if os.sep not in name:
+        found = shutil.which(name)
+        if found is None:
+            raise PerflabError(f"{name}: command not found")
+        name = found
+    p = Path(name)
+    if not p.exists():
+        raise PerflabError(f"{name}: no such file")
+    if p.is_dir() or not os.access(p, os.X_OK) or not p.stat().st_mode & 0o111:
+        raise PerflabError(f"{name}: not an executable file")
+    return str(p.resolve())
+
+
+def env_list(env: Mapping[str, str] | None) -> list[str]:
+    """NAME=value strings, in the mapping's order; None means an empty environment."""
+    return [f"{k}={v}" for k, v in (env or {}).items()]
+
+
+def _pack(
+    programs: Sequence[Sequence[str]],
+    prog: np.ndarray,
+    sizes: np.ndarray,
+    var: str,
+    base_env: Mapping[str, str] | None,
+    options: SpawnOptions,
+) -> bytes:
+    """A batch laid out as csrc/perflab.h says (struct perflab_batch): one format, two engines."""
+    env = env_list(base_env)
+    texts = [s for argv in programs for s in argv] + env + [var]
+    strings = b"".join(os.fsencode(s) + b"\0" for s in texts)
+    header = bindings.BatchHeader(
+        flags=options.flags(),
+        rt_policy=RT_POLICIES[options.rt_policy],
+        rt_priority=options.rt_priority,
+        ncpus=len(options.cpus),
+        timeout_ns=int(options.timeout * 1e9) if options.timeout else 0,
+        nprogs=len(programs),
+        nenv=len(env),
+        nruns=prog.size,
+        strings_len=len(strings),
+    )
+    return b"".join(
+        [
+            bindings.batch_header(header),
+            np.asarray(options.cpus, dtype=np.int32).tobytes(),
+            np.array([len(a) - 1 for a in programs], dtype=np.int32).tobytes(),
+            prog.astype(np.int32).tobytes(),
+            sizes.astype(np.int64).tobytes(),
+            strings,
+        ]
+    )
+
+
+@functools.cache
+def _stop_pipe() -> tuple[int, int]:
+    """The in-process stop: readable means stop; the write end is also Python's wakeup fd."""
+    return os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+
+def _stdio(options: SpawnOptions) -> list[int]:
+    """The child's stdin/stdout/stderr: the ones asked for, else ours at this moment."""
+    return [
+        i if fd is None else fd
+        for i, fd in enumerate((options.stdin, options.stdout, options.stderr))
+    ]
+
+
+class InProcess:
+    """Spawns from perflab's own process: a child's maxrss would be perflab's, so it is empty."""
+
+    method = "in-process (maxrss not measurable: a vfork child inherits the parent's peak)"
+    floor_kb: int | None = None
+
+    def batch(self, request: bytes, nruns: int, stdio: list[int]) -> np.ndarray:
+        out = np.zeros(nruns, dtype=RUN_DTYPE)
+        out = out[: bindings.spawn_batch(request, stdio, _stop_pipe()[0], out)]
+        out["maxrss_kb"] = -1
+        return out
+
+    @contextlib.contextmanager
+    def pipeline(self) -> Iterator["Pipeline"]:
+        """Batches queued ahead, answered in order (here: run one after another on a thread)."""
+        with ThreadPoolExecutor(1) as pool:
+            queued: deque[Future[np.ndarray]] = deque()
+            yield Pipeline(lambda *request: queued.append(pool.submit(self.batch, *request)),
+                           lambda: queued.popleft().result())  # fmt: skip
+
+    def request_stop(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.write(_stop_pipe()[1], b"S")
+
+    def clear_stop(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while os.read(_stop_pipe()[0], 4096):
+                pass
+
+
+class Spawner(InProcess):
+    """csrc/spawner: a small freshly exec'd helper spawns the children, so their maxrss is theirs.
+
+    Its own peak (VmHWM, a few hundred KiB) is carried into every child it spawns: floor_kb.
+    A stop is a byte in a pipe the helper polls (not on the request socket), so requests can
+    wait queued in the socket while a batch runs: the helper starts the next one at once.
+    """
+
+    method = "spawner helper (children exec'd from a small process; maxrss includes its peak)"
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.stop_r, self.stop_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        with theirs:
+            self.proc = subprocess.Popen(
+                [str(SPAWNER), str(theirs.fileno()), str(self.stop_r)],
+                pass_fds=(theirs.fileno(), self.stop_r),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                process_group=0,  # the terminal's Ctrl-C is perflab's to handle, not the helper's
+            )
+        self.sock, self.pid, self.floor_kb = ours, os.getpid(), None
+        self.lock = threading.RLock()  # one caller's requests and replies at a time
+        self.queued = 0
+        atexit.register(self.close)  # no helper outlives perflab, nor warns that it was left
+
+    def batch(self, request: bytes, nruns: int, stdio: list[int]) -> np.ndarray:
+        with self.lock:
+            self._submit(request, nruns, stdio)
+            return self._collect()
+
+    @contextlib.contextmanager
+    def pipeline(self) -> Iterator["Pipeline"]:
+        """Requests sent ahead, queued in the socket; replies read in order. Replies left
+        unread at the end (an error) leave the helper out of step: it is ended."""
+        with self.lock:
+            try:
+                yield Pipeline(self._submit, self._collect)
+            finally:
+                if self.queued:
+                    self.close()
+
+    def _submit(self, request: bytes, nruns: int, stdio: list[int]) -> None:
+        try:
+            sent = self.sock.sendmsg(
+                [request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", stdio))]
+            )
+            self.sock.sendall(request[sent:])
+            self.queued += 1
+        except BaseException:
+            self.close()  # out of step with the helper now: the next batch starts a new one
+            raise
+
+    def _collect(self) -> np.ndarray:
+        try:
+            reply = bytearray(bindings.BATCH_REPLY_BYTES)
+            self._recv_into(reply)
+            done, floor_kb = bindings.batch_reply(bytes(reply))
+            out = np.zeros(done, dtype=RUN_DTYPE)
+            self._recv_into(out.data.cast("B"))
+            self.queued -= 1
+        except BaseException:
+            self.close()
+            raise
+        self.floor_kb = max(self.floor_kb or 0, floor_kb) if floor_kb > 0 else None
+        return out
+
+    def _recv_into(self, buf: bytearray | memoryview) -> None:
+        view = memoryview(buf)
+        while view.nbytes:
+            n = self.sock.recv_into(view)
+            if n == 0:
+                raise PerflabError(f"the spawner helper {SPAWNER} ended unexpectedly")
+            view = view[n:]
+
+    def request_stop(self) -> None:
+        """Safe from a signal handler: the batch in flight and every queued one stop."""
+        with contextlib.suppress(OSError):
+            os.write(self.stop_w, b"S")
+
+    def clear_stop(self) -> None:
+        with contextlib.suppress(OSError):
+            while os.read(self.stop_r, 4096):
+                pass
+
+    def alive(self) -> bool:
+        return self.pid == os.getpid() and self.proc.poll() is None and self.sock.fileno() >= 0
+
+    def close(self) -> None:
+        """End the helper; idempotent, and a forked child leaves its parent's helper alone."""
+        self.sock.close()
+        if self.pid != os.getpid():
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for fd in (self.stop_r, self.stop_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.stop_r = self.stop_w = -1
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Batches sent ahead of their replies: submit(request, nruns, stdio), collect() -> the
+    oldest one's records."""
+
+    submit: Callable[[bytes, int, list[int]], None]
+    collect: Callable[[], np.ndarray]
+
+
+_engines: dict[str, InProcess] = {}
+
+
+def engine() -> InProcess:
+    """The spawner helper, started on first use (again after a fork), else in-process runs."""
+    current = _engines.get("default")
+    if isinstance(current, Spawner) and current.alive():
+        return current
+    if SPAWNER.exists() and os.access(SPAWNER, os.X_OK):
+        _engines["default"] = Spawner()
+    else:
+        _engines["default"] = _engines.setdefault("in-process", InProcess())
+    return _engines["default"]
+
+
+def in_process() -> InProcess:
+    """Runs without the helper: what each run costs without it, or when it cannot start."""
+    return _engines.setdefault("in-process", InProcess())
+
+
+def request_stop() -> None:
+    """Stop every batch in flight between runs (called from signal handlers)."""
+    for e in list(_engines.values()):
+        e.request_stop()
+
+
+def clear_stop() -> None:
+    """Forget a stop request, before a new sweep begins."""
+    for e in list(_engines.values()):
+        e.clear_stop()
+
+
+def stop_wakeup_fd() -> int:
+    """The fd Python's C-level signal handler writes to: stops an in-process batch at once."""
+    return _stop_pipe()[1]
+
+
+def maxrss_meta(used: InProcess) -> dict[str, Any]:
+    """What a result records about its maxrss_kb column: the method and its floor."""
+    return {"maxrss_method": used.method, "maxrss_floor_kb": used.floor_kb}
+
+
+def run_batch(
+    programs: Sequence[Sequence[str]],
+    prog: np.ndarray,
+    sizes: np.ndarray | None = None,
+    var: str = "A",
+    base_env: Mapping[str, str] | None = None,
+    options: SpawnOptions | None = None,
+    using: InProcess | None = None,
+) -> np.ndarray:
+    """Run programs[prog[i]] for each i (argv[0] the resolved path), with base_env plus
+    VAR=<sizes[i] pad characters> where sizes[i] >= 0, all in one C call.
+
+    Fewer records than runs come back when a stop was requested: the runs not made.
+    """
+    return (using or engine()).batch(*request(programs, prog, sizes, var, base_env, options))
+
+
+def request(
+    programs: Sequence[Sequence[str]],
+    prog: np.ndarray,
+    sizes: np.ndarray | None = None,
+    var: str = "A",
+    base_env: Mapping[str, str] | None = None,
+    options: SpawnOptions | None = None,
+) -> tuple[bytes, int, list[int]]:
+    """run_batch's arguments as what an engine takes: (request bytes, runs, stdio fds)."""
+    options = options or SpawnOptions()
+    prog = np.ascontiguousarray(prog, dtype=np.int32)
+    sizes = np.full(prog.size, -1, np.int64) if sizes is None else np.asarray(sizes, np.int64)
+    if not var or "=" in var:
+        raise PerflabError(f"invalid environment variable name {var!r}")
+    if sizes.size and sizes.min() < -1:
+        raise PerflabError("environment sizes must not be negative")
+    programs = [(a[0], *a) for a in programs]
+    return _pack(programs, prog, sizes, var, base_env, options), prog.size, _stdio(options)
+
+
+def run(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    options: SpawnOptions | None = None,
+    using: InProcess | None = None,
+) -> np.record:
+    """One run with exactly argv and env (None: empty): nothing else is inherited."""
+    path = check_program(argv[0])
+    out = run_batch([(path, *argv[1:])], np.zeros(1), None, "A", env, options, using)
+    if out.size == 0:
+        raise Stopped
+    out = out.copy()
+    out["prog"] = 0
+    return out[0]
+
+
+def run_env_sizes(
+    argv: Sequence[str],
+    sizes: np.ndarray,
+    var: str = "A",
+    base_env: Mapping[str, str] | None = None,
+    options: SpawnOptions | None = None,
+    using: InProcess | None = None,
+) -> np.ndarray:
+    """Run argv once per size, each with base_env plus VAR=<size pad characters>, in one C call."""
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    if sizes.size and sizes.min() < 0:
+        raise PerflabError("environment sizes must not be negative")
+    return run_batch([argv], np.zeros(sizes.size), sizes, var, base_env, options, using)
+
+
+def timer_overhead() -> int:
+    """The probe's own cost in ticks (same lfence;rdtsc / rdtscp;lfence pair), to subtract."""
+    return bindings.timer_overhead_ticks()
+
+
+def tidy(runs: np.ndarray, overhead: int = 0, runq: bool = False) -> pd.DataFrame:
+    """Run records as tidy columns: probe ticks less overhead (NaN if no probe), rusage, status,
+    and with runq the RUNQ_COLUMNS (see runq_columns).
+
+    maxrss_kb is <NA> where it cannot be the child's own (in-process runs); strays says the
+    child left processes in its group, which were killed.
+
+    Counts are int32 and status a categorical: 800 000 rows must fit in a few copies.
+    """
+    df = pd.DataFrame(tidy_columns(runs, overhead))
+    return df.assign(**runq_columns(runs)) if runq else df
+
+
+def tidy_columns(runs: np.ndarray, overhead: int = 0) -> dict[str, Any]:
+    """tidy's columns by name, for a frame built once with more columns in front: inserting
+    them one by one cost a sweep on every CPU more Python time than the rows' own making."""
+    has_probe = (runs["flags"] & bindings.RUN_HAS_PROBE) != 0
+    has_counters = (runs["flags"] & bindings.RUN_HAS_COUNTERS) != 0
+    # The probed region lies inside the parent's own reads around the run, on the same clock:
+    # a record of 0 or of more than outer_ticks is not a measurement (bad_probe, no ticks).
+    raw = runs["probe_ticks"]
+    unphysical = has_probe & ((raw == 0) | (raw > runs["outer_ticks"]))
+    ok = runs["status"] == bindings.RUN_OK
+    status = np.where(unphysical & ok, bindings.RUN_BAD_PROBE, runs["status"])
+    # A region cheaper than the timer's own cost reads 0, not a negative time.
+    probe = np.maximum(raw.astype(np.float64) - overhead, 0.0)
+    return {
+        "ticks": np.where(has_probe & ~unphysical, probe, np.nan),
+        "outer_ticks": runs["outer_ticks"].astype(np.int64),
+        "wall_ns": runs["wall_ns"],
+        "utime_ns": runs["utime_ns"],
+        "stime_ns": runs["stime_ns"],
+        "maxrss_kb": pd.arrays.IntegerArray(
+            runs["maxrss_kb"].astype(np.int32), mask=runs["maxrss_kb"] < 0
+        ),
+        "minflt": runs["minflt"].astype(np.int32),
+        "majflt": runs["majflt"].astype(np.int32),
+        "nvcsw": runs["nvcsw"].astype(np.int32),
+        "nivcsw": runs["nivcsw"].astype(np.int32),
+        "cycles": np.where(has_counters, runs["cycles"].astype(np.float64), np.nan),
+        "instructions": np.where(has_counters, runs["instructions"].astype(np.float64), np.nan),
+        "exit_code": runs["exit_code"],
+        "signal": runs["signal"],
+        "status": pd.Categorical.from_codes(status, STATUS_NAMES),
+        "child_errno": runs["child_errno"],
+        "strays": (runs["flags"] & bindings.RUN_STRAYS) != 0,
+    }
+
+
+def runq_columns(runs: np.ndarray) -> dict[str, Any]:
+    """runq_ns: the run-queue wait of the child's threads, summed (NaN where no source answered,
+    or the kernel keeps no schedstat: no CPU time counted); runq_source: taskstats (every
+    thread, exact at exit) or proc (threads gone before the leader as of their last reading);
+    runq_cover: the counted threads' CPU time over the run's rusage CPU time (1: all of it;
+    less when threads were missed or the program's own children ran)."""
+    counted = runs["runq_cpu_ns"].astype(np.float64)
+    has = (runs["runq_source"] != 0) & (counted > 0)
+    cpu = (runs["utime_ns"] + runs["stime_ns"]).astype(np.float64)
+    return {
+        "runq_ns": np.where(has, runs["runq_ns"].astype(np.float64), np.nan),
+        "runq_source": pd.Categorical.from_codes(np.where(has, runs["runq_source"], 0),
+                                                 RUNQ_SOURCES),
+        "runq_cover": np.where(has & (cpu > 0), counted / np.where(cpu > 0, cpu, 1), np.nan),
+    }  # fmt: skip
+
+
+def runq_note(runs: np.ndarray) -> str:
+    """How the runs' run-queue wait was read, one phrase, with why taskstats was not used."""
+    sources = {RUNQ_SOURCES[int(s)] for s in runs["runq_source"]}
+    refused = runs["runq_errno"][runs["runq_errno"] != 0]
+    why = f"taskstats refused: {describe_errno(int(refused[0]))}; " if refused.size else ""
+    if sources == {"taskstats"}:
+        return "taskstats: every thread's wait, summed by the kernel at exit"
+    if "proc" in sources:
+        return (f"{why}/proc readings during each run: threads that exit before the leader "
+                "count as of their last reading (runq_cover: the CPU time covered)")  # fmt: skip
+    return f"{why}no source answered"
+
+
+def describe_errno(code: int) -> str:
+    """An errno the child reported, worded as perflab words every errno."""
+    return bindings.errno_text(code)
+
+
+@dataclass(frozen=True)
+class ParallelOptions(SpawnOptions):
+    """Options of a parallel batch: one child per CPU of `cpus` at a time, each pinned to its
+    own CPU (record field cpu); the finished runs before the first one a stop cut short."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(set(self.cpus)) != len(self.cpus) or len(self.cpus) < 1:
+            raise PerflabError(f"a parallel batch needs distinct CPUs, not {list(self.cpus)}")
+
+    def flags(self) -> int:
+        return super().flags() | bindings.SPAWN_PARALLEL

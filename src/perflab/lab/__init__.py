@@ -1,0 +1,1 @@
+"""The experiments, one module or package each, and the registry that lists them."""

@@ -1,0 +1,136 @@
+"""The built-in reproduction for `perflab profile --workload`: N threads doing serial work under
+one lock (workloads/contention.c), the situation easyperf's multithreaded analysis (seed 003)
+diagnoses: with a mutex the waiters block in futex, with a spin lock they stay busy, and in
+neither case do more threads finish the work sooner."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perflab.engine import results
+from perflab.errors import PerflabError
+from perflab.lab import profile
+from perflab.lab.plans import defaults
+from perflab.system import compiler, machine, perfsamples
+
+KINDS = defaults.CONTENTION_KINDS
+ITERATIONS = 100_000  # critical sections in all, split over the threads
+WORK = 2_000  # recurrence steps in each (about 1.5 ns a step here): ~0.3 s of serial work
+MAX_THREADS = defaults.CONTENTION_MAX_THREADS
+
+
+def build() -> compiler.Workload:
+    """The workload, compiled once: dynamically linked, so libc's lock code keeps its name."""
+    return compiler.build(
+        compiler.WORKLOADS / "contention.c", "2", static=False, extra=["-pthread"]
+    )
+
+
+def command(kind: str, threads: int, iterations: int = ITERATIONS, work: int = WORK) -> list[str]:
+    """The argv that runs it; refused in one line before anything is built."""
+    if kind not in KINDS:
+        raise PerflabError(f"unknown workload {kind!r}; built in: {', '.join(KINDS)}")
+    if not 1 <= threads <= MAX_THREADS:
+        raise PerflabError(f"threads must be 1..{MAX_THREADS}, not {threads}")
+    if iterations < 0 or work < 0:
+        raise PerflabError("iterations and work must not be negative")
+    return [str(build().path), kind, str(threads), str(iterations), str(work)]
+
+
+WAITING = ("spin_lock", "__lll_lock_wait", "__GI___lll_lock_wait", "pthread_mutex_lock")
+
+
+def run(
+    threads: Sequence[int] = (1, 2, 4),
+    kinds: Sequence[str] = KINDS,
+    iterations: int = ITERATIONS,
+    work: int = WORK,
+    sample_hz: int | None = perfsamples.FREQUENCY_HZ,
+    repeat: int = 1,
+    profiles: list[pd.DataFrame] | None = None,
+) -> pd.DataFrame:
+    """Profile the workload for every kind and thread count, repeat times round-robin (so a
+    neighbour's load falls on every point alike): one row per run with its wall, utilisation
+    and where the workers' samples and time went.
+    profiles: a list that receives each run's full profile frame (profile.run's)."""
+    if repeat < 1:
+        raise PerflabError(f"repeat must be at least 1, not {repeat}")
+    rows, event = [], None
+    for r in range(repeat):
+        for kind in kinds:
+            for n in sorted(set(threads)):
+                df = profile.run(command(kind, n, iterations, work), sample_hz=sample_hz)
+                event = results.metadata(df).get("samples_event") or event
+                rows.append({**_row(kind, n, df, iterations), "rep": r})
+                if profiles is not None:
+                    profiles.append(df)
+    out = pd.DataFrame(rows)
+    meta = {
+        **machine.metadata(),
+        "experiment": "contention",
+        "iterations": iterations,
+        "work": work,
+        "samples_event": event,
+        "samples_hz": sample_hz,
+    }
+    return results.attach(out, meta)
+
+
+def _row(kind: str, n: int, df: pd.DataFrame, iterations: int) -> dict:
+    """One run's line: wall, utilisation, where the workers' samples and time went."""
+    meta = results.metadata(df)
+    workers = df[df["comm"].str.startswith("worker-")]
+    life = max(float(workers["lifetime_ns"].sum()), 1.0)
+    samples = perfsamples.frame(df)
+    row = {
+        "kind": kind,
+        "threads": n,
+        "wall_ms": meta["wall_ns"] / 1e6,
+        "cpu_ms": meta["program_cpu_ns"] / 1e6,
+        "utilisation": meta["utilisation"],
+        "sections_per_ms": iterations / (meta["wall_ns"] / 1e6),
+        "blocked_pct": 100 * float(workers["blocked_ns"].sum()) / life,
+        "runq_pct": 100 * float(workers["runq_ns"].sum()) / life,
+        "samples": np.nan,
+        "work_pct": np.nan,
+        "waiting_pct": np.nan,
+    }
+    if samples is not None:
+        mine = samples[samples["comm"].str.startswith("worker-")]
+        total = max(int(mine["samples"].sum()), 1)
+        row["samples"] = int(samples["samples"].sum())
+        row["work_pct"] = 100 * mine.loc[mine["symbol"] == "shared_work", "samples"].sum() / total
+        row["waiting_pct"] = 100 * mine.loc[mine["symbol"].isin(WAITING), "samples"].sum() / total
+    return row
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """Per kind and thread count, the medians over repeats: wall, speedup over the fewest
+    threads, utilisation, and where the workers' time and samples went."""
+    cols = ["wall_ms", "utilisation", "blocked_pct", "runq_pct", "samples", "work_pct",
+            "waiting_pct"]  # fmt: skip
+    out = df.groupby(["kind", "threads"], as_index=False)[cols].median()
+    out.insert(3, "speedup", out.groupby("kind")["wall_ms"].transform("first") / out["wall_ms"])
+    return out
+
+
+def plot(df: pd.DataFrame, path: Any = None) -> Any:
+    """Utilisation, speedup and the share of samples in the lock against threads (medians)."""
+    from perflab.analysis import plot as plt
+
+    df = summarize(df)
+    fig, axes = plt.figure(ncols=3, figsize=(11, 3.4))
+    panels = [
+        ("utilisation", "threads busy on average"),
+        ("speedup", "speedup over 1 thread"),
+        ("waiting_pct", "% of worker samples in the lock"),
+    ]
+    for ax, (col, label) in zip(axes, panels, strict=True):
+        for kind, t in df.groupby("kind"):
+            ax.plot(t["threads"], t[col], "o-", label=kind)
+        ax.set_xlabel("threads")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=8)
+    return plt.save(fig, path, title="lock contention: busy is not useful work (easyperf)")

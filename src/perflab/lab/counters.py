@@ -1,0 +1,65 @@
+"""The `counters` experiment: which perf events count here, or what a command counts."""
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from perflab.engine import results
+from perflab.system import machine
+from perflab.system.counters import available, count_command
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def run(
+    command: Sequence[str] | None = None,
+    events: Iterable[str] | None = None,
+    stdout: Any = None,
+) -> pd.DataFrame:
+    """Which events count here (no command), or the counts of a command and its children; one row
+    per event, with the machine and what was counted in metadata (for a command also its exit
+    status, elapsed_ns, cpu_ns and cpus_utilised). stdout: where the command's output goes."""
+    wanted = list(events) if events else None
+    if command:
+        out = count_command(list(command), wanted, stdout)
+        keys = ("returncode", "signal", "elapsed_ns", "cpu_ns", "cpus_utilised")
+        extra: dict[str, Any] = {"counted": list(command), **{k: out.attrs[k] for k in keys}}
+    else:
+        out = available()
+        if wanted:
+            out = out[out["event"].isin(wanted)].reset_index(drop=True)
+        extra = {"counted": "a small Python region"}
+    meta = {
+        **machine.metadata(),
+        "experiment": "counters",
+        "perf_event_paranoid": machine.perf_paranoid(),
+        **extra,
+    }
+    return results.attach(out, meta)
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """The table `perf stat` prints: event, count (thousands separated, '-' if none), status."""
+    out = df[["event", "count", "status"]].copy()
+    out["count"] = [f"{v:,.0f}" if v == v else "-" for v in out["count"]]
+    return out
+
+
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
+    """Counts per event (log scale); events that do not count here are named, not drawn as 0."""
+    from perflab.analysis import plot as plt
+
+    fig, ax = plt.figure()
+    y = np.arange(len(df))
+    counted = df["count"].notna()
+    ax.barh(y[counted], df.loc[counted, "count"].clip(lower=1))
+    for i in y[~counted]:
+        ax.text(1, i, "not supported here", va="center", fontsize=8)
+    ax.set_yticks(y, df["event"])
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.set_xlabel("count")
+    return plt.save(fig, path, title="perf_event counts")

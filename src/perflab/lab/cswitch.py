@@ -1,0 +1,158 @@
+"""Rubini's cswitch: one byte through pipes alone, then ping-ponged with a child; the difference."""
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from perflab.core import bindings
+from perflab.engine import results
+from perflab.errors import PerflabError
+from perflab.system import machine
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+RT_PRIORITY = 1  # Listing 2's sched_priority: the lowest real-time priority is enough
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where parent and child run: CPU numbers, -1 for wherever the scheduler likes."""
+
+    name: str
+    parent: int = -1
+    child: int = -1
+
+
+def placements(cpus: list[int] | None = None) -> list[Placement]:
+    """Unpinned, both on one CPU, and (with two CPUs online) one CPU each."""
+    online = machine.usable_cpus() if cpus is None else machine.check_cpus(cpus)
+    out = [Placement("unpinned"), Placement("one CPU", online[0], online[0])]
+    if len(online) > 1:
+        out.append(Placement("two CPUs", online[0], online[1]))
+    return out
+
+
+def rt_budget_us(n: int) -> int:
+    """RLIMIT_RTTIME for a run of n: generous for n round trips, yet a runaway dies in seconds."""
+    return min(10_000_000, 200_000 + 20 * n)
+
+
+def run_once(n: int, place: Placement, realtime: bool) -> dict[str, Any]:
+    """One cswitch run: the article's three numbers plus both sides' switch counts."""
+    prio = RT_PRIORITY if realtime else 0
+    out = bindings.cswitch(
+        n, place.parent, place.child, prio, rt_budget_us(n), f"cswitch ({place.name})"
+    )
+    switches = sum(out[k] for k in ("parent_nvcsw", "parent_nivcsw", "child_nvcsw", "child_nivcsw"))
+    diff_ns = out["pingpong_ns"] - out["alone_ns"]
+    return {
+        "placement": place.name,
+        "cpu_parent": place.parent,
+        "cpu_child": place.child,
+        "realtime": realtime,
+        "rt_applied": bool(out["rt_applied"]),
+        "n": n,
+        "alone_ns": int(out["alone_ns"]),
+        "pingpong_ns": int(out["pingpong_ns"]),
+        "alone_us_each": out["alone_ns"] / n / 1e3,
+        "roundtrip_us_each": out["pingpong_ns"] / n / 1e3,
+        "cswitch_us_each": diff_ns / n / 1e3,
+        "parent_nvcsw": int(out["parent_nvcsw"]),
+        "parent_nivcsw": int(out["parent_nivcsw"]),
+        "child_nvcsw": int(out["child_nvcsw"]),
+        "child_nivcsw": int(out["child_nivcsw"]),
+        "switches_per_roundtrip": switches / n,
+        "us_per_switch": diff_ns / 1e3 / switches if switches else np.nan,
+        "child_pid": int(out["child_pid"]),
+    }
+
+
+def realtime_wanted(flag: bool | None) -> bool:
+    """--rt/--no-rt, else Listing 2's rule: real time unless BENCH_NORT is set."""
+    if flag is not None:
+        return flag
+    return not os.environ.get("BENCH_NORT")
+
+
+def run(
+    n: int = 20000,
+    reps: int = 3,
+    realtime: bool = True,
+    cpus: list[int] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> pd.DataFrame:
+    """Every placement, normal and (when asked) real-time priority, `reps` times each."""
+    if n < 1:
+        raise PerflabError(f"N must be at least 1, not {n}")
+    if reps < 1:
+        raise PerflabError(f"--reps must be at least 1, not {reps}")
+    rows = []
+    for place in placements(cpus):
+        for rt in (False, True) if realtime else (False,):
+            for rep in range(reps):
+                rows.append({**run_once(n, place, rt), "rep": rep})
+                if progress:
+                    progress(1)
+    meta = {**machine.metadata(), "experiment": "cswitch", "n": n, "reps": reps}
+    return results.attach(pd.DataFrame(rows), meta)
+
+
+measure = run  # its name before every experiment had run/summarize/plot
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """Median per placement and priority of the three per-iteration times and the switch counts."""
+    cols = [
+        "alone_us_each",
+        "roundtrip_us_each",
+        "cswitch_us_each",
+        "switches_per_roundtrip",
+        "us_per_switch",
+        "parent_nivcsw",
+        "child_nivcsw",
+    ]
+    keys = ["placement", "realtime", "rt_applied"]
+    out = df.groupby(keys, sort=False)[cols].median().reset_index()
+    out[["parent_nivcsw", "child_nivcsw"]] = (
+        out[["parent_nivcsw", "child_nivcsw"]].round().astype(int)
+    )
+    out["priority"] = np.where(
+        out["rt_applied"], "SCHED_RR", np.where(out["realtime"], "normal (RR refused)", "normal")
+    )
+    return out[["placement", "priority", *cols]]
+
+
+table = summarize  # its earlier name
+
+
+def article_lines(row: Any) -> list[str]:
+    """The three lines cswitch prints, for one run."""
+    n = row["n"]
+    alone, ping = row["alone_ns"] / 1e3, row["pingpong_ns"] / 1e3
+    return [
+        f"{n} writes and reads take {alone:.0f} usecs ({alone / n:.3f} usec each)",
+        f"{n} wr/rd and cswitches take {ping:.0f} usecs ({ping / n:.3f} usec each)",
+        f"{n} cswitches take {ping - alone:.0f} usecs ({(ping - alone) / n:.3f} usec each)",
+    ]
+
+
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
+    """Bars of the round trip and its switch part per placement and priority."""
+    from perflab.analysis import plot as plt
+
+    t = summarize(df)
+    fig, ax = plt.figure()
+    labels = [f"{p}\n{q}" for p, q in zip(t["placement"], t["priority"], strict=True)]
+    x = np.arange(len(t))
+    ax.bar(x - 0.2, t["roundtrip_us_each"], 0.4, label="write/read + cswitch (round trip)")
+    ax.bar(x + 0.2, t["alone_us_each"], 0.4, label="write/read alone")
+    ax.set_xticks(x, labels, fontsize=8)
+    plt.log_axes(ax, x=False, y=True)
+    ax.set_ylabel("µs per iteration (median of reps, log)")
+    ax.legend()
+    return plt.save(fig, path, title=f"cswitch {int(df['n'].iloc[0])}: pipes between two processes")

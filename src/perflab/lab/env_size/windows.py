@@ -1,0 +1,506 @@
+"""Where env-size windows should fall: the loop's stack slots meet its statics modulo 4096.
+
+With ASLR off the kernel lays the exec strings (the path, argv, the environment) at the top
+of the stack and aligns what follows to 16 bytes (fs/exec.c, create_elf_tables), so one
+more byte of environment moves main's frame down by 16 bytes every 16 sizes. Once per
+4096 bytes a stack slot the -O0 loop touches then sits at the same address modulo 4096 as
+a static counter, and a CPU that checks store/load dependences on the low 12 address bits
+(4K aliasing) holds the load behind the store. This module finds the loop's slots and
+statics in its binary (objdump), where main's frame lands at each size (a twin of the loop
+reports it), and from both the sizes where the pairs alias.
+"""
+
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perflab.engine import spawn
+from perflab.errors import PerflabError
+from perflab.lab.plans.env_size import BUILTIN as BUILTIN
+from perflab.system import binlayout, compiler
+
+PAGE = 4096  # the low 12 address bits a store/load check compares
+STACK_STEP = 16  # the kernel's alignment of the initial stack pointer
+_INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
+_STACK = re.compile(r"^(-?0x[0-9a-f]+|-?\d+)?\(%[re]bp\)$")
+_STATIC = re.compile(r"#\s*([0-9a-f]+)\s+<([^>]+)>")
+_REPORT = re.compile(r"(\w+)=(0x[0-9a-f]+|\d+)")
+_READ_ONLY = {"cmp", "test", "push", "bt"}
+
+
+@dataclass(frozen=True)
+class Access:
+    """One memory operand of the loop: a stack slot (offset from the frame) or a static."""
+
+    name: str
+    where: str  # "stack" or "static"
+    offset: int  # from the frame pointer (stack) or the absolute address (static)
+    size: int
+    load: bool
+    store: bool
+
+
+def _operands(text: str) -> list[str]:
+    """AT&T operands split on the commas outside parentheses."""
+    out, depth, cur = [], 0, ""
+    for ch in text.split("#")[0].strip():
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [o.strip() for o in [*out, cur] if o.strip()]
+
+
+def _size(mnemonic: str, operands: list[str]) -> int:
+    """Bytes accessed: the mnemonic's suffix when it has one, else the register's width."""
+    regs = [o for o in operands if o.startswith("%")]
+    if regs:
+        r = regs[0][1:]
+        if re.fullmatch(r"r\d+d|e\w\w", r):
+            return 4
+        if re.fullmatch(r"r\d+w|[a-d]x|[sd]i|[sb]p", r):
+            return 2
+        if re.fullmatch(r"r\d+b|[a-d][lh]|[sd]il|[sb]pl", r):
+            return 1
+        return 8
+    return {"b": 1, "w": 2, "l": 4, "q": 8}.get(mnemonic[-1], 4)
+
+
+def parse_accesses(disassembly: str) -> list[Access]:
+    """The stack and static memory operands of objdump -d lines, merged per location."""
+    found: dict[tuple[str, int], Access] = {}
+    for line in disassembly.splitlines():
+        m = _INSN.match(line)
+        if not m:
+            continue
+        mnemonic, rest = m.group(2), m.group(3)
+        if mnemonic.startswith(("lea", "nop", "j", "call")):
+            continue
+        ops = _operands(rest)
+        for pos, op in enumerate(ops):
+            dest = pos == len(ops) - 1 and len(ops) > 1
+            base = mnemonic.rstrip("bwlq")
+            load = not (dest and base.startswith("mov")) or base in _READ_ONLY
+            store = dest and base not in _READ_ONLY
+            size = _size(mnemonic, ops)
+            if s := _STACK.match(op):
+                key = ("stack", int(s.group(1) or "0", 0))
+                name = f"frame{key[1]:+#x}"
+            elif op.endswith("(%rip)") and (g := _STATIC.search(rest)):
+                key, name = ("static", int(g.group(1), 16)), g.group(2)
+            else:
+                continue
+            old = found.get(key)
+            found[key] = Access(name, key[0], key[1], max(size, old.size if old else 0),
+                                load or bool(old and old.load),
+                                store or bool(old and old.store))  # fmt: skip
+    return sorted(found.values(), key=lambda a: (a.where, a.offset))
+
+
+def loop_accesses(path: str | Path, function: str = "main") -> list[Access]:
+    """The memory operands inside `function`'s outermost loop in a linked binary."""
+    span = None
+    for f in binlayout._nm(path, "-S", "--defined-only"):
+        if len(f) == 4 and f[3] == function:
+            span = (int(f[0], 16), int(f[0], 16) + int(f[1], 16))
+    if span is None:
+        raise PerflabError(f"{path}: no symbol {function} (a stripped binary cannot be read)")
+    loop = binlayout._loops(path, {function: span}).get(function)
+    if loop is None:
+        return []
+    done = subprocess.run(
+        ["objdump", "-d", "--no-show-raw-insn", f"--start-address={loop[0]}",
+         f"--stop-address={loop[1]}", str(path)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return parse_accesses(done.stdout)
+
+
+def exec_strings(argv: Sequence[str], env: Sequence[str]) -> int:
+    """Bytes the kernel copies to the stack top at execve: the path, argv, env, NULs."""
+    texts = [argv[0], *argv, *env]
+    return sum(len(t.encode()) + 1 for t in texts)
+
+
+def env_strings(argv: Sequence[str], base_env: Mapping[str, str], var: str, size: int) -> int:
+    """exec_strings of argv with base_env plus VAR=<size characters>, as a sweep runs it."""
+    return exec_strings(argv, [*spawn.env_list(base_env), f"{var}={'a' * size}"])
+
+
+@dataclass(frozen=True)
+class StackModel:
+    """frame(L) = floor16(top - L) - depth: where main's frame lands for L bytes of strings.
+
+    top is where the strings end (the stack's top minus the 8-byte end marker), read from
+    AT_EXECFN; depth is what the kernel's tables and the libc's startup take below them.
+    """
+
+    top: int
+    depth: int
+
+    def frame(self, strings: np.ndarray | int) -> np.ndarray:
+        """main's frame address for each strings length."""
+        s = np.asarray(strings, dtype=np.int64)
+        return (np.int64(self.top) - s) // STACK_STEP * STACK_STEP - self.depth
+
+    @classmethod
+    def from_report(cls, report: Mapping[str, int], path: str) -> "StackModel":
+        """The model that one run's own report fixes: top from execfn, depth from the frame."""
+        top = report["execfn"] + len(path.encode()) + 1
+        aligned = (top - report["strings"]) // STACK_STEP * STACK_STEP
+        return cls(top=top, depth=aligned - report["frame"])
+
+
+def build_loop(workload: str = "mytkowicz", opt: str = compiler.DEFAULT_OPT) -> compiler.Workload:
+    """A built-in loop by name (see BUILTIN), compiled and cached."""
+    return compiler.build(compiler.WORKLOADS / BUILTIN[workload][0], opt)
+
+
+def twin(opt: str = compiler.DEFAULT_OPT, workload: str = "mytkowicz") -> compiler.Workload:
+    """A loop's twin (workloads/stack_twin.c), built with the loop's source inlined into its
+    own so that the build cache's key follows the loop's source too."""
+    source, counter = BUILTIN[workload]
+    text = (compiler.WORKLOADS / "stack_twin.c").read_text()
+    loop = (compiler.WORKLOADS / source).read_text()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{Path(source).stem}_twin.c"
+        path.write_text(
+            f"#define PERFLAB_TWIN_G {counter}\n" + text.replace('#include "mytkowicz.c"\n', loop)
+        )
+        return compiler.build(path, opt)
+
+
+def probe(
+    sizes: Sequence[int],
+    var: str = "A",
+    base_env: Mapping[str, str] | None = None,
+    opt: str = compiler.DEFAULT_OPT,
+    workload: str = "mytkowicz",
+) -> pd.DataFrame:
+    """Run a loop's twin once per env size with ASLR off; each run's report as one row.
+
+    Columns: env_size, strings (exec bytes), frame, g, inc, i, j, k, environ, execfn, envc.
+    """
+    path = str(twin(opt, workload).path)
+    base_env = dict(base_env or {})
+    with tempfile.TemporaryFile() as out:
+        options = spawn.SpawnOptions(aslr="off", stdout=out.fileno(), timeout=10.0)
+        runs = spawn.run_env_sizes([path], np.asarray(sizes), var, base_env, options)
+        out.seek(0)
+        lines = out.read().decode().splitlines()
+    if len(lines) != len(sizes) or np.any(runs["status"] != 0):
+        raise PerflabError(f"stack probe: {len(lines)} reports from {len(sizes)} runs")
+    rows = [{k: int(v, 0) for k, v in _REPORT.findall(line)} for line in lines]
+    df = pd.DataFrame(rows)
+    df.insert(0, "env_size", np.asarray(sizes, dtype=np.int64))
+    df.insert(1, "strings", [env_strings([path], base_env, var, int(s)) for s in sizes])
+    df.attrs["path"] = path
+    return df
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a prediction needs, recorded with a sweep: the loop's accesses and stack model."""
+
+    accesses: tuple[Access, ...]
+    model: StackModel
+    base_strings: int  # exec strings at env size 0 for the measured program
+
+    def meta(self) -> dict:
+        """As plain JSON for the result's metadata."""
+        return {
+            "accesses": [asdict(a) for a in self.accesses],
+            "top": self.model.top,
+            "depth": self.model.depth,
+            "base_strings": self.base_strings,
+        }
+
+    @classmethod
+    def from_meta(cls, meta: Mapping) -> "Layout":
+        """Back from metadata, as recorded by meta()."""
+        accesses = tuple(Access(**a) for a in meta["accesses"])
+        return cls(accesses, StackModel(meta["top"], meta["depth"]), meta["base_strings"])
+
+    def frames(self, sizes: np.ndarray) -> np.ndarray:
+        """main's frame at each env size."""
+        return self.model.frame(self.base_strings + np.asarray(sizes, dtype=np.int64))
+
+
+def loop_layout(
+    program: str,
+    var: str = "A",
+    base_env: Mapping[str, str] | None = None,
+    opt: str = "0",
+    workload: str = "mytkowicz",
+) -> Layout:
+    """A built-in loop's layout: its binary's accesses, the frame from its twin's report."""
+    report = probe([0], var, base_env, opt, workload)
+    twin_path = report.attrs["path"]
+    model = StackModel.from_report(report.iloc[0].to_dict(), twin_path)
+    base = env_strings([program], dict(base_env or {}), var, 0)
+    row = report.iloc[0]
+    names = {int(row[v] - row["frame"]): v for v in ("g", "inc")}
+    found = loop_accesses(program)
+    if set(names) != {a.offset for a in found if a.where == "stack"}:
+        names = {}  # the twin laid its frame out otherwise: no names to trust
+    accesses = tuple(
+        replace(a, name=names.get(a.offset, a.name)) if a.where == "stack" else a for a in found
+    )
+    return Layout(accesses, model, base)
+
+
+def _overlap(a: np.ndarray, size_a: int, b: int, size_b: int) -> np.ndarray:
+    """Whether [a, a+size_a) and [b, b+size_b) share a byte modulo PAGE."""
+    d = (np.asarray(a) - b) % PAGE
+    return (d < size_b) | (d > PAGE - size_a)
+
+
+def pairs(accesses: Sequence[Access]) -> list[tuple[Access, Access]]:
+    """(stack slot, static) pairs a store/load check could confuse: one of them is stored."""
+    stack = [a for a in accesses if a.where == "stack"]
+    static = [a for a in accesses if a.where == "static"]
+    return [(s, t) for s in stack for t in static if (s.store and t.load) or (t.store and s.load)]
+
+
+def predict(layout: Layout, sizes: np.ndarray) -> pd.DataFrame:
+    """Windows 4K aliasing predicts over these sizes: start, end, width, pair, addresses.
+
+    A window is a run of consecutive sizes (on the sizes' grid) where at least one stack
+    slot shares a byte with a static modulo 4096; `pair` names every such pair in it.
+    """
+    sizes = np.unique(np.asarray(sizes, dtype=np.int64))
+    cols = ["start", "end", "width", "pair", "stack_address", "static_address"]
+    if sizes.size == 0:
+        return pd.DataFrame(columns=cols)
+    frames = layout.frames(sizes)
+    hits: dict[int, list[str]] = {}
+    addr: dict[int, tuple[int, int]] = {}
+    for s, t in pairs(layout.accesses):
+        slot = frames + s.offset
+        for i in np.flatnonzero(_overlap(slot, s.size, t.offset, t.size)):
+            hits.setdefault(int(i), []).append(f"&{s.name} (stack) ≡ &{t.name} (static) mod {PAGE}")
+            addr.setdefault(int(i), (int(slot[i]), t.offset))
+    for s in (a for a in layout.accesses if a.where == "stack" and a.size > 1):
+        slot = frames + s.offset
+        for i in np.flatnonzero(slot % PAGE > PAGE - s.size):
+            hits.setdefault(int(i), []).append(
+                f"&{s.name} (stack, {s.size} bytes) straddles a page boundary"
+            )
+            addr.setdefault(int(i), (int(slot[i]), -1))
+    idx = np.array(sorted(hits), dtype=np.int64)
+    step = int(np.min(np.diff(sizes))) if sizes.size > 1 else 1
+    rows = []
+    for group in np.split(idx, np.flatnonzero(np.diff(sizes[idx]) > step) + 1) if idx.size else []:
+        first = int(group[0])
+        names = list(dict.fromkeys(p for i in group for p in hits[int(i)]))
+        rows.append({
+            "start": int(sizes[first]),
+            "end": int(sizes[group[-1]]),
+            "width": int(sizes[group[-1]] - sizes[first]) + step,
+            "pair": ", ".join(names),
+            "stack_address": hex(addr[first][0]),
+            "static_address": hex(addr[first][1]) if addr[first][1] >= 0 else "",
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _excess(values: np.ndarray, baseline: float, rng: np.random.Generator) -> tuple:
+    """Median of a window's per-size values over the baseline, minus 1, with a bootstrap
+    95 % interval over its sizes."""
+    if values.size == 0 or not baseline:
+        return np.nan, np.nan, np.nan
+    boot = np.median(rng.choice(values, (2000, values.size)), axis=1) / baseline - 1
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return float(np.median(values) / baseline - 1), float(lo), float(hi)
+
+
+def verdicts(
+    summary: pd.DataFrame, predicted: pd.DataFrame, measured: pd.DataFrame, column: str = "median"
+) -> pd.DataFrame:
+    """A verdict for every window, predicted or measured, with its excess and 95 % CI.
+
+    'predicted and seen': a measured window overlaps the predicted one; 'predicted, not
+    seen': none does (this CPU does not pay for that aliasing in this loop, the excess
+    says how little); 'seen, not predicted': another mechanism. The baseline is the median
+    of the per-size values outside every window.
+    """
+    s = summary.dropna(subset=[column])
+    sizes, values = s["env_size"].to_numpy(), s[column].to_numpy(dtype=float)
+    inside = np.zeros(sizes.size, bool)
+    for w in [*predicted.itertuples(), *measured.itertuples()]:
+        inside |= (sizes >= w.start) & (sizes <= w.end)
+    baseline = float(np.median(values[~inside])) if (~inside).any() else np.nan
+    rng = np.random.default_rng(0)
+    rows = []
+
+    def row(start, end, verdict, pair, seen):
+        ex, lo, hi = _excess(values[(sizes >= start) & (sizes <= end)], baseline, rng)
+        rows.append({
+            "start": int(start), "end": int(end), "verdict": verdict, "excess": ex,
+            "ci_low": lo, "ci_high": hi, "pair": pair,
+            "seen_start": seen.start if seen is not None else np.nan,
+            "seen_end": seen.end if seen is not None else np.nan,
+        })  # fmt: skip
+
+    matched: set[int] = set()
+    for p in predicted.itertuples():
+        seen = [m for m in measured.itertuples() if m.start <= p.end and m.end >= p.start]
+        matched.update(m.Index for m in seen)
+        verdict = "predicted and seen" if seen else "predicted, not seen"
+        row(p.start, p.end, verdict, p.pair, seen[0] if seen else None)
+    for m in measured.itertuples():
+        if m.Index not in matched:
+            row(m.start, m.end, "seen, not predicted", "another mechanism: no aliasing pair", m)
+    cols = ["start", "end", "verdict", "excess", "ci_low", "ci_high", "pair", "seen_start",
+            "seen_end"]  # fmt: skip
+    out = pd.DataFrame(rows, columns=cols)
+    out.attrs["baseline"] = baseline
+    return out
+
+
+def sweep_meta(
+    argv: Sequence[str], workload: str | None, var: str, base_env: Mapping, opt: str
+) -> dict:
+    """What a sweep with ASLR off records so its windows can be predicted later, anywhere:
+    the layout for the built-in loop; for another program the stack top only."""
+    try:
+        if workload:
+            return {"stack_layout": loop_layout(argv[0], var, base_env, opt, workload).meta()}
+        report = probe([0], var, base_env, opt)
+        model = StackModel.from_report(report.iloc[0].to_dict(), report.attrs["path"])
+        return {"stack_top": model.top, "base_strings": env_strings(argv, dict(base_env), var, 0)}
+    except (PerflabError, OSError) as exc:
+        return {"stack_layout_error": str(exc)}
+
+
+def predicted_from(meta: Mapping, sizes: np.ndarray) -> pd.DataFrame | None:
+    """The predicted windows of a recorded sweep, or None when it recorded no layout."""
+    if meta.get("aslr") != "off" or "stack_layout" not in meta:
+        return None
+    return predict(Layout.from_meta(meta["stack_layout"]), sizes)
+
+
+def stack_shift(meta: Mapping, sizes: np.ndarray) -> np.ndarray | None:
+    """How far below its position at the smallest size the stack starts, per size (bytes)."""
+    if "stack_top" not in meta or meta.get("aslr") != "off":
+        return None
+    frames = StackModel(int(meta["stack_top"]), 0).frame(
+        int(meta["base_strings"]) + np.asarray(sizes, dtype=np.int64)
+    )
+    return frames[0] - frames
+
+
+def explain_meta(argv: Sequence[str], plan, base_env: Mapping) -> dict:
+    """Everything a sweep records to explain its windows: the layout with ASLR off (for
+    env_size.Plan `plan`), and whether this CPU pays for 4K aliasing at all."""
+    from perflab.lab.env_size import aliasing
+
+    meta = {}
+    if plan.aslr == "off":
+        workload = None if plan.program else plan.workload
+        meta = sweep_meta(argv, workload, plan.var, base_env, plan.opt)
+    return meta | {"alias_check": aliasing.check_all(trials=11)}
+
+
+def _ranges(df: pd.DataFrame) -> str:
+    return ", ".join(f"{w.start}-{w.end}" for w in df.itertuples())
+
+
+def _cpu_line(meta: Mapping) -> tuple[str, bool | None]:
+    """The CPU check's sentence for the paper's loop shape, and whether it shows a penalty."""
+    from perflab.lab.env_size import aliasing
+
+    for c in meta.get("alias_check", []):
+        if c["kernel"] == "loop":
+            return "this CPU: " + aliasing.AliasCheck(**c).sentence(), c["shows"]
+    return "", None
+
+
+def explain(
+    meta: Mapping, summary: pd.DataFrame, measured: pd.DataFrame, column: str = "median"
+) -> tuple[pd.DataFrame | None, pd.DataFrame, list[str]]:
+    """Predicted windows, a verdict for each window, and sentences that say why."""
+    sizes = summary["env_size"].to_numpy()
+    cpu, pays = _cpu_line(meta)
+    values = summary[column].dropna().to_numpy(dtype=float)
+    spread = ""
+    if values.size:
+        q1, q3 = np.percentile(values, [25, 75]) / np.median(values) - 1
+        spread = f"the per-size {column}s span {q1:+.1%}..{q3:+.1%} (IQR) around their median"
+    lines = []
+    predicted = predicted_from(meta, sizes)
+    if meta.get("aslr") != "off":
+        lines.append(
+            "ASLR moves the stack at every run: no env size can be predicted (--aslr off)."
+        )
+    elif "stack_layout_error" in meta:
+        lines.append(f"no prediction: {meta['stack_layout_error']}")
+    elif predicted is None:
+        shift = stack_shift(meta, sizes)
+        if shift is not None and len(sizes) > 1:
+            lines.append(
+                f"the stack starts {int(shift.max())} bytes lower at size {int(sizes[-1])} than at "
+                f"{int(sizes[0])}, in 16-byte steps: each of your program's stack slots meets each "
+                "static once per 4096 sizes, but perflab cannot see your program's frames, so it "
+                "cannot say at which sizes (16-wide windows 4096 apart would point at 4K aliasing)."
+            )
+    elif predicted.empty and not any(
+        a["where"] == "stack" for a in meta["stack_layout"]["accesses"]
+    ):
+        lines.append(
+            f"predicted: none: the loop at {meta.get('opt', '')} touches no stack slot (its "
+            "variables stay in registers), so the env size has nothing to move against the statics."
+        )
+    elif predicted.empty:
+        lines.append("predicted: none in this range of sizes (4K aliasing recurs every 4096).")
+    else:
+        causes = [f"{_ranges(g)}: {pair}" for pair, g in predicted.groupby("pair", sort=False)]
+        lines.append("predicted: " + "; ".join(causes))
+    table = verdicts(summary, predicted if predicted is not None else measured.iloc[:0], measured)
+    if cpu:
+        lines.append(cpu)
+    seen = table[table["verdict"] == "predicted and seen"] if len(table) else table
+    if predicted is not None and len(predicted) and seen.empty:
+        why = {
+            True: "the check shows this CPU pays for the aliasing on its own, so something "
+            "else in the loop hides it",
+            False: "this CPU does not hold the loop's loads behind stores that match mod 4096 "
+            "(its check agrees)",
+            None: "this CPU does not pay for this aliasing in this loop (the record has no "
+            "alias check to say whether it pays elsewhere)",
+        }[pays]
+        lines.append(
+            f"No window where one was predicted: {why}. {spread[:1].upper() + spread[1:]}. "
+            "The effect depends on the CPU: the paper's authors saw 14-30 % on one machine and "
+            "2 % on another. For a bias that does not rest on 4K aliasing, try --workload "
+            "split (its 8-byte counter straddles a page once per 4096 sizes)."
+        )
+    if seen["pair"].str.contains("≡").any():
+        lines.append(
+            "A 4K-aliasing window is the stack position where the loop's load from the stack "
+            "waits behind its store to a static (or the reverse) because their addresses "
+            "match in their low 12 bits."
+        )
+    if seen["pair"].str.contains("straddles").any():
+        lines.append(
+            "A page-split window is the stack position where a slot spans two pages: each of "
+            "its loads and stores needs both pages (two translations, two cache lines)."
+        )
+    return predicted, table, lines
+
+
+def hatch(ax, predicted: pd.DataFrame, lo: float, hi: float, pad: float) -> None:
+    """Draw the predicted windows on an env-size axis as hatched bands, labelled once."""
+    shown = predicted[(predicted["end"] >= lo) & (predicted["start"] <= hi)]
+    for i, w in enumerate(shown.itertuples()):
+        label = "predicted from addresses" if i == 0 else None
+        ax.axvspan(w.start - pad, w.end + pad, facecolor="none", edgecolor="0.3", hatch="///",
+                   lw=0.6, label=label)  # fmt: skip

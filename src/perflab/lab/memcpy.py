@@ -1,0 +1,447 @@
+"""Rubini's moremem: copy time vs size, 32 steps per octave, and the cache knees it shows."""
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from perflab.core import bindings
+from perflab.engine import results
+from perflab.errors import PerflabError, warn_once
+from perflab.lab.plans.defaults import PAGE as PAGE
+from perflab.system import machine
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+KERNELS = bindings.COPY_KERNELS
+MAX_BYTES = 1 << 34
+
+
+def incr(n: int) -> int:
+    """moremem.c's incr(): +1 up to 64, then 32 steps per octave (1 KiB steps from 32 to 64 KiB)."""
+    if n < 64:
+        return n + 1
+    step = 1
+    while step <= n:
+        step <<= 1
+    return n + (step >> 6)
+
+
+def sizes(max_bytes: int, min_bytes: int = 1) -> np.ndarray:
+    """Every size incr() visits from min_bytes up to max_bytes."""
+    out, n = [], 1
+    while n <= max_bytes:
+        if n >= min_bytes:
+            out.append(n)
+        n = incr(n)
+    return np.array(out, dtype=np.uint64)
+
+
+def default_max() -> int:
+    """Four times the last-level cache (so the last knee has room), 64 MiB if none is declared."""
+    table = machine.caches()
+    llc = int(table["size_bytes"].max()) if not table.empty else 0
+    return 4 * llc if llc else 64 << 20
+
+
+def parse_size(text: str | int) -> int:
+    """'1MB', '64K', '4096', '2GiB' -> bytes (binary units, as the article's 64kB caches)."""
+    if isinstance(text, int):
+        return text
+    units = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    s = text.strip().upper().removesuffix("IB").removesuffix("B")
+    num, unit = (s[:-1], s[-1]) if s and s[-1] in units else (s, "")
+    try:
+        value = float(num) * units[unit]
+    except ValueError:
+        raise PerflabError(f"bad size {text!r}: use bytes or K/M/G, e.g. 64K, 1M") from None
+    if value < 1 or value != int(value):
+        raise PerflabError(f"bad size {text!r}: must be a whole number of bytes >= 1")
+    return int(value)
+
+
+def work(size_list: ArrayLike, trials: int) -> int:
+    """Progress units of a sweep: bytes copied plus a fixed cost per size, so large sizes weigh."""
+    arr = np.asarray(size_list, dtype=np.int64)
+    return int(arr.sum()) * trials + 64 * trials * arr.size
+
+
+def check_kernel(kernel: str) -> int:
+    """The native id of a copy kernel; unknown or unavailable -> one-line error."""
+    if kernel not in KERNELS:
+        raise PerflabError(f"unknown copy kernel {kernel!r}; known: {', '.join(KERNELS)}")
+    if not bindings.copy_available(KERNELS[kernel]):
+        raise PerflabError(f"copy kernel {kernel!r} is not available on this CPU")
+    return KERNELS[kernel]
+
+
+def copy(dst: np.ndarray, src: np.ndarray, kernel: str = "libc") -> None:
+    """Copy src into dst with one kernel, untimed: how a user checks a kernel is correct."""
+    if dst.nbytes < src.nbytes:
+        raise PerflabError(f"destination holds {dst.nbytes} bytes, source has {src.nbytes}")
+    bindings.copy_once(check_kernel(kernel), dst, src, f"copy ({kernel})")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the buffers start: `align` is the exact alignment of both, `offset` shifts dst."""
+
+    align: int = PAGE
+    offset: int = 0
+
+    def check(self) -> None:
+        """Refuse alignments that are not powers of two and negative or huge offsets."""
+        if self.align < 1 or self.align & (self.align - 1):
+            raise PerflabError(f"--align must be a power of two, not {self.align}")
+        if not 0 <= self.offset < PAGE:
+            raise PerflabError(f"--offset must be in 0..{PAGE - 1}, not {self.offset}")
+
+    @property
+    def skew(self) -> int:
+        """Bytes past a page boundary: align < page lands exactly on `align`, not on 2*align."""
+        return self.align % PAGE
+
+
+class Buffers:
+    """Two pre-faulted page-aligned buffers, released on exit."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes + 2 * PAGE
+        self._native = bindings.CopyBuffers(self.nbytes)
+
+    def sweep(
+        self,
+        kernel: int,
+        place: Placement,
+        sizes: np.ndarray,
+        trials: int,
+        out: np.ndarray,
+        what: str,
+    ) -> None:
+        """Minimum ticks per copy of each size into out, the buffers placed as asked."""
+        self._native.sweep(kernel, place.skew, place.skew + place.offset, sizes, trials, out, what)
+
+    def __enter__(self) -> "Buffers":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._native.free()
+
+
+class MemoryLock:
+    """mlockall for the duration of a measurement, munlockall after; `error` says why not."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self.locked = False
+        self.error = ""
+
+    def __enter__(self) -> "MemoryLock":
+        if self.enabled:
+            rc = bindings.lock_memory(True)
+            self.locked = rc == 0
+            if rc < 0:
+                self.error = f"mlockall: {bindings.errno_text(rc)}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.locked:
+            bindings.lock_memory(False)
+
+
+def measure(
+    size_list: ArrayLike,
+    trials: int = 10,
+    kernel: str = "libc",
+    place: Placement = Placement(),
+    progress: Callable[[int], None] | None = None,
+    chunk: int = 32,
+) -> np.ndarray:
+    """Minimum ticks per copy for each size, timed in C, one octave per native call.
+
+    `progress` receives work() units as chunks finish.
+    """
+    kid = check_kernel(kernel)
+    place.check()
+    if trials < 1:
+        raise PerflabError(f"--trials must be at least 1, not {trials}")
+    todo = np.ascontiguousarray(size_list, dtype=np.uint64)
+    out = np.zeros(todo.size, dtype=np.int64)
+    with Buffers(int(todo.max()) + place.offset) as bufs:
+        for start in range(0, todo.size, chunk):
+            part, res = todo[start : start + chunk], out[start : start + chunk]
+            bufs.sweep(kid, place, part, trials, res, f"memcpy sweep ({kernel})")
+            if progress:
+                progress(work(part, trials))
+    return out
+
+
+def tidy(size_list: ArrayLike, ticks: ArrayLike, hz: float) -> pd.DataFrame:
+    """The article's columns plus GB/s and the point-to-point derivative of ticks per copy."""
+    size = np.asarray(size_list, dtype=np.int64)
+    t = np.asarray(ticks, dtype=float)
+    per_byte = t / size
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gbps = np.where(t > 0, size / (t / hz) / 1e9, np.nan)
+    deriv = np.full(size.size, np.nan)
+    deriv[1:] = np.diff(t) / np.diff(size)
+    return pd.DataFrame(
+        {
+            "size": size,
+            "ticks": t.astype(np.int64),
+            "ticks_per_byte": per_byte,
+            "gb_per_s": gbps,
+            "derivative": deriv,
+        }
+    )
+
+
+def run(
+    max_bytes: int | None = None,
+    trials: int = 10,
+    kernel: str = "libc",
+    align: int = PAGE,
+    offset: int = 0,
+    lock: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> pd.DataFrame:
+    """moremem: the tidy sweep from 1 byte to max_bytes, with its run conditions in metadata.
+
+    A refused mlockall warns (PerflabWarning) and the sweep goes on: page faults may show."""
+
+    top = default_max() if max_bytes is None else max_bytes
+    if not 1 <= top <= MAX_BYTES:
+        raise PerflabError(f"--max must be between 1 byte and {MAX_BYTES >> 30} GiB, not {top}")
+    place = Placement(align, offset)
+    place.check()
+    check_kernel(kernel)
+    todo = sizes(top)
+    with MemoryLock(lock) as locked:
+        if lock and not locked.locked:
+            warn_once(
+                f"{locked.error}; page faults may show in the curve "
+                "(run as root or raise `ulimit -l`; --no-mlock silences this)"
+            )
+        ticks = measure(todo, trials, kernel, place, progress)
+    hz, _ = machine.tsc_hz()
+    df = tidy(todo, ticks, hz)
+    df.insert(0, "kernel", kernel)
+    meta = {
+        **machine.metadata(),
+        "experiment": "memcpy",
+        "max_bytes": top,
+        "trials": trials,
+        "align": align,
+        "offset": offset,
+        "mlockall": locked.locked,
+        "mlockall_error": locked.error,
+        "timer_overhead_ticks": bindings.timer_overhead_ticks(),
+    }
+    return results.attach(df, meta)
+
+
+sweep = run  # its name before every experiment had run/summarize/plot
+
+
+def small_table(df: pd.DataFrame, upto: int = 64) -> pd.DataFrame:
+    """Riquadro 3: size, ticks per copy (red) and per byte (blue) for the smallest sizes."""
+    return df.loc[df["size"] <= upto, ["size", "ticks", "ticks_per_byte"]].reset_index(drop=True)
+
+
+def _segment_costs(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    c1 = np.concatenate([[0.0], np.cumsum(y)])
+    c2 = np.concatenate([[0.0], np.cumsum(y * y)])
+    return c1, c2
+
+
+def segments(y: ArrayLike, penalty: float, min_len: int) -> list[int]:
+    """Optimal partition of y into constant segments (least squares + penalty per segment).
+
+    Returns the start index of every segment after the first. Exact dynamic programming,
+    O(n^2) with prefix sums: a few hundred points per sweep make this instant.
+    """
+    y = np.asarray(y, dtype=float)
+    n = y.size
+    c1, c2 = _segment_costs(y)
+    best = np.full(n + 1, np.inf)
+    best[0] = -penalty
+    prev = np.zeros(n + 1, dtype=int)
+    for end in range(min_len, n + 1):
+        starts = np.arange(0, end - min_len + 1)
+        starts = starts[np.isfinite(best[starts])]
+        if starts.size == 0:
+            continue
+        length = end - starts
+        s1 = c1[end] - c1[starts]
+        sse = (c2[end] - c2[starts]) - s1 * s1 / length
+        total = best[starts] + sse + penalty
+        i = int(np.argmin(total))
+        best[end], prev[end] = total[i], starts[i]
+    cuts, end = [], n
+    while end > 0:
+        end = int(prev[end])
+        if end > 0:
+            cuts.append(end)
+    return sorted(cuts)
+
+
+def _noise(y: np.ndarray) -> float:
+    """Robust noise level of a series from its first differences (MAD, scaled for a normal)."""
+    d = np.diff(y)
+    if d.size == 0:
+        return 0.0
+    return float(1.4826 * np.median(np.abs(d - np.median(d))) / np.sqrt(2))
+
+
+def running_median(y: np.ndarray, width: int = 5) -> np.ndarray:
+    """Median of each point's neighbourhood: one interrupted copy must not make a segment."""
+    half = width // 2
+    padded = np.pad(y, half, mode="edge")
+    windows = np.lib.stride_tricks.sliding_window_view(padded, width)
+    return np.median(windows, axis=1)
+
+
+def detect_knees(
+    sizes_copied: ArrayLike,
+    ticks_per_byte: ArrayLike,
+    min_size: int = 2048,
+    min_rise: float = 1.5,
+    min_len: int = 12,
+    ramp_len: int = 32,
+) -> pd.DataFrame:
+    """Sizes where ticks per byte steps up for good: the caches' edges.
+
+    Change points of log(ticks per byte) against log size (piecewise-constant fit, penalty
+    from the robust noise level), keeping rises of at least `min_rise` between neighbouring
+    levels; a rise spread over segments shorter than `ramp_len` points (a gradual edge,
+    32 points = one octave) counts once, at its start. Sizes below `min_size` are left
+    out: there the call's fixed cost dominates.
+    Columns: size (S, bytes copied), touched (2*S, bytes the copy touches), level_before,
+    level_after (median ticks per byte of the neighbouring segments), rise.
+    """
+    size = np.asarray(sizes_copied, dtype=float)
+    tpb = np.asarray(ticks_per_byte, dtype=float)
+    keep = (size >= min_size) & np.isfinite(tpb) & (tpb > 0)
+    size, tpb = size[keep], tpb[keep]
+    cols = ["size", "touched", "level_before", "level_after", "rise"]
+    if size.size < 2 * min_len:
+        return pd.DataFrame(columns=cols)
+    raw = np.log(tpb)
+    sigma = max(_noise(raw), 1e-3)
+    y = running_median(raw)
+    cuts = segments(y, penalty=8 * sigma**2 * np.log(y.size), min_len=min_len)
+    bounds = [0, *cuts, y.size]
+    levels = [float(np.median(tpb[a:b])) for a, b in itertools.pairwise(bounds)]
+    rows, i = [], 0
+    while i < len(cuts):
+        if levels[i + 1] <= levels[i]:
+            i += 1
+            continue
+        j = i
+        while (
+            j + 1 < len(cuts) and levels[j + 2] > levels[j + 1] and cuts[j + 1] - cuts[j] < ramp_len
+        ):
+            j += 1
+        rise = levels[j + 1] / levels[i]
+        if rise >= min_rise:
+            s = float(size[cuts[i]])
+            rows.append(
+                {
+                    "size": int(s),
+                    "touched": int(2 * s),
+                    "level_before": levels[i],
+                    "level_after": levels[j + 1],
+                    "rise": rise,
+                }
+            )
+        i = j + 1
+    return pd.DataFrame(rows, columns=cols)
+
+
+def recorded_caches(df: pd.DataFrame) -> pd.DataFrame:
+    """The caches of the machine that measured df (its metadata), this machine's if unrecorded:
+    a file read elsewhere, or here on another CPU, keeps its own cache sizes."""
+    saved = results.metadata(df).get("caches")
+    return pd.DataFrame(saved) if saved else machine.caches()
+
+
+def knee_report(knees: pd.DataFrame, caches: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Each detected knee beside the declared data cache nearest to the bytes it touches."""
+    table = machine.caches() if caches is None else caches
+    data = table[table["cache"].isin(["L1d", "L2", "L3", "L4"])] if not table.empty else table
+    rows = []
+    for k in knees.itertuples(index=False):
+        row = {"knee_size": k.size, "touched": k.touched, "rise": k.rise}
+        if len(data):
+            ratio = np.abs(np.log2(data["size_bytes"].to_numpy() / k.touched))
+            near = data.iloc[int(np.argmin(ratio))]
+            row.update(cache=near["cache"], cache_bytes=int(near["size_bytes"]))
+            row["touched_over_cache"] = k.touched / near["size_bytes"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def human_bytes(v: float) -> str:
+    """1024 -> '1K', 1048576 -> '1M': axis labels in the units caches are declared in."""
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if v >= scale:
+            return f"{v / scale:g}{unit}"
+    return f"{v:g}"
+
+
+def summarize(df: pd.DataFrame, upto: int = 32) -> pd.DataFrame:
+    """The table the article printed (Riquadro 3): ticks per copy and per byte, small sizes."""
+    return small_table(df, upto)
+
+
+def plot(df: pd.DataFrame, path: Any = None, knees: pd.DataFrame | None = None) -> "Figure":
+    """Rubini's figure: log-log, red ticks per copy, blue ticks per byte, green derivative."""
+    from matplotlib.ticker import FuncFormatter
+
+    from perflab.analysis import plot as plt
+
+    fig, ax = plt.figure(figsize=(9, 5.5))
+    red, blue, green = plt.COLORS[:3]
+    pos = df["derivative"] > 0
+    ax.plot(df["size"], df["ticks"].clip(lower=1), color=red, label="ticks per copy")
+    ax.plot(df["size"], df["ticks_per_byte"], color=blue, label="ticks per byte")
+    ax.plot(
+        df.loc[pos, "size"],
+        df.loc[pos, "derivative"],
+        ".",
+        color=green,
+        markersize=2,
+        label="derivative (point to point)",
+    )
+    plt.log_axes(ax, x=True, y=True)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v)))
+    for c in recorded_caches(df).itertuples(index=False):
+        if c.cache in ("L1d", "L2", "L3") and c.size_bytes / 2 <= df["size"].max():
+            ax.axvline(c.size_bytes / 2, color="#777777", linestyle="--", linewidth=0.8)
+            ax.annotate(
+                f"{c.cache}/2",
+                (c.size_bytes / 2, 0.98),
+                xycoords=("data", "axes fraction"),
+                fontsize=8,
+                ha="right",
+                va="top",
+                rotation=90,
+            )
+    if knees is not None:
+        for k in knees.itertuples(index=False):
+            ax.axvline(k.size, color="black", linestyle=":", linewidth=1)
+    ax.set_xlabel("bytes copied (S; the copy touches 2·S)")
+    ax.set_ylabel("TSC ticks")
+    ax.legend(loc="upper left")
+    kernel = df["kernel"].iloc[0] if "kernel" in df else "libc"
+    hz, _ = machine.tsc_hz()
+    return plt.save(
+        fig,
+        path,
+        title=f"memcpy ({kernel}) — TSC {hz / 1e9:.3f} GHz; dashed: cache/2, dotted: knees",
+    )

@@ -1,0 +1,89 @@
+"""What a page fault costs: first touch of fresh pages vs touching them again vs mlock'ed pages."""
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from perflab.core import bindings
+from perflab.engine import results
+from perflab.errors import PerflabError
+from perflab.system import machine
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+CONDITIONS = bindings.TOUCH_CONDITIONS
+
+
+def run(
+    pages: int = 1024, reps: int = 20, progress: Callable[[int], None] | None = None
+) -> pd.DataFrame:
+    """One row per (rep, condition): ticks to write one byte into each of `pages` pages."""
+    if pages < 1 or pages > 1 << 22:
+        raise PerflabError(f"--pages must be between 1 and {1 << 22}, not {pages}")
+    if reps < 1:
+        raise PerflabError(f"--reps must be at least 1, not {reps}")
+    hz, _ = machine.tsc_hz()
+    rows = []
+    for rep in range(reps):
+        out = bindings.touch_pages(pages, "touch pages (mlock needs root or ulimit -l)")
+        for name, idx in CONDITIONS.items():
+            ticks = int(out[idx])
+            rows.append(
+                {
+                    "condition": name,
+                    "pages": pages,
+                    "rep": rep,
+                    "ticks": ticks,
+                    "ticks_per_page": ticks / pages,
+                    "ns_per_page": ticks / pages / hz * 1e9,
+                }
+            )
+        if progress:
+            progress(1)
+    meta = {**machine.metadata(), "experiment": "pagefault", "page_bytes": 4096}
+    return results.attach(pd.DataFrame(rows), meta)
+
+
+measure = run  # its name before every experiment had run/summarize/plot
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """Per condition: min and median ticks per page, ns per page, and the fault's share."""
+    rows = []
+    for name in CONDITIONS:
+        g = df[df["condition"] == name]
+        rows.append(
+            {
+                "condition": name,
+                "min_ticks_per_page": float(g["ticks_per_page"].min()),
+                "median_ticks_per_page": float(np.median(g["ticks_per_page"])),
+                "median_ns_per_page": float(np.median(g["ns_per_page"])),
+            }
+        )
+    out = pd.DataFrame(rows)
+    again = out.loc[out["condition"] == "touch again", "median_ticks_per_page"].iloc[0]
+    out["x_touch_again"] = out["median_ticks_per_page"] / again if again > 0 else np.nan
+    return out
+
+
+table = summarize  # its earlier name
+
+
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
+    """Ticks per page of every repetition per condition, log scale."""
+    from perflab.analysis import plot as plt
+
+    fig, ax = plt.figure()
+    for name in CONDITIONS:
+        g = df[df["condition"] == name]
+        ax.plot(g["rep"], g["ticks_per_page"].clip(lower=1), "o-", label=name)
+    plt.log_axes(ax, x=False, y=True)
+    ax.set_xlabel("repetition")
+    ax.set_ylabel("TSC ticks per 4 KiB page")
+    ax.legend()
+    return plt.save(
+        fig, path, title=f"Page-fault cost, {int(df['pages'].iloc[0])} pages per region"
+    )

@@ -1,0 +1,92 @@
+"""The env-size sweep's plan: its parameters and their checks, without numpy or pandas."""
+
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
+
+from perflab.engine.controls import (
+    DEFAULT_OPT,
+    OPT_LEVELS,
+    Controls,
+    _cli,
+    check_order,
+    check_repeat,
+    order_field,
+)
+from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MAX_ARG_STRLEN = 32 * 4096  # the kernel's limit on one argv or environment string
+# The built-in loops: the source and the C expression of the counter the twin reports as g.
+BUILTIN = {"mytkowicz": ("mytkowicz.c", "g"), "split": ("stacksplit.c", "s.g")}
+
+
+@dataclass(frozen=True)
+class Plan(Controls):
+    """Everything that decides which runs a sweep makes and how: a resume must match it.
+
+    The one statement of the sweep's parameters: sweep() takes them as keywords and the CLI
+    derives its options from the fields' metadata.
+    """
+
+    program: tuple[str, ...] = ()
+    min_size: int = field(default=0, metadata=_cli("--min", "Smallest padding (bytes)."))
+    max_size: int = field(default=8192, metadata=_cli("--max", "Largest padding."))
+    step: int = field(default=1, metadata=_cli("--step", "Padding step (the post: 1)."))
+    repeat: int = field(default=100, metadata=_cli("--repeat", "Runs per size (the post: 100)."))
+    var: str = field(default="A", metadata=_cli("--env-var", "The padding variable."))
+    order: str = order_field()
+    opt: str = field(
+        default=DEFAULT_OPT,
+        metadata=_cli("-O", "Optimisation level of the built-in loop (-O1 keeps the loop in "
+                      "registers, -O2 folds it away: only -O0 touches the stack each "
+                      "iteration).", choices=OPT_LEVELS),
+    )  # fmt: skip
+    workload: str = field(
+        default="mytkowicz",
+        metadata=_cli("--workload", "Built-in loop: mytkowicz (the paper's; its windows depend "
+                      "on the CPU) or split (its 8-byte counter straddles a page once per 4096 "
+                      "sizes: a cost that does not rest on 4K aliasing).",
+                      choices=tuple(BUILTIN)),
+    )  # fmt: skip
+    workload_digest: str = field(default="", compare=False)
+
+    def check(self) -> "Plan":
+        """Refuse bad input before anything is measured."""
+        if self.min_size < 0 or self.max_size < 0:
+            raise PerflabError(f"sizes must not be negative ({self.min_size}..{self.max_size})")
+        if self.min_size > self.max_size:
+            raise PerflabError(f"--min {self.min_size} is greater than --max {self.max_size}")
+        longest = MAX_ARG_STRLEN - len(self.var) - 2  # "VAR=" and the NUL count too
+        if self.max_size > longest:
+            raise PerflabError(
+                f"--max {self.max_size}: Linux takes environment strings of at most "
+                f"{MAX_ARG_STRLEN} bytes (MAX_ARG_STRLEN), so at most {longest} bytes of padding"
+            )
+        if self.step < 1:
+            raise PerflabError(f"--step must be at least 1, not {self.step}")
+        check_repeat(self.repeat)
+        check_order(self.order)
+        if self.program and self.workload != "mytkowicz":
+            raise PerflabError("--workload chooses a built-in loop: give it or a PROGRAM, not both")
+        if not self.var or "=" in self.var or "\0" in self.var:
+            raise PerflabError(f"invalid environment variable name {self.var!r}")
+        self.check_controls()
+        return self
+
+    def sizes(self) -> "np.ndarray":
+        """The env sizes swept, min..max inclusive."""
+        import numpy as np
+
+        return np.arange(self.min_size, self.max_size + 1, self.step, dtype=np.int64)
+
+    def pairs(self) -> tuple["np.ndarray", "np.ndarray"]:
+        """(env_size, rep) of every run, in the order they will be made."""
+        from perflab.engine import childruns
+
+        item, rep = childruns.run_order(self.sizes().size, self.repeat, self.order, self.seed)
+        return self.sizes()[item], rep
+
+
+PARAMS = tuple(f.name for f in fields(Plan) if f.name not in ("program", "workload_digest"))

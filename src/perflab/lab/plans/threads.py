@@ -1,0 +1,83 @@
+"""The thread verbs' plans and defaults: the program sweep's Plan, the built-in kernels' names
+and loop counts, without numpy or pandas."""
+
+import re
+from dataclasses import dataclass, field
+
+from perflab.core import constants
+from perflab.engine.controls import RUNQ_MODES, Controls, _cli, check_order, order_field
+from perflab.errors import PerflabError
+
+PLACEHOLDER = "{threads}"
+DEFAULT_ENV = "OMP_NUM_THREADS"
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+KERNEL_NAMES = tuple(constants.THREAD_KERNELS)
+LOOP_FACTOR = constants.LOOP_FACTOR
+POST_LOOPS = 4000  # the post's -l 4000: 10.7 s per thread on its i5-3320M
+DEFAULT_LOOPS = 100
+DEFAULT_STREAM_BYTES = 1 << 20
+RT_LIMIT_S = 10.0
+
+
+def parse_counts(text: str) -> tuple[int, ...]:
+    """'1,2,4,8' as thread counts, in the order given, each once; anything else one error."""
+    try:
+        counts = tuple(dict.fromkeys(int(p) for p in text.split(",") if p.strip()))
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise PerflabError(f"--threads {text!r}: expected positive counts such as 1,2,4,8")
+    return counts
+
+
+@dataclass(frozen=True)
+class Plan(Controls):
+    """Everything that decides which runs a program sweep makes and how: a resume must match it."""
+
+    command: tuple[str, ...] = ()
+    counts: tuple[int, ...] = (1, 2)
+    threads_env: str | None = None
+    repeat: int = field(default=7, metadata=_cli("--repeat", "Runs per thread count."))
+    order: str = order_field()
+    oversubscribe: bool = False
+    timeout: float = field(
+        default=600.0,
+        metadata=_cli(
+            "--timeout", "Seconds before a run is killed and recorded as 'timeout'.", kind="seconds"
+        ),
+    )
+    rt: bool = False  # real-time threads that outnumber the CPUs would starve the machine
+    runq: str = "auto"  # RUNQ_MODES: how the run-queue wait of its threads is read
+
+    def check(self) -> "Plan":
+        """Refuse bad input before anything runs."""
+        from perflab.system import machine
+
+        if not self.command:
+            raise PerflabError("give the program to run after --, e.g. -- xz -T{threads} -c FILE")
+        if self.repeat < 1:
+            raise PerflabError(f"--repeat must be at least 1, not {self.repeat}")
+        if self.threads_env is not None and not ENV_NAME.match(self.threads_env):
+            raise PerflabError(f"--threads-env {self.threads_env!r} is not a variable name")
+        check_order(self.order)
+        if self.runq not in RUNQ_MODES:
+            raise PerflabError(f"--runq must be one of {', '.join(RUNQ_MODES)}, not {self.runq!r}")
+        self.check_controls()
+        most = max(self.counts)
+        if most > len(self.cpus) and not self.oversubscribe:
+            raise PerflabError(
+                f"{most} threads on {len(self.cpus)} CPUs ({machine.format_cpu_list(self.cpus)}): "
+                "add --oversubscribe to run more threads than CPUs, or --cpu to give more CPUs"
+            )
+        return self
+
+    def argv(self, n: int) -> tuple[str, ...]:
+        """The command for n threads: the placeholder replaced in every argument, and the
+        variable set by env(1), which execs the program (no shell sees the arguments)."""
+        from perflab.engine import spawn
+
+        program = spawn.check_program(self.command[0])
+        args = tuple(a.replace(PLACEHOLDER, str(n)) for a in self.command[1:])
+        if self.threads_env is None:
+            return (program, *args)
+        return (spawn.check_program("env"), f"{self.threads_env}={n}", program, *args)

@@ -1,0 +1,197 @@
+"""DjiBee's cputime_core_vs_ht: one thread, then two released together, per placement (same
+CPU, hyper-thread siblings, two cores, two sockets); CPU time summed, elapsed time averaged."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
+from perflab.engine import results
+from perflab.errors import PerflabError
+from perflab.lab.threads.hogs import Perturbation, perturbed
+from perflab.lab.threads.runner import DEFAULT_LOOPS, LOOP_FACTOR, Priority, Progress, prio
+from perflab.system import machine
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where two threads go, labelled from the topology, or why this machine has no such pair."""
+
+    name: str
+    cpus: tuple[int | None, int | None]
+    label: str
+    available: bool = True
+
+
+def placements(topo: pd.DataFrame | None = None) -> list[Placement]:
+    """The post's matrix: scheduler's choice, same CPU, hyper-thread siblings, two cores of one
+    socket, two sockets; rows this topology (or the affinity mask) lacks say so."""
+    scope = "not on this machine"
+    if topo is None:
+        topo = machine.topology()
+        usable = topo["cpu"].isin(machine.usable_cpus())
+        if not usable.all():
+            scope = f"not among the allowed CPUs ({machine.format_cpu_list(topo['cpu'][usable])})"
+        topo = topo[usable]
+    rows = list(topo.itertuples())
+    first = rows[0]
+
+    def where(r: Any) -> str:
+        return f"cpu {r.cpu} (core {r.core}, socket {r.socket})"
+
+    def first_pair(name: str, pairs: list[tuple[Any, Any]], missing: str) -> Placement:
+        if not pairs:
+            return Placement(name, (None, None), f"{scope}: {missing}", False)
+        a, b = pairs[0]
+        return Placement(name, (a.cpu, b.cpu), f"{where(a)} + {where(b)}")
+
+    ordered = [(a, b) for a in rows for b in rows if a.cpu < b.cpu]
+    siblings = [(a, b) for a, b in ordered if a.core == b.core]
+    cores = [(a, b) for a, b in ordered if a.socket == b.socket and a.core != b.core]
+    sockets = [(a, b) for a, b in ordered if a.socket != b.socket]
+    return [
+        Placement("scheduler", (None, None), "no pinning: the scheduler places both"),
+        Placement("same cpu", (first.cpu, first.cpu), f"both on {where(first)}"),
+        first_pair(
+            "hyper-threads", siblings, "no SMT, every core has one thread (thread_siblings_list)"
+        ),
+        first_pair("two cores", cores, "one core per socket"),
+        first_pair("two sockets", sockets, f"{topo['socket'].nunique()} socket"),
+    ]
+
+
+def given_placement(cpus: Sequence[int]) -> Placement:
+    """`-p A -p B` as in the post: one -p leaves the second thread to the scheduler."""
+    if not 1 <= len(cpus) <= 2:
+        raise PerflabError(f"give one or two -p CPUs (as the post), not {len(cpus)}")
+    machine.check_cpus(cpus)
+    pair = (cpus[0], cpus[1] if len(cpus) > 1 else None)
+    return Placement("given", pair, " + ".join("free" if c is None else f"cpu {c}" for c in pair))
+
+
+def run(
+    loops: int = DEFAULT_LOOPS,
+    cpus: Sequence[int] = (),
+    repeat: int = 1,
+    priority: Priority | None = None,
+    perturb: Sequence[Perturbation] = (),
+    progress: Progress = None,
+) -> pd.DataFrame:
+    """cputime_core_vs_ht: 1 thread then 2 together, per placement; one row per thread run."""
+    if loops < 1 or repeat < 1:
+        raise PerflabError("--loops and --repeat must be at least 1")
+    plan = [given_placement(cpus)] if cpus else placements()
+    rows: list[dict[str, Any]] = []
+    with perturbed(perturb):
+        for rep in range(repeat):
+            for p in plan:
+                if not p.available:
+                    if rep == 0:
+                        rows.append(_absent_row(p))
+                    continue
+                for n in (1, 2):
+                    df = threads.run_threads(list(p.cpus[:n]), loops, **prio(priority))
+                    df.insert(0, "placement", p.name)
+                    df.insert(1, "label", p.label)
+                    df.insert(2, "threads", n)
+                    df.insert(3, "rep", rep)
+                    df["status"] = "ok"
+                    rows.extend(df.to_dict(orient="records"))
+                if progress:
+                    progress(1)
+    meta = threads.run_metadata("core-vs-ht", loops, priority, perturb, cpus=list(cpus))
+    return results.attach(pd.DataFrame(rows), meta)
+
+
+def _absent_row(p: Placement) -> dict[str, Any]:
+    return {"placement": p.name, "label": p.label, "threads": 2, "rep": 0, "status": "unavailable"}
+
+
+def post_lines(df: pd.DataFrame, loops: int) -> list[tuple[str, str]]:
+    """The post's output, (placement, line) per run: cpu time summed, elapsed time averaged."""
+    lines = []
+    ok = df[df["status"] == "ok"]
+    for (name, _, n), g in ok.groupby(["placement", "rep", "threads"], sort=False):
+        cpu_ms = g["cpu_ns"].sum() / 1e6
+        wall_ms = g["wall_ns"].mean() / 1e6
+        lines.append(
+            (
+                str(name),
+                f"ran {n} x {loops} loops({LOOP_FACTOR}), cpu time {cpu_ms:.2f}(ms) "
+                f"elapsed time {wall_ms:.2f}(ms)",
+            )
+        )
+    return lines
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """Per placement: median 1- and 2-thread CPU and wall times and their 2/1 ratios."""
+    rows = []
+    for name, g in df.groupby("placement", sort=False):
+        label = g["label"].iloc[0]
+        if (g["status"] != "ok").all():
+            rows.append({"placement": name, "cpus": label})
+            continue
+        per_run = (
+            g.groupby(["rep", "threads"])
+            .agg(
+                cpu_ns=("cpu_ns", "sum"), wall_ns=("wall_ns", "mean"), steal_ns=("steal_ns", "max")
+            )
+            .groupby("threads")
+            .median()
+        )
+        one, two = per_run.loc[1], per_run.loc[2]
+        rows.append(
+            {
+                "placement": name,
+                "cpus": label,
+                "cpu_ms_1": one.cpu_ns / 1e6,
+                "wall_ms_1": one.wall_ns / 1e6,
+                "cpu_ms_2": two.cpu_ns / 1e6,
+                "wall_ms_2": two.wall_ns / 1e6,
+                "cpu_ratio": two.cpu_ns / one.cpu_ns,
+                "wall_ratio": two.wall_ns / one.wall_ns,
+                "steal_ms_2": two.steal_ns / 1e6,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def plot_summary(summary: pd.DataFrame, path: Any, loops: int) -> "Figure":
+    """Bars of CPU and wall time with 1 and 2 threads per placement; absent ones marked."""
+    from perflab.analysis import plot as plt
+
+    fig, ax = plt.figure(figsize=(9, 5))
+    x = np.arange(len(summary))
+    width = 0.2
+    bars = [
+        ("cpu_ms_1", "CPU time, 1 thread"),
+        ("wall_ms_1", "wall time, 1 thread"),
+        ("cpu_ms_2", "CPU time, 2 threads (sum)"),
+        ("wall_ms_2", "wall time, 2 threads (mean)"),
+    ]
+    for i, (col, name) in enumerate(bars):
+        values = summary[col] if col in summary else pd.Series(np.nan, index=summary.index)
+        ax.bar(x + (i - 1.5) * width, values.fillna(0), width, label=name)
+    top = np.nanmax(summary[[c for c, _ in bars if c in summary]].to_numpy(dtype=float))
+    for i, row in enumerate(summary.itertuples()):
+        if pd.isna(getattr(row, "cpu_ms_1", np.nan)):
+            ax.text(i, top * 0.05, "not on\nthis machine", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, summary["placement"])
+    ax.set_ylabel("time (ms)")
+    ax.legend(loc="upper left")
+    return plt.save(
+        fig, path, title=f"core vs hyper-thread: {loops} loops({LOOP_FACTOR}) per thread"
+    )
+
+
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
+    """The figure of a run: its summary as bars per placement."""
+    loops = results.metadata(df).get("loops") or int(df["loops"].dropna().iloc[0])
+    return plot_summary(summarize(df), path, loops)

@@ -1,0 +1,108 @@
+"""DjiBee's FauxPlat/sec: loops per CPU second of one pinned thread, alone and under each
+perturbation, with its spread and its change against running alone."""
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
+from perflab.analysis import stats
+from perflab.engine import results
+from perflab.errors import PerflabError
+from perflab.lab.threads.hogs import Perturbation, default_perturbations, perturbed
+from perflab.lab.threads.runner import DEFAULT_LOOPS, DEFAULT_STREAM_BYTES, Priority, Progress, prio
+from perflab.system import machine
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def run(
+    loops: int = DEFAULT_LOOPS,
+    repeat: int = 5,
+    cpu: int = 0,
+    perturb: Sequence[Perturbation] | None = None,
+    priority: Priority | None = None,
+    progress: Progress = None,
+    kernel: str = "loop",
+    size: int = DEFAULT_STREAM_BYTES,
+) -> pd.DataFrame:
+    """FauxPlat/sec = loops / CPU seconds of one pinned thread, alone and under each
+    perturbation (default: a cpu, cache and rt hog on cpu), repeats interleaved so drift hits
+    every condition alike."""
+    if loops < 1 or repeat < 1:
+        raise PerflabError("--loops and --repeat must be at least 1")
+    machine.check_cpus([cpu])
+    chosen = list(perturb) if perturb is not None else default_perturbations(cpu)
+    rows = []
+    for rep in range(repeat):
+        for p in [None, *chosen]:
+            with perturbed([p] if p else []):
+                df = threads.run_threads([cpu], loops, kernel, size, **prio(priority))
+            r = df.iloc[0]
+            rows.append(
+                {
+                    "condition": str(p) if p else "alone",
+                    "rep": rep,
+                    "cpu": cpu,
+                    "kernel": kernel,
+                    "loops": loops,
+                    "cpu_ns": r.cpu_ns,
+                    "wall_ns": r.wall_ns,
+                    "ticks": r.ticks,
+                    "context_switches": r.context_switches,
+                    "steal_ns": r.steal_ns,
+                    "fauxplat_per_s": loops / (r.cpu_ns / 1e9),
+                    "fauxplat_wall_per_s": loops / (r.wall_ns / 1e9),
+                    "status": "ok",
+                }
+            )
+            if progress:
+                progress(1)
+    meta = threads.run_metadata("fauxplat", loops, priority, chosen, cpu=cpu, kernel=kernel)
+    return results.attach(pd.DataFrame(rows), meta)
+
+
+def point(rep: int, **options: Any) -> pd.DataFrame:
+    """One repeat of run(): what a campaign hands to a host (the caller numbers it)."""
+    del rep
+    return run(repeat=1, **options)
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """Spread of the index per condition and its median change vs alone (the post: 10 %, 20 %)."""
+    rows = []
+    for cond, g in df.groupby("condition", sort=False):
+        s = stats.summary(g["fauxplat_per_s"])
+        rows.append(
+            {
+                "condition": cond,
+                "n": s["n"],
+                "median": s["median"],
+                "min": s["min"],
+                "max": s["max"],
+                "mad": s["mad"],
+                "wall_median": float(np.median(g["fauxplat_wall_per_s"])),
+            }
+        )
+    out = pd.DataFrame(rows)
+    alone = out.loc[out["condition"] == "alone"].iloc[0]
+    out["change_pct"] = (out["median"] / alone["median"] - 1) * 100
+    out["wall_change_pct"] = (out["wall_median"] / alone["wall_median"] - 1) * 100
+    return out
+
+
+def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
+    """FauxPlat/sec per repeat and condition (CPU time based), box per condition."""
+    from perflab.analysis import plot as plt
+
+    fig, ax = plt.figure(figsize=(8, 5))
+    names = list(dict.fromkeys(df["condition"]))
+    data = [df.loc[df["condition"] == n, "fauxplat_per_s"].to_numpy() for n in names]
+    ax.boxplot(data, tick_labels=names)
+    for i, values in enumerate(data, start=1):
+        ax.plot(np.full(len(values), i), values, "o", color=plt.COLORS[0], alpha=0.6)
+    ax.set_ylabel("FauxPlat/sec (loops per CPU second)")
+    return plt.save(fig, path, title="FauxPlat/sec alone and perturbed")

@@ -1,0 +1,374 @@
+"""What changed between two results of one experiment: per parameter point the ratio of medians
+(after/before) with an interval that holds for all points together, so a sweep of 8 193 env
+sizes does not raise 400 false alarms; different conditions are named."""
+
+import functools
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from perflab.analysis import stats
+from perflab.errors import PerflabError
+from perflab.reports import report
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# experiment -> (parameter columns that identify a point, value column); None: the experiment's
+# value_column (the probe's ticks, or the parent's when the program had no probe).
+POINTS: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "env-size": (("env_size",), None),
+    "link-order": (("link_order",), None),
+    "compare": (("side", "env_size", "link_order"), None),
+    "memcpy": (("kernel", "size"), "ticks"),
+    "pagefault": (("condition",), "ticks_per_page"),
+    "trig": (("call", "mode"), "ticks"),
+    "cswitch": (("placement", "realtime"), "cswitch_us_each"),
+    "syscalls": (("call",), "ticks"),
+    "core-vs-ht": (("placement", "threads"), "cpu_ns"),
+    "threads": (("threads",), "cpu_ns"),
+    "fauxplat": (("condition",), "fauxplat_per_s"),
+    "counters": (("event",), "count"),
+    "clocks": (("method",), "ns"),
+}
+
+# Conditions under which two results are not measured alike, with what differs in effect.
+WATCHED = (
+    ("hostname", "machine"),
+    ("cpu_model", "CPU model"),
+    ("kernel", "kernel"),
+    ("hypervisor", "hypervisor"),
+    ("clocksource", "clocksource"),
+    ("tsc_hz", "TSC rate"),
+    ("aslr", "ASLR"),
+    ("aslr_system", "system ASLR"),
+    ("cpus", "CPUs"),
+    ("governor", "governor"),
+    ("perflab_version", "perflab version"),
+    ("program", "program"),
+)
+
+
+@dataclass(frozen=True)
+class Diff:
+    """Two results compared point by point: the table, the verdict, and why to be careful."""
+
+    before: report.Report
+    after: report.Report
+    table: pd.DataFrame
+    params: tuple[str, ...]
+    value: str
+    confidence: float
+    verdict: str
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def flagged(self) -> pd.DataFrame:
+        """The points whose interval excludes 1."""
+        return self.table[self.table["change"] != ""]
+
+    def plot(self, path: str | os.PathLike | None = None) -> "Figure":
+        """The ratio along the swept parameter with its interval band, changes marked; the
+        Figure is returned (it shows inline in Jupyter) and written to path when one is given."""
+        from perflab.analysis import plot as plt
+
+        target = None if path is None else plt.check_plot_path(path)
+        t = self.table
+        fig, ax = plt.figure(figsize=(10, 5))
+        numeric = len(self.params) == 1 and pd.api.types.is_numeric_dtype(t[self.params[0]])
+        x = t[self.params[0]].to_numpy() if numeric else np.arange(len(t))
+        lo = t["ci_low"].clip(lower=0).replace(np.inf, np.nan)
+        hi = t["ci_high"].replace(np.inf, np.nan)
+        if numeric:
+            ax.fill_between(
+                x,
+                lo,
+                hi,
+                color=plt.COLORS[1],
+                alpha=0.25,
+                lw=0,
+                label=f"interval ({self.confidence:.0%} for all points together)",
+            )
+            ax.plot(x, t["ratio"], color=plt.COLORS[1], lw=0.9, label="after / before")
+            ax.set_xlabel(self.params[0])
+        else:
+            err = [t["ratio"] - lo.fillna(t["ratio"]), hi.fillna(t["ratio"]) - t["ratio"]]
+            ax.errorbar(
+                x, t["ratio"], yerr=err, fmt="o", color=plt.COLORS[1], label="after / before"
+            )
+            labels = [" ".join(map(str, r)) for r in t[list(self.params)].itertuples(index=False)]
+            ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+        hot = t["change"] != ""
+        ax.plot(x[hot.to_numpy()], t.loc[hot, "ratio"], "o", color=plt.COLORS[0], label="changed")
+        ax.axhline(1.0, color="black", lw=0.6, ls="--")
+        ax.set_ylabel(f"ratio of median {self.value} (after / before)")
+        ax.legend(fontsize=8)
+        names = f"{Path(self.after.path).name} / {Path(self.before.path).name}"
+        title = f"{self.before.experiment}: {names}"
+        return plt.save(fig, target, title=title)
+
+
+def _value(experiment: str, df: pd.DataFrame) -> str:
+    value = POINTS[experiment][1]
+    if value is not None:
+        return value
+    from perflab.engine import childruns
+
+    return childruns.value_column(df)
+
+
+def _ok(df: pd.DataFrame, value: str) -> pd.DataFrame:
+    ok = df[df["status"] == "ok"] if "status" in df else df
+    return ok[np.isfinite(pd.to_numeric(ok[value], errors="coerce").astype(float))]
+
+
+def conditions_differ(a: dict, b: dict) -> list[str]:
+    """One warning per watched condition the two results were measured under differently."""
+    out = []
+    for key, name in WATCHED:
+        va, vb = a.get(key), b.get(key)
+        if va is None or vb is None or va == vb:
+            continue
+        if key == "tsc_hz" and math.isclose(float(va), float(vb), rel_tol=1e-3):
+            continue
+        out.append(f"different {name}: {va} before, {vb} after")
+    return out
+
+
+def _grid(df: pd.DataFrame, params: tuple[str, ...]) -> set[tuple]:
+    return set(map(tuple, df[list(params)].drop_duplicates().to_numpy().tolist()))
+
+
+def _first(points: set[tuple], n: int = 3) -> str:
+    """A few points in order (numbers as numbers), to name what one side lacks."""
+    try:
+        ordered = sorted(points)
+    except TypeError:
+        ordered = sorted(points, key=lambda p: tuple(map(str, p)))
+    return ", ".join(" ".join(map(str, p)) for p in ordered[:n])
+
+
+def _check_grids(a: pd.DataFrame, b: pd.DataFrame, params, intersect: bool) -> list[str]:
+    """Refuse different parameter grids by name, or (intersect) say what is left out."""
+    ga, gb = _grid(a, params), _grid(b, params)
+    if ga == gb:
+        return []
+    only_a, only_b = ga - gb, gb - ga
+    what = "/".join(params)
+    said = f"{len(only_a)} {what} values only before (e.g. {_first(only_a)})" if only_a else ""
+    said_b = f"{len(only_b)} only after (e.g. {_first(only_b)})" if only_b else ""
+    detail = "; ".join(x for x in (said, said_b) if x)
+    if not ga & gb:
+        raise PerflabError(f"different parameter grids, no {what} value in common ({detail})")
+    if not intersect:
+        raise PerflabError(
+            f"different parameter grids: {detail}; --intersect compares the {len(ga & gb)} "
+            "values both have"
+        )
+    return [f"compared the {len(ga & gb)} {what} values both have; {detail}"]
+
+
+# Resampled values one diff may draw (about a second of numpy); beyond it the bootstrap cannot
+# resolve the tail a Bonferroni level asks for, and the order-statistic interval takes over.
+BOOT_BUDGET = 100_000_000
+MIN_RUNS = 5  # fewer runs a side give no interval worth the name
+
+
+def boot_count(level: float) -> int:
+    """Resamples that put about 20 of them beyond each end of a two-sided interval at level."""
+    return max(2000, math.ceil(20 / ((1 - level) / 2)))
+
+
+def _sorted_groups(df: pd.DataFrame, params: tuple[str, ...], value: str) -> dict:
+    """Each point's values, sorted once: medians and order statistics are then lookups."""
+    groups = df.groupby(list(params), sort=True)[value]
+    return {k: np.sort(v.to_numpy(float)) for k, v in groups}
+
+
+def _median(x: np.ndarray) -> float:
+    """The median of a sorted array."""
+    return float((x[(x.size - 1) // 2] + x[x.size // 2]) / 2)
+
+
+@functools.lru_cache(maxsize=256)
+def _lower_rank(n: int, level: float) -> int:
+    """The 1-based rank l whose [x_(l), x_(n+1-l)] covers the median at level (0: none does),
+    as stats.median_interval finds it, cached: thousands of points share a handful of n."""
+    k = np.arange(n + 1)
+    logs = np.array([math.lgamma(i + 1) + math.lgamma(n - i + 1) for i in k])
+    cdf = np.cumsum(np.exp(math.lgamma(n + 1) - logs - n * math.log(2)))
+    ok = np.nonzero(cdf <= (1 - level) / 2)[0]
+    return int(ok[-1]) + 1 if ok.size else 0
+
+
+def _order_ratio(a: np.ndarray, b: np.ndarray, level: float, steps: tuple[float, float]):
+    """stats.ratio_interval of sorted samples with cached ranks: each median's interval at
+    1 - (1 - level)/2."""
+    side = 1 - (1 - level) / 2
+    xa, xb = a, b
+    la, lb = _lower_rank(xa.size, side), _lower_rank(xb.size, side)
+    ma, mb = _median(xa), _median(xb)
+    if ma <= 0:
+        raise PerflabError("baseline median is <= 0: a ratio is meaningless")
+    if not la or not lb:
+        return mb / ma, 0.0, math.inf
+    lo = max(xb[lb - 1] - steps[1], 0.0) / (xa[xa.size - la] + steps[0])
+    low_a = xa[la - 1] - steps[0]
+    return (
+        mb / ma,
+        float(lo),
+        float((xb[xb.size - lb] + steps[1]) / low_a) if low_a > 0 else math.inf,
+    )
+
+
+def _interval(a, b, level: float, steps: tuple[float, float], method: str, seed: int):
+    """after/before of medians and its interval at this level, by bootstrap or, past the budget,
+    by order statistics (distribution-free, widened by one timer step each side since quantised
+    ticks put a median up to a step from the true one)."""
+    if min(a.size, b.size) < MIN_RUNS:
+        ratio = _median(b) / _median(a) if _median(a) else math.nan
+        return ratio, 0.0, math.inf
+    try:
+        if method == "bootstrap":
+            return stats.ratio_ci(a, b, level, n_boot=boot_count(level), seed=seed)
+        return _order_ratio(a, b, level, steps)
+    except PerflabError:  # a baseline median of 0: no ratio
+        return math.nan, math.nan, math.nan
+
+
+def compare_frames(
+    before: pd.DataFrame,
+    after: pd.DataFrame,
+    params: tuple[str, ...],
+    value: str,
+    confidence: float = 0.95,
+    steps: tuple[float, float] = (0.0, 0.0),
+) -> pd.DataFrame:
+    """Per point: runs, medians, after/before with an interval holding for all points together
+    (Bonferroni: each at 1 - (1 - confidence)/points), and the change where it excludes 1.
+
+    The intervals are percentile bootstraps of the ratio of medians while the resamples their
+    tails need stay within BOOT_BUDGET; a sweep of thousands of points, whose per-point level
+    no affordable bootstrap resolves, gets order-statistic intervals instead (exact, wider)."""
+    ga, gb = _sorted_groups(before, params, value), _sorted_groups(after, params, value)
+    keys = [k for k in ga if k in gb]
+    level = 1 - (1 - confidence) / max(1, len(keys))
+    drawn = boot_count(level) * sum(ga[k].size + gb[k].size for k in keys)
+    method = "bootstrap" if drawn <= BOOT_BUDGET else "order statistics"
+    rows = []
+    for i, k in enumerate(keys):
+        a, b = ga[k], gb[k]
+        ratio, lo, hi = _interval(a, b, level, steps, method, i)
+        change = "slower" if lo > 1 else "faster" if hi < 1 else ""
+        key = k if isinstance(k, tuple) else (k,)
+        rows.append(
+            {**dict(zip(params, key, strict=True)), "n_before": a.size, "n_after": b.size,
+             "median_before": _median(a), "median_after": _median(b),
+             "ratio": ratio, "ci_low": lo, "ci_high": hi, "change": change}
+        )  # fmt: skip
+    cols = [*params, "n_before", "n_after", "median_before", "median_after", "ratio", "ci_low",
+            "ci_high", "change"]  # fmt: skip
+    out = pd.DataFrame(rows, columns=cols)
+    out.attrs.update(level=level, confidence=confidence, points=len(keys), method=method)
+    return out
+
+
+def _steps(meta_a: dict, meta_b: dict, value: str, scale: float) -> tuple[float, float]:
+    if value not in ("ticks", "outer_ticks"):
+        return 0.0, 0.0
+    return float(meta_a.get("timer_step_ticks") or 0), float(
+        meta_b.get("timer_step_ticks") or 0
+    ) * scale
+
+
+def _verdict(t: pd.DataFrame, what: str, confidence: float) -> str:
+    """One line: where after is slower or faster, and how sure the whole statement is."""
+    n = len(t)
+    slower, faster = t[t["change"] == "slower"], t[t["change"] == "faster"]
+    unbounded = int((~np.isfinite(t["ci_high"])).sum())
+    sure = f"{confidence:.0%} for all {n} {what} values together, {t.attrs.get('method')} intervals"
+    if slower.empty and faster.empty:
+        line = f"no change shown at any of {n} {what} values ({sure})"
+    else:
+        parts = [
+            f"{label} at {len(g)} ({g['ratio'].min():.3f}-{g['ratio'].max():.3f}x)"
+            for label, g in (("slower", slower), ("faster", faster))
+            if len(g)
+        ]
+        line = f"after is {' and '.join(parts)} of {n} {what} values ({sure})"
+    if unbounded:
+        line += f"; {unbounded} with too few runs for an interval at this many values"
+    return line
+
+
+def diff(
+    before: str | os.PathLike,
+    after: str | os.PathLike,
+    confidence: float = 0.95,
+    intersect: bool = False,
+) -> Diff:
+    """Compare two saved results of one experiment; refuse different experiments or grids."""
+    if not 0 < confidence < 1:
+        raise PerflabError(f"confidence must be between 0 and 1, not {confidence}")
+    ra, rb = report.report(before), report.report(after)
+    if ra.experiment != rb.experiment:
+        raise PerflabError(
+            f"different experiments: {before} is {ra.experiment}, {after} is {rb.experiment}"
+        )
+    if ra.experiment not in POINTS:
+        raise PerflabError(f"perflab cannot diff {ra.experiment} results (no parameter points)")
+    params = POINTS[ra.experiment][0]
+    value = _value(ra.experiment, ra.frame)
+    if _value(rb.experiment, rb.frame) != value:
+        raise PerflabError(
+            f"{before} holds {value}, {after} {_value(rb.experiment, rb.frame)}: not comparable"
+        )
+    a, b = _ok(ra.frame, value), _ok(rb.frame, value)
+    if a.empty or b.empty:
+        raise PerflabError(f"{before if a.empty else after}: no ok run with a {value}")
+    notes = _check_grids(a, b, params, intersect)
+    warnings = conditions_differ(ra.meta, rb.meta)
+    scale = _tsc_scale(ra.meta, rb.meta, value)
+    if scale != 1.0:
+        b = b.assign(**{value: b[value] * scale})
+        notes.append(
+            f"after's {value} scaled by {scale:.6f} (the TSC rates differ): ratios of time"
+        )
+    for r, when in ((ra, "before"), (rb, "after")):
+        if r.partial:
+            warnings.append(f"{when} is partial: {r.partial}")
+    table = compare_frames(a, b, params, value, confidence, _steps(ra.meta, rb.meta, value, scale))
+    verdict = _verdict(table, "/".join(params), confidence)
+    return Diff(ra, rb, table, params, value, confidence, verdict, warnings, notes)
+
+
+def _tsc_scale(a: dict, b: dict, value: str) -> float:
+    """Ticks of two TSC rates are different units: after's ticks in before's (1.0 if the same)."""
+    ha, hb = a.get("tsc_hz"), b.get("tsc_hz")
+    if "ticks" not in value or not ha or not hb or math.isclose(ha, hb, rel_tol=1e-3):
+        return 1.0
+    return float(ha) / float(hb)
+
+
+def summary_values(d: Diff) -> dict[str, Any]:
+    """The JSON-ready description of a diff (its table goes beside it)."""
+    return {
+        "experiment": d.before.experiment,
+        "before": d.before.path,
+        "after": d.after.path,
+        "value": d.value,
+        "params": list(d.params),
+        "confidence": d.confidence,
+        "level_per_point": d.table.attrs.get("level"),
+        "verdict": d.verdict,
+        "warnings": d.warnings,
+        "notes": d.notes,
+        "flagged": int((d.table["change"] != "").sum()),
+        "points": len(d.table),
+    }

@@ -1,0 +1,121 @@
+"""Where code lands in a linked program: symbol addresses from nm, loops from objdump.
+
+What the link-order experiment explains its timings with: each hot function's and loop's
+address and its alignment (mod 16/32/64), cached beside the program (named by its content).
+"""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+from collections.abc import Sequence
+
+import pandas as pd
+
+from perflab.errors import PerflabError
+from perflab.system import compiler, files
+
+MODULI = (16, 32, 64)
+
+
+def _nm(path: str | os.PathLike[str], *args: str) -> list[list[str]]:
+    """`nm` lines as fields (no shell); nm missing is one line saying what to install."""
+    try:
+        done = subprocess.run(["nm", *args, str(path)], capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise PerflabError("nm not found: install binutils") from None
+    if done.returncode != 0:
+        raise PerflabError(f"nm {path}: {done.stderr.strip().splitlines()[0]}")
+    return [line.split() for line in done.stdout.splitlines()]
+
+
+def functions(objects: Sequence[compiler.Object]) -> tuple[str, ...]:
+    """Every function the objects define (nm types T and t), in link-line order."""
+    names: list[str] = []
+    for o in objects:
+        names += [f[-1] for f in _nm(o.path, "--defined-only") if f[-2] in "Tt"]
+    return tuple(dict.fromkeys(names))
+
+
+_BRANCH = re.compile(r"^\s*([0-9a-f]+):\s+(j\w+|loop\w*)\s+([0-9a-f]+)\s")
+_INSN = re.compile(r"^\s*([0-9a-f]+):")
+
+
+def _loops(
+    path: str | os.PathLike[str], spans: dict[str, tuple[int, int]]
+) -> dict[str, tuple[int, int]]:
+    """(head, end) of each function's outermost loop: the lowest target of a backward jump
+    inside it, and the address after the last such jump (objdump, one call per program)."""
+    if not spans:
+        return {}
+    lo = min(s for s, _ in spans.values())
+    hi = max(e for _, e in spans.values())
+    try:
+        done = subprocess.run(
+            ["objdump", "-d", "--no-show-raw-insn", f"--start-address={lo}",
+             f"--stop-address={hi}", str(path)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    except FileNotFoundError:
+        return {}
+    addrs, back = [], []
+    for line in done.stdout.splitlines():
+        if m := _INSN.match(line):
+            addrs.append(int(m.group(1), 16))
+        if (m := _BRANCH.match(line)) and int(m.group(3), 16) < int(m.group(1), 16):
+            back.append((int(m.group(1), 16), int(m.group(3), 16)))
+    addrs.sort()
+    out = {}
+    for name, (start, end) in spans.items():
+        mine = [(a, t) for a, t in back if start <= t <= a < end]
+        if mine:
+            last = max(a for a, _ in mine)
+            after = next((x for x in addrs if x > last), end)
+            out[name] = (min(t for _, t in mine), after)
+    return out
+
+
+def layout(program: compiler.Program, symbols: Sequence[str]) -> pd.DataFrame:
+    """Address, size and loop of each symbol in one program, and their alignments.
+
+    Cached beside the program: its name is its content's hash, so the layout never changes.
+    """
+    tag = hashlib.sha256("\0".join(symbols).encode()).hexdigest()[:12]
+    cached = program.path.with_name(f"{program.path.name}.layout-{tag}.json")
+    if cached.exists():
+        return pd.DataFrame(json.loads(cached.read_text()))
+    df = _locate(program, symbols)
+    files.atomic(cached, lambda t: t.write_text(json.dumps(records(df))))
+    return df
+
+
+def _locate(program: compiler.Program, symbols: Sequence[str]) -> pd.DataFrame:
+    """layout() without the cache: nm for the symbols, objdump for their loops."""
+    found: dict[str, tuple[int, int]] = {}
+    for f in _nm(program.path, "-S", "--defined-only"):
+        if len(f) == 4 and f[3] in symbols and f[3] not in found:
+            found[f[3]] = (int(f[0], 16), int(f[1], 16))
+    missing = [s for s in symbols if s not in found]
+    if missing:
+        raise PerflabError(f"{program.path}: no symbol {', '.join(missing)} (see --symbol)")
+    spans = {s: (a, a + n) for s, (a, n) in found.items()}
+    loops = _loops(program.path, spans)
+    rows = []
+    for s in symbols:
+        addr, size = found[s]
+        head, end = loops.get(s, (-1, -1))
+        row = {"symbol": s, "address": addr, "size": size, "loop_head": head, "loop_end": end}
+        for m in MODULI:
+            row[f"mod{m}"] = addr % m
+            row[f"loop_mod{m}"] = head % m if head >= 0 else -1
+        for m in (32, 64):
+            row[f"loop_lines{m}"] = (end - 1) // m - head // m + 1 if head >= 0 else -1
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    """A frame as plain-Python records (JSON metadata)."""
+    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+            for r in df.to_dict(orient="records")]  # fmt: skip

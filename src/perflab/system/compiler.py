@@ -1,0 +1,305 @@
+"""Workloads perflab compiles itself: system C compiler, -Wall -Werror, cached by content hash."""
+
+import functools
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from perflab.errors import PerflabError
+
+OPT_LEVELS = ("0", "1", "2", "3", "s", "g", "fast")
+# The post shows no flags for this program; its other listings compile with a
+# bare `gcc x.c -o x`, i.e. gcc's default -O0.  At -O1 gcc keeps g, inc, i, j, k in
+# registers (no stack access left to alias), from -O2 on it folds the loop into
+# i += inc << 16: 8 ticks, nothing to measure.
+DEFAULT_OPT = "0"
+WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A compiled workload: where it is and everything that decided its bytes."""
+
+    path: Path
+    source: str
+    digest: str
+    compiler: str
+    flags: tuple[str, ...]
+    static: bool
+
+    def meta(self) -> dict:
+        """What a result records about the binary it measured."""
+        return {
+            "workload": self.source,
+            "workload_digest": self.digest,
+            "compiler": self.compiler,
+            "cflags": " ".join(self.flags),
+            "static": self.static,
+        }
+
+
+def cache_dir() -> Path:
+    """$XDG_CACHE_HOME/perflab, else ~/.cache/perflab; a per-user temporary directory where
+    neither can be created (a read-only or missing HOME, as for service accounts)."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    path = Path(xdg or os.path.join(os.path.expanduser("~"), ".cache")) / "perflab"
+    try:
+        if xdg:  # a cache the user named is made whole
+            path.mkdir(parents=True, exist_ok=True)
+        else:  # ~/.cache may be made, a missing HOME is not ours to create
+            path.parent.mkdir(exist_ok=True)
+            path.mkdir(exist_ok=True)
+    except OSError:
+        path = Path(tempfile.gettempdir()) / f"perflab-cache-{os.getuid()}"
+        path.mkdir(mode=0o700, exist_ok=True)
+        if path.stat().st_uid != os.getuid():  # someone else's: never run binaries from it
+            raise PerflabError(f"{path} belongs to another user: set XDG_CACHE_HOME") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise PerflabError(f"cache directory {path} is not writable: set XDG_CACHE_HOME")
+    return path
+
+
+def compiler() -> list[str]:
+    """$CC or cc, as an argv prefix; a missing compiler is one line saying what to install."""
+    cc = shlex.split(os.environ.get("CC") or "cc")
+    if not cc or shutil.which(cc[0]) is None:
+        raise PerflabError(
+            f"no C compiler ({cc[0] if cc else 'CC is empty'} not found): "
+            "install one (`apt install gcc`) or set CC"
+        )
+    return cc
+
+
+@functools.cache
+def compiler_version(cc: tuple[str, ...]) -> str:
+    """First line of `cc --version`: part of the cache key, since it decides the code."""
+    done = subprocess.run([*cc, "--version"], capture_output=True, text=True, check=False)
+    return (done.stdout or done.stderr).splitlines()[0].strip() if done.returncode == 0 else ""
+
+
+def _key(source: Path, flags: list[str], version: str) -> str:
+    """sha256 of the source, every header it may include, the flags and the compiler."""
+    h = hashlib.sha256()
+    for p in [source, *sorted(WORKLOADS.glob("*.h"))]:
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    h.update("\0".join(flags).encode() + b"\0" + version.encode())
+    return h.hexdigest()
+
+
+def _compile(cc: list[str], flags: list[str], source: Path, out: Path) -> str:
+    """Run the compiler into a temporary name, then rename: a cache entry is never torn."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    os.close(fd)
+    cmd = [*cc, *flags, "-I", str(WORKLOADS), str(source), "-o", tmp]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        Path(tmp).unlink(missing_ok=True)
+        return done.stderr.strip() or f"{shlex.join(cmd)} failed"
+    os.replace(tmp, out)
+    return ""
+
+
+def build(
+    source: str | os.PathLike,
+    opt: str = DEFAULT_OPT,
+    static: bool = True,
+    extra: Sequence[str] = (),
+) -> Workload:
+    """Compile one C workload (cached); static when the libc allows it, since exec is faster;
+    extra flags last (-pthread: a glibc older than 2.34 keeps threads in libpthread)."""
+    if opt not in OPT_LEVELS:
+        raise PerflabError(f"-O{opt}: unknown level; use one of {', '.join(OPT_LEVELS)}")
+    source = Path(source)
+    cc = compiler()
+    version = compiler_version(tuple(cc))
+    cache = cache_dir()
+    errors = []
+    for link in (["-static"], []) if static else ([],):
+        flags = [f"-O{opt}", "-Wall", "-Werror", *link, *extra]
+        digest = _key(source, flags, version)
+        out = cache / f"{source.stem}-{digest[:16]}"
+        if out.exists() or not (err := _compile(cc, flags, source, out)):
+            return Workload(out, source.name, digest, version, tuple(flags), bool(link))
+        errors.append(err)
+    raise PerflabError(f"{source.name}: compilation failed: {errors[-1].splitlines()[0]}")
+
+
+def mytkowicz(opt: str = DEFAULT_OPT) -> Workload:
+    """The paper's loop with the probe, built at -O<opt>."""
+    return build(WORKLOADS / "mytkowicz.c", opt)
+
+
+# How many times the compiler and the linker really ran in this process: a cached build
+# runs neither (the tests and benchmarks/link_order.py count on it).
+BUILDS = {"compile": 0, "link": 0}
+LINKORDER_SOURCES = tuple(WORKLOADS / f"linkorder_{n}.c" for n in ("main", "a", "b", "c"))
+LINKORDER_CFLAGS = ("-O2",)
+
+
+@dataclass(frozen=True)
+class Object:
+    """An object file and the sha256 of its bytes: what a link's cache key is made of."""
+
+    path: Path
+    digest: str
+
+    @classmethod
+    def of(cls, path: str | os.PathLike) -> "Object":
+        """A user's object, refused before anything is built if it is not there."""
+        p = Path(path)
+        if not p.is_file():
+            raise PerflabError(f"{p}: no such object file")
+        return cls(p.resolve(), hashlib.sha256(p.read_bytes()).hexdigest())
+
+    @property
+    def label(self) -> str:
+        """The object's name on a link order: linkorder_a.o -> a, foo.o -> foo."""
+        return re.sub(r"-[0-9a-f]{16}$", "", self.path.stem).removeprefix("linkorder_")
+
+
+def compile_object(
+    source: str | os.PathLike[str],
+    cflags: tuple[str, ...] = LINKORDER_CFLAGS,
+    cc: Sequence[str] | None = None,
+) -> Object:
+    """One translation unit to a cached .o (key: source, headers, flags, compiler)."""
+    source = Path(source)
+    cc = list(cc or compiler())
+    flags = [*cflags, "-Wall", "-Werror", "-c"]
+    digest = _key(source, flags, compiler_version(tuple(cc)))
+    out = cache_dir() / f"{source.stem}-{digest[:16]}.o"
+    if not out.exists():
+        BUILDS["compile"] += 1
+        if err := _compile(cc, flags, source, out):
+            raise PerflabError(f"{source.name}: compilation failed: {err.splitlines()[0]}")
+    return Object.of(out)
+
+
+def linkorder_objects(
+    cflags: tuple[str, ...] = LINKORDER_CFLAGS, cc: Sequence[str] | None = None
+) -> list[Object]:
+    """The built-in link-order workload's objects (main, a, b, c), each compiled once."""
+    return [compile_object(s, cflags, cc) for s in LINKORDER_SOURCES]
+
+
+def check_compiler(cc: str | None) -> list[str]:
+    """--cc as an argv prefix (default $CC or cc), refused in one line when not installed."""
+    if cc is None:
+        return compiler()
+    argv = shlex.split(cc)
+    if not argv or shutil.which(argv[0]) is None:
+        raise PerflabError(f"no C compiler ({cc!r} not found): install one or fix --cc")
+    return argv
+
+
+def link_template(template: str) -> list[str]:
+    """A link command as argv tokens, refused unless it has {objects} (one token) and {output}."""
+    try:
+        tokens = shlex.split(template)
+    except ValueError as exc:
+        raise PerflabError(f"link command {template!r}: {exc}") from None
+    if "{objects}" not in tokens:
+        raise PerflabError(
+            f"link command {template!r} has no {{objects}} placeholder (as a word of its own)"
+        )
+    if not any("{output}" in t for t in tokens):
+        raise PerflabError(f"link command {template!r} has no {{output}} placeholder")
+    if shutil.which(tokens[0]) is None:
+        raise PerflabError(f"link command: {tokens[0]}: command not found")
+    return tokens
+
+
+@dataclass(frozen=True)
+class Linker:
+    """How a link order becomes a program: cc + ldflags, or a user's command template."""
+
+    cc: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ()
+    template: tuple[str, ...] = ()
+    static: bool = False
+
+    def argv(self, objects: list[Object], output: str) -> list[str]:
+        """The link command for these objects in this order, never through a shell."""
+        paths = [str(o.path) for o in objects]
+        if self.template:
+            out = []
+            for t in self.template:
+                out += paths if t == "{objects}" else [t.replace("{output}", output)]
+            return out
+        static = ["-static"] if self.static else []
+        return [*self.cc, *paths, *self.ldflags, *static, "-o", output]
+
+    def key(self) -> str:
+        """What besides the objects decides the program's bytes."""
+        tool = self.template[:1] or self.cc
+        return "\0".join([*self.cc, *self.ldflags, *self.template, str(self.static)]) + (
+            "\0" + compiler_version(tuple(tool)) if tool else ""
+        )
+
+
+def builtin_linker(cc: Sequence[str] | None = None) -> Linker:
+    """Static when the libc allows it (exec is faster and libc does not move), else dynamic."""
+    cc = tuple(cc or compiler())
+    tag = hashlib.sha256(compiler_version(cc).encode()).hexdigest()[:12]
+    probe = cache_dir() / f".static-ok-{tag}"
+    if not probe.exists():
+        fd, tmp = tempfile.mkstemp(suffix=".c", dir=probe.parent)
+        with os.fdopen(fd, "w") as f:
+            f.write("int main(void) { return 0; }\n")
+        ok = not _compile(list(cc), ["-static"], Path(tmp), Path(tmp + ".out"))
+        Path(tmp).unlink()
+        Path(tmp + ".out").unlink(missing_ok=True)
+        probe.write_text("1" if ok else "0")
+    return Linker(cc=cc, static=probe.read_text() == "1")
+
+
+def _first_error(stderr: str) -> str:
+    """The linker's line that says what is wrong, not its 'in function main:' preamble."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip()]
+    pattern = re.compile(r"error|undefined|multiple definition|cannot find|not found", re.I)
+    return next((x for x in lines if pattern.search(x)), lines[0] if lines else "")
+
+
+@dataclass(frozen=True)
+class Program:
+    """A linked program: its path (same length for every order) and the order it was linked in."""
+
+    path: Path
+    order: tuple[str, ...]
+    digest: str
+
+
+def link(objects: list[Object], linker: Linker) -> Program:
+    """Link objects in exactly this order, once: the cache key is their digests, order, linker."""
+    h = hashlib.sha256()
+    for o in objects:
+        h.update(o.digest.encode() + b"\0")
+    h.update(linker.key().encode())
+    digest = h.hexdigest()
+    out = cache_dir() / f"linked-{digest[:16]}"
+    order = tuple(o.label for o in objects)
+    if out.exists():
+        return Program(out, order, digest)
+    BUILDS["link"] += 1
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    os.close(fd)
+    cmd = linker.argv(objects, tmp)
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise PerflabError(f"link failed: {cmd[0]}: {exc.strerror}") from None
+    if done.returncode != 0 or not Path(tmp).stat().st_size:
+        Path(tmp).unlink(missing_ok=True)
+        why = _first_error(done.stderr) or f"{shlex.join(cmd)} exited {done.returncode}"
+        raise PerflabError(f"link of {','.join(order)} failed: {why}")
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, out)
+    return Program(out, order, digest)

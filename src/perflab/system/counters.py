@@ -1,0 +1,192 @@
+"""perf_event counters: which events count here, and counting a region, a callable or a command.
+
+An event that cannot be opened is reported with its errno ("not supported here"), never as a
+zero: in most virtual machines the hardware events (cycles, instructions) do not exist while the
+software ones (task-clock, page faults) do.
+"""
+
+import errno
+import os
+import resource
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perflab.core import bindings
+from perflab.errors import PerflabError
+from perflab.system import machine
+
+# Event name -> (index in the C counter set, kind, column name with its unit).
+_KINDS = {
+    "cycles": ("hardware", "cycles"),
+    "instructions": ("hardware", "instructions"),
+    "ref-cycles": ("hardware", "ref_cycles"),
+    "task-clock": ("software", "task_clock_ns"),
+    "context-switches": ("software", "context_switches"),
+    "cpu-migrations": ("software", "cpu_migrations"),
+    "page-faults": ("software", "page_faults"),
+}
+EVENTS: dict[str, tuple[int, str, str]] = {
+    name: (bindings.EVENT_INDEX[name], kind, column) for name, (kind, column) in _KINDS.items()
+}
+COLUMNS = [col for _, _, col in EVENTS.values()]
+ALL = bindings.EVENTS_ALL
+
+_WHY = {
+    errno.ENOENT: "the CPU or hypervisor exposes no such event (no PMU passed to this VM)",
+    errno.EOPNOTSUPP: "the PMU cannot count this event here",
+    errno.ENODEV: "no PMU for this event",
+    errno.ENOSYS: "the kernel was built without perf_event",
+    errno.EINVAL: "the kernel rejects this event's settings",
+    errno.ENODATA: "opened but never scheduled on the PMU (multiplexed out)",
+}
+
+
+def reason(status: int) -> str:
+    """One phrase for an event's status: 'counts', or 'not supported here (ERRNO: why)'."""
+    if status >= 0:
+        return "counts"
+    code = -status
+    name = bindings.errno_name(code)
+    if code in (errno.EACCES, errno.EPERM):
+        why = (
+            f"perf_event_paranoid={machine.perf_paranoid()} forbids it; run as root or lower "
+            "/proc/sys/kernel/perf_event_paranoid"
+        )
+    else:
+        why = _WHY.get(code, os.strerror(code))
+    return f"not supported here ({name}: {why})"
+
+
+def mask(names: Iterable[str] | None = None) -> int:
+    """Bit mask of the C counter set for event names (default: all seven)."""
+    if names is None:
+        return ALL
+    bits = 0
+    for name in names:
+        if name not in EVENTS:
+            raise PerflabError(f"unknown event {name!r}; known: {', '.join(EVENTS)}")
+        bits |= 1 << EVENTS[name][0]
+    return bits
+
+
+def frame(counts: Sequence[int], bits: int = ALL) -> pd.DataFrame:
+    """One row per requested event: its count (NaN when it did not count) and its status."""
+    rows = []
+    for name, (idx, kind, column) in EVENTS.items():
+        if not bits & (1 << idx):
+            continue
+        value = int(counts[idx])
+        rows.append(
+            {
+                "event": name,
+                "kind": kind,
+                "column": column,
+                "count": float(value) if value >= 0 else np.nan,
+                "status": reason(value),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def columns(counts: Sequence[int], bits: int = ALL) -> dict[str, float]:
+    """Counts keyed by column name (units in the name), NaN for events that did not count."""
+    return {
+        column: float(counts[idx]) if counts[idx] >= 0 else np.nan
+        for idx, _, column in EVENTS.values()
+        if bits & (1 << idx)
+    }
+
+
+class Counters:
+    """Count a region: `with Counters() as c: ...; c.frame()`; pid 0 is the calling thread."""
+
+    def __init__(self, events: Iterable[str] | None = None, pid: int = 0, inherit: bool = False):
+        self.bits = mask(events)
+        self.pid = pid
+        self.inherit = inherit
+        self._set = bindings.CounterSet()
+        self._counts: list[int] = [-errno.ENODATA] * len(EVENTS)
+
+    def __enter__(self) -> "Counters":
+        if self._set.open(self.pid, -1, self.bits, self.inherit) == -errno.ESRCH:
+            raise PerflabError(f"no process {self.pid} to count")
+        self._set.enable()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._counts = self._set.stop()
+
+    def frame(self) -> pd.DataFrame:
+        """The counts of the region just left, one row per event."""
+        return frame(self._counts, self.bits)
+
+    def columns(self) -> dict[str, float]:
+        """The counts as {column: value}, NaN where an event did not count."""
+        return columns(self._counts, self.bits)
+
+
+def count(
+    func: Callable[..., Any], *args: Any, events: Iterable[str] | None = None, **kwargs: Any
+) -> tuple[Any, pd.DataFrame]:
+    """Call func(*args, **kwargs) on this thread under counters: (its result, the counts)."""
+    with Counters(events) as c:
+        value = func(*args, **kwargs)
+    return value, c.frame()
+
+
+def exit_status(returncode: int) -> int:
+    """The exit status a shell and perf stat give: the code, or 128+N when signal N killed it."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _children_cpu_ns() -> int:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round((use.ru_utime + use.ru_stime) * 1e9)
+
+
+def count_command(
+    argv: list[str], events: Iterable[str] | None = None, stdout: Any = None
+) -> pd.DataFrame:
+    """Count a command and every thread and child it starts (inherited counters, read at exit).
+
+    stdout: where the command's output goes (None: perflab's own stdout; a file or fd).
+    attrs: returncode (as a shell reports it), elapsed_ns, cpu_ns (its and its waited
+    children's user+system time, from rusage) and cpus_utilised = cpu_ns / elapsed_ns."""
+    if not argv:
+        raise PerflabError("no command to count")
+    cpu0 = _children_cpu_ns()
+    with Counters(events, inherit=True) as c:
+        t0 = time.monotonic_ns()
+        try:
+            rc = subprocess.run(argv, check=False, stdout=stdout).returncode  # argv: no shell
+        except FileNotFoundError:
+            raise PerflabError(f"{argv[0]}: command not found") from None
+        except PermissionError:
+            raise PerflabError(f"{argv[0]}: not an executable file") from None
+        elapsed = time.monotonic_ns() - t0
+    cpu = _children_cpu_ns() - cpu0
+    out = c.frame()
+    out.attrs.update(
+        returncode=exit_status(rc),
+        signal=signal.Signals(-rc).name if rc < 0 else None,
+        elapsed_ns=elapsed,
+        cpu_ns=cpu,
+        cpus_utilised=cpu / elapsed if elapsed else float("nan"),
+    )
+    return out
+
+
+def available() -> pd.DataFrame:
+    """Which events count on this machine and why the others do not, with a sample count."""
+    with Counters() as c:
+        sum(i * i for i in range(100_000))
+        bytearray(4 << 20)  # fresh pages: page faults to count
+    out = c.frame()
+    out["supported"] = out["status"] == "counts"
+    return out[["event", "kind", "supported", "count", "status"]]

@@ -35,7 +35,9 @@ def check_plot_path(path: str | os.PathLike) -> Path:
     return p
 
 
-def figure(nrows: int = 1, ncols: int = 1, *, figsize: Any = None, **subplots: Any):
+def figure(
+    nrows: int = 1, ncols: int = 1, *, figsize: Any = None, **subplots: Any
+) -> tuple["Figure", Any]:
     """A figure and its axes in perflab's style; not registered with pyplot, so nothing leaks.
 
     The figure shows inline when it is a notebook cell's value or passed to display().
@@ -47,7 +49,7 @@ def figure(nrows: int = 1, ncols: int = 1, *, figsize: Any = None, **subplots: A
         return fig, fig.subplots(nrows, ncols, **subplots)
 
 
-def log_axes(ax, x: bool = False, y: bool = True) -> None:
+def log_axes(ax: Any, x: bool = False, y: bool = True) -> None:
     """Log scales for quantities that span decades, with plain-number tick labels on x."""
     if x:
         ax.set_xscale("log", base=2)

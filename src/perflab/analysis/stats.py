@@ -5,11 +5,12 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from perflab.errors import PerflabError
 
 
-def _array(values) -> np.ndarray:
+def _array(values: ArrayLike) -> np.ndarray:
     x = np.asarray(values, dtype=float)
     x = x[~np.isnan(x)]
     if x.size == 0:
@@ -17,7 +18,7 @@ def _array(values) -> np.ndarray:
     return x
 
 
-def trimmed(values, k: int) -> np.ndarray:
+def trimmed(values: ArrayLike, k: int) -> np.ndarray:
     """Sorted values minus the k smallest and k largest (FileGuard drops the 10 best, 10 worst)."""
     x = np.sort(_array(values))
     if k < 0 or 2 * k >= x.size:
@@ -25,13 +26,13 @@ def trimmed(values, k: int) -> np.ndarray:
     return x[k : x.size - k] if k else x
 
 
-def mad(values) -> float:
+def mad(values: ArrayLike) -> float:
     """Median absolute deviation from the median (unscaled)."""
     x = _array(values)
     return float(np.median(np.abs(x - np.median(x))))
 
 
-def summary(values, trim: int = 0) -> dict[str, float]:
+def summary(values: ArrayLike, trim: int = 0) -> dict[str, float]:
     """n, min, max, mean, median, stdev, MAD, percentiles, and the same extremes after trimming."""
     x = _array(values)
     out = {
@@ -69,7 +70,7 @@ def describe(df: pd.DataFrame, by: str | Sequence[str], value: str, trim: int = 
     return pd.DataFrame(rows)
 
 
-def spearman(x, y) -> float:
+def spearman(x: ArrayLike, y: ArrayLike) -> float:
     """Spearman's rho as Pearson on average ranks (ties shared), so no scipy; nan if constant."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape:
@@ -101,14 +102,22 @@ def _interval(boot: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def median_ci(values, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0):
+def median_ci(
+    values: ArrayLike, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
     """Percentile-bootstrap confidence interval of the median: (median, lo, hi)."""
     x = _array(values)
     boot = boot_medians(x, n_boot, np.random.default_rng(seed))
     return (float(np.median(x)), *_interval(boot, confidence))
 
 
-def ratio_ci(baseline, candidate, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0):
+def ratio_ci(
+    baseline: ArrayLike,
+    candidate: ArrayLike,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
     """Bootstrap interval of median(candidate)/median(baseline): (ratio, lo, hi)."""
     a, b = _array(baseline), _array(candidate)
     if np.median(a) == 0:
@@ -119,7 +128,7 @@ def ratio_ci(baseline, candidate, confidence: float = 0.95, n_boot: int = 2000, 
     return (float(np.median(b) / np.median(a)), *_interval(mb[ok] / ma[ok], confidence))
 
 
-def quantum(deltas, share: float = 0.01) -> int:
+def quantum(deltas: ArrayLike, share: float = 0.01) -> int:
     """A counter's step: the gcd of the nonzero differences seen in at least `share` of the
     reads, so a stray odd read (a migration, an interrupt) cannot hide it; 0 if none moved."""
     d = np.abs(np.asarray(deltas, dtype=np.int64))
@@ -142,7 +151,9 @@ def _binomial_half_cdf(n: int) -> np.ndarray:
     return np.cumsum(np.exp(logpmf))
 
 
-def median_interval(values, confidence: float = 0.95, resolution: float = 0.0):
+def median_interval(
+    values: ArrayLike, confidence: float = 0.95, resolution: float = 0.0
+) -> tuple[float, float, float]:
     """Distribution-free interval of the median from order statistics, widened by one
     resolution step each side: (median, lo, hi).
 
@@ -164,7 +175,12 @@ def median_interval(values, confidence: float = 0.95, resolution: float = 0.0):
     return med, float(x[lrank - 1]) - resolution, float(x[n - lrank]) + resolution
 
 
-def ratio_interval(baseline, candidate, confidence: float = 0.95, resolution=(0.0, 0.0)):
+def ratio_interval(
+    baseline: ArrayLike,
+    candidate: ArrayLike,
+    confidence: float = 0.95,
+    resolution: tuple[float, float] = (0.0, 0.0),
+) -> tuple[float, float, float]:
     """Interval of median(candidate)/median(baseline) from the two sides' median intervals,
     each at 1 - (1 - confidence)/2 (both cover together with probability >= confidence):
     (ratio, lo, hi); an interval of the baseline reaching 0 leaves the ratio unbounded."""

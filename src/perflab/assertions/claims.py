@@ -364,7 +364,7 @@ def _ratio(
                 "a target's median is <= 0 ticks per call once the call overhead is "
                 "subtracted: it does too little to compare; give it more work per call"
             )
-    return stats.ratio_interval(first, second, level, tuple(resolutions))
+    return stats.ratio_interval(first, second, level, (resolutions[0], resolutions[1]))
 
 
 def _median(

@@ -9,6 +9,7 @@ import errno
 import fcntl
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from perflab.errors import PerflabError
@@ -106,7 +107,7 @@ def check_free(path: str | os.PathLike) -> None:
 
 
 @contextlib.contextmanager
-def held(path: str | os.PathLike):
+def held(path: str | os.PathLike) -> Iterator[None]:
     """The lock of `path` for the duration of a with block."""
     acquire(path)
     try:

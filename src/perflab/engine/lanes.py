@@ -85,7 +85,9 @@ class LaneRuns(childruns.Runs):
     def columns(self) -> list[str]:
         return [*self.labels, "cpu", "parallel", *childruns.MEASURED]
 
-    def lane_rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, parallel: bool):
+    def lane_rows(
+        self, runs: np.ndarray, at: np.ndarray, overhead: int, parallel: bool
+    ) -> pd.DataFrame:
         return self.rows(runs, at, overhead, cpu=runs["cpu"].astype(np.int16),
                          parallel=np.full(len(runs), parallel))  # fmt: skip
 

@@ -1,6 +1,6 @@
 """The fleet view of a campaign: which host is off, by how much, judged robustly."""
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -60,7 +60,7 @@ def fleet_summary(table: pd.DataFrame) -> dict:
     }
 
 
-def plot_hosts(table: pd.DataFrame, value: str, path=None) -> "Figure":
+def plot_hosts(table: pd.DataFrame, value: str, path: Any = None) -> "Figure":
     """Hosts sorted by median with their p5-p95 range; outliers in red."""
     fig, ax = plot.figure(figsize=(max(6, 0.35 * len(table) + 3), 5))
     x = np.arange(len(table))

@@ -8,7 +8,7 @@ import shlex
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ def parse_cpu_list(text: str) -> list[int]:
     return cpus
 
 
-def format_cpu_list(cpus) -> str:
+def format_cpu_list(cpus: Iterable[int]) -> str:
     """The inverse of parse_cpu_list: [0, 1, 2, 5] as '0-2,5'."""
     runs: list[list[int]] = []
     for c in sorted(set(cpus)):
@@ -77,7 +77,7 @@ def usable_cpus() -> list[int]:
     return [c for c in online_cpus() if c in allowed] or allowed_cpus()
 
 
-def check_cpus(cpus) -> list[int]:
+def check_cpus(cpus: Iterable[int]) -> list[int]:
     """Refuse CPUs that do not exist, are offline, or lie outside the affinity mask, by name."""
     online, allowed = online_cpus(), set(allowed_cpus())
     absent = [c for c in cpus if c not in online]
@@ -101,7 +101,7 @@ def check_cpus(cpus) -> list[int]:
 _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
 
 
-def busy_ns(cpus) -> float:
+def busy_ns(cpus: Iterable[int]) -> float:
     """Time the CPUs have spent busy since boot, summed, in ns (/proc/stat counts USER_HZ
     steps, 10 ms, each tick sampling what ran): read around a run, less the run's own CPU
     time, it is what other tasks took of its CPUs. NaN where /proc/stat lacks one of them."""

@@ -7,6 +7,7 @@ duration strace prints on the resumed line is the whole call's, so only lines th
 
 import re
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +42,7 @@ def command(strace: str, log: Path, argv: list[str]) -> list[str]:
     return [strace, "-f", "-T", "-qq", "-o", str(log), "--", *argv]
 
 
-def parse(lines) -> pd.DataFrame:
+def parse(lines: Iterable[str]) -> pd.DataFrame:
     """One row per (tid, syscall) with counts and the distribution of durations (ns)."""
     calls: dict[tuple[int, str], list[int]] = {}
     for line in lines:

@@ -15,6 +15,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 NETLINK_GENERIC = 16
@@ -62,7 +63,7 @@ class Record:
     exit_ns: int
 
 
-def _attrs(data: bytes):
+def _attrs(data: bytes) -> Iterator[tuple[int, bytes]]:
     """(type, payload) of each netlink attribute in data."""
     at = 0
     while at + 4 <= len(data):
@@ -110,7 +111,7 @@ class Listener:
         head = struct.pack("IHHII", 16 + len(genl), family, NLM_F_REQUEST | NLM_F_ACK, self.seq, 0)
         self.sock.send(head + genl)
 
-    def _replies(self):
+    def _replies(self) -> Iterator[tuple[int, bytes]]:
         """(type, payload) of each message in one datagram, raising an error reply's errno."""
         data = self.sock.recv(65536)
         at = 0

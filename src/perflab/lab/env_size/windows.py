@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -341,7 +342,7 @@ def verdicts(
     rng = np.random.default_rng(0)
     rows = []
 
-    def row(start, end, verdict, pair, seen):
+    def row(start: int, end: int, verdict: str, pair: Any, seen: Any) -> None:
         ex, lo, hi = _excess(values[(sizes >= start) & (sizes <= end)], baseline, rng)
         rows.append({
             "start": int(start), "end": int(end), "verdict": verdict, "excess": ex,
@@ -398,7 +399,7 @@ def stack_shift(meta: Mapping, sizes: np.ndarray) -> np.ndarray | None:
     return frames[0] - frames
 
 
-def explain_meta(argv: Sequence[str], plan, base_env: Mapping) -> dict:
+def explain_meta(argv: Sequence[str], plan: Any, base_env: Mapping) -> dict:
     """Everything a sweep records to explain its windows: the layout with ASLR off (for
     env_size.Plan `plan`), and whether this CPU pays for 4K aliasing at all."""
     from perflab.lab.env_size import aliasing
@@ -497,7 +498,7 @@ def explain(
     return predicted, table, lines
 
 
-def hatch(ax, predicted: pd.DataFrame, lo: float, hi: float, pad: float) -> None:
+def hatch(ax: Any, predicted: pd.DataFrame, lo: float, hi: float, pad: float) -> None:
     """Draw the predicted windows on an env-size axis as hatched bands, labelled once."""
     shown = predicted[(predicted["end"] >= lo) & (predicted["start"] <= hi)]
     for i, w in enumerate(shown.itertuples()):

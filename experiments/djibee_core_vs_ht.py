@@ -9,7 +9,6 @@ import _common
 import pandas as pd
 
 from perflab import machine, threads
-from perflab.threads import Perturbation, Priority, ht_pairs
 
 FULL_LOOPS, QUICK_LOOPS = threads.POST_LOOPS, 150
 
@@ -21,11 +20,11 @@ def main(argv=None) -> None:
     print(machine.topology().to_string(index=False))  # the post's `lscpu -p`
     # SCHED_RR keeps the other tenants of this shared machine off our CPUs, as the post's
     # high priority did (without permission: one warning, normal priority).
-    rt = Priority(rt=True, rt_limit=30.0)
-    df = ht_pairs.run(loops=loops, repeat=2 if args.quick else 1, priority=rt)
-    summary = ht_pairs.summarize(df)
+    rt = threads.Priority(rt=True, rt_limit=30.0)
+    df = threads.core_vs_ht.run(loops=loops, repeat=2 if args.quick else 1, priority=rt)
+    summary = threads.core_vs_ht.summarize(df)
     _common.save(df, args, stem, loops=loops)
-    ht_pairs.plot(df, _common.figure(args, stem))
+    threads.core_vs_ht.plot(df, _common.figure(args, stem))
     print(f"figure: {_common.figure(args, stem)}")
     print(summary.to_string(index=False))
     perturbed = _perturbation(loops, args)
@@ -52,14 +51,14 @@ def main(argv=None) -> None:
 def _perturbation(loops: int, args) -> pd.DataFrame:
     """The post's trial: hog threads on both measured CPUs, at normal priority, then nice -20."""
     cpus = machine.usable_cpus()[:2]
-    hogs = [Perturbation("cpu", c) for c in cpus for _ in range(2)]
+    hogs = [threads.Perturbation("cpu", c) for c in cpus for _ in range(2)]
     frames = []
     for name, perturb, prio in (
-        ("alone", [], Priority()),
-        ("hogs", hogs, Priority()),
-        ("hogs, nice -20", hogs, Priority(nice=-20)),
+        ("alone", [], threads.Priority()),
+        ("hogs", hogs, threads.Priority()),
+        ("hogs, nice -20", hogs, threads.Priority(nice=-20)),
     ):
-        df = ht_pairs.run(loops=loops, cpus=cpus, perturb=perturb, priority=prio)
+        df = threads.core_vs_ht.run(loops=loops, cpus=cpus, perturb=perturb, priority=prio)
         df.insert(0, "condition", name)
         frames.append(df)
     out = pd.concat(frames, ignore_index=True)

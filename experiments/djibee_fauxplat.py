@@ -9,7 +9,6 @@ thrasher and a real-time hog on the measured CPU, repeats interleaved.
 import _common
 
 from perflab import machine, threads
-from perflab.threads import fauxplat_sec
 
 FULL = {"loops": threads.POST_LOOPS, "repeat": 5}
 QUICK = {"loops": 60, "repeat": 5}
@@ -20,10 +19,10 @@ def main(argv=None) -> None:
     stem = _common.name(__file__)
     params = QUICK if args.quick else FULL
     cpu = machine.usable_cpus()[0]
-    df = fauxplat_sec.run(cpu=cpu, **params)
-    table = fauxplat_sec.summarize(df)
+    df = threads.fauxplat.run(cpu=cpu, **params)
+    table = threads.fauxplat.summarize(df)
     _common.save(df, args, stem, **params)
-    fauxplat_sec.plot(df, _common.figure(args, stem))
+    threads.fauxplat.plot(df, _common.figure(args, stem))
     print(f"figure: {_common.figure(args, stem)}")
     print(table.to_string(index=False))
     change = table.set_index("condition")["change_pct"]

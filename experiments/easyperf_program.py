@@ -14,8 +14,7 @@ import subprocess
 import _common
 import numpy as np
 
-from perflab import machine, results
-from perflab.threads import program
+from perflab import machine, results, threads
 
 FULL = {"lines": 2_000_000, "repeat": 7}
 QUICK = {"lines": 300_000, "repeat": 3}
@@ -45,7 +44,7 @@ def against_perf(command: list[str], n: int, repeat: int) -> tuple[float, float]
                                                       for a in command[1:])]  # fmt: skip
     ratios = []
     for _ in range(repeat):
-        ours = program.run(command, [n], repeat=1, warn=lambda line: None).iloc[0]
+        ours = threads.program.run(command, [n], repeat=1, warn=lambda line: None).iloc[0]
         theirs = perf_stat(argv)
         if theirs is None:
             return None
@@ -64,10 +63,10 @@ def main(argv=None) -> None:
     data.write_text("".join(f"{i}\n" for i in range(params["lines"])))
     counts = [n for n in (1, 2, 4, 8) if n <= len(machine.usable_cpus())]  # as the article
     command = ["xz", "-T{threads}", *XZ, str(data)]
-    df = program.run(command, counts, repeat=params["repeat"], seed=22)
-    table = program.summarize(df)
+    df = threads.program.run(command, counts, repeat=params["repeat"], seed=22)
+    table = threads.program.summarize(df)
     _common.save(df, args, stem, input_bytes=data.stat().st_size)
-    program.plot(df, _common.figure(args, stem))
+    threads.program.plot(df, _common.figure(args, stem))
     print(f"figure: {_common.figure(args, stem)}")
     print(f"{results.metadata(df)['command']}\n{table.dropna(axis=1, how='all').to_string()}")
     rows = []

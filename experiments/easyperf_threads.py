@@ -10,8 +10,7 @@ perflab counts the failed CAS instead.
 import _common
 import pandas as pd
 
-from perflab import machine
-from perflab.threads import Priority, thread_count
+from perflab import machine, threads
 
 FULL = {"loop": 4000, "spin": 400, "repeat": 3}
 QUICK = {"loop": 150, "spin": 60, "repeat": 2}
@@ -26,17 +25,17 @@ def main(argv=None) -> None:
     most = 2 * cores
     tables = {}
     for kernel in ("loop", "spin"):
-        df = thread_count.run(
+        df = threads.thread_count.run(
             most,
             kernel,
             loops=params[kernel],
             repeat=params["repeat"],
             oversubscribe=True,
-            priority=Priority(rt=True, rt_limit=30.0),
+            priority=threads.Priority(rt=True, rt_limit=30.0),
         )
-        tables[kernel] = thread_count.summarize(df)
+        tables[kernel] = threads.thread_count.summarize(df)
         _common.save(df, args, f"{stem}_{kernel}", kernel=kernel)
-        thread_count.plot(df, args.out / f"{stem}_{kernel}.png")
+        threads.thread_count.plot(df, args.out / f"{stem}_{kernel}.png")
         print(f"figure: {args.out / f'{stem}_{kernel}.png'}")
         print(f"{kernel} kernel\n{_shown(tables[kernel]).to_string(index=False)}")
     loop = tables["loop"].set_index("threads")

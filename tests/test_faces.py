@@ -5,7 +5,6 @@ import importlib
 import io
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -156,17 +155,38 @@ def test_plot_returns_the_figure_and_writes_only_when_given_a_path(tmp_path):
 
 
 def test_the_api_is_found_from_import_perflab():
+    """perflab/__init__.py is the one public API: each of its names resolves by either import
+    form, `import perflab` alone stays light, help(perflab) explains every one (in the module's
+    docstring, which help shows first), and the rest loads on first use."""
     out = _python(
-        "import sys, perflab\n"
-        "print('perflab.lab.env_size' in sys.modules, 'pandas' in sys.modules)\n"
-        "f = perflab.env_size.sweep\nprint('perflab.lab.env_size' in sys.modules, f.__name__)"
+        "import json, pydoc, re, sys, types, perflab\n"
+        "heavy = [m for m in ('numpy', 'pandas', 'matplotlib') if m in sys.modules]\n"
+        "lazy = 'perflab.lab.env_size' in sys.modules\n"
+        "f = perflab.env_size.sweep\n"
+        "kinds = {}\n"
+        "for name in perflab.__all__:\n"
+        "    got = getattr(perflab, name)\n"
+        "    scope = {}\n"
+        "    exec(f'from perflab import {name}', scope)\n"
+        "    assert scope[name] is got, name\n"
+        "    kinds[name] = isinstance(got, types.ModuleType)\n"
+        "shown = pydoc.render_doc(perflab, renderer=pydoc.plaintext)\n"
+        "assert perflab.__doc__.splitlines()[2] in shown\n"
+        "unnamed = [n for n in perflab.__all__ if not re.search(rf'\\b{n}\\b', perflab.__doc__)]\n"
+        "print(json.dumps({'heavy': heavy, 'lazy': lazy, 'sweep': f.__name__,\n"
+        "                  'kinds': kinds, 'unnamed': unnamed}))"
     )
-    assert out.split() == ["False", "False", "True", "sweep"]
+    found = json.loads(out)
+    assert found["heavy"] == [], "import perflab alone imported these"
+    assert found["lazy"] is False and found["sweep"] == "sweep"
+    assert found["unnamed"] == [], "help(perflab) does not name these"
+    assert set(found["kinds"]) == set(perflab.__all__)
+    assert {n for n, is_module in found["kinds"].items() if is_module} == set(perflab.MODULES)
     with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
         perflab.nosuch  # noqa: B018
-    assert {"env_size", "threads", "results"} <= set(dir(perflab))
-    for name in perflab.__all__:
-        assert re.search(rf"\b{name}\b", perflab.__doc__), f"help(perflab) does not name {name}"
+    with pytest.raises(ImportError):
+        exec("from perflab import nosuch", {})
+    assert set(perflab.__all__) <= set(dir(perflab))
     doc = env_size.sweep.__doc__
     for column in ("env_size", "rep", "ticks", "wall_ns", "status", "program"):
         assert column in doc

@@ -5,7 +5,7 @@ import importlib.util
 import cffi
 import pytest
 
-from perflab import build
+from perflab import compiler
 
 KERNELS = r"""
 #include <string.h>
@@ -95,7 +95,7 @@ def test_c_kernel_stays_under_a_tick_limit(perflab):
 def loop_program(tmp_path_factory):
     source = tmp_path_factory.mktemp("src") / "loop.c"
     source.write_text(PROGRAM)
-    return build.build(source, opt="2").path
+    return compiler.build(source, opt="2").path
 
 
 def test_program_with_half_the_work_is_faster(perflab, loop_program):

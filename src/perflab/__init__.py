@@ -1,7 +1,9 @@
 """perflab: low-level performance experiments on Linux, measured honestly.
 
-This module is the public API; everything else may move. Names load on first use (PEP 562), so
-`import perflab` imports neither numpy, pandas nor matplotlib:
+This module is the public API: `import perflab`, or `from perflab import NAME` for any name
+below; the layer folders under it (core, system, analysis, engine, lab, reports, assertions,
+cli: docs/architecture.md) may move. Names load on first use (PEP 562), so `import perflab`
+imports neither numpy, pandas nor matplotlib:
 
     import perflab
     df = perflab.env_size.sweep(max_size=4096, step=16, repeat=5)
@@ -9,15 +11,52 @@ This module is the public API; everything else may move. Names load on first use
     perflab.show(df)                # summary table, conditions and figure in one display
     perflab.report("env-size.parquet").summary
 
-Experiments (perflab.EXPERIMENTS lists them with their verbs; docs/architecture.md):
-    env_size, link_order, compare, threads, memcpy, pagefault, trig, cswitch, syscalls,
-    clocks, counters, profile, contention; windows (why env-size windows are where they are)
-Results: results (save/load with metadata), stats, machine, plot, compiler (workload builds),
-    timing (in-process targets), perfsamples, progress
-Reading back: report(path), diff(before, after), show(frame), exporters, campaign(...)
+Every experiment is a module with run (or sweep), summarize and plot: run returns a tidy
+DataFrame (one row per measurement, units in the column names, metadata in df.attrs), plot(df[,
+path]) a matplotlib Figure (written too when given a path). EXPERIMENTS lists them by the name
+their results carry, with their module and their verb.
+
+Experiments (module: entry point, what it measures):
+    env_size     sweep(program, **Plan): run time vs environment size (Mytkowicz, DjiBee)
+    windows      where the env-size windows fall, predicted from addresses and explained
+    link_order   sweep(objects, **Plan): run time vs object-file order on the link line
+    compare      compare(a, b, ...): A against B over random setups (env size, link order)
+    threads      core_vs_ht.run, thread_count.run, fauxplat.run, program.run: cores,
+                 hyper-threads, scaling and interference (DjiBee, easyperf)
+    memcpy       run(max_bytes, trials): copy cost vs size, cache knees (Rubini)
+    pagefault    run(pages, reps): page-fault cost per page (Rubini)
+    trig         run(call_texts, ...): libm calls cold and warm (Rubini)
+    cswitch      run(n, ...): context switches through pipes (Rubini)
+    syscalls     run(calls, trials): system-call costs, trimmed tables (FileGuard)
+    clocks       resolution_table(), read_costs(samples): every clock and its cost (Torpey)
+    counters     run(command, events): the perf events that count here, or a command's counts
+    profile      run(argv, ...): per-thread CPU, run-queue wait and blocked time (easyperf)
+    contention   run(threads, kinds, ...): threads under one lock, waiting or spinning
+
+Services:
+    results      save/load with metadata (Parquet, or CSV with a JSON sidecar), attach, metadata
+    stats        robust summaries, intervals of medians and of their ratios
+    plot         the figure style, figure() and save()
+    machine      CPUs, topology, caches, TSC, ASLR and what spoils a measurement
+    compiler     the C workloads, built with the system compiler and cached by content
+    timing       what a perf assertion times: C functions, Python callables, programs
+    perfsamples  perf record samples: each thread's CPU time by symbol
+    progress     the progress display of long runs, in a terminal, a log or Jupyter
+
+Reading results back:
+    report(path)         a saved result with its experiment's own tables and conditions
+    diff(before, after)  what changed between two results, per parameter value, with intervals
+    show(frame)          a result as one notebook display: summary, conditions and figure
+    exporters            Markdown and self-contained HTML pages of reports and diffs
+    campaign(measure, points, address)  one measurement on every host of a Dask cluster
+
+Performance assertions (the pytest plugin's fixture offers the same; docs/pytest-plugin.md):
+    assert_faster, assert_no_slower and assert_ticks_below raise PerfAssertionError unless the
+    statistics decide the claim; check_faster, check_no_slower and check_ticks_below return the
+    same decision. Targets: a Python callable (as is, or python_callable(fn, name)), a C
+    function c_function(ptr), the core's loop spin(n), a program(argv).
+
 Errors: PerflabError, one line for the user. Version: __version__
-Assertions: assert_faster, assert_no_slower, assert_ticks_below, check_faster, check_no_slower,
-    check_ticks_below, and their targets c_function, python_callable, spin, program
 """
 
 import importlib

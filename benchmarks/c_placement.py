@@ -22,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from perflab import build, stats, timing
+from perflab.analysis import stats
+from perflab.engine import timing
+from perflab.system import compiler
 
 sys.path.insert(0, str(Path(__file__).parent))
 from perf_assertions import TWINS_C, TWINS_FLAGS, _twin_lib
@@ -115,7 +117,7 @@ def main() -> None:
         work = Path(tmp)
         (work / "twins.c").write_text(TWINS_C)
         argv = [
-            *build.compiler(),
+            *compiler.compiler(),
             *TWINS_FLAGS,
             str(work / "twins.c"),
             "-o",

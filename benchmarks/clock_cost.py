@@ -12,9 +12,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from perflab._native import ffi, lib
-
-from perflab import build, machine
+from perflab.core.bindings import ffi, lib
+from perflab.system import compiler, machine
 
 BARE = r"""
 #include <stdint.h>
@@ -51,7 +50,7 @@ def compile_bare(tmp: str) -> Path:
     """The bare C loops, built here with -O2."""
     src, exe = Path(tmp) / "bare.c", Path(tmp) / "bare"
     src.write_text(BARE)
-    subprocess.run([*build.compiler(), "-O2", "-o", str(exe), str(src)], check=True)
+    subprocess.run([*compiler.compiler(), "-O2", "-o", str(exe), str(src)], check=True)
     return exe
 
 

@@ -17,7 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from perflab import compiler, link_order, results
+from perflab.engine import results
+from perflab.lab import link_order
+from perflab.system import compiler
 
 BARE = r"""
 #define _GNU_SOURCE

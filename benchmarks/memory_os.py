@@ -22,7 +22,8 @@ import statistics
 import subprocess
 import sys
 
-from perflab import cswitch, machine, memcpy
+from perflab.lab import cswitch, memcpy
+from perflab.system import machine
 
 MIB = 1 << 20
 PERF_UNITS = {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}  # print_bps: K = 1024

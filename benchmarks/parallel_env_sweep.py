@@ -28,7 +28,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perflab import env_size, machine, parallel, results
+from perflab.engine import lanes, results
+from perflab.lab import env_size
+from perflab.system import machine
 
 AGREE = 1.25  # parallel-vs-sequential spread may exceed the sequential run-to-run one by this
 NAMES = {"--min": "min_size", "--max": "max_size", "--step": "step", "--repeat": "repeat",
@@ -140,7 +142,7 @@ def main() -> None:
     print("\nin-run checks of the parallel sweeps against their sequential reference slices:")
     for i in range(pairs):
         print(f"  P{i + 1}:")
-        for line in parallel.describe(results.metadata(frames["P", i]).get("interference", {})):
+        for line in lanes.describe(results.metadata(frames["P", i]).get("interference", {})):
             print(f"  {line}")
 
 

@@ -20,8 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from perflab import build, perfassert, timing
+from perflab.assertions import claims
+from perflab.engine import timing
 from perflab.errors import PerflabError
+from perflab.system import compiler
 
 TWINS_C = r"""
 #include <stdint.h>
@@ -60,7 +62,7 @@ int main(int argc, char **argv)
 """
 TWINS = ("python twins", "C twins", "same pointer", "program twins")
 # Real differences: one C function (spin) with more turns, and distinct C functions
-# (twin_a against a longer loop), which pay perfassert.LAYOUT_ALLOWANCE.
+# (twin_a against a longer loop), which pay claims.LAYOUT_ALLOWANCE.
 REAL = {"C 1.02x": 1020, "C 1.10x": 1100, "C 2x": 2000}
 DISTINCT = {
     "C distinct 1.02x": "more_102",
@@ -103,7 +105,7 @@ def worker(case: str, trials: int, work: Path, confidence: float) -> None:
         fast, slow, budget = pair(case, work)
         t0 = time.monotonic()
         try:
-            verdict = perfassert.check_faster(fast, slow, confidence=confidence, budget=budget)
+            verdict = claims.check_faster(fast, slow, confidence=confidence, budget=budget)
         except PerflabError as exc:  # e.g. a median at or below the empty call's under load
             verdict = f"error: {exc}"
         else:
@@ -115,11 +117,11 @@ def prepare(work: Path) -> None:
     """The C twins library and two copies of one program at paths of equal length."""
     src = work / "twins.c"
     src.write_text(TWINS_C)
-    argv = [*build.compiler(), *TWINS_FLAGS, str(src), "-o", str(work / "twins.so")]
+    argv = [*compiler.compiler(), *TWINS_FLAGS, str(src), "-o", str(work / "twins.so")]
     subprocess.run(argv, check=True)
     loop = work / "loop.c"
     loop.write_text(LOOP_C)
-    binary = build.build(loop).path
+    binary = compiler.build(loop).path
     for d in ("a", "b"):
         (work / d).mkdir()
         shutil.copy2(binary, work / d / "loop")
@@ -186,8 +188,8 @@ def main() -> None:
         f"check_faster at confidence {args.confidence} (promise: false claims <= "
         f"{1 - args.confidence:.0%}); timer step {timing.timer_step()} ticks; "
         f"{args.processes} processes x {args.trials} trials per case; default budget "
-        f"{perfassert.Budget()}, programs {PROGRAM_BUDGET}; layout allowance between "
-        f"distinct C functions {perfassert.LAYOUT_ALLOWANCE:.0%}; load {os.getloadavg()[0]:.1f} "
+        f"{claims.Budget()}, programs {PROGRAM_BUDGET}; layout allowance between "
+        f"distinct C functions {claims.LAYOUT_ALLOWANCE:.0%}; load {os.getloadavg()[0]:.1f} "
         f"on {os.cpu_count()} CPUs"
     )
     print(f"{'case':<18}{'claims':>9}{'rate':>8}{'95% CI':>17}{'decided':>9}{'median s':>10}")
@@ -202,7 +204,7 @@ def main() -> None:
                 print(f"{case}: {len(errors)} trials refused: {errors[0]['verdict']}")
             rows = [r for r in rows if r not in errors]
             n = len(rows)
-            decided = [r for r in rows if r["verdict"] != perfassert.INCONCLUSIVE]
+            decided = [r for r in rows if r["verdict"] != claims.INCONCLUSIVE]
             if case in TWINS:
                 lo, hi = clopper_pearson(len(decided), n)
                 print(
@@ -210,7 +212,7 @@ def main() -> None:
                     f"{f'[{lo:.1%}, {hi:.1%}]':>17}"
                 )
             else:
-                right = [r for r in rows if r["verdict"] == perfassert.PASS]
+                right = [r for r in rows if r["verdict"] == claims.PASS]
                 secs = statistics.median(r["seconds"] for r in right) if right else math.nan
                 print(f"{case:<18}{'':>9}{'':>8}{'':>17}{len(right) / n:>9.1%}{secs:>10.4f}")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")

@@ -12,14 +12,15 @@ from pathlib import Path
 
 import numpy as np
 
-from perflab import build, machine, profile, stracelog
+from perflab.lab import profile
+from perflab.system import compiler, machine, stracelog
 
 HERE = Path(__file__).parent
 
 
 def compile_heldlock(tmp: Path) -> str:
     exe = tmp / "heldlock"
-    cmd = [*build.compiler(), "-O2", "-pthread", str(HERE / "heldlock.c"), "-o", str(exe)]
+    cmd = [*compiler.compiler(), "-O2", "-pthread", str(HERE / "heldlock.c"), "-o", str(exe)]
     subprocess.run(cmd, check=True)
     return str(exe)
 

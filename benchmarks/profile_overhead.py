@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from perflab import build, machine, profile, spawn, stracelog, taskstats
+from perflab.engine import spawn
+from perflab.lab import profile
+from perflab.system import compiler, machine, stracelog, taskstats
 
 # Two threads hand a turn back and forth through a mutex and two condition variables: every
 # handoff is one futex wait and one futex wake.
@@ -64,7 +66,9 @@ int main(int argc, char **argv)
 def compile_pingpong(tmp: Path) -> str:
     (tmp / "pingpong.c").write_text(PINGPONG)
     exe = tmp / "pingpong"
-    subprocess.run([*build.compiler(), "-O2", str(tmp / "pingpong.c"), "-o", str(exe)], check=True)
+    subprocess.run(
+        [*compiler.compiler(), "-O2", str(tmp / "pingpong.c"), "-o", str(exe)], check=True
+    )
     return str(exe)
 
 

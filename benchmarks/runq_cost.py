@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perflab import build, machine, spawn
+from perflab.engine import spawn
+from perflab.system import compiler, machine
 
 # One worker thread that exits before main: the case the zombie read exists for.
 CHILD = r"""
@@ -49,7 +50,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         exe = str(Path(tmp) / "child")
         (Path(tmp) / "child.c").write_text(CHILD)
-        argv = [*build.compiler(), "-O1", "-pthread", f"{tmp}/child.c", "-o", exe]
+        argv = [*compiler.compiler(), "-O1", "-pthread", f"{tmp}/child.c", "-o", exe]
         subprocess.run([*argv, "-static"], check=False, capture_output=True)
         if not os.path.exists(exe):
             subprocess.run(argv, check=True)

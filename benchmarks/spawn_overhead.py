@@ -19,7 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from perflab import build, env_size, runcontrol
+from perflab.engine import childruns
+from perflab.lab import env_size
+from perflab.system import compiler
 
 BARE = r"""
 #include <spawn.h>
@@ -52,7 +54,7 @@ def bare(tmp: Path, workload: str, runs: int, prefix: tuple[str, ...] = ()) -> f
     exe = tmp / "bare"
     if not exe.exists():
         (tmp / "bare.c").write_text(BARE)
-        cc = build.compiler()
+        cc = compiler.compiler()
         subprocess.run([*cc, "-O2", "-Wall", "-Werror", tmp / "bare.c", "-o", exe], check=True)
     cmd = [*prefix, str(exe), str(runs), workload]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
@@ -99,8 +101,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
-    workload = str(build.mytkowicz().path)
-    cpu = runcontrol.default_cpus()[0]
+    workload = str(compiler.mytkowicz().path)
+    cpu = childruns.default_cpus()[0]
     pinned_rt = ("taskset", "-c", str(cpu), "chrt", "-f", "1")
     bare_plain, bare_rt = "bare C posix_spawn+waitpid", f"bare C, taskset -c {cpu} chrt -f 1"
     plain, tuned, hf = (

@@ -8,7 +8,8 @@ import time
 
 import numpy as np
 
-from perflab import machine, threads
+from perflab.lab import threads
+from perflab.system import machine
 
 REPS = 40
 

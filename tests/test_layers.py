@@ -1,4 +1,4 @@
-"""The layers the tree promises: only _native touches the C core, every experiment module has
+"""The layers the tree promises: only core/ touches the C core, every experiment module has
 one contract (run returns a tidy frame with its metadata), and mypy accepts the package."""
 
 import ast
@@ -21,7 +21,7 @@ C0 = machine.usable_cpus()[0]
 
 
 CORE = ("perflab.core.bindings", "perflab.core.constants", "perflab.core._core")
-# _constants loads the core and reads the names --help needs without numpy; _native wraps it.
+# constants loads the core and reads the names --help needs without numpy; bindings wraps it.
 BINDINGS = ("core/bindings.py", "core/constants.py")
 
 

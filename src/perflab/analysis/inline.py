@@ -1,6 +1,6 @@
 """The Figure perflab returns: matplotlib's own, plus the PNG a notebook shows for it.
 
-Kept apart from perflab.plot because importing it imports matplotlib.
+Kept apart from analysis/plot.py because importing it imports matplotlib.
 """
 
 from matplotlib.figure import Figure

@@ -3,7 +3,7 @@
 Figures are built with matplotlib's object API and changed by no global setting: importing or
 drawing never touches the backend or rcParams, so a notebook keeps its inline backend, and a
 file is written through the figure's own canvas (no display needed). matplotlib itself is
-imported by the first figure, not by `import perflab.plot`, so the CLI starts fast.
+imported by the first figure, not by `import perflab.analysis.plot`, so the CLI starts fast.
 """
 
 import os

@@ -2,7 +2,7 @@
 
 Loaded in every pytest run once perflab is installed (entry point pytest11), so it imports
 nothing heavy until a test asks for the fixture: a stale or missing C core then breaks only
-the perf tests, never the rest of a suite. Measuring and deciding live in perflab.perfassert.
+the perf tests, never the rest of a suite. Measuring and deciding live in perflab.assertions.claims.
 """
 
 import datetime as dt
@@ -282,7 +282,7 @@ class PerfFixture:
 
 @pytest.fixture
 def perflab(request: pytest.FixtureRequest) -> PerfFixture:
-    """Performance assertions decided on interleaved runs (see perflab.perfassert)."""
+    """Performance assertions decided on interleaved runs (see perflab.assertions.claims)."""
     session = request.config.stash[SESSION]
     marker = request.node.get_closest_marker("perf")
     options = dict(marker.kwargs) if marker else {}

@@ -1,4 +1,4 @@
-"""The only module that touches the cffi-built core (with _constants, its numpy-free part that
+"""The only module that touches the cffi-built core (with constants, its numpy-free part that
 loads it): typed wrappers over csrc/perflab.h.
 
 Public modules call the functions here with Python values and get Python or numpy values

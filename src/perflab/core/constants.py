@@ -1,5 +1,5 @@
 """The cffi-built core loaded, and the names and constants of it that need no numpy: the
-choices and defaults a verb's --help shows are read here, before _native (which imports numpy
+choices and defaults a verb's --help shows are read here, before bindings (which imports numpy
 and re-exports them) is.
 """
 

@@ -5,7 +5,7 @@ csrc/timing.c through a function pointer (a cffi callback for a Python callable)
 never sits between two timestamps. The batch size is calibrated so a sample dwarfs the timer's
 own cost, and the cost of calling an empty function through the same path is measured and
 subtracted: values are net ticks per call. A program is one exact child run per sample
-(perflab.spawn: exactly the given environment, ASLR off, pinned), timed by its probe when it
+(engine/spawn.py: exactly the given environment, ASLR off, pinned), timed by its probe when it
 has one, else from clone to wait4.
 """
 
@@ -237,7 +237,7 @@ def program(
 
     cpus=None pins both programs of a comparison to the CPU this process is on when the
     comparison starts: the scheduler put it where it could run, and it sleeps in wait4 while
-    the child runs. rt=True asks for SCHED_FIFO (perflab.spawn; refused without privileges,
+    the child runs. rt=True asks for SCHED_FIFO (engine/spawn.py; refused without privileges,
     then the runs are ordinary) so other tasks on that CPU cannot preempt the child.
 
     jobs=N (0: one per CPU) runs N children at once, each pinned to its own CPU: the `cpus`
@@ -289,7 +289,7 @@ def as_target(obj: Any, name: str | None = None) -> Target:
 
 def distinct_code(*targets: Target) -> bool:
     """Whether the targets are C functions at different addresses: distinct code whose
-    relative speed also depends on where each lies (see perfassert.LAYOUT_ALLOWANCE)."""
+    relative speed also depends on where each lies (see assertions/claims.py LAYOUT_ALLOWANCE)."""
     codes = [getattr(t, "code", None) for t in targets]
     return None not in codes and len(set(codes)) > 1
 

@@ -1,7 +1,8 @@
 """What every measuring verb shares: -o/--json/--plot, tables, JSON on stdout.
 
 Imported by every verb's module, so it imports nothing heavy itself: `perflab VERB --help`
-builds the options from the plans (perflab.engine.controls, perflab.lab.plans) and never loads numpy, pandas or matplotlib.
+builds the options from the plans (engine/controls.py, lab/plans/) and never loads numpy,
+pandas or matplotlib.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from perflab.cli.common import (
     emit_json,
     export_options,
     export_path,
-    records,
     table,
     write_export,
 )
@@ -93,7 +92,7 @@ def hosts_cmd(path, value, where, as_json, plot_path):
     if plot_path:
         fleet.plot_hosts(per_host, value, plot_path)
     if as_json:
-        emit_json({"hosts": records(per_host), "fleet": summary, "missing": missing})
+        emit_json({"hosts": per_host, "fleet": summary, "missing": missing})
         return
     cols = ["host", "n", "min", "median", "mean", "stdev", "mad", "vs_fleet_pct", "outlier"]
     table(per_host[cols], title=f"per host ({value})")

@@ -426,7 +426,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     excess = [f"{e:+.1%} [{lo:+.1%}, {hi:+.1%}]" for e, lo, hi in bounds]
     tables = [
         Table("windows", title, windows, "{:,.3f}", hidden),
-        Table("verdicts", "verdicts (excess over the baseline, 95 % CI)", verdicts, "{}",
+        Table("verdicts", "verdicts (excess, 95 % CI)", verdicts, "{}",
               verdicts.assign(excess=excess)[["start", "end", "verdict", "excess"]]),
         Table("sizes", f"10 slowest sizes ({value})", sizes, "{:,.0f}",
               sizes.nlargest(10, "median")),

@@ -276,7 +276,10 @@ def test_progress_in_a_notebook_is_one_display_updated_in_place():
 
 
 def test_show_displays_summary_conditions_and_figure_of_a_real_result():
+    import pandas as pd
+
     from perflab.lab import pagefault
+    from perflab.reports import exporters
     from perflab.system import machine
 
     df = pagefault.run(pages=2, reps=1)
@@ -285,12 +288,16 @@ def test_show_displays_summary_conditions_and_figure_of_a_real_result():
     page = shown._repr_html_()
     assert "perflab pagefault" in page
     assert html_escape(machine.cpu_model()) in page  # the conditions
-    assert pagefault.summarize(df).to_html(max_rows=30, float_format="{:,.4g}".format) in page
-    assert page.count("<img src='data:image/png;base64,") == 1
+    table = shown.summary.tables[0]
+    assert table.frame.equals(pagefault.summarize(df))
+    assert exporters.html_table(table.display, table.title, table.floatfmt) in page  # as --html
+    assert page.count('<img alt="figure" src="data:image/png;base64,') == 1
     bare = df.copy()
-    bare.attrs = {}  # no metadata, so no experiment to summarise: the rows are still shown
-    page = perflab.show(bare)._repr_html_()
-    assert "<img" not in page and f"{len(df):,} rows" in page
+    bare.attrs = {}  # no metadata: recognised by its columns, as `perflab report` does
+    assert "recognised as pagefault by its columns" in perflab.show(bare)._repr_html_()
+    foreign = pd.DataFrame({"x": [1.0, 2.0, 3.0]})  # not a result: its rows are still shown
+    page = perflab.show(foreign)._repr_html_()
+    assert "<img" not in page and f"{len(foreign):,} rows" in page
 
 
 def html_escape(text: str) -> str:

@@ -49,7 +49,7 @@ def test_parse_call_refuses(text, message):
 
 def test_cold_first_call_costs_more_than_warm_minimum():
     df = trig.measure(trig.DEFAULT_CALLS, repeat=20, cold_runs=3)
-    s = trig.summary(df).set_index("call")
+    s = trig.summarize(df).set_index("call")
     assert s.loc["sin(1)", "cold_min"] > 3 * s.loc["sin(1)", "warm_min"]
     assert (s["cold_median"] > s["warm_min"]).all()
     assert no_children_left()

@@ -7,18 +7,7 @@ import signal
 import click
 
 from perflab import errors
-from perflab.cli.common import (
-    Bars,
-    check_paths,
-    emit_json,
-    journaled_run,
-    records,
-    table,
-)
-
-SHOWN = ["threads", "runs", "wall_ms", "wall_lo", "wall_hi", "cpu_ms", "utilisation", "speedup",
-         "speedup_lo", "speedup_hi", "efficiency", "nvcsw", "nivcsw", "runq_ms", "ipc",
-         "disturbed", "failed"]  # fmt: skip
+from perflab.cli.common import Bars, check_paths, journaled_run, print_result
 
 
 def program_sweep(command, counts, repeat, oversubscribe, perturb, output, resume, as_json,
@@ -54,42 +43,4 @@ def program_sweep(command, counts, repeat, oversubscribe, perturb, output, resum
                 raise click.exceptions.Exit(128 + getattr(exc, "signum", signal.SIGINT)) from None
             finally:
                 bars.close()
-    _report(df, output, plot_path, as_json)
-
-
-def _report(df, output, plot_path, as_json) -> None:
-    from perflab.engine import results
-    from perflab.engine.childruns import status_counts
-    from perflab.lab.threads import program
-
-    meta = results.metadata(df)
-    summary = program.summarize(df)
-    if plot_path:
-        program.plot(df, plot_path)
-    if as_json:
-        emit_json({"command": meta["command"], "threads_via": meta["threads_via"],
-                   "status": status_counts(df), "scaling": records(summary),
-                   "counters": meta["counters"], "floor": meta["floor"],
-                   "runq": meta.get("runq"),
-                   "warnings": meta["trust_warnings"], "output": output,
-                   "plot": plot_path})  # fmt: skip
-        return
-    cpus = ",".join(map(str, meta["cpus"]))
-    click.echo(f"{meta['command']}  (count via {meta['threads_via']}; CPUs {cpus})")
-    shown = summary[SHOWN].rename(columns={"disturbed": "disturbed_runs"})
-    few = "" if meta["repeat"] >= 7 else " (±inf: too few runs for one; --repeat 7 gives it)"
-    title = (
-        f"median of {meta['repeat']} runs per count; wall in ms, its {program.CONFIDENCE:.0%} "
-        f"interval{few}; speedup vs {int(summary['threads'].min())} thread(s)"
-    )
-    table(shown, title=title)
-    if summary["ipc"].isna().all():
-        why = meta["counters"].get("instructions", "no counters")
-        click.echo(f"IPC: not measured here (instructions: {why})")
-    if meta.get("runq"):
-        click.echo(f"runq_ms (run-queue wait of all its threads): {meta['runq']}")
-    click.echo(f"runs: {status_counts(df)}")
-    if output:
-        click.echo(f"data: {output}")
-    if plot_path:
-        click.echo(f"plot: {plot_path}")
+    print_result(df, as_json, output, plot_path)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,14 +14,11 @@ from perflab.cli.common import (
     cluster_options,
     emit_json,
     output_options,
+    print_result,
     record_path,
-    records,
     resume_option,
     table,
 )
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 
 @cli.command("clocks")
@@ -69,41 +65,20 @@ def clocks_cmd(
         raise click.BadParameter("only a --cluster run is journaled", param_hint="--resume")
     res = clocks.resolution_table()
     costs = clocks.read_costs(samples, selected)
-    summary = clocks.cost_table(costs)
-    tsc = clocks.tsc_report()
+    table = clocks.cost_table(costs)
+    # What the verb measures beside the reads goes in the file too, so a report shows it all.
+    meta = {
+        **machine.metadata(),
+        "experiment": "clocks",
+        "unit": "ns",
+        "resolution": res.to_dict(orient="records"),
+        "batch_ns": dict(zip(table["method"], table["batch_ns"], strict=True)),
+        "tsc": clocks.tsc_report(),
+    }
+    df = results.attach(costs, meta)
     if output:
-        results.save(results.attach(costs, {**machine.metadata(), "unit": "ns"}), output)
-    if plot_path:
-        clocks.plot(costs, plot_path, summary)
-    if as_json:
-        emit_json({"resolution": records(res), "cost_ns": records(summary), "tsc": tsc})
-        return
-    _tables(res, summary, tsc)
-
-
-def _tables(res: pd.DataFrame, summary: pd.DataFrame, tsc: dict[str, Any]) -> None:
-    """The article's listings: resolutions, read costs, the timer's step and the TSC verdict."""
-    from perflab.engine import timing
-
-    table(res, "{:,}", title="clocks.c")
-    click.echo()
-    table(
-        summary,
-        title="ClockBench (ns; median_ticks in TSC ticks; batch_ns = TSC-timed mean; "
-        "step in ticks for TSC methods, ns for clocks; repeats = share of equal reads)",
-    )
-    click.echo(f"Using TSC frequency = {tsc['tsc_hz'] / 1e9:.6f} GHz ({tsc['tsc_hz_source']})")
-    click.echo(
-        f"timer step: {timing.timer_step()} ticks (perf assertions' begin/end reads; a sample "
-        f"lasts >= {timing.STEPS_PER_SAMPLE} steps)"
-    )
-    click.echo()
-    flags = " ".join(f"{f}={'yes' if v else 'no'}" for f, v in tsc["flags"].items())
-    click.echo(f"TSC flags: {flags}")
-    click.echo(
-        f"clocksource: {tsc['clocksource']} (available: {' '.join(tsc['available_clocksources'])})"
-    )
-    click.echo(f"verdict: {tsc['verdict']}")
+        results.save(df, output)
+    print_result(df, as_json, output, plot_path)
 
 
 def _fleet(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
 import signal
 import sys
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
 
     from perflab.engine import campaigns
     from perflab.lab import threads
+    from perflab.reports import report
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -331,59 +331,48 @@ def check_paths(output: str | None, plot_path: str | None) -> None:
         plot.check_plot_path(plot_path)
 
 
-def _clean(obj: Any) -> Any:
-    """JSON-safe values: NaN/inf become null, numpy scalars become Python numbers."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item"):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
 def emit_json(obj: Any) -> None:
-    """Print one JSON document on stdout."""
-    click.echo(json.dumps(_clean(obj), indent=1, default=str))
+    """Print one JSON document on stdout (NaN as null)."""
+    from perflab.reports import exporters
+
+    click.echo(exporters.json_text(obj))
 
 
-def records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """A frame as JSON-ready records."""
-    return _clean(df.to_dict(orient="records"))
+def table(df: pd.DataFrame, floatfmt: str = "{:,.2f}", title: str | None = None) -> None:
+    """Print a text table as reports render it."""
+    from perflab.reports import exporters
+
+    click.echo(exporters.text_table(df, floatfmt, title))
 
 
-def table(df: pd.DataFrame, floatfmt: str = "{:,.2f}", title: str | None = None) -> str:
-    """A right-aligned text table in the style of the articles' listings."""
-    if title:
-        click.echo(title)
-    cols = list(df.columns)
-    cells = [[_fmt(v, floatfmt) for v in row] for row in df.itertuples(index=False)]
-    widths = [max([len(str(c))] + [len(r[i]) for r in cells]) for i, c in enumerate(cols)]
-    lines = ["  ".join(str(c).rjust(w) for c, w in zip(cols, widths, strict=True))]
-    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
-    text = "\n".join(lines)
-    click.echo(text)
-    return text
+def print_result(
+    df: pd.DataFrame,
+    as_json: bool,
+    output: str | None = None,
+    plot_path: str | None = None,
+    draw: Callable[[report.Report, str], object] | None = None,
+) -> report.Report:
+    """Print what a verb just measured as `perflab report` prints the file it saved: the
+    summary's text after where the data and figure went, or the report's JSON document. The
+    figure is the summary's, or draw(report, path)'s when the verb has its own view of it."""
+    from perflab.reports import exporters
+    from perflab.reports import report as reports
 
-
-def _fmt(value: Any, floatfmt: str) -> str:
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else floatfmt.format(value)
-    return str(value)
-
-
-def interference_report(df: pd.DataFrame) -> None:
-    """A --jobs run's check of its parallel runs against its sequential reference slice."""
-    from perflab.engine import lanes, results
-
-    for line in lanes.describe(results.metadata(df).get("interference", {})):
-        click.echo(line)
+    shown = reports.of_frame(df, output)
+    if plot_path:
+        if draw is None:
+            shown.plot(plot_path)
+        else:
+            draw(shown, plot_path)
+    if as_json:
+        click.echo(exporters.JSON.report(shown))
+        return shown
+    if output:
+        click.echo(f"data: {output}")
+    if plot_path:
+        click.echo(f"plot: {plot_path}")
+    click.echo(exporters.TEXT.summary(shown.summary))
+    return shown
 
 
 def at_least_one(value: int, hint: str) -> None:

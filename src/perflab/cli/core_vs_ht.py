@@ -10,13 +10,11 @@ from perflab.cli import run
 from perflab.cli.common import (
     busy_hint,
     check_paths,
-    emit_json,
     interference_options,
     output_options,
+    print_result,
     priority,
     progressbar,
-    records,
-    table,
     warnings_to_stderr,
 )
 from perflab.lab.plans import threads as plan
@@ -62,27 +60,9 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
         df = core_vs_ht.run(
             loops, cpus, repeat, priority(nice, rt, rt_limit), perturb, progress=bar.update
         )
-    summary = core_vs_ht.summarize(df)
     if output:
         results.save(df, output)
-    if plot_path:
-        core_vs_ht.plot(df, plot_path)
-    if as_json:
-        runs_text = [line for _, line in core_vs_ht.post_lines(df, loops)]
-        emit_json({"runs": runs_text, "placements": records(summary)})
-        return
-    lines = core_vs_ht.post_lines(df, loops)
-    if cpus:
-        for _, line in lines:
-            click.echo(line)
-        busy_hint(summary["wall_ms_1"].iloc[0] / summary["cpu_ms_1"].iloc[0], rt)
-        return
-    for p in core_vs_ht.placements():
-        click.echo(f"# {p.name}: {p.label}")
-        for name, line in lines:
-            if name == p.name:
-                click.echo(line)
-    click.echo()
-    table(summary, title="per placement (ms; ratio = 2 threads / 1 thread)")
-    ran = summary.dropna(subset=["cpu_ms_1"])
-    busy_hint((ran["wall_ms_1"] / ran["cpu_ms_1"]).median(), rt)
+    shown = print_result(df, as_json, output, plot_path)
+    if not as_json:
+        ran = shown.tables["placements"].dropna(subset=["cpu_ms_1"])
+        busy_hint((ran["wall_ms_1"] / ran["cpu_ms_1"]).median(), rt)

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import check_paths, emit_json, records, table
+from perflab.cli.common import check_paths, print_result
 from perflab.lab.plans import defaults
 
 
@@ -42,36 +42,14 @@ def counters_cmd(ctx, as_json, output, events, output_child, command):
     With COMMAND, perflab exits with its status (128+N when signal N killed it), as perf stat."""
     from perflab.engine import results
     from perflab.lab import counters
-    from perflab.system import machine
 
     check_paths(output, None)
     with _child_stdout(output_child, as_json) as stdout:
         out = counters.run(command, events, stdout)
     if output:
         results.save(out, output)
-    meta = results.metadata(out)
-    status = meta["returncode"] if command else 0
-    if as_json:
-        doc = {"perf_event_paranoid": machine.perf_paranoid(), "events": records(out)}
-        if command:
-            keys = ("returncode", "signal", "elapsed_ns", "cpu_ns", "cpus_utilised")
-            doc.update({k: meta[k] for k in keys})
-        emit_json(doc)
-        ctx.exit(status)
-    shown = counters.summarize(out)
-    if command:
-        table(shown, title=f"counts of {' '.join(command)} (exit status {status})")
-        click.echo(
-            f"{meta['elapsed_ns'] / 1e9:.3f} s elapsed, {meta['cpu_ns'] / 1e9:.3f} s CPU, "
-            f"{meta['cpus_utilised']:.2f} CPUs utilised"
-        )
-    else:
-        shown.insert(1, "kind", out["kind"])
-        table(
-            shown, title="perf events on this machine (count: a small Python region on this thread)"
-        )
-    click.echo(f"perf_event_paranoid={machine.perf_paranoid()}")
-    ctx.exit(status)
+    print_result(out, as_json, output)
+    ctx.exit(results.metadata(out)["returncode"] if command else 0)
 
 
 @contextlib.contextmanager

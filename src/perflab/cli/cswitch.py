@@ -6,11 +6,9 @@ from perflab.cli import run
 from perflab.cli.common import (
     at_least_one,
     check_paths,
-    emit_json,
     output_options,
+    print_result,
     progressbar,
-    records,
-    table,
 )
 
 
@@ -46,18 +44,8 @@ def cswitch_cmd(n, reps, rt, cpus, output, as_json, plot_path):
     runs = len(places) * reps * (2 if realtime else 1)
     with progressbar(runs, f"cswitch {n}") as bar:
         df = cswitch.run(n, reps, realtime, list(cpus) if cpus else None, bar.update)
-    summ = cswitch.summarize(df)
     if output:
         results.save(df, output)
-    if plot_path:
-        cswitch.plot(df, plot_path)
-    if as_json:
-        emit_json({"n": n, "reps": reps, "table": records(summ)})
-        return
-    first = df[(df["placement"] == "unpinned") & ~df["realtime"]].iloc[0]
-    for line in cswitch.article_lines(first):
-        click.echo(line)
-    click.echo()
-    table(summ, "{:.3f}", title="per iteration, median of reps (µs; switches from rusage)")
+    print_result(df, as_json, output, plot_path)
     if realtime and not df["rt_applied"].any():
         click.echo("SCHED_RR refused (needs root or RLIMIT_RTPRIO); --no-rt skips it", err=True)

@@ -8,7 +8,6 @@ from perflab.cli.common import (
     emit_json,
     export_options,
     export_path,
-    records,
     table,
     write_export,
 )
@@ -57,7 +56,7 @@ def diff_cmd(before, after, confidence, intersect, show_all, as_json, plot_path,
     if "-" in (md_path, html_path):
         return
     if as_json:
-        emit_json({**diff.summary_values(d), "points_table": records(d.table)})
+        emit_json({**diff.summary_values(d), "points_table": d.table})
         return
     for w in d.warnings:
         click.echo(f"warning: {w}", err=True)

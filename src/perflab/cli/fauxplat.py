@@ -16,10 +16,10 @@ from perflab.cli.common import (
     emit_json,
     interference_options,
     output_options,
+    print_result,
     priority,
     progressbar,
     record_path,
-    records,
     resume_option,
     table,
     warnings_to_stderr,
@@ -113,7 +113,7 @@ def fauxplat_cmd(
                                 ("host", "rep", "condition"))  # fmt: skip
         per_host = fleet.per_host(df[df["condition"] == "alone"], "fauxplat_per_s")
         if as_json:
-            emit_json({"hosts": records(per_host), "missing": out.missing, "refused": out.refused})
+            emit_json({"hosts": per_host, "missing": out.missing, "refused": out.refused})
             return
         table(
             per_host[["host", "n", "median", "min", "max", "vs_fleet_pct", "outlier"]],
@@ -133,18 +133,9 @@ def fauxplat_cmd(
             kernel=kernel,
             size=size,
         )
-    summary = fauxplat.summarize(df)
     if output:
         results.save(df, output)
-    if plot_path:
-        fauxplat.plot(df, plot_path)
-    if as_json:
-        emit_json({"loops": loops, "cpu": cpu, "kernel": kernel, "fauxplat": records(summary)})
-        return
-    alone = summary.iloc[0]
-    click.echo(
-        f"{loops} loops({plan.LOOP_FACTOR}) of {kernel} on cpu {cpu}: "
-        f"{alone['median']:.2f} FauxPlat/sec (median of {repeat}, loops / CPU second)"
-    )
-    table(summary, title="FauxPlat/sec per condition (change vs alone in %)")
-    busy_hint(alone["median"] / alone["wall_median"], rt)
+    shown = print_result(df, as_json, output, plot_path)
+    if not as_json:
+        alone = shown.tables["fauxplat"].iloc[0]
+        busy_hint(alone["median"] / alone["wall_median"], rt)

@@ -4,7 +4,7 @@ import click
 
 from perflab import errors
 from perflab.cli import sweep
-from perflab.cli.common import check_paths, emit_json, output_options, progressbar, records, table
+from perflab.cli.common import check_paths, output_options, print_result, progressbar, table
 from perflab.errors import PerflabError
 from perflab.lab.plans import defaults
 
@@ -98,52 +98,19 @@ def memcpy_cmd(
             lock=not no_mlock,
             progress=bar.update,
         )
-    meta = results.metadata(df)
-    knees = memcpy.detect_knees(df["size"], df["ticks_per_byte"])
-    report = memcpy.knee_report(knees)
+    # --small is how the summary reads the sweep: the file keeps it, so a report agrees.
+    df = results.attach(df, {**results.metadata(df), "small": small})
     if output:
         results.save(df, output)
-    if plot_path:
-        memcpy.plot(df, plot_path, knees)
     if df["gb_per_s"].isna().all():
+        if plot_path:
+            memcpy.plot(df, plot_path, memcpy.detect_knees(df["size"], df["ticks_per_byte"]))
         saved = f" (the {len(df)} sizes are saved in {output})" if output else ""
         raise PerflabError(
             f"every copy up to {top} B took less than one step of the timer{saved}: "
             "nothing to rate; sweep larger sizes with --max (e.g. 64K)"
         )
-    peak = df.loc[df["gb_per_s"].idxmax()]
-    if as_json:
-        emit_json(
-            {
-                "kernel": kernel,
-                "max_bytes": top,
-                "trials": trials,
-                "align": align,
-                "offset": offset,
-                "mlockall": meta["mlockall"],
-                "knees": records(report),
-                "small": records(memcpy.summarize(df, small)),
-                "peak": {"size": int(peak["size"]), "gb_per_s": float(peak["gb_per_s"])},
-                "points": len(df),
-            }
-        )
-        return
-    if full:
+    if full and not as_json:
         table(df.drop(columns="kernel"), "{:.6f}", title="every size (moremem's output)")
         click.echo()
-    table(
-        memcpy.summarize(df, small),
-        "{:.6f}",
-        title=f"small sizes (Riquadro 3: ticks per copy, ticks per byte), align {align}, "
-        f"offset {offset}",
-    )
-    click.echo()
-    if report.empty:
-        click.echo("no cache knee found (sweep further with --max, or more --trials)")
-    else:
-        table(report, "{:.2f}", title="cache knees: a copy of S bytes touches 2*S")
-    click.echo()
-    click.echo(
-        f"{len(df)} sizes, {kernel}, min of {trials}; peak {peak['gb_per_s']:.2f} GB/s at "
-        f"{int(peak['size']):,} bytes; mlockall {'on' if meta['mlockall'] else 'off'}"
-    )
+    print_result(df, as_json, output, plot_path)

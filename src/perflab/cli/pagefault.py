@@ -3,7 +3,7 @@
 import click
 
 from perflab.cli import run
-from perflab.cli.common import check_paths, emit_json, output_options, progressbar, records, table
+from perflab.cli.common import check_paths, output_options, print_result, progressbar
 
 
 @run.command("pagefault")
@@ -26,12 +26,6 @@ def pagefault_cmd(pages, reps, output, as_json, plot_path):
     check_paths(output, plot_path)
     with progressbar(reps, "page faults") as bar:
         df = pagefault.run(pages, reps, bar.update)
-    summary = pagefault.summarize(df)
     if output:
         results.save(df, output)
-    if plot_path:
-        pagefault.plot(df, plot_path)
-    if as_json:
-        emit_json({"pages": pages, "reps": reps, "per_page": records(summary)})
-        return
-    table(summary, title=f"{pages} pages x {reps} regions (ticks and ns per 4 KiB page)")
+    print_result(df, as_json, output, plot_path)

@@ -7,15 +7,7 @@ import sys
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import (
-    Number,
-    check_paths,
-    cpu_list,
-    emit_json,
-    output_options,
-    records,
-    table,
-)
+from perflab.cli.common import Number, check_paths, cpu_list, output_options, print_result
 from perflab.errors import Stopped
 from perflab.lab.plans import defaults
 
@@ -30,10 +22,6 @@ def _progress():
             click.echo(f"\rprofiling: {elapsed:.0f} s, {threads} threads seen", err=True, nl=False)
 
     return show
-
-
-def _ms(ns) -> str:
-    return f"{ns / 1e6:,.1f} ms"
 
 
 @cli.command("profile", context_settings={"ignore_unknown_options": True})
@@ -142,26 +130,7 @@ def profile_cmd(
         click.echo("\r\033[K", err=True, nl=False)
     if output:
         results.save(df, output)
-    if plot_path:
-        profile.plot(df, plot_path)
-    over = profile.overview(df)
-    meta = results.metadata(df)
-    calls = profile.syscalls(df)
-    if as_json:
-        emit_json(
-            {
-                "program": over,
-                "threads": records(df),
-                "blocked_by_cause": profile.cause_note(df),
-                "syscalls": None if calls is None else records(calls),
-                "strace": meta["strace"],
-                "exit_records": meta["exit_records"],
-                "perf_counters": meta["perf_counters"],
-                **_samples_json(df, meta),
-            }
-        )
-    else:
-        _print(df, over, meta)
+    over = print_result(df, as_json, output, plot_path).summary.values["program"]
     if stopped:
         click.echo(
             f"perflab: interrupted by signal {stopped}: the program was killed; "
@@ -203,71 +172,6 @@ def _sigterm_stops():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _print(df, over, meta) -> None:
-    from perflab.lab import profile
-
-    ended = (
-        "killed at the timeout" if over["timed_out"]
-        else f"killed when perflab got signal {over['interrupted']}" if over["interrupted"]
-        else f"killed by signal {over['signal']}" if over["signal"]
-        else f"exit status {over['exit_code']}"
-    )  # fmt: skip
-    click.echo(
-        f"{' '.join(meta['profiled'])}: {ended}; wall {_ms(over['wall_ns'])}, "
-        f"CPU {_ms(over['cpu_ns'])}, utilisation {over['utilisation']:.2f} "
-        f"(threads busy on average); {over['threads']} threads seen, "
-        f"{over['exited_early']} exited early"
-    )
-    table(_ids(profile.summarize(df)), floatfmt="{:,.1f}")
-    calls = profile.summarize_syscalls(df)
-    if calls is not None:
-        title = "\ntime inside system calls (strace -T), per thread"
-        table(_ids(calls), floatfmt="{:,.1f}", title=title)
-    click.echo(
-        f"\nreadings every {meta['interval_s'] * 1e3:g} ms on average ({meta['readings']}); "
-        f"'{profile.BETWEEN}' is what wait4 counted and no reading saw "
-        f"({_ms(over['unseen_cpu_ns'])} CPU)"
-    )
-    click.echo(f"blocked by cause: {profile.cause_note(df)}")
-    click.echo(f"exit records: {meta['exit_records']}")
-    if calls is None:
-        click.echo(f"time per system call: {meta['strace']}")
-    click.echo(f"per-thread perf counters: {meta['perf_counters']}")
-    _print_samples(df, meta)
-
-
-def _samples_json(df, meta) -> dict:
-    if "samples_note" not in meta:
-        return {}
-    from perflab.system import perfsamples
-
-    sampled = perfsamples.frame(df)
-    return {
-        "samples": None if sampled is None else records(sampled),
-        "samples_note": meta["samples_note"],
-    }
-
-
-def _print_samples(df, meta) -> None:
-    """Each thread's hottest symbols (perf report -T --tid, for every thread at once)."""
-    if "samples_note" not in meta:
-        return
-    from perflab.system import perfsamples
-
-    sampled = perfsamples.frame(df)
-    click.echo(f"CPU samples per thread and symbol: {meta['samples_note']}")
-    if sampled is not None and len(sampled):
-        table(_ids(perfsamples.summarize(sampled)), floatfmt="{:,.1f}")
-
-
-def _ids(shown):
-    """Thread and process ids as plain numbers (not 28,621), '-' for the remainder row."""
-    for col in ("pid", "tid"):
-        if col in shown:
-            shown[col] = [str(v) if v >= 0 else "-" for v in shown[col]]
-    return shown
 
 
 def _status(over) -> int:

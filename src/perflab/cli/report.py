@@ -8,7 +8,6 @@ from perflab.cli.common import (
     emit_json,
     export_options,
     export_path,
-    records,
     table,
     write_export,
 )
@@ -50,37 +49,13 @@ def show_cmd(path, as_json, plot_path, md_path, html_path):
     r = report.report(path)
     if plot_path:
         r.plot(plot_path)
-    write_export(md_path, lambda: exporters.report_markdown(r))
-    write_export(html_path, lambda: exporters.report_html(r))
+    write_export(md_path, lambda: exporters.MARKDOWN.report(r))
+    write_export(html_path, lambda: exporters.HTML.report(r))
     if "-" in (md_path, html_path):
         return
+    click.echo((exporters.JSON if as_json else exporters.TEXT).report(r))
     if as_json:
-        emit_json(
-            {
-                "file": r.path,
-                "experiment": r.experiment,
-                "partial": r.partial,
-                "notes": r.notes,
-                "lines": r.summary.lines,
-                **r.summary.values,
-                **{name: records(frame) for name, frame in r.tables.items()},
-                "conditions": r.conditions(),
-                "metadata": r.meta,
-            }
-        )
         return
-    click.echo(f"{r.experiment} result {r.path}")
-    if r.partial:
-        click.echo(f"PARTIAL: {r.partial}")
-    for line in r.summary.lines + r.notes:
-        click.echo(line)
-    for t in r.summary.tables:
-        if len(t.display.columns):
-            click.echo()
-            table(t.display, t.floatfmt, title=t.title)
-    click.echo("\nmeasured on:")
-    for k, v in r.conditions().items():
-        click.echo(f"  {k}: {exporters.cell(v)}")
     for done, what in ((plot_path, "plot"), (md_path, "markdown"), (html_path, "page")):
         if done:
             click.echo(f"{what}: {done}")
@@ -117,7 +92,7 @@ def hosts_cmd(path, value, where, as_json, plot_path):
     if plot_path:
         fleet.plot_hosts(per_host, value, plot_path)
     if as_json:
-        emit_json({"hosts": records(per_host), "fleet": summary, "missing": missing})
+        emit_json({"hosts": per_host, "fleet": summary, "missing": missing})
         return
     cols = ["host", "n", "min", "median", "mean", "stdev", "mad", "vs_fleet_pct", "outlier"]
     table(per_host[cols], title=f"per host ({value})")

@@ -6,11 +6,9 @@ from perflab.cli import run
 from perflab.cli.common import (
     at_least_one,
     check_paths,
-    emit_json,
     output_options,
+    print_result,
     progressbar,
-    records,
-    table,
 )
 from perflab.lab.plans import defaults
 
@@ -51,16 +49,7 @@ def syscalls_cmd(calls, trials, trim, directory, output, as_json, plot_path):
     check_paths(output, plot_path)
     with progressbar(len(names), "syscalls") as bar:
         df = syscalls.run(names, trials, directory, bar.update)
-    fg = syscalls.summarize(df, trim)
     df = results.attach(df, {**results.metadata(df), "trim": trim})
     if output:
         results.save(df, output)
-    if plot_path:
-        syscalls.plot(df, plot_path)
-    if as_json:
-        emit_json({"trials": trials, "trim": trim, "calls": records(fg)})
-        return
-    table(
-        syscalls.fileguard_text(fg),
-        title=f"{trials} trials, ticks as all/without the {trim} best and {trim} worst",
-    )
+    print_result(df, as_json, output, plot_path)

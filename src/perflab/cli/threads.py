@@ -12,14 +12,12 @@ from perflab.cli.common import (
     SECONDS,
     check_paths,
     cpu_list,
-    emit_json,
     interference_options,
     output_options,
+    print_result,
     priority,
     progressbar,
-    records,
     resume_option,
-    table,
     warnings_to_stderr,
 )
 from perflab.engine import controls
@@ -189,22 +187,6 @@ def sweep_threads_cmd(
             perturb,
             progress=bar.update,
         )
-    summary = thread_count.summarize(df)
     if output:
         results.save(df, output)
-    if plot_path:
-        thread_count.plot(df, plot_path)
-    status = threads.counter_status(["instructions", "cycles"])
-    if as_json:
-        emit_json({"kernel": kernel, "scaling": records(summary), "counters": status})
-        return
-    hidden = [] if kernel == "spin" else ["cas_retries", "retry_pct"]
-    if summary["ipc"].isna().all():
-        hidden += ["instructions", "ipc"]
-    shown = summary.drop(columns=hidden)
-    table(
-        shown,
-        title=f"{kernel} kernel, {loops} loops({plan.LOOP_FACTOR}) shared, median of {repeat}",
-    )
-    if summary["ipc"].isna().all():
-        click.echo(f"instructions, IPC: {status['instructions']}")
+    print_result(df, as_json, output, plot_path)

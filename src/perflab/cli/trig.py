@@ -6,11 +6,9 @@ from perflab.cli import run
 from perflab.cli.common import (
     at_least_one,
     check_paths,
-    emit_json,
     output_options,
+    print_result,
     progressbar,
-    records,
-    table,
 )
 
 
@@ -48,30 +46,6 @@ def trig_cmd(calls, repeat, cold_runs, output, as_json, plot_path):
             df = trig.run(texts, repeat, cold_runs, bar.update)
     else:
         df = trig.run(texts, repeat)
-    summ, hist, conv = trig.summarize(df), trig.histogram(df), trig.convergence(df)
     if output:
         results.save(df, output)
-    if plot_path:
-        trig.plot(df, plot_path)
-    if as_json:
-        emit_json(
-            {
-                "repeat": repeat,
-                "cold_runs": cold_runs,
-                "summary": records(summ),
-                "histogram": records(hist),
-                "running_min": records(conv),
-            }
-        )
-        return
-    for r in summ.itertuples(index=False):
-        cold = (
-            f"; cold first call {r.cold_min:,}..{r.cold_median:,.0f} (min..median of {cold_runs})"
-            if cold_runs
-            else ""
-        )
-        click.echo(f"{r.call} takes {r.warm_min:5d} ticks (warm min of {repeat}){cold}")
-    click.echo()
-    table(hist.tail(max(3, len(summ))), "{:.0f}", title="sort | uniq -c | sort | tail")
-    click.echo()
-    table(conv, "{:.0f}", title="running minimum per repeat")
+    print_result(df, as_json, output, plot_path)

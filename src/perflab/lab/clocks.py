@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 
 from perflab.analysis import stats
+from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
+from perflab.engine.timing import STEPS_PER_SAMPLE
 from perflab.errors import PerflabError
 from perflab.system import machine
 
@@ -79,10 +81,9 @@ def read_costs(samples: int = 1000, names: Iterable[str] | None = None) -> pd.Da
     return pd.concat(frames, ignore_index=True)
 
 
-def cost_table(costs: pd.DataFrame, batch: int = 10000) -> pd.DataFrame:
+def read_table(costs: pd.DataFrame) -> pd.DataFrame:
     """ClockBench's table per method (samples, min, max, avg, median, stdev in ns) plus ticks,
     and each clock's step (smallest reliable increment) and share of repeated reads."""
-    hz, _ = machine.tsc_hz()
     rows = []
     for name, group in costs.groupby("method", sort=False):
         s = stats.summary(group["ns"])
@@ -101,10 +102,17 @@ def cost_table(costs: pd.DataFrame, batch: int = 10000) -> pd.DataFrame:
                 # share of back-to-back reads that returned the same value.
                 "step": stats.quantum(native.round().astype(np.int64)),
                 "repeats": float(np.mean(native == 0)),
-                "batch_ns": batch_ns(name, batch, hz),
             }
         )
     return pd.DataFrame(rows)
+
+
+def cost_table(costs: pd.DataFrame, batch: int = 10000) -> pd.DataFrame:
+    """read_table, plus each method's mean cost over a TSC-timed batch of reads (measured now)."""
+    hz, _ = machine.tsc_hz()
+    table = read_table(costs)
+    table["batch_ns"] = [batch_ns(name, batch, hz) for name in table["method"]]
+    return table
 
 
 def tsc_report() -> dict[str, Any]:
@@ -174,3 +182,44 @@ def plot(
 def cost_of(method: str, samples: int = 1000) -> pd.DataFrame:
     """read_costs of one method: the unit a campaign hands to each host."""
     return read_costs(samples, [method])
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """clocks.c's resolutions, ClockBench's read costs, the timer's step and the TSC verdict, as
+    `perflab clocks` recorded them beside the reads."""
+    costs = read_table(frame)
+    batch = meta.get("batch_ns")
+    tables = []
+    if meta.get("resolution"):
+        tables.append(Table("resolution", "clocks.c", pd.DataFrame(meta["resolution"]), "{:,}"))
+    title = "ClockBench (ns; median_ticks in TSC ticks; "
+    notes = []
+    if batch:
+        costs["batch_ns"] = costs["method"].map(batch)
+        title += "batch_ns = TSC-timed mean; "
+    else:
+        notes.append("batch_ns (a TSC-timed batch) is not in this file: `perflab clocks` times it")
+    title += "step in ticks for TSC methods, ns for clocks; repeats = share of equal reads)"
+    tables.append(Table("cost_ns", title, costs))
+    lines = []
+    tsc = meta.get("tsc")
+    if tsc:
+        lines.append(
+            f"Using TSC frequency = {tsc['tsc_hz'] / 1e9:.6f} GHz ({tsc['tsc_hz_source']})"
+        )
+    if meta.get("timer_step_ticks") is not None:
+        lines.append(
+            f"timer step: {meta['timer_step_ticks']} ticks (perf assertions' begin/end reads; "
+            f"a sample lasts >= {STEPS_PER_SAMPLE} steps)"
+        )
+    if tsc:
+        flags = " ".join(f"{f}={'yes' if v else 'no'}" for f, v in tsc["flags"].items())
+        lines += [
+            f"TSC flags: {flags}",
+            f"clocksource: {tsc['clocksource']} "
+            f"(available: {' '.join(tsc['available_clocksources'])})",
+            f"verdict: {tsc['verdict']}",
+        ]
+    values = {"tsc": tsc} if tsc else {}
+    shown = costs if batch else None
+    return Summary(lines, tables, values, lambda p: plot(frame, p, shown), notes)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from perflab.analysis import stats
+from perflab.analysis.summary import Summary, Table
 from perflab.engine import childruns, lanes, results, spawn
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
@@ -327,3 +328,43 @@ def plot(
     )
     title += f" ({', '.join(meta.get('randomize', [])) or 'fixed setup'})"
     return plt.save(fig, path, title=title)
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """A and B, B/A per setup with its interval and verdict, and over all setups."""
+    value = value_column(frame)
+    per = per_setup(frame, value)
+    counts = childruns.status_counts(frame)
+    randomize = meta.get("randomize", [])
+    lines = [f"A: {meta.get('a')}", f"B: {meta.get('b')}"]
+    if meta.get("identical"):
+        lines.append("note: A and B are byte-identical programs run with the same arguments")
+    lines.append(f"{len(frame)} runs, status {counts}; randomized: {', '.join(randomize)}")
+    values: dict[str, Any] = {
+        "a": meta.get("a"),
+        "b": meta.get("b"),
+        "randomize": randomize,
+        "value": value,
+        "runs": len(frame),
+        "status": counts,
+        "identical": meta.get("identical"),
+        "interference": meta.get("interference"),
+    }
+    if per.empty:
+        lines.append("no setup has ok runs of both A and B: nothing to compare")
+        return Summary(lines, [Table("setups", "setups", per)], values)
+    total = overall(frame, per, value)
+    lines += [
+        f"per setup: B/A from {total['min_ratio']:.3f} to {total['max_ratio']:.3f}; "
+        f"B slower in {total['b_slower']}, faster in {total['b_faster']}, "
+        f"unclear in {total['unclear']} of {total['setups']}",
+        total["conclusion"],
+        *lanes.describe(meta.get("interference", {})),
+    ]
+    values["overall"] = total
+    cols = ["setup", "env_size", "link_order", "median_a", "median_b", "ratio", "ci_low",
+            "ci_high", "verdict"]  # fmt: skip
+    shown = per[cols].astype({"median_a": "int64", "median_b": "int64"})
+    title = f"B/A of median {value} per setup (-1: no padding)"
+    table = Table("setups", title, per, "{:,.3f}", shown)
+    return Summary(lines, [table], values, lambda p: plot(frame, p, per, total))

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perflab.analysis.summary import Summary, Table
 from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import profile
@@ -134,3 +135,19 @@ def plot(df: pd.DataFrame, path: Any = None) -> Any:
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
     return plt.save(fig, path, title="lock contention: busy is not useful work (easyperf)")
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """Per lock kind and thread count: wall, speedup, utilisation and where the workers' time and
+    samples went (medians over repeats): busy is not useful work."""
+    table = summarize(frame)
+    kinds = ", ".join(dict.fromkeys(frame["kind"]))
+    lines = [
+        f"{len(frame)} runs of {kinds} at {frame['threads'].nunique()} thread counts, "
+        f"{frame['rep'].nunique()} repeat(s); {meta.get('iterations', '?')} critical sections "
+        f"of {meta.get('work', '?')} steps each"
+    ]
+    if table["samples"].isna().all():
+        lines.append("no CPU samples: work_pct and waiting_pct need perf record (sample_hz)")
+    title = "medians per kind and thread count (% of the workers' lifetime or samples)"
+    return Summary(lines, [Table("contention", title, table)], {}, lambda p: plot(frame, p))

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from perflab.analysis.summary import Summary, Table
 from perflab.engine import results
 from perflab.system import machine
 from perflab.system.counters import available, count_command
@@ -63,3 +64,30 @@ def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     ax.invert_yaxis()
     ax.set_xlabel("count")
     return plt.save(fig, path, title="perf_event counts")
+
+
+RUN_KEYS = ("returncode", "signal", "elapsed_ns", "cpu_ns", "cpus_utilised")
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """The counts of a command as perf stat prints them, or which events count on the machine
+    that measured (a small Python region counted)."""
+    counted = meta.get("counted")
+    shown = summarize(frame)
+    values: dict[str, Any] = {"perf_event_paranoid": meta.get("perf_event_paranoid")}
+    lines = []
+    if isinstance(counted, list):
+        title = f"counts of {' '.join(counted)} (exit status {meta.get('returncode')})"
+        values.update({k: meta.get(k) for k in RUN_KEYS})
+        if meta.get("elapsed_ns") is not None:
+            lines.append(
+                f"{meta['elapsed_ns'] / 1e9:.3f} s elapsed, {meta['cpu_ns'] / 1e9:.3f} s CPU, "
+                f"{meta['cpus_utilised']:.2f} CPUs utilised"
+            )
+    else:
+        where = meta.get("hostname", "the machine that measured")
+        title = f"perf events on {where} (count: a small Python region on this thread)"
+        shown.insert(1, "kind", frame["kind"])
+    lines.append(f"perf_event_paranoid={meta.get('perf_event_paranoid')}")
+    table = Table("events", title, frame, shown=shown)
+    return Summary(lines, [table], values, lambda p: plot(frame, p))

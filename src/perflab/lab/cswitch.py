@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.engine import results
 from perflab.errors import PerflabError
@@ -156,3 +157,13 @@ def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     ax.set_ylabel("µs per iteration (median of reps, log)")
     ax.legend()
     return plt.save(fig, path, title=f"cswitch {int(df['n'].iloc[0])}: pipes between two processes")
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """cswitch's three lines for the first unpinned run, and the table per placement."""
+    first = frame[(frame["placement"] == "unpinned") & ~frame["realtime"].astype(bool)]
+    lines = article_lines(first.iloc[0]) if len(first) else []
+    title = "per iteration, median of reps (µs; switches from rusage)"
+    table = Table("table", title, summarize(frame), "{:.3f}")
+    values = {"n": meta.get("n"), "reps": meta.get("reps")}
+    return Summary(lines, [table], values, lambda p: plot(frame, p))

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from perflab.analysis import stats
+from perflab.analysis.summary import Summary, Table
 from perflab.engine import childruns, lanes, results
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
@@ -392,3 +393,53 @@ def plot(
     title = (f"Link order vs {value}: {len(data)} orders, ASLR {meta.get('aslr', '?')}"
              f"{title_feat}")  # fmt: skip
     return plt.save(fig, path, title=title)
+
+
+def _short(names: str) -> str:
+    """The first two confounded features and how many more (all of them are in JSON)."""
+    parts = [p for p in names.split(", ") if p]
+    return ", ".join(parts[:2]) + (f" (+{len(parts) - 2})" if len(parts) > 2 else "")
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """Orders by median, the slowest/fastest spread, the alignment features that separate fast
+    from slow orders, and each program's layout (JSON only)."""
+    counts = childruns.status_counts(frame)
+    if not (frame["status"] == "ok").any():
+        return Summary([f"no run ended 'ok' (status: {counts}): nothing to compare"], [],
+                       {"runs": len(frame), "status": counts})  # fmt: skip
+    value = value_column(frame)
+    orders = summarize(frame, value)
+    gap = spread(frame, orders, value)
+    lay = layout_frame(frame)
+    effects = alignment_effects(orders, lay)
+    build = f" in {meta['build_s']:.2f} s" if meta.get("build_s") is not None else ""
+    lines = [
+        f"{len(frame)} runs of {len(orders)} orders; status: {counts}; "
+        f"{meta.get('links', '?')} programs linked{build}",
+        f"hardware counters: {meta.get('hardware_counters')}",
+        f"spread: slowest {gap['slowest']} / fastest {gap['fastest']} = "
+        f"{gap['ratio']:.3f} (95% CI {gap['ci_low']:.3f}-{gap['ci_high']:.3f})",
+    ]
+    if effects.empty:
+        lines.append("alignment: no feature varies across these orders")
+    else:
+        best = effects.iloc[0]
+        verdict = "separates" if best["p"] < 0.05 else "does not clearly separate"
+        lines.append(
+            f"best: {best['feature']} {verdict} fast from slow orders (score {best['score']:.2f}, "
+            f"p {best['p']:.3f}; fast at {best['fast_value']}, slow at {best['slow_value']})"
+        )
+    lines += lanes.describe(meta.get("interference", {}))
+    cols = ["link_order", "n", "median", "mad", "min", "p95"]
+    shown = effects.head(8).assign(same_split=effects["same_split"].head(8).map(_short))
+    tables = [
+        Table("orders", f"orders by median {value}", orders, "{:,.0f}", orders[cols]),
+        Table("alignment", "alignment features, best separation first", effects, "{:.3f}",
+              shown),
+        Table("layout", "layout of each linked program", lay, shown=lay.iloc[:0, :0]),
+    ]  # fmt: skip
+    values = {"value": value, "runs": len(frame), "status": counts, "spread": gap}
+    values.update({k: meta.get(k) for k in ("hardware_counters", "links", "build_s", "run_s")})
+    values["interference"] = meta.get("interference")
+    return Summary(lines, tables, values, lambda p: plot(frame, p, orders, effects, value))

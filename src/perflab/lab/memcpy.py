@@ -1,6 +1,7 @@
 """Rubini's moremem: copy time vs size, 32 steps per octave, and the cache knees it shows."""
 
 import itertools
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -9,6 +10,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.engine import results
 from perflab.errors import PerflabError, warn_once
@@ -445,3 +447,44 @@ def plot(df: pd.DataFrame, path: Any = None, knees: pd.DataFrame | None = None) 
         path,
         title=f"memcpy ({kernel}) — TSC {hz / 1e9:.3f} GHz; dashed: cache/2, dotted: knees",
     )
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """The small-size table (Riquadro 3), the cache knees and the peak rate."""
+    knees = detect_knees(frame["size"], frame["ticks_per_byte"])
+    here = meta.get("hostname") == socket.gethostname()
+    # A file from another machine that did not record its caches is not matched to these.
+    if meta.get("caches"):
+        caches = pd.DataFrame(meta["caches"])
+    else:
+        caches = machine.caches() if here else pd.DataFrame(columns=["cache", "size_bytes"])
+    report = knee_report(knees, caches)
+    kernel = str(frame["kernel"].iloc[0])
+    place = f", align {meta['align']}, offset {meta.get('offset', 0)}" if "align" in meta else ""
+    tables = [
+        Table("small", f"small sizes (Riquadro 3: ticks per copy, ticks per byte){place}",
+              summarize(frame, int(meta.get("small", 32))), "{:.6f}"),
+        Table("knees", "cache knees: a copy of S bytes touches 2*S", report),
+    ]  # fmt: skip
+    values: dict[str, Any] = {"points": len(frame), "kernel": kernel}
+    values.update({k: meta[k] for k in ("max_bytes", "trials", "align", "offset") if k in meta})
+    values["mlockall"] = meta.get("mlockall")
+    line = f"{len(frame)} sizes, {kernel}" + (
+        f", min of {meta['trials']}" if "trials" in meta else ""
+    )
+    if "gb_per_s" in frame and frame["gb_per_s"].notna().any():
+        peak = frame.loc[frame["gb_per_s"].idxmax()]
+        values["peak"] = {"size": int(peak["size"]), "gb_per_s": float(peak["gb_per_s"])}
+        line += f"; peak {peak['gb_per_s']:.2f} GB/s at {int(peak['size']):,} bytes"
+    if "mlockall" in meta:
+        line += f"; mlockall {'on' if meta['mlockall'] else 'off'}"
+    lines = [line]
+    if report.empty:
+        lines.append("no cache knee found (sweep further with --max, or more --trials)")
+    notes = []
+    if not here and not meta.get("caches"):
+        notes.append("knees not matched to caches: the file is from another machine")
+    if "derivative" not in frame:
+        notes.append("no figure: the file has no derivative column (perflab's memcpy writes one)")
+        return Summary(lines, tables, values, None, notes)
+    return Summary(lines, tables, values, lambda p: plot(frame, p, knees), notes)

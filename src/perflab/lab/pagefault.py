@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.engine import results
 from perflab.errors import PerflabError
@@ -87,3 +88,11 @@ def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     return plt.save(
         fig, path, title=f"Page-fault cost, {int(df['pages'].iloc[0])} pages per region"
     )
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """Ticks and ns per page: first touch, touching again, mlock'ed."""
+    pages, reps = int(frame["pages"].iloc[0]), int(frame["rep"].nunique())
+    title = f"{pages} pages x {reps} regions (ticks and ns per 4 KiB page)"
+    table = Table("per_page", title, summarize(frame))
+    return Summary([], [table], {"pages": pages, "reps": reps}, lambda p: plot(frame, p))

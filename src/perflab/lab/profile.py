@@ -26,11 +26,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.engine import results, spawn
 from perflab.errors import PerflabError, Stopped
 from perflab.lab.plans.defaults import PROFILE_INTERVAL_S as INTERVAL_S
-from perflab.system import blockcause, counters, machine, proctasks, stracelog, taskstats
+from perflab.system import (
+    blockcause,
+    counters,
+    machine,
+    perfsamples,
+    proctasks,
+    stracelog,
+    taskstats,
+)
 
 JITTER = 0.5  # each gap between readings is the interval times 1 +- up to this
 SCAN_EVERY = 10  # readings between two scans of /proc for processes the program forked
@@ -610,3 +619,71 @@ def plot(df: pd.DataFrame, path: Any = None) -> Any:
     if path is not None:
         plt.save(fig, path, title=title)
     return fig
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:,.1f} ms"
+
+
+def _ids(shown: pd.DataFrame) -> pd.DataFrame:
+    """Thread and process ids as plain numbers (not 28,621), '-' for the remainder row."""
+    for col in ("pid", "tid"):
+        if col in shown:
+            shown[col] = [str(v) if v >= 0 else "-" for v in shown[col]]
+    return shown
+
+
+def _ended(over: dict[str, Any]) -> str:
+    if over["timed_out"]:
+        return "killed at the timeout"
+    if over["interrupted"]:
+        return f"killed when perflab got signal {over['interrupted']}"
+    if over["signal"]:
+        return f"killed by signal {over['signal']}"
+    return f"exit status {over['exit_code']}"
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """The program's line, where each thread's time went, the time inside system calls and the
+    hottest symbols per thread when they were asked for, and how each figure was read."""
+    over = overview(frame)
+    lines = [
+        f"{' '.join(meta['profiled'])}: {_ended(over)}; wall {_ms(over['wall_ns'])}, "
+        f"CPU {_ms(over['cpu_ns'])}, utilisation {over['utilisation']:.2f} "
+        f"(threads busy on average); {over['threads']} threads seen, "
+        f"{over['exited_early']} exited early",
+        f"readings every {meta['interval_s'] * 1e3:g} ms on average ({meta['readings']}); "
+        f"'{BETWEEN}' is what wait4 counted and no reading saw "
+        f"({_ms(over['unseen_cpu_ns'])} CPU)",
+        f"blocked by cause: {cause_note(frame)}",
+        f"exit records: {meta['exit_records']}",
+    ]
+    tables = [Table("threads", "per thread (ms)", frame, "{:,.1f}", _ids(summarize(frame)))]
+    values: dict[str, Any] = {
+        "program": over,
+        "blocked_by_cause": cause_note(frame),
+        "strace": meta["strace"],
+        "exit_records": meta["exit_records"],
+        "perf_counters": meta["perf_counters"],
+    }
+    calls = syscalls(frame)
+    if calls is None:
+        lines.append(f"time per system call: {meta['strace']}")
+        values["syscalls"] = None
+    else:
+        title = "time inside system calls (strace -T), per thread"
+        shown = summarize_syscalls(frame)
+        tables.append(
+            Table("syscalls", title, calls, "{:,.1f}", _ids(shown) if shown is not None else None)
+        )
+    lines.append(f"per-thread perf counters: {meta['perf_counters']}")
+    if "samples_note" in meta:
+        lines.append(f"CPU samples per thread and symbol: {meta['samples_note']}")
+        values["samples_note"] = meta["samples_note"]
+        sampled = perfsamples.frame(frame)
+        if sampled is None:
+            values["samples"] = None
+        else:
+            top = _ids(perfsamples.summarize(sampled))
+            tables.append(Table("samples", "hottest symbols per thread", sampled, "{:,.1f}", top))
+    return Summary(lines, tables, values, lambda p: plot(frame, p))

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from perflab.analysis import stats
+from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.engine import results
 from perflab.errors import PerflabError
@@ -146,3 +147,15 @@ def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     ax.set_xlabel("TSC ticks per call (timer cost subtracted)")
     ax.invert_yaxis()
     return plt.save(fig, path, title=f"System-call costs, {int(df['rep'].max()) + 1} trials each")
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """FileGuard's all/trimmed table, with the run's --trim (else 10) if it leaves samples."""
+    n = int(frame.groupby("call").size().min())
+    trim = int(meta.get("trim", 10))
+    trim = trim if n > 2 * trim else 0
+    calls = summarize(frame, trim, hz=meta.get("tsc_hz") or None)
+    trials = meta.get("trials", n)
+    title = f"{trials} trials, ticks as all/without the {trim} best and {trim} worst"
+    table = Table("calls", title, calls, shown=fileguard_text(calls))
+    return Summary([], [table], {"trials": trials, "trim": trim}, lambda p: plot(frame, p))

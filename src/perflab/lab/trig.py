@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.engine import results
 from perflab.errors import PerflabError
@@ -147,9 +148,6 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-summary = summarize  # its earlier name
-
-
 def histogram(df: pd.DataFrame) -> pd.DataFrame:
     """The article's `sort | uniq -c | sort`: how often each warm value occurs, per call."""
     w = df[df["mode"] == "warm"]
@@ -187,3 +185,26 @@ def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     ax.set_ylabel("TSC ticks, timer cost subtracted")
     ax.legend()
     return plt.save(fig, path, title="trig: cold first calls vs warm repeats")
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """The warm minimum of each call (and its cold first calls), the histogram of warm values
+    and the running minimum."""
+    calls, hist, conv = summarize(frame), histogram(frame), convergence(frame)
+    repeat, cold_runs = meta.get("repeat", "?"), meta.get("cold_runs", 0)
+    lines = []
+    for r in calls.itertuples(index=False):
+        cold = (
+            f"; cold first call {r.cold_min:,}..{r.cold_median:,.0f} (min..median of {cold_runs})"
+            if cold_runs and hasattr(r, "cold_min")
+            else ""
+        )
+        lines.append(f"{r.call} takes {r.warm_min:5d} ticks (warm min of {repeat}){cold}")
+    tables = [
+        Table("summary", "per call (ticks)", calls, "{:.0f}", calls.iloc[:0, :0]),
+        Table("histogram", "sort | uniq -c | sort | tail", hist, "{:.0f}",
+              hist.tail(max(3, len(calls)))),
+        Table("running_min", "running minimum per repeat", conv, "{:.0f}"),
+    ]  # fmt: skip
+    values = {"repeat": meta.get("repeat"), "cold_runs": cold_runs}
+    return Summary(lines, tables, values, lambda p: plot(frame, p))

@@ -14,44 +14,11 @@ import pandas as pd
 
 from perflab.analysis import stats
 from perflab.errors import PerflabError
+from perflab.lab import registry
 from perflab.reports import report
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-# experiment -> (parameter columns that identify a point, value column); None: the experiment's
-# value_column (the probe's ticks, or the parent's when the program had no probe).
-POINTS: dict[str, tuple[tuple[str, ...], str | None]] = {
-    "env-size": (("env_size",), None),
-    "link-order": (("link_order",), None),
-    "compare": (("side", "env_size", "link_order"), None),
-    "memcpy": (("kernel", "size"), "ticks"),
-    "pagefault": (("condition",), "ticks_per_page"),
-    "trig": (("call", "mode"), "ticks"),
-    "cswitch": (("placement", "realtime"), "cswitch_us_each"),
-    "syscalls": (("call",), "ticks"),
-    "core-vs-ht": (("placement", "threads"), "cpu_ns"),
-    "threads": (("threads",), "cpu_ns"),
-    "fauxplat": (("condition",), "fauxplat_per_s"),
-    "counters": (("event",), "count"),
-    "clocks": (("method",), "ns"),
-}
-
-# Conditions under which two results are not measured alike, with what differs in effect.
-WATCHED = (
-    ("hostname", "machine"),
-    ("cpu_model", "CPU model"),
-    ("kernel", "kernel"),
-    ("hypervisor", "hypervisor"),
-    ("clocksource", "clocksource"),
-    ("tsc_hz", "TSC rate"),
-    ("aslr", "ASLR"),
-    ("aslr_system", "system ASLR"),
-    ("cpus", "CPUs"),
-    ("governor", "governor"),
-    ("perflab_version", "perflab version"),
-    ("program", "program"),
-)
 
 
 @dataclass(frozen=True)
@@ -109,31 +76,32 @@ class Diff:
         ax.axhline(1.0, color="black", lw=0.6, ls="--")
         ax.set_ylabel(f"ratio of median {self.value} (after / before)")
         ax.legend(fontsize=8)
-        names = f"{Path(self.after.path).name} / {Path(self.before.path).name}"
+        names = f"{Path(str(self.after.path)).name} / {Path(str(self.before.path)).name}"
         title = f"{self.before.experiment}: {names}"
         return plt.save(fig, target, title=title)
 
 
-def _value(experiment: str, df: pd.DataFrame) -> str:
-    value = POINTS[experiment][1]
-    if value is not None:
-        return value
+def _value(experiment: registry.Experiment, df: pd.DataFrame) -> str:
+    """The column diff compares: the experiment's, else the frame's own (the probe's ticks, or
+    the parent's when the program had no probe)."""
+    if experiment.value is not None:
+        return experiment.value
     from perflab.engine import childruns
 
     return childruns.value_column(df)
 
 
-def _ok(df: pd.DataFrame, value: str) -> pd.DataFrame:
-    ok = df[df["status"] == "ok"] if "status" in df else df
-    return ok[np.isfinite(pd.to_numeric(ok[value], errors="coerce").astype(float))]
+def _ok(df: pd.DataFrame, value: str, ok: str) -> pd.DataFrame:
+    rows = df[df["status"] == ok] if "status" in df else df
+    return rows[np.isfinite(pd.to_numeric(rows[value], errors="coerce").astype(float))]
 
 
 def conditions_differ(a: dict, b: dict) -> list[str]:
     """One warning per watched condition the two results were measured under differently."""
     out = []
-    for key, name in WATCHED:
+    for key, _, name in report.CONDITIONS:
         va, vb = a.get(key), b.get(key)
-        if va is None or vb is None or va == vb:
+        if name is None or va is None or vb is None or va == vb:
             continue
         if key == "tsc_hz" and math.isclose(float(va), float(vb), rel_tol=1e-3):
             continue
@@ -321,17 +289,20 @@ def diff(
         raise PerflabError(
             f"different experiments: {before} is {ra.experiment}, {after} is {rb.experiment}"
         )
-    if ra.experiment not in POINTS:
+    if ra.experiment not in registry.EXPERIMENTS:
         raise PerflabError(f"perflab cannot diff {ra.experiment} results (no parameter points)")
-    params = POINTS[ra.experiment][0]
-    value = _value(ra.experiment, ra.frame)
-    if _value(rb.experiment, rb.frame) != value:
+    experiment = registry.get(ra.experiment)
+    params = experiment.points
+    value = _value(experiment, ra.frame)
+    if _value(experiment, rb.frame) != value:
         raise PerflabError(
-            f"{before} holds {value}, {after} {_value(rb.experiment, rb.frame)}: not comparable"
+            f"{before} holds {value}, {after} {_value(experiment, rb.frame)}: not comparable"
         )
-    a, b = _ok(ra.frame, value), _ok(rb.frame, value)
+    a, b = _ok(ra.frame, value, experiment.ok), _ok(rb.frame, value, experiment.ok)
     if a.empty or b.empty:
-        raise PerflabError(f"{before if a.empty else after}: no ok run with a {value}")
+        raise PerflabError(
+            f"{before if a.empty else after}: no row with status {experiment.ok!r} and a {value}"
+        )
     notes = _check_grids(a, b, params, intersect)
     warnings = conditions_differ(ra.meta, rb.meta)
     scale = _tsc_scale(ra.meta, rb.meta, value)

@@ -1,22 +1,26 @@
-"""Reports and diffs as GitHub Markdown (to paste into a pull request) and as one self-contained
-HTML page (figure embedded as a base64 PNG, so it opens offline and travels as one file)."""
+"""The renderers of what perflab says, one per format behind one interface: plain text (what a
+verb prints and `perflab report` prints), JSON (--json), GitHub Markdown (to paste into a pull
+request) and one self-contained HTML page (figure embedded as a base64 PNG, so it opens offline
+and travels as one file; the notebook view shows the same HTML)."""
 
 import base64
 import html
+import json
 import math
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
+from perflab.analysis.summary import Summary, Table
 from perflab.reports.diff import Diff
 from perflab.reports.report import Report
 
 
 def cell(value: Any, floatfmt: str = "{:,.2f}") -> str:
-    """One value as the text tables print it: thousands separated, nan and None spelled out."""
+    """One value as the tables print it: thousands separated, nan and None spelled out."""
     if hasattr(value, "item") and not isinstance(value, str):
         value = value.item()
     if isinstance(value, bool) or value is None:
@@ -24,18 +28,55 @@ def cell(value: Any, floatfmt: str = "{:,.2f}") -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return (
-            "nan"
-            if math.isnan(value)
-            else str(value)
-            if math.isinf(value)
-            else floatfmt.format(value)
-        )
+        if math.isnan(value):
+            return "nan"
+        return str(value) if math.isinf(value) else floatfmt.format(value)
     return str(value)
 
 
 def _rows(df: pd.DataFrame, floatfmt: str) -> list[list[str]]:
     return [[cell(v, floatfmt) for v in row] for row in df.itertuples(index=False)]
+
+
+def jsonable(obj: Any) -> Any:
+    """JSON-safe values: NaN/inf become null, numpy scalars Python numbers, frames records."""
+    if isinstance(obj, pd.DataFrame):
+        return records(obj)
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    if hasattr(obj, "item"):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame as JSON-ready records."""
+    return jsonable(df.to_dict(orient="records"))
+
+
+def json_text(doc: Any) -> str:
+    """One JSON document, indented, NaN as null."""
+    return json.dumps(jsonable(doc), indent=1, default=str)
+
+
+def _shown(summary: Summary) -> list[Table]:
+    """The tables a reader sees: those with rows and columns left to show."""
+    return [t for t in summary.tables if len(t.display.columns) and len(t.display)]
+
+
+def text_table(df: pd.DataFrame, floatfmt: str = "{:,.2f}", title: str | None = None) -> str:
+    """A right-aligned text table in the style of the articles' listings."""
+    cols = [str(c) for c in df.columns]
+    cells = _rows(df, floatfmt)
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(cols)]
+    lines = [title] if title else []
+    lines.append("  ".join(c.rjust(w) for c, w in zip(cols, widths, strict=True)))
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(lines)
 
 
 def md_table(df: pd.DataFrame, floatfmt: str = "{:,.2f}") -> str:
@@ -49,54 +90,6 @@ def md_table(df: pd.DataFrame, floatfmt: str = "{:,.2f}") -> str:
     rule = "|" + "|".join("---:" if n else "---" for n in numeric) + "|"
     body = ["| " + " | ".join(esc(c) for c in r) + " |" for r in _rows(df, floatfmt)]
     return "\n".join([head, rule, *body])
-
-
-def _conditions_md(conditions: dict[str, Any]) -> str:
-    frame = pd.DataFrame(
-        {"condition": list(conditions), "value": [cell(v) for v in conditions.values()]}
-    )
-    return md_table(frame)
-
-
-def report_markdown(r: Report) -> str:
-    """The report as Markdown: headline, partial warning, tables, conditions."""
-    out = [f"## perflab report: {r.experiment} (`{r.path}`)", ""]
-    if r.partial:
-        out += [f"> **Partial result:** {r.partial}", ""]
-    out += [f"- {line}" for line in r.summary.lines + r.notes]
-    for t in r.summary.tables:
-        if len(t.display.columns):
-            out += ["", f"**{t.title}**", "", md_table(t.display, t.floatfmt)]
-    out += ["", "**measured on**", "", _conditions_md(r.conditions()), ""]
-    return "\n".join(out)
-
-
-def diff_markdown(d: Diff, rows: pd.DataFrame | None = None) -> str:
-    """The diff as Markdown: verdict, warnings, the changed points (or every point given)."""
-    shown = d.flagged if rows is None else rows
-    out = [
-        f"## perflab diff: {d.before.experiment}",
-        "",
-        f"before `{d.before.path}`, after `{d.after.path}`; "
-        f"ratio = median {d.value} after / before",
-        "",
-        f"**{d.verdict}**",
-        "",
-    ]
-    out += [f"> warning: {w}" for w in d.warnings] + [f"- {n}" for n in d.notes]
-    if len(shown):
-        out += ["", md_table(shown, "{:,.3f}")]
-    return "\n".join(out) + "\n"
-
-
-STYLE = """
-body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}
-table{border-collapse:collapse;margin:.5rem 0 1.5rem;font-size:.85rem}
-th,td{border:1px solid #ccc;padding:.2rem .5rem}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
-th{background:#f0f0f0}.warn{background:#fff3cd;border:1px solid #e0b000;padding:.5rem}
-img{max-width:100%;border:1px solid #ddd}caption{text-align:left;font-weight:bold;padding:.3rem 0}
-"""
 
 
 def html_table(df: pd.DataFrame, title: str, floatfmt: str = "{:,.2f}") -> str:
@@ -115,7 +108,98 @@ def html_table(df: pd.DataFrame, title: str, floatfmt: str = "{:,.2f}") -> str:
     return f"<table><caption>{html.escape(title)}</caption><tr>{head}</tr>{body}</table>"
 
 
-def _png(draw) -> str:
+def _conditions(conditions: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"condition": list(conditions), "value": [cell(v) for v in conditions.values()]}
+    )
+
+
+class Renderer(Protocol):
+    """One format: a summary alone (what a verb prints of what it measured), or a whole report
+    (the summary, how the frame was read and where it was measured)."""
+
+    def summary(self, s: Summary) -> str:
+        """The summary's sentences and tables."""
+        ...
+
+    def report(self, r: Report) -> str:
+        """The report: a heading, the summary and the conditions."""
+        ...
+
+
+class Text:
+    """What a terminal shows."""
+
+    def summary(self, s: Summary) -> str:
+        parts = ["\n".join(s.lines + s.notes)] if s.lines or s.notes else []
+        parts += [text_table(t.display, t.floatfmt, t.title) for t in _shown(s)]
+        return "\n\n".join(parts)
+
+    def report(self, r: Report) -> str:
+        head = [f"{r.experiment} result {r.path}"]
+        if r.partial:
+            head.append(f"PARTIAL: {r.partial}")
+        measured = ["measured on:"] + [f"  {k}: {cell(v)}" for k, v in r.conditions().items()]
+        parts = ["\n".join(head + r.notes), self.summary(r.summary), "\n".join(measured)]
+        return "\n\n".join(p for p in parts if p)
+
+
+class Json:
+    """One JSON document: the sentences, every value and every table in full."""
+
+    def document(self, s: Summary) -> dict[str, Any]:
+        return {
+            "lines": s.lines,
+            **s.values,
+            **{t.name: records(t.frame) for t in s.tables},
+        }
+
+    def summary(self, s: Summary) -> str:
+        return json_text(self.document(s))
+
+    def report(self, r: Report) -> str:
+        return json_text(
+            {
+                "file": r.path,
+                "experiment": r.experiment,
+                "partial": r.partial,
+                "notes": r.notes + r.summary.notes,
+                **self.document(r.summary),
+                "conditions": r.conditions(),
+                "metadata": r.meta,
+            }
+        )
+
+
+class Markdown:
+    """GitHub Markdown: sentences as a list, each table under its title in bold."""
+
+    def summary(self, s: Summary) -> str:
+        out = [f"- {line}" for line in s.lines + s.notes]
+        for t in _shown(s):
+            out += ["", f"**{t.title}**", "", md_table(t.display, t.floatfmt)]
+        return "\n".join(out)
+
+    def report(self, r: Report) -> str:
+        out = [f"## perflab report: {r.experiment} (`{r.path}`)", ""]
+        if r.partial:
+            out += [f"> **Partial result:** {r.partial}", ""]
+        out += [f"- {note}" for note in r.notes]
+        out += [self.summary(r.summary), "", "**measured on**", ""]
+        return "\n".join([*out, md_table(_conditions(r.conditions())), ""])
+
+
+STYLE = """
+body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}
+table{border-collapse:collapse;margin:.5rem 0 1.5rem;font-size:.85rem}
+th,td{border:1px solid #ccc;padding:.2rem .5rem}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f0f0f0}.warn{background:#fff3cd;border:1px solid #e0b000;padding:.5rem}
+img{max-width:100%;border:1px solid #ddd}caption{text-align:left;font-weight:bold;padding:.3rem 0}
+"""
+
+
+def _png(draw: Callable[[Path], Any]) -> str:
     """A figure drawn by draw(path) as a data: URI."""
     with tempfile.TemporaryDirectory(prefix="perflab-html-") as tmp:
         png = Path(tmp) / "figure.png"
@@ -138,27 +222,51 @@ def _list(lines: Iterable[str]) -> str:
     return f"<ul>{items}</ul>" if items else ""
 
 
-def _conditions_html(conditions: dict[str, Any], title: str = "measured on") -> str:
-    frame = pd.DataFrame(
-        {"condition": list(conditions), "value": [cell(v) for v in conditions.values()]}
-    )
-    return html_table(frame, title)
+class Html:
+    """HTML: the body a notebook shows inline, or one self-contained page around it."""
+
+    def summary(self, s: Summary) -> str:
+        parts = [_list(s.lines + s.notes)]
+        if s.plot is not None:
+            parts.append(f'<img alt="figure" src="{_png(s.plot)}">')
+        parts += [html_table(t.display, t.title, t.floatfmt) for t in _shown(s)]
+        return "\n".join(p for p in parts if p)
+
+    def body(self, r: Report) -> str:
+        """The report without the page around it: what the notebook view shows."""
+        parts = [f"<h2>perflab {html.escape(r.experiment)}: {len(r.frame):,} rows</h2>"]
+        if r.path:
+            parts.append(f"<p><code>{html.escape(r.path)}</code></p>")
+        if r.partial:
+            parts.append(f'<p class="warn">Partial result: {html.escape(r.partial)}</p>')
+        parts += [_list(r.notes), self.summary(r.summary)]
+        parts.append(html_table(_conditions(r.conditions()), "measured on"))
+        return "\n".join(p for p in parts if p)
+
+    def report(self, r: Report) -> str:
+        return _page(f"perflab report: {r.experiment}", [self.body(r)])
 
 
-def report_html(r: Report) -> str:
-    """The report as one page: summary, warnings, figure, tables, conditions."""
-    parts = [f"<h1>perflab report: {html.escape(r.experiment)}</h1>",
-             f"<p><code>{html.escape(r.path)}</code></p>"]  # fmt: skip
-    if r.partial:
-        parts.append(f'<p class="warn">Partial result: {html.escape(r.partial)}</p>')
-    parts.append(_list(r.summary.lines + r.notes))
-    if r.summary.plot is not None:
-        parts.append(f'<img alt="{html.escape(r.experiment)} figure" src="{_png(r.plot)}">')
-    for t in r.summary.tables:
-        if len(t.display.columns):
-            parts.append(html_table(t.display, t.title, t.floatfmt))
-    parts.append(_conditions_html(r.conditions()))
-    return _page(f"perflab report: {r.experiment}", parts)
+TEXT, JSON, MARKDOWN, HTML = Text(), Json(), Markdown(), Html()
+RENDERERS: dict[str, Renderer] = {"text": TEXT, "json": JSON, "md": MARKDOWN, "html": HTML}
+
+
+def diff_markdown(d: Diff, rows: pd.DataFrame | None = None) -> str:
+    """The diff as Markdown: verdict, warnings, the changed points (or every point given)."""
+    shown = d.flagged if rows is None else rows
+    out = [
+        f"## perflab diff: {d.before.experiment}",
+        "",
+        f"before `{d.before.path}`, after `{d.after.path}`; "
+        f"ratio = median {d.value} after / before",
+        "",
+        f"**{d.verdict}**",
+        "",
+    ]
+    out += [f"> warning: {w}" for w in d.warnings] + [f"- {n}" for n in d.notes]
+    if len(shown):
+        out += ["", md_table(shown, "{:,.3f}")]
+    return "\n".join(out) + "\n"
 
 
 MAX_HTML_ROWS = 500  # a page of 8 193 env sizes is unreadable: the changed ones then
@@ -168,9 +276,9 @@ def diff_html(d: Diff) -> str:
     """The diff as one page: verdict, warnings, the ratio figure, the points, both conditions."""
     parts = [
         f"<h1>perflab diff: {html.escape(d.before.experiment)}</h1>",
-        f"<p>before <code>{html.escape(d.before.path)}</code>, after "
-        f"<code>{html.escape(d.after.path)}</code>; ratio = median {html.escape(d.value)} "
-        "after / before</p>",
+        f"<p>before <code>{html.escape(str(d.before.path))}</code>, after "
+        f"<code>{html.escape(str(d.after.path))}</code>; ratio = median "
+        f"{html.escape(d.value)} after / before</p>",
         f"<p><strong>{html.escape(d.verdict)}</strong></p>",
     ]
     parts += [f'<p class="warn">{html.escape(w)}</p>' for w in d.warnings]
@@ -183,6 +291,6 @@ def diff_html(d: Diff) -> str:
     else:
         title = f"the {len(d.flagged)} changed of {len(d.table)} points (every point: --json)"
         parts.append(html_table(d.flagged, title, "{:,.3f}"))
-    parts.append(_conditions_html(d.before.conditions(), "before measured on"))
-    parts.append(_conditions_html(d.after.conditions(), "after measured on"))
+    parts.append(html_table(_conditions(d.before.conditions()), "before measured on"))
+    parts.append(html_table(_conditions(d.after.conditions()), "after measured on"))
     return _page(f"perflab diff: {d.before.experiment}", parts)

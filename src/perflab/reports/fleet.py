@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from perflab.analysis import plot, stats
+from perflab.analysis.summary import Summary, Table
 from perflab.errors import PerflabError
 
 if TYPE_CHECKING:
@@ -73,3 +74,15 @@ def plot_hosts(table: pd.DataFrame, value: str, path: Any = None) -> "Figure":
     ax.margins(x=0.15)
     ax.legend(loc="best")
     return plot.save(fig, path, title="Hosts sorted by median")
+
+
+def summary(df: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """A campaign's per-host medians; `perflab report hosts` has the fleet view and its options."""
+    value = "fauxplat_per_s" if "fauxplat_per_s" in df else "ns" if "method" in df else "ticks"
+    part = df[df["condition"] == "alone"] if "condition" in df else df
+    hosts = per_host(part, value)
+    lines = [f"{len(df)} rows from {df['host'].nunique()} hosts"]
+    lines += [f"missing: {m}" for m in meta.get("missing", [])]
+    cols = ["host", "n", "min", "median", "mean", "stdev", "mad", "vs_fleet_pct", "outlier"]
+    table = Table("hosts", f"per host ({value})", hosts, shown=hosts[cols])
+    return Summary(lines, [table], {"value": value}, lambda p: plot_hosts(hosts, value, p))

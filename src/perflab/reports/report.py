@@ -1,4 +1,4 @@
-"""Saved results read back as reports: which experiment wrote a file, its summary, and where and
+"""Results read back as reports: which experiment wrote a frame, its summary, and where and
 under which conditions it was measured, so a file alone gives back what its verb printed."""
 
 import json
@@ -10,35 +10,40 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import pyarrow.parquet as pq
 
+from perflab.analysis.summary import Summary
 from perflab.engine import results
 from perflab.errors import PerflabError
-from perflab.reports import summaries
+from perflab.lab import registry
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-# What a reader needs to judge where a result comes from, in the order it is shown.
+# The conditions a result was measured under, in the order a report shows them: the metadata
+# key, its label, and what differs in effect when two results differ in it (diff warns then;
+# None: it does not).
 CONDITIONS = (
-    ("hostname", "host"),
-    ("cpu_model", "CPU"),
-    ("arch", "architecture"),
-    ("online_cpus", "online CPUs"),
-    ("hypervisor", "hypervisor"),
-    ("kernel", "kernel"),
-    ("clocksource", "clocksource"),
-    ("tsc_hz", "TSC rate (Hz)"),
-    ("tsc_hz_source", "TSC rate from"),
-    ("timer_step_ticks", "timer step (ticks)"),
-    ("aslr_system", "ASLR (system, 0-2)"),
-    ("aslr", "ASLR (runs)"),
-    ("cpus", "CPUs used"),
-    ("governor", "governor"),
-    ("hardware_counters", "hardware counters"),
-    ("rt_requested", "SCHED_RR asked"),
-    ("mlock", "mlock"),
-    ("perflab_version", "perflab"),
-    ("python", "Python"),
-    ("command", "command"),
+    ("hostname", "host", "machine"),
+    ("cpu_model", "CPU", "CPU model"),
+    ("arch", "architecture", None),
+    ("online_cpus", "online CPUs", None),
+    ("hypervisor", "hypervisor", "hypervisor"),
+    ("kernel", "kernel", "kernel"),
+    ("clocksource", "clocksource", "clocksource"),
+    ("tsc_hz", "TSC rate (Hz)", "TSC rate"),
+    ("tsc_hz_source", "TSC rate from", None),
+    ("timer_step_ticks", "timer step (ticks)", None),
+    ("aslr_system", "ASLR (system, 0-2)", "system ASLR"),
+    ("aslr", "ASLR (runs)", "ASLR"),
+    ("cpus", "CPUs used", "CPUs"),
+    ("governor", "governor", "governor"),
+    ("hardware_counters", "hardware counters", None),
+    ("rt_requested", "SCHED_RR asked", None),
+    ("rt_granted", "SCHED_RR granted", None),
+    ("mlock", "mlock", None),
+    ("program", "program", "program"),
+    ("perflab_version", "perflab", "perflab version"),
+    ("python", "Python", None),
+    ("command", "command", None),
 )
 
 
@@ -46,12 +51,12 @@ CONDITIONS = (
 class Report:
     """One result file read back: its frame (metadata in attrs) and its experiment's summary."""
 
-    path: str
+    path: str | None  # None: a frame in memory (what a verb just measured, a notebook's)
     experiment: str
     frame: pd.DataFrame
-    summary: summaries.Summary
+    summary: Summary
     partial: str | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how the frame was read
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -66,7 +71,7 @@ class Report:
     def conditions(self) -> dict[str, Any]:
         """Where and how it was measured, labelled; what the file did not record is left out."""
         meta = self.meta
-        return {label: meta[k] for k, label in CONDITIONS if meta.get(k) not in (None, "", [])}
+        return {label: meta[k] for k, label, _ in CONDITIONS if meta.get(k) not in (None, "", [])}
 
     def plot(self, path: str | os.PathLike | None = None) -> "Figure":
         """Redraw the experiment's figure, written to path (.png, .svg, .pdf) when one is given."""
@@ -74,29 +79,41 @@ class Report:
 
         target = None if path is None else plt.check_plot_path(path)
         if self.summary.plot is None:
-            why = [n for n in self.notes if n.startswith("no figure")] or self.summary.lines
-            raise PerflabError(f"{self.path}: nothing to plot ({'; '.join(why)})")
+            why = [n for n in self.summary.notes if n.startswith("no figure")] or self.summary.lines
+            raise PerflabError(
+                f"{self.path or self.experiment}: nothing to plot ({'; '.join(why)})"
+            )
         return self.summary.plot(target)
 
 
 def experiment_of(df: pd.DataFrame, where: str) -> tuple[str, list[str]]:
-    """The experiment named in the metadata, else recognised by the columns (and said so)."""
+    """The experiment named in the metadata, else recognised by the columns (and said so); a
+    campaign of any experiment is "campaign"."""
     meta = results.metadata(df)
     name = meta.get("experiment")
     if isinstance(name, str) and name.endswith(" campaign"):
         return "campaign", [f"a campaign of {name.removesuffix(' campaign')}"]
     if isinstance(name, str) and name:
         return name, []
-    guess = summaries.recognise(set(map(str, df.columns)))
+    guess = registry.recognise(set(map(str, df.columns)))
     if "host" in df and (guess or meta.get("cluster")):
-        return "campaign", [f"a campaign of {guess or 'clocks'}"]
+        return "campaign", [f"a campaign of {guess.name if guess else 'clocks'}"]
     if guess is None:
         cols = ", ".join(map(str, df.columns[:6]))
         raise PerflabError(
             f"{where}: not a result perflab wrote (no experiment named; columns {cols})"
         )
     said = "no perflab metadata" if not meta else "no experiment in its metadata"
-    return guess, [f"{said}: recognised as {guess} by its columns"]
+    return guess.name, [f"{said}: recognised as {guess.name} by its columns"]
+
+
+def summarize(experiment: str, df: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """The summary of `experiment` for this frame: its lab module's, or a campaign's per host."""
+    if experiment == "campaign":
+        from perflab.reports import fleet
+
+        return fleet.summary(df, meta)
+    return registry.get(experiment).summary(df, meta)
 
 
 def partial_of(meta: dict) -> str | None:
@@ -146,13 +163,22 @@ def load(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
     return df, notes
 
 
+def of_frame(df: pd.DataFrame, path: str | None = None, notes: list[str] | None = None) -> Report:
+    """The report of a frame: what a verb prints of what it just measured, and what `perflab
+    report` prints of the file it saved."""
+    experiment, how = experiment_of(df, path or "the frame")
+    meta = results.metadata(df)
+    summary = summarize(experiment, df, meta)
+    return Report(path, experiment, df, summary, partial_of(meta), how + (notes or []))
+
+
 def report(path: str | os.PathLike) -> Report:
     """Read a result perflab wrote and summarise it as its experiment's verb did."""
     df, notes = load(path)
-    experiment, how = experiment_of(df, str(path))
-    meta = results.metadata(df)
     try:
-        summary = summaries.summarize(experiment, df, meta)
+        return of_frame(df, str(path), notes)
     except PerflabError as exc:
-        raise PerflabError(f"{path}: {exc}") from None
-    return Report(str(path), experiment, df, summary, partial_of(meta), how + notes + summary.notes)
+        message = str(exc)
+        raise PerflabError(
+            message if message.startswith(str(path)) else f"{path}: {message}"
+        ) from None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from perflab.analysis.summary import Summary, Table
 from perflab.engine import childruns, lanes, results, spawn
 from perflab.engine.childruns import status_counts as status_counts
 from perflab.engine.childruns import value_column as value_column
@@ -384,3 +385,73 @@ def _cpu_series(ax: Any, df: pd.DataFrame, value: str, zoom: tuple[int, int] | N
         color = plt.COLORS[3 + i % (len(plt.COLORS) - 3)]
         ax.plot(per["env_size"], per["median"], color=color, lw=0.5, alpha=0.7,
                 label=f"median, CPU {cpu}")  # fmt: skip
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """Status, the windows (by the sweep's -k) and why they are where they are, the slowest
+    sizes, and for a parallel sweep the windows per CPU and the interference check."""
+    from perflab.lab.env_size import alias_counters
+
+    value = value_column(frame)
+    sizes = summarize(frame, value)
+    k = float(meta.get("window_k", 5.0))
+    windows = detect_windows(sizes, k=k)
+    predicted, verdicts, why = windows_mod.explain(meta, sizes, windows)
+    counts = status_counts(frame)
+    lines = [f"{len(frame)} runs; status: {counts}"]
+    title, hidden = "windows", windows.iloc[:0, :0]
+    if sizes["n"].sum() == 0:
+        lines.append(
+            "no run ended 'ok': nothing to summarise (see the status and exit_code columns)"
+        )
+    else:
+        overall = sizes["median"].describe()
+        lines.append(
+            f"median {value} per size: min {overall['min']:,.0f}, median {overall['50%']:,.0f}, "
+            f"max {overall['max']:,.0f}"
+        )
+        if windows.empty:
+            threshold = windows.attrs.get("threshold", 0)
+            lines.append(
+                f"no window: no sizes stand out in median (> {threshold:,.0f}) and minimum"
+            )
+        else:
+            title = (
+                f"windows (median > {windows.attrs['threshold']:,.0f}; "
+                f"baseline {windows.attrs['baseline']:,.0f})"
+            )
+            hidden = None
+    lines += why + alias_counters.summary_lines(meta) + lanes.describe(meta.get("interference", {}))
+    bounds = zip(verdicts.excess, verdicts.ci_low, verdicts.ci_high, strict=True)
+    excess = [f"{e:+.1%} [{lo:+.1%}, {hi:+.1%}]" for e, lo, hi in bounds]
+    tables = [
+        Table("windows", title, windows, "{:,.3f}", hidden),
+        Table("verdicts", "verdicts (excess, 95 % CI)", verdicts, "{}",
+              verdicts.assign(excess=excess)[["start", "end", "verdict", "excess"]]),
+        Table("sizes", f"10 slowest sizes ({value})", sizes, "{:,.0f}",
+              sizes.nlargest(10, "median")),
+    ]  # fmt: skip
+    if predicted is not None:
+        tables.insert(1, Table("predicted", "predicted windows (from addresses)", predicted, "{}"))
+    if "cpu" in frame:
+        tables.append(
+            Table("per_cpu", "per CPU (all: pooled)", per_cpu_windows(frame, k), "{:,.0f}")
+        )
+    values: dict[str, Any] = {
+        "value": value,
+        "runs": len(frame),
+        "status": counts,
+        "baseline": windows.attrs.get("baseline"),
+        "threshold": windows.attrs.get("threshold"),
+        "explanation": why,
+        "alias_check": meta.get("alias_check"),
+        **{
+            key: meta[key]
+            for key in ("alias_counter", "alias_event", "alias_counts")
+            if key in meta
+        },
+        **({"interference": meta.get("interference")} if "cpu" in frame else {}),
+    }
+    return Summary(
+        lines, tables, values, lambda p: plot(frame, p, windows, None, value, sizes, predicted)
+    )

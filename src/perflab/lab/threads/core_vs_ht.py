@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
+from perflab.analysis.summary import Summary, Table
 from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, perturbed
@@ -195,3 +196,22 @@ def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     """The figure of a run: its summary as bars per placement."""
     loops = results.metadata(df).get("loops") or int(df["loops"].dropna().iloc[0])
     return plot_summary(summarize(df), path, loops)
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """The post's lines under each placement (alone when -p chose one), and 2 threads / 1 thread
+    per placement."""
+    loops = int(meta.get("loops") or frame["loops"].dropna().iloc[0])
+    runs = post_lines(frame, loops)
+    names = list(dict.fromkeys(frame["placement"]))
+    if len(names) == 1:
+        lines = [line for _, line in runs]
+    else:
+        lines = []
+        labels = frame.groupby("placement", sort=False)["label"].first()
+        for name in names:
+            lines.append(f"# {name}: {labels[name]}")
+            lines += [line for placement, line in runs if placement == name]
+    title = "per placement (ms; ratio = 2 threads / 1 thread)"
+    table = Table("placements", title, summarize(frame))
+    return Summary(lines, [table], {}, lambda p: plot(frame, p))

@@ -9,6 +9,7 @@ import pandas as pd
 
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
 from perflab.analysis import stats
+from perflab.analysis.summary import Summary, Table
 from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, default_perturbations, perturbed
@@ -106,3 +107,19 @@ def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
         ax.plot(np.full(len(values), i), values, "o", color=plt.COLORS[0], alpha=0.6)
     ax.set_ylabel("FauxPlat/sec (loops per CPU second)")
     return plt.save(fig, path, title="FauxPlat/sec alone and perturbed")
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """FauxPlat/sec alone, and its spread and change under each perturbation."""
+    table = summarize(frame)
+    alone = table.iloc[0]
+    reps = int(frame["rep"].nunique())
+    kernel = str(frame["kernel"].iloc[0])  # the workload's (meta's "kernel" may be the OS's)
+    lines = [
+        f"{meta.get('loops', '?')} loops({meta.get('loop_factor', '?')}) of {kernel} "
+        f"on cpu {meta.get('cpu', '?')}: {alone['median']:.2f} FauxPlat/sec "
+        f"(median of {reps}, loops / CPU second)"
+    ]
+    title = "FauxPlat/sec per condition (change vs alone in %)"
+    values = {k: meta.get(k) for k in ("loops", "cpu")} | {"kernel": kernel}
+    return Summary(lines, [Table("fauxplat", title, table)], values, lambda p: plot(frame, p))

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from perflab.analysis import stats
+from perflab.analysis.summary import Summary, Table
 from perflab.engine import childruns, lanes, results
 from perflab.engine.progress import ProgressArg
 from perflab.errors import PerflabError
@@ -273,3 +274,46 @@ def plot(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     ax2.set_xlabel("threads")
     ax2.set_xticks(n)
     return plt.save(fig, path, title=f"thread scaling: {results.metadata(df).get('command', '')}")
+
+
+SHOWN = ["threads", "runs", "wall_ms", "wall_lo", "wall_hi", "cpu_ms", "utilisation", "speedup",
+         "speedup_lo", "speedup_hi", "efficiency", "nvcsw", "nivcsw", "runq_ms", "ipc",
+         "disturbed", "failed"]  # fmt: skip
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """easyperf's table per thread count, how the count reached the program, and the runs too
+    short or too disturbed to trust."""
+    frame = frame if "disturbed" in frame else annotate(frame)  # as saved: not yet annotated
+    table = summarize(frame)
+    counts = childruns.status_counts(frame)
+    cpus = ",".join(map(str, meta.get("cpus") or []))
+    lines = [f"{meta.get('command')}  (count via {meta.get('threads_via')}; CPUs {cpus})"]
+    counters = meta.get("counters", {})
+    if table["ipc"].isna().all():
+        lines.append(
+            f"IPC: not measured here (instructions: {counters.get('instructions', 'no counters')})"
+        )
+    if meta.get("runq"):
+        lines.append(f"runq_ms (run-queue wait of all its threads): {meta['runq']}")
+    lines.append(f"runs: {counts}")
+    warnings = trust_warnings(frame)
+    lines += [f"warning: {w}" for w in warnings]
+    repeat = int(meta.get("repeat", frame["rep"].nunique()))
+    few = "" if repeat >= 7 else " (±inf: too few runs for one; --repeat 7 gives it)"
+    title = (
+        f"median of {repeat} runs per count; wall in ms, its {CONFIDENCE:.0%} interval{few}; "
+        f"speedup vs {int(table['threads'].min())} thread(s)"
+    )
+    shown = table[SHOWN].rename(columns={"disturbed": "disturbed_runs"})
+    values = {
+        "command": meta.get("command"),
+        "threads_via": meta.get("threads_via"),
+        "status": counts,
+        "counters": counters,
+        "floor": meta.get("floor"),
+        "runq": meta.get("runq"),
+        "warnings": warnings,
+    }
+    return Summary(lines, [Table("scaling", title, table, shown=shown)], values,
+                   lambda p: plot(frame, p))  # fmt: skip

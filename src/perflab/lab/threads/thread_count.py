@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
+from perflab.analysis.summary import Summary, Table
 from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, perturbed
@@ -135,3 +136,24 @@ def plot_summary(table: pd.DataFrame, path: Any, kernel: str) -> "Figure":
 def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     """The figure of a run: speedup, utilisation and efficiency per thread count."""
     return plot_summary(summarize(df), path, str(df["kernel"].iloc[0]))
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """Throughput, speedup, efficiency and utilisation per thread count; the spin kernel's CAS
+    retries, and IPC where the counters count."""
+    kernel = str(frame["kernel"].iloc[0])  # the workload's (meta's "kernel" may be the OS's)
+    table = summarize(frame)
+    hidden = [] if kernel == "spin" else ["cas_retries", "retry_pct"]
+    lines = []
+    counters = meta.get("counters", {})
+    if table["ipc"].isna().all():
+        hidden += ["instructions", "ipc"]
+        lines.append(f"instructions, IPC: {counters.get('instructions', 'not counted')}")
+    reps = int(frame["rep"].nunique())
+    title = (
+        f"{kernel} kernel, {meta.get('loops', '?')} loops({meta.get('loop_factor', '?')}) "
+        f"shared, median of {reps}"
+    )
+    shown = Table("scaling", title, table, shown=table.drop(columns=hidden))
+    values = {"kernel": kernel, "counters": counters}
+    return Summary(lines, [shown], values, lambda p: plot(frame, p))

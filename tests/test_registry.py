@@ -1,0 +1,122 @@
+"""The registry walked: every experiment it lists is run small through its verb (or, without
+one, its Python API), saved, read back by `perflab report` in every format and diffed against
+itself; what the verb printed is what the report prints, by construction."""
+
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from perflab.analysis.summary import Summary
+from perflab.cli import VERBS, cli
+from perflab.engine import results
+from perflab.lab import contention, registry
+from perflab.system import machine
+
+C0 = str(machine.usable_cpus()[0])
+
+# Each experiment's smallest real run: the arguments after its registered verb.
+TINY = {
+    "env-size": ["--max", "15", "--repeat", "2", "--no-rt"],
+    "link-order": ["--permutations", "2", "--repeat", "2", "--no-rt"],
+    "compare": ["true", "true", "--setups", "2", "--repeat", "3", "--no-rt"],
+    "memcpy": ["--max", "4K", "--trials", "2", "--no-mlock"],
+    "pagefault": ["--pages", "4", "--reps", "2"],
+    "trig": ["--repeat", "3"],
+    "cswitch": ["50", "--reps", "1", "--no-rt", "--cpu", C0],
+    "syscalls": ["--call", "getpid", "--trials", "100", "--trim", "5"],
+    "core-vs-ht": ["-l", "1", "-p", C0],
+    "threads": ["--max", "1", "-l", "1", "--repeat", "1"],
+    "threads-program": ["--threads", "1,2", "--repeat", "2", "--", "true", "{threads}"],
+    "fauxplat": ["-l", "1", "--repeat", "1", "--cpu", C0, "--perturb", f"cpu@{C0}"],
+    "counters": ["-e", "task-clock", "--", "true"],
+    "clocks": ["--samples", "20"],
+    "profile": ["--", "sleep", "0.1"],
+}
+# Experiments without a verb: their Python API, as small.
+API = {
+    "contention": lambda: contention.run(
+        threads=[2], kinds=["mutex"], iterations=200, sample_hz=None
+    ),
+}
+# Files of a verb run another way that must read back as well: (experiment, argv).
+MORE = {
+    "profile --workload mutex": ("profile", ["profile", "--workload", "mutex", "--threads", "2"]),
+    "counters, the list": ("counters", ["counters"]),
+}
+CASES = {name: (name, None) for name in registry.EXPERIMENTS} | MORE
+
+
+def test_every_experiment_has_a_tiny_run_and_every_verb_is_a_cli_verb():
+    assert set(TINY) | set(API) == set(registry.EXPERIMENTS)
+    for e in registry.EXPERIMENTS.values():
+        assert (e.verb is None) == (e.name in API), e.name
+        assert e.verb is None or e.verb in VERBS, e.verb
+
+
+@pytest.mark.parametrize("name", list(registry.EXPERIMENTS))
+def test_every_registered_module_fulfils_the_contract(name):
+    module = registry.EXPERIMENTS[name].load()
+    assert isinstance(module, registry.ExperimentModule), name
+    wanted = inspect.signature(registry.ExperimentModule.summary).parameters
+    assert list(inspect.signature(module.summary).parameters) == list(wanted)[1:], name
+    assert inspect.signature(module.summary).return_annotation is Summary, name
+
+
+def _summary_text(stdout: str) -> str:
+    """What a verb printed less where it put its data and figure: its summary."""
+    lines = stdout.rstrip("\n").splitlines()
+    while lines and lines[0].startswith(("data: ", "plot: ")):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _ok(res):
+    assert res.exit_code == 0, (res.stdout, res.stderr)
+    return res.stdout
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_experiment_reads_back_as_its_verb_printed_it_and_diffs_as_unchanged(case, tmp_path):
+    name, argv = CASES[case]
+    out = tmp_path / "run.parquet"
+    run = CliRunner()
+    if name in API:
+        results.save(API[name](), out)
+        printed = None
+    else:
+        argv = argv or [*registry.EXPERIMENTS[name].verb.split(), *TINY[name]]
+        at = argv.index("--") if "--" in argv else len(argv)
+        printed = _summary_text(_ok(run.invoke(cli, [*argv[:at], "-o", str(out), *argv[at:]])))
+    text = _ok(run.invoke(cli, ["report", str(out)]))
+    assert text.startswith(f"{name} result {out}") and "measured on:" in text
+    if printed is not None:
+        assert printed and printed in text  # the verb's sentences and tables, as they were
+    doc = json.loads(_ok(run.invoke(cli, ["report", str(out), "--json"])))
+    assert doc["experiment"] == name and doc["partial"] is None and doc["file"] == str(out)
+    shown = registry.get(name).summary(results.load(out), doc["metadata"])
+    for t in shown.tables:
+        assert len(doc[t.name]) == len(t.frame), t.name
+        if len(t.display) and len(t.display.columns):
+            assert t.title in text, t.title
+    md = _ok(run.invoke(cli, ["report", str(out), "--md", "-"]))
+    assert md.startswith(f"## perflab report: {name}") and "**measured on**" in md
+    page = _ok(run.invoke(cli, ["report", str(out), "--html", "-"]))
+    assert page.startswith("<!DOCTYPE html>") and page.count("<table>") == 1 + sum(
+        1 for t in shown.tables if len(t.display) and len(t.display.columns)
+    )
+    said = _ok(run.invoke(cli, ["diff", str(out), str(out)])).strip().splitlines()[-1]
+    assert said.startswith("no change shown at any of "), said
+    bare = results.load(out)
+    bare.attrs = {}
+    assert registry.recognise(set(bare.columns)) == registry.get(name)
+
+
+def test_a_frame_without_the_columns_of_its_experiment_is_one_error(tmp_path):
+    df = results.load(Path(__file__).parent / "data" / "memcpy-epyc-kvm.parquet")
+    meta = {**results.metadata(df), "experiment": "profile"}
+    path = results.save(results.attach(df, meta), tmp_path / "m.parquet")
+    res = CliRunner().invoke(cli, ["report", str(path)])
+    assert res.exit_code == 1 and "a profile result without column(s) " in res.stderr

@@ -1,10 +1,21 @@
 """`perflab sweep memcpy`: Rubini's moremem, copy time vs size with the cache knees."""
 
+import functools
+
 import click
 
 from perflab import errors
 from perflab.cli import sweep
-from perflab.cli.common import check_paths, emit_json, output_options, progressbar, records, table
+from perflab.cli.common import (
+    check_paths,
+    emit_json,
+    journal_options,
+    journaled_run,
+    optional_record,
+    output_options,
+    records,
+    table,
+)
 from perflab.errors import PerflabError
 from perflab.lab.plans import defaults
 
@@ -70,9 +81,11 @@ def _size(ctx, param, value):
     help="Do not mlockall (to see what page faults do to the curve).",
 )
 @output_options
+@journal_options
 def memcpy_cmd(
-    max_bytes, trials, kernel, align, offset, small, full, no_mlock, output, as_json, plot_path
-):
+    max_bytes, trials, kernel, align, offset, small, full, no_mlock, output, as_json, plot_path,
+    resume, discard_bad
+):  # fmt: skip
     """Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees found."""
     from perflab.engine import results
     from perflab.lab import memcpy
@@ -84,25 +97,15 @@ def memcpy_cmd(
     top = memcpy.default_max() if max_bytes is None else max_bytes
     if top > memcpy.MAX_BYTES:
         raise click.BadParameter(f"at most {memcpy.MAX_BYTES >> 30} GiB", param_hint="--max")
+    output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
-    todo = memcpy.sizes(top)
-    total = memcpy.work(todo, trials)
-    echo = errors.warnings_as_lines(lambda line: click.echo(line, err=True))
-    with echo, progressbar(total, f"memcpy 1..{top} B") as bar:
-        df = memcpy.run(
-            top,
-            trials,
-            kernel,
-            align,
-            offset,
-            lock=not no_mlock,
-            progress=bar.update,
-        )
+    copies = functools.partial(memcpy.run, top, trials, kernel, align, offset, lock=not no_mlock,
+                               output=output, resume=resuming, discard_bad=discard_bad)  # fmt: skip
+    with errors.warnings_as_lines(lambda line: click.echo(line, err=True)):
+        df = journaled_run(copies, output, True, f"memcpy 1..{top} B")
     meta = results.metadata(df)
     knees = memcpy.detect_knees(df["size"], df["ticks_per_byte"])
     report = memcpy.knee_report(knees)
-    if output:
-        results.save(df, output)
     if plot_path:
         memcpy.plot(df, plot_path, knees)
     if df["gb_per_s"].isna().all():

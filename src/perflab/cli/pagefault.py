@@ -1,9 +1,20 @@
 """`perflab run pagefault`: what a page fault costs, per page."""
 
+import functools
+
 import click
 
 from perflab.cli import run
-from perflab.cli.common import check_paths, emit_json, output_options, progressbar, records, table
+from perflab.cli.common import (
+    check_paths,
+    emit_json,
+    journal_options,
+    journaled_run,
+    optional_record,
+    output_options,
+    records,
+    table,
+)
 
 
 @run.command("pagefault")
@@ -14,21 +25,21 @@ from perflab.cli.common import check_paths, emit_json, output_options, progressb
     "--reps", default=20, show_default=True, type=int, help="Fresh regions measured per condition."
 )
 @output_options
-def pagefault_cmd(pages, reps, output, as_json, plot_path):
+@journal_options
+def pagefault_cmd(pages, reps, output, as_json, plot_path, resume, discard_bad):
     """Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory."""
-    from perflab.engine import results
     from perflab.lab import pagefault
 
     if pages < 1:
         raise click.BadParameter(f"must be at least 1, not {pages}", param_hint="--pages")
     if reps < 1:
         raise click.BadParameter(f"must be at least 1, not {reps}", param_hint="--reps")
+    output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
-    with progressbar(reps, "page faults") as bar:
-        df = pagefault.run(pages, reps, bar.update)
+    touched = functools.partial(pagefault.run, pages, reps, output=output, resume=resuming,
+                                discard_bad=discard_bad)  # fmt: skip
+    df = journaled_run(touched, output, True, "page faults")
     summary = pagefault.summarize(df)
-    if output:
-        results.save(df, output)
     if plot_path:
         pagefault.plot(df, plot_path)
     if as_json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import click
@@ -12,9 +13,11 @@ from perflab.cli.common import (
     check_paths,
     emit_json,
     interference_options,
+    journal_options,
+    journaled_run,
+    optional_record,
     output_options,
     priority,
-    progressbar,
     records,
     table,
     warnings_to_stderr,
@@ -45,10 +48,10 @@ if TYPE_CHECKING:
 @click.option("--repeat", default=1, show_default=True, type=click.IntRange(1), help="Runs.")
 @interference_options
 @output_options
-def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_json, plot_path):
+@journal_options
+def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_json, plot_path,
+                   resume, discard_bad):  # fmt: skip
     """1 thread, then 2 released together: CPU and wall time per placement (cputime_core_vs_ht)."""
-    from perflab.engine import results
-    from perflab.lab import threads
     from perflab.lab.threads import core_vs_ht
     from perflab.system import machine
 
@@ -56,15 +59,14 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
         raise click.BadParameter("at most two -p CPUs, as in the post", param_hint="-p")
     if cpus:
         machine.check_cpus(cpus)
+    output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
-    runs = repeat * (1 if cpus else sum(p.available for p in threads.placements()))
-    with warnings_to_stderr(), progressbar(runs, "core-vs-ht") as bar:
-        df = core_vs_ht.run(
-            loops, cpus, repeat, priority(nice, rt, rt_limit), perturb, progress=bar.update
-        )
+    timed = functools.partial(core_vs_ht.run, loops, cpus, repeat, priority(nice, rt, rt_limit),
+                              perturb, output=output, resume=resuming,
+                              discard_bad=discard_bad)  # fmt: skip
+    with warnings_to_stderr():
+        df = journaled_run(timed, output, True, "core-vs-ht")
     summary = core_vs_ht.summarize(df)
-    if output:
-        results.save(df, output)
     if plot_path:
         core_vs_ht.plot(df, plot_path)
     if as_json:

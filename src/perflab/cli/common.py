@@ -203,6 +203,11 @@ def record_path(output: str | None, resume: str | None, stem: str) -> tuple[str,
     return time.strftime(f"{stem}-%Y%m%d-%H%M%S.parquet"), False
 
 
+def optional_record(output: str | None, resume: str | None) -> tuple[str | None, bool]:
+    """Where an in-process verb records: --resume FILE or -o FILE, else nowhere (in memory)."""
+    return record_path(output, resume, "") if output or resume else (None, False)
+
+
 def progressbar(length: int, label: str) -> Progress:
     """Progress on stderr, so --json on stdout stays parseable: a bar with ETA in a terminal,
     a line every 10 s or 5 % in a log; none with perflab --quiet."""
@@ -237,7 +242,7 @@ class Bars:
 
 def journaled_run(
     run: Callable[..., pd.DataFrame],
-    output: str,
+    output: str | None,
     named: bool,
     label: str,
     bars: Bars | None = None,
@@ -245,7 +250,8 @@ def journaled_run(
     """A journaled run with progress bars: where it records, how to resume, complete or error.
 
     run(on_start=, progress=) measures; on_start(todo, done) opens the bar once the input has
-    proved valid, and says where the rows go when no -o named the file.
+    proved valid, and says where the rows go when no -o named the file. Without an output
+    the rows stay in memory, and a stop says that nothing was kept.
     """
     bars = bars or Bars()
 
@@ -261,7 +267,8 @@ def journaled_run(
         raise interrupted(output, exc) from None
     finally:
         bars.close()
-    check_complete(df, output)
+    if output:
+        check_complete(df, output)
     return df
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import click
@@ -11,10 +12,12 @@ from perflab.cli.common import (
     busy_hint,
     check_paths,
     interference_options,
+    journal_options,
+    journaled_run,
+    optional_record,
     output_options,
     print_result,
     priority,
-    progressbar,
     warnings_to_stderr,
 )
 from perflab.lab.plans import threads as plan
@@ -43,10 +46,10 @@ if TYPE_CHECKING:
 @click.option("--repeat", default=1, show_default=True, type=click.IntRange(1), help="Runs.")
 @interference_options
 @output_options
-def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_json, plot_path):
+@journal_options
+def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_json, plot_path,
+                   resume, discard_bad):  # fmt: skip
     """1 thread, then 2 released together: CPU and wall time per placement (cputime_core_vs_ht)."""
-    from perflab.engine import results
-    from perflab.lab import threads
     from perflab.lab.threads import core_vs_ht
     from perflab.system import machine
 
@@ -54,14 +57,13 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
         raise click.BadParameter("at most two -p CPUs, as in the post", param_hint="-p")
     if cpus:
         machine.check_cpus(cpus)
+    output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
-    runs = repeat * (1 if cpus else sum(p.available for p in threads.placements()))
-    with warnings_to_stderr(), progressbar(runs, "core-vs-ht") as bar:
-        df = core_vs_ht.run(
-            loops, cpus, repeat, priority(nice, rt, rt_limit), perturb, progress=bar.update
-        )
-    if output:
-        results.save(df, output)
+    timed = functools.partial(core_vs_ht.run, loops, cpus, repeat, priority(nice, rt, rt_limit),
+                              perturb, output=output, resume=resuming,
+                              discard_bad=discard_bad)  # fmt: skip
+    with warnings_to_stderr():
+        df = journaled_run(timed, output, True, "core-vs-ht")
     shown = print_result(df, as_json, output, plot_path)
     if not as_json:
         ran = shown.tables["placements"].dropna(subset=["cpu_ms_1"])

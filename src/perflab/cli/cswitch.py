@@ -1,14 +1,18 @@
 """`perflab run cswitch`: the cost of a context switch through a pipe."""
 
+import functools
+
 import click
 
 from perflab.cli import run
 from perflab.cli.common import (
     at_least_one,
     check_paths,
+    journal_options,
+    journaled_run,
+    optional_record,
     output_options,
     print_result,
-    progressbar,
 )
 
 
@@ -31,21 +35,19 @@ from perflab.cli.common import (
     help="CPUs for the pinned runs (first: parent and one-CPU runs, second: child).",
 )
 @output_options
-def cswitch_cmd(n, reps, rt, cpus, output, as_json, plot_path):
+@journal_options
+def cswitch_cmd(n, reps, rt, cpus, output, as_json, plot_path, resume, discard_bad):
     """N one-byte write+read alone, N round trips with a child, and the difference."""
-    from perflab.engine import results
     from perflab.lab import cswitch
 
     at_least_one(n, "N")
     at_least_one(reps, "--reps")
-    places = cswitch.placements(list(cpus) if cpus else None)
     realtime = cswitch.realtime_wanted(rt)
+    output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
-    runs = len(places) * reps * (2 if realtime else 1)
-    with progressbar(runs, f"cswitch {n}") as bar:
-        df = cswitch.run(n, reps, realtime, list(cpus) if cpus else None, bar.update)
-    if output:
-        results.save(df, output)
+    timed = functools.partial(cswitch.run, n, reps, realtime, list(cpus) if cpus else None,
+                              output=output, resume=resuming, discard_bad=discard_bad)  # fmt: skip
+    df = journaled_run(timed, output, True, f"cswitch {n}")
     print_result(df, as_json, output, plot_path)
     if realtime and not df["rt_applied"].any():
         click.echo("SCHED_RR refused (needs root or RLIMIT_RTPRIO); --no-rt skips it", err=True)

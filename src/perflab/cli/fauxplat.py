@@ -15,11 +15,11 @@ from perflab.cli.common import (
     cluster_options,
     emit_json,
     interference_options,
+    journaled_run,
+    optional_record,
     output_options,
     print_result,
     priority,
-    progressbar,
-    record_path,
     resume_option,
     table,
     warnings_to_stderr,
@@ -78,14 +78,14 @@ def fauxplat_cmd(
 ):
     """FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: cpu, cache
     and rt hogs on --cpu), with its spread and its change vs alone."""
-    from perflab.engine import results
     from perflab.lab import threads
     from perflab.lab.threads import fauxplat
     from perflab.reports import fleet
     from perflab.system import machine
 
     machine.check_cpus([cpu])
-    check_paths(output, plot_path)
+    record = optional_record(output, resume)
+    check_paths(record[0], plot_path)
     chosen = list(perturb) or threads.default_perturbations(cpu)
     if cluster:
         measure = functools.partial(
@@ -108,7 +108,6 @@ def fauxplat_cmd(
             "cpu": cpu,
             "kernel": kernel,
         }
-        record = record_path(output, resume, "fauxplat") if output or resume else (None, False)
         df, out = campaign_verb(measure, points, cluster, hosts, record, params, "fauxplat",
                                 ("host", "rep", "condition"))  # fmt: skip
         per_host = fleet.per_host(df[df["condition"] == "alone"], "fauxplat_per_s")
@@ -122,20 +121,12 @@ def fauxplat_cmd(
         for m in out.missing:
             click.echo(f"missing: {m}")
         return
-    with warnings_to_stderr(), progressbar(repeat * (1 + len(chosen)), "fauxplat") as bar:
-        df = fauxplat.run(
-            loops,
-            repeat,
-            cpu,
-            chosen,
-            priority(nice, rt, rt_limit),
-            progress=bar.update,
-            kernel=kernel,
-            size=size,
-        )
-    if output:
-        results.save(df, output)
-    shown = print_result(df, as_json, output, plot_path)
+    timed = functools.partial(fauxplat.run, loops, repeat, cpu, chosen,
+                              priority(nice, rt, rt_limit), kernel=kernel, size=size,
+                              output=record[0], resume=record[1])  # fmt: skip
+    with warnings_to_stderr():
+        df = journaled_run(timed, record[0], True, "fauxplat")
+    shown = print_result(df, as_json, record[0], plot_path)
     if not as_json:
         alone = shown.tables["fauxplat"].iloc[0]
         busy_hint(alone["median"] / alone["wall_median"], rt)

@@ -1,10 +1,20 @@
 """`perflab sweep memcpy`: Rubini's moremem, copy time vs size with the cache knees."""
 
+import functools
+
 import click
 
 from perflab import errors
 from perflab.cli import sweep
-from perflab.cli.common import check_paths, output_options, print_result, progressbar, table
+from perflab.cli.common import (
+    check_paths,
+    journal_options,
+    journaled_run,
+    optional_record,
+    output_options,
+    print_result,
+    table,
+)
 from perflab.errors import PerflabError
 from perflab.lab.plans import defaults
 
@@ -70,11 +80,12 @@ def _size(ctx, param, value):
     help="Do not mlockall (to see what page faults do to the curve).",
 )
 @output_options
+@journal_options
 def memcpy_cmd(
-    max_bytes, trials, kernel, align, offset, small, full, no_mlock, output, as_json, plot_path
-):
+    max_bytes, trials, kernel, align, offset, small, full, no_mlock, output, as_json, plot_path,
+    resume, discard_bad
+):  # fmt: skip
     """Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees found."""
-    from perflab.engine import results
     from perflab.lab import memcpy
 
     if trials < 1:
@@ -84,24 +95,14 @@ def memcpy_cmd(
     top = memcpy.default_max() if max_bytes is None else max_bytes
     if top > memcpy.MAX_BYTES:
         raise click.BadParameter(f"at most {memcpy.MAX_BYTES >> 30} GiB", param_hint="--max")
+    output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
-    todo = memcpy.sizes(top)
-    total = memcpy.work(todo, trials)
-    echo = errors.warnings_as_lines(lambda line: click.echo(line, err=True))
-    with echo, progressbar(total, f"memcpy 1..{top} B") as bar:
-        df = memcpy.run(
-            top,
-            trials,
-            kernel,
-            align,
-            offset,
-            lock=not no_mlock,
-            progress=bar.update,
-        )
     # --small is how the summary reads the sweep: the file keeps it, so a report agrees.
-    df = results.attach(df, {**results.metadata(df), "small": small})
-    if output:
-        results.save(df, output)
+    copies = functools.partial(memcpy.run, top, trials, kernel, align, offset, lock=not no_mlock,
+                               output=output, resume=resuming, discard_bad=discard_bad,
+                               extra_meta={"small": small})  # fmt: skip
+    with errors.warnings_as_lines(lambda line: click.echo(line, err=True)):
+        df = journaled_run(copies, output, True, f"memcpy 1..{top} B")
     if df["gb_per_s"].isna().all():
         if plot_path:
             memcpy.plot(df, plot_path, memcpy.detect_knees(df["size"], df["ticks_per_byte"]))

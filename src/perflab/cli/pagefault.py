@@ -1,9 +1,18 @@
 """`perflab run pagefault`: what a page fault costs, per page."""
 
+import functools
+
 import click
 
 from perflab.cli import run
-from perflab.cli.common import check_paths, output_options, print_result, progressbar
+from perflab.cli.common import (
+    check_paths,
+    journal_options,
+    journaled_run,
+    optional_record,
+    output_options,
+    print_result,
+)
 
 
 @run.command("pagefault")
@@ -14,18 +23,18 @@ from perflab.cli.common import check_paths, output_options, print_result, progre
     "--reps", default=20, show_default=True, type=int, help="Fresh regions measured per condition."
 )
 @output_options
-def pagefault_cmd(pages, reps, output, as_json, plot_path):
+@journal_options
+def pagefault_cmd(pages, reps, output, as_json, plot_path, resume, discard_bad):
     """Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory."""
-    from perflab.engine import results
     from perflab.lab import pagefault
 
     if pages < 1:
         raise click.BadParameter(f"must be at least 1, not {pages}", param_hint="--pages")
     if reps < 1:
         raise click.BadParameter(f"must be at least 1, not {reps}", param_hint="--reps")
+    output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
-    with progressbar(reps, "page faults") as bar:
-        df = pagefault.run(pages, reps, bar.update)
-    if output:
-        results.save(df, output)
+    touched = functools.partial(pagefault.run, pages, reps, output=output, resume=resuming,
+                                discard_bad=discard_bad)  # fmt: skip
+    df = journaled_run(touched, output, True, "page faults")
     print_result(df, as_json, output, plot_path)

@@ -1,14 +1,18 @@
 """`perflab run syscalls`: FileGuard's trimmed table of system-call costs."""
 
+import functools
+
 import click
 
 from perflab.cli import run
 from perflab.cli.common import (
     at_least_one,
     check_paths,
+    journal_options,
+    journaled_run,
+    optional_record,
     output_options,
     print_result,
-    progressbar,
 )
 from perflab.lab.plans import defaults
 
@@ -35,9 +39,9 @@ from perflab.lab.plans import defaults
     help="Directory of the 4 KiB scratch file (default: the temp dir); its filesystem counts.",
 )
 @output_options
-def syscalls_cmd(calls, trials, trim, directory, output, as_json, plot_path):
+@journal_options
+def syscalls_cmd(calls, trials, trim, directory, output, as_json, plot_path, resume, discard_bad):
     """Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs."""
-    from perflab.engine import results
     from perflab.lab import syscalls
 
     at_least_one(trials, "--trials")
@@ -46,10 +50,10 @@ def syscalls_cmd(calls, trials, trim, directory, output, as_json, plot_path):
             f"must be >= 0 and leave samples: 2*{trim} >= {trials} trials", param_hint="--trim"
         )
     names = syscalls.resolve(calls or syscalls.DEFAULT_CALLS)
+    output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
-    with progressbar(len(names), "syscalls") as bar:
-        df = syscalls.run(names, trials, directory, bar.update)
-    df = results.attach(df, {**results.metadata(df), "trim": trim})
-    if output:
-        results.save(df, output)
+    timed = functools.partial(syscalls.run, names, trials, directory, output=output,
+                              resume=resuming, discard_bad=discard_bad,
+                              extra_meta={"trim": trim})  # fmt: skip
+    df = journaled_run(timed, output, True, "syscalls")
     print_result(df, as_json, output, plot_path)

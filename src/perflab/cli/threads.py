@@ -3,6 +3,7 @@ interference, printed as DjiBee's and easyperf's programs print them."""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import click
@@ -13,10 +14,11 @@ from perflab.cli.common import (
     check_paths,
     cpu_list,
     interference_options,
+    journaled_run,
+    optional_record,
     output_options,
     print_result,
     priority,
-    progressbar,
     resume_option,
     warnings_to_stderr,
 )
@@ -149,7 +151,6 @@ def sweep_threads_cmd(
     perflab sweep threads --threads 1,2,4 --oversubscribe -- ./omp_solver   # OMP_NUM_THREADS
     """
     from perflab.cli._threads_program import program_sweep
-    from perflab.engine import results
     from perflab.lab import threads
     from perflab.lab.threads import thread_count
     from perflab.system import machine
@@ -166,27 +167,16 @@ def sweep_threads_cmd(
                              resume, as_json, plot_path, cpus=cpus, threads_env=threads_env,
                              seed=seed, timeout=timeout, inherit_env=inherit_env,
                              runq=runq)  # fmt: skip
-    if counts or threads_env or cpus is not None or resume or runq != "auto":
-        raise click.UsageError(
-            "--threads, --threads-env, --cpu, --runq and --resume need -- PROGRAM"
-        )
+    if counts or threads_env or cpus is not None or runq != "auto":
+        raise click.UsageError("--threads, --threads-env, --cpu and --runq need -- PROGRAM")
     repeat = repeat or 3
     max_threads = max_threads or len(machine.usable_cpus())
     threads.check_placement([None] * max_threads, oversubscribe)
+    output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
-    with warnings_to_stderr(), progressbar(repeat * max_threads, "threads") as bar:
-        df = thread_count.run(
-            max_threads,
-            kernel,
-            loops,
-            size,
-            repeat,
-            not free,
-            oversubscribe,
-            priority(nice, rt, rt_limit),
-            perturb,
-            progress=bar.update,
-        )
-    if output:
-        results.save(df, output)
+    timed = functools.partial(thread_count.run, max_threads, kernel, loops, size, repeat,
+                              not free, oversubscribe, priority(nice, rt, rt_limit), perturb,
+                              output=output, resume=resuming)  # fmt: skip
+    with warnings_to_stderr():
+        df = journaled_run(timed, output, True, "threads")
     print_result(df, as_json, output, plot_path)

@@ -1,14 +1,18 @@
 """`perflab run trig`: what libm's first call costs against the warm ones."""
 
+import functools
+
 import click
 
 from perflab.cli import run
 from perflab.cli.common import (
     at_least_one,
     check_paths,
+    journal_options,
+    journaled_run,
+    optional_record,
     output_options,
     print_result,
-    progressbar,
 )
 
 
@@ -29,9 +33,9 @@ from perflab.cli.common import (
     help="Also run the sequence once in each of N fresh processes (first calls fault).",
 )
 @output_options
-def trig_cmd(calls, repeat, cold_runs, output, as_json, plot_path):
+@journal_options
+def trig_cmd(calls, repeat, cold_runs, output, as_json, plot_path, resume, discard_bad):
     """Ticks of libm calls (default sin(1.0) tan(1.0) sin(0.0)), timer cost subtracted."""
-    from perflab.engine import results
     from perflab.lab import trig
 
     at_least_one(repeat, "--repeat")
@@ -40,12 +44,9 @@ def trig_cmd(calls, repeat, cold_runs, output, as_json, plot_path):
     texts = calls or trig.DEFAULT_CALLS
     for text in texts:
         trig.parse_call(text)
+    output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
-    if cold_runs:
-        with progressbar(cold_runs, "fresh processes") as bar:
-            df = trig.run(texts, repeat, cold_runs, bar.update)
-    else:
-        df = trig.run(texts, repeat)
-    if output:
-        results.save(df, output)
+    timed = functools.partial(trig.run, texts, repeat, cold_runs, output=output,
+                              resume=resuming, discard_bad=discard_bad)  # fmt: skip
+    df = journaled_run(timed, output, True, "trig")
     print_result(df, as_json, output, plot_path)

@@ -223,6 +223,10 @@ class Runs:
         runq = spawn.RUNQ_COLUMNS if self.runq != "off" else ()
         return [*self.labels, *MEASURED, *runq, *(("cpus_busy_ns",) if self.busy else ())]
 
+    def expect(self) -> Expect:
+        """What a journal checks of this sweep's rows: its columns, each planned run once."""
+        return run_expect(self.key, tuple(self.labels[k] for k in self.key), self.columns)
+
     def rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, **more: Any) -> pd.DataFrame:
         """The records of the planned runs at positions `at` as tidy rows (`more` columns
         after the labels), built in one go."""
@@ -247,17 +251,20 @@ class Recording:
 
 
 class Recorder:
-    """Buffers run rows and writes them as one chunk per flush_s (to a journal, or memory)."""
+    """Buffers rows and writes them as one chunk per flush_s (to a journal, or memory).
 
-    def __init__(self, recording: Recording, runs: Runs, params: dict, meta: dict, warn: Warn,
-                 flush_s: float = FLUSH_S):  # fmt: skip
-        self.meta, self.params, self.flush_s = meta, params, flush_s
-        self.columns = runs.columns
-        planned = tuple(runs.labels[k] for k in runs.key)
+    key: the columns naming a row; expect: what each row must be (its columns too); arrange:
+    the merged rows as returned and saved (journal.Journal.finish).
+    """
+
+    def __init__(self, recording: Recording, key: Iterable[str], expect: Expect, params: dict,
+                 meta: dict, warn: Warn, flush_s: float = FLUSH_S,
+                 arrange: Callable[[pd.DataFrame], pd.DataFrame] | None = None):  # fmt: skip
+        self.meta, self.params, self.flush_s, self.arrange = meta, params, flush_s, arrange
+        self.columns = list(expect.columns)
         self.journal = (
-            journal.Journal(recording.output, params, meta, runs.key, recording.resume,
-                            expect=run_expect(runs.key, planned, self.columns),
-                            discard_bad=recording.discard_bad, warn=warn)
+            journal.Journal(recording.output, params, meta, key, recording.resume,
+                            expect=expect, discard_bad=recording.discard_bad, warn=warn)
             if recording.output is not None
             else None
         )  # fmt: skip
@@ -302,7 +309,8 @@ class Recorder:
             try:
                 self.flush()
             finally:
-                df = self.journal.finish(complete=complete, extra_meta=extra, annotate=note)
+                df = self.journal.finish(complete=complete, extra_meta=extra, annotate=note,
+                                         arrange=self.arrange)  # fmt: skip
             stored = results.metadata(df)  # what finish() verified, not what was assumed
             complete = stored.get("complete", False)
             checked = {k: v for k, v in stored.items() if k == "incomplete"}
@@ -311,6 +319,7 @@ class Recorder:
             df = pd.concat(self.frames, ignore_index=True) if self.frames else None
             checked = {}
             if df is not None:
+                df = self.arrange(df) if self.arrange is not None else df
                 note(df)
         if df is None or df.empty:
             df = pd.DataFrame({c: pd.Series(dtype=object) for c in self.columns})
@@ -369,7 +378,8 @@ def measure_sequential(
         options = replace(options, runq=runs.runq)
         preflight(runs, options)
         overhead = spawn.timer_overhead()
-        recorder = Recorder(recording or Recording(), runs, controls.params(), meta, warn, flush_s)
+        recorder = Recorder(recording or Recording(), runs.key, runs.expect(), controls.params(),
+                            meta, warn, flush_s)  # fmt: skip
         todo = _todo(runs, recorder.done_keys())
         if on_start:
             on_start(int(todo.size), runs.prog.size - int(todo.size))

@@ -166,7 +166,7 @@ class Journal:
                 shutil.rmtree(self.parts, ignore_errors=True)
                 raise
             return None
-        frames, stored, done_meta = [], None, {}
+        frames, stored, done, done_meta = [], None, None, {}
         if self.path.exists():
             done = results.load(self.path)
             done_meta = results.metadata(done)
@@ -176,7 +176,6 @@ class Journal:
                     f"{self.path}: not a journaled perflab result (no parameters recorded); "
                     "cannot resume from it"
                 )
-            frames.append(self._accept_previous(done))
         merged: set[str] | int = set()
         if self.parts.is_dir():
             journal = self._read_params()
@@ -194,6 +193,8 @@ class Journal:
             raise PerflabError(
                 f"{self.path}: refusing to resume with different parameters ({', '.join(diff)})"
             )
+        if done is not None:  # its rows are checked against the plan of the same parameters
+            frames.append(self._accept_previous(done))
         self.parts.mkdir(exist_ok=True)
         chunks = self._chunks()
         if isinstance(merged, int):  # a journal of perflab < 0.2 counted its merged chunks
@@ -335,11 +336,13 @@ class Journal:
         complete: bool = True,
         extra_meta: Mapping[str, Any] | None = None,
         annotate: Callable[[pd.DataFrame], Mapping[str, Any]] | None = None,
+        arrange: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
     ) -> pd.DataFrame:
         """Merge earlier results and every chunk into PATH, verified, and drop the journal.
 
         annotate(merged rows) adds metadata computed on every row, earlier sessions' too,
-        before the one write of PATH.
+        before the one write of PATH; arrange(merged rows) gives the rows as saved, same
+        columns (in plan order, with the columns that depend on neighbouring rows recomputed).
         """
         try:
             self.flush()
@@ -348,6 +351,8 @@ class Journal:
             frames.extend(pd.read_parquet(c) for c in mine)
             frames = [f for f in frames if not f.empty]
             df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=self.key)
+            if arrange is not None and not df.empty:
+                df = arrange(df)
             meta = {**self.meta, **(extra_meta or {}), "params": self.params}
             if complete:
                 problem = self._verify(df)

@@ -147,7 +147,8 @@ def _measure_lanes(
     with childruns.quiet_options(controls) as options:
         childruns.preflight(runs, options)
         overhead = spawn.timer_overhead()
-        recorder = childruns.Recorder(recording, runs, controls.params(), meta, warn, flush_s)
+        recorder = childruns.Recorder(recording, runs.key, runs.expect(), controls.params(),
+                                      meta, warn, flush_s)  # fmt: skip
         todo = childruns._todo(runs, recorder.done_keys())
         if on_start:
             on_start(int(todo.size), runs.prog.size - int(todo.size))

@@ -1,7 +1,6 @@
 """Rubini's cswitch: one byte through pipes alone, then ping-ponged with a child; the difference."""
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +9,8 @@ import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
-from perflab.engine import results
+from perflab.engine import childruns, inprocess
+from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.system import machine
 
@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 RT_PRIORITY = 1  # Listing 2's sched_priority: the lowest real-time priority is enough
+COLUMNS = ("placement", "cpu_parent", "cpu_child", "realtime", "rt_applied", "n", "alone_ns",
+           "pingpong_ns", "alone_us_each", "roundtrip_us_each", "cswitch_us_each",
+           "parent_nvcsw", "parent_nivcsw", "child_nvcsw", "child_nivcsw",
+           "switches_per_roundtrip", "us_per_switch", "child_pid", "rep")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -85,22 +89,40 @@ def run(
     reps: int = 3,
     realtime: bool = True,
     cpus: list[int] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressArg = None,
+    *,
+    on_start: OnStart | None = None,
+    output: str | os.PathLike | None = None,
+    resume: bool = False,
+    discard_bad: bool = False,
 ) -> pd.DataFrame:
-    """Every placement, normal and (when asked) real-time priority, `reps` times each."""
+    """Every placement, normal and (when asked) real-time priority, `reps` times each.
+
+    output: a .parquet/.csv journal, written in chunks of runs as they are measured;
+    resume=True completes an interrupted one (inprocess.measure); progress counts runs."""
     if n < 1:
         raise PerflabError(f"N must be at least 1, not {n}")
     if reps < 1:
         raise PerflabError(f"--reps must be at least 1, not {reps}")
-    rows = []
-    for place in placements(cpus):
-        for rt in (False, True) if realtime else (False,):
-            for rep in range(reps):
-                rows.append({**run_once(n, place, rt), "rep": rep})
-                if progress:
-                    progress(1)
+    places = {p.name: p for p in placements(cpus)}
+    priorities = (False, True) if realtime else (False,)
+    keys = pd.DataFrame(
+        [(name, rt, rep) for name in places for rt in priorities for rep in range(reps)],
+        columns=["placement", "realtime", "rep"],
+    )
+    params = {"n": n, "reps": reps, "realtime": realtime,
+              "placements": [[p.name, p.parent, p.child] for p in places.values()]}  # fmt: skip
     meta = {**machine.metadata(), "experiment": "cswitch", "n": n, "reps": reps}
-    return results.attach(pd.DataFrame(rows), meta)
+
+    def timed(keys: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame(
+            [{**run_once(n, places[name], bool(rt)), "rep": rep}
+             for name, rt, rep in keys.itertuples(index=False)]
+        )  # fmt: skip
+
+    plan = inprocess.Plan("cswitch", keys, COLUMNS, params, meta)
+    return inprocess.measure(plan, timed, childruns.Recording(output, resume, discard_bad),
+                             on_start=on_start, progress=progress)  # fmt: skip
 
 
 measure = run  # its name before every experiment had run/summarize/plot

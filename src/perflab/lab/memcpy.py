@@ -1,8 +1,9 @@
 """Rubini's moremem: copy time vs size, 32 steps per octave, and the cache knees it shows."""
 
 import itertools
+import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,8 @@ from numpy.typing import ArrayLike
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
-from perflab.engine import results
+from perflab.engine import childruns, inprocess, results
+from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError, warn_once
 from perflab.lab.plans.defaults import PAGE as PAGE
 from perflab.system import machine
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
 KERNELS = bindings.COPY_KERNELS
 MAX_BYTES = 1 << 34
+COLUMNS = ("kernel", "size", "ticks", "ticks_per_byte", "gb_per_s", "derivative")
 
 
 def incr(n: int) -> int:
@@ -183,6 +186,14 @@ def measure(
     return out
 
 
+def derivative(size_list: ArrayLike, ticks: ArrayLike) -> np.ndarray:
+    """Point-to-point derivative of ticks per copy against size (NaN at the first size)."""
+    size, t = np.asarray(size_list, dtype=float), np.asarray(ticks, dtype=float)
+    deriv = np.full(size.size, np.nan)
+    deriv[1:] = np.diff(t) / np.diff(size)
+    return deriv
+
+
 def tidy(size_list: ArrayLike, ticks: ArrayLike, hz: float) -> pd.DataFrame:
     """The article's columns plus GB/s and the point-to-point derivative of ticks per copy."""
     size = np.asarray(size_list, dtype=np.int64)
@@ -190,17 +201,20 @@ def tidy(size_list: ArrayLike, ticks: ArrayLike, hz: float) -> pd.DataFrame:
     per_byte = t / size
     with np.errstate(divide="ignore", invalid="ignore"):
         gbps = np.where(t > 0, size / (t / hz) / 1e9, np.nan)
-    deriv = np.full(size.size, np.nan)
-    deriv[1:] = np.diff(t) / np.diff(size)
     return pd.DataFrame(
         {
             "size": size,
             "ticks": t.astype(np.int64),
             "ticks_per_byte": per_byte,
             "gb_per_s": gbps,
-            "derivative": deriv,
+            "derivative": derivative(size, t),
         }
     )
+
+
+def _rederive(df: pd.DataFrame) -> pd.DataFrame:
+    """Every size's derivative again, across the chunks' edges (rows in size order)."""
+    return df.assign(derivative=derivative(df["size"], df["ticks"]))
 
 
 def run(
@@ -210,41 +224,63 @@ def run(
     align: int = PAGE,
     offset: int = 0,
     lock: bool = True,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressArg = None,
+    *,
+    on_start: OnStart | None = None,
+    output: str | os.PathLike | None = None,
+    resume: bool = False,
+    discard_bad: bool = False,
+    extra_meta: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """moremem: the tidy sweep from 1 byte to max_bytes, with its run conditions in metadata.
 
-    A refused mlockall warns (PerflabWarning) and the sweep goes on: page faults may show."""
+    A refused mlockall warns (PerflabWarning) and the sweep goes on: page faults may show.
+    output: a .parquet/.csv journal, written in chunks of sizes as they are measured;
+    resume=True completes an interrupted one (inprocess.measure). progress counts work();
+    extra_meta joins the metadata (the CLI records its --small there)."""
 
     top = default_max() if max_bytes is None else max_bytes
     if not 1 <= top <= MAX_BYTES:
         raise PerflabError(f"--max must be between 1 byte and {MAX_BYTES >> 30} GiB, not {top}")
     place = Placement(align, offset)
     place.check()
-    check_kernel(kernel)
-    todo = sizes(top)
-    with MemoryLock(lock) as locked:
+    kid = check_kernel(kernel)
+    if trials < 1:
+        raise PerflabError(f"--trials must be at least 1, not {trials}")
+    todo = sizes(top).astype(np.int64)
+    hz, _ = machine.tsc_hz()
+    params = {"max_bytes": top, "trials": trials, "kernel": kernel, "align": align,
+              "offset": offset, "lock": lock}  # fmt: skip
+    with MemoryLock(lock) as locked, Buffers(int(todo.max()) + place.offset) as bufs:
         if lock and not locked.locked:
             warn_once(
                 f"{locked.error}; page faults may show in the curve "
                 "(run as root or raise `ulimit -l`; --no-mlock silences this)"
             )
-        ticks = measure(todo, trials, kernel, place, progress)
-    hz, _ = machine.tsc_hz()
-    df = tidy(todo, ticks, hz)
-    df.insert(0, "kernel", kernel)
-    meta = {
-        **machine.metadata(),
-        "experiment": "memcpy",
-        "max_bytes": top,
-        "trials": trials,
-        "align": align,
-        "offset": offset,
-        "mlockall": locked.locked,
-        "mlockall_error": locked.error,
-        "timer_overhead_ticks": bindings.timer_overhead_ticks(),
-    }
-    return results.attach(df, meta)
+        meta = {
+            **machine.metadata(),
+            "experiment": "memcpy",
+            **(extra_meta or {}),
+            "max_bytes": top,
+            "trials": trials,
+            "align": align,
+            "offset": offset,
+            "mlockall": locked.locked,
+            "mlockall_error": locked.error,
+            "timer_overhead_ticks": bindings.timer_overhead_ticks(),
+        }
+
+        def copies(keys: pd.DataFrame) -> pd.DataFrame:
+            part = np.ascontiguousarray(keys["size"], dtype=np.uint64)
+            ticks = np.zeros(part.size, dtype=np.int64)
+            bufs.sweep(kid, place, part, trials, ticks, f"memcpy sweep ({kernel})")
+            return tidy(part, ticks, hz).assign(kernel=kernel)
+
+        weight = (todo + 64) * trials  # work() of each size
+        plan = inprocess.Plan("memcpy", pd.DataFrame({"size": todo}), COLUMNS, params, meta,
+                              weight=weight, derive=_rederive)  # fmt: skip
+        return inprocess.measure(plan, copies, childruns.Recording(output, resume, discard_bad),
+                                 on_start=on_start, progress=progress)  # fmt: skip
 
 
 sweep = run  # its name before every experiment had run/summarize/plot

@@ -1,6 +1,6 @@
 """What a page fault costs: first touch of fresh pages vs touching them again vs mlock'ed pages."""
 
-from collections.abc import Callable
+import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -8,7 +8,8 @@ import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
-from perflab.engine import results
+from perflab.engine import childruns, inprocess
+from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.system import machine
 
@@ -16,36 +17,55 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 CONDITIONS = bindings.TOUCH_CONDITIONS
+COLUMNS = ("condition", "pages", "rep", "ticks", "ticks_per_page", "ns_per_page")
 
 
 def run(
-    pages: int = 1024, reps: int = 20, progress: Callable[[int], None] | None = None
+    pages: int = 1024,
+    reps: int = 20,
+    progress: ProgressArg = None,
+    *,
+    on_start: OnStart | None = None,
+    output: str | os.PathLike | None = None,
+    resume: bool = False,
+    discard_bad: bool = False,
 ) -> pd.DataFrame:
-    """One row per (rep, condition): ticks to write one byte into each of `pages` pages."""
+    """One row per (rep, condition): ticks to write one byte into each of `pages` pages.
+
+    output: a .parquet/.csv journal, written in chunks of repetitions as they are measured;
+    resume=True completes an interrupted one (inprocess.measure); progress counts repetitions."""
     if pages < 1 or pages > 1 << 22:
         raise PerflabError(f"--pages must be between 1 and {1 << 22}, not {pages}")
     if reps < 1:
         raise PerflabError(f"--reps must be at least 1, not {reps}")
     hz, _ = machine.tsc_hz()
-    rows = []
-    for rep in range(reps):
-        out = bindings.touch_pages(pages, "touch pages (mlock needs root or ulimit -l)")
-        for name, idx in CONDITIONS.items():
-            ticks = int(out[idx])
-            rows.append(
-                {
-                    "condition": name,
-                    "pages": pages,
-                    "rep": rep,
-                    "ticks": ticks,
-                    "ticks_per_page": ticks / pages,
-                    "ns_per_page": ticks / pages / hz * 1e9,
-                }
-            )
-        if progress:
-            progress(1)
+
+    def touched(keys: pd.DataFrame) -> pd.DataFrame:
+        rows = []
+        for rep in dict.fromkeys(keys["rep"]):
+            out = bindings.touch_pages(pages, "touch pages (mlock needs root or ulimit -l)")
+            for name, idx in CONDITIONS.items():
+                ticks = int(out[idx])
+                rows.append(
+                    {
+                        "condition": name,
+                        "pages": pages,
+                        "rep": rep,
+                        "ticks": ticks,
+                        "ticks_per_page": ticks / pages,
+                        "ns_per_page": ticks / pages / hz * 1e9,
+                    }
+                )
+        return pd.DataFrame(rows)
+
+    keys = pd.DataFrame(
+        [(rep, name) for rep in range(reps) for name in CONDITIONS], columns=["rep", "condition"]
+    )
     meta = {**machine.metadata(), "experiment": "pagefault", "page_bytes": 4096}
-    return results.attach(pd.DataFrame(rows), meta)
+    plan = inprocess.Plan("pagefault", keys, COLUMNS, {"pages": pages, "reps": reps}, meta,
+                          unit=("rep",))  # fmt: skip
+    return inprocess.measure(plan, touched, childruns.Recording(output, resume, discard_bad),
+                             on_start=on_start, progress=progress)  # fmt: skip
 
 
 measure = run  # its name before every experiment had run/summarize/plot

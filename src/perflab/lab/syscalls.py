@@ -1,8 +1,9 @@
 """System-call costs in FileGuard's table: min, max, mean, also with k best and k worst dropped."""
 
+import functools
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,8 @@ import pandas as pd
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
-from perflab.engine import results
+from perflab.engine import childruns, inprocess
+from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.system import machine
 
@@ -62,27 +64,24 @@ def run(
     calls: Iterable[str] = DEFAULT_CALLS,
     trials: int = 10000,
     directory: str | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressArg = None,
+    *,
+    on_start: OnStart | None = None,
+    output: str | os.PathLike | None = None,
+    resume: bool = False,
+    discard_bad: bool = False,
+    extra_meta: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """One row per call per trial: ticks and ns."""
+    """One row per call per trial: ticks and ns.
+
+    output: a .parquet/.csv journal, written in chunks of trials as they are measured;
+    resume=True completes an interrupted one (inprocess.measure); progress counts trials.
+    extra_meta joins the metadata (the CLI records its --trim there)."""
     names = resolve(calls)
     if trials < 1:
         raise PerflabError(f"--trials must be at least 1, not {trials}")
     hz, _ = machine.tsc_hz()
     path = _scratch_file(directory)
-    frames = []
-    try:
-        for call in names:
-            ticks = time_call(call, trials, path)
-            frames.append(
-                pd.DataFrame(
-                    {"call": call, "rep": np.arange(trials), "ticks": ticks, "ns": ticks / hz * 1e9}
-                )
-            )
-            if progress:
-                progress(1)
-    finally:
-        path.unlink(missing_ok=True)
     meta = {
         **machine.metadata(),
         "experiment": "syscalls",
@@ -90,8 +89,29 @@ def run(
         "io_bytes": IO_BYTES,
         "directory": str(path.parent),
         "timer_overhead_ticks": bindings.timer_overhead_ticks(),
+        **(extra_meta or {}),
     }
-    return results.attach(pd.concat(frames, ignore_index=True), meta)
+    keys = pd.DataFrame(
+        {"call": np.repeat(names, trials), "rep": np.tile(np.arange(trials), len(names))}
+    )
+    params = {"calls": names, "trials": trials, "directory": str(path.parent)}
+    plan = inprocess.Plan("syscalls", keys, ("call", "rep", "ticks", "ns"), params, meta,
+                          phase=("call",))  # fmt: skip
+    try:
+        return inprocess.measure(plan, functools.partial(_timed, path=path, hz=hz),
+                                 childruns.Recording(output, resume, discard_bad),
+                                 on_start=on_start, progress=progress)  # fmt: skip
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _timed(keys: pd.DataFrame, path: Path, hz: float) -> pd.DataFrame:
+    """The rows of a chunk of trials: each call timed as many times as it has rows here."""
+    frames = []
+    for call, g in keys.groupby("call", sort=False):
+        ticks = time_call(str(call), len(g), path)
+        frames.append(g.assign(ticks=ticks, ns=ticks / hz * 1e9))
+    return pd.concat(frames, ignore_index=True)
 
 
 measure = run  # its name before every experiment had run/summarize/plot

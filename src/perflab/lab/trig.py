@@ -1,5 +1,6 @@
 """Rubini's trig.c: ticks of libm calls, the first (cold) call apart from the warm minimum."""
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -9,7 +10,8 @@ import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
-from perflab.engine import results
+from perflab.engine import childruns, inprocess
+from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.system import machine
 
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 DEFAULT_CALLS = ("sin(1.0)", "tan(1.0)", "sin(0.0)")
+COLUMNS = ("mode", "call", "function", "arg", "position", "rep", "ticks", "ns")
 MAX_CALLS = 64
 # libm functions whose extra argument is a pointer: called as double(double) they would
 # write through garbage. Long-double variants (sinl) are refused too: they return on the
@@ -86,9 +89,11 @@ def cold(
     return _frame(calls, out, "cold")
 
 
-def _frame(calls: list[tuple[str, float]], ticks: np.ndarray, mode: str) -> pd.DataFrame:
+def _frame(
+    calls: list[tuple[str, float]], ticks: np.ndarray, mode: str, reps: Sequence[int] | None = None
+) -> pd.DataFrame:
     rows = []
-    for rep, line in enumerate(ticks):
+    for rep, line in zip(range(len(ticks)) if reps is None else reps, ticks, strict=True):
         for pos, ((name, arg), t) in enumerate(zip(calls, line, strict=True)):
             rows.append(
                 {
@@ -108,15 +113,24 @@ def run(
     call_texts: Sequence[str] = DEFAULT_CALLS,
     repeat: int = 10,
     cold_runs: int = 0,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressArg = None,
+    *,
+    on_start: OnStart | None = None,
+    output: str | os.PathLike | None = None,
+    resume: bool = False,
+    discard_bad: bool = False,
 ) -> pd.DataFrame:
-    """Cold runs first (so this process's warm-up cannot help them), then the warm repeats."""
+    """Cold runs first (so this process's warm-up cannot help them), then the warm repeats.
+
+    output: a .parquet/.csv journal, written in chunks of repeats as they are measured;
+    resume=True completes an interrupted one (inprocess.measure); progress counts repeats."""
     calls = [parse_call(t) for t in call_texts]
-    frames = [cold(calls, cold_runs, progress)] if cold_runs else []
-    frames.append(warm(calls, repeat))
+    if repeat < 1:
+        raise PerflabError(f"--repeat must be at least 1, not {repeat}")
+    if cold_runs < 0:
+        raise PerflabError(f"--cold must be at least 0, not {cold_runs}")
+    native = _native_calls(calls)
     hz, _ = machine.tsc_hz()
-    df = pd.concat(frames, ignore_index=True)
-    df["ns"] = df["ticks"] / hz * 1e9
     meta = {
         **machine.metadata(),
         "experiment": "trig",
@@ -124,7 +138,30 @@ def run(
         "cold_runs": cold_runs,
         "timer_overhead_ticks": bindings.timer_overhead_ticks(),
     }
-    return results.attach(df, meta)
+    modes = [("cold", cold_runs), ("warm", repeat)]
+    keys = pd.DataFrame(
+        [(mode, rep, pos) for mode, n in modes for rep in range(n) for pos in range(len(calls))],
+        columns=["mode", "rep", "position"],
+    )
+    params = {"calls": [_label(*c) for c in calls], "repeat": repeat, "cold_runs": cold_runs}
+    plan = inprocess.Plan("trig", keys, COLUMNS, params, meta, unit=("mode", "rep"),
+                          phase=("mode",))  # fmt: skip
+
+    def timed(keys: pd.DataFrame) -> pd.DataFrame:
+        reps = list(dict.fromkeys(keys["rep"]))
+        if keys["mode"].iloc[0] == "cold":
+            df = _frame(calls, np.array([native.cold() for _ in reps]), "cold", reps)
+        else:
+            if reps[0]:
+                # One unrecorded pass first: each recorded rep but 0 (the process's first call)
+                # then follows a pass of the sequence, as in one long loop, never perflab's own
+                # work between chunks (nor, in a resumed process, a first call).
+                native.warm(1)
+            df = _frame(calls, native.warm(len(reps)), "warm", reps)
+        return df.assign(ns=df["ticks"] / hz * 1e9)
+
+    return inprocess.measure(plan, timed, childruns.Recording(output, resume, discard_bad),
+                             on_start=on_start, progress=progress)  # fmt: skip
 
 
 measure = run  # its name before every experiment had run/summarize/plot

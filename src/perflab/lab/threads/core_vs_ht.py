@@ -1,6 +1,7 @@
 """DjiBee's cputime_core_vs_ht: one thread, then two released together, per placement (same
 CPU, hyper-thread siblings, two cores, two sockets); CPU time summed, elapsed time averaged."""
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -10,10 +11,11 @@ import pandas as pd
 
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
 from perflab.analysis.summary import Summary, Table
-from perflab.engine import results
+from perflab.engine import childruns, inprocess, results
+from perflab.engine.progress import OnStart
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, perturbed
-from perflab.lab.threads.runner import DEFAULT_LOOPS, LOOP_FACTOR, Priority, Progress, prio
+from perflab.lab.threads.runner import COLUMNS, DEFAULT_LOOPS, LOOP_FACTOR, Priority, Progress, prio
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -83,31 +85,60 @@ def run(
     priority: Priority | None = None,
     perturb: Sequence[Perturbation] = (),
     progress: Progress = None,
+    *,
+    on_start: OnStart | None = None,
+    output: str | os.PathLike | None = None,
+    resume: bool = False,
+    discard_bad: bool = False,
 ) -> pd.DataFrame:
-    """cputime_core_vs_ht: 1 thread then 2 together, per placement; one row per thread run."""
+    """cputime_core_vs_ht: 1 thread then 2 together, per placement; one row per thread run.
+
+    output: a .parquet/.csv journal, written in chunks of runs as they are measured;
+    resume=True completes an interrupted one (inprocess.measure); progress counts runs of 1
+    or 2 threads."""
     if loops < 1 or repeat < 1:
         raise PerflabError("--loops and --repeat must be at least 1")
-    plan = [given_placement(cpus)] if cpus else placements()
-    rows: list[dict[str, Any]] = []
-    with perturbed(perturb):
-        for rep in range(repeat):
-            for p in plan:
-                if not p.available:
-                    if rep == 0:
-                        rows.append(_absent_row(p))
-                    continue
-                for n in (1, 2):
-                    df = threads.run_threads(list(p.cpus[:n]), loops, **prio(priority))
-                    df.insert(0, "placement", p.name)
-                    df.insert(1, "label", p.label)
-                    df.insert(2, "threads", n)
-                    df.insert(3, "rep", rep)
-                    df["status"] = "ok"
-                    rows.extend(df.to_dict(orient="records"))
-                if progress:
-                    progress(1)
+    places = {p.name: p for p in ([given_placement(cpus)] if cpus else placements())}
+    params = {"loops": loops, "cpus": list(cpus), "repeat": repeat, **prio(priority),
+              "perturb": [str(p) for p in perturb],
+              "placements": [[p.name, *p.cpus] for p in places.values()]}  # fmt: skip
     meta = threads.run_metadata("core-vs-ht", loops, priority, perturb, cpus=list(cpus))
-    return results.attach(pd.DataFrame(rows), meta)
+
+    def timed(keys: pd.DataFrame) -> pd.DataFrame:
+        frames = []
+        for (name, rep, n), _ in keys.groupby(["placement", "rep", "threads"], sort=False):
+            p = places[str(name)]
+            if not p.available:
+                frames.append(pd.DataFrame([_absent_row(p)]))
+                continue
+            df = threads.run_threads(list(p.cpus[: int(n)]), loops, **prio(priority))
+            df.insert(0, "placement", p.name)
+            df.insert(1, "label", p.label)
+            df.insert(2, "threads", n)
+            df.insert(3, "rep", rep)
+            df["status"] = "ok"
+            frames.append(df)
+        return pd.concat(frames, ignore_index=True)
+
+    columns = ("placement", "label", "threads", "rep", *COLUMNS, "status")
+    plan = inprocess.Plan("core-vs-ht", _keys(list(places.values()), repeat), columns, params,
+                          meta, unit=("placement", "rep", "threads"))  # fmt: skip
+    with perturbed(perturb):
+        return inprocess.measure(plan, timed, childruns.Recording(output, resume, discard_bad),
+                                 on_start=on_start, progress=progress)  # fmt: skip
+
+
+def _keys(places: list[Placement], repeat: int) -> pd.DataFrame:
+    """A row per thread run in run order: 1 thread then 2 per placement, repeats interleaved;
+    a placement this machine lacks has one row (thread NaN) that says why it was not run."""
+    rows: list[tuple[str, int, int, float]] = []
+    for rep in range(repeat):
+        for p in places:
+            if p.available:
+                rows += [(p.name, rep, n, t) for n in (1, 2) for t in range(n)]
+            elif rep == 0:
+                rows.append((p.name, 0, 2, np.nan))
+    return pd.DataFrame(rows, columns=["placement", "rep", "threads", "thread"])
 
 
 def _absent_row(p: Placement) -> dict[str, Any]:

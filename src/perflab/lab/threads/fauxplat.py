@@ -1,6 +1,7 @@
 """DjiBee's FauxPlat/sec: loops per CPU second of one pinned thread, alone and under each
 perturbation, with its spread and its change against running alone."""
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +11,8 @@ import pandas as pd
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
-from perflab.engine import results
+from perflab.engine import childruns, inprocess
+from perflab.engine.progress import OnStart
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, default_perturbations, perturbed
 from perflab.lab.threads.runner import DEFAULT_LOOPS, DEFAULT_STREAM_BYTES, Priority, Progress, prio
@@ -18,6 +20,10 @@ from perflab.system import machine
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+COLUMNS = ("condition", "rep", "cpu", "kernel", "loops", "cpu_ns", "wall_ns", "ticks",
+           "context_switches", "steal_ns", "fauxplat_per_s", "fauxplat_wall_per_s",
+           "status")  # fmt: skip
 
 
 def run(
@@ -29,23 +35,34 @@ def run(
     progress: Progress = None,
     kernel: str = "loop",
     size: int = DEFAULT_STREAM_BYTES,
+    *,
+    on_start: OnStart | None = None,
+    output: str | os.PathLike | None = None,
+    resume: bool = False,
+    discard_bad: bool = False,
 ) -> pd.DataFrame:
     """FauxPlat/sec = loops / CPU seconds of one pinned thread, alone and under each
     perturbation (default: a cpu, cache and rt hog on cpu), repeats interleaved so drift hits
-    every condition alike."""
+    every condition alike.
+
+    output: a .parquet/.csv journal, written in chunks of measurements as they are made;
+    resume=True completes an interrupted one (inprocess.measure); progress counts them."""
     if loops < 1 or repeat < 1:
         raise PerflabError("--loops and --repeat must be at least 1")
     machine.check_cpus([cpu])
     chosen = list(perturb) if perturb is not None else default_perturbations(cpu)
-    rows = []
-    for rep in range(repeat):
-        for p in [None, *chosen]:
+    conditions: dict[str, Perturbation | None] = {"alone": None, **{str(p): p for p in chosen}}
+
+    def timed(keys: pd.DataFrame) -> pd.DataFrame:
+        rows = []
+        for rep, condition in keys.itertuples(index=False):
+            p = conditions[str(condition)]
             with perturbed([p] if p else []):
                 df = threads.run_threads([cpu], loops, kernel, size, **prio(priority))
             r = df.iloc[0]
             rows.append(
                 {
-                    "condition": str(p) if p else "alone",
+                    "condition": condition,
                     "rep": rep,
                     "cpu": cpu,
                     "kernel": kernel,
@@ -60,16 +77,23 @@ def run(
                     "status": "ok",
                 }
             )
-            if progress:
-                progress(1)
+        return pd.DataFrame(rows)
+
+    keys = pd.DataFrame(
+        [(rep, c) for rep in range(repeat) for c in conditions], columns=["rep", "condition"]
+    )
+    params = {"loops": loops, "repeat": repeat, "cpu": cpu, "perturb": list(conditions)[1:],
+              **prio(priority), "kernel": kernel, "size": size}  # fmt: skip
     meta = threads.run_metadata("fauxplat", loops, priority, chosen, cpu=cpu, kernel=kernel)
-    return results.attach(pd.DataFrame(rows), meta)
+    plan = inprocess.Plan("fauxplat", keys, COLUMNS, params, meta)
+    return inprocess.measure(plan, timed, childruns.Recording(output, resume, discard_bad),
+                             on_start=on_start, progress=progress)  # fmt: skip
 
 
 def point(rep: int, **options: Any) -> pd.DataFrame:
     """One repeat of run(): what a campaign hands to a host (the caller numbers it)."""
     del rep
-    return run(repeat=1, **options)
+    return run(repeat=1, progress=False, **options)  # the campaign shows progress per point
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:

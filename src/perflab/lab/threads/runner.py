@@ -4,13 +4,14 @@ conditions every threads experiment records."""
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from perflab.core import bindings
+from perflab.engine.progress import ProgressArg
 from perflab.errors import PerflabError, RealTimeOverrun, warn_once
 from perflab.lab.plans.threads import DEFAULT_LOOPS as DEFAULT_LOOPS
 from perflab.lab.plans.threads import DEFAULT_STREAM_BYTES as DEFAULT_STREAM_BYTES
@@ -20,7 +21,11 @@ from perflab.lab.threads.hogs import RT_LIMIT_S, RT_PRIORITY, Perturbation, rt_w
 from perflab.system import counters, machine
 
 KERNELS = bindings.THREAD_KERNELS
-Progress = Callable[[int], None] | None
+Progress = ProgressArg  # a callback per unit done, False for silence, None for a display
+# The columns of run_threads' rows when it counts every event, as the experiments record them.
+COLUMNS = ("thread", "cpu", "cpu_start", "cpu_end", "kernel", "loops", "cpu_ns", "wall_ns",
+           "ticks", "release_ns", "start_ns", "end_ns", "retries", "steal_ns", "sched_status",
+           *counters.COLUMNS)  # fmt: skip
 
 
 @dataclass(frozen=True)

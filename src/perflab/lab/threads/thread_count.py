@@ -1,6 +1,7 @@
 """easyperf's thread-count scaling: a fixed total of work split over 1..N threads, with
 throughput, speedup, efficiency, CPU utilisation and the spinning that synchronisation costs."""
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -8,10 +9,12 @@ import pandas as pd
 
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
 from perflab.analysis.summary import Summary, Table
-from perflab.engine import results
+from perflab.engine import childruns, inprocess
+from perflab.engine.progress import OnStart
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, perturbed
 from perflab.lab.threads.runner import (
+    COLUMNS,
     DEFAULT_LOOPS,
     DEFAULT_STREAM_BYTES,
     LOOP_FACTOR,
@@ -43,9 +46,17 @@ def run(
     priority: Priority | None = None,
     perturb: Sequence[Perturbation] = (),
     progress: Progress = None,
+    *,
+    on_start: OnStart | None = None,
+    output: str | os.PathLike | None = None,
+    resume: bool = False,
+    discard_bad: bool = False,
 ) -> pd.DataFrame:
     """Fixed total work split over 1..max_threads threads (pinned round-robin over the usable
-    CPUs unless pin=False), interleaved repeats; one row per thread run."""
+    CPUs unless pin=False), interleaved repeats; one row per thread run.
+
+    output: a .parquet/.csv journal, written in chunks of runs as they are measured;
+    resume=True completes an interrupted one (inprocess.measure); progress counts runs."""
     kernel_id(kernel)
     if max_threads < 1 or loops < 1 or repeat < 1:
         raise PerflabError("--max, --loops and --repeat must be at least 1")
@@ -53,23 +64,35 @@ def run(
     check_placement([None] * max_threads, oversubscribe)
     if loops < max_threads:
         raise PerflabError(f"--loops {loops} cannot be shared among {max_threads} threads")
-    rows: list[dict[str, Any]] = []
-    with perturbed(perturb):
-        for rep in range(repeat):
-            for n in range(1, max_threads + 1):
-                cpus = [usable[i % len(usable)] if pin else None for i in range(n)]
-                df = threads.run_threads(cpus, split(loops, n), kernel, size, **prio(priority))
-                df.insert(0, "threads", n)
-                df.insert(1, "rep", rep)
-                df["bytes"] = size if kernel == "stream" else 0
-                df["status"] = "ok"
-                rows.extend(df.to_dict(orient="records"))
-                if progress:
-                    progress(1)
+
+    def timed(keys: pd.DataFrame) -> pd.DataFrame:
+        frames = []
+        for (rep, n), _ in keys.groupby(["rep", "threads"], sort=False):
+            cpus = [usable[i % len(usable)] if pin else None for i in range(n)]
+            df = threads.run_threads(cpus, split(loops, n), kernel, size, **prio(priority))
+            df.insert(0, "threads", n)
+            df.insert(1, "rep", rep)
+            df["bytes"] = size if kernel == "stream" else 0
+            df["status"] = "ok"
+            frames.append(df)
+        return pd.concat(frames, ignore_index=True)
+
+    keys = pd.DataFrame(
+        [(n, rep, t) for rep in range(repeat) for n in range(1, max_threads + 1) for t in range(n)],
+        columns=["threads", "rep", "thread"],
+    )
+    params = {"max_threads": max_threads, "kernel": kernel, "loops": loops, "size": size,
+              "repeat": repeat, "pin": pin, "cpus": usable if pin else None,
+              "oversubscribe": oversubscribe, **prio(priority),
+              "perturb": [str(p) for p in perturb]}  # fmt: skip
     meta = threads.run_metadata(
         "threads", loops, priority, perturb, kernel=kernel, size=size, pinned=pin
     )
-    return results.attach(pd.DataFrame(rows), meta)
+    columns = ("threads", "rep", *COLUMNS, "bytes", "status")
+    plan = inprocess.Plan("threads", keys, columns, params, meta, unit=("rep", "threads"))
+    with perturbed(perturb):
+        return inprocess.measure(plan, timed, childruns.Recording(output, resume, discard_bad),
+                                 on_start=on_start, progress=progress)  # fmt: skip
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:

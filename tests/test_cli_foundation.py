@@ -1,7 +1,9 @@
 """The foundation's verbs through click's runner: tables, JSON, files, and one-line errors."""
 
 import json
+import re
 
+from perflab import errors
 from perflab.cli import cli
 from perflab.engine import results
 
@@ -51,3 +53,26 @@ def test_bad_input_gives_one_line_errors(runner, tmp_path):
     ):
         res = runner.invoke(cli, args)
         _one_line_error(res)
+
+
+def test_every_warning_in_the_catalogue_names_what_fixes_it():
+    for name, text in errors.WARNINGS.items():
+        assert re.search(r"--[a-z]|root|ulimit", text), f"{name} names no option or step: {text}"
+
+
+def test_a_warning_of_a_verb_is_one_line_on_stderr(runner, monkeypatch):
+    """The one channel: a PerflabWarning raised inside any verb is printed by the CLI as
+    'perflab: warning: ...', one line, and the verb goes on."""
+    from perflab.lab import pagefault
+
+    real = pagefault.run
+
+    def warned(*args, **kwargs):
+        errors.warn(errors.warning("rt_refused", why="EPERM"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pagefault, "run", warned)
+    res = runner.invoke(cli, ["run", "pagefault", "--pages", "2", "--reps", "1"])
+    assert res.exit_code == 0, res.output
+    lines = [line for line in res.stderr.splitlines() if "warning" in line]
+    assert lines == [f"perflab: warning: {errors.warning('rt_refused', why='EPERM')}"]

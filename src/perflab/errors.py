@@ -26,11 +26,35 @@ class PerflabWarning(UserWarning):
     """Something was not as asked (no permission for a priority, no mlock) but the run went on."""
 
 
+# Every warning perflab gives: what went otherwise than asked, and the option or step that
+# fixes or silences it (tests/test_cli_foundation.py checks each names one).
+WARNINGS = {
+    "rt_refused": "real-time priority refused: {why}; continuing at normal priority "
+    "(--no-rt: do not ask)",
+    "chunk_dropped": "dropped {chunk}: {problem}; its runs are measured again "
+    "(--discard-bad: drop a damaged earlier result instead of refusing it)",
+    "mlock_refused": "{error}; page faults may show in the curve (run as root or raise "
+    "`ulimit -l`; --no-mlock silences this)",
+    "hog_rt_refused": "the {hog} hog could not get real-time priority ({why}); it runs as a "
+    "normal CPU hog (--perturb rt needs root, CAP_SYS_NICE or RLIMIT_RTPRIO)",
+    "priority_refused": "could not set {what} priority ({why}); running at normal priority "
+    "(needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO/RLIMIT_NICE allowance; or drop --nice/--rt)",
+}
 _warned: set[str] = set()
 
 
+def warning(name: str, **fields: object) -> str:
+    """The catalogue's text of warning `name`, filled in."""
+    return WARNINGS[name].format(**fields)
+
+
+def warn(message: str) -> None:
+    """The one way a measurement warns: a PerflabWarning (the CLI prints it as one line)."""
+    warnings.warn(message, PerflabWarning, stacklevel=3)
+
+
 def warn_once(message: str) -> None:
-    """The one way a measurement warns: a PerflabWarning, once per distinct message."""
+    """warn, once per distinct message in this process."""
     if message not in _warned:
         _warned.add(message)
         warnings.warn(message, PerflabWarning, stacklevel=3)

@@ -13,7 +13,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from perflab import __version__
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, warnings_as_lines
 
 QUIET = "perflab.quiet"  # ctx.meta key: --quiet, read by cli.common.progressbar
 
@@ -156,7 +156,8 @@ class Group(click.Group):
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with warnings_as_lines(lambda line: click.echo(line, err=True)):
+                return super().invoke(ctx)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx else "perflab"
             raise UsageMistake(f"{exc.format_message()} (see '{where} --help')") from None

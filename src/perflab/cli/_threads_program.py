@@ -6,7 +6,6 @@ import signal
 
 import click
 
-from perflab import errors
 from perflab.cli.common import Bars, check_paths, journaled_run, print_result
 
 
@@ -20,27 +19,23 @@ def program_sweep(command, counts, repeat, oversubscribe, perturb, output, resum
     output = output or resume
     check_paths(output, plot_path)
 
-    def warn(line: str) -> None:
-        click.echo(f"perflab: warning: {line}", err=True)
-
     run = functools.partial(program.run, command, counts, perturb=perturb, output=output,
-                            resume=bool(resume), warn=warn, repeat=repeat,
+                            resume=bool(resume), repeat=repeat,
                             oversubscribe=oversubscribe, **params)  # fmt: skip
-    with errors.warnings_as_lines(lambda line: click.echo(line, err=True)):
-        if output:
-            df = journaled_run(run, output, True, "threads")
-        else:
-            bars = Bars()
+    if output:
+        df = journaled_run(run, output, True, "threads")
+    else:
+        bars = Bars()
 
-            def start(todo: int, done: int) -> None:
-                bars.open("threads", todo, done)
+        def start(todo: int, done: int) -> None:
+            bars.open("threads", todo, done)
 
-            try:
-                df = run(on_start=start, progress=bars.update)
-            except KeyboardInterrupt as exc:
-                bars.close()
-                click.echo("Error: interrupted: nothing recorded (-o FILE keeps runs)", err=True)
-                raise click.exceptions.Exit(128 + getattr(exc, "signum", signal.SIGINT)) from None
-            finally:
-                bars.close()
+        try:
+            df = run(on_start=start, progress=bars.update)
+        except KeyboardInterrupt as exc:
+            bars.close()
+            click.echo("Error: interrupted: nothing recorded (-o FILE keeps runs)", err=True)
+            raise click.exceptions.Exit(128 + getattr(exc, "signum", signal.SIGINT)) from None
+        finally:
+            bars.close()
     print_result(df, as_json, output, plot_path)

@@ -7,7 +7,6 @@ pandas or matplotlib.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import signal
@@ -19,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from perflab import errors
 from perflab.cli import QUIET
 from perflab.engine import controls
 from perflab.engine.progress import Progress
@@ -434,11 +432,6 @@ def priority(nice: int, rt: bool, rt_limit: float) -> threads.Priority:
     from perflab.lab import threads
 
     return threads.Priority(nice=nice, rt=rt, rt_limit=rt_limit)
-
-
-def warnings_to_stderr() -> contextlib.AbstractContextManager[None]:
-    """PerflabWarnings as one 'perflab: warning:' line each, not Python's file:line format."""
-    return errors.warnings_as_lines(lambda line: click.echo(line, err=True))
 
 
 def export_path(path: str | None, suffix: str) -> str | None:

@@ -18,7 +18,6 @@ from perflab.cli.common import (
     output_options,
     print_result,
     priority,
-    warnings_to_stderr,
 )
 from perflab.lab.plans import threads as plan
 
@@ -62,8 +61,7 @@ def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_
     timed = functools.partial(core_vs_ht.run, loops, cpus, repeat, priority(nice, rt, rt_limit),
                               perturb, output=output, resume=resuming,
                               discard_bad=discard_bad)  # fmt: skip
-    with warnings_to_stderr():
-        df = journaled_run(timed, output, True, "core-vs-ht")
+    df = journaled_run(timed, output, True, "core-vs-ht")
     shown = print_result(df, as_json, output, plot_path)
     if not as_json:
         ran = shown.tables["placements"].dropna(subset=["cpu_ms_1"])

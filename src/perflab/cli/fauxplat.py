@@ -22,7 +22,6 @@ from perflab.cli.common import (
     priority,
     resume_option,
     table,
-    warnings_to_stderr,
 )
 from perflab.lab.plans import threads as plan
 
@@ -124,8 +123,7 @@ def fauxplat_cmd(
     timed = functools.partial(fauxplat.run, loops, repeat, cpu, chosen,
                               priority(nice, rt, rt_limit), kernel=kernel, size=size,
                               output=record[0], resume=record[1])  # fmt: skip
-    with warnings_to_stderr():
-        df = journaled_run(timed, record[0], True, "fauxplat")
+    df = journaled_run(timed, record[0], True, "fauxplat")
     shown = print_result(df, as_json, record[0], plot_path)
     if not as_json:
         alone = shown.tables["fauxplat"].iloc[0]

@@ -20,7 +20,6 @@ from perflab.cli.common import (
     print_result,
     priority,
     resume_option,
-    warnings_to_stderr,
 )
 from perflab.engine import controls
 from perflab.lab.plans import threads as plan
@@ -177,6 +176,5 @@ def sweep_threads_cmd(
     timed = functools.partial(thread_count.run, max_threads, kernel, loops, size, repeat,
                               not free, oversubscribe, priority(nice, rt, rt_limit), perturb,
                               output=output, resume=resuming)  # fmt: skip
-    with warnings_to_stderr():
-        df = journaled_run(timed, output, True, "threads")
+    df = journaled_run(timed, output, True, "threads")
     print_result(df, as_json, output, plot_path)

@@ -11,7 +11,6 @@ journal that a resume checks against the plan.
 import contextlib
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -23,6 +22,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
+from perflab import errors
 from perflab.engine import journal, results, spawn
 from perflab.engine.controls import Controls as Controls
 from perflab.engine.journal import Expect
@@ -106,11 +106,6 @@ class Interrupt:
             raise self.stopped() from None
 
 
-def warn_stderr(message: str) -> None:
-    """Warnings go to stderr, one line each, so --json output stays clean."""
-    print(f"perflab: warning: {message}", file=sys.stderr)
-
-
 @contextlib.contextmanager
 def away_from(cpus: tuple[int, ...]) -> Iterator[None]:
     """Keep perflab's own threads off the child's CPUs while it measures, when others exist."""
@@ -132,7 +127,7 @@ def rt_refused_once(
     if not options.rt or refused.size == 0:
         return options
     why = spawn.describe_errno(int(refused[0]))
-    warn(f"real-time priority refused: {why}; continuing at normal priority (--no-rt: do not ask)")
+    warn(errors.warning("rt_refused", why=why))
     extra["rt_granted"] = False
     extra["rt_refused"] = why
     return replace(options, rt=False)
@@ -213,7 +208,7 @@ class Runs:
     sizes: np.ndarray | None = None
     var: str = "A"
     env: dict[str, str] = field(default_factory=dict)
-    runq: str = "off"  # spawn.RUNQ_MODES: read each run's run-queue wait (serial sweeps only)
+    runq: str = "off"  # RUNQ_MODES: read each run's run-queue wait (serial sweeps only)
     # Read the run's CPUs' busy time (/proc/stat) around each batch of one run: cpus_busy_ns
     # less the run's CPU time is what other tasks took of them (serial sweeps only).
     busy: bool = False
@@ -366,7 +361,7 @@ def measure_sequential(
     flush_s: float = FLUSH_S,
     on_start: Callable[[int, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
-    warn: Warn = warn_stderr,
+    warn: Warn = errors.warn,
 ) -> pd.DataFrame:
     """Run every planned run not yet recorded, in C batches of chunk_runs, and return the rows.
 

@@ -87,11 +87,10 @@ class Controls:
 
     def check_controls(self) -> None:
         """Refuse controls the C core cannot honour, before anything is built or measured."""
-        from perflab.engine import spawn
         from perflab.system import machine
 
         check_timeout(self.timeout)
-        spawn.SpawnOptions(aslr=self.aslr)
+        check_aslr(self.aslr)
         machine.check_cpus(self.cpus)
         self.check_lanes()
 
@@ -149,6 +148,12 @@ def check_order(order: str) -> None:
 def check_repeat(repeat: int) -> None:
     if repeat < 1:
         raise PerflabError(f"--repeat must be at least 1, not {repeat}")
+
+
+def check_aslr(mode: str) -> None:
+    """Refuse an ASLR mode the C core does not know (click's --aslr choices parse the same)."""
+    if mode not in ASLR_MODES:
+        raise PerflabError(f"--aslr must be one of {', '.join(ASLR_MODES)}, not {mode!r}")
 
 
 def check_timeout(seconds: float) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perflab import errors
 from perflab.engine import childruns
 from perflab.engine.journal import Expect
 from perflab.engine.progress import OnStart, ProgressArg, shown
@@ -120,7 +121,7 @@ def measure(
     *,
     on_start: OnStart | None = None,
     progress: ProgressArg = None,
-    warn: childruns.Warn = childruns.warn_stderr,
+    warn: childruns.Warn = errors.warn,
     chunk_s: float = CHUNK_S,
 ) -> pd.DataFrame:
     """Measure every planned row not recorded yet, chunk by chunk, and return all the rows.

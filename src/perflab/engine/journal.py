@@ -10,7 +10,6 @@ is written only once the merged rows hold every planned key exactly once.
 import json
 import os
 import shutil
-import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from perflab import errors
 from perflab.engine import filelock, results
 from perflab.errors import PerflabError
 from perflab.system import files
@@ -39,10 +39,6 @@ class Expect:
     unique: tuple[str, ...] = ()
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     categories: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-
-def _warn_stderr(message: str) -> None:
-    print(f"perflab: warning: {message}", file=sys.stderr)
 
 
 class _Keys:
@@ -127,7 +123,7 @@ class Journal:
         chunk_rows: int = 2000,
         expect: Expect | None = None,
         discard_bad: bool = False,
-        warn: Callable[[str], None] = _warn_stderr,
+        warn: Callable[[str], None] = errors.warn,
     ):
         self.path = results.check_output(path)
         self.parts = self.path.with_name(self.path.name + ".parts")
@@ -259,7 +255,7 @@ class Journal:
                 "(its runs are measured again)"
             )
         chunk.unlink()
-        self.warn(f"dropped {chunk}: {problem}; its runs are measured again")
+        self.warn(errors.warning("chunk_dropped", chunk=chunk, problem=problem))
         return None
 
     def _write_params(self, hint: str | None = None) -> None:

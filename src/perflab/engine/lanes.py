@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from perflab import errors
 from perflab.analysis import stats
 from perflab.engine import childruns, spawn
 from perflab.engine.progress import ProgressArg, shown
@@ -138,7 +139,7 @@ def _measure_lanes(
     flush_s: float = childruns.FLUSH_S,
     on_start: Callable[[int, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
-    warn: childruns.Warn = childruns.warn_stderr,
+    warn: childruns.Warn = errors.warn,
 ) -> pd.DataFrame:
     """measure with one child per CPU at a time and a sequential reference slice."""
     runs = LaneRuns(**vars(runs))
@@ -285,7 +286,7 @@ def measure(
     flush_s: float = childruns.FLUSH_S,
     on_start: Callable[[int, int], None] | None = None,
     progress: ProgressArg = None,
-    warn: childruns.Warn = childruns.warn_stderr,
+    warn: childruns.Warn = errors.warn,
 ) -> pd.DataFrame:
     """Run every planned run not yet recorded, in one lane or one per CPU (--jobs), showing
     progress: the caller's callbacks, nothing with progress=False, else a display that suits

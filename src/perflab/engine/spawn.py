@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from perflab.core import bindings
-from perflab.core.constants import ASLR_MODES as ASLR_MODES
-from perflab.core.constants import RUNQ_MODES as RUNQ_MODES
+from perflab.core.constants import RUNQ_MODES
+from perflab.engine import controls
 from perflab.errors import PerflabError, Stopped
 
 STATUS = bindings.RUN_STATUS
@@ -54,12 +54,11 @@ class SpawnOptions:
     def __post_init__(self) -> None:
         if self.runq not in RUNQ_MODES:
             raise PerflabError(f"runq must be one of {', '.join(RUNQ_MODES)}, not {self.runq!r}")
-        if self.aslr not in ASLR_MODES:
-            raise PerflabError(f"aslr must be one of {', '.join(ASLR_MODES)}, not {self.aslr!r}")
+        controls.check_aslr(self.aslr)
         if self.rt_policy not in RT_POLICIES:
             raise PerflabError(f"rt_policy must be fifo or rr, not {self.rt_policy!r}")
-        if self.timeout is not None and self.timeout <= 0:
-            raise PerflabError(f"timeout must be positive, not {self.timeout}")
+        if self.timeout is not None:
+            controls.check_timeout(self.timeout)
 
     def flags(self) -> int:
         """PERFLAB_SPAWN_* for these options."""

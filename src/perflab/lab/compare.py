@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from perflab import errors
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
 from perflab.engine import childruns, lanes, results, spawn
@@ -131,7 +132,7 @@ def compare(
     discard_bad: bool = False,
     on_start: Callable[[int, int], None] | None = None,
     progress: ProgressArg = None,
-    warn: Callable[[str], None] = childruns.warn_stderr,
+    warn: Callable[[str], None] = errors.warn,
     **params: Any,
 ) -> pd.DataFrame:
     """Run A and B interleaved, `repeat` pairs in each of `setups` random setups; tidy frame.

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from perflab import errors
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
 from perflab.engine import childruns, lanes, results
@@ -138,7 +139,7 @@ def sweep(
     on_build: Callable[[int], Callable[[int], None] | None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     progress: ProgressArg = None,
-    warn: Callable[[str], None] = childruns.warn_stderr,
+    warn: Callable[[str], None] = errors.warn,
     **params: Any,
 ) -> pd.DataFrame:
     """Link every chosen order once, run each `repeat` times, return the tidy frame.

@@ -15,7 +15,7 @@ from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.engine import childruns, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
-from perflab.errors import PerflabError, warn_once
+from perflab.errors import PerflabError, warn_once, warning
 from perflab.lab.plans.defaults import PAGE as PAGE
 from perflab.system import machine
 
@@ -253,10 +253,7 @@ def run(
               "offset": offset, "lock": lock}  # fmt: skip
     with MemoryLock(lock) as locked, Buffers(int(todo.max()) + place.offset) as bufs:
         if lock and not locked.locked:
-            warn_once(
-                f"{locked.error}; page faults may show in the curve "
-                "(run as root or raise `ulimit -l`; --no-mlock silences this)"
-            )
+            warn_once(warning("mlock_refused", error=locked.error))
         meta = {
             **machine.metadata(),
             "experiment": "memcpy",

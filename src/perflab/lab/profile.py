@@ -28,7 +28,7 @@ import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
-from perflab.engine import results, spawn
+from perflab.engine import controls, results, spawn
 from perflab.errors import PerflabError, Stopped
 from perflab.lab.plans.defaults import PROFILE_INTERVAL_S as INTERVAL_S
 from perflab.system import (
@@ -338,8 +338,8 @@ def run(
         raise PerflabError("no program to profile (perflab profile -- PROGRAM ARGS)")
     if not 0.001 <= interval <= 10:
         raise PerflabError(f"interval must be between 0.001 and 10 s, not {interval}")
-    if timeout is not None and timeout <= 0:
-        raise PerflabError(f"timeout must be positive, not {timeout}")
+    if timeout is not None:
+        controls.check_timeout(timeout)
     cpus = machine.check_cpus(list(cpus)) if cpus else []
     path = spawn.check_program(argv[0])
     program = [path, *argv[1:]]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from perflab import errors
 from perflab.analysis.summary import Summary, Table
 from perflab.engine import childruns, lanes, results, spawn
 from perflab.engine.childruns import status_counts as status_counts
@@ -63,7 +64,7 @@ def sweep(
     discard_bad: bool = False,
     progress: ProgressArg = None,
     on_start: Callable[[int, int], None] | None = None,
-    warn: Callable[[str], None] = childruns.warn_stderr,
+    warn: Callable[[str], None] = errors.warn,
     counters: bool = False,
     extra_meta: Mapping[str, Any] | None = None,
     **params: Any,

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from perflab.core import bindings
-from perflab.errors import PerflabError, warn_once
+from perflab.errors import PerflabError, warn_once, warning
 from perflab.lab.plans.threads import RT_LIMIT_S as RT_LIMIT_S
 from perflab.system import machine
 
@@ -73,10 +73,7 @@ def _start_hog(p: Perturbation, max_s: float, pids: list[int]) -> None:
     )
     pids.append(pid)
     if sched:
-        warn_once(
-            f"the {p} hog could not get real-time priority ({bindings.errno_text(sched)}); "
-            "it runs as a normal CPU hog (--perturb rt needs root, CAP_SYS_NICE or RLIMIT_RTPRIO)"
-        )
+        warn_once(warning("hog_rt_refused", hog=p, why=bindings.errno_text(sched)))
 
 
 def _stop_hog(pid: int) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perflab import errors
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
 from perflab.engine import childruns, lanes, results
@@ -73,7 +74,7 @@ def run(
     resume: bool = False,
     on_start: Callable[[int, int], None] | None = None,
     progress: ProgressArg = None,
-    warn: Callable[[str], None] = childruns.warn_stderr,
+    warn: Callable[[str], None] = errors.warn,
     **params: Any,
 ) -> pd.DataFrame:
     """Run `command` `repeat` times at each thread count in a seeded random order; one row per

@@ -12,7 +12,7 @@ import pandas as pd
 
 from perflab.core import bindings
 from perflab.engine.progress import ProgressArg
-from perflab.errors import PerflabError, RealTimeOverrun, warn_once
+from perflab.errors import PerflabError, RealTimeOverrun, warn_once, warning
 from perflab.lab.plans.threads import DEFAULT_LOOPS as DEFAULT_LOOPS
 from perflab.lab.plans.threads import DEFAULT_STREAM_BYTES as DEFAULT_STREAM_BYTES
 from perflab.lab.plans.threads import LOOP_FACTOR as LOOP_FACTOR
@@ -150,10 +150,7 @@ def steal_ns() -> dict[int, int]:
 
 def _sched_warning(rc: int, nice: int, rt: bool) -> None:
     what = " and ".join(filter(None, [f"nice {nice}" if nice else "", "real-time" if rt else ""]))
-    warn_once(
-        f"could not set {what} priority ({bindings.errno_text(rc)}); running at normal priority "
-        "(needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO/RLIMIT_NICE allowance; or drop --nice/--rt)"
-    )
+    warn_once(warning("priority_refused", what=what, why=bindings.errno_text(rc)))
 
 
 def counter_status(events: Sequence[str] | None = None) -> dict[str, str]:

@@ -158,7 +158,8 @@ def sweep_threads_cmd(
     if command:
         ctx = click.get_current_context()
         kernel_only = ["kernel", "loops", "size", "free", "nice", "rt", "rt_limit"]
-        given = [n for n in kernel_only if ctx.get_parameter_source(n).name != "DEFAULT"]
+        default = click.core.ParameterSource.DEFAULT
+        given = [n for n in kernel_only if ctx.get_parameter_source(n) is not default]
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise click.UsageError(f"{flag} is for the built-in kernels, not a PROGRAM")

@@ -8,6 +8,7 @@ import importlib
 import os
 import signal
 import sys
+from typing import Any
 
 import click
 from click.shell_completion import CompletionItem
@@ -154,7 +155,7 @@ class Group(click.Group):
         ]
         return items + click.Command.shell_complete(self, ctx, incomplete)
 
-    def invoke(self, ctx):
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             with warnings_as_lines(lambda line: click.echo(line, err=True)):
                 return super().invoke(ctx)

@@ -1,16 +1,33 @@
 """`perflab sweep threads -- PROGRAM ARGS`: the user's program at each thread count, reported
 as easyperf's table, with the runs that cannot be trusted said so."""
 
+from __future__ import annotations
+
 import functools
 import signal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from perflab.cli.common import Bars, check_paths, journaled_run, print_result
 
+if TYPE_CHECKING:
+    from perflab.lab import threads
 
-def program_sweep(command, counts, repeat, oversubscribe, perturb, output, resume, as_json,
-                  plot_path, **params) -> None:  # fmt: skip
+
+def program_sweep(
+    command: tuple[str, ...],
+    counts: Sequence[int],
+    repeat: int,
+    oversubscribe: bool,
+    perturb: list[threads.Perturbation],
+    output: str | None,
+    resume: str | None,
+    as_json: bool,
+    plot_path: str | None,
+    **params: Any,
+) -> None:
     """Check, measure (journaled when -o or --resume names a file), then report."""
     from perflab.lab.threads import program
 

@@ -22,7 +22,7 @@ from perflab.cli.common import (
 from perflab.lab.plans import threads as plan
 
 if TYPE_CHECKING:
-    pass
+    from perflab.lab import threads
 
 
 @run.command("core-vs-ht")
@@ -46,8 +46,20 @@ if TYPE_CHECKING:
 @interference_options
 @output_options
 @journal_options
-def core_vs_ht_cmd(loops, cpus, repeat, perturb, nice, rt, rt_limit, output, as_json, plot_path,
-                   resume, discard_bad):  # fmt: skip
+def core_vs_ht_cmd(
+    loops: int,
+    cpus: tuple[int, ...],
+    repeat: int,
+    perturb: list[threads.Perturbation],
+    nice: int,
+    rt: bool,
+    rt_limit: float,
+    output: str | None,
+    as_json: bool,
+    plot_path: str | None,
+    resume: str | None,
+    discard_bad: bool,
+) -> None:
     """1 thread, then 2 released together: CPU and wall time per placement (cputime_core_vs_ht)."""
     from perflab.lab.threads import core_vs_ht
     from perflab.system import machine

@@ -35,7 +35,14 @@ from perflab.lab.plans import defaults
 )
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def counters_cmd(ctx, as_json, output, events, output_child, command):
+def counters_cmd(
+    ctx: click.Context,
+    as_json: bool,
+    output: str | None,
+    events: tuple[str, ...],
+    output_child: str | None,
+    command: tuple[str, ...],
+) -> None:
     """List the perf events that count here (with a sample count), or count COMMAND
     (`perflab counters -- make -j2`) with every thread and child it starts.
 

@@ -36,7 +36,17 @@ from perflab.cli.common import (
 )
 @output_options
 @journal_options
-def cswitch_cmd(n, reps, rt, cpus, output, as_json, plot_path, resume, discard_bad):
+def cswitch_cmd(
+    n: int,
+    reps: int,
+    rt: bool | None,
+    cpus: tuple[int, ...],
+    output: str | None,
+    as_json: bool,
+    plot_path: str | None,
+    resume: str | None,
+    discard_bad: bool,
+) -> None:
     """N one-byte write+read alone, N round trips with a child, and the difference."""
     from perflab.lab import cswitch
 

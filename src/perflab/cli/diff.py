@@ -35,8 +35,17 @@ from perflab.cli.common import (
     help="Draw the ratio along the parameter, its interval as a band, to FILE.",
 )
 @export_options
-def diff_cmd(before, after, confidence, intersect, show_all, as_json, plot_path, md_path,
-             html_path):  # fmt: skip
+def diff_cmd(
+    before: str,
+    after: str,
+    confidence: float,
+    intersect: bool,
+    show_all: bool,
+    as_json: bool,
+    plot_path: str | None,
+    md_path: str | None,
+    html_path: str | None,
+) -> None:
     """What changed from BEFORE to AFTER, two results of one experiment: per parameter value,
     after/before of the medians with an interval, changes flagged where it excludes 1.
 

@@ -26,7 +26,7 @@ from perflab.cli.common import (
 from perflab.lab.plans import threads as plan
 
 if TYPE_CHECKING:
-    pass
+    from perflab.lab import threads
 
 
 @run.command("fauxplat")
@@ -59,22 +59,22 @@ if TYPE_CHECKING:
 @cluster_options
 @resume_option
 def fauxplat_cmd(
-    resume,
-    loops,
-    repeat,
-    cpu,
-    kernel,
-    size,
-    perturb,
-    nice,
-    rt,
-    rt_limit,
-    output,
-    as_json,
-    plot_path,
-    cluster,
-    hosts,
-):
+    resume: str | None,
+    loops: int,
+    repeat: int,
+    cpu: int,
+    kernel: str,
+    size: int,
+    perturb: list[threads.Perturbation],
+    nice: int,
+    rt: bool,
+    rt_limit: float,
+    output: str | None,
+    as_json: bool,
+    plot_path: str | None,
+    cluster: str | None,
+    hosts: tuple[str, ...],
+) -> None:
     """FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: cpu, cache
     and rt hogs on --cpu), with its spread and its change vs alone."""
     from perflab.lab import threads

@@ -8,7 +8,7 @@ from perflab.cli.common import emit_json, table
 
 @cli.command("machine")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def machine_cmd(as_json):
+def machine_cmd(as_json: bool) -> None:
     """CPU, topology, caches, clocks, ASLR, counters, and the conditions that spoil timing."""
     import pandas as pd
 

@@ -18,7 +18,7 @@ from perflab.errors import PerflabError
 from perflab.lab.plans import defaults
 
 
-def _size(ctx, param, value):
+def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     from perflab.lab import memcpy
 
     if value is None:
@@ -81,9 +81,20 @@ def _size(ctx, param, value):
 @output_options
 @journal_options
 def memcpy_cmd(
-    max_bytes, trials, kernel, align, offset, small, full, no_mlock, output, as_json, plot_path,
-    resume, discard_bad
-):  # fmt: skip
+    max_bytes: int | None,
+    trials: int,
+    kernel: str,
+    align: int,
+    offset: int,
+    small: int,
+    full: bool,
+    no_mlock: bool,
+    output: str | None,
+    as_json: bool,
+    plot_path: str | None,
+    resume: str | None,
+    discard_bad: bool,
+) -> None:
     """Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees found."""
     from perflab.lab import memcpy
 

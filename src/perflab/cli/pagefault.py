@@ -24,7 +24,15 @@ from perflab.cli.common import (
 )
 @output_options
 @journal_options
-def pagefault_cmd(pages, reps, output, as_json, plot_path, resume, discard_bad):
+def pagefault_cmd(
+    pages: int,
+    reps: int,
+    output: str | None,
+    as_json: bool,
+    plot_path: str | None,
+    resume: str | None,
+    discard_bad: bool,
+) -> None:
     """Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory."""
     from perflab.lab import pagefault
 

@@ -3,6 +3,9 @@
 import contextlib
 import signal
 import sys
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any, NoReturn
 
 import click
 
@@ -12,7 +15,7 @@ from perflab.errors import Stopped
 from perflab.lab.plans import defaults
 
 
-def _progress():
+def _progress() -> Callable[[float, int], None] | None:
     """A status line on a terminal's stderr once the run has lasted a second."""
     if not sys.stderr.isatty():
         return None
@@ -80,20 +83,20 @@ def _progress():
 @output_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def profile_cmd(
-    interval,
-    cpus,
-    timeout,
-    use_strace,
-    no_exit_records,
-    use_samples,
-    sample_hz,
-    workload,
-    threads,
-    output,
-    as_json,
-    plot_path,
-    command,
-):
+    interval: float,
+    cpus: list[int] | None,
+    timeout: float | None,
+    use_strace: bool,
+    no_exit_records: bool,
+    use_samples: bool,
+    sample_hz: int | None,
+    workload: str | None,
+    threads: int | None,
+    output: str | None,
+    as_json: bool,
+    plot_path: str | None,
+    command: tuple[str, ...],
+) -> None:
     """Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.
 
     `perflab profile -- ./app -t 8`: per thread, CPU (user/system), lifetime, utilisation,
@@ -107,7 +110,7 @@ def profile_cmd(
     from perflab.lab import profile
 
     check_paths(output, plot_path)
-    stopped = None
+    stopped: int | None = None
     with _sigterm_stops():
         try:
             df = profile.run(
@@ -141,7 +144,7 @@ def profile_cmd(
     raise SystemExit(_status(over))
 
 
-def _command(command, workload, threads) -> list[str]:
+def _command(command: tuple[str, ...], workload: str | None, threads: int | None) -> list[str]:
     """COMMAND, or the built-in workload's argv: one of the two, refused in one line."""
     if workload and command:
         raise click.UsageError("give either --workload or a COMMAND, not both")
@@ -160,11 +163,11 @@ def _command(command, workload, threads) -> list[str]:
 
 
 @contextlib.contextmanager
-def _sigterm_stops():
+def _sigterm_stops() -> Iterator[None]:
     """SIGTERM stops a profile as Ctrl-C does (the program killed, its profile kept), instead
     of ending perflab at once and leaving the program running in its own process group."""
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> NoReturn:
         raise Stopped(signum)
 
     previous = signal.signal(signal.SIGTERM, stop)
@@ -174,7 +177,7 @@ def _sigterm_stops():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _status(over) -> int:
+def _status(over: dict[str, Any]) -> int:
     """The program's own exit status, 128 + signal when it was killed (as a shell says)."""
     if over["signal"]:
         return 128 + over["signal"]

@@ -16,7 +16,7 @@ from perflab.cli.common import (
 class ReportGroup(click.Group):
     """`perflab report FILE` is `perflab report show FILE`; `report hosts FILE` stays a verb."""
 
-    def parse_args(self, ctx, args):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
             args = ["show", *args]
         return super().parse_args(ctx, args)
@@ -34,7 +34,13 @@ def report() -> None:
     "--plot", "plot_path", type=click.Path(dir_okay=False), help="Redraw the figure to FILE."
 )
 @export_options
-def show_cmd(path, as_json, plot_path, md_path, html_path):
+def show_cmd(
+    path: str,
+    as_json: bool,
+    plot_path: str | None,
+    md_path: str | None,
+    html_path: str | None,
+) -> None:
     """The summary the experiment's verb printed, and where and how it was measured.
 
     \b
@@ -79,7 +85,9 @@ def show_cmd(path, as_json, plot_path, md_path, html_path):
     type=click.Path(dir_okay=False),
     help="Draw hosts sorted by median to FILE.",
 )
-def hosts_cmd(path, value, where, as_json, plot_path):
+def hosts_cmd(
+    path: str, value: str, where: tuple[str, ...], as_json: bool, plot_path: str | None
+) -> None:
     """Per-host spread of a campaign: medians, fleet distribution, outlier hosts."""
     from perflab.engine import results
     from perflab.reports import fleet

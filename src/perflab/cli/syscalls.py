@@ -40,7 +40,17 @@ from perflab.lab.plans import defaults
 )
 @output_options
 @journal_options
-def syscalls_cmd(calls, trials, trim, directory, output, as_json, plot_path, resume, discard_bad):
+def syscalls_cmd(
+    calls: tuple[str, ...],
+    trials: int,
+    trim: int,
+    directory: str | None,
+    output: str | None,
+    as_json: bool,
+    plot_path: str | None,
+    resume: str | None,
+    discard_bad: bool,
+) -> None:
     """Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs."""
     from perflab.lab import syscalls
 

@@ -25,7 +25,7 @@ from perflab.engine import controls
 from perflab.lab.plans import threads as plan
 
 if TYPE_CHECKING:
-    pass
+    from perflab.lab import threads
 
 
 @sweep.command("threads")
@@ -117,30 +117,30 @@ if TYPE_CHECKING:
 @interference_options
 @output_options
 def sweep_threads_cmd(
-    counts,
-    threads_env,
-    cpus,
-    seed,
-    timeout,
-    inherit_env,
-    runq,
-    resume,
-    command,
-    max_threads,
-    kernel,
-    loops,
-    size,
-    repeat,
-    free,
-    oversubscribe,
-    perturb,
-    nice,
-    rt,
-    rt_limit,
-    output,
-    as_json,
-    plot_path,
-):
+    counts: tuple[int, ...] | None,
+    threads_env: str | None,
+    cpus: list[int] | None,
+    seed: int,
+    timeout: float,
+    inherit_env: bool,
+    runq: str,
+    resume: str | None,
+    command: tuple[str, ...],
+    max_threads: int | None,
+    kernel: str,
+    loops: int,
+    size: int,
+    repeat: int | None,
+    free: bool,
+    oversubscribe: bool,
+    perturb: list[threads.Perturbation],
+    nice: int,
+    rt: bool,
+    rt_limit: float,
+    output: str | None,
+    as_json: bool,
+    plot_path: str | None,
+) -> None:
     """Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf): of a
     built-in kernel, or of your program given after -- with {threads} where its count goes.
 
@@ -157,7 +157,8 @@ def sweep_threads_cmd(
     if command:
         ctx = click.get_current_context()
         kernel_only = ["kernel", "loops", "size", "free", "nice", "rt", "rt_limit"]
-        given = [n for n in kernel_only if ctx.get_parameter_source(n).name != "DEFAULT"]
+        default = click.core.ParameterSource.DEFAULT
+        given = [n for n in kernel_only if ctx.get_parameter_source(n) is not default]
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise click.UsageError(f"{flag} is for the built-in kernels, not a PROGRAM")

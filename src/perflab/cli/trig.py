@@ -34,7 +34,16 @@ from perflab.cli.common import (
 )
 @output_options
 @journal_options
-def trig_cmd(calls, repeat, cold_runs, output, as_json, plot_path, resume, discard_bad):
+def trig_cmd(
+    calls: tuple[str, ...],
+    repeat: int,
+    cold_runs: int,
+    output: str | None,
+    as_json: bool,
+    plot_path: str | None,
+    resume: str | None,
+    discard_bad: bool,
+) -> None:
     """Ticks of libm calls (default sin(1.0) tan(1.0) sin(0.0)), timer cost subtracted."""
     from perflab.lab import trig
 

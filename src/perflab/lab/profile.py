@@ -104,7 +104,7 @@ class _Sampler:
         return r.start_ticks * proctasks.TICK_NS - self.boot0_ns
 
 
-def _spawn(argv: list[str], env: Mapping[str, str], cpus: Sequence[int], stdout: int | None):
+def _spawn(argv: list[str], env: Mapping[str, str], cpus: Sequence[int], stdout: int | None) -> int:
     """posix_spawn in a new process group, with the default signal dispositions Python changed
     (SIGPIPE, SIGXFSZ are ignored in Python and would stay ignored across exec)."""
     actions = [(os.POSIX_SPAWN_DUP2, stdout, 1)] if stdout is not None else []

@@ -122,7 +122,9 @@ def _first(points: set[tuple], n: int = 3) -> str:
     return ", ".join(" ".join(map(str, p)) for p in ordered[:n])
 
 
-def _check_grids(a: pd.DataFrame, b: pd.DataFrame, params, intersect: bool) -> list[str]:
+def _check_grids(
+    a: pd.DataFrame, b: pd.DataFrame, params: tuple[str, ...], intersect: bool
+) -> list[str]:
     """Refuse different parameter grids by name, or (intersect) say what is left out."""
     ga, gb = _grid(a, params), _grid(b, params)
     if ga == gb:
@@ -175,7 +177,9 @@ def _lower_rank(n: int, level: float) -> int:
     return int(ok[-1]) + 1 if ok.size else 0
 
 
-def _order_ratio(a: np.ndarray, b: np.ndarray, level: float, steps: tuple[float, float]):
+def _order_ratio(
+    a: np.ndarray, b: np.ndarray, level: float, steps: tuple[float, float]
+) -> tuple[float, float, float]:
     """stats.ratio_interval of sorted samples with cached ranks: each median's interval at
     1 - (1 - level)/2."""
     side = 1 - (1 - level) / 2
@@ -195,7 +199,14 @@ def _order_ratio(a: np.ndarray, b: np.ndarray, level: float, steps: tuple[float,
     )
 
 
-def _interval(a, b, level: float, steps: tuple[float, float], method: str, seed: int):
+def _interval(
+    a: np.ndarray,
+    b: np.ndarray,
+    level: float,
+    steps: tuple[float, float],
+    method: str,
+    seed: int,
+) -> tuple[float, float, float]:
     """after/before of medians and its interval at this level, by bootstrap or, past the budget,
     by order statistics (distribution-free, widened by one timer step each side since quantised
     ticks put a median up to a step from the true one)."""

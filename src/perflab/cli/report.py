@@ -1,4 +1,4 @@
-"""`perflab report` and `perflab diff`: saved results read back, and two of them compared."""
+"""`perflab report`: a saved result read back as its verb printed it, and a campaign's hosts."""
 
 import click
 

@@ -15,6 +15,7 @@ from click.shell_completion import CompletionItem
 
 from perflab import __version__
 from perflab.errors import PerflabError, warnings_as_lines
+from perflab.lab.registry import EXPERIMENTS
 
 QUIET = "perflab.quiet"  # ctx.meta key: --quiet, read by cli.common.progressbar
 
@@ -25,30 +26,14 @@ class UsageMistake(click.ClickException):
     exit_code = 2
 
 
-# Every verb: where it is ("sweep env-size"), the cli module that defines it, and the first
-# paragraph of its help, shown in listings without importing the module (a test checks that
-# it is the verb's own). A new verb is one entry here.
-VERBS = {
-    "clocks": (
-        "clocks",
-        "Resolution, value and read cost of every clock and TSC method; TSC trust verdict.",
-    ),
-    "compare": (
-        "compare",
-        "Run A and B interleaved in random setups; report B/A per setup and over all of them.",
-    ),
-    "counters": (
-        "counters",
-        "List the perf events that count here (with a sample count), or count COMMAND "
-        "(`perflab counters -- make -j2`) with every thread and child it starts.",
-    ),
+# The verbs that are not an experiment's: where each is, its cli module, and the first
+# paragraph of its help. An experiment's verb comes from its entry in perflab.lab.registry, its
+# module named as the verb ("run core-vs-ht": cli/core_vs_ht.py). A test checks each help line
+# is the verb's own; listings show them without importing the verb's module.
+OTHER_VERBS = {
     "machine": (
         "machine",
         "CPU, topology, caches, clocks, ASLR, counters, and the conditions that spoil timing.",
-    ),
-    "profile": (
-        "profile",
-        "Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.",
     ),
     "report": (
         "report",
@@ -59,49 +44,19 @@ VERBS = {
         "What changed from BEFORE to AFTER, two results of one experiment: per parameter value, "
         "after/before of the medians with an interval, changes flagged where it excludes 1.",
     ),
-    "sweep env-size": (
-        "env_size",
-        "Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times each.",
-    ),
-    "sweep link-order": (
-        "link_order",
-        "Link OBJECTS (default: the built-in workload) in every order, run each REPEAT times.",
-    ),
-    "sweep memcpy": (
-        "memcpy",
-        "Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees found.",
-    ),
-    "sweep threads": (
-        "threads",
-        "Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf): of a "
-        "built-in kernel, or of your program given after -- with {threads} where its count goes.",
-    ),
-    "run pagefault": (
-        "pagefault",
-        "Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory.",
-    ),
-    "run trig": (
-        "trig",
-        "Ticks of libm calls (default sin(1.0) tan(1.0) sin(0.0)), timer cost subtracted.",
-    ),
-    "run cswitch": (
-        "cswitch",
-        "N one-byte write+read alone, N round trips with a child, and the difference.",
-    ),
-    "run syscalls": (
-        "syscalls",
-        "Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs.",
-    ),
-    "run core-vs-ht": (
-        "core_vs_ht",
-        "1 thread, then 2 released together: CPU and wall time per placement (cputime_core_vs_ht).",
-    ),
-    "run fauxplat": (
-        "fauxplat",
-        "FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: cpu, "
-        "cache and rt hogs on --cpu), with its spread and its change vs alone.",
-    ),
 }
+
+
+def _verbs() -> dict[str, tuple[str, str]]:
+    """Every verb: where it is ("sweep env-size") -> (its cli module, its help line)."""
+    found = dict(OTHER_VERBS)
+    for e in EXPERIMENTS.values():
+        if e.verb and e.help:
+            found[e.verb] = (e.verb.rpartition(" ")[2].replace("-", "_"), e.help)
+    return found
+
+
+VERBS = _verbs()
 
 
 class Group(click.Group):

@@ -42,6 +42,7 @@ class Experiment:
     points: tuple[str, ...]  # the parameter columns that define a point, for diff
     value: str | None = None  # the column diff compares (None: the frame's own value column)
     ok: str = "ok"  # the status of a row diff may compare
+    help: str = ""  # the first paragraph of its verb's help (on one experiment per verb)
 
     def load(self) -> ExperimentModule:
         """The lab module, imported now (it may import numpy, pandas and the C core)."""
@@ -62,53 +63,182 @@ class Experiment:
         return self.load().summary(frame, meta)
 
 
-def _e(name: str, module: str, verb: str | None, columns: set[str], points: tuple[str, ...],
-       value: str | None = None, ok: str = "ok") -> Experiment:  # fmt: skip
-    return Experiment(name, f"perflab.lab.{module}", verb, frozenset(columns), points, value, ok)
-
-
 EXPERIMENTS: dict[str, Experiment] = {
     e.name: e
     for e in (
-        _e("env-size", "env_size", "sweep env-size", {"env_size", "rep", "status", "ticks"},
-           ("env_size",)),
-        _e("link-order", "link_order", "sweep link-order",
-           {"link_order", "perm", "rep", "status", "ticks"}, ("link_order",)),
-        _e("compare", "compare", "compare", {"setup", "side", "env_size", "status", "ticks"},
-           ("side", "env_size", "link_order")),
-        _e("memcpy", "memcpy", "sweep memcpy", {"kernel", "size", "ticks", "ticks_per_byte"},
-           ("kernel", "size"), "ticks"),
-        _e("pagefault", "pagefault", "run pagefault",
-           {"condition", "pages", "rep", "ticks_per_page"}, ("condition",), "ticks_per_page"),
-        _e("trig", "trig", "run trig", {"call", "mode", "rep", "ticks"}, ("call", "mode"),
-           "ticks"),
-        _e("cswitch", "cswitch", "run cswitch",
-           {"placement", "realtime", "rt_applied", "alone_us_each", "cswitch_us_each"},
-           ("placement", "realtime"), "cswitch_us_each"),
-        _e("syscalls", "syscalls", "run syscalls", {"call", "rep", "ticks", "ns"}, ("call",),
-           "ticks"),
-        _e("core-vs-ht", "threads.core_vs_ht", "run core-vs-ht",
-           {"placement", "label", "threads", "cpu_ns", "wall_ns"}, ("placement", "threads"),
-           "cpu_ns"),
-        _e("threads", "threads.thread_count", "sweep threads",
-           {"threads", "rep", "loops", "release_ns", "end_ns", "bytes", "cpu_ns"}, ("threads",),
-           "cpu_ns"),
-        _e("threads-program", "threads.program", "sweep threads",
-           {"threads", "rep", "status", "wall_ns", "utime_ns", "stime_ns"}, ("threads",),
-           "wall_ns"),
-        _e("fauxplat", "threads.fauxplat", "run fauxplat",
-           {"condition", "fauxplat_per_s", "fauxplat_wall_per_s"}, ("condition",),
-           "fauxplat_per_s"),
-        _e("counters", "counters", "counters", {"event", "kind", "count", "status"}, ("event",),
-           "count", ok="counts"),
-        _e("clocks", "clocks", "clocks", {"method", "rep", "ns", "ticks"}, ("method",), "ns"),
-        _e("profile", "profile", "profile",
-           {"pid", "tid", "comm", "cpu_ns", "lifetime_ns", "blocked_ns"}, ("comm",), "cpu_ns"),
-        _e("contention", "contention", None,
-           {"kind", "threads", "rep", "wall_ms", "utilisation", "blocked_pct"},
-           ("kind", "threads"), "wall_ms"),
+        Experiment(
+            name="env-size",
+            module="perflab.lab.env_size",
+            verb="sweep env-size",
+            columns=frozenset({"env_size", "rep", "status", "ticks"}),
+            points=("env_size",),
+            help=(
+                "Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times "
+                "each."
+            ),
+        ),
+        Experiment(
+            name="link-order",
+            module="perflab.lab.link_order",
+            verb="sweep link-order",
+            columns=frozenset({"link_order", "perm", "rep", "status", "ticks"}),
+            points=("link_order",),
+            help=(
+                "Link OBJECTS (default: the built-in workload) in every order, run each REPEAT "
+                "times."
+            ),
+        ),
+        Experiment(
+            name="compare",
+            module="perflab.lab.compare",
+            verb="compare",
+            columns=frozenset({"env_size", "setup", "side", "status", "ticks"}),
+            points=("side", "env_size", "link_order"),
+            help=(
+                "Run A and B interleaved in random setups; report B/A per setup and over all of "
+                "them."
+            ),
+        ),
+        Experiment(
+            name="memcpy",
+            module="perflab.lab.memcpy",
+            verb="sweep memcpy",
+            columns=frozenset({"kernel", "size", "ticks", "ticks_per_byte"}),
+            points=("kernel", "size"),
+            value="ticks",
+            help=(
+                "Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees "
+                "found."
+            ),
+        ),
+        Experiment(
+            name="pagefault",
+            module="perflab.lab.pagefault",
+            verb="run pagefault",
+            columns=frozenset({"condition", "pages", "rep", "ticks_per_page"}),
+            points=("condition",),
+            value="ticks_per_page",
+            help="Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory.",
+        ),
+        Experiment(
+            name="trig",
+            module="perflab.lab.trig",
+            verb="run trig",
+            columns=frozenset({"call", "mode", "rep", "ticks"}),
+            points=("call", "mode"),
+            value="ticks",
+            help="Ticks of libm calls (default sin(1.0) tan(1.0) sin(0.0)), timer cost subtracted.",
+        ),
+        Experiment(
+            name="cswitch",
+            module="perflab.lab.cswitch",
+            verb="run cswitch",
+            columns=frozenset(
+                {"alone_us_each", "cswitch_us_each", "placement", "realtime", "rt_applied"}
+            ),
+            points=("placement", "realtime"),
+            value="cswitch_us_each",
+            help="N one-byte write+read alone, N round trips with a child, and the difference.",
+        ),
+        Experiment(
+            name="syscalls",
+            module="perflab.lab.syscalls",
+            verb="run syscalls",
+            columns=frozenset({"call", "ns", "rep", "ticks"}),
+            points=("call",),
+            value="ticks",
+            help="Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs.",
+        ),
+        Experiment(
+            name="core-vs-ht",
+            module="perflab.lab.threads.core_vs_ht",
+            verb="run core-vs-ht",
+            columns=frozenset({"cpu_ns", "label", "placement", "threads", "wall_ns"}),
+            points=("placement", "threads"),
+            value="cpu_ns",
+            help=(
+                "1 thread, then 2 released together: CPU and wall time per placement "
+                "(cputime_core_vs_ht)."
+            ),
+        ),
+        Experiment(
+            name="threads",
+            module="perflab.lab.threads.thread_count",
+            verb="sweep threads",
+            columns=frozenset(
+                {"bytes", "cpu_ns", "end_ns", "loops", "release_ns", "rep", "threads"}
+            ),
+            points=("threads",),
+            value="cpu_ns",
+            help=(
+                "Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf): "
+                "of a built-in kernel, or of your program given after -- with {threads} where its "
+                "count goes."
+            ),
+        ),
+        Experiment(
+            name="threads-program",
+            module="perflab.lab.threads.program",
+            verb="sweep threads",
+            columns=frozenset({"rep", "status", "stime_ns", "threads", "utime_ns", "wall_ns"}),
+            points=("threads",),
+            value="wall_ns",
+        ),
+        Experiment(
+            name="fauxplat",
+            module="perflab.lab.threads.fauxplat",
+            verb="run fauxplat",
+            columns=frozenset({"condition", "fauxplat_per_s", "fauxplat_wall_per_s"}),
+            points=("condition",),
+            value="fauxplat_per_s",
+            help=(
+                "FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: "
+                "cpu, cache and rt hogs on --cpu), with its spread and its change vs alone."
+            ),
+        ),
+        Experiment(
+            name="counters",
+            module="perflab.lab.counters",
+            verb="counters",
+            columns=frozenset({"count", "event", "kind", "status"}),
+            points=("event",),
+            value="count",
+            ok="counts",
+            help=(
+                "List the perf events that count here (with a sample count), or count COMMAND "
+                "(`perflab counters -- make -j2`) with every thread and child it starts."
+            ),
+        ),
+        Experiment(
+            name="clocks",
+            module="perflab.lab.clocks",
+            verb="clocks",
+            columns=frozenset({"method", "ns", "rep", "ticks"}),
+            points=("method",),
+            value="ns",
+            help=(
+                "Resolution, value and read cost of every clock and TSC method; TSC trust verdict."
+            ),
+        ),
+        Experiment(
+            name="profile",
+            module="perflab.lab.profile",
+            verb="profile",
+            columns=frozenset({"blocked_ns", "comm", "cpu_ns", "lifetime_ns", "pid", "tid"}),
+            points=("comm",),
+            value="cpu_ns",
+            help="Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.",
+        ),
+        Experiment(
+            name="contention",
+            module="perflab.lab.contention",
+            verb=None,
+            columns=frozenset({"blocked_pct", "kind", "rep", "threads", "utilisation", "wall_ms"}),
+            points=("kind", "threads"),
+            value="wall_ms",
+        ),
     )
-}  # fmt: skip
+}
 
 
 def get(name: str) -> Experiment:

@@ -128,7 +128,9 @@ def test_clocks_campaign_is_journaled_and_resumes_like_the_other_verbs(cluster, 
     df = results.load(out)
     assert len(df) == 100 and not df.duplicated(["host", "method", "rep"]).any()
     res = runner.invoke(cli, [*args[:2], "60", *args[3:], "--resume", str(out)])
-    assert res.exit_code != 0 and "different parameters (samples)" in res.output
+    assert (
+        res.exit_code != 0 and "different parameters (samples: recorded 50, asked 60)" in res.output
+    )
     res = runner.invoke(cli, ["clocks", "--samples", "50", "--resume", str(out)])
     assert res.exit_code != 0 and "only a --cluster run is journaled" in res.output
 

@@ -174,5 +174,5 @@ def test_resume_with_other_parameters_is_refused(program, runner, tmp_path):
     args = ["compare", program, program, "--setups", "2", "--repeat", "2", "--no-rt", "-o"]
     assert runner.invoke(cli, [*args, str(out)]).exit_code == 0
     res = runner.invoke(cli, [*args[:-1], "--seed", "3", "--resume", str(out)])
-    assert res.exit_code != 0 and "different parameters (seed)" in res.output
+    assert res.exit_code != 0 and "different parameters (seed: recorded 0, asked 3)" in res.output
     assert len(results.load(out)) == 8

@@ -139,7 +139,7 @@ def test_kill9_then_resume_measures_each_pair_once(tmp_path):
     refused = CliRunner().invoke(
         cli, ["sweep", "env-size", *args[:-2], "--repeat", "3", "--resume", str(out)]
     )
-    assert refused.exit_code != 0 and "different parameters (repeat)" in refused.output
+    assert refused.exit_code != 0 and "different parameters (repeat: recorded " in refused.output
     done = CliRunner().invoke(cli, ["sweep", "env-size", *args[:-2], "--resume", str(out)])
     assert done.exit_code == 0, done.output
     df = results.load(out)

@@ -53,8 +53,8 @@ CASES = {
                             ("threads", "rep"), 200),
     "memcpy": Case(("sweep", "memcpy", "--max", "64M", "--trials", "20", "--no-mlock"),
                    ("size",), len(memcpy.sizes(64 << 20))),
-    "pagefault": Case(("run", "pagefault", "--pages", "4096", "--reps", "200"),
-                      ("rep", "condition"), 600),
+    "pagefault": Case(("run", "pagefault", "--pages", "1024", "--reps", "800"),
+                      ("rep", "condition"), 2400),
     "trig": Case(("run", "trig", "--cold", "1000", "--repeat", "10"), ("mode", "rep", "position"),
                  (1000 + 10) * 3),
     "cswitch": Case(("run", "cswitch", "5000", "--reps", "8", "--no-rt"),
@@ -169,6 +169,6 @@ def test_a_resume_with_other_parameters_is_refused_in_one_line(runner, tmp_path)
     result = runner.invoke(cli, [*args[:-1], "4", "--resume", str(out)])
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == [
-        f"Error: {out}: refusing to resume with different parameters (reps)"
+        f"Error: {out}: refusing to resume with different parameters (reps: recorded 3, asked 4)"
     ]
     assert len(results.load(out)) == 9

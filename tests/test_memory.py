@@ -2,6 +2,10 @@
 
 import contextlib
 import json
+import os
+import resource
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -118,7 +122,7 @@ def test_knee_report_pairs_knees_with_declared_caches():
 def sweep256k():
     before = locked_kib()
     with mlock_may_be_refused():
-        df = memcpy.sweep(256 << 10, trials=5)
+        df = memcpy.run(256 << 10, trials=5)
     return df, before
 
 
@@ -194,12 +198,12 @@ def test_alignment_and_offset_are_validated():
     with pytest.raises(PerflabError, match="offset"):
         memcpy.Placement(64, 5000).check()
     with mlock_may_be_refused():
-        df = memcpy.sweep(4096, trials=2, align=1, offset=3)
+        df = memcpy.run(4096, trials=2, align=1, offset=3)
     assert results.metadata(df)["align"] == 1 and len(df) > 64
 
 
 def test_page_faults_cost_more_than_touching_again():
-    df = pagefault.measure(pages=256, reps=5)
+    df = pagefault.run(pages=256, reps=5)
     t = pagefault.table(df).set_index("condition")
     assert (
         t.loc["first touch", "median_ticks_per_page"]
@@ -262,4 +266,22 @@ def test_cli_pagefault_json(runner):
     rows = {r["condition"]: r for r in json.loads(res.stdout)["per_page"]}
     assert (
         rows["first touch"]["median_ticks_per_page"] > rows["touch again"]["median_ticks_per_page"]
+    )
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may lock any amount of memory")
+def test_more_pages_than_a_user_may_lock_are_refused_before_measuring():
+    """As a user, RLIMIT_MEMLOCK bounds the mlock'ed condition: one line naming the limit and
+    the --pages that fits, before any page is touched (it failed mid-run with ENOMEM)."""
+
+    def four_mib() -> None:
+        hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (4 << 20, hard))
+
+    argv = [sys.executable, "-m", "perflab", "run", "pagefault", "--pages", "2048", "--reps", "1"]
+    done = subprocess.run(argv, capture_output=True, text=True, preexec_fn=four_mib, check=False)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip().splitlines()[-1] == (
+        "Error: --pages 2048: the mlock'ed condition locks 8192 KiB, more than this user may "
+        "lock (4096 KiB, ulimit -l); use --pages 1024 or fewer, or run as root"
     )

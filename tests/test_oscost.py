@@ -48,7 +48,7 @@ def test_parse_call_refuses(text, message):
 
 
 def test_cold_first_call_costs_more_than_warm_minimum():
-    df = trig.measure(trig.DEFAULT_CALLS, repeat=20, cold_runs=3)
+    df = trig.run(trig.DEFAULT_CALLS, repeat=20, cold_runs=3)
     s = trig.summarize(df).set_index("call")
     assert s.loc["sin(1)", "cold_min"] > 3 * s.loc["sin(1)", "warm_min"]
     assert (s["cold_median"] > s["warm_min"]).all()
@@ -56,7 +56,7 @@ def test_cold_first_call_costs_more_than_warm_minimum():
 
 
 def test_warm_results_give_histogram_and_running_minimum():
-    df = trig.measure(["sin(1.0)", "exp(2)"], repeat=15)
+    df = trig.run(["sin(1.0)", "exp(2)"], repeat=15)
     hist = trig.histogram(df)
     assert hist.groupby("call")["count"].sum().to_dict() == {"sin(1)": 15, "exp(2)": 15}
     conv = trig.convergence(df)
@@ -151,7 +151,7 @@ def test_trimmed_statistics_drop_exactly_k_from_each_end():
 
 
 def test_syscalls_measure_every_call():
-    df = syscalls.measure(list(syscalls.CALLS), trials=200)
+    df = syscalls.run(list(syscalls.CALLS), trials=200)
     assert list(dict.fromkeys(df["call"])) == list(syscalls.CALLS)
     assert df.groupby("call").size().eq(200).all()
     fg = syscalls.fileguard(df, trim=10).set_index("call")

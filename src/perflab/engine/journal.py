@@ -186,8 +186,11 @@ class Journal:
             diff = sorted(
                 k for k in set(stored) | set(self.params) if stored.get(k) != self.params.get(k)
             )
+            changed = ", ".join(
+                f"{k}: recorded {stored.get(k)!r}, asked {self.params.get(k)!r}" for k in diff
+            )
             raise PerflabError(
-                f"{self.path}: refusing to resume with different parameters ({', '.join(diff)})"
+                f"{self.path}: refusing to resume with different parameters ({changed})"
             )
         if done is not None:  # its rows are checked against the plan of the same parameters
             frames.append(self._accept_previous(done))

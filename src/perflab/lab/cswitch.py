@@ -125,9 +125,6 @@ def run(
                              on_start=on_start, progress=progress)  # fmt: skip
 
 
-measure = run  # its name before every experiment had run/summarize/plot
-
-
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """Median per placement and priority of the three per-iteration times and the switch counts."""
     cols = [

@@ -280,9 +280,6 @@ def run(
                                  on_start=on_start, progress=progress)  # fmt: skip
 
 
-sweep = run  # its name before every experiment had run/summarize/plot
-
-
 def small_table(df: pd.DataFrame, upto: int = 64) -> pd.DataFrame:
     """Riquadro 3: size, ticks per copy (red) and per byte (blue) for the smallest sizes."""
     return df.loc[df["size"] <= upto, ["size", "ticks", "ticks_per_byte"]].reset_index(drop=True)

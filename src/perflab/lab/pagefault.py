@@ -1,6 +1,7 @@
 """What a page fault costs: first touch of fresh pages vs touching them again vs mlock'ed pages."""
 
 import os
+import resource
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -11,6 +12,7 @@ from perflab.core import bindings
 from perflab.engine import childruns, inprocess
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
+from perflab.lab.plans.defaults import PAGE
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ def run(
         raise PerflabError(f"--pages must be between 1 and {1 << 22}, not {pages}")
     if reps < 1:
         raise PerflabError(f"--reps must be at least 1, not {reps}")
+    check_lockable(pages)
     hz, _ = machine.tsc_hz()
 
     def touched(keys: pd.DataFrame) -> pd.DataFrame:
@@ -68,7 +71,17 @@ def run(
                              on_start=on_start, progress=progress)  # fmt: skip
 
 
-measure = run  # its name before every experiment had run/summarize/plot
+def check_lockable(pages: int) -> None:
+    """Refuse, before measuring, more pages than this user may mlock (the third condition):
+    RLIMIT_MEMLOCK binds all but root (8 MiB for a user on many systems)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if os.geteuid() == 0 or soft == resource.RLIM_INFINITY or pages * PAGE <= soft:
+        return
+    raise PerflabError(
+        f"--pages {pages}: the mlock'ed condition locks {pages * PAGE >> 10} KiB, more than this "
+        f"user may lock ({soft >> 10} KiB, ulimit -l); use --pages {soft // PAGE} or fewer, "
+        "or run as root"
+    )
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:

@@ -114,9 +114,6 @@ def _timed(keys: pd.DataFrame, path: Path, hz: float) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-measure = run  # its name before every experiment had run/summarize/plot
-
-
 def summarize(df: pd.DataFrame, trim: int = 10, hz: float | None = None) -> pd.DataFrame:
     """Per call: n, min/max/mean, the same with `trim` dropped from each end, and in µs."""
     hz = hz or machine.tsc_hz()[0]

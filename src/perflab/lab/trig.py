@@ -164,9 +164,6 @@ def run(
                              on_start=on_start, progress=progress)  # fmt: skip
 
 
-measure = run  # its name before every experiment had run/summarize/plot
-
-
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """Per call: the first warm-process value, the warm minimum and median, the cold ones."""
     rows = []

@@ -59,8 +59,7 @@ def show_cmd(
     write_export(html_path, lambda: exporters.HTML.report(r))
     if "-" in (md_path, html_path):
         return
-    renderer: exporters.Renderer = exporters.JSON if as_json else exporters.TEXT
-    click.echo(renderer.report(r))
+    click.echo(exporters.JSON.report(r) if as_json else exporters.TEXT.report(r))
     if as_json:
         return
     for done, what in ((plot_path, "plot"), (md_path, "markdown"), (html_path, "page")):

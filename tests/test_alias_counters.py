@@ -169,9 +169,10 @@ def test_the_counted_path_counts_each_child_and_never_the_caller():
     runs = alias_counters.count_runs(argv, picks, event, spawn.SpawnOptions(aslr="off"), repeat=4)
     assert len(runs) == 8 and (runs["status"] == "ok").all()
     assert sorted(runs["env_size"]) == [2300] * 4 + [2344] * 4
-    # A static binary faults in the same few pages at every run: a count per child, not a sum.
+    # A static binary faults in a similar few pages at every run (23-30 as a user on one CPU):
+    # a count per child, not a running sum, which would double by the second child.
     faults = runs["alias_events"]
-    assert faults.min() > 0 and faults.max() - faults.min() <= 0.2 * faults.median()
+    assert faults.min() > 0 and faults.max() < 2 * faults.min()
 
 
 def test_sweep_counters_says_in_summary_json_metadata_and_report_what_this_machine_counts(

@@ -53,11 +53,20 @@ def test_a_hog_on_its_cpu_lengthens_the_wait_of_threads_gone_before_main(early, 
     quiet, hogged = _runs(argv, mode, hog=False), _runs(argv, mode, hog=True)
     for df in (quiet, hogged):
         assert (df["runq_source"] == source).all()
-        # the counted threads hold most of the CPU time: with workers, main's own share is
-        # small, so a sum of the leader alone (all /proc has of a zombie) could not reach it
-        assert (df["runq_cover"] > 0.5).all(), df[["utime_ns", "stime_ns", "runq_cover"]]
+        # the counted threads can hold most of the CPU time: with workers, main's own share is
+        # small, so a sum of the leader alone (all /proc has of a zombie) could not reach it.
+        # A reader starved by other load misses threads (cover 0.12 seen as a user on one
+        # busy CPU): one run of each set shows the threads were counted, and none counts more
+        # than rusage's CPU time (to within the two clocks' rounding: 1.00004 seen).
+        cover = df["runq_cover"]
+        shown = df[["utime_ns", "stime_ns", "runq_cover"]]
+        assert cover.max() > 0.5 and (cover < 1.01).all(), shown
+    # An equal hog pinned on the child's CPU takes about half of it, whatever else runs here:
+    # the child waits a sizeable share of its own CPU time. Quiet runs are no reference: other
+    # load can make them wait longer than hogged ones (1.93 s seen as a user on one CPU).
+    cpu = hogged["utime_ns"] + hogged["stime_ns"]
     assert (hogged["runq_ns"] > 0).all()
-    assert hogged["runq_ns"].median() > quiet["runq_ns"].median()
+    assert hogged["runq_ns"].median() > 0.25 * (cpu * hogged["runq_cover"]).median()
     assert own_children() == []
 
 

@@ -22,6 +22,18 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
+class OtherExperiment(PerflabError):
+    """A resume given another experiment's file: the faces name both by the verb that makes it."""
+
+    def __init__(self, path: object, recorded: str, asked: str):
+        self.path, self.recorded, self.asked = path, recorded, asked
+        super().__init__(self.said(str))
+
+    def said(self, describe: Callable[[str], str]) -> str:
+        """The one line, each experiment named by describe(name)."""
+        return f"{self.path} holds a {describe(self.recorded)} result, not {describe(self.asked)}"
+
+
 class PerflabWarning(UserWarning):
     """Something was not as asked (no permission for a priority, no mlock) but the run went on."""
 

@@ -249,6 +249,20 @@ def get(name: str) -> Experiment:
     return EXPERIMENTS[name]
 
 
+def describe(name: str) -> str:
+    """How a user makes a result of `name`: its verb, with the experiment's name where two share
+    the verb, and --cluster for a campaign ("sweep threads (threads-program)")."""
+    base = name.removesuffix(" campaign")
+    e = EXPERIMENTS.get(base)
+    if e is None or e.verb is None:
+        said = base
+    elif sum(other.verb == e.verb for other in EXPERIMENTS.values()) > 1:
+        said = f"{e.verb} ({e.name})"
+    else:
+        said = e.verb
+    return f"{said} --cluster" if base != name else said
+
+
 def recognise(columns: set[str]) -> Experiment | None:
     """The experiment whose columns a frame without metadata has (the most specific one)."""
     fits = [e for e in EXPERIMENTS.values() if e.columns <= columns]

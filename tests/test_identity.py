@@ -78,6 +78,7 @@ def test_a_resume_refuses_another_verbs_file_and_other_parameters(name, tmp_path
     ident = meta["identity"]
     assert ident["experiment"] == name and ident["core"] == core_digest()
     assert len(ident["sha256"]) == 64 and ident["plan"]["runs"] == len(df)
+    assert set(registry.EXPERIMENTS[name].defines) <= set(meta["params"])
     before = out.read_bytes()
 
     other = NAMES[(NAMES.index(name) + 1) % len(NAMES)]

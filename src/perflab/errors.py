@@ -51,6 +51,20 @@ WARNINGS = {
     "normal CPU hog (--perturb rt needs root, CAP_SYS_NICE or RLIMIT_RTPRIO)",
     "priority_refused": "could not set {what} priority ({why}); running at normal priority "
     "(needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO/RLIMIT_NICE allowance; or drop --nice/--rt)",
+    "points_differ": "{before} and {after} differ in {names}, which define what a point "
+    "measures ({detail}): compared anyway as --force asked, but a ratio is not a change",
+    "rows_duplicated": "{path}: {rows} rows repeat a ({key}) already in the file, so its counts "
+    "and medians weigh those runs twice (changed after perflab wrote it; measure again with "
+    "--output FILE)",
+    "rows_missing": "{path}: {missing} of its {planned} planned runs are missing although it "
+    "says complete (changed after perflab wrote it); --resume {path} measures them",
+    "rows_unplanned": "{path}: {what}: rows its plan never made (changed after perflab wrote "
+    "it; measure again with --output FILE)",
+    "newer_perflab": "{path}: written by perflab {theirs}, newer than this perflab {ours}: what "
+    "it added is not read (pip install --upgrade perflab)",
+    "sidecar_unchecked": "{path}: its sidecar {sidecar} records no checksum, so a change to the "
+    "CSV since it was saved cannot be seen (measure again with --output FILE, or save it again "
+    "with perflab.results.save)",
 }
 _warned: set[str] = set()
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from perflab import __version__
+from perflab import __version__, errors
 from perflab.engine import filelock
 from perflab.errors import PerflabError
 from perflab.system.files import _publish, _temporary, atomic
@@ -154,7 +154,9 @@ def _load_csv(p: Path) -> pd.DataFrame:
     side = {}
     if side_path.exists():
         side = _meta(side_path.read_bytes(), side_path)
-        if "sha256" in side and side["sha256"] != file_digest(p):
+        if "sha256" not in side:
+            errors.warn(errors.warning("sidecar_unchecked", path=p, sidecar=side_path))
+        elif side["sha256"] != file_digest(p):
             raise PerflabError(
                 f"{p}: does not match {side_path} (changed after perflab saved it, or a save "
                 f"was cut short); delete {side_path} to load it without metadata"

@@ -22,6 +22,18 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
+class OtherExperiment(PerflabError):
+    """A resume given another experiment's file: the faces name both by the verb that makes it."""
+
+    def __init__(self, path: object, recorded: str, asked: str):
+        self.path, self.recorded, self.asked = path, recorded, asked
+        super().__init__(self.said(str))
+
+    def said(self, describe: Callable[[str], str]) -> str:
+        """The one line, each experiment named by describe(name)."""
+        return f"{self.path} holds a {describe(self.recorded)} result, not {describe(self.asked)}"
+
+
 class PerflabWarning(UserWarning):
     """Something was not as asked (no permission for a priority, no mlock) but the run went on."""
 
@@ -39,6 +51,20 @@ WARNINGS = {
     "normal CPU hog (--perturb rt needs root, CAP_SYS_NICE or RLIMIT_RTPRIO)",
     "priority_refused": "could not set {what} priority ({why}); running at normal priority "
     "(needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO/RLIMIT_NICE allowance; or drop --nice/--rt)",
+    "points_differ": "{before} and {after} differ in {names}, which define what a point "
+    "measures ({detail}): compared anyway as --force asked, but a ratio is not a change",
+    "rows_duplicated": "{path}: {rows} rows repeat a ({key}) already in the file, so its counts "
+    "and medians weigh those runs twice (changed after perflab wrote it; measure again with "
+    "--output FILE)",
+    "rows_missing": "{path}: {missing} of its {planned} planned runs are missing although it "
+    "says complete (changed after perflab wrote it); --resume {path} measures them",
+    "rows_unplanned": "{path}: {what}: rows its plan never made (changed after perflab wrote "
+    "it; measure again with --output FILE)",
+    "newer_perflab": "{path}: written by perflab {theirs}, newer than this perflab {ours}: what "
+    "it added is not read (pip install --upgrade perflab)",
+    "sidecar_unchecked": "{path}: its sidecar {sidecar} records no checksum, so a change to the "
+    "CSV since it was saved cannot be seen (measure again with --output FILE, or save it again "
+    "with perflab.results.save)",
 }
 _warned: set[str] = set()
 

@@ -21,7 +21,8 @@ import click
 from perflab.cli import QUIET
 from perflab.engine import controls
 from perflab.engine.progress import Progress
-from perflab.errors import PerflabError
+from perflab.errors import OtherExperiment, PerflabError
+from perflab.lab import registry
 from perflab.lab.plans import threads as plan
 
 if TYPE_CHECKING:
@@ -249,7 +250,8 @@ def journaled_run(
 
     run(on_start=, progress=) measures; on_start(todo, done) opens the bar once the input has
     proved valid, and says where the rows go when no -o named the file. Without an output
-    the rows stay in memory, and a stop says that nothing was kept.
+    the rows stay in memory, and a stop says that nothing was kept. A resume of another
+    experiment's file names both by their verbs.
     """
     bars = bars or Bars()
 
@@ -263,6 +265,8 @@ def journaled_run(
     except KeyboardInterrupt as exc:
         bars.close()
         raise interrupted(output, exc) from None
+    except OtherExperiment as exc:
+        raise PerflabError(exc.said(registry.describe)) from None
     finally:
         bars.close()
     if output:
@@ -298,6 +302,8 @@ def campaign_verb(
         )  # fmt: skip
     except KeyboardInterrupt as exc:
         raise interrupted(output, exc) from None
+    except OtherExperiment as exc:
+        raise PerflabError(exc.said(registry.describe)) from None
     finally:
         bars.close()
     for line in out.refused:

@@ -26,6 +26,12 @@ from perflab.cli.common import (
 @click.option(
     "--intersect", is_flag=True, help="Compare the parameter values both files have, not refuse."
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Compare results whose parameters that define a point differ (another loop count), "
+    "after a warning, instead of refusing.",
+)
 @click.option("--all", "show_all", is_flag=True, help="Print every point, not only the changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict and every point as JSON.")
 @click.option(
@@ -40,6 +46,7 @@ def diff_cmd(
     after: str,
     confidence: float,
     intersect: bool,
+    force: bool,
     show_all: bool,
     as_json: bool,
     plot_path: str | None,
@@ -49,6 +56,9 @@ def diff_cmd(
     """What changed from BEFORE to AFTER, two results of one experiment: per parameter value,
     after/before of the medians with an interval, changes flagged where it excludes 1.
 
+    Results whose points measure different things (another loop count) are refused unless
+    --force; what makes either file doubtful is warned first, on stderr.
+
     \b
     perflab diff main.parquet branch.parquet --plot diff.png
     perflab diff old.parquet new.parquet --md - >> pr.md
@@ -57,7 +67,7 @@ def diff_cmd(
 
     check_paths(None, plot_path)
     md_path, html_path = export_path(md_path, ".md"), export_path(html_path, ".html")
-    d = diff.diff(before, after, confidence, intersect)
+    d = diff.diff(before, after, confidence, intersect, force)
     if plot_path:
         d.plot(plot_path)
     write_export(md_path, lambda: exporters.diff_markdown(d, d.table if show_all else None))
@@ -67,8 +77,6 @@ def diff_cmd(
     if as_json:
         emit_json({**diff.summary_values(d), "points_table": d.table})
         return
-    for w in d.warnings:
-        click.echo(f"warning: {w}", err=True)
     for n in d.notes:
         click.echo(n)
     shown = d.table if show_all else d.flagged

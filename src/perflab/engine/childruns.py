@@ -222,6 +222,10 @@ class Runs:
         """What a journal checks of this sweep's rows: its columns, each planned run once."""
         return run_expect(self.key, tuple(self.labels[k] for k in self.key), self.columns)
 
+    def executes(self) -> journal.Executes:
+        """What its runs execute, for the identity a resume must repeat."""
+        return journal.Executes(self.programs, self.env, self.var)
+
     def rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, **more: Any) -> pd.DataFrame:
         """The records of the planned runs at positions `at` as tidy rows (`more` columns
         after the labels), built in one go."""
@@ -254,15 +258,22 @@ class Recorder:
 
     def __init__(self, recording: Recording, key: Iterable[str], expect: Expect, params: dict,
                  meta: dict, warn: Warn, flush_s: float = FLUSH_S,
-                 arrange: Callable[[pd.DataFrame], pd.DataFrame] | None = None):  # fmt: skip
+                 arrange: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+                 executes: journal.Executes | None = None):  # fmt: skip
         self.meta, self.params, self.flush_s, self.arrange = meta, params, flush_s, arrange
         self.columns = list(expect.columns)
         self.journal = (
             journal.Journal(recording.output, params, meta, key, recording.resume,
-                            expect=expect, discard_bad=recording.discard_bad, warn=warn)
+                            expect=expect, discard_bad=recording.discard_bad, warn=warn,
+                            executes=executes)
             if recording.output is not None
             else None
         )  # fmt: skip
+        self.identity = (
+            self.journal.identity
+            if self.journal
+            else journal.identity(meta.get("experiment"), params, expect, executes)
+        )
         self.frames: list[pd.DataFrame] = []
         self.buffer: list[pd.DataFrame] = []
         self.flushed = time.monotonic()
@@ -319,7 +330,7 @@ class Recorder:
         if df is None or df.empty:
             df = pd.DataFrame({c: pd.Series(dtype=object) for c in self.columns})
         final = {**self.meta, **extra, **added, "params": self.params, "complete": complete,
-                 **checked}  # fmt: skip
+                 "identity": self.identity, **checked}  # fmt: skip
         return results.attach(df, final)
 
 
@@ -374,7 +385,7 @@ def measure_sequential(
         preflight(runs, options)
         overhead = spawn.timer_overhead()
         recorder = Recorder(recording or Recording(), runs.key, runs.expect(), controls.params(),
-                            meta, warn, flush_s)  # fmt: skip
+                            meta, warn, flush_s, executes=runs.executes())  # fmt: skip
         todo = _todo(runs, recorder.done_keys())
         if on_start:
             on_start(int(todo.size), runs.prog.size - int(todo.size))

@@ -5,13 +5,19 @@ PATH. Chunk names carry a per-run token, so no two runs can write the same name;
 reads every chunk back and refuses (or, asked to, drops) one that is unreadable, has other
 columns, repeats a key, holds a key outside the plan or a value out of range; and complete=True
 is written only once the merged rows hold every planned key exactly once.
+
+Every journal and the result it becomes records an identity: the digest of all that defines its
+points (the experiment, its parameters, the bytes and arguments of the programs it runs, the
+environment they start from, its plan and the C core), each component kept too, so a resume that
+would measure something else is refused with what changed.
 """
 
+import hashlib
 import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,9 +26,10 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from perflab import errors
+from perflab import __version__, errors
+from perflab.core.bindings import core_digest
 from perflab.engine import filelock, results
-from perflab.errors import PerflabError
+from perflab.errors import OtherExperiment, PerflabError
 from perflab.system import files
 
 
@@ -39,6 +46,149 @@ class Expect:
     unique: tuple[str, ...] = ()
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     categories: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Executes:
+    """What child runs execute, for their identity: each program's argv (argv[0] resolved) and
+    the environment every run starts from, less the variable `var` a sweep pads."""
+
+    programs: Sequence[Sequence[str]] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    var: str | None = None
+
+
+def _sha(obj: Any) -> str:
+    """sha256 of a JSON value, keys sorted: the same value always gives the same digest."""
+    text = json.dumps(obj, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _file_sha(path: str) -> str:
+    try:
+        return results.file_digest(path)
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or type(exc).__name__})"
+
+
+def _executed(programs: Sequence[Sequence[str]]) -> dict[str, str]:
+    """sha256 of each file a run executes: argv[0], and an argument that names an executable
+    file by its absolute path (the program env(1) runs for `sweep threads`)."""
+    found: dict[str, str] = {}
+    for argv in programs:
+        for i, arg in enumerate(argv):
+            if arg in found:
+                continue
+            if i == 0 or (os.path.isabs(arg) and os.path.isfile(arg) and os.access(arg, os.X_OK)):
+                found[arg] = _file_sha(arg)
+    return found
+
+
+def key_digest(frame: pd.DataFrame, key: Sequence[str]) -> str:
+    """sha256 of the distinct values of the key columns, in no particular row order and whatever
+    the width of their dtypes: a plan and the rows that fulfil it give the same digest."""
+    cols = {
+        c: frame[c].to_numpy(dtype=np.float64, na_value=np.nan)
+        if pd.api.types.is_numeric_dtype(frame[c])
+        else frame[c].astype(str).to_numpy()
+        for c in key
+    }
+    distinct = pd.DataFrame(cols).drop_duplicates()
+    distinct = distinct.sort_values(list(key), na_position="last", kind="stable")
+    h = hashlib.sha256()
+    for c in key:
+        h.update(f"{c}\0".encode())
+        v = distinct[c].to_numpy()
+        if v.dtype == np.float64:
+            h.update(np.where(np.isnan(v), np.nan, v).tobytes())
+        else:
+            h.update("\0".join(v).encode())
+    return h.hexdigest()
+
+
+def plan_of(expect: Expect) -> dict[str, Any]:
+    """The plan as an identity records it: its key columns, how many runs, their digest (an open
+    plan, a campaign's, has neither)."""
+    key = list(expect.unique)
+    if expect.planned is None or not key:
+        return {"key": key, "runs": None, "sha256": None}
+    return {"key": key, "runs": len(expect.planned), "sha256": key_digest(expect.planned, key)}
+
+
+def identity(
+    experiment: str | None,
+    params: Mapping[str, Any],
+    expect: Expect,
+    executes: Executes | None = None,
+) -> dict[str, Any]:
+    """The digest of everything that defines a result's points, and each component: what a
+    resume must repeat (environment variables by name only, their values by digest)."""
+    ex = executes or Executes()
+    parts = {
+        "experiment": experiment,
+        "params": _sha(params),
+        "programs": _sha([list(argv) for argv in ex.programs]),
+        "files": _executed(ex.programs),
+        "env": {"sha256": _sha([sorted(ex.env.items()), ex.var]), "names": sorted(ex.env)},
+        "core": core_digest(),
+        "plan": plan_of(expect),
+    }
+    return {"sha256": _sha(parts), **parts}
+
+
+def _short(digest: object) -> str:
+    return f"{str(digest)[:12]}…"
+
+
+def identity_changes(recorded: Mapping[str, Any], asked: Mapping[str, Any]) -> list[str]:
+    """What differs between the identity a file records and a run's, one phrase each (the
+    parameters and the experiment are compared by the caller, by name)."""
+    out = []
+    old, new = recorded.get("files"), asked["files"]
+    old = old if isinstance(old, dict) else {}
+    for path in sorted(set(old) & set(new)):
+        if old[path] != new[path]:
+            out.append(
+                f"the program {path} changed since the file was started "
+                f"(sha256 {_short(old[path])} → {_short(new[path])})"
+            )
+    if set(old) != set(new):
+        gone, added = sorted(set(old) - set(new)), sorted(set(new) - set(old))
+        out.append(
+            f"the programs changed since the file was started (it ran {', '.join(gone) or '-'}; "
+            f"this run would run {', '.join(added) or '-'})"
+        )
+    elif recorded.get("programs") != asked["programs"]:
+        out.append("the programs' arguments changed since the file was started")
+    env_old, env_new = recorded.get("env"), asked["env"]
+    env_old = env_old if isinstance(env_old, dict) else {}
+    if env_old.get("sha256") != env_new["sha256"]:
+        names_old, names_new = set(env_old.get("names") or ()), set(env_new["names"])
+        moved = (("without", names_old - names_new), ("with", names_new - names_old))
+        said = [f"{label} {', '.join(sorted(names))}" for label, names in moved if names]
+        out.append(
+            "the environment the runs start from changed since the file was started ("
+            + ("now " + "; ".join(said) if said else "the values of its variables differ")
+            + ")"
+        )
+    plan_old, plan_new = recorded.get("plan"), asked["plan"]
+    plan_old = plan_old if isinstance(plan_old, dict) else {}
+    if plan_old.get("sha256") != plan_new["sha256"] or plan_old.get("key") != plan_new["key"]:
+        out.append(
+            f"the planned runs differ ({plan_old.get('runs')} recorded, {plan_new['runs']} now; "
+            f"sha256 {_short(plan_old.get('sha256'))} → {_short(plan_new['sha256'])})"
+        )
+    if recorded.get("core") != asked["core"]:
+        out.append(
+            f"the C core changed since the file was started ({recorded.get('core')} → "
+            f"{asked['core']}): resume with the perflab that started it"
+        )
+    if not out and recorded.get("sha256") != asked["sha256"]:
+        out.append(
+            f"its identity differs (sha256 {_short(recorded.get('sha256'))} → "
+            f"{_short(asked['sha256'])})"
+        )
+    return out
 
 
 class _Keys:
@@ -108,9 +258,11 @@ class Journal:
     """Rows flushed to disk in chunks as they are measured; finish() merges them into one file.
 
     An interrupted run leaves `PATH.parts/` (after a kill) or PATH marked incomplete (after
-    Ctrl-C); a Journal opened with resume=True on the same PATH and parameters knows which
-    keys are done, so the caller measures only the rest and nothing is measured twice. The
-    journal holds PATH's lock from creation to finish(): a second writer is refused.
+    Ctrl-C); a Journal opened with resume=True on the same PATH and identity (experiment,
+    parameters, the programs executes names, byte for byte, their environment, the plan, the
+    core) knows which keys are done, so the caller measures only the rest and nothing is
+    measured twice. The journal holds PATH's lock from creation to finish(): a second writer is
+    refused.
     """
 
     def __init__(
@@ -124,6 +276,7 @@ class Journal:
         expect: Expect | None = None,
         discard_bad: bool = False,
         warn: Callable[[str], None] = errors.warn,
+        executes: Executes | None = None,
     ):
         self.path = results.check_output(path)
         self.parts = self.path.with_name(self.path.name + ".parts")
@@ -132,6 +285,7 @@ class Journal:
         self.key = list(key)
         self.chunk_rows = chunk_rows
         self.expect = expect or Expect(unique=())
+        self.identity = identity(self.meta.get("experiment"), self.params, self.expect, executes)
         self.discard_bad, self.warn = discard_bad, warn
         self._rows: list[dict[str, Any]] = []
         self._columns: list[str] | None = None
@@ -163,10 +317,12 @@ class Journal:
                 raise
             return None
         frames, stored, done, done_meta = [], None, None, {}
+        recorded: object = None
         if self.path.exists():
             done = results.load(self.path)
             done_meta = results.metadata(done)
-            stored = done_meta.get("params")
+            self._check_origin(done_meta, done_meta.get("identity"))
+            stored, recorded = done_meta.get("params"), done_meta.get("identity")
             if not isinstance(stored, dict):
                 raise PerflabError(
                     f"{self.path}: not a journaled perflab result (no parameters recorded); "
@@ -175,7 +331,9 @@ class Journal:
         merged: set[str] | int = set()
         if self.parts.is_dir():
             journal = self._read_params()
+            self._check_origin(journal.get("meta"), journal.get("identity"))
             stored, self.journal_id = journal["params"], journal.get("journal", self.journal_id)
+            recorded = journal.get("identity")
             if done_meta.get("journal") == self.journal_id:
                 # Killed between finish()'s save and its cleanup: those chunks are in PATH.
                 m = done_meta.get("merged_chunks", [])
@@ -192,6 +350,14 @@ class Journal:
             raise PerflabError(
                 f"{self.path}: refusing to resume with different parameters ({changed})"
             )
+        if not isinstance(recorded, dict):
+            raise PerflabError(
+                f"{self.path}: records no identity of what its runs executed (an older "
+                "perflab wrote it), so a resume cannot be checked against it: start a new file"
+            )
+        changes = identity_changes(recorded, self.identity)
+        if changes:
+            raise PerflabError(f"{self.path}: refusing to resume: {'; '.join(changes)}")
         if done is not None:  # its rows are checked against the plan of the same parameters
             frames.append(self._accept_previous(done))
         self.parts.mkdir(exist_ok=True)
@@ -206,6 +372,21 @@ class Journal:
         self._write_params()
         frames = [f for f in frames if not f.empty]
         return pd.concat(frames, ignore_index=True) if frames else None
+
+    def _check_origin(self, meta: object, recorded: object) -> None:
+        """Refuse to resume another experiment's file, or one a newer perflab started."""
+        meta = meta if isinstance(meta, dict) else {}
+        recorded = recorded if isinstance(recorded, dict) else {}
+        theirs = recorded.get("experiment") or meta.get("experiment")
+        mine = self.identity["experiment"]
+        if isinstance(theirs, str) and isinstance(mine, str) and theirs != mine:
+            raise OtherExperiment(self.path, theirs, mine)
+        newer = results.newer_perflab(meta)
+        if newer:
+            raise PerflabError(
+                f"{self.path}: started by perflab {newer}, newer than this perflab "
+                f"{__version__}; resume it with that version"
+            )
 
     def _chunks(self) -> list[Path]:
         return sorted(self.parts.glob("chunk-*.parquet"))
@@ -263,8 +444,10 @@ class Journal:
 
     def _write_params(self, hint: str | None = None) -> None:
         body = json.dumps(
-            {"params": self.params, "meta": self.meta, "journal": self.journal_id}, default=str
-        )
+            {"params": self.params, "meta": self.meta, "journal": self.journal_id,
+             "identity": self.identity},
+            default=str,
+        )  # fmt: skip
         self._write(self.parts / "params.json", lambda t: t.write_text(body), hint=hint)
 
     def _write(
@@ -352,7 +535,8 @@ class Journal:
             df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=self.key)
             if arrange is not None and not df.empty:
                 df = arrange(df)
-            meta = {**self.meta, **(extra_meta or {}), "params": self.params}
+            meta = {**self.meta, **(extra_meta or {}), "params": self.params,
+                    "identity": self.identity}  # fmt: skip
             if complete:
                 problem = self._verify(df)
                 if problem:

@@ -149,7 +149,7 @@ def _measure_lanes(
         childruns.preflight(runs, options)
         overhead = spawn.timer_overhead()
         recorder = childruns.Recorder(recording, runs.key, runs.expect(), controls.params(),
-                                      meta, warn, flush_s)  # fmt: skip
+                                      meta, warn, flush_s, executes=runs.executes())  # fmt: skip
         todo = childruns._todo(runs, recorder.done_keys())
         if on_start:
             on_start(int(todo.size), runs.prog.size - int(todo.size))

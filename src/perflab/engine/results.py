@@ -3,13 +3,17 @@
 import hashlib
 import json
 import os
+import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from perflab import __version__, errors
 from perflab.engine import filelock
 from perflab.errors import PerflabError
 from perflab.system.files import _publish, _temporary, atomic
@@ -18,6 +22,26 @@ from perflab.system.frames import attach as attach
 from perflab.system.frames import metadata as metadata
 
 FORMATS = (".parquet", ".csv")
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """A version's leading numbers ("0.2.0.dev1" -> (0, 2, 0)), to order two of them."""
+    numbers = []
+    for part in version.split("."):
+        digits = re.match(r"\d+", part)
+        if digits is None:
+            break
+        numbers.append(int(digits.group()))
+    return tuple(numbers)
+
+
+def newer_perflab(meta: Mapping[str, Any]) -> str | None:
+    """The version of perflab that wrote this metadata when it is newer than this one, else None:
+    a newer perflab may record what this one cannot read."""
+    theirs = meta.get("perflab_version")
+    if isinstance(theirs, str) and _release(theirs) > _release(__version__):
+        return theirs
+    return None
 
 
 def check_output(path: str | os.PathLike, formats: tuple[str, ...] = FORMATS) -> Path:
@@ -53,7 +77,8 @@ def _sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
-def _digest(path: Path) -> str:
+def file_digest(path: str | os.PathLike) -> str:
+    """The sha256 of a file's bytes, read in blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -81,7 +106,7 @@ def save(df: pd.DataFrame, path: str | os.PathLike) -> Path:
         try:
             df.to_csv(data, index=False)
             dtypes = {c: str(t) for c, t in df.dtypes.items()}
-            side = {"metadata": meta, "dtypes": dtypes, "sha256": _digest(data)}
+            side = {"metadata": meta, "dtypes": dtypes, "sha256": file_digest(data)}
             atomic(_sidecar(p), lambda t: t.write_text(json.dumps(side, indent=1)))
             _publish(data, p)
         except BaseException:
@@ -129,7 +154,9 @@ def _load_csv(p: Path) -> pd.DataFrame:
     side = {}
     if side_path.exists():
         side = _meta(side_path.read_bytes(), side_path)
-        if "sha256" in side and side["sha256"] != _digest(p):
+        if "sha256" not in side:
+            errors.warn(errors.warning("sidecar_unchecked", path=p, sidecar=side_path))
+        elif side["sha256"] != file_digest(p):
             raise PerflabError(
                 f"{p}: does not match {side_path} (changed after perflab saved it, or a save "
                 f"was cut short); delete {side_path} to load it without metadata"

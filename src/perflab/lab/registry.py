@@ -41,6 +41,10 @@ class Experiment:
     columns: frozenset[str]  # the columns a frame of it always has (how a bare CSV is recognised)
     points: tuple[str, ...]  # the parameter columns that define a point, for diff
     value: str | None = None  # the column diff compares (None: the frame's own value column)
+    # The run parameters (the journal's "params") that define what a point's value measures (a
+    # loop count, a page count): diff refuses two results that differ in one. The program is
+    # not one of them: comparing two builds of it is what diff is for.
+    defines: tuple[str, ...] = ()
     ok: str = "ok"  # the status of a row diff may compare
     help: str = ""  # the first paragraph of its verb's help (on one experiment per verb)
 
@@ -106,6 +110,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             columns=frozenset({"kernel", "size", "ticks", "ticks_per_byte"}),
             points=("kernel", "size"),
             value="ticks",
+            defines=("trials", "align", "offset"),
             help=(
                 "Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees "
                 "found."
@@ -118,6 +123,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             columns=frozenset({"condition", "pages", "rep", "ticks_per_page"}),
             points=("condition",),
             value="ticks_per_page",
+            defines=("pages",),
             help="Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory.",
         ),
         Experiment(
@@ -138,6 +144,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             ),
             points=("placement", "realtime"),
             value="cswitch_us_each",
+            defines=("n",),
             help="N one-byte write+read alone, N round trips with a child, and the difference.",
         ),
         Experiment(
@@ -147,6 +154,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             columns=frozenset({"call", "ns", "rep", "ticks"}),
             points=("call",),
             value="ticks",
+            defines=("directory",),
             help="Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs.",
         ),
         Experiment(
@@ -156,6 +164,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             columns=frozenset({"cpu_ns", "label", "placement", "threads", "wall_ns"}),
             points=("placement", "threads"),
             value="cpu_ns",
+            defines=("loops",),
             help=(
                 "1 thread, then 2 released together: CPU and wall time per placement "
                 "(cputime_core_vs_ht)."
@@ -170,6 +179,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             ),
             points=("threads",),
             value="cpu_ns",
+            defines=("kernel", "loops", "size"),
             help=(
                 "Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf): "
                 "of a built-in kernel, or of your program given after -- with {threads} where its "
@@ -191,6 +201,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             columns=frozenset({"condition", "fauxplat_per_s", "fauxplat_wall_per_s"}),
             points=("condition",),
             value="fauxplat_per_s",
+            defines=("kernel", "loops", "size"),
             help=(
                 "FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: "
                 "cpu, cache and rt hogs on --cpu), with its spread and its change vs alone."
@@ -247,6 +258,20 @@ def get(name: str) -> Experiment:
         known = ", ".join(sorted(EXPERIMENTS))
         raise PerflabError(f"unknown experiment {name!r}; perflab knows {known}")
     return EXPERIMENTS[name]
+
+
+def describe(name: str) -> str:
+    """How a user makes a result of `name`: its verb, with the experiment's name where two share
+    the verb, and --cluster for a campaign ("sweep threads (threads-program)")."""
+    base = name.removesuffix(" campaign")
+    e = EXPERIMENTS.get(base)
+    if e is None or e.verb is None:
+        said = base
+    elif sum(other.verb == e.verb for other in EXPERIMENTS.values()) > 1:
+        said = f"{e.verb} ({e.name})"
+    else:
+        said = e.verb
+    return f"{said} --cluster" if base != name else said
 
 
 def recognise(columns: set[str]) -> Experiment | None:

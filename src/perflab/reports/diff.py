@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from perflab import errors
 from perflab.analysis import stats
 from perflab.errors import PerflabError
 from perflab.lab import registry
@@ -107,6 +108,15 @@ def conditions_differ(a: dict, b: dict) -> list[str]:
             continue
         out.append(f"different {name}: {va} before, {vb} after")
     return out
+
+
+def points_differ(experiment: registry.Experiment, a: dict, b: dict) -> dict[str, tuple]:
+    """The run parameters defining what a point measures that the two results recorded with
+    different values: name -> (before, after)."""
+    pa, pb = a.get("params"), b.get("params")
+    if not isinstance(pa, dict) or not isinstance(pb, dict):
+        return {}
+    return {k: (pa.get(k), pb.get(k)) for k in experiment.defines if pa.get(k) != pb.get(k)}
 
 
 def _grid(df: pd.DataFrame, params: tuple[str, ...]) -> set[tuple]:
@@ -291,8 +301,11 @@ def diff(
     after: str | os.PathLike,
     confidence: float = 0.95,
     intersect: bool = False,
+    force: bool = False,
 ) -> Diff:
-    """Compare two saved results of one experiment; refuse different experiments or grids."""
+    """Compare two saved results of one experiment; refuse different experiments or grids, and
+    results whose points measure different things (another loop count: force compares them,
+    warning first). Every warning is given (errors.warn) and kept in Diff.warnings."""
     if not 0 < confidence < 1:
         raise PerflabError(f"confidence must be between 0 and 1, not {confidence}")
     ra, rb = report.report(before), report.report(after)
@@ -303,6 +316,20 @@ def diff(
     if ra.experiment not in registry.EXPERIMENTS:
         raise PerflabError(f"perflab cannot diff {ra.experiment} results (no parameter points)")
     experiment = registry.get(ra.experiment)
+    warned = ra.warnings + rb.warnings  # report() gave them as it read the files
+    warnings = []
+    differ = points_differ(experiment, ra.meta, rb.meta)
+    if differ:
+        names = ", ".join(differ)
+        detail = ", ".join(f"{k}: {a!r} before, {b!r} after" for k, (a, b) in differ.items())
+        if not force:
+            raise PerflabError(
+                f"{before} and {after} differ in {names} ({detail}), which define what a point "
+                "measures: not comparable; --force compares them anyway"
+            )
+        warnings.append(
+            errors.warning("points_differ", before=before, after=after, names=names, detail=detail)
+        )
     params = experiment.points
     value = _value(experiment, ra.frame)
     if _value(experiment, rb.frame) != value:
@@ -315,7 +342,7 @@ def diff(
             f"{before if a.empty else after}: no row with status {experiment.ok!r} and a {value}"
         )
     notes = _check_grids(a, b, params, intersect)
-    warnings = conditions_differ(ra.meta, rb.meta)
+    warnings += conditions_differ(ra.meta, rb.meta)
     scale = _tsc_scale(ra.meta, rb.meta, value)
     if scale != 1.0:
         b = b.assign(**{value: b[value] * scale})
@@ -325,9 +352,11 @@ def diff(
     for r, when in ((ra, "before"), (rb, "after")):
         if r.partial:
             warnings.append(f"{when} is partial: {r.partial}")
+    for line in warnings:
+        errors.warn(line)
     table = compare_frames(a, b, params, value, confidence, _steps(ra.meta, rb.meta, value, scale))
     verdict = _verdict(table, "/".join(params), confidence)
-    return Diff(ra, rb, table, params, value, confidence, verdict, warnings, notes)
+    return Diff(ra, rb, table, params, value, confidence, verdict, warned + warnings, notes)
 
 
 def _tsc_scale(a: dict, b: dict, value: str) -> float:

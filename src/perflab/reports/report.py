@@ -3,15 +3,16 @@ under which conditions it was measured, so a file alone gives back what its verb
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow.parquet as pq
 
+from perflab import __version__, errors
 from perflab.analysis.summary import Summary
-from perflab.engine import results
+from perflab.engine import journal, results
 from perflab.errors import PerflabError
 from perflab.lab import registry
 
@@ -57,6 +58,9 @@ class Report:
     summary: Summary
     partial: str | None = None
     notes: list[str] = field(default_factory=list)  # how the frame was read
+    # What makes its numbers doubtful (rows off its plan, a newer perflab): warned when read,
+    # and first among the notes, so every rendering says it.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -128,8 +132,8 @@ def partial_of(meta: dict) -> str | None:
 def _journal(parts: Path) -> pd.DataFrame:
     """The rows and metadata of an interrupted run's journal (PATH.parts/), read only."""
     try:
-        journal = json.loads((parts / "params.json").read_bytes())
-        meta = dict(journal["meta"])
+        recorded = json.loads((parts / "params.json").read_bytes())
+        meta = dict(recorded["meta"])
     except (OSError, ValueError, KeyError, TypeError):
         raise PerflabError(f"{parts}: a journal without readable params.json") from None
     chunks = sorted(parts.glob("chunk-*.parquet"))
@@ -146,7 +150,8 @@ def _journal(parts: Path) -> pd.DataFrame:
         why += f", {bad} unreadable skipped"
     target = parts.with_name(parts.name.removesuffix(".parts"))
     why += f"; the same command plus --resume {target} completes it"
-    meta.update(params=journal.get("params"), complete=False, incomplete=why)
+    meta.update(params=recorded.get("params"), identity=recorded.get("identity"), complete=False,
+                incomplete=why)  # fmt: skip
     return results.attach(df, meta)
 
 
@@ -172,11 +177,54 @@ def of_frame(df: pd.DataFrame, path: str | None = None, notes: list[str] | None 
     return Report(path, experiment, df, summary, partial_of(meta), how + (notes or []))
 
 
+def plan_problems(df: pd.DataFrame, meta: dict[str, Any], where: str) -> list[str]:
+    """What the rows are against the plan the file's identity records: rows repeated, runs
+    missing from a file that says complete, rows the plan never made (nothing when it records
+    no plan)."""
+    identity = meta.get("identity")
+    plan = identity.get("plan") if isinstance(identity, dict) else None
+    key = plan.get("key") if isinstance(plan, dict) else None
+    if not isinstance(plan, dict) or not key or not set(key) <= set(map(str, df.columns)):
+        return []
+    out = []
+    repeated = int(df.duplicated(key).sum())
+    if repeated:
+        said = ", ".join(key)
+        out.append(errors.warning("rows_duplicated", path=where, rows=repeated, key=said))
+    runs, distinct = plan.get("runs"), len(df) - repeated
+    if not isinstance(runs, int) or journal.key_digest(df, key) == plan.get("sha256"):
+        return out
+    if distinct > runs:
+        what = f"{distinct - runs} more distinct ({', '.join(key)}) than the {runs} planned"
+        out.append(errors.warning("rows_unplanned", path=where, what=what))
+    elif distinct == runs:
+        what = f"some of its ({', '.join(key)}) are not the planned ones"
+        out.append(errors.warning("rows_unplanned", path=where, what=what))
+    elif partial_of(meta) is None:
+        out.append(
+            errors.warning("rows_missing", path=where, missing=runs - distinct, planned=runs)
+        )
+    return out
+
+
+def problems(df: pd.DataFrame, where: str) -> list[str]:
+    """What a reader must know before trusting a file's numbers: a newer perflab wrote it, or
+    its rows are not its plan's."""
+    meta = results.metadata(df)
+    newer = results.newer_perflab(meta)
+    said = [errors.warning("newer_perflab", path=where, theirs=newer, ours=__version__)]
+    return (said if newer else []) + plan_problems(df, meta, where)
+
+
 def report(path: str | os.PathLike) -> Report:
-    """Read a result perflab wrote and summarise it as its experiment's verb did."""
+    """Read a result perflab wrote and summarise it as its experiment's verb did; what makes
+    its numbers doubtful is warned and noted first."""
     df, notes = load(path)
+    found = problems(df, str(path))
+    for line in found:
+        errors.warn(line)
     try:
-        return of_frame(df, str(path), notes)
+        return replace(of_frame(df, str(path), found + notes), warnings=found)
     except PerflabError as exc:
         message = str(exc)
         raise PerflabError(

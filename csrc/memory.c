@@ -78,9 +78,17 @@ int perflab_copy_once(int kernel, void *dst, const void *src, size_t n)
 
 int perflab_lock_memory(int on)
 {
-    if (on)
-        return mlockall(MCL_CURRENT | MCL_FUTURE) == 0 ? 0 : -errno;
-    return munlockall() == 0 ? 0 : -errno;
+    if (!on)
+        return munlockall() == 0 ? 0 : -errno;
+#ifdef MCL_ONFAULT
+    /* Pages stay locked once touched, but what is only mapped is not faulted in:
+     * an interpreter with numpy and pandas maps over a gigabyte it never touches. */
+    if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0)
+        return 0;
+    if (errno != EINVAL)
+        return -errno;
+#endif
+    return mlockall(MCL_CURRENT | MCL_FUTURE) == 0 ? 0 : -errno;
 }
 
 int perflab_buffers_alloc(size_t bytes, void **src, void **dst)

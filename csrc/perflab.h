@@ -261,7 +261,9 @@ int perflab_hog_start(int32_t kind, int32_t cpu, uint64_t bytes, int64_t max_ns,
 /* Whether a copy kernel exists on this CPU (rep movsb is x86 only). */
 int perflab_copy_available(int kernel);
 /* mlockall(MCL_CURRENT|MCL_FUTURE) while on, munlockall when off: the
- * article's remedy against page faults during a measurement. */
+ * article's remedy against page faults during a measurement. With
+ * MCL_ONFAULT (Linux 4.4+) pages are locked as they are touched, so memory
+ * mapped but never touched is not faulted in. */
 int perflab_lock_memory(int on);
 /* Two page-aligned buffers of `bytes` each, written once so every page is
  * faulted in before anything is timed; free with perflab_buffers_free. */

@@ -285,3 +285,35 @@ def test_more_pages_than_a_user_may_lock_are_refused_before_measuring():
         "Error: --pages 2048: the mlock'ed condition locks 8192 KiB, more than this user may "
         "lock (4096 KiB, ulimit -l); use --pages 1024 or fewer, or run as root"
     )
+
+
+PEAK_CHILD = """
+import sys, warnings
+from pathlib import Path
+from perflab.lab import memcpy
+
+def kib(field):
+    status = Path("/proc/self/status").read_text()
+    return int(status.split(field + ":")[1].split()[0])
+
+warnings.simplefilter("ignore")
+# The interpreter, numpy, pandas, the C core, all but mlockall: before any big buffer
+memcpy.run(4096, trials=1, lock=False)
+before = kib("VmRSS")
+memcpy.run(int(sys.argv[1]), trials=1)
+print(before, kib("VmHWM"))
+"""
+
+
+def test_a_sweep_holds_its_two_buffers_and_little_more():
+    """The peak memory of a sweep (a child's peak RSS) is what the process held before plus the
+    sweep's two buffers plus at most 100 MB: mlockall must not fault in all the interpreter has
+    mapped (1.2 GB more with MCL_CURRENT alone). VmHWM, not ru_maxrss: a child started by
+    vfork and exec inherits its parent's peak in ru_maxrss."""
+    top = 64 << 20
+    argv = [sys.executable, "-c", PEAK_CHILD, str(top)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    before, peak = map(int, done.stdout.split())
+    buffers_kib = 2 * (top + 2 * memcpy.PAGE) >> 10
+    assert peak <= before + buffers_kib + 100_000
+    assert peak >= before + buffers_kib * 0.9  # the buffers really were faulted in

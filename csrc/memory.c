@@ -117,8 +117,32 @@ void perflab_buffers_free(void *src, void *dst, size_t bytes)
     munmap(dst, bytes);
 }
 
+/* Ticks of `copies` back-to-back copies, timer overhead subtracted. */
+static int64_t time_copies(copy_fn fn, void *dst, const void *src, size_t n, uint64_t copies,
+                           int64_t cost)
+{
+    uint64_t t0 = perflab_ticks_begin();
+    for (uint64_t c = 0; c < copies; c++)
+        fn(dst, src, n);
+    uint64_t t1 = perflab_ticks_end();
+    return (int64_t)(t1 - t0) - cost;
+}
+
+static int64_t min_of(copy_fn fn, void *dst, const void *src, size_t n, uint64_t copies,
+                      unsigned trials, int64_t cost)
+{
+    int64_t best = INT64_MAX;
+    for (unsigned j = 0; j < trials; j++) {
+        int64_t t = time_copies(fn, dst, src, n, copies, cost);
+        if (t < best)
+            best = t;
+    }
+    return best;
+}
+
 int perflab_copy_sweep(int kernel, void *dst, const void *src, const uint64_t *sizes,
-                       size_t n, unsigned trials, int64_t *min_ticks)
+                       size_t n, unsigned trials, int64_t min_sample, uint64_t *copies,
+                       int64_t *min_ticks)
 {
     copy_fn fn = kernel_fn(kernel);
     int64_t cost = (int64_t)perflab_timer_overhead();
@@ -126,15 +150,18 @@ int perflab_copy_sweep(int kernel, void *dst, const void *src, const uint64_t *s
     if (fn == NULL || trials == 0)
         return -EINVAL;
     for (size_t i = 0; i < n; i++) {
-        int64_t best = INT64_MAX;
-        for (unsigned j = 0; j < trials; j++) {
-            uint64_t t0 = perflab_ticks_begin();
-            fn(dst, src, (size_t)sizes[i]);
-            uint64_t t1 = perflab_ticks_end();
-            if ((int64_t)(t1 - t0) < best)
-                best = (int64_t)(t1 - t0);
-        }
-        min_ticks[i] = best - cost;
+        size_t size = (size_t)sizes[i];
+        uint64_t k = 1;
+        int64_t best;
+        /* Double until one sample spans min_sample (the probes warm the caches), then
+         * again whenever the minimum of the trials falls short of it. */
+        while (k < PERFLAB_MAX_REPEATS && time_copies(fn, dst, src, size, k, cost) < min_sample)
+            k <<= 1;
+        while ((best = min_of(fn, dst, src, size, k, trials, cost)) < min_sample &&
+               k < PERFLAB_MAX_REPEATS)
+            k <<= 1;
+        copies[i] = k;
+        min_ticks[i] = best;
     }
     return 0;
 }

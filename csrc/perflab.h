@@ -253,6 +253,7 @@ int perflab_hog_start(int32_t kind, int32_t cpu, uint64_t bytes, int64_t max_ns,
 #define PERFLAB_COPY_LIBC 0
 #define PERFLAB_COPY_REP_MOVSB 1
 #define PERFLAB_COPY_LOOP 2
+#define PERFLAB_MAX_REPEATS 1048576 /* copies or passes per sample, at most */
 
 #define PERFLAB_TOUCH_FIRST 0
 #define PERFLAB_TOUCH_AGAIN 1
@@ -271,10 +272,13 @@ int perflab_buffers_alloc(size_t bytes, void **src, void **dst);
 void perflab_buffers_free(void *src, void *dst, size_t bytes);
 /* One untimed copy with a kernel: lets tests check the kernels copy right. */
 int perflab_copy_once(int kernel, void *dst, const void *src, size_t n);
-/* For each sizes[i]: the minimum over `trials` of the ticks one copy of
- * sizes[i] bytes from src to dst takes, timer overhead subtracted. */
+/* For each sizes[i]: copies[i] back-to-back copies of sizes[i] bytes from src
+ * to dst per sample, the fewest (a power of two, at most PERFLAB_MAX_REPEATS)
+ * whose shortest of `trials` samples lasts min_sample ticks or more, and
+ * min_ticks[i] that shortest sample's ticks, timer overhead subtracted. */
 int perflab_copy_sweep(int kernel, void *dst, const void *src, const uint64_t *sizes,
-                       size_t n, unsigned trials, int64_t *min_ticks);
+                       size_t n, unsigned trials, int64_t min_sample, uint64_t *copies,
+                       int64_t *min_ticks);
 /* Ticks to write one byte into each of `pages` pages of a fresh anonymous
  * mapping: out[PERFLAB_TOUCH_FIRST] (page faults), out[PERFLAB_TOUCH_AGAIN]
  * (same pages again), out[PERFLAB_TOUCH_LOCKED] (another mapping mlock'ed

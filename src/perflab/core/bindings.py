@@ -248,16 +248,20 @@ class CopyBuffers:
         dst_skew: int,
         sizes: np.ndarray,
         trials: int,
-        out: np.ndarray,
+        min_sample: int,
         what: str,
-    ) -> None:
-        """Minimum ticks of `trials` copies per size into out, src/dst this far past the start."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per size, src/dst this far past the start: the copies per sample that make the
+        shortest of `trials` samples last min_sample ticks, and that sample's ticks."""
         src = ffi.cast("char *", self._src[0]) + src_skew
         dst = ffi.cast("char *", self._dst[0]) + dst_skew
+        copies, ticks = u64_array(sizes.size), np.zeros(sizes.size, dtype=np.int64)
         rc = lib.perflab_copy_sweep(
-            kernel, dst, src, ptr(sizes, "uint64_t[]"), sizes.size, trials, ptr(out, "int64_t[]")
-        )
+            kernel, dst, src, ptr(sizes, "uint64_t[]"), sizes.size, trials, min_sample,
+            ptr(copies, "uint64_t[]"), ptr(ticks, "int64_t[]"),
+        )  # fmt: skip
         check(rc, what)
+        return copies, ticks
 
     def free(self) -> None:
         lib.perflab_buffers_free(self._src[0], self._dst[0], self.nbytes)

@@ -300,12 +300,13 @@ int perflab_touch_pages(size_t pages, int64_t out[3]);
 
 /* Resolve a double(double) function of libm by name: 0 or -ENOENT. */
 int perflab_libm_lookup(const char *name);
-/* `repeat` rounds of calling names[j](args[j]) for j in 0..ncalls, each call
- * timed alone, timer overhead subtracted: out[round * ncalls + j]. */
-int perflab_libm_warm(const char **names, const double *args, size_t ncalls,
-                      size_t repeat, int64_t *out);
-/* The same sequence once, in a freshly forked child whose first calls pay
- * the page faults and cache misses; results come back through a pipe. */
+/* `repeat` rounds of one sample per j in 0..ncalls: the ticks of calls[j]
+ * back-to-back calls of names[j](args[j]), timer overhead subtracted:
+ * out[round * ncalls + j]. */
+int perflab_libm_warm(const char **names, const double *args, const uint64_t *calls,
+                      size_t ncalls, size_t repeat, int64_t *out);
+/* The sequence once, each call alone, in a freshly forked child whose first
+ * calls pay the page faults and cache misses; results come back through a pipe. */
 int perflab_libm_cold(const char **names, const double *args, size_t ncalls, int64_t *out);
 
 struct perflab_cswitch {
@@ -324,10 +325,10 @@ struct perflab_cswitch {
 int perflab_cswitch(size_t n, int cpu_parent, int cpu_child, int rt_prio,
                     long rttime_us, struct perflab_cswitch *out);
 
-/* Time `n` calls of one PERFLAB_SYS_* operation on `path` (open, stat, read
- * and write use a file of at least PERFLAB_SYS_IO_BYTES), each call alone,
- * timer overhead subtracted. */
-int perflab_syscall_time(int call, const char *path, int64_t *out, size_t n);
+/* Time `n` samples of one PERFLAB_SYS_* operation on `path` (open, stat, read
+ * and write use a file of at least PERFLAB_SYS_IO_BYTES), each sample
+ * `calls` calls back to back, timer overhead subtracted. */
+int perflab_syscall_time(int call, const char *path, uint64_t calls, int64_t *out, size_t n);
 
 /* ---- timing.c: calls of a function pointer, timed in batches --------------- */
 

@@ -279,10 +279,10 @@ def touch_pages(pages: int, what: str) -> tuple[int, int, int]:
 SYS_IO_BYTES: int = lib.PERFLAB_SYS_IO_BYTES
 
 
-def syscall_time(call: int, path: str, n: int, what: str) -> np.ndarray:
-    """n timings of one system call in ticks, each alone, the timer's cost subtracted."""
+def syscall_time(call: int, path: str, calls: int, n: int, what: str) -> np.ndarray:
+    """n samples of `calls` back-to-back system calls in ticks, the timer's cost subtracted."""
     out = np.zeros(n, dtype=np.int64)
-    check(lib.perflab_syscall_time(call, path.encode(), ptr(out, "int64_t[]"), n), what)
+    check(lib.perflab_syscall_time(call, path.encode(), calls, ptr(out, "int64_t[]"), n), what)
     return out
 
 
@@ -300,10 +300,14 @@ class LibmCalls:
         self._names = ffi.new("const char *[]", self._keep)
         self._args = ffi.new("double[]", [a for _, a in calls])
 
-    def warm(self, repeat: int) -> np.ndarray:
-        """Ticks of each call, the sequence `repeat` times in this process: (repeat, n)."""
+    def warm(self, repeat: int, calls: Sequence[int]) -> np.ndarray:
+        """Ticks of a sample of calls[j] back-to-back calls of each function, the sequence
+        `repeat` times in this process: (repeat, n)."""
         out = np.zeros(repeat * self.n, dtype=np.int64)
-        rc = lib.perflab_libm_warm(self._names, self._args, self.n, repeat, ptr(out, "int64_t[]"))
+        per = u64_array(self.n)
+        per[:] = calls
+        rc = lib.perflab_libm_warm(self._names, self._args, ptr(per, "uint64_t[]"), self.n,
+                                   repeat, ptr(out, "int64_t[]"))  # fmt: skip
         check(rc, "time libm calls")
         return out.reshape(repeat, self.n)
 

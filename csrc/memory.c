@@ -166,16 +166,32 @@ int perflab_copy_sweep(int kernel, void *dst, const void *src, const uint64_t *s
     return 0;
 }
 
-static int64_t touch(volatile unsigned char *p, size_t pages, size_t page, int64_t cost)
+/* Ticks to write one byte into each page, `passes` times over. */
+static int64_t touch(volatile unsigned char *p, size_t pages, size_t page, uint64_t passes,
+                     int64_t cost)
 {
     uint64_t t0 = perflab_ticks_begin();
-    for (size_t i = 0; i < pages; i++)
-        p[i * page] = 1;
+    for (uint64_t k = 0; k < passes; k++)
+        for (size_t i = 0; i < pages; i++)
+            p[i * page] = 1;
     uint64_t t1 = perflab_ticks_end();
     return (int64_t)(t1 - t0) - cost;
 }
 
-int perflab_touch_pages(size_t pages, int64_t out[3])
+/* Pages already mapped: as many passes (a power of two) as make one sample last
+ * min_sample ticks; the earlier, shorter samples are the warm-up. */
+static int64_t touch_mapped(volatile unsigned char *p, size_t pages, size_t page,
+                            int64_t min_sample, int64_t cost, uint64_t *passes)
+{
+    int64_t t;
+    *passes = 1;
+    while ((t = touch(p, pages, page, *passes, cost)) < min_sample &&
+           *passes < PERFLAB_MAX_REPEATS)
+        *passes <<= 1;
+    return t;
+}
+
+int perflab_touch_pages(size_t pages, int64_t min_sample, int64_t out[3], uint64_t passes[3])
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE), len = pages * page;
     int64_t cost = (int64_t)perflab_timer_overhead();
@@ -189,8 +205,10 @@ int perflab_touch_pages(size_t pages, int64_t out[3])
         return -errno;
     /* No huge pages: one fault per 4 KiB page is what is being measured. */
     madvise(p, len, MADV_NOHUGEPAGE);
-    out[PERFLAB_TOUCH_FIRST] = touch(p, pages, page, cost);
-    out[PERFLAB_TOUCH_AGAIN] = touch(p, pages, page, cost);
+    passes[PERFLAB_TOUCH_FIRST] = 1;
+    out[PERFLAB_TOUCH_FIRST] = touch(p, pages, page, 1, cost);
+    out[PERFLAB_TOUCH_AGAIN] =
+        touch_mapped(p, pages, page, min_sample, cost, &passes[PERFLAB_TOUCH_AGAIN]);
     munmap(p, len);
 
     p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -200,7 +218,8 @@ int perflab_touch_pages(size_t pages, int64_t out[3])
     if (mlock(p, len) != 0)
         rc = -errno;
     else
-        out[PERFLAB_TOUCH_LOCKED] = touch(p, pages, page, cost);
+        out[PERFLAB_TOUCH_LOCKED] =
+            touch_mapped(p, pages, page, min_sample, cost, &passes[PERFLAB_TOUCH_LOCKED]);
     munmap(p, len);
     return rc;
 }

@@ -280,10 +280,11 @@ int perflab_copy_sweep(int kernel, void *dst, const void *src, const uint64_t *s
                        size_t n, unsigned trials, int64_t min_sample, uint64_t *copies,
                        int64_t *min_ticks);
 /* Ticks to write one byte into each of `pages` pages of a fresh anonymous
- * mapping: out[PERFLAB_TOUCH_FIRST] (page faults), out[PERFLAB_TOUCH_AGAIN]
- * (same pages again), out[PERFLAB_TOUCH_LOCKED] (another mapping mlock'ed
- * first). Overhead subtracted once per region. */
-int perflab_touch_pages(size_t pages, int64_t out[3]);
+ * mapping: out[PERFLAB_TOUCH_FIRST] (page faults, one pass), and of
+ * passes[c] passes over mapped pages, enough to last min_sample ticks:
+ * out[PERFLAB_TOUCH_AGAIN] (the same pages again), out[PERFLAB_TOUCH_LOCKED]
+ * (another mapping mlock'ed first). Overhead subtracted once per sample. */
+int perflab_touch_pages(size_t pages, int64_t min_sample, int64_t out[3], uint64_t passes[3]);
 
 /* ---- oscost.c: libm calls cold and warm, context switches, syscalls ---- */
 

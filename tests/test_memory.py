@@ -258,6 +258,8 @@ def test_alignment_and_offset_are_validated():
 
 def test_page_faults_cost_more_than_touching_again():
     df = pagefault.run(pages=256, reps=5)
+    assert (df["ticks"] >= 100 * timer.timer_step()).all()
+    assert (df.loc[df["condition"] == "first touch", "passes"] == 1).all()
     t = pagefault.table(df).set_index("condition")
     assert (
         t.loc["first touch", "median_ticks_per_page"]
@@ -312,6 +314,16 @@ def test_cli_memcpy_errors_are_one_line(runner, args, message):
     assert res.exit_code != 0
     assert message in res.output
     assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_touching_two_pages_again_is_resolved_by_passes():
+    """Two mapped pages are touched in less than one step of a coarse TSC: a sample takes as
+    many passes over them as last 100 steps, and ticks per page are per page touched."""
+    df = pagefault.run(pages=2, reps=3)
+    again = df[df["condition"] == "touch again"]
+    assert (again["passes"] > 1).all() and (again["ticks"] >= 100 * timer.timer_step()).all()
+    assert np.allclose(again["ticks_per_page"], again["ticks"] / (2 * again["passes"]))
+    assert pagefault.summarize(df)["median_ticks_per_page"].notna().all()
 
 
 def test_cli_pagefault_json(runner):

@@ -267,11 +267,13 @@ class CopyBuffers:
         lib.perflab_buffers_free(self._src[0], self._dst[0], self.nbytes)
 
 
-def touch_pages(pages: int, what: str) -> tuple[int, int, int]:
-    """Ticks to write one byte into each of `pages` fresh, touched-again and mlocked pages."""
-    out = ffi.new("int64_t[3]")
-    check(lib.perflab_touch_pages(pages, out), what)
-    return int(out[0]), int(out[1]), int(out[2])
+def touch_pages(pages: int, min_sample: int, what: str) -> tuple[list[int], list[int]]:
+    """Per condition (fresh, touched-again and mlocked pages): the ticks to write one byte into
+    each of `pages` pages, passes times over (one pass over fresh pages; over mapped ones,
+    enough to last min_sample ticks), and the passes."""
+    out, passes = ffi.new("int64_t[3]"), ffi.new("uint64_t[3]")
+    check(lib.perflab_touch_pages(pages, min_sample, out, passes), what)
+    return [int(t) for t in out], [int(k) for k in passes]
 
 
 # ---- oscost.c ------------------------------------------------------------------------------

@@ -78,9 +78,17 @@ int perflab_copy_once(int kernel, void *dst, const void *src, size_t n)
 
 int perflab_lock_memory(int on)
 {
-    if (on)
-        return mlockall(MCL_CURRENT | MCL_FUTURE) == 0 ? 0 : -errno;
-    return munlockall() == 0 ? 0 : -errno;
+    if (!on)
+        return munlockall() == 0 ? 0 : -errno;
+#ifdef MCL_ONFAULT
+    /* Pages stay locked once touched, but what is only mapped is not faulted in:
+     * an interpreter with numpy and pandas maps over a gigabyte it never touches. */
+    if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0)
+        return 0;
+    if (errno != EINVAL)
+        return -errno;
+#endif
+    return mlockall(MCL_CURRENT | MCL_FUTURE) == 0 ? 0 : -errno;
 }
 
 int perflab_buffers_alloc(size_t bytes, void **src, void **dst)
@@ -109,8 +117,32 @@ void perflab_buffers_free(void *src, void *dst, size_t bytes)
     munmap(dst, bytes);
 }
 
+/* Ticks of `copies` back-to-back copies, timer overhead subtracted. */
+static int64_t time_copies(copy_fn fn, void *dst, const void *src, size_t n, uint64_t copies,
+                           int64_t cost)
+{
+    uint64_t t0 = perflab_ticks_begin();
+    for (uint64_t c = 0; c < copies; c++)
+        fn(dst, src, n);
+    uint64_t t1 = perflab_ticks_end();
+    return (int64_t)(t1 - t0) - cost;
+}
+
+static int64_t min_of(copy_fn fn, void *dst, const void *src, size_t n, uint64_t copies,
+                      unsigned trials, int64_t cost)
+{
+    int64_t best = INT64_MAX;
+    for (unsigned j = 0; j < trials; j++) {
+        int64_t t = time_copies(fn, dst, src, n, copies, cost);
+        if (t < best)
+            best = t;
+    }
+    return best;
+}
+
 int perflab_copy_sweep(int kernel, void *dst, const void *src, const uint64_t *sizes,
-                       size_t n, unsigned trials, int64_t *min_ticks)
+                       size_t n, unsigned trials, int64_t min_sample, uint64_t *copies,
+                       int64_t *min_ticks)
 {
     copy_fn fn = kernel_fn(kernel);
     int64_t cost = (int64_t)perflab_timer_overhead();
@@ -118,29 +150,48 @@ int perflab_copy_sweep(int kernel, void *dst, const void *src, const uint64_t *s
     if (fn == NULL || trials == 0)
         return -EINVAL;
     for (size_t i = 0; i < n; i++) {
-        int64_t best = INT64_MAX;
-        for (unsigned j = 0; j < trials; j++) {
-            uint64_t t0 = perflab_ticks_begin();
-            fn(dst, src, (size_t)sizes[i]);
-            uint64_t t1 = perflab_ticks_end();
-            if ((int64_t)(t1 - t0) < best)
-                best = (int64_t)(t1 - t0);
-        }
-        min_ticks[i] = best - cost;
+        size_t size = (size_t)sizes[i];
+        uint64_t k = 1;
+        int64_t best;
+        /* Double until one sample spans min_sample (the probes warm the caches), then
+         * again whenever the minimum of the trials falls short of it. */
+        while (k < PERFLAB_MAX_REPEATS && time_copies(fn, dst, src, size, k, cost) < min_sample)
+            k <<= 1;
+        while ((best = min_of(fn, dst, src, size, k, trials, cost)) < min_sample &&
+               k < PERFLAB_MAX_REPEATS)
+            k <<= 1;
+        copies[i] = k;
+        min_ticks[i] = best;
     }
     return 0;
 }
 
-static int64_t touch(volatile unsigned char *p, size_t pages, size_t page, int64_t cost)
+/* Ticks to write one byte into each page, `passes` times over. */
+static int64_t touch(volatile unsigned char *p, size_t pages, size_t page, uint64_t passes,
+                     int64_t cost)
 {
     uint64_t t0 = perflab_ticks_begin();
-    for (size_t i = 0; i < pages; i++)
-        p[i * page] = 1;
+    for (uint64_t k = 0; k < passes; k++)
+        for (size_t i = 0; i < pages; i++)
+            p[i * page] = 1;
     uint64_t t1 = perflab_ticks_end();
     return (int64_t)(t1 - t0) - cost;
 }
 
-int perflab_touch_pages(size_t pages, int64_t out[3])
+/* Pages already mapped: as many passes (a power of two) as make one sample last
+ * min_sample ticks; the earlier, shorter samples are the warm-up. */
+static int64_t touch_mapped(volatile unsigned char *p, size_t pages, size_t page,
+                            int64_t min_sample, int64_t cost, uint64_t *passes)
+{
+    int64_t t;
+    *passes = 1;
+    while ((t = touch(p, pages, page, *passes, cost)) < min_sample &&
+           *passes < PERFLAB_MAX_REPEATS)
+        *passes <<= 1;
+    return t;
+}
+
+int perflab_touch_pages(size_t pages, int64_t min_sample, int64_t out[3], uint64_t passes[3])
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE), len = pages * page;
     int64_t cost = (int64_t)perflab_timer_overhead();
@@ -154,8 +205,10 @@ int perflab_touch_pages(size_t pages, int64_t out[3])
         return -errno;
     /* No huge pages: one fault per 4 KiB page is what is being measured. */
     madvise(p, len, MADV_NOHUGEPAGE);
-    out[PERFLAB_TOUCH_FIRST] = touch(p, pages, page, cost);
-    out[PERFLAB_TOUCH_AGAIN] = touch(p, pages, page, cost);
+    passes[PERFLAB_TOUCH_FIRST] = 1;
+    out[PERFLAB_TOUCH_FIRST] = touch(p, pages, page, 1, cost);
+    out[PERFLAB_TOUCH_AGAIN] =
+        touch_mapped(p, pages, page, min_sample, cost, &passes[PERFLAB_TOUCH_AGAIN]);
     munmap(p, len);
 
     p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -165,7 +218,8 @@ int perflab_touch_pages(size_t pages, int64_t out[3])
     if (mlock(p, len) != 0)
         rc = -errno;
     else
-        out[PERFLAB_TOUCH_LOCKED] = touch(p, pages, page, cost);
+        out[PERFLAB_TOUCH_LOCKED] =
+            touch_mapped(p, pages, page, min_sample, cost, &passes[PERFLAB_TOUCH_LOCKED]);
     munmap(p, len);
     return rc;
 }

@@ -81,24 +81,27 @@ static int resolve_all(const char **names, size_t ncalls, libm_fn *fns)
     return 0;
 }
 
-/* Each call alone between two timestamps, as trig.c does; the argument is
- * read through a volatile so the call cannot be hoisted out of the region. */
-static void time_calls(libm_fn *fns, const double *args, size_t ncalls, int64_t cost,
-                       int64_t *out)
+/* One sample per function: calls[j] back-to-back calls between two timestamps
+ * (NULL: each call alone, as trig.c does). The argument is read through a
+ * volatile so no call can be hoisted out of the region. */
+static void time_calls(libm_fn *fns, const double *args, const uint64_t *calls, size_t ncalls,
+                       int64_t cost, int64_t *out)
 {
     static volatile double sink;
     for (size_t j = 0; j < ncalls; j++) {
         volatile double arg = args[j];
+        uint64_t n = calls ? calls[j] : 1;
         uint64_t t0 = perflab_ticks_begin();
-        sink = fns[j](arg);
+        for (uint64_t c = 0; c < n; c++)
+            sink = fns[j](arg);
         uint64_t t1 = perflab_ticks_end();
         out[j] = (int64_t)(t1 - t0) - cost;
     }
     (void)sink;
 }
 
-int perflab_libm_warm(const char **names, const double *args, size_t ncalls, size_t repeat,
-                      int64_t *out)
+int perflab_libm_warm(const char **names, const double *args, const uint64_t *calls,
+                      size_t ncalls, size_t repeat, int64_t *out)
 {
     libm_fn fns[64];
     int64_t cost = (int64_t)perflab_timer_overhead();
@@ -106,10 +109,13 @@ int perflab_libm_warm(const char **names, const double *args, size_t ncalls, siz
 
     if (ncalls == 0 || ncalls > 64)
         return -EINVAL;
+    for (size_t j = 0; j < ncalls; j++)
+        if (calls[j] == 0)
+            return -EINVAL;
     if ((rc = resolve_all(names, ncalls, fns)) != 0)
         return rc;
     for (size_t r = 0; r < repeat; r++)
-        time_calls(fns, args, ncalls, cost, out + r * ncalls);
+        time_calls(fns, args, calls, ncalls, cost, out + r * ncalls);
     return 0;
 }
 
@@ -165,7 +171,7 @@ int perflab_libm_cold(const char **names, const double *args, size_t ncalls, int
         int64_t ticks[64];
         /* The child's page tables hold no entries for libm's text (fork
          * does not copy them for file mappings): the first call faults. */
-        time_calls(fns, args, ncalls, cost, ticks);
+        time_calls(fns, args, NULL, ncalls, cost, ticks);
         _exit(write(fd[1], ticks, ncalls * sizeof ticks[0]) == (ssize_t)(ncalls * sizeof ticks[0])
                   ? 0
                   : 1);
@@ -365,13 +371,13 @@ static int one_syscall(int call, const char *path, int rfd, int wfd, char *buf)
     }
 }
 
-int perflab_syscall_time(int call, const char *path, int64_t *out, size_t n)
+int perflab_syscall_time(int call, const char *path, uint64_t calls, int64_t *out, size_t n)
 {
     static char buf[PERFLAB_SYS_IO_BYTES];
     int64_t cost = (int64_t)perflab_timer_overhead();
     int rfd, wfd, rc = 0;
 
-    if (call < 0 || call >= PERFLAB_NSYSCALLS)
+    if (call < 0 || call >= PERFLAB_NSYSCALLS || calls == 0)
         return -EINVAL;
     if ((rfd = open(path, O_RDONLY)) < 0)
         return -errno;
@@ -382,7 +388,8 @@ int perflab_syscall_time(int call, const char *path, int64_t *out, size_t n)
     }
     for (size_t i = 0; i < n && rc == 0; i++) {
         uint64_t t0 = perflab_ticks_begin();
-        rc = one_syscall(call, path, rfd, wfd, buf);
+        for (uint64_t c = 0; c < calls && rc == 0; c++)
+            rc = one_syscall(call, path, rfd, wfd, buf);
         uint64_t t1 = perflab_ticks_end();
         out[i] = (int64_t)(t1 - t0) - cost;
     }

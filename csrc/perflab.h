@@ -253,6 +253,7 @@ int perflab_hog_start(int32_t kind, int32_t cpu, uint64_t bytes, int64_t max_ns,
 #define PERFLAB_COPY_LIBC 0
 #define PERFLAB_COPY_REP_MOVSB 1
 #define PERFLAB_COPY_LOOP 2
+#define PERFLAB_MAX_REPEATS 1048576 /* copies or passes per sample, at most */
 
 #define PERFLAB_TOUCH_FIRST 0
 #define PERFLAB_TOUCH_AGAIN 1
@@ -261,7 +262,9 @@ int perflab_hog_start(int32_t kind, int32_t cpu, uint64_t bytes, int64_t max_ns,
 /* Whether a copy kernel exists on this CPU (rep movsb is x86 only). */
 int perflab_copy_available(int kernel);
 /* mlockall(MCL_CURRENT|MCL_FUTURE) while on, munlockall when off: the
- * article's remedy against page faults during a measurement. */
+ * article's remedy against page faults during a measurement. With
+ * MCL_ONFAULT (Linux 4.4+) pages are locked as they are touched, so memory
+ * mapped but never touched is not faulted in. */
 int perflab_lock_memory(int on);
 /* Two page-aligned buffers of `bytes` each, written once so every page is
  * faulted in before anything is timed; free with perflab_buffers_free. */
@@ -269,15 +272,19 @@ int perflab_buffers_alloc(size_t bytes, void **src, void **dst);
 void perflab_buffers_free(void *src, void *dst, size_t bytes);
 /* One untimed copy with a kernel: lets tests check the kernels copy right. */
 int perflab_copy_once(int kernel, void *dst, const void *src, size_t n);
-/* For each sizes[i]: the minimum over `trials` of the ticks one copy of
- * sizes[i] bytes from src to dst takes, timer overhead subtracted. */
+/* For each sizes[i]: copies[i] back-to-back copies of sizes[i] bytes from src
+ * to dst per sample, the fewest (a power of two, at most PERFLAB_MAX_REPEATS)
+ * whose shortest of `trials` samples lasts min_sample ticks or more, and
+ * min_ticks[i] that shortest sample's ticks, timer overhead subtracted. */
 int perflab_copy_sweep(int kernel, void *dst, const void *src, const uint64_t *sizes,
-                       size_t n, unsigned trials, int64_t *min_ticks);
+                       size_t n, unsigned trials, int64_t min_sample, uint64_t *copies,
+                       int64_t *min_ticks);
 /* Ticks to write one byte into each of `pages` pages of a fresh anonymous
- * mapping: out[PERFLAB_TOUCH_FIRST] (page faults), out[PERFLAB_TOUCH_AGAIN]
- * (same pages again), out[PERFLAB_TOUCH_LOCKED] (another mapping mlock'ed
- * first). Overhead subtracted once per region. */
-int perflab_touch_pages(size_t pages, int64_t out[3]);
+ * mapping: out[PERFLAB_TOUCH_FIRST] (page faults, one pass), and of
+ * passes[c] passes over mapped pages, enough to last min_sample ticks:
+ * out[PERFLAB_TOUCH_AGAIN] (the same pages again), out[PERFLAB_TOUCH_LOCKED]
+ * (another mapping mlock'ed first). Overhead subtracted once per sample. */
+int perflab_touch_pages(size_t pages, int64_t min_sample, int64_t out[3], uint64_t passes[3]);
 
 /* ---- oscost.c: libm calls cold and warm, context switches, syscalls ---- */
 
@@ -294,12 +301,13 @@ int perflab_touch_pages(size_t pages, int64_t out[3]);
 
 /* Resolve a double(double) function of libm by name: 0 or -ENOENT. */
 int perflab_libm_lookup(const char *name);
-/* `repeat` rounds of calling names[j](args[j]) for j in 0..ncalls, each call
- * timed alone, timer overhead subtracted: out[round * ncalls + j]. */
-int perflab_libm_warm(const char **names, const double *args, size_t ncalls,
-                      size_t repeat, int64_t *out);
-/* The same sequence once, in a freshly forked child whose first calls pay
- * the page faults and cache misses; results come back through a pipe. */
+/* `repeat` rounds of one sample per j in 0..ncalls: the ticks of calls[j]
+ * back-to-back calls of names[j](args[j]), timer overhead subtracted:
+ * out[round * ncalls + j]. */
+int perflab_libm_warm(const char **names, const double *args, const uint64_t *calls,
+                      size_t ncalls, size_t repeat, int64_t *out);
+/* The sequence once, each call alone, in a freshly forked child whose first
+ * calls pay the page faults and cache misses; results come back through a pipe. */
 int perflab_libm_cold(const char **names, const double *args, size_t ncalls, int64_t *out);
 
 struct perflab_cswitch {
@@ -318,10 +326,10 @@ struct perflab_cswitch {
 int perflab_cswitch(size_t n, int cpu_parent, int cpu_child, int rt_prio,
                     long rttime_us, struct perflab_cswitch *out);
 
-/* Time `n` calls of one PERFLAB_SYS_* operation on `path` (open, stat, read
- * and write use a file of at least PERFLAB_SYS_IO_BYTES), each call alone,
- * timer overhead subtracted. */
-int perflab_syscall_time(int call, const char *path, int64_t *out, size_t n);
+/* Time `n` samples of one PERFLAB_SYS_* operation on `path` (open, stat, read
+ * and write use a file of at least PERFLAB_SYS_IO_BYTES), each sample
+ * `calls` calls back to back, timer overhead subtracted. */
+int perflab_syscall_time(int call, const char *path, uint64_t calls, int64_t *out, size_t n);
 
 /* ---- timing.c: calls of a function pointer, timed in batches --------------- */
 

@@ -40,7 +40,7 @@ def main(argv=None) -> None:
         (
             "small sizes 1..8 (ticks)",
             "multiples of 4 cheaper",
-            " ".join(str(int(small[s])) for s in range(1, 9)),
+            " ".join(f"{small[s]:.1f}" for s in range(1, 9)),
         )
     )
     _common.side_by_side("memcpy vs size (moremem)", rows)

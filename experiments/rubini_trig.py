@@ -5,6 +5,8 @@ neither; repeated, the minimum converges: take the minimum of repeats. perflab's
 fresh forked children whose first call into libm faults, as the article's first run did.
 """
 
+import math
+
 import _common
 
 from perflab import trig
@@ -28,15 +30,17 @@ def main(argv=None) -> None:
     rows = []
     for call, first, low in zip(calls, article_first, article_min, strict=True):
         rows.append((f"{call}: first call (cold process)", f"{first:,} cycles", _cold(table, call)))
-        rows.append(
-            (f"{call}: minimum of 10", f"{low} cycles", f"{table.loc[call, 'warm_min']} ticks")
-        )
+        warm = f"{table.loc[call, 'warm_min']:.1f} ticks per call"
+        rows.append((f"{call}: minimum of 10", f"{low} cycles", warm))
     _common.side_by_side("trig: one libm call, cold and warm", rows)
     _common.done(args)
 
 
 def _cold(table, call: str) -> str:
-    return f"{table.loc[call, 'cold_median']:,.0f} ticks (median of cold children)"
+    median = table.loc[call, "cold_median"]
+    if math.isnan(median):  # the first call lasted less than 100 timer steps
+        return "unresolved (under 100 timer steps)"
+    return f"{median:,.0f} ticks (median of cold children)"
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ import pytest
 from perflab.cli import cli
 from perflab.engine import results
 from perflab.errors import PerflabError, PerflabWarning
-from perflab.lab import memcpy, pagefault
+from perflab.lab import memcpy, pagefault, resolution
+from perflab.system import timer
 
 
 @contextlib.contextmanager
@@ -131,6 +132,7 @@ def test_sweep_columns_and_metadata(sweep256k):
     assert list(df.columns) == [
         "kernel",
         "size",
+        "copies",
         "ticks",
         "ticks_per_byte",
         "gb_per_s",
@@ -140,8 +142,26 @@ def test_sweep_columns_and_metadata(sweep256k):
     assert np.allclose(df["ticks_per_byte"], df["ticks"] / df["size"])
     meta = results.metadata(df)
     assert meta["trials"] == 5 and meta["experiment"] == "memcpy"
+    assert meta["timer_step_ticks"] == timer.timer_step() and meta["min_sample_steps"] == 100
     assert meta["mlockall"] in (True, False)
     assert locked_kib() == before  # munlockall restored the process
+
+
+def test_no_bandwidth_comes_from_a_sample_under_100_timer_steps(sweep256k):
+    """A copy of a few bytes is far shorter than one step of a coarse TSC (26 ticks on an EPYC
+    guest): each sample holds as many copies (a power of two) as last 100 steps, so every size
+    is rated, and its ticks per copy are the sample's over its copies."""
+    df, _ = sweep256k
+    step = timer.timer_step()
+    sample = df["ticks"] * df["copies"]
+    assert (sample >= 100 * step).all()
+    assert df["gb_per_s"].notna().all()
+    assert (df["copies"] >= 1).all() and (df["copies"] & (df["copies"] - 1) == 0).all()
+    assert df.loc[df["size"] == 1, "copies"].item() > 1
+    hz = results.metadata(df)["tsc_hz"]
+    assert np.allclose(df["gb_per_s"], df["size"] / (df["ticks"] / hz) / 1e9)
+    peak = memcpy.summary(df, results.metadata(df)).values["peak"]
+    assert sample[df["size"] == peak["size"]].item() >= 100 * step
 
 
 DATA = Path(__file__).parent / "data"
@@ -154,12 +174,30 @@ EPYC_CACHES = pd.DataFrame(
 
 
 def test_recorded_epyc_sweep_has_no_l1_knee_and_one_beyond_l2():
-    df = results.load(DATA / "memcpy-epyc-kvm.parquet")
+    df = memcpy.rated(results.load(DATA / "memcpy-epyc-kvm.parquet"))
     assert results.metadata(df)["cpu_model"] == "AMD EPYC"
     knees = memcpy.detect_knees(df["size"], df["ticks_per_byte"])
     report = memcpy.knee_report(knees, EPYC_CACHES)
     assert list(report["cache"]) == ["L2"]
     assert (knees["touched"] > 2 * (512 << 10)).all()
+
+
+def test_a_sweep_recorded_one_copy_per_sample_is_rated_only_where_its_timer_resolved_it():
+    """The EPYC file timed single copies with a TSC in steps of 20 ticks (unrecorded then: read
+    from the ticks): sizes under 100 steps (2,000 ticks) give no rate, no knee, no ticks per
+    byte, and the summary says how many; the peak is a resolved size's."""
+    df = results.load(DATA / "memcpy-epyc-kvm.parquet")
+    meta = results.metadata(df)
+    keep, step = memcpy.resolved_rows(df, meta)
+    assert step == 20 and not keep.all() and keep.any()
+    assert (df.loc[keep, "ticks"] >= 2000).all() and (df.loc[~keep, "ticks"] < 2000).all()
+    s = memcpy.summary(df, meta)
+    assert s.values["unresolved"] == int((~keep).sum())
+    assert df.loc[df["size"] == s.values["peak"]["size"], "ticks"].item() >= 2000
+    assert any("lasted less than 100 timer steps" in line for line in s.lines)
+    small = s.tables[0].frame
+    assert small["ticks_per_byte"].isna().all() and small["ticks"].notna().all()
+    assert (memcpy.rated(df)["ticks"] >= 2000).all()
 
 
 def test_xeon_shape_from_the_docs_has_l1_l2_and_l3_knees():
@@ -181,15 +219,31 @@ def test_copies_beyond_every_cache_cost_more_per_byte_than_in_l1():
     size = np.array([4096, 64 << 20])
     ticks = memcpy.measure(size, trials=5)
     per_byte = ticks / size
-    assert per_byte[1] > per_byte[0] > 0
+    # Each sample lasts 100 timer steps: its ticks per copy are good to 1 %.
+    assert per_byte[1] > per_byte[0] * (1 + 2 / resolution.MIN_STEPS) > 0
 
 
 def test_recorded_xeon_loop_kernel_shows_riquadro_3_oscillation():
-    """Transcribed from docs/memory-os.md's Xeon run: whole words are cheaper than the same
-    words plus 7 single bytes. A TSC that steps by 20 ticks (the EPYC guest) cannot show it."""
+    """Transcribed from an earlier docs/memory-os.md's Xeon run (single copies, a TSC in steps
+    of 2 ticks): whole words are cheaper than the same words plus 7 single bytes, by more than
+    a step summed over the table's three words."""
     small = memcpy.small_table(pd.read_csv(DATA / "memcpy-loop-xeon.csv"), 32)
     ticks = small.set_index("size")["ticks"]
-    assert all(ticks[8 * k] < ticks[8 * k - 1] for k in range(2, 5))
+    words, tails = ticks[[16, 24, 32]].sum(), ticks[[15, 23, 31]].sum()
+    assert tails - words > 2
+
+
+def test_loop_kernel_shows_riquadro_3_live():
+    """Batched copies resolve what a single copy cannot on a coarse TSC: with the loop kernel,
+    S = 8k+7 bytes (7 odd bytes one at a time) costs more than 8k+8 (one more whole word), by
+    more than one timer step of each sample spread over its copies."""
+    with mlock_may_be_refused():
+        df = memcpy.run(64, trials=10, kernel="loop")
+    step = timer.timer_step()
+    row = df.set_index("size")
+    for k in range(1, 4):
+        odd, whole = row.loc[8 * k + 7], row.loc[8 * k + 8]
+        assert odd["ticks"] - whole["ticks"] > step / odd["copies"] + step / whole["copies"]
 
 
 def test_alignment_and_offset_are_validated():
@@ -204,6 +258,8 @@ def test_alignment_and_offset_are_validated():
 
 def test_page_faults_cost_more_than_touching_again():
     df = pagefault.run(pages=256, reps=5)
+    assert (df["ticks"] >= 100 * timer.timer_step()).all()
+    assert (df.loc[df["condition"] == "first touch", "passes"] == 1).all()
     t = pagefault.table(df).set_index("condition")
     assert (
         t.loc["first touch", "median_ticks_per_page"]
@@ -260,6 +316,16 @@ def test_cli_memcpy_errors_are_one_line(runner, args, message):
     assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
 
 
+def test_touching_two_pages_again_is_resolved_by_passes():
+    """Two mapped pages are touched in less than one step of a coarse TSC: a sample takes as
+    many passes over them as last 100 steps, and ticks per page are per page touched."""
+    df = pagefault.run(pages=2, reps=3)
+    again = df[df["condition"] == "touch again"]
+    assert (again["passes"] > 1).all() and (again["ticks"] >= 100 * timer.timer_step()).all()
+    assert np.allclose(again["ticks_per_page"], again["ticks"] / (2 * again["passes"]))
+    assert pagefault.summarize(df)["median_ticks_per_page"].notna().all()
+
+
 def test_cli_pagefault_json(runner):
     res = runner.invoke(cli, ["run", "pagefault", "--pages", "64", "--reps", "3", "--json"])
     assert res.exit_code == 0, res.output
@@ -285,3 +351,35 @@ def test_more_pages_than_a_user_may_lock_are_refused_before_measuring():
         "Error: --pages 2048: the mlock'ed condition locks 8192 KiB, more than this user may "
         "lock (4096 KiB, ulimit -l); use --pages 1024 or fewer, or run as root"
     )
+
+
+PEAK_CHILD = """
+import sys, warnings
+from pathlib import Path
+from perflab.lab import memcpy
+
+def kib(field):
+    status = Path("/proc/self/status").read_text()
+    return int(status.split(field + ":")[1].split()[0])
+
+warnings.simplefilter("ignore")
+# The interpreter, numpy, pandas, the C core, all but mlockall: before any big buffer
+memcpy.run(4096, trials=1, lock=False)
+before = kib("VmRSS")
+memcpy.run(int(sys.argv[1]), trials=1)
+print(before, kib("VmHWM"))
+"""
+
+
+def test_a_sweep_holds_its_two_buffers_and_little_more():
+    """The peak memory of a sweep (a child's peak RSS) is what the process held before plus the
+    sweep's two buffers plus at most 100 MB: mlockall must not fault in all the interpreter has
+    mapped (1.2 GB more with MCL_CURRENT alone). VmHWM, not ru_maxrss: a child started by
+    vfork and exec inherits its parent's peak in ru_maxrss."""
+    top = 64 << 20
+    argv = [sys.executable, "-c", PEAK_CHILD, str(top)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    before, peak = map(int, done.stdout.split())
+    buffers_kib = 2 * (top + 2 * memcpy.PAGE) >> 10
+    assert peak <= before + buffers_kib + 100_000
+    assert peak >= before + buffers_kib * 0.9  # the buffers really were faulted in

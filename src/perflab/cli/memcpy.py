@@ -42,7 +42,7 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
     default=10,
     show_default=True,
     type=int,
-    help="Copies per size; the minimum is kept.",
+    help="Samples per size, each of enough copies to last 100 timer steps; the minimum is kept.",
 )
 @click.option(
     "--kernel",
@@ -96,7 +96,7 @@ def memcpy_cmd(
     discard_bad: bool,
 ) -> None:
     """Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees found."""
-    from perflab.lab import memcpy
+    from perflab.lab import memcpy, resolution
 
     if trials < 1:
         raise click.BadParameter(f"must be at least 1, not {trials}", param_hint="--trials")
@@ -113,11 +113,9 @@ def memcpy_cmd(
                                extra_meta={"small": small})  # fmt: skip
     df = journaled_run(copies, output, True, f"memcpy 1..{top} B")
     if df["gb_per_s"].isna().all():
-        if plot_path:
-            memcpy.plot(df, plot_path, memcpy.detect_knees(df["size"], df["ticks_per_byte"]))
         saved = f" (the {len(df)} sizes are saved in {output})" if output else ""
         raise PerflabError(
-            f"every copy up to {top} B took less than one step of the timer{saved}: "
+            f"no sample up to {top} B lasted {resolution.MIN_STEPS} steps of the timer{saved}: "
             "nothing to rate; sweep larger sizes with --max (e.g. 64K)"
         )
     if full and not as_json:

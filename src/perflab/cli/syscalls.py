@@ -24,7 +24,13 @@ from perflab.lab.plans import defaults
     multiple=True,
     help=f"Calls to time (repeatable): {', '.join(defaults.SYSCALL_NAMES)}.",
 )
-@click.option("--trials", default=10000, show_default=True, type=int, help="Calls timed each.")
+@click.option(
+    "--trials",
+    default=10000,
+    show_default=True,
+    type=int,
+    help="Samples of each call, each of enough back-to-back calls to last 200 timer steps.",
+)
 @click.option(
     "--trim",
     default=10,

@@ -23,7 +23,8 @@ from perflab.cli.common import (
     default=10,
     show_default=True,
     type=int,
-    help="Warm repeats of the sequence (trig-rep used 10); shows the histogram.",
+    help="Warm repeats of the sequence (trig-rep used 10), each call a batch lasting 200 "
+    "timer steps; shows the histogram.",
 )
 @click.option(
     "--cold",

@@ -248,26 +248,32 @@ class CopyBuffers:
         dst_skew: int,
         sizes: np.ndarray,
         trials: int,
-        out: np.ndarray,
+        min_sample: int,
         what: str,
-    ) -> None:
-        """Minimum ticks of `trials` copies per size into out, src/dst this far past the start."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per size, src/dst this far past the start: the copies per sample that make the
+        shortest of `trials` samples last min_sample ticks, and that sample's ticks."""
         src = ffi.cast("char *", self._src[0]) + src_skew
         dst = ffi.cast("char *", self._dst[0]) + dst_skew
+        copies, ticks = u64_array(sizes.size), np.zeros(sizes.size, dtype=np.int64)
         rc = lib.perflab_copy_sweep(
-            kernel, dst, src, ptr(sizes, "uint64_t[]"), sizes.size, trials, ptr(out, "int64_t[]")
-        )
+            kernel, dst, src, ptr(sizes, "uint64_t[]"), sizes.size, trials, min_sample,
+            ptr(copies, "uint64_t[]"), ptr(ticks, "int64_t[]"),
+        )  # fmt: skip
         check(rc, what)
+        return copies, ticks
 
     def free(self) -> None:
         lib.perflab_buffers_free(self._src[0], self._dst[0], self.nbytes)
 
 
-def touch_pages(pages: int, what: str) -> tuple[int, int, int]:
-    """Ticks to write one byte into each of `pages` fresh, touched-again and mlocked pages."""
-    out = ffi.new("int64_t[3]")
-    check(lib.perflab_touch_pages(pages, out), what)
-    return int(out[0]), int(out[1]), int(out[2])
+def touch_pages(pages: int, min_sample: int, what: str) -> tuple[list[int], list[int]]:
+    """Per condition (fresh, touched-again and mlocked pages): the ticks to write one byte into
+    each of `pages` pages, passes times over (one pass over fresh pages; over mapped ones,
+    enough to last min_sample ticks), and the passes."""
+    out, passes = ffi.new("int64_t[3]"), ffi.new("uint64_t[3]")
+    check(lib.perflab_touch_pages(pages, min_sample, out, passes), what)
+    return [int(t) for t in out], [int(k) for k in passes]
 
 
 # ---- oscost.c ------------------------------------------------------------------------------
@@ -275,10 +281,10 @@ def touch_pages(pages: int, what: str) -> tuple[int, int, int]:
 SYS_IO_BYTES: int = lib.PERFLAB_SYS_IO_BYTES
 
 
-def syscall_time(call: int, path: str, n: int, what: str) -> np.ndarray:
-    """n timings of one system call in ticks, each alone, the timer's cost subtracted."""
+def syscall_time(call: int, path: str, calls: int, n: int, what: str) -> np.ndarray:
+    """n samples of `calls` back-to-back system calls in ticks, the timer's cost subtracted."""
     out = np.zeros(n, dtype=np.int64)
-    check(lib.perflab_syscall_time(call, path.encode(), ptr(out, "int64_t[]"), n), what)
+    check(lib.perflab_syscall_time(call, path.encode(), calls, ptr(out, "int64_t[]"), n), what)
     return out
 
 
@@ -296,10 +302,14 @@ class LibmCalls:
         self._names = ffi.new("const char *[]", self._keep)
         self._args = ffi.new("double[]", [a for _, a in calls])
 
-    def warm(self, repeat: int) -> np.ndarray:
-        """Ticks of each call, the sequence `repeat` times in this process: (repeat, n)."""
+    def warm(self, repeat: int, calls: Sequence[int]) -> np.ndarray:
+        """Ticks of a sample of calls[j] back-to-back calls of each function, the sequence
+        `repeat` times in this process: (repeat, n)."""
         out = np.zeros(repeat * self.n, dtype=np.int64)
-        rc = lib.perflab_libm_warm(self._names, self._args, self.n, repeat, ptr(out, "int64_t[]"))
+        per = u64_array(self.n)
+        per[:] = calls
+        rc = lib.perflab_libm_warm(self._names, self._args, ptr(per, "uint64_t[]"), self.n,
+                                   repeat, ptr(out, "int64_t[]"))  # fmt: skip
         check(rc, "time libm calls")
         return out.reshape(repeat, self.n)
 

@@ -12,6 +12,7 @@ from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.engine.timing import STEPS_PER_SAMPLE
 from perflab.errors import PerflabError
+from perflab.lab import resolution
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -83,11 +84,14 @@ def read_costs(samples: int = 1000, names: Iterable[str] | None = None) -> pd.Da
 
 def read_table(costs: pd.DataFrame) -> pd.DataFrame:
     """ClockBench's table per method (samples, min, max, avg, median, stdev in ns) plus ticks,
-    and each clock's step (smallest reliable increment) and share of repeated reads."""
+    each clock's step (smallest reliable increment), share of repeated reads, and whether its
+    median read lasts MIN_STEPS of its steps (a read between two reads is one short event:
+    where it does not, these columns are the clock's steps, not its cost)."""
     rows = []
     for name, group in costs.groupby("method", sort=False):
         s = stats.summary(group["ns"])
         native = group["ticks"] if name in COUNTERS else group["ns"]
+        step = stats.quantum(native.round().astype(np.int64))
         rows.append(
             {
                 "method": name,
@@ -100,8 +104,9 @@ def read_table(costs: pd.DataFrame) -> pd.DataFrame:
                 "median_ticks": float(np.median(group["ticks"])),
                 # In the clock's own unit (ticks for counters, ns for clocks); repeats: the
                 # share of back-to-back reads that returned the same value.
-                "step": stats.quantum(native.round().astype(np.int64)),
+                "step": step,
                 "repeats": float(np.mean(native == 0)),
+                "resolved": bool(step) and bool(resolution.resolved(np.median(native), step)),
             }
         )
     return pd.DataFrame(rows)
@@ -199,13 +204,23 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         title += "batch_ns = TSC-timed mean; "
     else:
         notes.append("batch_ns (a TSC-timed batch) is not in this file: `perflab clocks` times it")
-    title += "step in ticks for TSC methods, ns for clocks; repeats = share of equal reads)"
+    title += (
+        "step in ticks for TSC methods, ns for clocks; repeats = share of equal reads; "
+        f"resolved = the median read lasts {resolution.MIN_STEPS} steps)"
+    )
     tables.append(Table("cost_ns", title, costs))
     lines = []
     tsc = meta.get("tsc")
     if tsc:
         lines.append(
             f"Using TSC frequency = {tsc['tsc_hz'] / 1e9:.6f} GHz ({tsc['tsc_hz_source']})"
+        )
+    unresolved = costs.loc[~costs["resolved"], "method"].tolist()
+    if unresolved:
+        notes_on = "batch_ns is the cost of a read" if batch else "time a batch of them instead"
+        lines.append(
+            f"per-read values of {', '.join(unresolved)} last less than {resolution.MIN_STEPS} "
+            f"steps of their clock: unresolved, they show the clock's steps; {notes_on}"
         )
     if meta.get("timer_step_ticks") is not None:
         lines.append(

@@ -1,4 +1,8 @@
-"""Rubini's moremem: copy time vs size, 32 steps per octave, and the cache knees it shows."""
+"""Rubini's moremem: copy time vs size, 32 steps per octave, and the cache knees it shows.
+
+Each sample times enough back-to-back copies to last MIN_STEPS timer steps (resolution.py), the
+minimum of `trials` samples is kept, and the rows say how many copies a sample held: a copy of a
+few bytes is far shorter than one step of a coarse TSC (26 ticks on some AMD guests)."""
 
 import itertools
 import os
@@ -16,6 +20,7 @@ from perflab.core import bindings
 from perflab.engine import childruns, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError, warn_once, warning
+from perflab.lab import resolution
 from perflab.lab.plans.defaults import PAGE as PAGE
 from perflab.system import machine
 
@@ -24,7 +29,7 @@ if TYPE_CHECKING:
 
 KERNELS = bindings.COPY_KERNELS
 MAX_BYTES = 1 << 34
-COLUMNS = ("kernel", "size", "ticks", "ticks_per_byte", "gb_per_s", "derivative")
+COLUMNS = ("kernel", "size", "copies", "ticks", "ticks_per_byte", "gb_per_s", "derivative")
 
 
 def incr(n: int) -> int:
@@ -120,16 +125,13 @@ class Buffers:
         self._native = bindings.CopyBuffers(self.nbytes)
 
     def sweep(
-        self,
-        kernel: int,
-        place: Placement,
-        sizes: np.ndarray,
-        trials: int,
-        out: np.ndarray,
-        what: str,
-    ) -> None:
-        """Minimum ticks per copy of each size into out, the buffers placed as asked."""
-        self._native.sweep(kernel, place.skew, place.skew + place.offset, sizes, trials, out, what)
+        self, kernel: int, place: Placement, sizes: np.ndarray, trials: int, what: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per size, the buffers placed as asked: copies per sample and the shortest sample's
+        ticks, a sample lasting min_sample_ticks() or more."""
+        skew = place.skew
+        return self._native.sweep(kernel, skew, skew + place.offset, sizes, trials,
+                                  resolution.min_sample_ticks(), what)  # fmt: skip
 
     def __enter__(self) -> "Buffers":
         return self
@@ -167,7 +169,8 @@ def measure(
     progress: Callable[[int], None] | None = None,
     chunk: int = 32,
 ) -> np.ndarray:
-    """Minimum ticks per copy for each size, timed in C, one octave per native call.
+    """Ticks per copy of each size (the shortest sample over its copies), timed in C, one
+    octave per native call.
 
     `progress` receives work() units as chunks finish.
     """
@@ -176,11 +179,12 @@ def measure(
     if trials < 1:
         raise PerflabError(f"--trials must be at least 1, not {trials}")
     todo = np.ascontiguousarray(size_list, dtype=np.uint64)
-    out = np.zeros(todo.size, dtype=np.int64)
+    out = np.zeros(todo.size, dtype=float)
     with Buffers(int(todo.max()) + place.offset) as bufs:
         for start in range(0, todo.size, chunk):
-            part, res = todo[start : start + chunk], out[start : start + chunk]
-            bufs.sweep(kid, place, part, trials, res, f"memcpy sweep ({kernel})")
+            part = todo[start : start + chunk]
+            copies, ticks = bufs.sweep(kid, place, part, trials, f"memcpy sweep ({kernel})")
+            out[start : start + chunk] = ticks / copies
             if progress:
                 progress(work(part, trials))
     return out
@@ -194,22 +198,36 @@ def derivative(size_list: ArrayLike, ticks: ArrayLike) -> np.ndarray:
     return deriv
 
 
-def tidy(size_list: ArrayLike, ticks: ArrayLike, hz: float) -> pd.DataFrame:
-    """The article's columns plus GB/s and the point-to-point derivative of ticks per copy."""
+def tidy(
+    size_list: ArrayLike, copies: ArrayLike, sample_ticks: ArrayLike, hz: float, step: int
+) -> pd.DataFrame:
+    """The article's columns (ticks per copy: the sample's over its copies), GB/s where the
+    sample lasted MIN_STEPS timer steps (NaN elsewhere) and the derivative of ticks per copy."""
     size = np.asarray(size_list, dtype=np.int64)
-    t = np.asarray(ticks, dtype=float)
-    per_byte = t / size
+    n = np.asarray(copies, dtype=np.int64)
+    sample = np.asarray(sample_ticks, dtype=float)
+    t = sample / n
     with np.errstate(divide="ignore", invalid="ignore"):
-        gbps = np.where(t > 0, size / (t / hz) / 1e9, np.nan)
+        gbps = np.where(resolution.resolved(sample, step) & (t > 0), size / (t / hz) / 1e9, np.nan)
     return pd.DataFrame(
         {
             "size": size,
-            "ticks": t.astype(np.int64),
-            "ticks_per_byte": per_byte,
+            "copies": n,
+            "ticks": t,
+            "ticks_per_byte": t / size,
             "gb_per_s": gbps,
             "derivative": derivative(size, t),
         }
     )
+
+
+def resolved_rows(frame: pd.DataFrame, meta: Mapping[str, Any]) -> tuple[np.ndarray, int]:
+    """Which rows' samples lasted MIN_STEPS timer steps, and the step: a file from before
+    perflab batched copies has no `copies` (one copy per sample) and may lack the step."""
+    copies = frame.get("copies", 1)
+    sample = frame["ticks"].to_numpy(dtype=float) * np.asarray(copies, dtype=float)
+    step = resolution.recorded_step(meta, sample)
+    return resolution.resolved(sample, step), step
 
 
 def _rederive(df: pd.DataFrame) -> pd.DataFrame:
@@ -265,24 +283,26 @@ def run(
             "mlockall": locked.locked,
             "mlockall_error": locked.error,
             "timer_overhead_ticks": bindings.timer_overhead_ticks(),
+            "min_sample_steps": resolution.MIN_STEPS,
         }
 
-        def copies(keys: pd.DataFrame) -> pd.DataFrame:
+        def copied(keys: pd.DataFrame) -> pd.DataFrame:
             part = np.ascontiguousarray(keys["size"], dtype=np.uint64)
-            ticks = np.zeros(part.size, dtype=np.int64)
-            bufs.sweep(kid, place, part, trials, ticks, f"memcpy sweep ({kernel})")
-            return tidy(part, ticks, hz).assign(kernel=kernel)
+            copies, ticks = bufs.sweep(kid, place, part, trials, f"memcpy sweep ({kernel})")
+            return tidy(part, copies, ticks, hz, meta["timer_step_ticks"]).assign(kernel=kernel)
 
         weight = (todo + 64) * trials  # work() of each size
         plan = inprocess.Plan("memcpy", pd.DataFrame({"size": todo}), COLUMNS, params, meta,
                               weight=weight, derive=_rederive)  # fmt: skip
-        return inprocess.measure(plan, copies, childruns.Recording(output, resume, discard_bad),
+        return inprocess.measure(plan, copied, childruns.Recording(output, resume, discard_bad),
                                  on_start=on_start, progress=progress)  # fmt: skip
 
 
 def small_table(df: pd.DataFrame, upto: int = 64) -> pd.DataFrame:
-    """Riquadro 3: size, ticks per copy (red) and per byte (blue) for the smallest sizes."""
-    return df.loc[df["size"] <= upto, ["size", "ticks", "ticks_per_byte"]].reset_index(drop=True)
+    """Riquadro 3: size, copies per sample, ticks per copy (red) and per byte (blue) for the
+    smallest sizes (a file from before perflab batched copies has no copies column)."""
+    cols = [c for c in ("size", "copies", "ticks", "ticks_per_byte") if c in df]
+    return df.loc[df["size"] <= upto, cols].reset_index(drop=True)
 
 
 def _segment_costs(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -426,25 +446,45 @@ def human_bytes(v: float) -> str:
     return f"{v:g}"
 
 
-def summarize(df: pd.DataFrame, upto: int = 32) -> pd.DataFrame:
-    """The table the article printed (Riquadro 3): ticks per copy and per byte, small sizes."""
-    return small_table(df, upto)
+def summarize(
+    df: pd.DataFrame, upto: int = 32, meta: Mapping[str, Any] | None = None
+) -> pd.DataFrame:
+    """The table the article printed (Riquadro 3): ticks per copy and per byte, small sizes;
+    ticks per byte is left blank where the sample was too short for the timer to resolve."""
+    keep, _ = resolved_rows(df, results.metadata(df) if meta is None else meta)
+    table = small_table(df, upto)
+    table["ticks_per_byte"] = table["ticks_per_byte"].where(keep[df["size"].to_numpy() <= upto])
+    return table
 
 
-def plot(df: pd.DataFrame, path: Any = None, knees: pd.DataFrame | None = None) -> "Figure":
-    """Rubini's figure: log-log, red ticks per copy, blue ticks per byte, green derivative."""
+def rated(df: pd.DataFrame, meta: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """The rows whose samples the timer resolves, their derivative taken between them only:
+    every figure of copy time (rate, knees, plot) comes from these."""
+    keep, _ = resolved_rows(df, results.metadata(df) if meta is None else meta)
+    return _rederive(df[keep].reset_index(drop=True))
+
+
+def plot(
+    df: pd.DataFrame,
+    path: Any = None,
+    knees: pd.DataFrame | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> "Figure":
+    """Rubini's figure: log-log, red ticks per copy, blue ticks per byte, green derivative, of
+    the sizes the timer resolves."""
     from matplotlib.ticker import FuncFormatter
 
     from perflab.analysis import plot as plt
 
+    shown = rated(df, meta)
     fig, ax = plt.figure(figsize=(9, 5.5))
     red, blue, green = plt.COLORS[:3]
-    pos = df["derivative"] > 0
-    ax.plot(df["size"], df["ticks"].clip(lower=1), color=red, label="ticks per copy")
-    ax.plot(df["size"], df["ticks_per_byte"], color=blue, label="ticks per byte")
+    pos = shown["derivative"] > 0
+    ax.plot(shown["size"], shown["ticks"], color=red, label="ticks per copy")
+    ax.plot(shown["size"], shown["ticks_per_byte"], color=blue, label="ticks per byte")
     ax.plot(
-        df.loc[pos, "size"],
-        df.loc[pos, "derivative"],
+        shown.loc[pos, "size"],
+        shown.loc[pos, "derivative"],
         ".",
         color=green,
         markersize=2,
@@ -472,16 +512,22 @@ def plot(df: pd.DataFrame, path: Any = None, knees: pd.DataFrame | None = None) 
     ax.legend(loc="upper left")
     kernel = df["kernel"].iloc[0] if "kernel" in df else "libc"
     hz, _ = machine.tsc_hz()
+    left_out = len(df) - len(shown)
+    unresolved = f"; {left_out} sizes unresolved, not drawn" if left_out else ""
     return plt.save(
         fig,
         path,
-        title=f"memcpy ({kernel}) — TSC {hz / 1e9:.3f} GHz; dashed: cache/2, dotted: knees",
+        title=f"memcpy ({kernel}) — TSC {hz / 1e9:.3f} GHz; dashed: cache/2, dotted: knees"
+        f"{unresolved}",
     )
 
 
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
-    """The small-size table (Riquadro 3), the cache knees and the peak rate."""
-    knees = detect_knees(frame["size"], frame["ticks_per_byte"])
+    """The small-size table (Riquadro 3), the cache knees and the peak rate, of the sizes whose
+    samples the timer resolves."""
+    keep, step = resolved_rows(frame, meta)
+    fit = rated(frame, meta)
+    knees = detect_knees(fit["size"], fit["ticks_per_byte"])
     here = meta.get("hostname") == socket.gethostname()
     # A file from another machine that did not record its caches is not matched to these.
     if meta.get("caches"):
@@ -491,24 +537,35 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     report = knee_report(knees, caches)
     kernel = str(frame["kernel"].iloc[0])
     place = f", align {meta['align']}, offset {meta.get('offset', 0)}" if "align" in meta else ""
+    per = "copies per sample, " if "copies" in frame else ""
     tables = [
-        Table("small", f"small sizes (Riquadro 3: ticks per copy, ticks per byte){place}",
-              summarize(frame, int(meta.get("small", 32))), "{:.6f}"),
+        Table("small", f"small sizes (Riquadro 3: {per}ticks per copy, ticks per byte){place}",
+              summarize(frame, int(meta.get("small", 32)), meta), "{:.6f}"),
         Table("knees", "cache knees: a copy of S bytes touches 2*S", report),
     ]  # fmt: skip
     values: dict[str, Any] = {"points": len(frame), "kernel": kernel}
     values.update({k: meta[k] for k in ("max_bytes", "trials", "align", "offset") if k in meta})
     values["mlockall"] = meta.get("mlockall")
+    values["timer_step_ticks"] = step
+    values["unresolved"] = int((~keep).sum())
     line = f"{len(frame)} sizes, {kernel}" + (
         f", min of {meta['trials']}" if "trials" in meta else ""
     )
-    if "gb_per_s" in frame and frame["gb_per_s"].notna().any():
-        peak = frame.loc[frame["gb_per_s"].idxmax()]
+    if "gb_per_s" in fit and fit["gb_per_s"].notna().any():
+        peak = fit.loc[fit["gb_per_s"].idxmax()]
         values["peak"] = {"size": int(peak["size"]), "gb_per_s": float(peak["gb_per_s"])}
         line += f"; peak {peak['gb_per_s']:.2f} GB/s at {int(peak['size']):,} bytes"
     if "mlockall" in meta:
         line += f"; mlockall {'on' if meta['mlockall'] else 'off'}"
     lines = [line]
+    if "copies" in frame:
+        lines.append(
+            f"each sample: {int(frame['copies'].min()):,} to {int(frame['copies'].max()):,} "
+            f"back-to-back copies, at least {resolution.MIN_STEPS} timer steps "
+            f"({resolution.MIN_STEPS * step:,} ticks, one step {step})"
+        )
+    if not keep.all():
+        lines.append(resolution.unresolved_note(int((~keep).sum()), "sizes' samples", step))
     if report.empty:
         lines.append("no cache knee found (sweep further with --max, or more --trials)")
     notes = []
@@ -517,4 +574,4 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     if "derivative" not in frame:
         notes.append("no figure: the file has no derivative column (perflab's memcpy writes one)")
         return Summary(lines, tables, values, None, notes)
-    return Summary(lines, tables, values, lambda p: plot(frame, p, knees), notes)
+    return Summary(lines, tables, values, lambda p: plot(frame, p, knees, meta), notes)

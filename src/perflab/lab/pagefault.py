@@ -1,4 +1,7 @@
-"""What a page fault costs: first touch of fresh pages vs touching them again vs mlock'ed pages."""
+"""What a page fault costs: first touch of fresh pages vs touching them again vs mlock'ed pages.
+
+Mapped pages are touched in as many passes as make a sample last MIN_STEPS timer steps
+(resolution.py); fresh pages fault once, so a first touch of too few pages is unresolved."""
 
 import os
 import resource
@@ -9,9 +12,10 @@ import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
-from perflab.engine import childruns, inprocess
+from perflab.engine import childruns, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
+from perflab.lab import resolution
 from perflab.lab.plans.defaults import PAGE
 from perflab.system import machine
 
@@ -19,7 +23,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 CONDITIONS = bindings.TOUCH_CONDITIONS
-COLUMNS = ("condition", "pages", "rep", "ticks", "ticks_per_page", "ns_per_page")
+COLUMNS = ("condition", "pages", "rep", "passes", "ticks", "ticks_per_page", "ns_per_page")
 
 
 def run(
@@ -32,7 +36,8 @@ def run(
     resume: bool = False,
     discard_bad: bool = False,
 ) -> pd.DataFrame:
-    """One row per (rep, condition): ticks to write one byte into each of `pages` pages.
+    """One row per (rep, condition): ticks to write one byte into each of `pages` pages,
+    `passes` times over (once for a first touch), and the ticks per page touched.
 
     output: a .parquet/.csv journal, written in chunks of repetitions as they are measured;
     resume=True completes an interrupted one (inprocess.measure); progress counts repetitions."""
@@ -42,21 +47,25 @@ def run(
         raise PerflabError(f"--reps must be at least 1, not {reps}")
     check_lockable(pages)
     hz, _ = machine.tsc_hz()
+    floor = resolution.min_sample_ticks()
 
     def touched(keys: pd.DataFrame) -> pd.DataFrame:
         rows = []
         for rep in dict.fromkeys(keys["rep"]):
-            out = bindings.touch_pages(pages, "touch pages (mlock needs root or ulimit -l)")
+            out, passes = bindings.touch_pages(
+                pages, floor, "touch pages (mlock needs root or ulimit -l)"
+            )
             for name, idx in CONDITIONS.items():
-                ticks = int(out[idx])
+                per_page = out[idx] / (pages * passes[idx])
                 rows.append(
                     {
                         "condition": name,
                         "pages": pages,
                         "rep": rep,
-                        "ticks": ticks,
-                        "ticks_per_page": ticks / pages,
-                        "ns_per_page": ticks / pages / hz * 1e9,
+                        "passes": passes[idx],
+                        "ticks": out[idx],
+                        "ticks_per_page": per_page,
+                        "ns_per_page": per_page / hz * 1e9,
                     }
                 )
         return pd.DataFrame(rows)
@@ -64,7 +73,8 @@ def run(
     keys = pd.DataFrame(
         [(rep, name) for rep in range(reps) for name in CONDITIONS], columns=["rep", "condition"]
     )
-    meta = {**machine.metadata(), "experiment": "pagefault", "page_bytes": 4096}
+    meta = {**machine.metadata(), "experiment": "pagefault", "page_bytes": 4096,
+            "min_sample_steps": resolution.MIN_STEPS}  # fmt: skip
     plan = inprocess.Plan("pagefault", keys, COLUMNS, {"pages": pages, "reps": reps}, meta,
                           unit=("rep",))  # fmt: skip
     return inprocess.measure(plan, touched, childruns.Recording(output, resume, discard_bad),
@@ -84,17 +94,23 @@ def check_lockable(pages: int) -> None:
     )
 
 
-def summarize(df: pd.DataFrame) -> pd.DataFrame:
-    """Per condition: min and median ticks per page, ns per page, and the fault's share."""
+def summarize(df: pd.DataFrame, step: int | None = None) -> pd.DataFrame:
+    """Per condition: passes per sample, min and median ticks per page, ns per page, and the
+    fault's share; a figure from a sample under MIN_STEPS timer steps is NaN."""
+    step = step or resolution.recorded_step(results.metadata(df), df["ticks"])
     rows = []
     for name in CONDITIONS:
         g = df[df["condition"] == name]
+        ticks = resolution.figures(g["ticks_per_page"], g["ticks"], step)
+        ns = resolution.figures(g["ns_per_page"], g["ticks"], step)
         rows.append(
             {
                 "condition": name,
-                "min_ticks_per_page": float(g["ticks_per_page"].min()),
-                "median_ticks_per_page": float(np.median(g["ticks_per_page"])),
-                "median_ns_per_page": float(np.median(g["ns_per_page"])),
+                "passes": int(g["passes"].max()) if "passes" in g else 1,
+                "min_ticks_per_page": ticks["min"],
+                "median_ticks_per_page": ticks["median"],
+                "median_ns_per_page": ns["median"],
+                "unresolved": ticks["unresolved"],
             }
         )
     out = pd.DataFrame(rows)
@@ -111,21 +127,30 @@ def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     from perflab.analysis import plot as plt
 
     fig, ax = plt.figure()
+    step = resolution.recorded_step(results.metadata(df), df["ticks"])
     for name in CONDITIONS:
         g = df[df["condition"] == name]
-        ax.plot(g["rep"], g["ticks_per_page"].clip(lower=1), "o-", label=name)
+        g = g[resolution.resolved(g["ticks"], step)]
+        ax.plot(g["rep"], g["ticks_per_page"], "o-", label=name)
     plt.log_axes(ax, x=False, y=True)
     ax.set_xlabel("repetition")
     ax.set_ylabel("TSC ticks per 4 KiB page")
     ax.legend()
+    title = f"Page-fault cost, {int(df['pages'].iloc[0])} pages per region"
     return plt.save(
-        fig, path, title=f"Page-fault cost, {int(df['pages'].iloc[0])} pages per region"
+        fig, path, title=f"{title}; samples under {resolution.MIN_STEPS} steps left out"
     )
 
 
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """Ticks and ns per page: first touch, touching again, mlock'ed."""
     pages, reps = int(frame["pages"].iloc[0]), int(frame["rep"].nunique())
-    title = f"{pages} pages x {reps} regions (ticks and ns per 4 KiB page)"
-    table = Table("per_page", title, summarize(frame))
-    return Summary([], [table], {"pages": pages, "reps": reps}, lambda p: plot(frame, p))
+    step = resolution.recorded_step(meta, frame["ticks"])
+    title = (f"{pages} pages x {reps} regions (ticks and ns per 4 KiB page touched; mapped pages "
+             "in passes)")  # fmt: skip
+    per_page = summarize(frame, step)
+    lines = []
+    if per_page["unresolved"].any():
+        lines.append(resolution.unresolved_note(int(per_page["unresolved"].sum()), "regions", step))
+    values = {"pages": pages, "reps": reps, "timer_step_ticks": step}
+    return Summary(lines, [Table("per_page", title, per_page)], values, lambda p: plot(frame, p))

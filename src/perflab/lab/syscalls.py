@@ -1,4 +1,7 @@
-"""System-call costs in FileGuard's table: min, max, mean, also with k best and k worst dropped."""
+"""System-call costs in FileGuard's table: min, max, mean, also with k best and k worst dropped.
+
+Each sample times enough back-to-back calls to last twice MIN_STEPS timer steps (resolution.py);
+the rows hold ticks per call and the calls per sample they were averaged over."""
 
 import functools
 import os
@@ -10,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
-from perflab.engine import childruns, inprocess
+from perflab.engine import childruns, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
+from perflab.lab import resolution
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -30,6 +33,8 @@ ALIASES = {
     "yield": "sched_yield",
 }
 IO_BYTES = bindings.SYS_IO_BYTES
+COLUMNS = ("call", "rep", "calls", "ticks", "ns")
+PROBES = 5  # samples per calibration step
 
 
 def resolve(names: Iterable[str]) -> list[str]:
@@ -55,9 +60,14 @@ def _scratch_file(directory: str | None) -> Path:
     return Path(name)
 
 
-def time_call(call: str, n: int, path: Path) -> np.ndarray:
-    """n timings of one call in ticks, each call alone, the timer's cost subtracted."""
-    return bindings.syscall_time(CALLS[call], str(path), n, f"time {call}")
+def time_call(call: str, n: int, path: Path, calls: int = 1) -> np.ndarray:
+    """n samples of `calls` back-to-back calls in ticks, the timer's cost subtracted."""
+    return bindings.syscall_time(CALLS[call], str(path), calls, n, f"time {call}")
+
+
+def calls_per_sample(call: str, path: Path) -> int:
+    """Back-to-back calls that make a sample last twice min_sample_ticks()."""
+    return resolution.calls_per_sample(lambda calls: time_call(call, PROBES, path, calls))
 
 
 def run(
@@ -72,7 +82,7 @@ def run(
     discard_bad: bool = False,
     extra_meta: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """One row per call per trial: ticks and ns.
+    """One row per call per trial (a sample of `calls` calls): ticks and ns per call.
 
     output: a .parquet/.csv journal, written in chunks of trials as they are measured;
     resume=True completes an interrupted one (inprocess.measure); progress counts trials.
@@ -89,42 +99,56 @@ def run(
         "io_bytes": IO_BYTES,
         "directory": str(path.parent),
         "timer_overhead_ticks": bindings.timer_overhead_ticks(),
+        "min_sample_steps": resolution.MIN_STEPS,
         **(extra_meta or {}),
     }
     keys = pd.DataFrame(
         {"call": np.repeat(names, trials), "rep": np.tile(np.arange(trials), len(names))}
     )
     params = {"calls": names, "trials": trials, "directory": str(path.parent)}
-    plan = inprocess.Plan("syscalls", keys, ("call", "rep", "ticks", "ns"), params, meta,
-                          phase=("call",))  # fmt: skip
+    plan = inprocess.Plan("syscalls", keys, COLUMNS, params, meta, phase=("call",))
+    per: dict[str, int] = {}
     try:
-        return inprocess.measure(plan, functools.partial(_timed, path=path, hz=hz),
+        return inprocess.measure(plan, functools.partial(_timed, path=path, hz=hz, per=per),
                                  childruns.Recording(output, resume, discard_bad),
                                  on_start=on_start, progress=progress)  # fmt: skip
     finally:
         path.unlink(missing_ok=True)
 
 
-def _timed(keys: pd.DataFrame, path: Path, hz: float) -> pd.DataFrame:
-    """The rows of a chunk of trials: each call timed as many times as it has rows here."""
+def _timed(keys: pd.DataFrame, path: Path, hz: float, per: dict[str, int]) -> pd.DataFrame:
+    """The rows of a chunk of trials: each call sampled as many times as it has rows here, its
+    calls per sample calibrated the first time."""
     frames = []
     for call, g in keys.groupby("call", sort=False):
-        ticks = time_call(str(call), len(g), path)
-        frames.append(g.assign(ticks=ticks, ns=ticks / hz * 1e9))
+        name = str(call)
+        if name not in per:
+            per[name] = calls_per_sample(name, path)
+        ticks = time_call(name, len(g), path, per[name]) / per[name]
+        frames.append(g.assign(calls=per[name], ticks=ticks, ns=ticks / hz * 1e9))
     return pd.concat(frames, ignore_index=True)
 
 
-def summarize(df: pd.DataFrame, trim: int = 10, hz: float | None = None) -> pd.DataFrame:
-    """Per call: n, min/max/mean, the same with `trim` dropped from each end, and in µs."""
+def summarize(
+    df: pd.DataFrame, trim: int = 10, hz: float | None = None, step: int | None = None
+) -> pd.DataFrame:
+    """Per call: n, calls per sample, min/max/mean (ticks per call), the same with `trim`
+    dropped from each end, and in µs; a figure from a sample under MIN_STEPS timer steps is
+    NaN and `unresolved` counts such samples."""
     hz = hz or machine.tsc_hz()[0]
+    sample = df["ticks"] * df.get("calls", 1)
+    step = step or resolution.recorded_step(results.metadata(df), sample)
     rows = []
     for call, g in df.groupby("call", sort=False):
-        s = stats.summary(g["ticks"], trim=trim)
-        row = {"call": call, "n": s["n"], "n_trimmed": s["n"] - 2 * trim}
+        calls = g["calls"] if "calls" in g else pd.Series(1, index=g.index)
+        s = resolution.figures(g["ticks"], g["ticks"] * calls, step, trim=trim)
+        row = {"call": call, "n": s["n"], "n_trimmed": s["n"] - 2 * trim,
+               "calls": int(calls.max())}  # fmt: skip
         for k in ("min", "max", "mean"):
             row[k] = s[k]
             row[f"trimmed_{k}"] = s[f"trimmed_{k}"] if trim else s[k]
         row["median"] = s["median"]
+        row["unresolved"] = s["unresolved"]
         for k in ("min", "mean", "trimmed_mean", "median"):
             row[f"{k}_us"] = row[k] / hz * 1e6
         rows.append(row)
@@ -137,17 +161,21 @@ fileguard = summarize  # its earlier name
 def fileguard_text(table: pd.DataFrame) -> pd.DataFrame:
     """The Polish tables' layout: one column per call, rows min/max/mean as 'all/trimmed (µs)'."""
 
-    def cell(r: Any, k: str) -> str:
-        return f"{r[k]:,.0f}/{r['trimmed_' + k]:,.0f}"
+    def num(v: float, form: str) -> str:
+        return format(v, form) if np.isfinite(v) else "unresolved"
 
-    out = {"": ["minimum", "maximum", "mean", "mean µs", "median µs"]}
+    def cell(r: Any, k: str) -> str:
+        return f"{num(r[k], ',.0f')}/{num(r['trimmed_' + k], ',.0f')}"
+
+    out = {"": ["calls per sample", "minimum", "maximum", "mean", "mean µs", "median µs"]}
     for _, r in table.iterrows():
         out[r["call"]] = [
+            f"{int(r.get('calls', 1)):,}",
             cell(r, "min"),
             cell(r, "max"),
             cell(r, "mean"),
-            f"{r['mean_us']:.3f}/{r['trimmed_mean_us']:.3f}",
-            f"{r['median_us']:.3f}",
+            f"{num(r['mean_us'], '.3f')}/{num(r['trimmed_mean_us'], '.3f')}",
+            num(r["median_us"], ".3f"),
         ]
     return pd.DataFrame(out)
 
@@ -161,7 +189,7 @@ def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
     data = [df.loc[df["call"] == n, "ticks"].clip(lower=1).to_numpy() for n in names]
     ax.boxplot(data, orientation="horizontal", tick_labels=names, flierprops={"markersize": 2})
     ax.set_xscale("log")
-    ax.set_xlabel("TSC ticks per call (timer cost subtracted)")
+    ax.set_xlabel("TSC ticks per call (a sample's over its calls, timer cost subtracted)")
     ax.invert_yaxis()
     return plt.save(fig, path, title=f"System-call costs, {int(df['rep'].max()) + 1} trials each")
 
@@ -171,8 +199,14 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     n = int(frame.groupby("call").size().min())
     trim = int(meta.get("trim", 10))
     trim = trim if n > 2 * trim else 0
-    calls = summarize(frame, trim, hz=meta.get("tsc_hz") or None)
+    step = resolution.recorded_step(meta, frame["ticks"] * frame.get("calls", 1))
+    calls = summarize(frame, trim, hz=meta.get("tsc_hz") or None, step=step)
     trials = meta.get("trials", n)
-    title = f"{trials} trials, ticks as all/without the {trim} best and {trim} worst"
+    title = (f"{trials} samples, ticks per call as all/without the {trim} best and {trim} "
+             "worst")  # fmt: skip
     table = Table("calls", title, calls, shown=fileguard_text(calls))
-    return Summary([], [table], {"trials": trials, "trim": trim}, lambda p: plot(frame, p))
+    lines = []
+    if calls["unresolved"].any():
+        lines.append(resolution.unresolved_note(int(calls["unresolved"].sum()), "samples", step))
+    values = {"trials": trials, "trim": trim, "timer_step_ticks": step}
+    return Summary(lines, [table], values, lambda p: plot(frame, p))

@@ -1,4 +1,8 @@
-"""Rubini's trig.c: ticks of libm calls, the first (cold) call apart from the warm minimum."""
+"""Rubini's trig.c: ticks of libm calls, the first (cold) call apart from the warm minimum.
+
+A warm sample times enough back-to-back calls of one function to last twice MIN_STEPS timer
+steps (resolution.py) and records ticks per call; a cold sample is the first call of a fresh
+process, alone, and a figure made of one shorter than MIN_STEPS steps is reported unresolved."""
 
 import os
 import re
@@ -10,16 +14,18 @@ import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
-from perflab.engine import childruns, inprocess
+from perflab.engine import childruns, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
+from perflab.lab import resolution
 from perflab.system import machine
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 DEFAULT_CALLS = ("sin(1.0)", "tan(1.0)", "sin(0.0)")
-COLUMNS = ("mode", "call", "function", "arg", "position", "rep", "ticks", "ns")
+COLUMNS = ("mode", "call", "function", "arg", "position", "rep", "calls", "ticks", "ns")
+PROBES = 3  # samples per calibration step
 MAX_CALLS = 64
 # libm functions whose extra argument is a pointer: called as double(double) they would
 # write through garbage. Long-double variants (sinl) are refused too: they return on the
@@ -67,11 +73,26 @@ def _label(name: str, arg: float) -> str:
     return f"{name}({arg:g})"
 
 
+def calibrate(native: bindings.LibmCalls) -> list[int]:
+    """Calls per sample of each function of the sequence, each sample lasting twice
+    min_sample_ticks(): the probes also warm every call up."""
+    per = [1] * native.n
+    for j in range(native.n):
+
+        def probe(calls: int, j: int = j) -> np.ndarray:
+            return native.warm(PROBES, [*per[:j], calls, *per[j + 1 :]])[:, j]
+
+        per[j] = resolution.calls_per_sample(probe)
+    return per
+
+
 def warm(calls: list[tuple[str, float]], repeat: int = 10) -> pd.DataFrame:
-    """trig-rep: the sequence `repeat` times in this process, each call timed alone."""
+    """trig-rep: the sequence `repeat` times in this process, a calibrated batch per call."""
     if repeat < 1:
         raise PerflabError(f"--repeat must be at least 1, not {repeat}")
-    return _frame(calls, _native_calls(calls).warm(repeat), "warm")
+    native = _native_calls(calls)
+    per = calibrate(native)
+    return _frame(calls, native.warm(repeat, per), "warm", per=per)
 
 
 def cold(
@@ -90,11 +111,17 @@ def cold(
 
 
 def _frame(
-    calls: list[tuple[str, float]], ticks: np.ndarray, mode: str, reps: Sequence[int] | None = None
+    calls: list[tuple[str, float]],
+    ticks: np.ndarray,
+    mode: str,
+    reps: Sequence[int] | None = None,
+    per: Sequence[int] | None = None,
 ) -> pd.DataFrame:
+    """Rows of samples (repeat, len(calls)) of `per` calls each (None: one): ticks per call."""
+    per = per or [1] * len(calls)
     rows = []
     for rep, line in zip(range(len(ticks)) if reps is None else reps, ticks, strict=True):
-        for pos, ((name, arg), t) in enumerate(zip(calls, line, strict=True)):
+        for pos, ((name, arg), t, n) in enumerate(zip(calls, line, per, strict=True)):
             rows.append(
                 {
                     "mode": mode,
@@ -103,7 +130,8 @@ def _frame(
                     "arg": arg,
                     "position": pos,
                     "rep": rep,
-                    "ticks": int(t),
+                    "calls": int(n),
+                    "ticks": float(t) / n,
                 }
             )
     return pd.DataFrame(rows)
@@ -120,7 +148,8 @@ def run(
     resume: bool = False,
     discard_bad: bool = False,
 ) -> pd.DataFrame:
-    """Cold runs first (so this process's warm-up cannot help them), then the warm repeats.
+    """Cold runs first (so this process's warm-up cannot help them), then the warm repeats,
+    their calls per sample calibrated before the first.
 
     output: a .parquet/.csv journal, written in chunks of repeats as they are measured;
     resume=True completes an interrupted one (inprocess.measure); progress counts repeats."""
@@ -137,6 +166,7 @@ def run(
         "repeat": repeat,
         "cold_runs": cold_runs,
         "timer_overhead_ticks": bindings.timer_overhead_ticks(),
+        "min_sample_steps": resolution.MIN_STEPS,
     }
     modes = [("cold", cold_runs), ("warm", repeat)]
     keys = pd.DataFrame(
@@ -147,98 +177,132 @@ def run(
     plan = inprocess.Plan("trig", keys, COLUMNS, params, meta, unit=("mode", "rep"),
                           phase=("mode",))  # fmt: skip
 
+    per: list[int] = []
+
     def timed(keys: pd.DataFrame) -> pd.DataFrame:
         reps = list(dict.fromkeys(keys["rep"]))
         if keys["mode"].iloc[0] == "cold":
             df = _frame(calls, np.array([native.cold() for _ in reps]), "cold", reps)
         else:
-            if reps[0]:
-                # One unrecorded pass first: each recorded rep but 0 (the process's first call)
-                # then follows a pass of the sequence, as in one long loop, never perflab's own
-                # work between chunks (nor, in a resumed process, a first call).
-                native.warm(1)
-            df = _frame(calls, native.warm(len(reps)), "warm", reps)
+            # Each recorded rep follows a pass of the sequence (the calibration's, or one
+            # unrecorded), as in one long loop, never perflab's own work between chunks.
+            if per:
+                native.warm(1, per)
+            else:
+                per.extend(calibrate(native))
+            df = _frame(calls, native.warm(len(reps), per), "warm", reps, per)
         return df.assign(ns=df["ticks"] / hz * 1e9)
 
     return inprocess.measure(plan, timed, childruns.Recording(output, resume, discard_bad),
                              on_start=on_start, progress=progress)  # fmt: skip
 
 
-def summarize(df: pd.DataFrame) -> pd.DataFrame:
-    """Per call: the first warm-process value, the warm minimum and median, the cold ones."""
+def _samples(df: pd.DataFrame) -> pd.Series:
+    """Ticks of each row's whole sample (a file from before perflab batched calls: one call)."""
+    return df["ticks"] * df.get("calls", 1)
+
+
+def summarize(df: pd.DataFrame, step: int | None = None) -> pd.DataFrame:
+    """Per call: calls per warm sample, the warm minimum and median (ticks per call), the cold
+    first call's; a figure whose sample lasted less than MIN_STEPS timer steps is NaN."""
+    step = step or resolution.recorded_step(results.metadata(df), _samples(df))
     rows = []
     for call, g in df.groupby("call", sort=False):
-        w = g[g["mode"] == "warm"]["ticks"]
-        c = g[g["mode"] == "cold"]["ticks"]
-        row = {
-            "call": call,
-            "first": int(w.iloc[0]),
-            "warm_min": int(w.min()),
-            "warm_median": float(np.median(w)),
-        }
+        w, c = g[g["mode"] == "warm"], g[g["mode"] == "cold"]
+        fw = resolution.figures(w["ticks"], _samples(w), step)
+        row = {"call": call, "calls": int(w["calls"].max()) if "calls" in w else 1,
+               "warm_min": fw["min"], "warm_median": fw["median"]}  # fmt: skip
         if len(c):
-            row.update(cold_min=int(c.min()), cold_median=float(np.median(c)))
+            fc = resolution.figures(c["ticks"], _samples(c), step)
+            row.update(cold_min=fc["min"], cold_median=fc["median"],
+                       cold_unresolved=fc["unresolved"])  # fmt: skip
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def histogram(df: pd.DataFrame) -> pd.DataFrame:
-    """The article's `sort | uniq -c | sort`: how often each warm value occurs, per call."""
+def _resolved_warm(df: pd.DataFrame, step: int | None = None) -> pd.DataFrame:
     w = df[df["mode"] == "warm"]
+    step = step or resolution.recorded_step(results.metadata(df), _samples(df))
+    return w[resolution.resolved(_samples(w), step)]
+
+
+def histogram(df: pd.DataFrame, step: int | None = None) -> pd.DataFrame:
+    """The article's `sort | uniq -c | sort`: how often each warm value (ticks per call, to the
+    nearest tick) occurs, per call, of the samples the timer resolves."""
+    w = _resolved_warm(df, step)
+    w = w.assign(ticks=w["ticks"].round().astype(np.int64))
     counts = w.groupby(["call", "ticks"], sort=False).size().reset_index(name="count")
     return counts.sort_values(["count", "call", "ticks"], kind="stable").reset_index(drop=True)[
         ["count", "call", "ticks"]
     ]
 
 
-def convergence(df: pd.DataFrame) -> pd.DataFrame:
-    """Running minimum of each call over the warm repeats: how fast the minimum settles."""
-    w = df[df["mode"] == "warm"]
-    wide = w.pivot(index="rep", columns="call", values="ticks")[list(dict.fromkeys(w["call"]))]
+def convergence(df: pd.DataFrame, step: int | None = None) -> pd.DataFrame:
+    """Running minimum of each call's ticks per call over the warm repeats the timer resolves:
+    how fast the minimum settles."""
+    w = _resolved_warm(df, step)
+    order = list(dict.fromkeys(df.loc[df["mode"] == "warm", "call"]))
+    wide = w.pivot(index="rep", columns="call", values="ticks").reindex(columns=order)
     return wide.cummin().reset_index()
 
 
-def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
-    """Ticks of each warm repeat and its running minimum, cold first calls as markers at rep -1."""
+def plot(df: pd.DataFrame, path: Any = None, step: int | None = None) -> "Figure":
+    """Ticks per call of each warm repeat and its running minimum, cold first calls as markers
+    at rep -1: only samples the timer resolves."""
     from perflab.analysis import plot as plt
 
+    step = step or resolution.recorded_step(results.metadata(df), _samples(df))
     fig, ax = plt.figure()
-    conv = convergence(df)
-    for i, call in enumerate(c for c in conv.columns if c != "rep"):
+    conv = convergence(df, step)
+    w, c = _resolved_warm(df, step), df[df["mode"] == "cold"]
+    c = c[resolution.resolved(_samples(c), step)]
+    for i, call in enumerate(col for col in conv.columns if col != "rep"):
         color = plt.COLORS[i % len(plt.COLORS)]
-        w = df[(df["mode"] == "warm") & (df["call"] == call)]
-        ax.plot(w["rep"], w["ticks"].clip(lower=1), "o", color=color, markersize=3)
-        ax.plot(
-            conv["rep"], conv[call].clip(lower=1), "-", color=color, label=f"{call} running min"
-        )
-        c = df[(df["mode"] == "cold") & (df["call"] == call)]
-        if len(c):
-            ax.plot([-1] * len(c), c["ticks"].clip(lower=1), "x", color=color)
+        mine = w[w["call"] == call]
+        ax.plot(mine["rep"], mine["ticks"], "o", color=color, markersize=3)
+        ax.plot(conv["rep"], conv[call], "-", color=color, label=f"{call} running min")
+        cold = c[c["call"] == call]
+        if len(cold):
+            ax.plot([-1] * len(cold), cold["ticks"], "x", color=color)
     plt.log_axes(ax, x=False, y=True)
     ax.set_xlabel("repeat (x at -1: first call in a fresh process)")
-    ax.set_ylabel("TSC ticks, timer cost subtracted")
+    ax.set_ylabel("TSC ticks per call, timer cost subtracted")
     ax.legend()
-    return plt.save(fig, path, title="trig: cold first calls vs warm repeats")
+    floor = f"samples under {resolution.MIN_STEPS} timer steps left out"
+    return plt.save(fig, path, title=f"trig: cold first calls vs warm repeats; {floor}")
 
 
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """The warm minimum of each call (and its cold first calls), the histogram of warm values
-    and the running minimum."""
-    calls, hist, conv = summarize(frame), histogram(frame), convergence(frame)
+    and the running minimum, of the samples the timer resolves."""
+    step = resolution.recorded_step(meta, _samples(frame))
+    calls, hist, conv = summarize(frame, step), histogram(frame, step), convergence(frame, step)
     repeat, cold_runs = meta.get("repeat", "?"), meta.get("cold_runs", 0)
+    floor = resolution.MIN_STEPS * step
     lines = []
     for r in calls.itertuples(index=False):
-        cold = (
-            f"; cold first call {r.cold_min:,}..{r.cold_median:,.0f} (min..median of {cold_runs})"
-            if cold_runs and hasattr(r, "cold_min")
-            else ""
+        warm = f"{r.warm_min:7.1f} ticks per call (warm min of {repeat} samples of {r.calls:,})"
+        if not np.isfinite(r.warm_min):
+            warm = f"unresolved ticks (warm samples under {floor:,} ticks)"
+        cold = ""
+        if cold_runs and hasattr(r, "cold_min"):
+            lo = f"{r.cold_min:,.0f}" if np.isfinite(r.cold_min) else f"<{floor:,}"
+            mid = f"{r.cold_median:,.0f}" if np.isfinite(r.cold_median) else f"<{floor:,}"
+            cold = f"; cold first call {lo}..{mid} (min..median of {cold_runs})"
+        lines.append(f"{r.call} takes {warm}{cold}")
+    if "cold_unresolved" in calls and calls["cold_unresolved"].any():
+        lines.append(
+            resolution.unresolved_note(
+                int(calls["cold_unresolved"].sum()), "cold first calls", step
+            )
+            + f" (a first call is one event, not to be batched: shown as <{floor:,})"
         )
-        lines.append(f"{r.call} takes {r.warm_min:5d} ticks (warm min of {repeat}){cold}")
     tables = [
-        Table("summary", "per call (ticks)", calls, "{:.0f}", calls.iloc[:0, :0]),
-        Table("histogram", "sort | uniq -c | sort | tail", hist, "{:.0f}",
-              hist.tail(max(3, len(calls)))),
-        Table("running_min", "running minimum per repeat", conv, "{:.0f}"),
+        Table("summary", "per call (ticks per call; calls per warm sample)", calls, "{:.1f}",
+              calls.iloc[:0, :0]),
+        Table("histogram", "sort | uniq -c | sort | tail (ticks per call, nearest tick)", hist,
+              "{:.0f}", hist.tail(max(3, len(calls)))),
+        Table("running_min", "running minimum per repeat (ticks per call)", conv, "{:.1f}"),
     ]  # fmt: skip
-    values = {"repeat": meta.get("repeat"), "cold_runs": cold_runs}
-    return Summary(lines, tables, values, lambda p: plot(frame, p))
+    values = {"repeat": meta.get("repeat"), "cold_runs": cold_runs, "timer_step_ticks": step}
+    return Summary(lines, tables, values, lambda p: plot(frame, p, step))

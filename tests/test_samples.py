@@ -1,5 +1,5 @@
 """docs/samples.py: markers parsed, blocks filled with a real run's output under a line that
-names the machine, commands other than perflab's refused."""
+names the machine, commands other than perflab's refused; and no developer's path in the docs."""
 
 import importlib.util
 import re
@@ -10,6 +10,7 @@ import pytest
 import perflab
 
 ROOT = Path(__file__).resolve().parents[1]
+DEVELOPER_PATHS = ("/work/", "/root/", "/home/")
 
 
 def _load():
@@ -124,3 +125,17 @@ def test_output_shows_relative_paths_home_as_tilde_and_each_progress_bars_last_l
         "rootdir: .",
         "source benchmarks/heldlock.c",
     ]
+
+
+def test_every_marker_in_the_docs_runs_perflab_and_a_kept_block_says_where_it_was_made():
+    found = [s for path in samples.documents() for s in samples.parse(path)]
+    assert found
+    for s in found:
+        if s.kept:
+            assert samples.block(s)[0].startswith("# "), f"{s.where}: kept without its origin"
+
+
+def test_no_developer_path_in_the_readme_or_the_docs():
+    for path in samples.documents():
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            assert not any(p in line for p in DEVELOPER_PATHS), f"{path.name}:{n}: {line}"

@@ -77,6 +77,11 @@ def test_a_run_fills_each_block_with_the_real_output_under_its_machine_line(tmp_
     assert "page.md:10: perflab --version ; perflab report pyproject.toml ..." in (
         capsys.readouterr().out
     )
+    assert samples.main([str(page), "--list", "--only", "report"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == 1 and re.fullmatch(
+        r".*page\.md:\d+: perflab --version ; perflab report \S+  \[[\d.]+ s\]", listed[0]
+    )
 
 
 @pytest.mark.parametrize(

@@ -130,6 +130,28 @@ def test_a_window_no_address_explains_is_seen_not_predicted():
     assert table["excess"].iloc[0] == pytest.approx(0.5)
 
 
+def test_each_figure_of_one_effect_in_the_summary_names_its_statistic():
+    """A window 30 % above the rest, its sizes 28-32 % up, and an alias check of +14 % per
+    iteration: the windows' peak, the verdicts' median and the check's per-iteration cost are
+    three figures of one effect, and each says which statistic it is."""
+    sizes = np.arange(0, 512)
+    ticks = np.full(sizes.size, 1000.0)
+    ticks[256:272] = np.linspace(1280, 1320, 16)
+    frame = pd.DataFrame({"env_size": np.repeat(sizes, 3), "rep": np.tile([0, 1, 2], sizes.size),
+                          "ticks": np.repeat(ticks, 3), "status": "ok"})  # fmt: skip
+    check = {"kernel": "loop", "aliased_ticks": 2.08, "distinct_ticks": 1.82, "penalty": 0.14,
+             "low": 0.12, "high": 0.15, "shows": True}  # fmt: skip
+    said = env_size.summary(frame, {"aslr": "off", "alias_check": [check]})
+    tables = {t.name: t for t in said.tables}
+    assert "peak_excess: the window's highest per-size median over the baseline" in (
+        tables["windows"].title
+    )
+    assert tables["windows"].display["peak_excess"].tolist() == ["+32.0%"]
+    assert tables["verdicts"].title.startswith("verdicts (median_excess: the median of")
+    assert tables["verdicts"].display["median_excess"].iloc[0].startswith("+30.0% [")
+    assert any("ticks/iteration aliased vs not, per-iteration cost +14%" in x for x in said.lines)
+
+
 def test_twin_reports_agree_with_the_model_at_128_sizes_over_two_periods():
     sizes = np.linspace(0, 8191, 128).astype(int)
     reports = windows.probe(sizes)
@@ -188,7 +210,7 @@ def test_cli_prints_the_prediction_and_a_verdict_per_window(tmp_path):
     assert len(predicted) == 1
     w = predicted.iloc[0]
     assert f"predicted: {w.start}-{w.end}: &" in done.output
-    assert "verdicts (excess, 95 % CI)" in done.output
+    assert "verdicts (median_excess: " in done.output
     assert "this CPU: the paper's loop" in done.output
     assert len(meta["alias_check"]) == 2
 

@@ -320,7 +320,7 @@ def plot(
         label = f"windows (median > {windows.attrs['threshold']:,.0f})" if i == 0 else None
         ax.axvspan(w.start - pad, w.end + pad, color=plt.COLORS[2], alpha=0.3, lw=0, label=label)
         ax.annotate(
-            f"{w.start}-{w.end}\n+{w.excess:.0%}",
+            f"{w.start}-{w.end}\npeak {w.excess:+.0%}",
             (w.end + pad, w.peak),
             xytext=(3, 0),
             textcoords="offset points",
@@ -388,6 +388,14 @@ def _cpu_series(ax: Any, df: pd.DataFrame, value: str, zoom: tuple[int, int] | N
                 label=f"median, CPU {cpu}")  # fmt: skip
 
 
+# Three figures of one effect sit side by side in a summary (the windows' peak, the verdicts'
+# median, the alias check's per-iteration cost): each table names its own.
+VERDICTS_TITLE = (
+    "verdicts (median_excess: the median of the window's per-size medians over that of the "
+    "sizes outside every window, 95 % CI)"
+)
+
+
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """Status, the windows (by the sweep's -k) and why they are where they are, the slowest
     sizes, and for a parallel sweep the windows per CPU and the interference check."""
@@ -419,16 +427,18 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         else:
             title = (
                 f"windows (median > {windows.attrs['threshold']:,.0f}; "
-                f"baseline {windows.attrs['baseline']:,.0f})"
+                f"baseline {windows.attrs['baseline']:,.0f}: the median of the per-size medians; "
+                "peak_excess: the window's highest per-size median over the baseline)"
             )
-            hidden = None
+            peak = [f"{e:+.1%}" for e in windows.excess]
+            hidden = windows.assign(excess=peak).rename(columns={"excess": "peak_excess"})
     lines += why + alias_counters.summary_lines(meta) + lanes.describe(meta.get("interference", {}))
     bounds = zip(verdicts.excess, verdicts.ci_low, verdicts.ci_high, strict=True)
     excess = [f"{e:+.1%} [{lo:+.1%}, {hi:+.1%}]" for e, lo, hi in bounds]
+    shown = verdicts.assign(median_excess=excess)[["start", "end", "verdict", "median_excess"]]
     tables = [
         Table("windows", title, windows, "{:,.3f}", hidden),
-        Table("verdicts", "verdicts (excess, 95 % CI)", verdicts, "{}",
-              verdicts.assign(excess=excess)[["start", "end", "verdict", "excess"]]),
+        Table("verdicts", VERDICTS_TITLE, verdicts, "{}", shown),
         Table("sizes", f"10 slowest sizes ({value})", sizes, "{:,.0f}",
               sizes.nlargest(10, "median")),
     ]  # fmt: skip

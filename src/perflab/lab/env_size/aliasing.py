@@ -40,8 +40,8 @@ class AliasCheck:
         what = "pays" if self.shows else "does not pay"
         return (
             f"{KERNELS[self.kernel]}: {self.aliased_ticks:.2f} vs {self.distinct_ticks:.2f} "
-            f"ticks/iteration, {self.penalty:+.0%} (IQR {self.low:+.0%}..{self.high:+.0%}): "
-            f"this CPU {what} for 4K aliasing here"
+            f"ticks/iteration aliased vs not, per-iteration cost {self.penalty:+.0%} "
+            f"(IQR {self.low:+.0%}..{self.high:+.0%}): this CPU {what} for 4K aliasing here"
         )
 
 

@@ -44,7 +44,12 @@ def machine_cmd(as_json: bool) -> None:
         ("governor", rep["governor"]),
         ("turbo", rep["turbo"]),
         ("perf_event_paranoid", rep["perf_event_paranoid"]),
-        ("hardware counters", "work" if rep["hardware_counters"] else "not supported here"),
+        (
+            "hardware counters",
+            "work"
+            if rep["hardware_counters"]
+            else f"not supported here: {rep['hardware_counters_missing']}",
+        ),
     ]
     width = max(len(k) for k, _ in facts)
     for key, value in facts:

@@ -8,13 +8,25 @@ from perflab.cli.common import emit_json, table
 
 @cli.command("machine")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def machine_cmd(as_json: bool) -> None:
-    """CPU, topology, caches, clocks, ASLR, counters, and the conditions that spoil timing."""
+@click.option(
+    "--remeasure-floor",
+    is_flag=True,
+    help="Measure the placement floor again (about a second) instead of reading it from the "
+    "cache, e.g. after the machine was busy the first time.",
+)
+def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
+    """CPU, topology, caches, clocks, the placement floor, ASLR, counters, and the conditions
+    that spoil timing. The placement floor is measured on first use and cached."""
+    import dataclasses
+
     import pandas as pd
 
+    from perflab.engine import placement
     from perflab.system import machine
 
     rep = machine.report()
+    floor, cached = placement.floor(remeasure=remeasure_floor)
+    rep["placement_floor"] = {**dataclasses.asdict(floor), "cached": cached}
     if as_json:
         emit_json(rep)
         return
@@ -40,6 +52,16 @@ def machine_cmd(as_json: bool) -> None:
             + " ".join(f"{k}={'yes' if v else 'no'}" for k, v in rep["tsc_flags"].items()),
         ),
         ("timer step", f"{rep['timer_step_ticks']} ticks (smallest step of the timing reads)"),
+        ("placement floor", floor.sentence()),
+        (
+            "",
+            f"{floor.method()}; "
+            + (
+                f"measured {floor.measured_at}, cached (--remeasure-floor measures it again)"
+                if cached
+                else f"measured now in {floor.seconds:.1f} s and cached"
+            ),
+        ),
         ("ASLR", f"randomize_va_space={rep['aslr']}"),
         ("governor", rep["governor"]),
         ("turbo", rep["turbo"]),

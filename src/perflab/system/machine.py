@@ -1,7 +1,10 @@
 """Where a result was measured: CPU, topology, caches, clocks, and what will spoil measurements."""
 
+import dataclasses
 import errno
 import functools
+import hashlib
+import json
 import math
 import os
 import platform
@@ -21,6 +24,7 @@ from perflab import __version__
 from perflab.core import bindings
 from perflab.core.bindings import core_digest
 from perflab.errors import PerflabError
+from perflab.system import compiler, files
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 CLOCKSOURCE = Path("/sys/devices/system/clocksource/clocksource0")
@@ -437,10 +441,107 @@ def _timer_step() -> int:
     return timer.timer_step()
 
 
+# What a per-machine calibration holds for, beyond host and model name: the CPU down to its
+# stepping and microcode (x86), or its implementer, part and revision (Arm).
+CPU_IDENTITY = ("cpu family", "model", "stepping", "microcode", "CPU implementer",
+                "CPU architecture", "CPU variant", "CPU part", "CPU revision")  # fmt: skip
+
+
+def identity() -> dict[str, str]:
+    """The machine and C core a calibration measured here holds for: the same host, the same
+    CPU (a VM moved to another host CPU is another machine), the same core's timing loop."""
+    info = cpuinfo()
+    return {
+        "hostname": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "arch": platform.machine(),
+        "hypervisor": hypervisor(),
+        **{key: info[key] for key in CPU_IDENTITY if key in info},
+        "core_digest": core_digest(),
+    }
+
+
+@dataclass(frozen=True)
+class PlacementFloor:
+    """How much identical C code at different addresses differs here (engine/placement.py
+    measures it): between two distinct C functions a ratio within 1 +/- share is undecidable."""
+
+    share: float
+    placements: int
+    pairs: int
+    runs: int
+    worst: str
+    measured_at: str
+    seconds: float
+    timer_step_ticks: int
+    compiler: str
+
+    def sentence(self) -> str:
+        """What the floor means, as the assertions and `perflab machine` say it."""
+        return (
+            f"identical code at two addresses differs by up to {100 * self.share:.2g} % on "
+            "this CPU: smaller differences between distinct functions are undecidable here"
+        )
+
+    def method(self) -> str:
+        """How it was measured, in one line."""
+        return (
+            f"{self.placements} placements of one loop, every pair timed in {self.runs} "
+            f"interleaved runs each, the widest 95 % ratio interval: {self.worst}"
+        )
+
+
+PLACEMENT_FLOOR = "placement-floor"
+
+
+def calibration_path(name: str) -> Path:
+    """The cache file of one calibration on this machine and core (its name holds the key)."""
+    key = hashlib.sha256(json.dumps(identity(), sort_keys=True).encode()).hexdigest()[:16]
+    return compiler.cache_dir() / f"{name}-{key}.json"
+
+
+def cached_placement_floor() -> PlacementFloor | None:
+    """The floor measured earlier on this machine and core; None when none is cached or the
+    file is unreadable, corrupt or another machine's: it is then measured again, never trusted."""
+    try:
+        doc = json.loads(calibration_path(PLACEMENT_FLOOR).read_text())
+        floor = PlacementFloor(**doc["floor"])
+    except (OSError, ValueError, TypeError, KeyError, PerflabError):
+        return None
+    if doc.get("identity") != identity() or not _well_formed(floor):
+        return None
+    return floor
+
+
+def _well_formed(floor: PlacementFloor) -> bool:
+    """Every field of its type and in range: JSON from elsewhere may hold anything."""
+    numbers = (floor.share, floor.seconds)
+    counts = (floor.placements, floor.pairs, floor.runs, floor.timer_step_ticks)
+    texts = (floor.worst, floor.measured_at, floor.compiler)
+    return (
+        all(type(x) in (int, float) and math.isfinite(x) for x in numbers)
+        and all(type(x) is int for x in counts)
+        and all(isinstance(x, str) for x in texts)
+        and floor.share >= 0
+        and floor.placements >= 2
+        and min(floor.pairs, floor.runs) >= 1
+    )
+
+
+def store_placement_floor(floor: PlacementFloor) -> Path:
+    """Cache the floor for this machine and core, written whole (a reader never sees half)."""
+    path = calibration_path(PLACEMENT_FLOOR)
+    doc = {"identity": identity(), "floor": dataclasses.asdict(floor)}
+    files.atomic(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=1) + "\n"))
+    return path
+
+
 def metadata() -> dict:
-    """What every result records about where and how it was measured."""
+    """What every result records about where and how it was measured (the placement floor
+    only as cached: measuring it takes seconds, which no verb spends unasked)."""
     current, _ = clocksources()
     hz, how = tsc_hz()
+    floor = cached_placement_floor()
     return {
         "hostname": socket.gethostname(),
         "cpu_model": cpu_model(),
@@ -452,6 +553,8 @@ def metadata() -> dict:
         "tsc_hz": hz,
         "tsc_hz_source": how,
         "timer_step_ticks": _timer_step(),
+        "placement_floor": floor.share if floor else None,
+        "placement_floor_measured": floor.measured_at if floor else "not measured",
         "aslr_system": aslr(),
         "governor": governor(),
         "hardware_counters": hardware_counters(),

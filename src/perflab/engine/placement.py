@@ -1,0 +1,80 @@
+"""The placement floor: how much identical C code at different addresses differs on this machine.
+
+Two distinct C functions differ in speed by where their code lies as well as by what it does
+(fetch blocks, branch predictors and cache sets see addresses), and such a difference holds for
+whole assertions and across fresh processes, so no run count averages it away. Its size is a
+property of the CPU (0.3 % on one, 7 % on another), so it is measured here, not assumed: eight
+identical loops (workloads/placement_twins.c, each in a page of its own at another cache line
+and offset), built with the system compiler, every pair timed as an assertion times two
+targets (calibrated together, interleaved runs), and the floor is the farthest from 1 any
+pair's 95 % ratio interval reaches. Measured once per machine and C core (about a second) and
+cached beside the build cache (system/machine.py); assertions widen a ratio between distinct C
+functions by it.
+"""
+
+import datetime as dt
+import itertools
+import math
+import time
+
+import cffi
+
+from perflab.analysis import stats
+from perflab.engine import timing
+from perflab.errors import PerflabError
+from perflab.system import compiler, machine
+
+SOURCE = compiler.WORKLOADS / "placement_twins.c"
+TWINS = tuple(f"placed_{i}" for i in range(8))
+# Each twin exactly where the source's directives put it; the loops padded as the compiler pads.
+FLAGS = ("-shared", "-fPIC", "-fno-toplevel-reorder", "-falign-functions=1")
+RUNS = 1000
+LEVEL = 0.95
+
+
+def measure(runs: int = RUNS) -> machine.PlacementFloor:
+    """Time every pair of the twins now and say how far apart identical code ran."""
+    built = compiler.build(SOURCE, opt="2", static=False, extra=FLAGS)
+    ffi = cffi.FFI()
+    ffi.cdef(" ".join(f"void {name}(void);" for name in TWINS))
+    lib = ffi.dlopen(str(built.path))
+    pairs = list(itertools.combinations(TWINS, 2))
+    reach, worst = -1.0, ""
+    t0 = time.monotonic()
+    for first, second in pairs:
+        a = timing.c_function(getattr(lib, first), name=first)
+        b = timing.c_function(getattr(lib, second), name=second)
+        timing.calibrate(a, b)
+        _, net_a, _, net_b = timing.sample_pair(a, b, runs)
+        ratio, lo, hi = stats.ratio_interval(net_a, net_b, LEVEL, (a.resolution, b.resolution))
+        if not 0 < lo <= hi < math.inf:
+            raise PerflabError(
+                f"placement floor: {second}/{first} has no bounded ratio interval ({lo:.4g}, "
+                f"{hi:.4g}): the twins could not be timed here"
+            )
+        far = max(-math.log(lo), math.log(hi))
+        if far > reach:
+            reach = far
+            worst = f"{second}/{first} {ratio:.4f} [{lo:.4f}, {hi:.4f}]"
+    return machine.PlacementFloor(
+        share=math.expm1(max(reach, 0.0)),
+        placements=len(TWINS),
+        pairs=len(pairs),
+        runs=runs,
+        worst=worst,
+        measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        seconds=round(time.monotonic() - t0, 3),
+        timer_step_ticks=timing.timer_step(),
+        compiler=built.compiler,
+    )
+
+
+def floor(remeasure: bool = False) -> tuple[machine.PlacementFloor, bool]:
+    """This machine's floor and whether it came from the cache; measured and cached when none
+    is cached, the cached one is unreadable or another machine's, or when asked to."""
+    cached = None if remeasure else machine.cached_placement_floor()
+    if cached is not None:
+        return cached, True
+    measured = measure()
+    machine.store_placement_floor(measured)
+    return measured, False

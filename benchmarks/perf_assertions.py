@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from perflab.assertions import claims
-from perflab.engine import timing
+from perflab.engine import placement, timing
 from perflab.errors import PerflabError
 from perflab.system import compiler
 
@@ -62,7 +62,7 @@ int main(int argc, char **argv)
 """
 TWINS = ("python twins", "C twins", "same pointer", "program twins")
 # Real differences: one C function (spin) with more turns, and distinct C functions
-# (twin_a against a longer loop), which pay claims.LAYOUT_ALLOWANCE.
+# (twin_a against a longer loop), which pay the machine's placement floor.
 REAL = {"C 1.02x": 1020, "C 1.10x": 1100, "C 2x": 2000}
 DISTINCT = {
     "C distinct 1.02x": "more_102",
@@ -183,14 +183,14 @@ def main() -> None:
         worker(args.worker, args.trials, args.work, args.confidence)
         return
     cases = args.case or [*TWINS, *REAL, *DISTINCT]
-
+    floor, _ = placement.floor()
     print(
         f"check_faster at confidence {args.confidence} (promise: false claims <= "
         f"{1 - args.confidence:.0%}); timer step {timing.timer_step()} ticks; "
         f"{args.processes} processes x {args.trials} trials per case; default budget "
-        f"{claims.Budget()}, programs {PROGRAM_BUDGET}; layout allowance between "
-        f"distinct C functions {claims.LAYOUT_ALLOWANCE:.0%}; load {os.getloadavg()[0]:.1f} "
-        f"on {os.cpu_count()} CPUs"
+        f"{claims.Budget()}, programs {PROGRAM_BUDGET}; placement floor between distinct C "
+        f"functions {100 * floor.share:.2g} % (measured {floor.measured_at}); load "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
     print(f"{'case':<18}{'claims':>9}{'rate':>8}{'95% CI':>17}{'decided':>9}{'median s':>10}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,9 +1,15 @@
 """`perflab machine`: what every result records about where it was measured."""
 
+from typing import TYPE_CHECKING
+
 import click
 
 from perflab.cli import cli
 from perflab.cli.common import emit_json, table
+from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from perflab.system.machine import PlacementFloor
 
 
 @cli.command("machine")
@@ -11,7 +17,7 @@ from perflab.cli.common import emit_json, table
 @click.option(
     "--remeasure-floor",
     is_flag=True,
-    help="Measure the placement floor again (about a second) instead of reading it from the "
+    help="Measure the placement floor again (a few seconds) instead of reading it from the "
     "cache, e.g. after the machine was busy the first time.",
 )
 def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
@@ -25,8 +31,14 @@ def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
     from perflab.system import machine
 
     rep = machine.report()
-    floor, cached = placement.floor(remeasure=remeasure_floor)
-    rep["placement_floor"] = {**dataclasses.asdict(floor), "cached": cached}
+    floor, cached, missing = None, False, ""
+    try:
+        floor, cached = placement.floor(remeasure=remeasure_floor)
+    except PerflabError as exc:  # e.g. no C compiler: the rest of the report still holds
+        missing = str(exc)
+    rep["placement_floor"] = (
+        {**dataclasses.asdict(floor), "cached": cached} if floor else {"not_measured": missing}
+    )
     if as_json:
         emit_json(rep)
         return
@@ -52,16 +64,7 @@ def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
             + " ".join(f"{k}={'yes' if v else 'no'}" for k, v in rep["tsc_flags"].items()),
         ),
         ("timer step", f"{rep['timer_step_ticks']} ticks (smallest step of the timing reads)"),
-        ("placement floor", floor.sentence()),
-        (
-            "",
-            f"{floor.method()}; "
-            + (
-                f"measured {floor.measured_at}, cached (--remeasure-floor measures it again)"
-                if cached
-                else f"measured now in {floor.seconds:.1f} s and cached"
-            ),
-        ),
+        *_floor_facts(floor, cached, missing),
         ("ASLR", f"randomize_va_space={rep['aslr']}"),
         ("governor", rep["governor"]),
         ("turbo", rep["turbo"]),
@@ -91,3 +94,17 @@ def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
         mark = "!!" if s["present"] else "ok"
         tail = f" -> {s['advice']}" if s["present"] else ""
         click.echo(f"  [{mark}] {s['name']}: {s['detail']}{tail}")
+
+
+def _floor_facts(
+    floor: "PlacementFloor | None", cached: bool, missing: str
+) -> list[tuple[str, str]]:
+    """The placement floor's lines: what it means, then how and when it was measured."""
+    if floor is None:
+        return [("placement floor", f"not measured: {missing}")]
+    when = (
+        f"measured {floor.measured_at}, cached (--remeasure-floor measures it again)"
+        if cached
+        else f"measured now in {floor.seconds:.1f} s and cached"
+    )
+    return [("placement floor", floor.sentence()), ("", f"{floor.method()}; {when}")]

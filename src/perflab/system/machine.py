@@ -486,8 +486,9 @@ class PlacementFloor:
     def method(self) -> str:
         """How it was measured, in one line."""
         return (
-            f"{self.placements} placements of one loop, every pair timed in {self.runs} "
-            f"interleaved runs each, the widest 95 % ratio interval: {self.worst}"
+            f"{self.placements} placements of one loop, each of {self.pairs} pairs timed twice "
+            f"(both slots) in {self.runs} interleaved runs each, the widest 95 % ratio "
+            f"interval: {self.worst}"
         )
 
 

@@ -75,3 +75,17 @@ def test_perflab_machine_shows_the_floor_and_when_it_was_measured(measured, cach
     assert again is not None and again != floor and "measured now in" in res.output
     doc = json.loads(runner.invoke(cli, ["machine", "--json"]).output)
     assert doc["placement_floor"]["share"] == again.share and doc["placement_floor"]["cached"]
+
+
+def test_perflab_machine_without_a_compiler_says_the_floor_is_not_measured(
+    cache, runner, monkeypatch
+):
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    res = runner.invoke(cli, ["machine"])
+    assert res.exit_code == 0, res.output
+    assert (
+        "placement floor  not measured: the placement floor could not be measured (no C compiler"
+        in res.output
+        and "placement_floor=" in res.output
+    )
+    assert machine.cached_placement_floor() is None

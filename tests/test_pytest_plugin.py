@@ -173,11 +173,12 @@ def test_false_claims_stay_within_the_confidence(make, trials):
 
 def test_distinct_c_twins_claim_within_the_confidence(c_twins):
     # Identical code at two addresses, 10 comparisons each way at the default confidence: only
-    # the machine's placement floor stands between their placement's effect and a claim. It
-    # covers that effect, so a claim needs the interval to miss by more than the rest of the
-    # floor, on top of the sequential test's own misses (Bonferroni over its looks, far below
-    # its 5 % bound: 0 of 200 for one pointer passed twice, docs/pytest-plugin.md). At most 2 of
-    # 20: a rate of 0.5 % or less exceeds that with probability < 1e-3.
+    # the machine's placement floor stands between their placement's effect and a claim (86 of
+    # 200 such comparisons claimed here with placement_floor=0). The floor covers that effect,
+    # so a claim needs the interval to miss by more than the rest of the floor, on top of the
+    # sequential test's own misses (Bonferroni over its looks, far below its 5 % bound): 0 of
+    # 200 here, docs/pytest-plugin.md. At most 2 of 20: a rate of 0.5 % exceeds that with
+    # probability < 1e-3.
     trials = 20
     comparisons = [
         claims.check_faster(timing.c_function(first), timing.c_function(second))

@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     "cache, e.g. after the machine was busy the first time.",
 )
 def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
-    """CPU, topology, caches, clocks, the placement floor, ASLR, counters, and the conditions
-    that spoil timing. The placement floor is measured on first use and cached."""
+    """CPU, topology, caches, clocks, ASLR, counters, and the conditions that spoil timing.
+
+    With the placement floor (how much identical code at two addresses differs here),
+    measured on first use and cached."""
     import dataclasses
 
     import pandas as pd

@@ -16,6 +16,7 @@ import datetime as dt
 import itertools
 import math
 import time
+from typing import Any
 
 import cffi
 
@@ -32,6 +33,37 @@ RUNS = 1000
 LEVEL = 0.95
 # Each pair is timed twice, the second time in the other slots and a second or so later: the
 # effect comes and goes with the state of the machine (a run of 28 pairs may miss it).
+# A timing the machine disturbed (preempted, its CPU stolen) widens the interval, which
+# placement does not: an interval wider than WIDE is timed again, up to ATTEMPTS times, and
+# the narrowest one counts (pinned to a busy CPU one reached 0.70-1.29).
+WIDE = 0.01
+ATTEMPTS = 4
+
+
+def _width(lo: float, hi: float) -> float:
+    """hi/lo, the interval's width as a ratio; unbounded when lo is not above 0."""
+    return hi / lo if lo > 0 else math.inf
+
+
+def _timed(lib: Any, first: str, second: str, runs: int) -> tuple[float, float, float]:
+    """second/first's ratio of medians and its interval: the narrowest of up to ATTEMPTS."""
+    best = (1.0, 0.0, math.inf)
+    for _ in range(ATTEMPTS):
+        a = timing.c_function(getattr(lib, first), name=first)
+        b = timing.c_function(getattr(lib, second), name=second)
+        timing.calibrate(a, b)
+        _, net_a, _, net_b = timing.sample_pair(a, b, runs)
+        got = stats.ratio_interval(net_a, net_b, LEVEL, (a.resolution, b.resolution))
+        if _width(*got[1:]) < _width(*best[1:]):
+            best = got
+        if _width(*best[1:]) <= 1 + WIDE:
+            break
+    if not math.isfinite(_width(*best[1:])):
+        raise PerflabError(
+            f"placement floor: {second}/{first} has no bounded ratio interval: the twins could "
+            "not be timed here"
+        )
+    return best
 
 
 def measure(runs: int = RUNS) -> machine.PlacementFloor:
@@ -47,19 +79,11 @@ def measure(runs: int = RUNS) -> machine.PlacementFloor:
     ffi.cdef(" ".join(f"void {name}(void);" for name in TWINS))
     lib = ffi.dlopen(str(built.path))
     pairs = list(itertools.combinations(TWINS, 2))
-    reach, worst = -1.0, ""
+    reach, worst, disturbed = -1.0, "", 0
     t0 = time.monotonic()
     for first, second in pairs + [(b, a) for a, b in reversed(pairs)]:
-        a = timing.c_function(getattr(lib, first), name=first)
-        b = timing.c_function(getattr(lib, second), name=second)
-        timing.calibrate(a, b)
-        _, net_a, _, net_b = timing.sample_pair(a, b, runs)
-        ratio, lo, hi = stats.ratio_interval(net_a, net_b, LEVEL, (a.resolution, b.resolution))
-        if not 0 < lo <= hi < math.inf:
-            raise PerflabError(
-                f"placement floor: {second}/{first} has no bounded ratio interval ({lo:.4g}, "
-                f"{hi:.4g}): the twins could not be timed here"
-            )
+        ratio, lo, hi = _timed(lib, first, second, runs)
+        disturbed += _width(lo, hi) > 1 + WIDE
         far = max(-math.log(lo), math.log(hi))
         if far > reach:
             reach = far
@@ -70,6 +94,7 @@ def measure(runs: int = RUNS) -> machine.PlacementFloor:
         pairs=len(pairs),
         runs=runs,
         worst=worst,
+        disturbed=disturbed,
         measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         seconds=round(time.monotonic() - t0, 3),
         timer_step_ticks=timing.timer_step(),

@@ -471,6 +471,7 @@ class PlacementFloor:
     pairs: int
     runs: int
     worst: str
+    disturbed: int
     measured_at: str
     seconds: float
     timer_step_ticks: int
@@ -484,11 +485,17 @@ class PlacementFloor:
         )
 
     def method(self) -> str:
-        """How it was measured, in one line."""
+        """How it was measured, in one line; a busy machine's timings said so."""
+        busy = (
+            f"; {self.disturbed} of {2 * self.pairs} timings stayed disturbed: remeasure on a "
+            "quieter machine"
+            if self.disturbed
+            else ""
+        )
         return (
             f"{self.placements} placements of one loop, each of {self.pairs} pairs timed twice "
             f"(both slots) in {self.runs} interleaved runs each, the widest 95 % ratio "
-            f"interval: {self.worst}"
+            f"interval: {self.worst}{busy}"
         )
 
 
@@ -517,7 +524,7 @@ def cached_placement_floor() -> PlacementFloor | None:
 def _well_formed(floor: PlacementFloor) -> bool:
     """Every field of its type and in range: JSON from elsewhere may hold anything."""
     numbers = (floor.share, floor.seconds)
-    counts = (floor.placements, floor.pairs, floor.runs, floor.timer_step_ticks)
+    counts = (floor.placements, floor.pairs, floor.runs, floor.disturbed, floor.timer_step_ticks)
     texts = (floor.worst, floor.measured_at, floor.compiler)
     return (
         all(type(x) in (int, float) and math.isfinite(x) for x in numbers)
@@ -526,6 +533,7 @@ def _well_formed(floor: PlacementFloor) -> bool:
         and floor.share >= 0
         and floor.placements >= 2
         and min(floor.pairs, floor.runs) >= 1
+        and floor.disturbed >= 0
     )
 
 

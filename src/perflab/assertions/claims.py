@@ -469,6 +469,8 @@ def _placement_floor(
     with measuring_lock():
         floor, cached = placement.floor()
     when = f"measured {floor.measured_at}" if cached else f"measured now in {floor.seconds:.1f} s"
+    if floor.disturbed:
+        when += f" on a busy machine ({floor.disturbed} timings disturbed)"
     return (
         floor.share,
         floor.sentence(),

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from perflab.assertions import claims
-from perflab.engine import timing
+from perflab.engine import placement, timing
 from perflab.errors import PerflabError
 from perflab.system import compiler
 
@@ -62,7 +62,7 @@ int main(int argc, char **argv)
 """
 TWINS = ("python twins", "C twins", "same pointer", "program twins")
 # Real differences: one C function (spin) with more turns, and distinct C functions
-# (twin_a against a longer loop), which pay claims.LAYOUT_ALLOWANCE.
+# (twin_a against a longer loop), which pay the machine's placement floor.
 REAL = {"C 1.02x": 1020, "C 1.10x": 1100, "C 2x": 2000}
 DISTINCT = {
     "C distinct 1.02x": "more_102",
@@ -99,13 +99,15 @@ def pair(case: str, work: Path):
     return timing.spin(1000), timing.spin(REAL[case]), None
 
 
-def worker(case: str, trials: int, work: Path, confidence: float) -> None:
+def worker(case: str, trials: int, work: Path, confidence: float, floor: float | None) -> None:
     """trials fresh comparisons in this process: one JSON line each."""
     for _ in range(trials):
         fast, slow, budget = pair(case, work)
         t0 = time.monotonic()
         try:
-            verdict = claims.check_faster(fast, slow, confidence=confidence, budget=budget)
+            verdict = claims.check_faster(
+                fast, slow, confidence=confidence, budget=budget, placement_floor=floor
+            )
         except PerflabError as exc:  # e.g. a median at or below the empty call's under load
             verdict = f"error: {exc}"
         else:
@@ -165,6 +167,8 @@ def run_case(case, args, work) -> list[dict]:
     for _ in range(args.processes):
         argv = [sys.executable, __file__, "--worker", case, "--trials", str(args.trials)]
         argv += ["--work", str(work), "--confidence", str(args.confidence)]
+        if args.placement_floor is not None:
+            argv += ["--placement-floor", str(args.placement_floor)]
         done = subprocess.run(argv, check=True, capture_output=True, text=True)
         out += [json.loads(line) for line in done.stdout.splitlines()]
     return out
@@ -175,22 +179,32 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=10)
     parser.add_argument("--trials", type=int, default=20, help="per process")
     parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument(
+        "--placement-floor",
+        type=float,
+        help="widen distinct C functions' ratios by this share (default: the machine's "
+        "measured floor; 0 trusts placement)",
+    )
     parser.add_argument("--case", action="append", help="only these cases (repeatable)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.trials, args.work, args.confidence)
+        worker(args.worker, args.trials, args.work, args.confidence, args.placement_floor)
         return
     cases = args.case or [*TWINS, *REAL, *DISTINCT]
-
+    floor, _ = placement.floor()
+    shown = (
+        f"{100 * floor.share:.2g} % (measured {floor.measured_at})"
+        if args.placement_floor is None
+        else f"{100 * args.placement_floor:.2g} % (given)"
+    )
     print(
         f"check_faster at confidence {args.confidence} (promise: false claims <= "
         f"{1 - args.confidence:.0%}); timer step {timing.timer_step()} ticks; "
         f"{args.processes} processes x {args.trials} trials per case; default budget "
-        f"{claims.Budget()}, programs {PROGRAM_BUDGET}; layout allowance between "
-        f"distinct C functions {claims.LAYOUT_ALLOWANCE:.0%}; load {os.getloadavg()[0]:.1f} "
-        f"on {os.cpu_count()} CPUs"
+        f"{claims.Budget()}, programs {PROGRAM_BUDGET}; placement floor between distinct C "
+        f"functions {shown}; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
     print(f"{'case':<18}{'claims':>9}{'rate':>8}{'95% CI':>17}{'decided':>9}{'median s':>10}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -36,6 +36,11 @@ def test_hardware_events_are_reported_unsupported_never_zero():
         assert re.match(
             r"not supported here \((ENOENT|EOPNOTSUPP|EACCES)", table.loc[name, "status"]
         )
+        # the real cause: no PMU where the kernel lists none, paranoid only where it forbids
+        if not machine.core_pmu():
+            assert machine.NO_PMU in table.loc[name, "status"]
+        if "paranoid" in table.loc[name, "status"]:
+            assert machine.perf_paranoid() > 2 and not machine.perf_privileged()
 
 
 @pytest.mark.skipif(not NO_PMU, reason="this machine has hardware counters")

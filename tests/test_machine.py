@@ -1,5 +1,6 @@
 """The machine report agrees with the kernel's own views of the machine."""
 
+import errno
 import os
 import shutil
 import subprocess
@@ -7,7 +8,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from perflab.cli import cli
 from perflab.errors import PerflabError
 from perflab.system import compiler, machine
 
@@ -81,3 +84,42 @@ def test_metadata_records_the_conditions():
     for key in ("cpu_model", "kernel", "clocksource", "tsc_hz", "aslr_system", "core_digest"):
         assert key in meta
     assert meta["tsc_hz"] > 1e6
+
+
+def test_core_pmu_is_the_cpus_own_event_source(tmp_path):
+    vm, x86, arm = (tmp_path / d for d in ("vm", "x86", "arm"))
+    for root in (vm, x86, arm):
+        for name in ("software", "tracepoint", "msr", "uncore_imc_0"):
+            (root / name).mkdir(parents=True)
+    (x86 / "cpu").mkdir()
+    (arm / "armv8_pmuv3_0").mkdir()
+    (arm / "armv8_pmuv3_0" / "cpus").write_text("0-3\n")
+    assert machine.core_pmu(vm) == ""  # this machine's kind: a VM given no PMU
+    assert machine.core_pmu(x86) == "cpu"
+    assert machine.core_pmu(arm) == "armv8_pmuv3_0"
+    assert machine.core_pmu(tmp_path / "absent") == ""
+
+
+def test_missing_counters_name_their_real_cause():
+    """What this machine really has decides the reason: never perf_event_paranoid where no PMU
+    is exposed, nor where this user may open events whatever its value."""
+    reason = machine.counters_missing()
+    if machine.hardware_counters():
+        assert reason == ""
+    elif not machine.core_pmu():
+        assert reason == machine.NO_PMU and "paranoid" not in reason
+    forbids = (machine.perf_paranoid() or 0) > 2 and not machine.perf_privileged()
+    refusal = machine.perf_refusal(errno.EACCES)
+    assert refusal.startswith("perf_event_paranoid=") == forbids
+    assert refusal.startswith("permission: ") == (not forbids)
+    spoiler = {s.name: s for s in machine.spoilers()}["no hardware counters"]
+    assert spoiler.present == bool(reason) and (spoiler.detail == reason or not reason)
+    assert machine.report()["hardware_counters_missing"] == reason
+    shown = CliRunner().invoke(cli, ["machine"]).output
+    assert f"hardware counters  {f'not supported here: {reason}' if reason else 'work'}" in shown
+
+
+def test_privilege_is_read_from_the_capabilities():
+    status = Path("/proc/self/status").read_text().splitlines()
+    caps = next(int(line.split()[1], 16) for line in status if line.startswith("CapEff:"))
+    assert machine.perf_privileged() == bool(caps & (1 << 21 | 1 << 38))

@@ -8,8 +8,9 @@ samples (20-tick TSC steps) and then declares one-step differences between ident
 Looking after every round would inflate the false-claim rate, so each look uses the interval
 at level 1 - (1 - confidence) / looks, looks being the most rounds the runs budget allows
 (Bonferroni): the whole sequential test keeps its error rate below 1 - confidence.
-Between two distinct C functions the ratio's interval is also widened by LAYOUT_ALLOWANCE:
-their relative speed depends on where their code lies, which no run count averages away.
+Between two distinct C functions the ratio's interval is also widened by this machine's
+placement floor (engine/placement.py, measured once and cached): their relative speed depends on
+where their code lies, which no run count averages away, by an amount each CPU has its own of.
 """
 
 import contextlib
@@ -28,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from perflab.analysis import stats
-from perflab.engine import timing
+from perflab.engine import placement, timing
 from perflab.errors import PerflabError
 
 DEFAULT_CONFIDENCE = 0.95
@@ -36,11 +37,6 @@ FIRST_ROUND = 20
 MIN_ROUND = 5
 DISTURBED = 1.5
 LOCK_PATH = Path(tempfile.gettempdir()) / "perflab-measure.lock"
-# Two distinct C functions with identical code ran up to 2.6 % apart for a whole assertion
-# on an AMD EPYC guest (either one faster, the sign changing over minutes, the same in
-# fresh processes and in fresh copies of their library): a ratio between distinct C
-# functions is only claimed beyond this share. Set it to 0 to trust code placement.
-LAYOUT_ALLOWANCE = 0.03
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 
@@ -132,7 +128,9 @@ class Comparison:
     overheads: tuple[float, ...]
     resolutions: tuple[float, ...]
     step: int
-    allowance: float
+    floor: float
+    floor_note: str
+    within_floor: bool
     seconds: float
     lock_wait: float
     budget: str
@@ -170,7 +168,9 @@ class Comparison:
             "level": self.level,
             "runs": self.runs,
             "timer_step_ticks": self.step,
-            "layout_allowance": self.allowance,
+            "placement_floor": self.floor,
+            "placement_floor_note": self.floor_note,
+            "within_placement_floor": self.within_floor,
             **{f"{r}_resolution": q for r, q in zip(self.roles, self.resolutions, strict=True)},
             "rounds": self.rounds,
             "seconds": self.seconds,
@@ -212,11 +212,13 @@ class Comparison:
             f"  basis: order-statistic interval of each median, widened by one timer step "
             f"({self.step} ticks) per run"
             + (
-                f", and by the layout allowance {self.allowance:.1%} (distinct C functions)"
-                if self.allowance
+                f", and by the placement floor {100 * self.floor:.2g} % (distinct C functions)"
+                if self.floor
                 else ""
             )
         )
+        if self.floor_note:
+            lines.append(f"  {self.floor_note}")
         lines.append(
             f"  {self.rounds} round(s), {self.runs} runs per target, {self.seconds:.2f} s, "
             f"budget {self.budget}"
@@ -236,7 +238,13 @@ class Comparison:
         if self.lanes and self.cpu:
             lines.append(f"  side by side, one child per CPU {', '.join(map(str, self.lanes))}; "
                          f"median per CPU: {self._per_cpu()}")  # fmt: skip
-        if self.verdict == INCONCLUSIVE:
+        if self.within_floor:
+            lines.append(
+                "  the difference lies within the placement floor: no budget decides it; compare "
+                "one function's variants through one pointer, or pass placement_floor=0 to "
+                "trust placement"
+            )
+        elif self.verdict == INCONCLUSIVE:
             lines.append(
                 "  the budget ran out before the interval decided: raise --perflab-budget, "
                 "lower --perflab-confidence, or quieten the machine"
@@ -294,10 +302,12 @@ def _measure(
     decide: Decision,
     budget: Budget,
     confidence: float,
-    allowance: float = 0.0,
+    floor: float = 0.0,
+    floor_sentence: str = "",
 ) -> dict[str, Any]:
     """Rounds of interleaved runs until decide() returns a verdict or the budget is spent;
-    a ratio's interval is widened by the share `allowance` each way before deciding."""
+    a ratio's interval is widened by the share `floor` each way before deciding, and an
+    undecided one the floor alone kept from deciding says so (floor_sentence)."""
     if not 0 < confidence < 1:
         raise PerflabError(f"confidence must be between 0 and 1, not {confidence}")
     level = 1 - (1 - confidence) / budget.looks()
@@ -321,9 +331,11 @@ def _measure(
             rounds, total = rounds + 1, total + size
             samples = [np.concatenate(n) for n in nets]
             est, lo, hi = statistic(samples, level, [t.resolution for t in targets])
-            lo, hi = lo / (1 + allowance), hi * (1 + allowance)
+            unwidened_decides = decide(lo, hi)[0] is not None
+            lo, hi = lo / (1 + floor), hi * (1 + floor)
             verdict, reason = decide(lo, hi)
             elapsed = time.monotonic() - t0
+            within_floor = False
             if verdict is not None:
                 break
             size = min(total, budget.runs - total)
@@ -333,6 +345,9 @@ def _measure(
             if size <= 0 or (last and size < MIN_ROUND):
                 verdict = INCONCLUSIVE
                 reason = f"{reason}; budget spent ({total} runs, {elapsed:.2f} s) before deciding"
+                within_floor = unwidened_decides and floor > 0
+                if within_floor:
+                    reason += f"; it would decide without the placement floor, but {floor_sentence}"
                 break
     round_of = np.concatenate([np.full(len(r), i) for i, r in enumerate(raws[0])])
     return dict(
@@ -349,7 +364,8 @@ def _measure(
         runs=total,
         seconds=elapsed,
         lock_wait=waited,
-        allowance=allowance,
+        floor=floor,
+        within_floor=within_floor,
     )
 
 
@@ -413,8 +429,10 @@ def _record(
     budget: Budget,
     confidence: float,
     out: dict[str, Any],
+    floor_note: str = "",
 ) -> Comparison:
     return Comparison(
+        floor_note=floor_note,
         lanes=getattr(targets[0], "lanes", ()),
         disturbed=tuple(_disturbed(r) for r in out["raw"]),
         load=os.getloadavg()[0],
@@ -434,21 +452,54 @@ def _record(
     )
 
 
+def _placement_floor(
+    targets: Sequence[timing.Target], given: float | None
+) -> tuple[float, str, str]:
+    """(share, what it means, where it came from) for a ratio of these targets: 0 unless
+    they are distinct C functions; then `given`, else the machine's floor, measured under the
+    lock on first use and cached."""
+    if not timing.distinct_code(*targets):
+        return 0.0, "", ""
+    if given is not None:
+        if not 0 <= given < math.inf:
+            raise PerflabError(f"placement_floor must be a share >= 0, not {given}")
+        if given == 0:
+            return 0.0, "", "code placement trusted (placement_floor=0)"
+        return float(given), f"placement_floor={given:g} was given", "placement floor as given"
+    with measuring_lock():
+        floor, cached = placement.floor()
+    when = f"measured {floor.measured_at}" if cached else f"measured now in {floor.seconds:.1f} s"
+    if floor.disturbed:
+        when += f" on a busy machine ({floor.disturbed} timings disturbed)"
+    return (
+        floor.share,
+        floor.sentence(),
+        f"{floor.sentence()} ({when}, cached; `perflab machine --remeasure-floor` measures it "
+        "again)",
+    )
+
+
 def check_faster(
     fast: Any,
     slow: Any,
     min_ratio: float = 1.0,
     confidence: float = DEFAULT_CONFIDENCE,
     budget: BudgetLike = None,
+    placement_floor: float | None = None,
 ) -> Comparison:
-    """Decide whether median(slow)/median(fast) > min_ratio, without raising."""
+    """Decide whether median(slow)/median(fast) > min_ratio, without raising.
+
+    placement_floor: the share a ratio between two distinct C functions is widened by (None:
+    this machine's measured floor; 0 trusts code placement)."""
     budget = as_budget(budget)
     targets = (timing.as_target(fast), timing.as_target(slow))
     claim = f"median(slow)/median(fast) > {min_ratio:g}"
-    allowance = LAYOUT_ALLOWANCE if timing.distinct_code(*targets) else 0.0
-    out = _measure(targets, _ratio, _above(min_ratio, "slow/fast"), budget, confidence, allowance)
+    floor, sentence, note = _placement_floor(targets, placement_floor)
+    out = _measure(
+        targets, _ratio, _above(min_ratio, "slow/fast"), budget, confidence, floor, sentence
+    )
     return _record(
-        "assert_faster", claim, ("fast", "slow"), targets, min_ratio, budget, confidence, out
+        "assert_faster", claim, ("fast", "slow"), targets, min_ratio, budget, confidence, out, note
     )
 
 
@@ -458,17 +509,19 @@ def check_no_slower(
     tolerance: float = 0.05,
     confidence: float = DEFAULT_CONFIDENCE,
     budget: BudgetLike = None,
+    placement_floor: float | None = None,
 ) -> Comparison:
-    """Decide whether median(candidate)/median(baseline) < 1 + tolerance, without raising."""
+    """Decide whether median(candidate)/median(baseline) < 1 + tolerance, without raising
+    (placement_floor as in check_faster)."""
     if tolerance < 0:
         raise PerflabError(f"tolerance must be >= 0, not {tolerance}")
     budget = as_budget(budget)
     targets = (timing.as_target(baseline), timing.as_target(candidate))
     limit = 1 + tolerance
     claim = f"median(candidate)/median(baseline) < {limit:g}"
-    allowance = LAYOUT_ALLOWANCE if timing.distinct_code(*targets) else 0.0
+    floor, sentence, note = _placement_floor(targets, placement_floor)
     out = _measure(
-        targets, _ratio, _below(limit, "candidate/baseline"), budget, confidence, allowance
+        targets, _ratio, _below(limit, "candidate/baseline"), budget, confidence, floor, sentence
     )
     return _record(
         "assert_no_slower",
@@ -479,6 +532,7 @@ def check_no_slower(
         budget,
         confidence,
         out,
+        note,
     )
 
 
@@ -508,10 +562,11 @@ def assert_faster(
     min_ratio: float = 1.0,
     confidence: float = DEFAULT_CONFIDENCE,
     budget: BudgetLike = None,
+    placement_floor: float | None = None,
 ) -> Comparison:
     """Pass only when the CI of median(slow)/median(fast) lies entirely above min_ratio."""
     __tracebackhide__ = True
-    return _enforce(check_faster(fast, slow, min_ratio, confidence, budget))
+    return _enforce(check_faster(fast, slow, min_ratio, confidence, budget, placement_floor))
 
 
 def assert_no_slower(
@@ -520,10 +575,13 @@ def assert_no_slower(
     tolerance: float = 0.05,
     confidence: float = DEFAULT_CONFIDENCE,
     budget: BudgetLike = None,
+    placement_floor: float | None = None,
 ) -> Comparison:
     """Pass only when the CI of median(candidate)/median(baseline) lies below 1 + tolerance."""
     __tracebackhide__ = True
-    return _enforce(check_no_slower(candidate, baseline, tolerance, confidence, budget))
+    return _enforce(
+        check_no_slower(candidate, baseline, tolerance, confidence, budget, placement_floor)
+    )
 
 
 def assert_ticks_below(

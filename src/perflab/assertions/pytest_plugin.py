@@ -239,8 +239,10 @@ class PerfFixture:
         min_ratio: float = 1.0,
         confidence: float | None = None,
         budget: Any = None,
+        placement_floor: float | None = None,
     ) -> "Comparison":
-        """Pass only when the CI of median(slow)/median(fast) lies above min_ratio."""
+        """Pass only when the CI of median(slow)/median(fast) lies above min_ratio (between
+        distinct C functions widened by placement_floor, None: this machine's measured one)."""
         __tracebackhide__ = True
         return self._run(
             self._claims.check_faster,
@@ -249,6 +251,7 @@ class PerfFixture:
             min_ratio=min_ratio,
             confidence=confidence,
             budget=budget,
+            placement_floor=placement_floor,
         )
 
     def assert_no_slower(
@@ -258,8 +261,10 @@ class PerfFixture:
         tolerance: float = 0.05,
         confidence: float | None = None,
         budget: Any = None,
+        placement_floor: float | None = None,
     ) -> "Comparison":
-        """Pass only when the CI of median(candidate)/median(baseline) lies below 1+tolerance."""
+        """Pass only when the CI of median(candidate)/median(baseline) lies below 1+tolerance
+        (placement_floor as in assert_faster)."""
         __tracebackhide__ = True
         return self._run(
             self._claims.check_no_slower,
@@ -268,6 +273,7 @@ class PerfFixture:
             tolerance=tolerance,
             confidence=confidence,
             budget=budget,
+            placement_floor=placement_floor,
         )
 
     def assert_ticks_below(

@@ -1,20 +1,46 @@
 """`perflab machine`: what every result records about where it was measured."""
 
+from typing import TYPE_CHECKING
+
 import click
 
 from perflab.cli import cli
 from perflab.cli.common import emit_json, table
+from perflab.errors import PerflabError
+
+if TYPE_CHECKING:
+    from perflab.system.machine import PlacementFloor
 
 
 @cli.command("machine")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def machine_cmd(as_json: bool) -> None:
-    """CPU, topology, caches, clocks, ASLR, counters, and the conditions that spoil timing."""
+@click.option(
+    "--remeasure-floor",
+    is_flag=True,
+    help="Measure the placement floor again (a few seconds) instead of reading it from the "
+    "cache, e.g. after the machine was busy the first time.",
+)
+def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
+    """CPU, topology, caches, clocks, ASLR, counters, and the conditions that spoil timing.
+
+    With the placement floor (how much identical code at two addresses differs here),
+    measured on first use and cached."""
+    import dataclasses
+
     import pandas as pd
 
+    from perflab.engine import placement
     from perflab.system import machine
 
     rep = machine.report()
+    floor, cached, missing = None, False, ""
+    try:
+        floor, cached = placement.floor(remeasure=remeasure_floor)
+    except PerflabError as exc:  # e.g. no C compiler: the rest of the report still holds
+        missing = str(exc)
+    rep["placement_floor"] = (
+        {**dataclasses.asdict(floor), "cached": cached} if floor else {"not_measured": missing}
+    )
     if as_json:
         emit_json(rep)
         return
@@ -40,11 +66,17 @@ def machine_cmd(as_json: bool) -> None:
             + " ".join(f"{k}={'yes' if v else 'no'}" for k, v in rep["tsc_flags"].items()),
         ),
         ("timer step", f"{rep['timer_step_ticks']} ticks (smallest step of the timing reads)"),
+        *_floor_facts(floor, cached, missing),
         ("ASLR", f"randomize_va_space={rep['aslr']}"),
         ("governor", rep["governor"]),
         ("turbo", rep["turbo"]),
         ("perf_event_paranoid", rep["perf_event_paranoid"]),
-        ("hardware counters", "work" if rep["hardware_counters"] else "not supported here"),
+        (
+            "hardware counters",
+            "work"
+            if rep["hardware_counters"]
+            else f"not supported here: {rep['hardware_counters_missing']}",
+        ),
     ]
     width = max(len(k) for k, _ in facts)
     for key, value in facts:
@@ -64,3 +96,17 @@ def machine_cmd(as_json: bool) -> None:
         mark = "!!" if s["present"] else "ok"
         tail = f" -> {s['advice']}" if s["present"] else ""
         click.echo(f"  [{mark}] {s['name']}: {s['detail']}{tail}")
+
+
+def _floor_facts(
+    floor: "PlacementFloor | None", cached: bool, missing: str
+) -> list[tuple[str, str]]:
+    """The placement floor's lines: what it means, then how and when it was measured."""
+    if floor is None:
+        return [("placement floor", f"not measured: {missing}")]
+    when = (
+        f"measured {floor.measured_at}, cached (--remeasure-floor measures it again)"
+        if cached
+        else f"measured now in {floor.seconds:.1f} s and cached"
+    )
+    return [("placement floor", floor.sentence()), ("", f"{floor.method()}; {when}")]

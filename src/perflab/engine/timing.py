@@ -289,7 +289,7 @@ def as_target(obj: Any, name: str | None = None) -> Target:
 
 def distinct_code(*targets: Target) -> bool:
     """Whether the targets are C functions at different addresses: distinct code whose
-    relative speed also depends on where each lies (see assertions/claims.py LAYOUT_ALLOWANCE)."""
+    relative speed also depends on where each lies (engine/placement.py measures how much)."""
     codes = [getattr(t, "code", None) for t in targets]
     return None not in codes and len(set(codes)) > 1
 

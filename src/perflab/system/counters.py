@@ -38,7 +38,7 @@ COLUMNS = [col for _, _, col in EVENTS.values()]
 ALL = bindings.EVENTS_ALL
 
 _WHY = {
-    errno.ENOENT: "the CPU or hypervisor exposes no such event (no PMU passed to this VM)",
+    errno.ENOENT: "the PMU has no such event",
     errno.EOPNOTSUPP: "the PMU cannot count this event here",
     errno.ENODEV: "no PMU for this event",
     errno.ENOSYS: "the kernel was built without perf_event",
@@ -54,10 +54,9 @@ def reason(status: int) -> str:
     code = -status
     name = bindings.errno_name(code)
     if code in (errno.EACCES, errno.EPERM):
-        why = (
-            f"perf_event_paranoid={machine.perf_paranoid()} forbids it; run as root or lower "
-            "/proc/sys/kernel/perf_event_paranoid"
-        )
+        why = machine.perf_refusal(code)
+    elif code in (errno.ENOENT, errno.ENODEV, errno.EOPNOTSUPP) and not machine.core_pmu():
+        why = machine.NO_PMU
     else:
         why = _WHY.get(code, os.strerror(code))
     return f"not supported here ({name}: {why})"

@@ -1,6 +1,10 @@
 """Where a result was measured: CPU, topology, caches, clocks, and what will spoil measurements."""
 
+import dataclasses
+import errno
 import functools
+import hashlib
+import json
 import math
 import os
 import platform
@@ -20,6 +24,7 @@ from perflab import __version__
 from perflab.core import bindings
 from perflab.core.bindings import core_digest
 from perflab.errors import PerflabError
+from perflab.system import compiler, files
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 CLOCKSOURCE = Path("/sys/devices/system/clocksource/clocksource0")
@@ -288,6 +293,69 @@ def hardware_counters() -> bool:
     return bindings.perf_probe(0, 0) == 0
 
 
+EVENT_SOURCES = Path("/sys/bus/event_source/devices")
+CAP_SYS_ADMIN, CAP_PERFMON = 21, 38
+
+
+def core_pmu(root: Path = EVENT_SOURCES) -> str:
+    """The kernel's event source for the CPU's own counters ('' when it lists none, as in a VM
+    given no virtual PMU): 'cpu' on x86, 'cpu_core'/'cpu_atom' on hybrid Intel, and on Arm
+    the PMUs that name the CPUs they count (a 'cpus' file); uncore PMUs have neither."""
+    try:
+        names = sorted(p.name for p in root.iterdir())
+    except OSError:
+        return ""
+    return next((n for n in names if n == "cpu" or (root / n / "cpus").exists()), "")
+
+
+def perf_privileged() -> bool:
+    """Whether this process holds CAP_PERFMON or CAP_SYS_ADMIN: perf_event_paranoid then does
+    not apply to it."""
+    for line in _read("/proc/self/status").splitlines():
+        if line.startswith("CapEff:"):
+            caps = int(line.split()[1], 16)
+            return bool(caps & (1 << CAP_SYS_ADMIN | 1 << CAP_PERFMON))
+    return os.geteuid() == 0
+
+
+def perf_refusal(code: int) -> str:
+    """Why perf_event_open refused with EACCES/EPERM: perf_event_paranoid when it forbids this
+    user (above 2 nothing is left to an unprivileged one), else whatever forbade it besides."""
+    paranoid = perf_paranoid()
+    name = bindings.errno_name(code)
+    if paranoid is not None and paranoid > 2 and not perf_privileged():
+        return (
+            f"perf_event_paranoid={paranoid} forbids perf_event to unprivileged users; run "
+            "as root (or with CAP_PERFMON) or set /proc/sys/kernel/perf_event_paranoid to 2"
+        )
+    return (
+        f"permission: perf_event_open refused it ({name}) though perf_event_paranoid="
+        f"{paranoid} allows it here; a seccomp filter (containers) or a security module "
+        "forbids perf_event"
+    )
+
+
+NO_PMU = (
+    "no PMU exposed: the kernel lists no CPU event source in /sys/bus/event_source/devices "
+    "(a VM given no virtual PMU, or a kernel without the CPU's perf driver); run on bare metal "
+    "or give the VM a PMU"
+)
+
+
+def counters_missing() -> str:
+    """Why hardware counters do not count here ('' when they do): no PMU exposed,
+    perf_event_paranoid, or a permission refused otherwise."""
+    status = bindings.perf_probe(0, 0)
+    if status == 0:
+        return ""
+    code = -status
+    if not core_pmu():
+        return NO_PMU
+    if code in (errno.EACCES, errno.EPERM):
+        return perf_refusal(code)
+    return f"the PMU refuses to count cycles ({bindings.errno_text(code)})"
+
+
 @dataclass(frozen=True)
 class Spoiler:
     """A condition that will bias measurements, and what to do about it."""
@@ -360,8 +428,8 @@ def spoilers() -> list[Spoiler]:
         Spoiler(
             "no hardware counters",
             not hardware_counters(),
-            f"perf_event_paranoid={perf_paranoid()}",
-            "cycles/instructions unavailable; perflab reports ticks (run on bare metal for PMU)",
+            counters_missing() or "cycles count",
+            "cycles/instructions unavailable; perflab reports ticks",
         ),
     ]
 
@@ -373,10 +441,116 @@ def _timer_step() -> int:
     return timer.timer_step()
 
 
+# What a per-machine calibration holds for, beyond host and model name: the CPU down to its
+# stepping and microcode (x86), or its implementer, part and revision (Arm).
+CPU_IDENTITY = ("cpu family", "model", "stepping", "microcode", "CPU implementer",
+                "CPU architecture", "CPU variant", "CPU part", "CPU revision")  # fmt: skip
+
+
+def identity() -> dict[str, str]:
+    """The machine and C core a calibration measured here holds for: the same host, the same
+    CPU (a VM moved to another host CPU is another machine), the same core's timing loop."""
+    info = cpuinfo()
+    return {
+        "hostname": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "arch": platform.machine(),
+        "hypervisor": hypervisor(),
+        **{key: info[key] for key in CPU_IDENTITY if key in info},
+        "core_digest": core_digest(),
+    }
+
+
+@dataclass(frozen=True)
+class PlacementFloor:
+    """How much identical C code at different addresses differs here (engine/placement.py
+    measures it): between two distinct C functions a ratio within 1 +/- share is undecidable."""
+
+    share: float
+    placements: int
+    pairs: int
+    runs: int
+    worst: str
+    disturbed: int
+    measured_at: str
+    seconds: float
+    timer_step_ticks: int
+    compiler: str
+
+    def sentence(self) -> str:
+        """What the floor means, as the assertions and `perflab machine` say it."""
+        return (
+            f"identical code at two addresses differs by up to {100 * self.share:.2g} % on "
+            "this CPU: smaller differences between distinct functions are undecidable here"
+        )
+
+    def method(self) -> str:
+        """How it was measured, in one line; a busy machine's timings said so."""
+        busy = (
+            f"; {self.disturbed} of {2 * self.pairs} timings stayed disturbed: remeasure on a "
+            "quieter machine"
+            if self.disturbed
+            else ""
+        )
+        return (
+            f"{self.placements} placements of one loop, each of {self.pairs} pairs timed twice "
+            f"(both slots) in {self.runs} interleaved runs each, the widest 95 % ratio "
+            f"interval: {self.worst}{busy}"
+        )
+
+
+PLACEMENT_FLOOR = "placement-floor"
+
+
+def calibration_path(name: str) -> Path:
+    """The cache file of one calibration on this machine and core (its name holds the key)."""
+    key = hashlib.sha256(json.dumps(identity(), sort_keys=True).encode()).hexdigest()[:16]
+    return compiler.cache_dir() / f"{name}-{key}.json"
+
+
+def cached_placement_floor() -> PlacementFloor | None:
+    """The floor measured earlier on this machine and core; None when none is cached or the
+    file is unreadable, corrupt or another machine's: it is then measured again, never trusted."""
+    try:
+        doc = json.loads(calibration_path(PLACEMENT_FLOOR).read_text())
+        floor = PlacementFloor(**doc["floor"])
+    except (OSError, ValueError, TypeError, KeyError, PerflabError):
+        return None
+    if doc.get("identity") != identity() or not _well_formed(floor):
+        return None
+    return floor
+
+
+def _well_formed(floor: PlacementFloor) -> bool:
+    """Every field of its type and in range: JSON from elsewhere may hold anything."""
+    numbers = (floor.share, floor.seconds)
+    counts = (floor.placements, floor.pairs, floor.runs, floor.disturbed, floor.timer_step_ticks)
+    texts = (floor.worst, floor.measured_at, floor.compiler)
+    return (
+        all(type(x) in (int, float) and math.isfinite(x) for x in numbers)
+        and all(type(x) is int for x in counts)
+        and all(isinstance(x, str) for x in texts)
+        and floor.share >= 0
+        and floor.placements >= 2
+        and min(floor.pairs, floor.runs) >= 1
+        and floor.disturbed >= 0
+    )
+
+
+def store_placement_floor(floor: PlacementFloor) -> Path:
+    """Cache the floor for this machine and core, written whole (a reader never sees half)."""
+    path = calibration_path(PLACEMENT_FLOOR)
+    doc = {"identity": identity(), "floor": dataclasses.asdict(floor)}
+    files.atomic(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=1) + "\n"))
+    return path
+
+
 def metadata() -> dict:
-    """What every result records about where and how it was measured."""
+    """What every result records about where and how it was measured (the placement floor
+    only as cached: measuring it takes seconds, which no verb spends unasked)."""
     current, _ = clocksources()
     hz, how = tsc_hz()
+    floor = cached_placement_floor()
     return {
         "hostname": socket.gethostname(),
         "cpu_model": cpu_model(),
@@ -388,6 +562,8 @@ def metadata() -> dict:
         "tsc_hz": hz,
         "tsc_hz_source": how,
         "timer_step_ticks": _timer_step(),
+        "placement_floor": floor.share if floor else None,
+        "placement_floor_measured": floor.measured_at if floor else "not measured",
         "aslr_system": aslr(),
         "governor": governor(),
         "hardware_counters": hardware_counters(),
@@ -427,6 +603,7 @@ def report() -> dict:
         "turbo": turbo() or "not exposed",
         "perf_event_paranoid": perf_paranoid(),
         "hardware_counters": hardware_counters(),
+        "hardware_counters_missing": counters_missing(),
         "spoilers": [s.__dict__ for s in spoilers()],
     }
 

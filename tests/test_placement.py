@@ -1,0 +1,91 @@
+"""The placement floor: measured with the real C core once per machine and core, cached, shown
+by `perflab machine` and recorded in every result; a cache that cannot be trusted is remeasured."""
+
+import json
+import math
+
+import pytest
+
+from perflab.cli import cli
+from perflab.engine import placement
+from perflab.system import machine
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """One real measurement in a cache of this module's own: (the floor, its cache file's text)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        assert machine.cached_placement_floor() is None
+        assert machine.metadata()["placement_floor_measured"] == "not measured"
+        floor, cached = placement.floor()
+        assert not cached
+        yield floor, machine.calibration_path(machine.PLACEMENT_FLOOR).read_text()
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A cache directory of the test's own: what it holds, no other run sees."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path / "perflab"
+
+
+def test_the_floor_is_measured_once_cached_and_reused(measured, cache):
+    floor, text = measured
+    assert math.isfinite(floor.share) and floor.share >= 0
+    assert floor.placements == len(placement.TWINS) and floor.pairs == 28
+    assert floor.timer_step_ticks >= 1 and floor.worst.startswith("placed_")
+    assert json.loads(text)["identity"] == machine.identity()
+    path = machine.calibration_path(machine.PLACEMENT_FLOOR)
+    assert path.parent == cache
+    path.write_text(text)
+    again, cached = placement.floor()
+    assert cached and again == floor
+    meta = machine.metadata()
+    assert meta["placement_floor"] == floor.share
+    assert meta["placement_floor_measured"] == floor.measured_at
+
+
+@pytest.mark.parametrize("damage", ["torn", "foreign", "wrong type"])
+def test_a_cache_file_that_cannot_be_trusted_is_remeasured(measured, cache, damage):
+    floor, text = measured
+    doc = json.loads(text)
+    if damage == "foreign":
+        doc["identity"]["hostname"] += "-elsewhere"
+    elif damage == "wrong type":
+        doc["floor"]["share"] = "0.5"
+    path = machine.calibration_path(machine.PLACEMENT_FLOOR)
+    path.write_text(text[: len(text) // 2] if damage == "torn" else json.dumps(doc))
+    assert machine.cached_placement_floor() is None
+    assert machine.metadata()["placement_floor"] is None
+    again, cached = placement.floor()
+    assert not cached and again.measured_at >= floor.measured_at
+    assert machine.cached_placement_floor() == again
+
+
+def test_perflab_machine_shows_the_floor_and_when_it_was_measured(measured, cache, runner):
+    floor, text = measured
+    machine.calibration_path(machine.PLACEMENT_FLOOR).write_text(text)
+    res = runner.invoke(cli, ["machine"])
+    assert res.exit_code == 0, res.output
+    assert f"placement floor  {floor.sentence()}" in res.output
+    assert f"measured {floor.measured_at}, cached" in res.output and "8 placements" in res.output
+    res = runner.invoke(cli, ["machine", "--remeasure-floor"])
+    again = machine.cached_placement_floor()
+    assert again is not None and again != floor and "measured now in" in res.output
+    doc = json.loads(runner.invoke(cli, ["machine", "--json"]).output)
+    assert doc["placement_floor"]["share"] == again.share and doc["placement_floor"]["cached"]
+
+
+def test_perflab_machine_without_a_compiler_says_the_floor_is_not_measured(
+    cache, runner, monkeypatch
+):
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    res = runner.invoke(cli, ["machine"])
+    assert res.exit_code == 0, res.output
+    assert (
+        "placement floor  not measured: the placement floor could not be measured (no C compiler"
+        in res.output
+        and "placement_floor=" in res.output
+    )
+    assert machine.cached_placement_floor() is None

@@ -199,11 +199,14 @@ def test_a_killed_supervisor_takes_its_children_with_it(run_dir):
     """Its one blind spot, its own SIGKILL: its children die with it (PR_SET_PDEATHSIG), and
     perflab removes its directory and its cgroup when it closes it."""
     under = supervisor.Supervisor(tmp=True)
-    child = under.start(["sleep", "600"])
-    made = under.tmpdir
-    os.kill(under.pid, signal.SIGKILL)
-    assert psutil.wait_procs([psutil.Process(child.pid)], timeout=WAIT_S)[1] == []
-    under.close()
+    try:
+        marked = {"PATH": os.environ["PATH"], "MARK": str(run_dir)}  # for the fixture's sweep
+        child = under.start(["sleep", "600"], marked)
+        made = under.tmpdir
+        os.kill(under.pid, signal.SIGKILL)
+        assert psutil.wait_procs([psutil.Process(child.pid)], timeout=WAIT_S)[1] == []
+    finally:
+        under.close()
     assert made is not None and not made.exists()
     assert under.cgroup is None or not Path(under.cgroup).exists()
 

@@ -7,7 +7,9 @@
  * SIGTERM, SIGINT, SIGHUP) it kills every descendant, by its cgroup's cgroup.kill first where
  * it could make one, reaps them, removes its temporary directory and its cgroup, and exits.
  * Each process it starts has PR_SET_PDEATHSIG(SIGKILL) on it, for the one case it cannot
- * handle: its own SIGKILL.  The protocol is in perflab.h (PERFLAB_SUP_*).
+ * handle: its own SIGKILL.  It has no parent-death signal itself: that fires when the thread
+ * that started it ends, and perflab may start it from a thread that ends long before perflab.
+ * The protocol is in perflab.h (PERFLAB_SUP_*).
  *
  * A process it started stays a zombie, readable in /proc, until perflab asks for it (REAP);
  * the strays re-parented to it are reaped as they die, those behind a started one's zombie

@@ -7,7 +7,7 @@ from setuptools.command.build_ext import build_ext
 from setuptools.errors import LinkError
 
 CSRC = Path("csrc")
-SPAWNER_SOURCES = [str(CSRC / "spawner" / "main.c"), str(CSRC / "spawn.c")]
+SPAWNER_SOURCES = [str(CSRC / "spawner" / n) for n in ("main.c", "supervise.c")] + [str(CSRC / "spawn.c")]
 
 
 class BuildWithSpawner(build_ext):

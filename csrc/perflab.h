@@ -86,7 +86,7 @@ int perflab_perf_probe(uint32_t type, uint64_t config);
 #define PERFLAB_RUN_HAS_PROBE 1    /* probe_ticks came from a valid record */
 #define PERFLAB_RUN_HAS_COUNTERS 2 /* cycles and instructions are valid */
 #define PERFLAB_RUN_MLOCKED 4      /* the child's probe locked its memory */
-#define PERFLAB_RUN_STRAYS 8       /* processes it left in its group were killed */
+#define PERFLAB_RUN_STRAYS 8       /* processes it left (its group, a reaper's children) were killed */
 
 struct perflab_run {
     int64_t env_size;      /* the padding length of a sweep run; -1 for single runs */
@@ -154,6 +154,20 @@ struct perflab_batch_reply {
  * run in flight is killed and not counted.  Returns 0 or -errno for the whole batch. */
 int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int stop_fd,
                         struct perflab_run *out, int64_t *done);
+
+/* The helper's, never perflab's own process (a supervisor, or the spawner): make this
+ * process a child subreaper, so that a descendant whose parent dies (a setsid daemon, a
+ * double fork) becomes its child instead of init's; from then on each serial run, and each
+ * parallel batch once all its lanes are done, ends with its strays killed and reaped.
+ * 0 or -errno. */
+int perflab_spawn_reaper(void);
+
+/* SIGKILL every descendant of this process (their parents read from /proc): how many. */
+int perflab_kill_descendants(void);
+
+/* Kill and reap every child this process has and their descendants (no run in flight: all
+ * are strays); 1 if there were any.  One that will not die within seconds is left. */
+int perflab_reap_strays(void);
 
 /* The events of a counter set, in this order; a mask selects some. */
 #define PERFLAB_EV_CYCLES 0
@@ -400,3 +414,53 @@ void perflab_exec_counters_close(int32_t n, int32_t *fds);
 #define PERFLAB_RUNQ_NONE 0      /* not asked, or no source answered */
 #define PERFLAB_RUNQ_TASKSTATS 1 /* the kernel's per-process sum at exit: every thread, exact */
 #define PERFLAB_RUNQ_PROC 2      /* /proc during the run; threads gone before the leader as of their last reading */
+
+/* ---- spawner/supervise.c: the supervisor every process perflab starts runs under ----
+ *
+ * `_spawner supervise SOCK PERFLAB_PID TMPPARENT`: a child subreaper that starts processes
+ * on perflab's requests on the stream socket SOCK and reaps them when asked; when perflab
+ * closes SOCK or dies (its pidfd), or on SIGTERM, SIGINT or SIGHUP, it kills every descendant
+ * (by its cgroup first, where it could make one), reaps them, removes its temporary directory
+ * (made in TMPPARENT, "" for none) and its cgroup, and exits.  It first answers a reply whose
+ * pid is its own, error why the directory could not be made, cgroup_error why it has no
+ * cgroup (0: it has), then text_len bytes: the directory and the cgroup path, each ending
+ * in a NUL.  Each request is this header, the fds of a START attached (SCM_RIGHTS), then
+ * int32 cpus[ncpus] and NUL-terminated strings (strings_len bytes): the file to execute,
+ * argc of argv and envc of the environment. */
+#define PERFLAB_SUP_MAGIC 0x70757370u /* "psup" */
+#define PERFLAB_SUP_START 1           /* start a file with argv, envp: reply pid (or error) */
+#define PERFLAB_SUP_REAP 2            /* reap child pid: reply its wait status, rusage */
+#define PERFLAB_SUP_SIGDEF 1          /* START flag: every signal at its default action */
+#define PERFLAB_SUP_MAX_FDS 16
+#define PERFLAB_SUP_SETUP 1           /* reply stage: the child failed before execve */
+#define PERFLAB_SUP_EXEC 2            /* reply stage: execve failed */
+
+struct perflab_sup_request {
+    uint32_t magic;
+    int32_t op;            /* PERFLAB_SUP_* */
+    int32_t pid;           /* REAP: the child; START: the process group to join (0: its own) */
+    int32_t flags;         /* START: PERFLAB_SUP_SIGDEF */
+    int32_t nfds;          /* START: fds attached, the child's 0 .. nfds-1 */
+    int32_t ncpus;         /* START: the CPUs it may run on (0: the supervisor's) */
+    int32_t argc;
+    int32_t envc;
+    uint64_t strings_len;
+};
+
+struct perflab_sup_reply {
+    uint32_t magic;
+    int32_t error;         /* 0, or the errno of what failed (REAP: EAGAIN, not exited yet) */
+    int32_t stage;         /* a START that failed: PERFLAB_SUP_SETUP or _EXEC */
+    int32_t pid;
+    int32_t status;        /* REAP: the wait status */
+    int32_t cgroup_error;  /* the first reply: why there is no cgroup (0: there is) */
+    uint32_t text_len;     /* the first reply: the bytes of text that follow */
+    int32_t reserved;
+    int64_t utime_ns;      /* REAP: its rusage, its waited-for children's included */
+    int64_t stime_ns;
+    int64_t maxrss_kb;
+    int64_t minflt;
+    int64_t majflt;
+    int64_t nvcsw;
+    int64_t nivcsw;
+};

@@ -36,14 +36,15 @@ def no_rt_prefix() -> list[str]:
 
 
 def own_children() -> list:
-    """This process's descendants, less perflab's spawner helper (it lives for the process)."""
+    """This process's descendants, less perflab's helpers (the spawner and its supervisor live
+    for the process)."""
     import psutil
 
-    from perflab.engine import spawn
+    from perflab.system import supervisor
 
     def is_helper(p) -> bool:
         try:
-            return p.exe() == str(spawn.SPAWNER)
+            return p.exe() == str(supervisor.HELPER)
         except psutil.Error:
             return False
 

@@ -175,8 +175,12 @@ def test_ctrl_c_kills_the_program_keeps_its_profile_and_exits_130(tmp_path):
     cmd = [sys.executable, "-m", "perflab", "profile", "-o", str(out), "--", "sleep", "30"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     me = psutil.Process(proc.pid)
-    wait_for(lambda: any(_name(c) == "sleep" for c in me.children()), "the profiled sleep")
-    sleep = next(c for c in me.children() if _name(c) == "sleep")
+
+    def kin() -> list:  # the program runs under the run's supervisor: perflab's grandchild
+        return me.children(recursive=True)
+
+    wait_for(lambda: any(_name(c) == "sleep" for c in kin()), "the profiled sleep")
+    sleep = next(c for c in kin() if _name(c) == "sleep")
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr

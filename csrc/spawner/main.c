@@ -9,6 +9,11 @@
  * stops the batch in flight and every queued one until perflab drains it.  Without it, a
  * PERFLAB_STOP_BYTE on the socket stops the batch between runs (one arriving while idle
  * is skipped), and end of file (perflab closed the socket or died) stops the batch.
+ * It is a child subreaper: what a run leaves outside its process group (a setsid daemon)
+ * becomes its child, killed and reaped once no run is in flight (spawn.c, strays).
+ *
+ * `_spawner supervise ...` is the same binary as perflab's supervisor (supervise.c), the
+ * parent of every process perflab starts, this helper included.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -130,8 +135,12 @@ static int serve(int sock, int stop_fd)
     return 0;
 }
 
+int supervise(int sock, pid_t perflab, const char *tmp_parent); /* supervise.c */
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[1], "supervise") == 0)
+        return supervise(atoi(argv[2]), (pid_t)atoi(argv[3]), argv[4]);
     int sock = argc == 2 || argc == 3 ? atoi(argv[1]) : -1;
     int stop_fd = argc == 3 ? atoi(argv[2]) : sock;
     int sndbuf = 8 << 20; /* replies queue up while perflab records earlier ones (capped) */
@@ -141,6 +150,7 @@ int main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    perflab_spawn_reaper(); /* refused: strays go to the supervisor above, killed at its end */
     setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     while (serve(sock, stop_fd) == 0)
         ;

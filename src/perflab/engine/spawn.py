@@ -7,7 +7,6 @@ import functools
 import os
 import shutil
 import socket
-import subprocess
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -23,13 +22,13 @@ from perflab.core import bindings
 from perflab.core.constants import RUNQ_MODES
 from perflab.engine import controls
 from perflab.errors import PerflabError, Stopped
+from perflab.system import supervisor
 
 STATUS = bindings.RUN_STATUS
 STATUS_NAMES = [STATUS[i] for i in range(len(STATUS))]
 RUNQ_SOURCES = [bindings.RUNQ_SOURCES[i] for i in range(len(bindings.RUNQ_SOURCES))]
 RUNQ_COLUMNS = ("runq_ns", "runq_source", "runq_cover")
 RT_POLICIES = {"fifo": 1, "rr": 2}
-SPAWNER = Path(bindings.__file__).resolve().parent / "_spawner"  # built beside the C core
 RUN_DTYPE = bindings.RUN_DTYPE
 
 
@@ -178,6 +177,9 @@ class Spawner(InProcess):
     Its own peak (VmHWM, a few hundred KiB) is carried into every child it spawns: floor_kb.
     A stop is a byte in a pipe the helper polls (not on the request socket), so requests can
     wait queued in the socket while a batch runs: the helper starts the next one at once.
+    The helper runs under a supervisor of its own (system/supervisor.py) and is a child
+    subreaper itself: what a run leaves outside its process group is killed once no run is in
+    flight, and everything it started when perflab ends, however perflab ends.
     """
 
     method = "spawner helper (children exec'd from a small process; maxrss includes its peak)"
@@ -185,14 +187,19 @@ class Spawner(InProcess):
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.stop_r, self.stop_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        with theirs:
-            self.proc = subprocess.Popen(
-                [str(SPAWNER), str(theirs.fileno()), str(self.stop_r)],
-                pass_fds=(theirs.fileno(), self.stop_r),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                process_group=0,  # the terminal's Ctrl-C is perflab's to handle, not the helper's
-            )
+        self.supervisor = supervisor.Supervisor()
+        try:
+            with theirs:  # the helper's fds 3 and 4; in a group of its own, off the terminal
+                self.proc = self.supervisor.start(
+                    [str(supervisor.HELPER), "3", "4"],
+                    fds=(None, None, 2, theirs.fileno(), self.stop_r),
+                )
+        except BaseException:
+            self.supervisor.close()
+            for fd in (self.stop_r, self.stop_w):
+                os.close(fd)
+            ours.close()
+            raise
         self.sock, self.pid, self.floor_kb = ours, os.getpid(), None
         self.lock = threading.RLock()  # one caller's requests and replies at a time
         self.queued = 0
@@ -244,7 +251,7 @@ class Spawner(InProcess):
         while view.nbytes:
             n = self.sock.recv_into(view)
             if n == 0:
-                raise PerflabError(f"the spawner helper {SPAWNER} ended unexpectedly")
+                raise PerflabError(f"the spawner helper {supervisor.HELPER} ended unexpectedly")
             view = view[n:]
 
     def request_stop(self) -> None:
@@ -261,13 +268,12 @@ class Spawner(InProcess):
         return self.pid == os.getpid() and self.proc.poll() is None and self.sock.fileno() >= 0
 
     def close(self) -> None:
-        """End the helper; idempotent, and a forked child leaves its parent's helper alone."""
+        """End the helper and what its runs left; idempotent, and a forked child leaves its
+        parent's helper alone."""
         self.sock.close()
         if self.pid != os.getpid():
             return
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+        self.supervisor.close()
         for fd in (self.stop_r, self.stop_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -291,7 +297,7 @@ def engine() -> InProcess:
     current = _engines.get("default")
     if isinstance(current, Spawner) and current.alive():
         return current
-    if SPAWNER.exists() and os.access(SPAWNER, os.X_OK):
+    if supervisor.HELPER.exists() and os.access(supervisor.HELPER, os.X_OK):
         _engines["default"] = Spawner()
     else:
         _engines["default"] = _engines.setdefault("in-process", InProcess())
@@ -403,7 +409,8 @@ def tidy(runs: np.ndarray, overhead: int = 0, runq: bool = False) -> pd.DataFram
     and with runq the RUNQ_COLUMNS (see runq_columns).
 
     maxrss_kb is <NA> where it cannot be the child's own (in-process runs); strays says the
-    child left processes in its group, which were killed.
+    child left processes running (in its group, or setsid ones the spawner helper reaped after a
+    serial run), which were killed.
 
     Counts are int32 and status a categorical: 800 000 rows must fit in a few copies.
     """

@@ -2,25 +2,24 @@
 any program, and time inside each system call per thread when strace is asked for (easyperf's
 "Performance analysis of multithreaded applications", seed 003).
 
-Mechanism (no ptrace unless --strace): the program is spawned without a shell in its own process
-group; every `interval` its threads (and those of processes it forks) are read from /proc
-(proctasks), and where CAP_NET_ADMIN allows, the kernel's taskstats exit record of every thread
-gives its figures at its exit (taskstats). Without records a thread is known as of its last
-reading, and one that lived and died between two readings is not seen at all; the leader is read
-once more as a zombie, so its figures are final. Nothing is lost: wait4's totals less what the
-rows account for is one "(between readings)" row, so the per-thread CPU adds up to the program's.
+Mechanism (no ptrace unless --strace): the program is started without a shell in its own process
+group, under the run's supervisor (system/supervisor.py: nothing it leaves outlives perflab or the
+run, and strace's and perf's files go with the supervisor's directory); every `interval` its threads
+(and those of processes it forks) are read from /proc (proctasks), and where CAP_NET_ADMIN allows,
+the kernel's taskstats exit record of every thread gives its figures at its exit (taskstats).
+Without records a thread is known as of its last reading, and one that lived and died between two
+readings is not seen at all; the leader is read once more as a zombie, so its figures are final.
+Nothing is lost: wait4's totals less what the rows account for is one "(between readings)" row, so
+the per-thread CPU adds up to the program's.
 """
 
-import contextlib
 import os
 import random
 import select
 import signal
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +37,7 @@ from perflab.system import (
     perfsamples,
     proctasks,
     stracelog,
+    supervisor,
     taskstats,
 )
 
@@ -104,30 +104,8 @@ class _Sampler:
         return r.start_ticks * proctasks.TICK_NS - self.boot0_ns
 
 
-def _spawn(argv: list[str], env: Mapping[str, str], cpus: Sequence[int], stdout: int | None) -> int:
-    """posix_spawn in a new process group, with the default signal dispositions Python changed
-    (SIGPIPE, SIGXFSZ are ignored in Python and would stay ignored across exec)."""
-    actions = [(os.POSIX_SPAWN_DUP2, stdout, 1)] if stdout is not None else []
-    saved = os.sched_getaffinity(0)
-    try:
-        if cpus:
-            os.sched_setaffinity(0, cpus)  # this thread only: the child inherits it at spawn
-        return os.posix_spawn(
-            argv[0],
-            argv,
-            dict(env),
-            setpgroup=0,
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM),
-            setsigmask=(),
-            file_actions=actions,
-        )
-    finally:
-        if cpus:
-            os.sched_setaffinity(0, saved)
-
-
 def _wait(
-    pid: int,
+    child: supervisor.Child,
     sampler: _Sampler,
     interval: float,
     timeout: float | None,
@@ -137,41 +115,36 @@ def _wait(
     """Read the threads every interval, and exit records as they come, until the program ends
     (or is killed at the timeout, or at Ctrl-C or SIGTERM: its own process group did not get
     it): (timed out, the signal that interrupted perflab, wall ns from spawn to exit)."""
-    pidfd = os.pidfd_open(pid)
+    pidfd = child.pidfd
     fds: list[Any] = [pidfd, listener] if listener else [pidfd]
     timed_out, due = False, 0
     interrupted: int | None = None
-    try:
-        while True:
-            try:
-                now = time.monotonic_ns() - sampler.t0_ns
-                if now >= due:
-                    sampler.sample(scan=sampler.n % SCAN_EVERY == 1)
-                    # jittered: readings at a fixed period alias with a program's own period
-                    # (a lock held 5 ms a round, read every 10 ms, was seen awake each time)
-                    step = interval * 1e9 * random.uniform(1 - JITTER, 1 + JITTER)
-                    sampler.running_ns, due = sampler.now, now + round(step)
-                    if progress:
-                        progress(now / 1e9, len(sampler.last_ns))
-                ready = select.select(fds, [], [], max(due - now, 0) / 1e9)[0]
-                if listener is not None and listener in ready:
-                    listener.drain(most=DRAIN_MOST)
-                if pidfd in ready:
-                    break
-                if timeout is not None and now > timeout * 1e9 and not timed_out:
-                    timed_out = True
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(pid, signal.SIGKILL)
-            except KeyboardInterrupt as exc:
-                interrupted = interrupted or int(getattr(exc, "signum", signal.SIGINT))
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)  # then read it as it ends, as at a timeout
-        wall = time.monotonic_ns() - sampler.t0_ns
-        sampler.sample()  # the leader is a zombie until wait4: its figures are final now
-        if listener:
-            listener.drain()  # every thread's record was queued before the pidfd turned readable
-    finally:
-        os.close(pidfd)
+    while True:
+        try:
+            now = time.monotonic_ns() - sampler.t0_ns
+            if now >= due:
+                sampler.sample(scan=sampler.n % SCAN_EVERY == 1)
+                # jittered: readings at a fixed period alias with a program's own period
+                # (a lock held 5 ms a round, read every 10 ms, was seen awake each time)
+                step = interval * 1e9 * random.uniform(1 - JITTER, 1 + JITTER)
+                sampler.running_ns, due = sampler.now, now + round(step)
+                if progress:
+                    progress(now / 1e9, len(sampler.last_ns))
+            ready = select.select(fds, [], [], max(due - now, 0) / 1e9)[0]
+            if listener is not None and listener in ready:
+                listener.drain(most=DRAIN_MOST)
+            if pidfd in ready:
+                break
+            if timeout is not None and now > timeout * 1e9 and not timed_out:
+                timed_out = True
+                child.kill_group()
+        except KeyboardInterrupt as exc:
+            interrupted = interrupted or int(getattr(exc, "signum", signal.SIGINT))
+            child.kill_group()  # then read it as it ends, as at a timeout
+    wall = time.monotonic_ns() - sampler.t0_ns
+    sampler.sample()  # the leader is a zombie until it is reaped: its figures are final now
+    if listener:
+        listener.drain()  # every thread's record was queued before the pidfd turned readable
     return timed_out, interrupted, wall
 
 
@@ -346,30 +319,31 @@ def run(
     tracer_path = stracelog.find() if strace else None
     if strace and tracer_path is None:
         raise PerflabError("strace is not installed (apt install strace), needed by --strace")
-    with tempfile.TemporaryDirectory(prefix="perflab-profile-") as tmp:
-        log = Path(tmp) / "strace.log"
+    with supervisor.Supervisor(tmp=True) as under:
+        assert under.tmpdir is not None
+        log = under.tmpdir / "strace.log"
         spawned = stracelog.command(tracer_path, log, program) if tracer_path else program
-        recorder = perfsamples.Recorder(tmp, sample_hz) if sample_hz else None
+        recorder = perfsamples.Recorder(under, sample_hz) if sample_hz else None
         if recorder:
             recorder.start()
         boot0 = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         listener, why_not = _listener(exit_records)
         t0 = time.monotonic_ns()
         try:
-            pid = _spawn(spawned, os.environ if env is None else env, cpus, stdout)
+            child = under.start(spawned, env, (0, 1 if stdout is None else stdout, 2), cpus,
+                                sigdef=True)  # fmt: skip
+            pid = child.pid
             sampler = _Sampler(pid, boot0, t0, traced=tracer_path is not None)
             try:
                 timed_out, interrupted, wall = _wait(
-                    pid, sampler, interval, timeout, progress, listener
+                    child, sampler, interval, timeout, progress, listener
                 )
             except BaseException:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)  # an error, or Ctrl-C as it ended
+                child.kill_group()  # an error, or Ctrl-C as it ended
                 raise
             finally:
-                _, status, ru = os.wait4(pid, 0)
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)  # what it left behind in its group
+                status, ru = child.outcome()
+                child.kill_group()  # what it left behind in its group
         finally:
             if listener:
                 listener.close()

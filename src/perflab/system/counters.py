@@ -7,9 +7,7 @@ software ones (task-clock, page faults) do.
 
 import errno
 import os
-import resource
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -19,7 +17,7 @@ import pandas as pd
 
 from perflab.core import bindings
 from perflab.errors import PerflabError
-from perflab.system import machine
+from perflab.system import machine, supervisor
 
 # Event name -> (index in the C counter set, kind, column name with its unit).
 _KINDS = {
@@ -144,32 +142,35 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def _children_cpu_ns() -> int:
-    use = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return round((use.ru_utime + use.ru_stime) * 1e9)
-
-
 def count_command(
     argv: list[str], events: Iterable[str] | None = None, stdout: Any = None
 ) -> pd.DataFrame:
     """Count a command and every thread and child it starts (inherited counters, read at exit).
 
+    The command runs under a supervisor (system/supervisor.py), on whose process the counters
+    are opened before it starts it: they count the command and what it starts, and the
+    supervisor's own few instructions between, never perflab's; in perflab's process group,
+    as a shell would run it, and it ends with perflab however perflab ends.
     stdout: where the command's output goes (None: perflab's own stdout; a file or fd).
     attrs: returncode (as a shell reports it), elapsed_ns, cpu_ns (its and its waited
     children's user+system time, from rusage) and cpus_utilised = cpu_ns / elapsed_ns."""
     if not argv:
         raise PerflabError("no command to count")
-    cpu0 = _children_cpu_ns()
-    with Counters(events, inherit=True) as c:
-        t0 = time.monotonic_ns()
-        try:
-            rc = subprocess.run(argv, check=False, stdout=stdout).returncode  # argv: no shell
-        except FileNotFoundError:
-            raise PerflabError(f"{argv[0]}: command not found") from None
-        except PermissionError:
-            raise PerflabError(f"{argv[0]}: not an executable file") from None
-        elapsed = time.monotonic_ns() - t0
-    cpu = _children_cpu_ns() - cpu0
+    out_fd = 1 if stdout is None else stdout if isinstance(stdout, int) else stdout.fileno()
+    with supervisor.Supervisor() as under:
+        with Counters(events, pid=under.pid, inherit=True) as c:
+            t0 = time.monotonic_ns()
+            try:
+                child = under.start(argv, fds=(0, out_fd, 2), group=os.getpgrp())
+            except FileNotFoundError:
+                raise PerflabError(f"{argv[0]}: command not found") from None
+            except PermissionError:
+                raise PerflabError(f"{argv[0]}: not an executable file") from None
+            child.ended()  # its counts are in at its exit: the reap is not counted
+            elapsed = time.monotonic_ns() - t0
+        status, usage = child.outcome()
+    rc = os.waitstatus_to_exitcode(status)
+    cpu = round((usage.ru_utime + usage.ru_stime) * 1e9)
     out = c.frame()
     out.attrs.update(
         returncode=exit_status(rc),

@@ -1,20 +1,20 @@
 """Per-thread CPU profiles by symbol from `perf record` (easyperf's `perf record -s`,
 `perf report -T` and `--tid`, seed 003), for `perflab profile --samples`.
 
-perf is attached to perflab's own process, started with its events disabled, and enabled
-through its control fifo before the program is spawned: the program inherits the events from
-its first instruction, and perf's start-up (0.5-1.5 s here, most of it reading kallsyms) is
-neither in the program's wall time nor in its main thread's blocked time, as it would be under
-`perf record -- PROGRAM` (whose forked child waits for perf before it execs).
+perf is attached to the run's supervisor (system/supervisor.py), the process that will start
+the program, with its events disabled, and enabled through its control fifo before the program
+is started: the program inherits the events from its first instruction, and perf's start-up
+(0.5-1.5 s here, most of it reading kallsyms) is neither in the program's wall time nor in its
+main thread's blocked time, as it would be under `perf record -- PROGRAM` (whose forked child
+waits for perf before it execs). perf, and perf script after it, run under that supervisor too:
+neither outlives perflab, and its files go with the supervisor's directory.
 """
 
-import contextlib
 import os
 import re
 import select
 import shutil
 import signal
-import subprocess
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -26,7 +26,7 @@ import pandas as pd
 
 from perflab.core import bindings, constants
 from perflab.errors import PerflabError
-from perflab.system import counters, frames
+from perflab.system import counters, frames, supervisor
 
 FREQUENCY_HZ = constants.SAMPLE_HZ
 MAX_HZ = constants.MAX_SAMPLE_HZ
@@ -71,13 +71,17 @@ def plan(frequency: int = FREQUENCY_HZ) -> Plan:
 
 
 class Recorder:
-    """perf record attached to this process, so that what it spawns next inherits the events."""
+    """perf record attached to a supervisor, so that what it starts next inherits the events;
+    perf's files in the supervisor's directory."""
 
-    def __init__(self, directory: str | os.PathLike, frequency: int = FREQUENCY_HZ):
+    def __init__(self, under: supervisor.Supervisor, frequency: int = FREQUENCY_HZ):
+        if under.tmpdir is None:
+            raise ValueError("perf record needs a supervisor with a directory (tmp=True)")
         self.plan = plan(frequency)
-        self.dir = Path(directory)
+        self.supervisor = under
+        self.dir = under.tmpdir
         self.data = self.dir / "perf.data"
-        self.proc: subprocess.Popen | None = None
+        self.proc: supervisor.Child | None = None
         self.why_not: str | None = None if self.plan.perf else self.plan.note
         self.stopped_by: str | None = None
 
@@ -88,7 +92,7 @@ class Recorder:
         return [
             self.plan.perf, "record", "-q", "-B", "-N", "--no-bpf-event",
             "-e", self.plan.event, "-F", str(self.plan.frequency), "-D", "-1",
-            f"--control=fifo:{ctl},{ack}", "-p", str(os.getpid()), "-o", str(self.data),
+            f"--control=fifo:{ctl},{ack}", "-p", str(self.supervisor.pid), "-o", str(self.data),
         ]  # fmt: skip
 
     def start(self) -> bool:
@@ -102,19 +106,10 @@ class Recorder:
         ctl_fd, ack_fd = os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDWR)
         err = open(self.dir / "perf.err", "w+b")  # noqa: SIM115 (read once perf has gone)
         try:
-            self.proc = subprocess.Popen(
-                self.argv(ctl, ack),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                process_group=0,  # a Ctrl-C meant for perflab must not end the recording early
-            )
+            # in a group of its own: a Ctrl-C meant for perflab must not end the recording early
+            self.proc = self.supervisor.start(self.argv(ctl, ack), fds=(None, None, err.fileno()))
             os.write(ctl_fd, b"enable\n")
-            pidfd = os.pidfd_open(self.proc.pid)
-            try:
-                ready = select.select([ack_fd, pidfd], [], [], READY_S)[0]
-            finally:
-                os.close(pidfd)
+            ready = select.select([ack_fd, self.proc.pidfd], [], [], READY_S)[0]
             if ack_fd in ready:
                 return True
             self.why_not = self._failed(err, f"did not start within {READY_S:g} s")
@@ -130,8 +125,8 @@ class Recorder:
 
     def _failed(self, err: Any, otherwise: str) -> str:
         """Why perf did not start, in perf's own last words."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(0.5)  # type: ignore[union-attr]
+        if self.proc:
+            self.proc.wait(0.5)
         err.seek(0)
         lines = [x.strip() for x in err.read().decode(errors="replace").splitlines() if x.strip()]
         said = next(
@@ -146,9 +141,7 @@ class Recorder:
         if self.proc is None or self.proc.poll() is not None:
             return
         self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(STOP_S)
-        except subprocess.TimeoutExpired:
+        if self.proc.wait(STOP_S) is None:
             self.proc.kill()
             self.proc.wait()
             self.stopped_by = f"killed after {STOP_S:g} s: the recording may be cut short"
@@ -160,17 +153,16 @@ class Recorder:
         assert self.plan.perf
         fields = "comm,pid,tid,period,event,ip,sym,dso"
         err = self.dir / "script.err"
-        with open(err, "wb") as errors:
-            script = subprocess.Popen(
-                [self.plan.perf, "script", "-i", str(self.data), "-F", fields],
-                stdout=subprocess.PIPE,
-                stderr=errors,
-                text=True,
-                errors="replace",
-            )
-            assert script.stdout is not None
-            with script.stdout:
-                counted = parse(script.stdout)  # streamed: a long run prints millions of lines
+        out, into = os.pipe()
+        with open(out, errors="replace") as lines, open(err, "wb") as errors:
+            try:
+                script = self.supervisor.start(
+                    [self.plan.perf, "script", "-i", str(self.data), "-F", fields],
+                    fds=(None, into, errors.fileno()),
+                )
+            finally:
+                os.close(into)
+            counted = parse(lines)  # streamed: a long run prints millions of lines
             rc = script.wait()
         if rc != 0:
             last = (err.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]

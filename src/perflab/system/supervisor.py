@@ -1,0 +1,282 @@
+"""Every process perflab starts runs under a supervisor, so that none outlives perflab or its run.
+
+The supervisor is a small helper (csrc/spawner/supervise.c) that starts the processes a run
+asks for and is their parent; a child subreaper, so that what they leave (a setsid daemon, a
+double fork) becomes its child too. When the run closes it, and when perflab dies however it
+dies (SIGKILL included: it watches perflab's pidfd), it kills everything left, by a cgroup of
+its own where one can be made, reaps it and removes its temporary directory. docs/processes.md
+says what holds where (root or not, cgroup or not, which kernel).
+"""
+
+import array
+import contextlib
+import errno
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from perflab.core import bindings
+from perflab.errors import PerflabError
+
+HELPER = Path(bindings.__file__).resolve().parent / "_spawner"  # built beside the C core
+CGROUP_EMPTY_TRIES = 100  # a killed cgroup is removable once its last task has fully exited
+
+
+class Usage(NamedTuple):
+    """A reaped child's rusage, its waited-for children's included (named as resource's)."""
+
+    ru_utime: float
+    ru_stime: float
+    ru_maxrss: int
+    ru_minflt: int
+    ru_majflt: int
+    ru_nvcsw: int
+    ru_nivcsw: int
+
+
+class Child:
+    """A process the supervisor started, waited for through its pidfd: it stays a zombie that
+    /proc still shows until wait() has the supervisor reap it."""
+
+    def __init__(self, supervisor: "Supervisor", pid: int):
+        self.supervisor, self.pid = supervisor, pid
+        self.pidfd = os.pidfd_open(pid)  # no reuse of the pid is possible before the reap
+        self.status: int | None = None
+        self.returncode: int | None = None
+        self.usage: Usage | None = None
+
+    def ended(self, timeout: float | None = None) -> bool:
+        """Whether it has ended, waiting up to timeout seconds (None: until it does); a zombie
+        still, its figures final (what it counted, what /proc says of it)."""
+        if self.returncode is not None:
+            return True
+        if self.pidfd < 0:
+            raise PerflabError(f"process {self.pid} was ended with its supervisor")
+        poller = select.poll()
+        poller.register(self.pidfd, select.POLLIN)
+        return bool(poller.poll(None if timeout is None else max(timeout, 0.0) * 1000))
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Its return code as Popen's (-N: killed by signal N), once it has ended and been
+        reaped; None if it still runs after timeout seconds."""
+        if self.returncode is None:
+            if not self.ended(timeout):
+                return None
+            self.status, self.usage = self.supervisor.reap(self)
+            self.returncode = os.waitstatus_to_exitcode(self.status)
+        return self.returncode
+
+    def outcome(self) -> tuple[int, Usage]:
+        """Its wait status and rusage, once it has ended (waited for)."""
+        self.wait()
+        assert self.status is not None and self.usage is not None
+        return self.status, self.usage
+
+    def poll(self) -> int | None:
+        """Its return code if it has ended, else None."""
+        return self.wait(0)
+
+    def send_signal(self, sig: int) -> None:
+        if self.pidfd >= 0 and self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self.pidfd, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def kill_group(self) -> None:
+        """SIGKILL its process group: one of its own, where what it forked stays."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+
+    def forget(self) -> None:
+        """Its pidfd closed: reaped, or ended with its supervisor."""
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+
+
+class Supervisor:
+    """One supervising process: start() what a run needs under it; close() (the end of a with
+    block, or perflab's death) kills whatever is left and removes its directory.
+
+    pid: the supervisor's, the parent of every process it starts (what perf attaches to, and
+    what inherited counters are opened on, to count them); tmpdir: the directory it made with
+    tmp=True; cgroup: the cgroup v2 its processes run in, or None (cgroup_error says why).
+    """
+
+    def __init__(self, tmp: bool = False) -> None:
+        if not (HELPER.exists() and os.access(HELPER, os.X_OK)):
+            raise PerflabError(f"perflab's helper {HELPER} is missing: reinstall perflab")
+        parent = tempfile.gettempdir() if tmp else ""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with theirs:
+            try:
+                self.proc = subprocess.Popen(
+                    [str(HELPER), "supervise", str(theirs.fileno()), str(os.getpid()), parent],
+                    pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    process_group=0,  # a signal to perflab's group (Ctrl-C) is not its own
+                )
+            except BaseException:
+                ours.close()
+                raise
+        self.sock, self.owner = ours, os.getpid()
+        self.lock = threading.Lock()  # one request and its reply at a time
+        self.children: set[Child] = set()
+        self.tmpdir: Path | None = None
+        self.cgroup: str | None = None
+        try:
+            hello = self._reply()
+            text = self._recv(hello.text_len).split(b"\0")
+        except BaseException:
+            self.close()
+            raise
+        self.pid, self.cgroup_error = hello.pid, hello.cgroup_error
+        self.tmpdir = Path(os.fsdecode(text[0])) if text[0] else None
+        self.cgroup = os.fsdecode(text[1]) or None
+        if hello.error:
+            self.close()
+            why = os.strerror(hello.error)
+            raise PerflabError(f"cannot make a temporary directory in {parent}: {why}")
+
+    def __enter__(self) -> "Supervisor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def note(self) -> str:
+        """How this run's processes are bounded, in one phrase."""
+        if self.cgroup:
+            return f"child subreaper and cgroup {self.cgroup}"
+        return f"child subreaper (no cgroup: {os.strerror(self.cgroup_error)})"
+
+    def start(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        fds: Sequence[int | None] = (0, 1, 2),
+        cpus: Sequence[int] = (),
+        group: int = 0,
+        sigdef: bool = False,
+    ) -> Child:
+        """Start argv (argv[0] looked up on env's PATH when it holds no slash, as subprocess
+        does) with exactly env (None: perflab's); fds[i] (None: /dev/null) is its fd i and it
+        has no other; on cpus (none: perflab's own); in process group `group` (0: one of its
+        own); with sigdef every signal at its default action, else the dispositions perflab
+        was given. An execve that fails raises OSError as subprocess does (FileNotFoundError,
+        PermissionError...); a failure before it, PerflabError."""
+        env = dict(os.environ) if env is None else env
+        path = _find(argv[0], env)
+        if len(fds) > bindings.SUP_MAX_FDS:
+            raise ValueError(f"at most {bindings.SUP_MAX_FDS} fds")
+        request = bindings.sup_start(
+            os.fsencode(path),
+            [os.fsencode(a) for a in argv],
+            [os.fsencode(f"{k}={v}") for k, v in env.items()],
+            len(fds),
+            cpus,
+            group,
+            sigdef,
+        )
+        with contextlib.ExitStack() as stack:
+            null = -1
+            if None in fds:
+                null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+                stack.callback(os.close, null)
+            reply = self._exchange(request, [null if fd is None else fd for fd in fds])
+        if reply.error and reply.stage == bindings.SUP_EXEC:
+            raise OSError(reply.error, os.strerror(reply.error), argv[0])
+        if reply.error:
+            raise PerflabError(f"{argv[0]}: could not be started: {os.strerror(reply.error)}")
+        child = Child(self, reply.pid)
+        self.children.add(child)
+        return child
+
+    def reap(self, child: Child) -> tuple[int, Usage]:
+        """The wait status and rusage of a child that has ended, which the supervisor reaps."""
+        reply = self._exchange(bindings.sup_reap(child.pid), [])
+        if reply.error:
+            raise OSError(reply.error, os.strerror(reply.error), f"reap {child.pid}")
+        child.forget()
+        self.children.discard(child)
+        usage = Usage(reply.utime_ns / 1e9, reply.stime_ns / 1e9, reply.maxrss_kb, reply.minflt,
+                      reply.majflt, reply.nvcsw, reply.nivcsw)  # fmt: skip
+        return reply.status, usage
+
+    def close(self) -> None:
+        """End the run: everything started and what it left is killed and reaped, the directory
+        removed, when this returns. Idempotent; a forked copy of perflab closes only its end."""
+        if self.sock.fileno() < 0:
+            return
+        self.sock.close()
+        for child in self.children:
+            child.forget()
+        self.children.clear()
+        if self.owner != os.getpid():
+            return
+        if self.proc.wait() != 0:
+            self._after_crash()
+
+    def _after_crash(self) -> None:
+        """The supervisor was killed (its own SIGKILL): what it could not do, done from here.
+        Its children died with it (PR_SET_PDEATHSIG); their descendants only by the cgroup."""
+        if self.cgroup:
+            cgroup = Path(self.cgroup)
+            with contextlib.suppress(OSError):
+                (cgroup / "cgroup.kill").write_text("1")
+            for _ in range(CGROUP_EMPTY_TRIES):
+                try:
+                    cgroup.rmdir()
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.EBUSY:
+                        break
+                    time.sleep(0.01)
+        if self.tmpdir:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+    def _exchange(self, request: bytes, fds: list[int]) -> bindings.SupReply:
+        with self.lock:
+            try:
+                rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+                sent = self.sock.sendmsg([request], rights if fds else [])
+                self.sock.sendall(request[sent:])
+                return self._reply()
+            except BaseException:
+                self.close()  # out of step with the supervisor: the run ends here
+                raise
+
+    def _reply(self) -> bindings.SupReply:
+        return bindings.sup_reply(self._recv(bindings.SUP_REPLY_BYTES))
+
+    def _recv(self, n: int) -> bytes:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        while view.nbytes:
+            got = self.sock.recv_into(view)
+            if got == 0:
+                raise PerflabError(f"perflab's supervisor {HELPER} ended unexpectedly")
+            view = view[got:]
+        return bytes(buf)
+
+
+def _find(name: str, env: Mapping[str, str]) -> str:
+    """The file a name runs, as subprocess finds it: itself with a slash, else on env's PATH."""
+    if os.sep in name:
+        return name
+    found = shutil.which(name, path=os.pathsep.join(os.get_exec_path(dict(env))))
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+    return found

@@ -6,7 +6,7 @@ import click
 
 from perflab.cli import run
 from perflab.cli.common import (
-    at_least_one,
+    Count,
     check_paths,
     journal_options,
     journaled_run,
@@ -14,6 +14,7 @@ from perflab.cli.common import (
     output_options,
     print_result,
 )
+from perflab.engine import controls
 from perflab.lab.plans import defaults
 
 
@@ -24,12 +25,18 @@ from perflab.lab.plans import defaults
     multiple=True,
     help=f"Calls to time (repeatable): {', '.join(defaults.SYSCALL_NAMES)}.",
 )
-@click.option("--trials", default=10000, show_default=True, type=int, help="Calls timed each.")
+@click.option(
+    "--trials",
+    default=10000,
+    show_default=True,
+    type=Count(1, controls.ROW_BYTES, controls.CALL_S, "its rows (one a call timed)"),
+    help="Calls timed each.",
+)
 @click.option(
     "--trim",
     default=10,
     show_default=True,
-    type=int,
+    type=Count(0),
     help="Drop this many best and worst samples too (FileGuard dropped 10 and 10).",
 )
 @click.option(
@@ -54,10 +61,9 @@ def syscalls_cmd(
     """Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs."""
     from perflab.lab import syscalls
 
-    at_least_one(trials, "--trials")
-    if trim < 0 or 2 * trim >= trials:
+    if 2 * trim >= trials:
         raise click.BadParameter(
-            f"must be >= 0 and leave samples: 2*{trim} >= {trials} trials", param_hint="--trim"
+            f"must leave samples: 2*{trim} >= {trials} trials", param_hint="--trim"
         )
     names = syscalls.resolve(calls or syscalls.DEFAULT_CALLS)
     output, resuming = optional_record(output, resume)

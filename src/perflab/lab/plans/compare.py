@@ -2,8 +2,9 @@
 
 from dataclasses import dataclass, field
 
-from perflab.engine.controls import Controls, _cli
+from perflab.engine.controls import Controls, _cli, check_rows
 from perflab.errors import PerflabError
+from perflab.lab.plans.env_size import MAX_ARG_STRLEN
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,13 @@ class Plan(Controls):
             raise PerflabError(
                 f"--setups and --repeat must be at least 1 ({self.setups}, {self.repeat})"
             )
-        if self.env_max < 0:
-            raise PerflabError(f"--env-max must not be negative, not {self.env_max}")
+        check_rows({"--setups": self.setups, "--repeat": self.repeat}, 2)
+        longest = MAX_ARG_STRLEN - len(self.var) - 2  # "VAR=" and the NUL count too
+        if not 0 <= self.env_max <= longest:
+            raise PerflabError(
+                f"--env-max must be 0 to {longest} (Linux takes environment strings of at most "
+                f"{MAX_ARG_STRLEN} bytes, MAX_ARG_STRLEN), not {self.env_max}"
+            )
         if "link-order" in self.randomize and not nobjects:
             raise PerflabError(
                 "--randomize link-order needs --build: perflab can relink only what it builds"

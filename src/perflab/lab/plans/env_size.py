@@ -10,6 +10,7 @@ from perflab.engine.controls import (
     _cli,
     check_order,
     check_repeat,
+    check_rows,
     order_field,
 )
 from perflab.errors import PerflabError
@@ -67,6 +68,7 @@ class Plan(Controls):
         if self.step < 1:
             raise PerflabError(f"--step must be at least 1, not {self.step}")
         check_repeat(self.repeat)
+        check_rows({"--repeat": self.repeat}, (self.max_size - self.min_size) // self.step + 1)
         check_order(self.order)
         if self.program and self.workload != "mytkowicz":
             raise PerflabError("--workload chooses a built-in loop: give it or a PROGRAM, not both")

@@ -544,15 +544,13 @@ def priority(nice: int, rt: bool, rt_limit: float) -> threads.Priority:
 
 
 def export_path(path: str | None, suffix: str) -> str | None:
-    """An export path ('-' for stdout) checked before any work: suffix and directory."""
+    """An export path ('-' for stdout) checked before any work as an output is: its suffix,
+    its directory, that it can be written."""
+    from perflab.engine import results
+
     if path is None or path == "-":
         return path
-    p = Path(path)
-    if p.suffix != suffix:
-        raise PerflabError(f"{p}: expected a {suffix} file")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise PerflabError(f"{p}: directory {parent} does not exist")
+    results.check_output(path, (suffix,))
     return path
 
 

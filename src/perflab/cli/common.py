@@ -68,6 +68,7 @@ class Needs(click.Option):
     def handle_parse_result(
         self, ctx: click.Context, opts: Mapping[str, Any], args: list[str]
     ) -> tuple[Any, list[str]]:
+        parsed = super().handle_parse_result(ctx, opts, args)  # a bad value is said first
         if self.name in opts:
             other = next(p for p in ctx.command.params if p.name == self.needs)
             value = opts.get(self.needs)
@@ -78,7 +79,7 @@ class Needs(click.Option):
                 given, what = self.needs in opts, other.opts[0]
             if not given:
                 raise click.UsageError(f"{self.opts[0]} needs {self.shown or what}", ctx)
-        return super().handle_parse_result(ctx, opts, args)
+        return parsed
 
 
 def cluster_options(func: F) -> F:
@@ -151,12 +152,15 @@ class Count(click.ParamType):
             n = value if isinstance(value, int) else int(str(value).strip())
         except ValueError:
             self.fail(f"{value!r} is not a whole number", param, ctx)
+        flag = param.human_readable_name if param else ""
+        if isinstance(param, click.Option):
+            flag = param.opts[0]
         try:
             return controls.check_count(
-                "", n, self.least, self.each_bytes, self.each_s, self.what, self.most()
+                flag, n, self.least, self.each_bytes, self.each_s, self.what, self.most()
             )
         except PerflabError as exc:
-            self.fail(str(exc), param, ctx)
+            raise click.UsageError(str(exc), ctx) from None
 
 
 class Words(click.ParamType):
@@ -226,7 +230,7 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
         if "/" not in m["flag"]:
             kw["is_flag"] = True
     elif "min" in m:
-        kw["type"] = click.IntRange(m["min"])
+        kw["type"] = Count(m["min"])
     elif "type" in m:
         kw.update(type=m["type"], show_default=f.default is not None)
     return click.option(m["flag"], f.name, **kw)
@@ -568,12 +572,14 @@ def export_options(func: F) -> F:
         "--html",
         "html_path",
         metavar="FILE",
+        type=click.Path(dir_okay=False, allow_dash=True),
         help="Write one self-contained page (figure embedded) to FILE.html; opens offline.",
     )(func)
     return click.option(
         "--md",
         "md_path",
         metavar="FILE",
+        type=click.Path(dir_okay=False, allow_dash=True),
         help="Write GitHub Markdown tables to FILE.md ('-': stdout), to paste into a PR.",
     )(func)
 

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     "--seed",
     default=0,
     show_default=True,
-    type=click.IntRange(0),
+    type=Count(0),
     cls=Needs,
     needs="command",
     shown="-- PROGRAM",

@@ -15,10 +15,11 @@ class Plan(Controls):
     b: str = ""
     digests: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     randomize: tuple[str, ...] = ("env-size",)
-    setups: int = field(default=10, metadata=_cli("--setups", "Random setups to draw."))
-    repeat: int = field(default=10, metadata=_cli("--repeat", "A/B pairs per setup."))
+    setups: int = field(default=10, metadata=_cli("--setups", "Random setups to draw.", min=1))
+    repeat: int = field(default=10, metadata=_cli("--repeat", "A/B pairs per setup.", min=1))
     env_max: int = field(
-        default=4096, metadata=_cli("--env-max", "Env sizes are drawn in 0..ENV_MAX bytes.")
+        default=4096,
+        metadata=_cli("--env-max", "Env sizes are drawn in 0..ENV_MAX bytes.", min=0),
     )
     var: str = "A"
 

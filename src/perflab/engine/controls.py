@@ -35,7 +35,7 @@ CALL_S = 50e-9  # a system call or a clock read in a loop
 LOOP_S = 10e-6  # a kernel loop of LOOP_FACTOR (100,000) iterations
 LONGEST_S = 7 * 86400  # the time bound: a plan longer than a week is a typo, not an experiment
 INT64_MAX = 2**63 - 1  # what the C core's and a frame's counters hold
-PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")  # {name}, not a shell's ${name}
+PLACEHOLDERS = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")  # {name}, not a shell's ${name}
 
 
 def _cli(flag: str, help: str, **more: Any) -> dict:
@@ -179,7 +179,7 @@ def check_timeout(seconds: float) -> None:
         raise PerflabError(f"--timeout must be {lo:g} to {hi:g} seconds, not {seconds}")
 
 
-def check_cpu_list(flag: str, cpus: Sequence[int], allow_empty: bool = False) -> list[int]:
+def check_cpu_list(flag: str, cpus: Sequence[int], allow_empty: bool = False) -> None:
     """Refuse a CPU list that names no CPU or one CPU twice: a pinning asked for and not made."""
     if not cpus and not allow_empty:
         raise PerflabError(f"{flag} names no CPU: give some (e.g. 1 or 0-1), or leave {flag} out")
@@ -187,7 +187,6 @@ def check_cpu_list(flag: str, cpus: Sequence[int], allow_empty: bool = False) ->
     if twice:
         listed = ",".join(map(str, cpus))
         raise PerflabError(f"{flag} {listed} names CPU {', '.join(map(str, twice))} twice")
-    return list(cpus)
 
 
 def memory_bytes() -> int:
@@ -201,7 +200,7 @@ def most_threads() -> tuple[int, str]:
         with open("/proc/sys/kernel/threads-max") as f:
             most = int(f.read())
     except (OSError, ValueError):
-        most = 2**22  # the kernel's own ceiling (FUTEX_TID_MASK)
+        most = 2**22  # PID_MAX_LIMIT: no kernel has more thread ids
     return most, "kernel.threads-max, the threads this kernel allows at once"
 
 
@@ -286,7 +285,7 @@ def check_placeholders(args: Iterable[str], known: Sequence[str], what: str) -> 
     """Refuse a {name} perflab would not replace: a typo such as {thread} would reach the
     program as it is and the rows would claim what never ran."""
     for arg in args:
-        for name in PLACEHOLDER.findall(arg):
+        for name in PLACEHOLDERS.findall(arg):
             if name not in known:
                 allowed = " and ".join(f"{{{k}}}" for k in known)
                 where = f"{what}: " if what else ""

@@ -232,7 +232,7 @@ def test_cli_all_runs_failed_keeps_them_plots_and_exits_nonzero(tmp_path):
     [
         (["--min", "5", "--max", "1"], "greater than --max"),
         (["--step", "0"], "--step must be at least 1"),
-        (["--min", "-1"], "must not be negative"),
+        (["--min", "-1"], "--min must be at least 0"),
         (["--cpu", "4095"], "does not exist or is offline"),
         (["-o", "/nonexistent/x.parquet"], "does not exist"),
         (["-o", "x.txt"], "unknown output format"),

@@ -7,12 +7,14 @@ import json
 import os
 import signal
 
+import numpy as np
 import pytest
 
 from perflab.cli import cli
 from perflab.engine import results
 from perflab.lab import profile
-from perflab.system import stracelog, taskstats
+from perflab.reports import exporters
+from perflab.system import proctasks, stracelog, taskstats
 from tests.conftest import compile_children
 
 HAS_EXIT_RECORDS = taskstats.unavailable() is None
@@ -85,6 +87,33 @@ int main(void)
 }
 """
 
+BURSTS = r"""
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+static void *burst(void *us)
+{
+    struct timespec t0, t;
+    pthread_setname_np(pthread_self(), "burst");
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < atol(us) * 1000L);
+    return us;
+}
+int main(int argc, char **argv)
+{
+    for (int i = 0; i < atoi(argv[2]); i++) {
+        pthread_t th;
+        struct timespec gap = {0, 7000000};
+        pthread_create(&th, 0, burst, argv[1]);
+        pthread_join(th, 0);
+        nanosleep(&gap, 0);
+    }
+    return 0;
+}
+"""
+
 HANG = r"""
 #include <unistd.h>
 int main(void) { pause(); return 0; }
@@ -94,7 +123,8 @@ int main(void) { pause(); return 0; }
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory):
     return compile_children(
-        tmp_path_factory.mktemp("profile"), {"threads": THREADS, "forks": FORKS, "hang": HANG}
+        tmp_path_factory.mktemp("profile"),
+        {"threads": THREADS, "forks": FORKS, "hang": HANG, "bursts": BURSTS},
     )
 
 
@@ -289,3 +319,53 @@ def test_progress_and_cpu_pinning(programs):
     assert seen and all(n >= 1 for _, n in seen)
     assert [s for s, _ in seen] == sorted(s for s, _ in seen)
     assert os.sched_getaffinity(0) == cpu  # perflab's own affinity restored
+
+
+def test_a_thread_seen_once_has_no_utilisation(programs):
+    """Threads of 3 ms, read every 5 to 15 ms without exit records (as a user): some are seen
+    in one reading, and their lifetime is not known to better than a reading; they once got
+    lifetime_ns 1 and a utilisation in the millions of percent."""
+    df = profile.run([programs["bursts"], "3000", "30"], exit_records=False)
+    threads = df[df["tid"] >= 0]
+    once = threads[threads["seen_once"]]
+    assert len(once) and (once["readings"] == 1).all()
+    assert once["utilisation"].isna().all()
+    short = threads["lifetime_ns"] < results.metadata(df)["interval_s"] * 1e9
+    assert threads.loc[short, "utilisation"].isna().all()
+    # one thread's CPU over its life, never more than a CPU (the margin: a reading's instant)
+    assert (threads["utilisation"].dropna() <= 1.5).all()
+    text = exporters.TEXT.summary(profile.summary(df, results.metadata(df)))
+    assert f"{len(once)} seen once" in text
+    assert "seen_once" in text.splitlines()[text.splitlines().index("per thread (ms)") + 1]
+
+
+def _read(sampler, now_ns, tid, start_ns, cpu_ns):
+    """One reading of thread tid as _Sampler.sample takes it."""
+    r = proctasks.Reading(100, tid, f"t{tid}", "S", 100, start_ns // proctasks.TICK_NS, 1, 0,
+                          cpu_ns, 0, 1, 1, 0)  # fmt: skip
+    key = (100, tid)
+    sampler.last[key] = r
+    sampler.first_ns.setdefault(key, now_ns)
+    sampler.last_ns[key] = now_ns
+    sampler.count[key] = sampler.count.get(key, 0) + 1
+    sampler.timeline.append((now_ns, 100, tid, cpu_ns, 0, 1, None))
+
+
+def test_utilisation_is_never_taken_over_less_than_a_reading():
+    """Readings every 10 ms: the leader for 60 ms; a thread seen once, whose /proc start time
+    (a clock tick) falls after that reading, so its life measures 0; one read twice 3 ms apart."""
+    ms = 1_000_000
+    tick = proctasks.TICK_NS
+    sampler = profile._Sampler(100, 0, 0)
+    for at in range(10, 70, 10):
+        _read(sampler, at * ms, 100, 0, at * ms // 2)
+    _read(sampler, 33 * ms, 101, 33 * ms // tick * tick + tick, 3 * ms)
+    _read(sampler, 45 * ms, 102, 42 * ms, 1 * ms)
+    _read(sampler, 48 * ms, 102, 42 * ms, 2 * ms)
+    sampler.running_ns = 60 * ms
+    rows = {r["tid"]: r for r in profile._thread_rows(sampler, 70 * ms, set(), interval_ns=10 * ms)}
+    leader, once, brief = rows[100], rows[101], rows[102]
+    assert leader["utilisation"] == pytest.approx(0.5) and not leader["seen_once"]
+    assert once["seen_once"] and np.isnan(once["utilisation"]) and once["lifetime_ns"] == 0
+    assert not brief["seen_once"] and np.isnan(brief["utilisation"])
+    assert brief["lifetime_ns"] < 10 * ms

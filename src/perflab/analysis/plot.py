@@ -7,6 +7,7 @@ imported by the first figure, not by `import perflab.analysis.plot`, so the CLI 
 """
 
 import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,8 +31,14 @@ def check_plot_path(path: str | os.PathLike) -> Path:
             f"{p}: unknown plot format {p.suffix!r}; use one of {', '.join(FORMATS)}"
         )
     parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
+    if not parent.is_dir():
         raise PerflabError(f"{p}: directory {parent} does not exist or is not writable")
+    try:  # a file made and removed: os.access says yes to root even on /proc
+        fd, probe = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
+    except OSError as exc:
+        raise PerflabError(f"{p}: directory {parent} is not writable ({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
     return p
 
 

@@ -66,9 +66,10 @@ class Budget:
         return cls(seconds=seconds, runs=runs)
 
     def __post_init__(self) -> None:
-        if self.seconds <= 0 or self.runs < FIRST_ROUND:
+        if not 0 < self.seconds < math.inf or self.runs < FIRST_ROUND:
             raise PerflabError(
-                f"budget {self} is too small: need seconds > 0 and at least {FIRST_ROUND} runs"
+                f"budget {self}: need a finite number of seconds > 0 and at least "
+                f"{FIRST_ROUND} runs"
             )
 
     def looks(self) -> int:
@@ -479,6 +480,14 @@ def _placement_floor(
     )
 
 
+def _finite(**thresholds: float) -> None:
+    """Refuse a NaN or infinite threshold: no interval can decide against it, so the claim
+    would spend its whole budget (NaN) or be settled before any run (infinity)."""
+    for name, value in thresholds.items():
+        if not math.isfinite(value):
+            raise PerflabError(f"{name} must be a finite number, not {value}")
+
+
 def check_faster(
     fast: Any,
     slow: Any,
@@ -491,6 +500,7 @@ def check_faster(
 
     placement_floor: the share a ratio between two distinct C functions is widened by (None:
     this machine's measured floor; 0 trusts code placement)."""
+    _finite(min_ratio=min_ratio)
     budget = as_budget(budget)
     targets = (timing.as_target(fast), timing.as_target(slow))
     claim = f"median(slow)/median(fast) > {min_ratio:g}"
@@ -513,6 +523,7 @@ def check_no_slower(
 ) -> Comparison:
     """Decide whether median(candidate)/median(baseline) < 1 + tolerance, without raising
     (placement_floor as in check_faster)."""
+    _finite(tolerance=tolerance)
     if tolerance < 0:
         raise PerflabError(f"tolerance must be >= 0, not {tolerance}")
     budget = as_budget(budget)
@@ -540,6 +551,7 @@ def check_ticks_below(
     fn: Any, limit: float, confidence: float = DEFAULT_CONFIDENCE, budget: BudgetLike = None
 ) -> Comparison:
     """Decide whether fn's median net ticks per call is below limit, without raising."""
+    _finite(limit=limit)
     budget = as_budget(budget)
     targets = (timing.as_target(fn),)
     claim = f"median ticks per call < {limit:g}"

@@ -9,6 +9,7 @@ import click
 
 from perflab.cli import cli
 from perflab.cli.common import (
+    Count,
     campaign_verb,
     check_paths,
     cluster_options,
@@ -19,6 +20,7 @@ from perflab.cli.common import (
     resume_option,
     table,
 )
+from perflab.engine import controls
 
 
 @cli.command("clocks")
@@ -26,7 +28,7 @@ from perflab.cli.common import (
     "--samples",
     default=1000,
     show_default=True,
-    type=int,
+    type=Count(1, controls.ROW_BYTES, controls.CALL_S, "its rows (one a read of each clock)"),
     help="Back-to-back reads per clock (ClockBench used 255).",
 )
 @click.option(
@@ -53,8 +55,6 @@ def clocks_cmd(
     from perflab.lab import clocks
     from perflab.system import machine
 
-    if samples < 1:
-        raise click.BadParameter(f"must be at least 1, not {samples}", param_hint="--samples")
     selected = clocks.resolve(names) if names else None
     check_paths(output, plot_path)
     if cluster:

@@ -58,10 +58,40 @@ def output_options(func: F) -> F:
     return func
 
 
+class Needs(click.Option):
+    """An option that means something only beside another (`needs`, a parameter's name, shown
+    as `shown` or its flag): given without it, it is refused in one line, not ignored."""
+
+    def __init__(self, *args: Any, needs: str, shown: str | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.needs, self.shown = needs, shown
+
+    def handle_parse_result(
+        self, ctx: click.Context, opts: Mapping[str, Any], args: list[str]
+    ) -> tuple[Any, list[str]]:
+        parsed = super().handle_parse_result(ctx, opts, args)  # a bad value is said first
+        if self.name in opts:
+            other = next(p for p in ctx.command.params if p.name == self.needs)
+            value = opts.get(self.needs)
+            if isinstance(other, click.Argument):
+                given = isinstance(value, (tuple, list, str)) and len(value) > 0
+                what = f"-- {other.human_readable_name}"
+            else:
+                given, what = self.needs in opts, other.opts[0]
+            if not given:
+                raise click.UsageError(f"{self.opts[0]} needs {self.shown or what}", ctx)
+        return parsed
+
+
 def cluster_options(func: F) -> F:
     """--cluster ADDRESS and --host LABEL: run the measurement on a Dask fleet instead of here."""
     func = click.option(
-        "--host", "hosts", multiple=True, help="With --cluster: only these hosts (repeatable)."
+        "--host",
+        "hosts",
+        multiple=True,
+        cls=Needs,
+        needs="cluster",
+        help="With --cluster: only these hosts (repeatable).",
     )(func)
     func = click.option(
         "--cluster",
@@ -100,11 +130,69 @@ class Number(click.ParamType):
 SECONDS = Number(*controls.TIMEOUT_S)
 
 
+class Count(click.ParamType):
+    """A whole number of at least `least`, refused at once when its units would need more than
+    this machine's memory or a week (controls.check_count): a typo never reaches the C core."""
+
+    name = "integer"
+
+    def __init__(
+        self,
+        least: int = 1,
+        each_bytes: float = 0,
+        each_s: float = 0,
+        what: str = "its rows",
+        most: Callable[[], tuple[int, str]] = controls.counter_bound,
+    ):
+        self.least, self.each_bytes, self.each_s, self.what, self.most = (
+            least, each_bytes, each_s, what, most
+        )  # fmt: skip
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        try:
+            n = value if isinstance(value, int) else int(str(value).strip())
+        except ValueError:
+            self.fail(f"{value!r} is not a whole number", param, ctx)
+        flag = param.human_readable_name if param else ""
+        if isinstance(param, click.Option):
+            flag = param.opts[0]
+        try:
+            return controls.check_count(
+                flag, n, self.least, self.each_bytes, self.each_s, self.what, self.most()
+            )
+        except PerflabError as exc:
+            raise click.UsageError(str(exc), ctx) from None
+
+
+class Words(click.ParamType):
+    """A command line (or flags) split as a shell would, though none runs it: an unbalanced
+    quote is one line, and a {placeholder} not among `placeholders` is refused."""
+
+    name = "text"
+
+    def __init__(self, placeholders: Sequence[str] | None = None):
+        self.placeholders = placeholders
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            split = controls.words(value, "")
+            if self.placeholders is not None:
+                controls.check_placeholders(split, self.placeholders, "")
+        except PerflabError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
+
+
+WORDS = Words()
+
+
 def discard_bad_option(func: F) -> F:
     """--discard-bad: a resume drops damaged journal chunks instead of refusing them."""
     return click.option(
         "--discard-bad",
         is_flag=True,
+        cls=Needs,
+        needs="resume",
         help="With --resume: drop journal chunks that fail their checks (their runs are "
         "measured again) instead of refusing to resume.",
     )(func)
@@ -128,6 +216,8 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
     """The click option of one plan field, from the metadata the field carries."""
     m = f.metadata["cli"]
     kw: dict = {"help": m["help"], "default": f.default, "show_default": True}
+    if "needs" in m:
+        kw.update(cls=Needs, needs=m["needs"])
     if "choices" in m:
         kw["type"] = click.Choice(list(m["choices"]))
     elif m.get("kind") == "cpus":
@@ -141,7 +231,7 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
         if "/" not in m["flag"]:
             kw["is_flag"] = True
     elif "min" in m:
-        kw["type"] = click.IntRange(m["min"])
+        kw["type"] = Count(m["min"])
     elif "type" in m:
         kw.update(type=m["type"], show_default=f.default is not None)
     return click.option(m["flag"], f.name, **kw)
@@ -177,7 +267,7 @@ def check_complete(df: pd.DataFrame, output: str) -> None:
 
 
 def cpu_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
-    """Click callback: '1' or '0-1,3' as a list of online CPUs, else a one-line error."""
+    """Click callback: '1' or '0-1,3' as a list of online CPUs, each once, else a one-line error."""
     from perflab.system import machine
 
     if value is None:
@@ -186,7 +276,33 @@ def cpu_list(ctx: click.Context, param: click.Parameter, value: str | None) -> l
         cpus = machine.parse_cpu_list(value)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a CPU list such as 1 or 0-3,6") from None
+    try:
+        controls.check_cpu_list(param.opts[0], cpus)
+    except PerflabError as exc:
+        raise click.UsageError(str(exc), ctx) from None
     return cpus if ctx.params.get("cluster") else machine.check_cpus(cpus)
+
+
+def cpu_values(
+    most: int, distinct: bool = True
+) -> Callable[[click.Context, click.Parameter, Sequence[int]], list[int]]:
+    """Click callback of a repeatable CPU option: up to `most` usable CPUs (each once when
+    `distinct`); one more would be dropped, a repeated one would pin two roles to one CPU."""
+
+    def check(ctx: click.Context, param: click.Parameter, values: Sequence[int]) -> list[int]:
+        from perflab.system import machine
+
+        flag = param.opts[0]
+        if len(values) > most:
+            raise click.UsageError(f"{flag} names {len(values)} CPUs; it takes {most} at most", ctx)
+        try:
+            if distinct:
+                controls.check_cpu_list(flag, values, allow_empty=True)
+            return machine.check_cpus(values)
+        except PerflabError as exc:
+            raise click.UsageError(str(exc), ctx) from None
+
+    return check
 
 
 def record_path(output: str | None, resume: str | None, stem: str) -> tuple[str, bool]:
@@ -386,11 +502,6 @@ def print_result(
     return shown
 
 
-def at_least_one(value: int, hint: str) -> None:
-    if value < 1:
-        raise click.BadParameter(f"must be at least 1, not {value}", param_hint=hint)
-
-
 def perturbation_values(
     ctx: click.Context, param: click.Parameter, values: Sequence[str]
 ) -> list[threads.Perturbation]:
@@ -407,6 +518,8 @@ def interference_options(func: F) -> F:
         default=plan.RT_LIMIT_S,
         show_default=True,
         type=Number(0.1, 600),
+        cls=Needs,
+        needs="rt",
         help="Watchdog for --rt: seconds a real-time worker may compute without blocking "
         "(RLIMIT_RTTIME); past it the workers drop to normal priority and perflab stops with "
         "one line, keeping what -o recorded.",
@@ -441,15 +554,13 @@ def priority(nice: int, rt: bool, rt_limit: float) -> threads.Priority:
 
 
 def export_path(path: str | None, suffix: str) -> str | None:
-    """An export path ('-' for stdout) checked before any work: suffix and directory."""
+    """An export path ('-' for stdout) checked before any work as an output is: its suffix,
+    its directory, that it can be written."""
+    from perflab.engine import results
+
     if path is None or path == "-":
         return path
-    p = Path(path)
-    if p.suffix != suffix:
-        raise PerflabError(f"{p}: expected a {suffix} file")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise PerflabError(f"{p}: directory {parent} does not exist")
+    results.check_output(path, (suffix,))
     return path
 
 
@@ -467,12 +578,14 @@ def export_options(func: F) -> F:
         "--html",
         "html_path",
         metavar="FILE",
+        type=click.Path(dir_okay=False, allow_dash=True),
         help="Write one self-contained page (figure embedded) to FILE.html; opens offline.",
     )(func)
     return click.option(
         "--md",
         "md_path",
         metavar="FILE",
+        type=click.Path(dir_okay=False, allow_dash=True),
         help="Write GitHub Markdown tables to FILE.md ('-': stdout), to paste into a PR.",
     )(func)
 

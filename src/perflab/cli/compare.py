@@ -10,6 +10,8 @@ import click
 
 from perflab.cli import cli
 from perflab.cli.common import (
+    WORDS,
+    Needs,
     check_paths,
     journal_options,
     journaled_run,
@@ -37,8 +39,24 @@ def _randomize(
     is_flag=True,
     help="Compare two builds of the built-in multi-object workload instead of two programs.",
 )
-@click.option("--cflags-a", default="-O2", show_default=True, help="With --build: A's flags.")
-@click.option("--cflags-b", default="-O3", show_default=True, help="With --build: B's flags.")
+@click.option(
+    "--cflags-a",
+    default="-O2",
+    show_default=True,
+    type=WORDS,
+    cls=Needs,
+    needs="use_build",
+    help="With --build: A's flags.",
+)
+@click.option(
+    "--cflags-b",
+    default="-O3",
+    show_default=True,
+    type=WORDS,
+    cls=Needs,
+    needs="use_build",
+    help="With --build: B's flags.",
+)
 @click.option(
     "--randomize",
     callback=_randomize,
@@ -49,8 +67,8 @@ def _randomize(
 @run_controls
 @journal_options
 @output_options
-@click.argument("a", required=False)
-@click.argument("b", required=False)
+@click.argument("a", required=False, type=WORDS)
+@click.argument("b", required=False, type=WORDS)
 def compare_cmd(use_build: bool, cflags_a: str, cflags_b: str,
                 randomize: tuple[str, ...] | None, resume: str | None, discard_bad: bool,
                 output: str | None, as_json: bool, plot_path: str | None, a: str | None,

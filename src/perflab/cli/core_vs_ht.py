@@ -9,8 +9,10 @@ import click
 
 from perflab.cli import run
 from perflab.cli.common import (
+    Count,
     busy_hint,
     check_paths,
+    cpu_values,
     interference_options,
     journal_options,
     journaled_run,
@@ -19,6 +21,7 @@ from perflab.cli.common import (
     print_result,
     priority,
 )
+from perflab.engine import controls
 from perflab.lab.plans import threads as plan
 
 if TYPE_CHECKING:
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
     "--loops",
     default=plan.DEFAULT_LOOPS,
     show_default=True,
-    type=click.IntRange(1),
+    type=Count(each_s=controls.LOOP_S, what="its loops"),
     help=f"Loops of {plan.LOOP_FACTOR} iterations per thread (the post used "
     f"{plan.POST_LOOPS}: ~10.7 s per thread on its i5).",
 )
@@ -40,9 +43,12 @@ if TYPE_CHECKING:
     "cpus",
     multiple=True,
     type=int,
+    callback=cpu_values(2, distinct=False),
     help="CPU for thread 1, then thread 2 (up to two, as the post); none: the placement matrix.",
 )
-@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1), help="Runs.")
+@click.option(
+    "--repeat", default=1, show_default=True, type=Count(1, controls.ROW_BYTES), help="Runs."
+)
 @interference_options
 @output_options
 @journal_options
@@ -62,12 +68,7 @@ def core_vs_ht_cmd(
 ) -> None:
     """1 thread, then 2 released together: CPU and wall time per placement (cputime_core_vs_ht)."""
     from perflab.lab.threads import core_vs_ht
-    from perflab.system import machine
 
-    if len(cpus) > 2:
-        raise click.BadParameter("at most two -p CPUs, as in the post", param_hint="-p")
-    if cpus:
-        machine.check_cpus(cpus)
     output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
     timed = functools.partial(core_vs_ht.run, loops, cpus, repeat, priority(nice, rt, rt_limit),

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import check_paths, print_result
+from perflab.cli.common import Needs, check_paths, print_result
 from perflab.lab.plans import defaults
 
 
@@ -30,6 +30,9 @@ from perflab.lab.plans import defaults
 @click.option(
     "--output-child",
     type=click.Path(dir_okay=False, writable=True),
+    cls=Needs,
+    needs="command",
+    shown="a COMMAND",
     help="Write COMMAND's standard output to FILE (with --json it goes to stderr otherwise, so "
     "the JSON stays valid).",
 )

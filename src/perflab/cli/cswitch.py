@@ -6,20 +6,26 @@ import click
 
 from perflab.cli import run
 from perflab.cli.common import (
-    at_least_one,
+    Count,
     check_paths,
+    cpu_values,
     journal_options,
     journaled_run,
     optional_record,
     output_options,
     print_result,
 )
+from perflab.engine import controls
 
 
 @run.command("cswitch")
-@click.argument("n", type=int, default=20000)
+@click.argument("n", type=Count(each_s=controls.CALL_S, what="its round trips"), default=20000)
 @click.option(
-    "--reps", default=3, show_default=True, type=int, help="Runs per placement; medians shown."
+    "--reps",
+    default=3,
+    show_default=True,
+    type=Count(1, controls.ROW_BYTES, controls.SPAWN_S),
+    help="Runs per placement; medians shown.",
 )
 @click.option(
     "--rt/--no-rt",
@@ -32,6 +38,7 @@ from perflab.cli.common import (
     "cpus",
     multiple=True,
     type=int,
+    callback=cpu_values(2),
     help="CPUs for the pinned runs (first: parent and one-CPU runs, second: child).",
 )
 @output_options
@@ -50,8 +57,6 @@ def cswitch_cmd(
     """N one-byte write+read alone, N round trips with a child, and the difference."""
     from perflab.lab import cswitch
 
-    at_least_one(n, "N")
-    at_least_one(reps, "--reps")
     realtime = cswitch.realtime_wanted(rt)
     output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)

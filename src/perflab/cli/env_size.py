@@ -10,6 +10,7 @@ import click
 
 from perflab.cli import sweep
 from perflab.cli.common import (
+    Needs,
     Number,
     campaign_verb,
     check_paths,
@@ -40,7 +41,13 @@ def _zoom(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
 @sweep.command("env-size")
 @plan_options(plan.Plan, plan.PARAMS)
 @journal_options
-@click.option("--zoom", callback=_zoom, help="Plot only env sizes A:B, e.g. --zoom 2300:2400.")
+@click.option(
+    "--zoom",
+    callback=_zoom,
+    cls=Needs,
+    needs="plot_path",
+    help="Plot only env sizes A:B, e.g. --zoom 2300:2400.",
+)
 @click.option(
     "-k",
     "k",

@@ -9,6 +9,7 @@ import click
 
 from perflab.cli import run
 from perflab.cli.common import (
+    Count,
     busy_hint,
     campaign_verb,
     check_paths,
@@ -23,6 +24,7 @@ from perflab.cli.common import (
     resume_option,
     table,
 )
+from perflab.engine import controls
 from perflab.lab.plans import threads as plan
 
 if TYPE_CHECKING:
@@ -35,10 +37,12 @@ if TYPE_CHECKING:
     "--loops",
     default=plan.DEFAULT_LOOPS,
     show_default=True,
-    type=click.IntRange(1),
+    type=Count(each_s=controls.LOOP_S, what="its loops"),
     help=f"Loops of {plan.LOOP_FACTOR} per measurement (the post: {plan.POST_LOOPS}).",
 )
-@click.option("--repeat", default=5, show_default=True, type=click.IntRange(1), help="Repeats.")
+@click.option(
+    "--repeat", default=5, show_default=True, type=Count(1, controls.ROW_BYTES), help="Repeats."
+)
 @click.option("--cpu", default=0, show_default=True, type=int, help="CPU the index runs on.")
 @click.option(
     "--kernel",
@@ -51,7 +55,7 @@ if TYPE_CHECKING:
     "--size",
     default=plan.DEFAULT_STREAM_BYTES,
     show_default=True,
-    type=click.IntRange(8),
+    type=Count(8, 1, what="its buffer"),
     help="Buffer bytes for --kernel stream.",
 )
 @interference_options

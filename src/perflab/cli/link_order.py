@@ -10,7 +10,9 @@ import click
 
 from perflab.cli import sweep
 from perflab.cli.common import (
+    WORDS,
     Bars,
+    Words,
     check_paths,
     journal_options,
     journaled_run,
@@ -35,16 +37,23 @@ PARAMS = ("permutations", "repeat", "order", "mlock")
     is_flag=True,
     help="The arguments are object files to permute (default: the built-in workload).",
 )
-@click.option("--cc", help="Compiler/linker driver, e.g. gcc or 'clang -fuse-ld=lld'. [$CC, cc]")
-@click.option("--ldflags", default="", help="Link flags after the objects, e.g. '-lm'.")
+@click.option(
+    "--cc", type=WORDS, help="Compiler/linker driver, e.g. gcc or 'clang -fuse-ld=lld'. [$CC, cc]"
+)
+@click.option("--ldflags", default="", type=WORDS, help="Link flags after the objects, e.g. '-lm'.")
 @click.option(
     "--link-cmd",
     "template",
+    type=Words(("objects", "output")),
     help="Link command template, run without a shell: '{objects}' (one word, replaced by the "
     "objects in order) and '{output}', e.g. 'gcc {objects} -lm -o {output}'.",
 )
 @click.option(
-    "--cflags", default="-O2", show_default=True, help="Flags for the built-in workload's objects."
+    "--cflags",
+    default="-O2",
+    show_default=True,
+    type=WORDS,
+    help="Flags for the built-in workload's objects.",
 )
 @click.option("--symbol", "symbols", multiple=True, help="Locate this symbol (repeatable).")
 @plan_options(Plan, PARAMS)

@@ -6,6 +6,7 @@ import click
 
 from perflab.cli import sweep
 from perflab.cli.common import (
+    Count,
     check_paths,
     journal_options,
     journaled_run,
@@ -14,6 +15,7 @@ from perflab.cli.common import (
     print_result,
     table,
 )
+from perflab.engine import controls
 from perflab.errors import PerflabError
 from perflab.lab.plans import defaults
 
@@ -24,7 +26,7 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
     if value is None:
         return None
     try:
-        return memcpy.parse_size(value)
+        return controls.check_count("", memcpy.parse_size(value), 1, 2, what="its two buffers")
     except PerflabError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -41,7 +43,7 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
     "--trials",
     default=10,
     show_default=True,
-    type=int,
+    type=Count(each_s=controls.CALL_S, what="its copies"),
     help="Samples per size, each of enough copies to last 100 timer steps; the minimum is kept.",
 )
 @click.option(
@@ -55,21 +57,21 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
     "--align",
     default=defaults.PAGE,
     show_default=True,
-    type=int,
+    type=Count(1),
     help="Exact alignment of both buffers (power of two; 1 puts them on odd addresses).",
 )
 @click.option(
     "--offset",
     default=0,
     show_default=True,
-    type=int,
+    type=Count(0),
     help="Extra bytes that move the destination against the source (misaligned copies).",
 )
 @click.option(
     "--small",
     default=32,
     show_default=True,
-    type=int,
+    type=Count(0),
     help="Sizes up to this go in the small-size table (Riquadro 3).",
 )
 @click.option("--full", is_flag=True, help="Print every size, as moremem does.")
@@ -98,8 +100,6 @@ def memcpy_cmd(
     """Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees found."""
     from perflab.lab import memcpy, resolution
 
-    if trials < 1:
-        raise click.BadParameter(f"must be at least 1, not {trials}", param_hint="--trials")
     memcpy.check_kernel(kernel)
     memcpy.Placement(align, offset).check()
     top = memcpy.default_max() if max_bytes is None else max_bytes

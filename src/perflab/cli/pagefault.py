@@ -6,6 +6,7 @@ import click
 
 from perflab.cli import run
 from perflab.cli.common import (
+    Count,
     check_paths,
     journal_options,
     journaled_run,
@@ -13,14 +14,24 @@ from perflab.cli.common import (
     output_options,
     print_result,
 )
+from perflab.engine import controls
+from perflab.lab.plans import defaults
 
 
 @run.command("pagefault")
 @click.option(
-    "--pages", default=1024, show_default=True, type=int, help="4 KiB pages touched per region."
+    "--pages",
+    default=1024,
+    show_default=True,
+    type=Count(1, defaults.PAGE, controls.CALL_S, "its region"),
+    help="4 KiB pages touched per region.",
 )
 @click.option(
-    "--reps", default=20, show_default=True, type=int, help="Fresh regions measured per condition."
+    "--reps",
+    default=20,
+    show_default=True,
+    type=Count(1, controls.ROW_BYTES, controls.CALL_S),
+    help="Fresh regions measured per condition.",
 )
 @output_options
 @journal_options
@@ -36,10 +47,6 @@ def pagefault_cmd(
     """Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory."""
     from perflab.lab import pagefault
 
-    if pages < 1:
-        raise click.BadParameter(f"must be at least 1, not {pages}", param_hint="--pages")
-    if reps < 1:
-        raise click.BadParameter(f"must be at least 1, not {reps}", param_hint="--reps")
     output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
     touched = functools.partial(pagefault.run, pages, reps, output=output, resume=resuming,

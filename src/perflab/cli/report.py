@@ -11,6 +11,7 @@ from perflab.cli.common import (
     table,
     write_export,
 )
+from perflab.errors import PerflabError
 
 
 class ReportGroup(click.Group):
@@ -94,7 +95,10 @@ def hosts_cmd(
 
     check_paths(None, plot_path)
     df = results.load(path)
-    per_host = fleet.per_host(fleet.select(df, list(where)), value)
+    try:
+        per_host = fleet.per_host(fleet.select(df, list(where)), value)
+    except PerflabError as exc:
+        raise PerflabError(f"{path}: {exc}") from None
     summary = fleet.fleet_summary(per_host)
     missing = results.metadata(df).get("missing", [])
     if plot_path:

@@ -6,7 +6,7 @@ import click
 
 from perflab.cli import run
 from perflab.cli.common import (
-    at_least_one,
+    Count,
     check_paths,
     journal_options,
     journaled_run,
@@ -14,6 +14,7 @@ from perflab.cli.common import (
     output_options,
     print_result,
 )
+from perflab.engine import controls
 from perflab.lab.plans import defaults
 
 
@@ -28,14 +29,14 @@ from perflab.lab.plans import defaults
     "--trials",
     default=10000,
     show_default=True,
-    type=int,
+    type=Count(1, controls.ROW_BYTES, controls.CALL_S, "its rows (one a call timed)"),
     help="Samples of each call, each of enough back-to-back calls to last 200 timer steps.",
 )
 @click.option(
     "--trim",
     default=10,
     show_default=True,
-    type=int,
+    type=Count(0),
     help="Drop this many best and worst samples too (FileGuard dropped 10 and 10).",
 )
 @click.option(
@@ -60,10 +61,9 @@ def syscalls_cmd(
     """Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs."""
     from perflab.lab import syscalls
 
-    at_least_one(trials, "--trials")
-    if trim < 0 or 2 * trim >= trials:
+    if 2 * trim >= trials:
         raise click.BadParameter(
-            f"must be >= 0 and leave samples: 2*{trim} >= {trials} trials", param_hint="--trim"
+            f"must leave samples: 2*{trim} >= {trials} trials", param_hint="--trim"
         )
     names = syscalls.resolve(calls or syscalls.DEFAULT_CALLS)
     output, resuming = optional_record(output, resume)

@@ -11,6 +11,8 @@ import click
 from perflab.cli import sweep
 from perflab.cli.common import (
     SECONDS,
+    Count,
+    Needs,
     check_paths,
     cpu_list,
     interference_options,
@@ -32,18 +34,27 @@ if TYPE_CHECKING:
 @click.option(
     "--threads",
     "counts",
+    cls=Needs,
+    needs="command",
+    shown="-- PROGRAM",
     callback=lambda ctx, param, value: plan.parse_counts(value) if value else None,
     help="With -- PROGRAM: the thread counts to run, e.g. 1,2,4,8 [default: 1..--max].",
 )
 @click.option(
     "--threads-env",
     metavar="NAME",
+    cls=Needs,
+    needs="command",
+    shown="-- PROGRAM",
     help="With -- PROGRAM: also pass the count as NAME=N (default: OMP_NUM_THREADS when no "
     "argument holds {threads}).",
 )
 @click.option(
     "--cpu",
     "cpus",
+    cls=Needs,
+    needs="command",
+    shown="-- PROGRAM",
     callback=cpu_list,
     help="With -- PROGRAM: CPUs it may use (e.g. 0-1). [default: every usable CPU]",
 )
@@ -51,7 +62,10 @@ if TYPE_CHECKING:
     "--seed",
     default=0,
     show_default=True,
-    type=click.IntRange(0),
+    type=Count(0),
+    cls=Needs,
+    needs="command",
+    shown="-- PROGRAM",
     help="With -- PROGRAM: seed of the random run order.",
 )
 @click.option(
@@ -59,15 +73,24 @@ if TYPE_CHECKING:
     default=600.0,
     show_default=True,
     type=SECONDS,
+    cls=Needs,
+    needs="command",
+    shown="-- PROGRAM",
     help="With -- PROGRAM: seconds before a run is killed (status 'timeout').",
 )
 @click.option(
     "--inherit-env",
     is_flag=True,
+    cls=Needs,
+    needs="command",
+    shown="-- PROGRAM",
     help="With -- PROGRAM: run it with perflab's environment, not an empty one.",
 )
 @click.option(
     "--runq",
+    cls=Needs,
+    needs="command",
+    shown="-- PROGRAM",
     type=click.Choice(controls.RUNQ_MODES),
     default="auto",
     show_default=True,
@@ -80,7 +103,7 @@ if TYPE_CHECKING:
     "--max",
     "max_threads",
     default=None,
-    type=click.IntRange(1),
+    type=Count(most=controls.most_threads),
     help="Up to N threads (default: the online CPUs).",
 )
 @click.option(
@@ -96,17 +119,21 @@ if TYPE_CHECKING:
     "--loops",
     default=plan.DEFAULT_LOOPS,
     show_default=True,
-    type=click.IntRange(1),
+    type=Count(each_s=controls.LOOP_S, what="its loops"),
     help=f"Total loops of {plan.LOOP_FACTOR} iterations, shared among the threads.",
 )
 @click.option(
     "--size",
     default=plan.DEFAULT_STREAM_BYTES,
     show_default=True,
-    type=click.IntRange(8),
+    type=Count(8, 1, what="its buffer"),
     help="Buffer bytes per thread for --kernel stream.",
 )
-@click.option("--repeat", type=click.IntRange(1), help="Repeats. [default: 3, with -- PROGRAM 7]")
+@click.option(
+    "--repeat",
+    type=Count(1, controls.ROW_BYTES),
+    help="Repeats. [default: 3, with -- PROGRAM 7]",
+)
 @click.option(
     "--free",
     is_flag=True,
@@ -167,8 +194,6 @@ def sweep_threads_cmd(
                              resume, as_json, plot_path, cpus=cpus, threads_env=threads_env,
                              seed=seed, timeout=timeout, inherit_env=inherit_env,
                              runq=runq)  # fmt: skip
-    if counts or threads_env or cpus is not None or runq != "auto":
-        raise click.UsageError("--threads, --threads-env, --cpu and --runq need -- PROGRAM")
     repeat = repeat or 3
     max_threads = max_threads or len(machine.usable_cpus())
     threads.check_placement([None] * max_threads, oversubscribe)

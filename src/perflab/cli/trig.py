@@ -6,7 +6,7 @@ import click
 
 from perflab.cli import run
 from perflab.cli.common import (
-    at_least_one,
+    Count,
     check_paths,
     journal_options,
     journaled_run,
@@ -14,6 +14,7 @@ from perflab.cli.common import (
     output_options,
     print_result,
 )
+from perflab.engine import controls
 
 
 @run.command("trig")
@@ -22,7 +23,7 @@ from perflab.cli.common import (
     "--repeat",
     default=10,
     show_default=True,
-    type=int,
+    type=Count(1, controls.ROW_BYTES, controls.CALL_S),
     help="Warm repeats of the sequence (trig-rep used 10), each call a batch lasting 200 "
     "timer steps; shows the histogram.",
 )
@@ -30,7 +31,7 @@ from perflab.cli.common import (
     "--cold",
     "cold_runs",
     default=0,
-    type=int,
+    type=Count(0, controls.ROW_BYTES, controls.SPAWN_S, "its rows (one a process)"),
     help="Also run the sequence once in each of N fresh processes (first calls fault).",
 )
 @output_options
@@ -48,9 +49,6 @@ def trig_cmd(
     """Ticks of libm calls (default sin(1.0) tan(1.0) sin(0.0)), timer cost subtracted."""
     from perflab.lab import trig
 
-    at_least_one(repeat, "--repeat")
-    if cold_runs < 0:
-        raise click.BadParameter(f"must be >= 0, not {cold_runs}", param_hint="--cold")
     texts = calls or trig.DEFAULT_CALLS
     for text in texts:
         trig.parse_call(text)

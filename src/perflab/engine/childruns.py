@@ -243,10 +243,20 @@ class Recording:
     discard_bad: bool = False
 
     def check(self) -> None:
-        if self.output is not None:
-            results.check_output(self.output)
-        elif self.resume:
-            raise PerflabError("resume needs the output file of the interrupted sweep")
+        """Refuse an output that cannot be written, and a resume of a file that no journal
+        wrote, before a sweep builds anything (link-order links first, then opens its journal)."""
+        if self.output is None:
+            if self.resume:
+                raise PerflabError("resume needs the output file of the interrupted sweep")
+            return
+        results.check_output(self.output)
+        if not self.resume or not os.path.exists(self.output):
+            return
+        if not isinstance(results.metadata(results.load(self.output)).get("params"), dict):
+            raise PerflabError(
+                f"{self.output}: not a journaled perflab result (no parameters recorded); "
+                "cannot resume from it"
+            )
 
 
 class Recorder:

@@ -6,6 +6,11 @@ builds every option without them; the experiment modules re-export their Plan fr
 import what a plan's methods need only when they run.
 """
 
+import math
+import os
+import re
+import shlex
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -20,6 +25,17 @@ ASLR_MODES = constants.ASLR_MODES
 OPT_LEVELS = compiler.OPT_LEVELS
 DEFAULT_OPT = compiler.DEFAULT_OPT
 RUNQ_MODES = constants.RUNQ_MODES
+
+# What a count costs at the least, so a plan that cannot fit this machine's memory or a week is
+# refused before it starts: the bounds are lower ones (a real row or run costs more), so what
+# they refuse is surely absurd, typos such as --repeat 1000000000000.
+ROW_BYTES = 64  # a recorded row: a frame's 4 to 20 columns take 40 to 100 bytes a row
+SPAWN_S = 50e-6  # a child run: fork (or vfork), exec and wait
+CALL_S = 50e-9  # a system call or a clock read in a loop
+LOOP_S = 10e-6  # a kernel loop of LOOP_FACTOR (100,000) iterations
+LONGEST_S = 7 * 86400  # the time bound: a plan longer than a week is a typo, not an experiment
+INT64_MAX = 2**63 - 1  # what the C core's and a frame's counters hold
+PLACEHOLDERS = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")  # {name}, not a shell's ${name}
 
 
 def _cli(flag: str, help: str, **more: Any) -> dict:
@@ -77,12 +93,13 @@ class Controls:
         default=None,
         metadata=_cli("--reference", "With --jobs: the share of runs made one at a time, to "
                       "compare the parallel ones with. [default: 0.1 / the CPUs, at most 0.05: "
-                      "the slice costs about a tenth of the parallel time]", type=float),
+                      "the slice costs about a tenth of the parallel time]", type=float,
+                      needs="jobs"),
     )  # fmt: skip
     allow_siblings: bool = field(
         default=False,
         metadata=_cli("--allow-siblings", "With --jobs: let two children share a core (SMT "
-                      "siblings), which perflab otherwise refuses."),
+                      "siblings), which perflab otherwise refuses.", needs="jobs"),
     )  # fmt: skip
 
     def check_controls(self) -> None:
@@ -102,10 +119,9 @@ class Controls:
             raise PerflabError(f"--jobs must be 0 (one per CPU) or more, not {self.jobs}")
         if self.reference is not None and not 0 <= self.reference < 1:
             raise PerflabError(f"--reference must be at least 0 and below 1, not {self.reference}")
+        check_cpu_list("--cpu", self.cpus, allow_empty=True)
         if self.jobs <= 1:
             return
-        if len(set(self.cpus)) != len(self.cpus):
-            raise PerflabError(f"--cpu {machine.format_cpu_list(self.cpus)} repeats a CPU")
         if len(self.cpus) != self.jobs:
             raise PerflabError(f"--jobs {self.jobs} needs {self.jobs} CPUs, not {len(self.cpus)}")
         machine.refuse_siblings(self.cpus, self.allow_siblings, root or machine.SYS_CPU)
@@ -161,3 +177,119 @@ def check_timeout(seconds: float) -> None:
     lo, hi = TIMEOUT_S
     if not lo <= seconds <= hi:  # also refuses nan
         raise PerflabError(f"--timeout must be {lo:g} to {hi:g} seconds, not {seconds}")
+
+
+def check_cpu_list(flag: str, cpus: Sequence[int], allow_empty: bool = False) -> None:
+    """Refuse a CPU list that names no CPU or one CPU twice: a pinning asked for and not made."""
+    if not cpus and not allow_empty:
+        raise PerflabError(f"{flag} names no CPU: give some (e.g. 1 or 0-1), or leave {flag} out")
+    twice = sorted({c for c in cpus if list(cpus).count(c) > 1})
+    if twice:
+        listed = ",".join(map(str, cpus))
+        raise PerflabError(f"{flag} {listed} names CPU {', '.join(map(str, twice))} twice")
+
+
+def memory_bytes() -> int:
+    """This machine's memory: the most a run may hold."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def most_threads() -> tuple[int, str]:
+    """The most threads a count may ask for, and why: what this kernel allows at once."""
+    try:
+        with open("/proc/sys/kernel/threads-max") as f:
+            most = int(f.read())
+    except (OSError, ValueError):
+        most = 2**22  # PID_MAX_LIMIT: no kernel has more thread ids
+    return most, "kernel.threads-max, the threads this kernel allows at once"
+
+
+def counter_bound() -> tuple[int, str]:
+    """What any count may reach, and why: what the C core's and a frame's counters hold."""
+    return INT64_MAX, "a 64-bit counter holds"
+
+
+def check_count(
+    flag: str,
+    value: int,
+    least: int | None = 1,
+    each_bytes: float = 0,
+    each_s: float = 0,
+    what: str = "its rows",
+    most: tuple[int, str] | None = None,
+) -> int:
+    """Refuse a count below `least`, or one whose `each_bytes` and `each_s` per unit would need
+    more than this machine's memory or a week, or that `most` cannot carry: one line that names
+    the bound, the value it stops at included (most: 64-bit counters when None)."""
+    name = f"{flag} {value}".strip()
+    if least is not None and value < least:
+        raise PerflabError(f"{flag} must be at least {least}, not {value}".strip())
+    memory = memory_bytes()
+    if value * each_bytes > memory:
+        raise PerflabError(
+            f"{name} would need {size_text(value * each_bytes)} for {what}; this machine has "
+            f"{size_text(memory)} (at most {count_text(memory // each_bytes)})"
+        )
+    if value * each_s > LONGEST_S:
+        raise PerflabError(
+            f"{name} would take at least {_duration(value * each_s)} ({_duration(each_s)} each); "
+            f"perflab plans at most a week (at most {count_text(LONGEST_S // each_s)})"
+        )
+    limit, why = most or counter_bound()
+    if value > limit:
+        raise PerflabError(f"{name} is more than {why} ({count_text(limit)})")
+    return value
+
+
+def check_rows(factors: dict[str, int], per: int = 1, each_s: float = SPAWN_S) -> None:
+    """Refuse a plan whose rows (one a run: the product of factors and per) would not fit this
+    machine's memory or a week, named by its largest factor, with that factor's bound."""
+    flag = max(factors, key=lambda k: factors[k])
+    rest = per * math.prod(v for k, v in factors.items() if k != flag)
+    rows = count_text(factors[flag] * rest)
+    check_count(flag, factors[flag], None, rest * ROW_BYTES, rest * each_s, f"its {rows} rows")
+
+
+def size_text(nbytes: float) -> str:
+    """Bytes in binary units, as free(1): '24 GiB', '7.3 TiB'."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+    k = min(int(math.log(max(nbytes, 1), 1024)), len(units) - 1)
+    x = nbytes / 1024**k
+    return f"{x:.2g} {units[k]}" if x < 10 else f"{x:,.0f} {units[k]}"
+
+
+def count_text(n: float) -> str:
+    """A number as people read it: 12,345, 2.5 or 3.1e9."""
+    if n >= 1e6:
+        return f"{n:.2g}".replace("e+0", "e").replace("e+", "e")
+    return f"{n:,.0f}" if n >= 100 or n == int(n) else f"{n:.3g}"
+
+
+def _duration(seconds: float) -> str:
+    """A duration in the largest unit it fills: '3.2e6 years', '2.5 days', '40 µs'."""
+    for unit, length in (("years", 365 * 86400), ("days", 86400), ("hours", 3600), ("s", 1)):
+        if seconds >= length:
+            return f"{count_text(seconds / length)} {unit}"
+    return f"{seconds * 1e6:g} µs"
+
+
+def words(text: str, what: str) -> list[str]:
+    """A command line split as a shell would (never run by one); one line when it cannot be."""
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise PerflabError(f"{what} {text!r}: {exc}".lstrip()) from None
+
+
+def check_placeholders(args: Iterable[str], known: Sequence[str], what: str) -> None:
+    """Refuse a {name} perflab would not replace: a typo such as {thread} would reach the
+    program as it is and the rows would claim what never ran."""
+    for arg in args:
+        for name in PLACEHOLDERS.findall(arg):
+            if name not in known:
+                allowed = " and ".join(f"{{{k}}}" for k in known)
+                where = f"{what}: " if what else ""
+                raise PerflabError(
+                    f"{where}unknown placeholder {{{name}}} in {arg!r}; perflab replaces only "
+                    f"{allowed}"
+                )

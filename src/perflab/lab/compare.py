@@ -18,7 +18,7 @@ import pandas as pd
 from perflab import errors
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
-from perflab.engine import childruns, lanes, results, spawn
+from perflab.engine import childruns, controls, lanes, results, spawn
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
 from perflab.errors import PerflabError
@@ -105,7 +105,7 @@ def identical(a: Side, b: Side) -> bool:
 
 def program_side(name: str, command: str | Sequence[str]) -> Side:
     """A program given as a command line (split like a shell would, run without one)."""
-    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    argv = controls.words(command, f"program {name}") if isinstance(command, str) else list(command)
     if not argv:
         raise PerflabError(f"program {name} is empty")
     return Side(name, (spawn.check_program(argv[0]), *argv[1:]), label=shlex.join(argv))

@@ -50,7 +50,7 @@ COLUMNS = [
     "pid", "tid", "comm", "start_ns", "last_ns", "lifetime_ns", "cpu_ns", "user_ns",
     "system_ns", "runq_ns", "cpu_pending_ns", "blocked_ns", *blockcause.COLUMNS, "cause_exact_ns",
     "cause_shared_ns", "asleep_readings", "utilisation", "vcsw", "ivcsw", "readings",
-    "exited_early", "final", "source",
+    "seen_once", "exited_early", "final", "source",
 ]  # fmt: skip
 Progress = Callable[[float, int], None]
 
@@ -149,7 +149,12 @@ def _wait(
 
 
 def _thread_rows(
-    sampler: _Sampler, wall_ns: int, exclude: set[int], records: Sequence[taskstats.Record] = ()
+    sampler: _Sampler,
+    wall_ns: int,
+    exclude: set[int],
+    records: Sequence[taskstats.Record] = (),
+    *,
+    interval_ns: float,
 ) -> list[dict[str, Any]]:
     """One row per thread read or reported at exit; an exit record's figures are final and
     replace a reading's (tick-sampled user/system time only splits the on-CPU ns)."""
@@ -175,19 +180,30 @@ def _thread_rows(
         if record:
             row |= _from_record(sampler, record, row)
         row["exited_early"] = row["last_ns"] < seen_after.get(key[0], 0)
-        row["lifetime_ns"] = lifetime = max(row["last_ns"] - row["start_ns"], 1)
+        row["lifetime_ns"] = lifetime = max(row["last_ns"] - row["start_ns"], 0)
+        row["seen_once"] = row["readings"] == 1 and row["source"] == "readings"
         seen = [p for p in points.get(key, []) if p[0] <= row["last_ns"] or not row["final"]]
         cut = _cut(seen, row)
         rest = max(lifetime - row["cpu_ns"] - row["runq_ns"], 0)
         row["cpu_pending_ns"] = min(float(cut.pending.sum()), rest)
         row["blocked_ns"] = rest - row["cpu_pending_ns"]
-        row["utilisation"] = row["cpu_ns"] / lifetime
+        row["utilisation"] = _utilisation(row, interval_ns)
         row |= _causes(seen, cut, row)
         share = row.pop("user_share")
         row["user_ns"], row["system_ns"] = row["cpu_ns"] * share, row["cpu_ns"] * (1 - share)
         rows.append(row)
     rows.sort(key=lambda x: (x["pid"] != sampler.root, x["pid"], x["start_ns"], x["tid"]))
     return rows
+
+
+def _utilisation(row: dict[str, Any], interval_ns: float) -> float:
+    """CPU over lifetime, NaN where the lifetime is not known well enough to divide by: a
+    thread seen in one reading only (it began at a clock tick of /proc's start time and ended
+    somewhere before the next reading), or one that lived less than a reading interval (the
+    start time's tick is as long as the life)."""
+    if row["seen_once"] or row["lifetime_ns"] < interval_ns:
+        return np.nan
+    return float(row["cpu_ns"] / row["lifetime_ns"])
 
 
 def _cut(points: list, row: dict[str, Any]) -> blockcause.Intervals:
@@ -353,11 +369,13 @@ def run(
         sampled = recorder.read() if recorder else None
     records = taskstats.ours(listener.records(), pid) if listener else []
     exclude = sampler.tracer_pids(records)
-    rows = _thread_rows(sampler, wall, exclude, records)
-    tracer = [r for r in _thread_rows(sampler, wall, set(), records) if r["pid"] in exclude]
+    rows = _thread_rows(sampler, wall, exclude, records, interval_ns=interval * 1e9)
+    everyone = _thread_rows(sampler, wall, set(), records, interval_ns=interval * 1e9)
+    tracer = [r for r in everyone if r["pid"] in exclude]
     rest = _remainder(rows, ru, pid, tracer)
     df = pd.DataFrame([*rows, rest], columns=COLUMNS)
     df["exited_early"] = df["exited_early"].astype(bool)
+    df["seen_once"] = df["seen_once"].eq(True)
     df["final"] = df["final"].astype(bool)
     program_cpu = round((ru.ru_utime + ru.ru_stime) * 1e9) - sum(r["cpu_ns"] for r in tracer)
     if syscalls is not None:
@@ -435,12 +453,19 @@ def overview(df: pd.DataFrame) -> dict[str, Any]:
         "utilisation": meta["utilisation"],
         "threads": len(threads),
         "exited_early": int(threads["exited_early"].sum()),
+        "seen_once": int(_seen_once(threads).sum()),
+        "no_utilisation": int(threads["utilisation"].isna().sum()),
         "unseen_cpu_ns": int(df.loc[df["tid"] < 0, "cpu_ns"].sum()),
         "exit_code": meta["exit_code"],
         "signal": meta["signal"],
         "timed_out": meta["timed_out"],
         "interrupted": meta.get("interrupted"),
     }
+
+
+def _seen_once(df: pd.DataFrame) -> pd.Series:
+    """Which rows were seen in one reading only (none, in a file written before it was said)."""
+    return df["seen_once"] if "seen_once" in df else pd.Series(False, index=df.index)
 
 
 def syscalls(df: pd.DataFrame) -> pd.DataFrame | None:
@@ -479,6 +504,8 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
             "early": np.where(df["tid"] < 0, "", np.where(df["exited_early"], "yes", "")),
         }
     )
+    if _seen_once(df).any():
+        out["seen_once"] = np.where(_seen_once(df), "yes", "")
     return out.astype({"pid": int, "tid": int, "vcsw": int, "ivcsw": int})
 
 
@@ -607,6 +634,18 @@ def _ids(shown: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
+def _no_utilisation(over: dict[str, Any], interval_s: float) -> str:
+    """Why some threads have no util_%: their lifetime is not known to better than a reading."""
+    once, short = over["seen_once"], over["no_utilisation"] - over["seen_once"]
+    why = [f"{once} seen once (in one reading, without an exit record)"] if once else []
+    why += [f"{short} alive less than the reading interval"] if short else []
+    n = over["no_utilisation"]
+    return (
+        f"no utilisation for {n} thread{'s' * (n != 1)}, whose lifetime is not known to better "
+        f"than a reading ({interval_s * 1e3:g} ms): {' and '.join(why)}"
+    )
+
+
 def _ended(over: dict[str, Any]) -> str:
     if over["timed_out"]:
         return "killed at the timeout"
@@ -632,6 +671,8 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         f"blocked by cause: {cause_note(frame)}",
         f"exit records: {meta['exit_records']}",
     ]
+    if over["no_utilisation"]:
+        lines.insert(2, _no_utilisation(over, meta["interval_s"]))
     tables = [Table("threads", "per thread (ms)", frame, "{:,.1f}", _ids(summarize(frame)))]
     values: dict[str, Any] = {
         "program": over,

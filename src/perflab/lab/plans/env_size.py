@@ -10,6 +10,7 @@ from perflab.engine.controls import (
     _cli,
     check_order,
     check_repeat,
+    check_rows,
     order_field,
 )
 from perflab.errors import PerflabError
@@ -31,10 +32,12 @@ class Plan(Controls):
     """
 
     program: tuple[str, ...] = ()
-    min_size: int = field(default=0, metadata=_cli("--min", "Smallest padding (bytes)."))
-    max_size: int = field(default=8192, metadata=_cli("--max", "Largest padding."))
-    step: int = field(default=1, metadata=_cli("--step", "Padding step (the post: 1)."))
-    repeat: int = field(default=100, metadata=_cli("--repeat", "Runs per size (the post: 100)."))
+    min_size: int = field(default=0, metadata=_cli("--min", "Smallest padding (bytes).", min=0))
+    max_size: int = field(default=8192, metadata=_cli("--max", "Largest padding.", min=0))
+    step: int = field(default=1, metadata=_cli("--step", "Padding step (the post: 1).", min=1))
+    repeat: int = field(
+        default=100, metadata=_cli("--repeat", "Runs per size (the post: 100).", min=1)
+    )
     var: str = field(default="A", metadata=_cli("--env-var", "The padding variable."))
     order: str = order_field()
     opt: str = field(
@@ -67,6 +70,7 @@ class Plan(Controls):
         if self.step < 1:
             raise PerflabError(f"--step must be at least 1, not {self.step}")
         check_repeat(self.repeat)
+        check_rows({"--repeat": self.repeat}, (self.max_size - self.min_size) // self.step + 1)
         check_order(self.order)
         if self.program and self.workload != "mytkowicz":
             raise PerflabError("--workload chooses a built-in loop: give it or a PROGRAM, not both")

@@ -5,7 +5,14 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from perflab.engine.controls import Controls, _cli, check_order, check_repeat, order_field
+from perflab.engine.controls import (
+    Controls,
+    _cli,
+    check_order,
+    check_repeat,
+    check_rows,
+    order_field,
+)
 from perflab.errors import PerflabError
 
 if TYPE_CHECKING:
@@ -45,7 +52,10 @@ class Plan(Controls):
         check_repeat(self.repeat)
         check_order(self.order)
         self.check_controls()
-        orders(len(self.labels), self.permutations, self.seed)
+        if self.permutations != "all":  # N distinct orders are drawn one by one: bound N first
+            check_rows({"--permutations": int(self.permutations), "--repeat": self.repeat})
+        drawn = orders(len(self.labels), self.permutations, self.seed)
+        check_rows({"--repeat": self.repeat}, len(drawn))
         return self
 
     def pairs(self, nperms: int) -> tuple["np.ndarray", "np.ndarray"]:

@@ -5,7 +5,17 @@ import re
 from dataclasses import dataclass, field
 
 from perflab.core import constants
-from perflab.engine.controls import RUNQ_MODES, Controls, _cli, check_order, order_field
+from perflab.engine.controls import (
+    RUNQ_MODES,
+    Controls,
+    _cli,
+    check_count,
+    check_order,
+    check_placeholders,
+    check_rows,
+    most_threads,
+    order_field,
+)
 from perflab.errors import PerflabError
 
 PLACEHOLDER = "{threads}"
@@ -57,6 +67,9 @@ class Plan(Controls):
             raise PerflabError("give the program to run after --, e.g. -- xz -T{threads} -c FILE")
         if self.repeat < 1:
             raise PerflabError(f"--repeat must be at least 1, not {self.repeat}")
+        check_placeholders(self.command[1:], (PLACEHOLDER[1:-1],), "the program's arguments")
+        check_count("--threads", max(self.counts, default=1), most=most_threads())
+        check_rows({"--repeat": self.repeat}, len(self.counts))
         if self.threads_env is not None and not ENV_NAME.match(self.threads_env):
             raise PerflabError(f"--threads-env {self.threads_env!r} is not a variable name")
         check_order(self.order)

@@ -76,8 +76,10 @@ def test_lines_that_are_not_samples_are_skipped():
 
 def _profiled(df) -> bool:
     """The program's main thread read and its CPU counted: its workers, done in a few ms, are
-    rows only where exit records (root) or a reading caught them."""
-    return (df["comm"] == "contention").sum() == 1 and df["cpu_ns"].sum() > 0
+    rows only where exit records (root) or a reading caught them, and one read before it named
+    itself carries main's name (seen as a user on one CPU)."""
+    main = (df["tid"] == df["pid"]) & (df["comm"] == "contention")
+    return main.sum() == 1 and df["cpu_ns"].sum() > 0
 
 
 def test_without_perf_it_says_so_and_still_profiles(monkeypatch, tmp_path):

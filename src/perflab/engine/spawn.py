@@ -247,12 +247,7 @@ class Spawner(InProcess):
         return out
 
     def _recv_into(self, buf: bytearray | memoryview) -> None:
-        view = memoryview(buf)
-        while view.nbytes:
-            n = self.sock.recv_into(view)
-            if n == 0:
-                raise PerflabError(f"the spawner helper {supervisor.HELPER} ended unexpectedly")
-            view = view[n:]
+        supervisor.recv_exactly(self.sock, buf, f"the spawner helper {supervisor.HELPER}")
 
     def request_stop(self) -> None:
         """Safe from a signal handler: the batch in flight and every queued one stop."""

@@ -263,13 +263,18 @@ class Supervisor:
 
     def _recv(self, n: int) -> bytes:
         buf = bytearray(n)
-        view = memoryview(buf)
-        while view.nbytes:
-            got = self.sock.recv_into(view)
-            if got == 0:
-                raise PerflabError(f"perflab's supervisor {HELPER} ended unexpectedly")
-            view = view[got:]
+        recv_exactly(self.sock, buf, f"perflab's supervisor {HELPER}")
         return bytes(buf)
+
+
+def recv_exactly(sock: socket.socket, buf: bytearray | memoryview, peer: str) -> None:
+    """Fill buf from a helper's socket: a short read means the helper died mid-reply."""
+    view = memoryview(buf).cast("B")
+    while view.nbytes:
+        got = sock.recv_into(view)
+        if got == 0:
+            raise PerflabError(f"{peer} ended unexpectedly")
+        view = view[got:]
 
 
 def _find(name: str, env: Mapping[str, str]) -> str:

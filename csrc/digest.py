@@ -10,6 +10,7 @@ def source_files(csrc: Path) -> list[Path]:
     return [
         *sorted(csrc.glob("*.c")),
         *sorted(csrc.glob("spawner/*.c")),
+        *sorted(csrc.glob("spawner/*.h")),
         *sorted(csrc.glob("*.h")),
         *sorted(probe_dir.glob("*.h")),
     ]

@@ -25,10 +25,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "perflab.h"
+#include "wire.h"
 
 #define MAX_REQUEST (1ull << 30)
 
-static int read_full(int fd, void *buf, size_t n)
+int read_full(int fd, void *buf, size_t n)
 {
     for (size_t got = 0; got < n;) {
         ssize_t r = read(fd, (char *)buf + got, n - got);
@@ -41,7 +42,7 @@ static int read_full(int fd, void *buf, size_t n)
     return 0;
 }
 
-static int write_full(int fd, const void *buf, size_t n)
+int write_full(int fd, const void *buf, size_t n)
 {
     for (size_t put = 0; put < n;) {
         ssize_t r = send(fd, (const char *)buf + put, n - put, MSG_NOSIGNAL);
@@ -135,7 +136,6 @@ static int serve(int sock, int stop_fd)
     return 0;
 }
 
-int supervise(int sock, pid_t perflab, const char *tmp_parent); /* supervise.c */
 
 int main(int argc, char **argv)
 {

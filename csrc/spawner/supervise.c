@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "perflab.h"
+#include "wire.h"
 
 #define CHILD_STACK (64 * 1024)
 #define MAX_BODY (64u << 20)
@@ -73,32 +74,6 @@ struct start_args {
 static int64_t ns_of(const struct timeval *tv)
 {
     return (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000;
-}
-
-static int read_full(int fd, void *buf, size_t n)
-{
-    for (size_t got = 0; got < n;) {
-        ssize_t r = read(fd, (char *)buf + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t n)
-{
-    for (size_t put = 0; put < n;) {
-        ssize_t r = send(fd, (const char *)buf + put, n - put, MSG_NOSIGNAL);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        put += (size_t)r;
-    }
-    return 0;
 }
 
 /* Async-signal-safe only: we run on the supervisor's memory until execve. */

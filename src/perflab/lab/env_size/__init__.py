@@ -392,7 +392,7 @@ def _cpu_series(ax: Any, df: pd.DataFrame, value: str, zoom: tuple[int, int] | N
 # median, the alias check's per-iteration cost): each table names its own.
 VERDICTS_TITLE = (
     "verdicts (median_excess: the median of the window's per-size medians over that of the "
-    "sizes outside every window, 95 % CI)"
+    "sizes outside every window, with an interval; over: the level the interval covers)"
 )
 
 
@@ -405,7 +405,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     sizes = summarize(frame, value)
     k = float(meta.get("window_k", 5.0))
     windows = detect_windows(sizes, k=k)
-    predicted, verdicts, why = windows_mod.explain(meta, sizes, windows)
+    predicted, verdicts, why = windows_mod.explain(meta, sizes, windows, runs=frame)
     counts = status_counts(frame)
     lines = [f"{len(frame)} runs; status: {counts}"]
     title, hidden = "windows", windows.iloc[:0, :0]
@@ -435,7 +435,9 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     lines += why + alias_counters.summary_lines(meta) + lanes.describe(meta.get("interference", {}))
     bounds = zip(verdicts.excess, verdicts.ci_low, verdicts.ci_high, strict=True)
     excess = [f"{e:+.1%} [{lo:+.1%}, {hi:+.1%}]" for e, lo, hi in bounds]
-    shown = verdicts.assign(median_excess=excess)[["start", "end", "verdict", "median_excess"]]
+    shown = verdicts.assign(median_excess=excess)[
+        ["start", "end", "verdict", "median_excess", "over"]
+    ]
     tables = [
         Table("windows", title, windows, "{:,.3f}", hidden),
         Table("verdicts", VERDICTS_TITLE, verdicts, "{}", shown),

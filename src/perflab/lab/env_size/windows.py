@@ -22,7 +22,9 @@ import numpy as np
 import pandas as pd
 
 from perflab.engine import spawn
+from perflab.engine.childruns import value_column
 from perflab.errors import PerflabError
+from perflab.lab.env_size import excess
 from perflab.lab.plans.env_size import BUILTIN as BUILTIN
 from perflab.system import binlayout, compiler
 
@@ -313,55 +315,66 @@ def predict(layout: Layout, sizes: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def _excess(values: np.ndarray, baseline: float, rng: np.random.Generator) -> tuple:
-    """Median of a window's per-size values over the baseline, minus 1, with a bootstrap
-    95 % interval over its sizes."""
-    if values.size == 0 or not baseline:
-        return np.nan, np.nan, np.nan
-    boot = np.median(rng.choice(values, (2000, values.size)), axis=1) / baseline - 1
-    lo, hi = np.percentile(boot, [2.5, 97.5])
-    return float(np.median(values) / baseline - 1), float(lo), float(hi)
-
-
 def verdicts(
-    summary: pd.DataFrame, predicted: pd.DataFrame, measured: pd.DataFrame, column: str = "median"
+    summary: pd.DataFrame,
+    predicted: pd.DataFrame,
+    measured: pd.DataFrame,
+    column: str = "median",
+    runs: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """A verdict for every window, predicted or measured, with its excess and 95 % CI.
+    """A verdict for every window, predicted or measured, with its excess and an interval.
 
     'predicted and seen': a measured window overlaps the predicted one; 'predicted, not
     seen': none does (this CPU does not pay for that aliasing in this loop, the excess
     says how little); 'seen, not predicted': another mechanism. The baseline is the median
-    of the per-size values outside every window.
+    of the per-size values outside every window. `over` names what the interval covers:
+    with the sweep's `runs` (in run order) 95 % over time blocks of the sweep, or where the
+    window's runs have two modes (`modes`) the range from one to the other, which a repeated
+    sweep may read; from a per-size summary alone 95 % over the window's sizes.
     """
     s = summary.dropna(subset=[column])
     sizes, values = s["env_size"].to_numpy(), s[column].to_numpy(dtype=float)
-    inside = np.zeros(sizes.size, bool)
-    for w in [*predicted.itertuples(), *measured.itertuples()]:
-        inside |= (sizes >= w.start) & (sizes <= w.end)
-    baseline = float(np.median(values[~inside])) if (~inside).any() else np.nan
-    rng = np.random.default_rng(0)
-    rows = []
-
-    def row(start: int, end: int, verdict: str, pair: Any, seen: Any) -> None:
-        ex, lo, hi = _excess(values[(sizes >= start) & (sizes <= end)], baseline, rng)
-        rows.append({
-            "start": int(start), "end": int(end), "verdict": verdict, "excess": ex,
-            "ci_low": lo, "ci_high": hi, "pair": pair,
-            "seen_start": seen.start if seen is not None else np.nan,
-            "seen_end": seen.end if seen is not None else np.nan,
-        })  # fmt: skip
-
+    spans: list[tuple[int, int, str, Any, Any]] = []
     matched: set[int] = set()
     for p in predicted.itertuples():
         seen = [m for m in measured.itertuples() if m.start <= p.end and m.end >= p.start]
         matched.update(m.Index for m in seen)
         verdict = "predicted and seen" if seen else "predicted, not seen"
-        row(p.start, p.end, verdict, p.pair, seen[0] if seen else None)
+        spans.append((p.start, p.end, verdict, p.pair, seen[0] if seen else None))
     for m in measured.itertuples():
         if m.Index not in matched:
-            row(m.start, m.end, "seen, not predicted", "another mechanism: no aliasing pair", m)
-    cols = ["start", "end", "verdict", "excess", "ci_low", "ci_high", "pair", "seen_start",
-            "seen_end"]  # fmt: skip
+            spans.append((m.start, m.end, "seen, not predicted",
+                          "another mechanism: no aliasing pair", m))  # fmt: skip
+    inside = np.zeros(sizes.size, bool)
+    for w in [*predicted.itertuples(), *measured.itertuples()]:
+        inside |= (sizes >= w.start) & (sizes <= w.end)
+    baseline = float(np.median(values[~inside])) if (~inside).any() else np.nan
+    masks = [(sizes >= start) & (sizes <= end) for start, end, *_ in spans]
+    timed = None
+    if runs is not None and column == "median" and spans and sizes.size:
+        timed = excess.Runs(runs, value_column(runs), sizes)
+        bounds = timed.over_time(masks, ~inside, np.random.default_rng(0))
+    rng = np.random.default_rng(0)
+    rows = []
+    for i, (start, end, verdict, pair, hit) in enumerate(spans):
+        ex, lo, hi = excess.over_sizes(values[masks[i]], baseline, rng)
+        over, modes = "95 % over its sizes", []
+        if timed is not None:
+            (lo, hi), over = bounds[i], f"95 % over {excess.BLOCKS} time blocks of the sweep"
+            modes = timed.modes(masks[i], ~inside, baseline)
+        if modes:
+            lo = min(lo, *(m.level for m in modes))
+            hi = max(hi, *(m.level for m in modes))
+            over = "unstable: from one mode to the other"
+        rows.append({
+            "start": int(start), "end": int(end), "verdict": verdict, "excess": ex,
+            "ci_low": lo, "ci_high": hi, "over": over,
+            "modes": ", ".join(m.text() for m in modes), "pair": pair,
+            "seen_start": hit.start if hit is not None else np.nan,
+            "seen_end": hit.end if hit is not None else np.nan,
+        })  # fmt: skip
+    cols = ["start", "end", "verdict", "excess", "ci_low", "ci_high", "over", "modes", "pair",
+            "seen_start", "seen_end"]  # fmt: skip
     out = pd.DataFrame(rows, columns=cols)
     out.attrs["baseline"] = baseline
     return out
@@ -426,9 +439,14 @@ def _cpu_line(meta: Mapping) -> tuple[str, bool | None]:
 
 
 def explain(
-    meta: Mapping, summary: pd.DataFrame, measured: pd.DataFrame, column: str = "median"
+    meta: Mapping,
+    summary: pd.DataFrame,
+    measured: pd.DataFrame,
+    column: str = "median",
+    runs: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame | None, pd.DataFrame, list[str]]:
-    """Predicted windows, a verdict for each window, and sentences that say why."""
+    """Predicted windows, a verdict for each window, and sentences that say why; with the
+    sweep's runs the verdicts' intervals cover time, and say where a window is unstable."""
     sizes = summary["env_size"].to_numpy()
     cpu, pays = _cpu_line(meta)
     values = summary[column].dropna().to_numpy(dtype=float)
@@ -465,7 +483,8 @@ def explain(
     else:
         causes = [f"{_ranges(g)}: {pair}" for pair, g in predicted.groupby("pair", sort=False)]
         lines.append("predicted: " + "; ".join(causes))
-    table = verdicts(summary, predicted if predicted is not None else measured.iloc[:0], measured)
+    table = verdicts(summary, predicted if predicted is not None else measured.iloc[:0], measured,
+                     runs=runs)  # fmt: skip
     if cpu:
         lines.append(cpu)
     seen = table[table["verdict"] == "predicted and seen"] if len(table) else table
@@ -483,6 +502,12 @@ def explain(
             "The effect depends on the CPU: the paper's authors saw 14-30 % on one machine and "
             "2 % on another. For a bias that does not rest on 4K aliasing, try --workload "
             "split (its 8-byte counter straddles a page once per 4096 sizes)."
+        )
+    for w in table[table["modes"] != ""].itertuples():
+        lines.append(
+            f"{w.start}-{w.end}: its runs are bimodal ({w.modes} over the baseline): a repeated "
+            f"sweep may read either mode, so its median excess (here {w.excess:+.1%}) is unstable, "
+            f"and its interval spans both ({w.ci_low:+.1%}..{w.ci_high:+.1%})."
         )
     if seen["pair"].str.contains("≡").any():
         lines.append(

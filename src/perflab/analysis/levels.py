@@ -450,7 +450,7 @@ def _lower_counts(var: np.ndarray, c: np.ndarray) -> tuple[int, ...]:
 
 def plan(
     components: Components,
-    costs: Sequence[float],
+    costs: Sequence[float] | np.ndarray,
     half_width: float,
     confidence: float = 0.95,
     fixed: Sequence[int] | None = None,

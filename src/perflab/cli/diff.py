@@ -13,6 +13,17 @@ from perflab.cli.common import (
 )
 
 
+def _fraction(text: str) -> float:
+    """'2%' or '0.02' as 0.02."""
+    try:
+        value = float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: a percentage (2%) or a fraction (0.02)") from None
+    if not 0 < value < 1:
+        raise click.BadParameter(f"{text!r}: a change between 0 and 100%")
+    return value
+
+
 @cli.command("diff")
 @click.argument("before", type=click.Path(dir_okay=True))
 @click.argument("after", type=click.Path(dir_okay=True))
@@ -32,6 +43,15 @@ from perflab.cli.common import (
     help="Compare results whose parameters that define a point differ (another loop count), "
     "after a warning, instead of refusing.",
 )
+@click.option(
+    "--change",
+    default="2%",
+    show_default=True,
+    metavar="PCT",
+    callback=lambda ctx, param, text: _fraction(text),
+    help="The smallest change of interest (2% or 0.02): for each point without a decision, "
+    "diff says how many runs would show a change this large.",
+)
 @click.option("--all", "show_all", is_flag=True, help="Print every point, not only the changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict and every point as JSON.")
 @click.option(
@@ -47,6 +67,7 @@ def diff_cmd(
     confidence: float,
     intersect: bool,
     force: bool,
+    change: float,
     show_all: bool,
     as_json: bool,
     plot_path: str | None,
@@ -67,7 +88,7 @@ def diff_cmd(
 
     check_paths(None, plot_path)
     md_path, html_path = export_path(md_path, ".md"), export_path(html_path, ".html")
-    d = diff.diff(before, after, confidence, intersect, force)
+    d = diff.diff(before, after, confidence, intersect, force, change)
     if plot_path:
         d.plot(plot_path)
     write_export(md_path, lambda: exporters.diff_markdown(d, d.table if show_all else None))

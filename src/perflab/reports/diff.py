@@ -13,13 +13,17 @@ import numpy as np
 import pandas as pd
 
 from perflab import errors
-from perflab.analysis import stats
+from perflab.analysis import levels, stats
 from perflab.errors import PerflabError
 from perflab.lab import registry
 from perflab.reports import report
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+
+CHANGE = 0.02  # the smallest change of interest unless the user names one (--change)
+POWER = 0.8  # how often the runs said to be needed show that change
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ class Diff:
     verdict: str
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    change: float = CHANGE  # the change a point without a decision is told the runs to show
 
     @property
     def flagged(self) -> pd.DataFrame:
@@ -238,9 +243,11 @@ def compare_frames(
     value: str,
     confidence: float = 0.95,
     steps: tuple[float, float] = (0.0, 0.0),
+    change: float = CHANGE,
 ) -> pd.DataFrame:
     """Per point: runs, medians, after/before with an interval holding for all points together
-    (Bonferroni: each at 1 - (1 - confidence)/points), and the change where it excludes 1.
+    (Bonferroni: each at 1 - (1 - confidence)/points), the change where it excludes 1, and the
+    runs per side that would show a `change` at the point's spread (runs_needed).
 
     The intervals are percentile bootstraps of the ratio of medians while the resamples their
     tails need stay within BOOT_BUDGET; a sweep of thousands of points, whose per-point level
@@ -254,18 +261,44 @@ def compare_frames(
     for i, k in enumerate(keys):
         a, b = ga[k], gb[k]
         ratio, lo, hi = _interval(a, b, level, steps, method, i)
-        change = "slower" if lo > 1 else "faster" if hi < 1 else ""
+        moved = "slower" if lo > 1 else "faster" if hi < 1 else ""
         key = k if isinstance(k, tuple) else (k,)
         rows.append(
             {**dict(zip(params, key, strict=True)), "n_before": a.size, "n_after": b.size,
              "median_before": _median(a), "median_after": _median(b),
-             "ratio": ratio, "ci_low": lo, "ci_high": hi, "change": change}
+             "ratio": ratio, "ci_low": lo, "ci_high": hi, "change": moved,
+             "spread": _spread(a, b)}
         )  # fmt: skip
     cols = [*params, "n_before", "n_after", "median_before", "median_after", "ratio", "ci_low",
-            "ci_high", "change"]  # fmt: skip
+            "ci_high", "change", "spread"]  # fmt: skip
     out = pd.DataFrame(rows, columns=cols)
-    out.attrs.update(level=level, confidence=confidence, points=len(keys), method=method)
+    spread = out.pop("spread").to_numpy(float)
+    known = np.isfinite(spread)
+    runs = np.zeros(len(out), dtype=np.int64)
+    runs[known] = levels.runs_for_spreads(spread[known], change, level, POWER, "median")
+    out["runs_needed"] = np.where(known, np.maximum(runs, fewest_runs(level, method)), 0)
+    out.attrs.update(level=level, confidence=confidence, points=len(keys), method=method,
+                     change=change, power=POWER)  # fmt: skip
     return out
+
+
+def fewest_runs(level: float, method: str) -> int:
+    """The fewest runs a side that give a point any interval at this level: MIN_RUNS, and for
+    order statistics n with 2^-n <= (1 - side level)/2, the median's interval at the side's."""
+    if method == "bootstrap":
+        return MIN_RUNS
+    tail = (1 - level) / 2  # 1 - the side's level, 1 - (1 - level)/2
+    return max(MIN_RUNS, math.ceil(math.log2(2 / tail) - 1e-9))
+
+
+def _spread(a: np.ndarray, b: np.ndarray) -> float:
+    """The robust relative spread of a point's runs, both sides pooled: 1.4826 x the median
+    absolute deviation of each value from its side's median, over that median (the spread of
+    log values, to first order); nan where a median is not above 0."""
+    ma, mb = _median(a), _median(b)
+    if ma <= 0 or mb <= 0:
+        return math.nan
+    return 1.4826 * float(np.median(np.concatenate([np.abs(a - ma) / ma, np.abs(b - mb) / mb])))
 
 
 def _steps(meta_a: dict, meta_b: dict, value: str, scale: float) -> tuple[float, float]:
@@ -276,11 +309,45 @@ def _steps(meta_a: dict, meta_b: dict, value: str, scale: float) -> tuple[float,
     ) * scale
 
 
+def _pct(x: float) -> str:
+    return f"{x * 100:g}%"
+
+
+def _undecided(t: pd.DataFrame) -> str:
+    """What the points without a decision say: how many runs each would need to show the
+    change of interest, or that they had enough, so a change there is likely smaller."""
+    open_ = t[(t["change"] == "") & (t["runs_needed"] > 0)]
+    if open_.empty:
+        return ""
+    change, power = _pct(t.attrs["change"]), f"{t.attrs['power']:.0%}"
+    has = open_[["n_before", "n_after"]].min(axis=1)
+    short = open_[open_["runs_needed"] > has]
+    parts = []
+    if len(short):
+        need, now = short["runs_needed"], has[short.index]
+        most = f"; up to {need.max():,}" if need.max() > need.median() else ""
+        unbounded = int((~np.isfinite(short["ci_high"])).sum())
+        few = f", {unbounded} too few for any interval at this many values" if unbounded else ""
+        parts.append(
+            f"{len(short)} without a decision need about {int(need.median()):,} runs per point "
+            f"in each result to show a {change} change ({power} power; they have "
+            f"{int(now.median()):,}{few}{most})"
+        )
+    enough = len(open_) - len(short)
+    if enough:
+        said = "the other" if parts else "the"
+        parts.append(
+            f"{said} {enough} without a decision had runs enough to show a {change} change "
+            f"({power} power): a change there is likely smaller"
+        )
+    return "; " + "; ".join(parts)
+
+
 def _verdict(t: pd.DataFrame, what: str, confidence: float) -> str:
-    """One line: where after is slower or faster, and how sure the whole statement is."""
+    """One line: where after is slower or faster, how sure the whole statement is, and the
+    runs the points without a decision would need."""
     n = len(t)
     slower, faster = t[t["change"] == "slower"], t[t["change"] == "faster"]
-    unbounded = int((~np.isfinite(t["ci_high"])).sum())
     sure = f"{confidence:.0%} for all {n} {what} values together, {t.attrs.get('method')} intervals"
     if slower.empty and faster.empty:
         line = f"no change shown at any of {n} {what} values ({sure})"
@@ -291,9 +358,7 @@ def _verdict(t: pd.DataFrame, what: str, confidence: float) -> str:
             if len(g)
         ]
         line = f"after is {' and '.join(parts)} of {n} {what} values ({sure})"
-    if unbounded:
-        line += f"; {unbounded} with too few runs for an interval at this many values"
-    return line
+    return line + _undecided(t)
 
 
 def diff(
@@ -302,12 +367,16 @@ def diff(
     confidence: float = 0.95,
     intersect: bool = False,
     force: bool = False,
+    change: float = CHANGE,
 ) -> Diff:
     """Compare two saved results of one experiment; refuse different experiments or grids, and
     results whose points measure different things (another loop count: force compares them,
-    warning first). Every warning is given (errors.warn) and kept in Diff.warnings."""
+    warning first). Every warning is given (errors.warn) and kept in Diff.warnings. Points
+    without a decision are told the runs that would show a relative `change` (0.02: 2 %)."""
     if not 0 < confidence < 1:
         raise PerflabError(f"confidence must be between 0 and 1, not {confidence}")
+    if not 0 < change < 1:
+        raise PerflabError(f"the change of interest must be between 0 and 100 %, not {change}")
     ra, rb = report.report(before), report.report(after)
     if ra.experiment != rb.experiment:
         raise PerflabError(
@@ -354,9 +423,10 @@ def diff(
             warnings.append(f"{when} is partial: {r.partial}")
     for line in warnings:
         errors.warn(line)
-    table = compare_frames(a, b, params, value, confidence, _steps(ra.meta, rb.meta, value, scale))
+    steps = _steps(ra.meta, rb.meta, value, scale)
+    table = compare_frames(a, b, params, value, confidence, steps, change)
     verdict = _verdict(table, "/".join(params), confidence)
-    return Diff(ra, rb, table, params, value, confidence, verdict, warned + warnings, notes)
+    return Diff(ra, rb, table, params, value, confidence, verdict, warned + warnings, notes, change)
 
 
 def _tsc_scale(a: dict, b: dict, value: str) -> float:
@@ -377,6 +447,8 @@ def summary_values(d: Diff) -> dict[str, Any]:
         "params": list(d.params),
         "confidence": d.confidence,
         "level_per_point": d.table.attrs.get("level"),
+        "change": d.change,
+        "power": POWER,
         "verdict": d.verdict,
         "warnings": d.warnings,
         "notes": d.notes,

@@ -1,0 +1,101 @@
+"""What `perflab diff` says of points without a decision: the runs per point that would show a
+change of interest, from the spread the two real sweeps measured."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from conftest import compile_children
+
+from perflab.analysis import levels
+from perflab.cli import cli
+from perflab.engine import results
+from perflab.reports import diff
+
+# A probed loop whose length each run draws from its pid: a real program with a real spread of
+# about 7 %, so a few runs decide nothing at 2 % and the runs needed are many.
+JITTER = r"""
+#include <unistd.h>
+#include "perflab_probe.h"
+int main(void)
+{
+    long iters = 100000 + 5000 * (getpid() % 5);
+    volatile long x = 0;
+    PERFLAB_PROBE_BEGIN();
+    for (long i = 0; i < iters; i++)
+        x += i;
+    PERFLAB_PROBE_END();
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory) -> tuple[Path, Path]:
+    where = tmp_path_factory.mktemp("undecided")
+    program = compile_children(where, {"jitter": JITTER})["jitter"]
+    out = []
+    for name in ("before", "after"):
+        path = where / f"{name}.parquet"
+        argv = ["sweep", "env-size", "--max", "3", "--repeat", "6", "--no-rt", "-o", str(path)]
+        res = CliRunner().invoke(cli, [*argv, "--", program])
+        assert res.exit_code == 0, res.output
+        out.append(path)
+    return out[0], out[1]
+
+
+def _json(*argv: str) -> dict:
+    res = CliRunner().invoke(cli, ["diff", *argv, "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def _spread(x: np.ndarray) -> np.ndarray:
+    return np.abs(x - np.median(x)) / np.median(x)
+
+
+def test_each_point_is_told_the_runs_its_measured_spread_needs(sweeps):
+    before, after = sweeps
+    out = _json(str(before), str(after), "--change", "10%")
+    assert out["change"] == 0.1 and out["power"] == 0.8
+    t = pd.DataFrame(out["points_table"]).set_index("env_size")
+    a, b = (results.load(p) for p in sweeps)
+    fewest = diff.fewest_runs(out["level_per_point"], "bootstrap")
+    for size, row in t.iterrows():
+        x, y = (f.loc[f["env_size"] == size, "ticks"].to_numpy(float) for f in (a, b))
+        spread = 1.4826 * np.median(np.concatenate([_spread(x), _spread(y)]))
+        want = levels.runs_needed(spread=spread, change=0.1, confidence=out["level_per_point"],
+                                  statistic="median")  # fmt: skip
+        assert row["runs_needed"] == max(want, fewest), (size, spread)
+    open_ = t[(t["change"] == "") & (t["runs_needed"] > 6)]
+    assert len(open_), t  # a 7 % spread in 6 runs cannot show 10 % at 98.75 % a point
+    median = int(open_["runs_needed"].median())
+    assert (
+        f"{len(open_)} without a decision need about {median:,} runs per point in each result "
+        "to show a 10% change (80% power; they have 6" in out["verdict"]
+    )
+
+
+def test_a_smaller_change_needs_more_runs_and_a_large_one_none(sweeps):
+    before, after = (str(p) for p in sweeps)
+    small = pd.DataFrame(_json(before, after)["points_table"])["runs_needed"]
+    middle = pd.DataFrame(_json(before, after, "--change", "0.1")["points_table"])["runs_needed"]
+    assert (small >= middle).all() and small.sum() > middle.sum()
+    large = _json(before, after, "--change", "90%")
+    undecided = sum(p["change"] == "" for p in large["points_table"])
+    assert (
+        f"the {undecided} without a decision had runs enough to show a 90% change"
+        in (large["verdict"])
+    )
+    text = CliRunner().invoke(cli, ["diff", before, after, "--change", "2%"])
+    assert text.exit_code == 0 and "to show a 2% change" in text.output.splitlines()[-1]
+
+
+def test_a_change_that_is_no_fraction_is_one_line(sweeps):
+    before, after = (str(p) for p in sweeps)
+    for bad in ("abc", "0%", "150%", "1.5"):
+        res = CliRunner().invoke(cli, ["diff", before, after, "--change", bad])
+        assert res.exit_code == 2 and "Invalid value for '--change'" in res.output, res.output

@@ -189,6 +189,17 @@ def linkorder_objects(
     return [compile_object(s, cflags, cc) for s in LINKORDER_SOURCES]
 
 
+def padding_object(size: int, cc: Sequence[str] | None = None) -> Object:
+    """An object whose .text is `size` unused bytes (workloads/code_offset.c), compiled once
+    per size: linked first, it moves every function linked after it."""
+    return compile_object(WORKLOADS / "code_offset.c", (f"-DPERFLAB_CODE_OFFSET={size}",), cc)
+
+
+def heap_shim() -> Workload:
+    """The library compare preloads to move the heap (workloads/heap_offset.c), compiled once."""
+    return build(WORKLOADS / "heap_offset.c", "2", static=False, extra=("-shared", "-fPIC"))
+
+
 def check_compiler(cc: str | None) -> list[str]:
     """--cc as an argv prefix (default $CC or cc), refused in one line when not installed."""
     if cc is None:

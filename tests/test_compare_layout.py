@@ -3,6 +3,7 @@ the offsets drawn, ASLR follows each setup, and a recorded layout runs again at 
 """
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -148,6 +149,27 @@ def test_the_built_in_workload_is_padded_and_reordered(tmp_path):
         assert lo_a(s) - bare == -(-s.code_offset // 16) * 16
 
 
+def test_a_build_command_relinks_through_the_wrapped_driver(built, tmp_path):
+    cc = compiler.compiler()
+    if os.path.basename(cc[0]) not in compiler.WRAPPED_DRIVERS:
+        pytest.skip(f"the compiler {cc[0]} is not one the wrappers stand in for")
+    out, target = tmp_path / "lines", tmp_path / "relinked"
+    objects = [str(built / "main.o"), str(built / "where.o")]
+    command = [os.path.basename(cc[0]), *cc[1:], *objects, "-o", str(target)]
+    sides = [compare.build_command_side(n, command, target, [str(out), n]) for n in "AB"]
+    plain = target.read_bytes()
+    kw = {"randomize": ("env-size", "link-order", "code-offset"), "setups": 4, "repeat": 1,
+          "code_max": 300, "rt": False, "progress": False}  # fmt: skip
+    by_command = _seen(compare.compare(*sides, **kw), out)
+    assert target.read_bytes() == plain  # the user's build output is left as their command made it
+    out.unlink()
+    sides = [compare.objects_side(n, objects, args=[str(out), n]) for n in "AB"]
+    by_objects = _seen(compare.compare(*sides, **kw), out)
+    cols = ["setup", "env_size", "link_order", "code_offset", "brk", "block", "where"]
+    assert by_command[cols].equals(by_objects[cols])
+    assert set(by_command["link_order"]) <= {"main,where", "where,main"}
+
+
 def test_aslr_is_drawn_per_setup(built, tmp_path):
     out = tmp_path / "lines"
     a = compare.program_side("A", [str(built / "prog"), str(out), "A"])
@@ -173,7 +195,9 @@ def test_a_recorded_layout_runs_again_at_the_same_addresses(built, runner, tmp_p
     assert res.exit_code == 0, res.output
     first = _seen(results.load(saved), out)
     out.unlink()
-    res = runner.invoke(cli, [*common, "--layout", f"{saved}:2", "--json"])
+    res = runner.invoke(
+        cli, [*common, "--layout", f"{saved}:2", "--json", "-o", str(tmp_path / "again.parquet")]
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert doc["setups"][0]["heap_offset"] == first.loc[first["setup"] == 2, "heap_offset"].iloc[0]
@@ -210,6 +234,9 @@ def test_resume_refuses_other_layout_parameters(built, runner, tmp_path):
     assert res.exit_code != 0 and "heap_max: recorded 4096, asked 64" in res.output
 
 
+BUILD_B = ["--build-cmd-b", "true", "--program-b", "{t}/x"]
+
+
 @pytest.mark.parametrize(
     ("args", "match"),
     [
@@ -221,14 +248,21 @@ def test_resume_refuses_other_layout_parameters(built, runner, tmp_path):
         (["{p}", "{p}", "--randomize", "aslr", "--aslr", "on"], "leave --aslr out"),
         (["{p}", "{p}", "--heap-max", "100000000"], "--heap-max must be 0 to 99999999"),
         (["--build", "--layout", "link-order=a,b"], "A's objects are main,a,b,c"),
-        (["--objects-a", "x.o"], "give both --objects-a and --objects-b"),
+        (["--objects-a", "x.o"], "give both of --objects-a/-b"),
         (["--objects-a", "/no/x.o", "--objects-b", "/no/x.o"], "/no/x.o: no such object file"),
         (["{p}", "{p}", "--ldflags", "-lm"], "--ldflags needs --objects-a/-b"),
+        (["--build-cmd-a", "true", "--build-cmd-b", "true"], "go together"),
+        (["--build-cmd-a", "true", "--program-a", "{t}/x", *BUILD_B], "true did not link"),
+        (
+            ["--build-cmd-a", "cc {t}/w.c -o {t}/x", "--program-a", "{t}/x", *BUILD_B],
+            "from no object file of its own",
+        ),
     ],
 )
 def test_bad_layout_input_is_one_line_and_measures_nothing(built, runner, tmp_path, args, match):
     out = tmp_path / "r.parquet"
-    argv = [a.format(p=built / "prog") for a in args]
+    (tmp_path / "w.c").write_text(WHERE_FN + "int main(void) { return where() - 1; }\n")
+    argv = [a.format(p=built / "prog", t=tmp_path) for a in args]
     res = runner.invoke(cli, ["compare", *argv, "-o", str(out)])
     assert res.exit_code != 0
     errors = [x for x in res.output.splitlines() if x.startswith("Error:")]

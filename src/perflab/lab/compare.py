@@ -9,9 +9,11 @@ effect depends on the setup. Every row records its setup's layout, so any one ca
 import os
 import re
 import shlex
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -139,26 +141,47 @@ def _fixed(plan: Plan, labels: Sequence[str]) -> Setup:
 @dataclass(frozen=True)
 class Side:
     """What A or B is: a command line, or objects each setup links (its order, a padding
-    object first for a code offset) and runs with argv as arguments."""
+    object first for a code offset), by a linker or by the user's build command (`build`,
+    which links `target`), and runs with argv as arguments."""
 
     name: str
     argv: tuple[str, ...] = ()
     objects: tuple[compiler.Object, ...] = ()
     label: str = ""
     linker: compiler.Linker | None = None
+    build: tuple[str, ...] = ()
+    target: str = ""
+    plain: str = ""  # target as the build command links it unchanged, a copy in the cache
 
     def program(self, setup: Setup) -> tuple[tuple[str, ...], str]:
         """The argv to run in this setup and the link order it was built in ('' if none)."""
         if not self.objects:
             return self.argv, ""
-        assert self.linker is not None  # objects come with the linker that links them
         perm = setup.perm if setup.perm is not None else range(len(self.objects))
         objects = [self.objects[i] for i in perm]
-        pad = []
+        order = [o.label for o in objects]
+        pad = None
         if setup.code_offset != NO_PADDING:
-            pad = [compiler.padding_object(setup.code_offset, self.linker.cc or None)]
-        prog = compiler.link([*pad, *objects], self.linker)
-        return (str(prog.path), *self.argv), ",".join(o.label for o in objects)
+            cc = self.linker.cc if self.linker else ()
+            pad = compiler.padding_object(setup.code_offset, cc or None)
+        if self.build:
+            prog, linked = compiler.relink(self.build, Path(self.target), order, pad)
+            if [o.digest for o in linked] != [o.digest for o in objects]:
+                raise PerflabError(
+                    f"{shlex.join(self.build)} linked other objects than it did first "
+                    f"({','.join(prog.order)}, not {','.join(order)}): it must build the same "
+                    "objects every time"
+                )
+        else:
+            assert self.linker is not None  # objects come with what links them
+            prog = compiler.link([*([pad] if pad else []), *objects], self.linker)
+        return (str(prog.path), *self.argv), ",".join(order)
+
+    def put_back(self) -> None:
+        """After the setups' links, the build command's own program back where it built it:
+        the user's tree is left as their command makes it."""
+        if self.build:
+            shutil.copy2(self.plain, self.target)
 
 
 def identical(a: Side, b: Side) -> bool:
@@ -200,13 +223,40 @@ def objects_side(
     if not paths:
         raise PerflabError(f"{name}: no object files given")
     objects = tuple(compiler.Object.of(p) for p in paths)
+    _distinct(name, objects)
+    linker = compiler.Linker(cc=tuple(compiler.check_compiler(cc)), ldflags=tuple(ldflags))
+    label = shlex.join([*map(str, paths), *ldflags, *(["--", *args] if args else [])])
+    return Side(name, tuple(args), objects, label, linker)
+
+
+def build_command_side(
+    name: str,
+    command: str | Sequence[str],
+    program: str | os.PathLike[str],
+    args: Sequence[str] = (),
+) -> Side:
+    """The program a build command of the user's links (`make -C src CC=cc`: run without a
+    shell, perflab's compiler wrappers first on PATH, as ldrand does), run once here to find the
+    objects its link takes; each setup runs it again, `program` removed so that it relinks."""
+    what = f"build command {name}"
+    argv = controls.words(command, what) if isinstance(command, str) else list(command)
+    if not argv:
+        raise PerflabError(f"build command {name} is empty")
+    path = Path(program)
+    target = Path(os.path.realpath(path.parent)) / path.name
+    plain, objects = compiler.relink(argv, target)
+    _distinct(name, objects)
+    label = shlex.join([*argv, *(["--", *args] if args else [])])
+    return Side(name, tuple(args), tuple(objects), label, build=tuple(argv), target=str(target),
+                plain=str(plain.path))  # fmt: skip
+
+
+def _distinct(name: str, objects: Sequence[compiler.Object]) -> None:
+    """A link order names objects by label: two of one name could not be told apart."""
     labels = [o.label for o in objects]
     if len(set(labels)) != len(labels):
         raise PerflabError(f"{name}: object names must be distinct on a link order: "
                            f"{', '.join(labels)}")  # fmt: skip
-    linker = compiler.Linker(cc=tuple(compiler.check_compiler(cc)), ldflags=tuple(ldflags))
-    label = shlex.join([*map(str, paths), *ldflags, *(["--", *args] if args else [])])
-    return Side(name, tuple(args), objects, label, linker)
 
 
 def _digests(side: Side) -> tuple[str, ...]:
@@ -294,7 +344,11 @@ def compare(
         "identical": identical(a, b),
     }
     t0 = time.perf_counter()
-    built = [(a.program(s), b.program(s)) for s in setups]
+    try:
+        built = [(a.program(s), b.program(s)) for s in setups]
+    finally:
+        a.put_back()
+        b.put_back()
     shim = compiler.heap_shim() if heap else None
     meta["build_s"] = time.perf_counter() - t0
     runs = _runs(plan, setups, built, str(shim.path) if shim else None)

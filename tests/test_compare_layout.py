@@ -250,7 +250,7 @@ BUILD_B = ["--build-cmd-b", "true", "--program-b", "{t}/x"]
         (["--build", "--layout", "link-order=a,b"], "A's objects are main,a,b,c"),
         (["--objects-a", "x.o"], "give both of --objects-a/-b"),
         (["--objects-a", "/no/x.o", "--objects-b", "/no/x.o"], "/no/x.o: no such object file"),
-        (["{p}", "{p}", "--ldflags", "-lm"], "--ldflags needs --objects-a/-b"),
+        (["{p}", "{p}", "--ldflags", "-lm"], "--ldflags with --objects-a/-b"),
         (["--build-cmd-a", "true", "--build-cmd-b", "true"], "go together"),
         (["--build-cmd-a", "true", "--program-a", "{t}/x", *BUILD_B], "true did not link"),
         (

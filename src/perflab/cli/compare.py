@@ -163,8 +163,12 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
         )
     if not any(ways) or (ways[0] and not (a and b)):
         raise click.BadParameter("give two programs A B (or --build to compare two builds)")
-    if (ldflags and not objects_a) or (run_args and ways[0]):
-        raise click.BadParameter("--ldflags needs --objects-a/-b, --args a program perflab links")
+    linked = use_build or bool(objects_a)
+    if (ldflags and not objects_a) or (cc and not linked) or (run_args and ways[0]):
+        raise click.BadParameter(
+            "--cc goes with --build or --objects-a/-b, --ldflags with --objects-a/-b, --args with "
+            "a program perflab links"
+        )
     if layout is not None:
         if randomize is not None:
             raise click.BadParameter("--layout fixes the layout: leave --randomize out")

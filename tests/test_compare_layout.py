@@ -14,7 +14,7 @@ import pytest
 from perflab.cli import cli
 from perflab.engine import results
 from perflab.lab import compare
-from perflab.system import compiler
+from perflab.system import compiler, machine
 
 # Appends one line per run to argv[1]: its tag, the padding variable's length (which names the
 # setup: the env sizes drawn are distinct), sbrk(0) and malloc's first block before anything
@@ -112,6 +112,22 @@ def test_the_heap_moves_by_the_drawn_offset_in_the_child(built, tmp_path):
     assert (seen["where"] == base["where"]).all()  # the code stays where it was
     meta = results.metadata(df)
     assert meta["heap_shim"]["workload"] == "heap_offset.c" and meta["heap_var"] == compare.HEAP_VAR
+
+
+@pytest.mark.skipif(len(machine.usable_cpus()) < 2, reason="needs two usable CPUs")
+def test_each_lane_starts_its_runs_under_their_setup(built, tmp_path):
+    out = tmp_path / "lines"
+    a = compare.program_side("A", [str(built / "prog"), str(out), "A"])
+    b = compare.program_side("B", [str(built / "prog"), str(out), "B"])
+    base = _base(a, b, out, "env-size=0 heap-offset=0")
+    out.unlink()
+    lanes = {"jobs": 2, "cpus": machine.usable_cpus()[-2:], "reference": 0.4,
+             "allow_siblings": True}  # fmt: skip
+    df = compare.compare(a, b, randomize=("env-size", "heap-offset"), setups=4, repeat=6,
+                         rt=False, progress=False, **lanes)  # fmt: skip
+    assert df["parallel"].any() and not df["parallel"].all()
+    seen = _seen(df, out)
+    assert len(seen) == len(df) and (seen["brk"] - base["brk"] == seen["heap_offset"]).all()
 
 
 def test_the_code_moves_by_the_padding_linked_first(built, tmp_path):

@@ -118,7 +118,7 @@ def test_cli_build_mode_randomizes_link_order(runner, tmp_path):
     ("args", "match"),
     [
         (["{p}"], "two programs"),
-        (["--build", "{p}"], "not both"),
+        (["--build", "{p}"], "give one of"),
         (["{p}", "{p}", "--randomize", "link-order"], "needs --build"),
         (["{p}", "{p}", "--randomize", "size"], "--randomize 'size'"),
         (["{p}", "/no/such/prog"], "/no/such/prog: no such file"),

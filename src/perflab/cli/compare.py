@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import glob
 import shlex
 from typing import Any
 
@@ -32,6 +33,18 @@ def _randomize(
     return compare.parse_randomize(value) if value is not None else None
 
 
+def _layout(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from perflab.lab import compare
+
+    return compare.layout_option(value) if value is not None else None
+
+
+def _paths(words: str) -> list[str]:
+    """Object files as shell words, a word with a wildcard expanded as a shell would (sorted;
+    one that matches nothing is kept, and refused as missing)."""
+    return [p for w in shlex.split(words) for p in (sorted(glob.glob(w)) or [w])]
+
+
 @cli.command("compare")
 @click.option(
     "--build",
@@ -58,42 +71,128 @@ def _randomize(
     help="With --build: B's flags.",
 )
 @click.option(
+    "--objects-a",
+    type=WORDS,
+    help="Compare two programs linked from object files, A's here (shell words), linked per "
+    "setup by --cc with --ldflags.",
+)
+@click.option("--objects-b", type=WORDS, help="With --objects-a: B's object files.")
+@click.option(
+    "--build-cmd-a",
+    type=WORDS,
+    help="Compare what two build commands link: A's, run without a shell with perflab's "
+    "compiler wrappers first on PATH (as ldrand does: cc, gcc, clang, c++, g++, clang++), run "
+    "again per setup to relink --program-a.",
+)
+@click.option("--build-cmd-b", type=WORDS, help="With --build-cmd-a: B's build command.")
+@click.option(
+    "--program-a",
+    type=click.Path(dir_okay=False),
+    help="With --build-cmd-a: the program it links (removed before each of its runs).",
+)
+@click.option(
+    "--program-b", type=click.Path(dir_okay=False), help="With --build-cmd-b: the program it links."
+)
+@click.option(
+    "--cc", type=WORDS, help="Compiler/linker driver for --build and --objects-a/-b. [$CC, cc]"
+)
+@click.option(
+    "--ldflags", default="", type=WORDS, help="With --objects-a/-b: link flags after the objects."
+)
+@click.option(
+    "--args",
+    "run_args",
+    default="",
+    type=WORDS,
+    help="With --build, --objects-a/-b or --build-cmd-a/-b: the arguments both linked "
+    "programs run with.",
+)
+@click.option(
     "--randomize",
     callback=_randomize,
-    help="Setup dimensions drawn at random per setup: env-size, link-order (--build only), "
-    "or none. [default: env-size, plus link-order with --build]",
+    help="Setup dimensions drawn at random per setup: env-size, heap-offset (a preloaded "
+    "library moves the heap), aslr (on or off), and where perflab links (--build, --objects-a/-b, "
+    "--build-cmd-a/-b) link-order and code-offset (a padding object linked first); or none. "
+    "[default: env-size, plus link-order where perflab links]",
 )
-@plan_options(Plan, ("setups", "repeat", "env_max"))
+@click.option(
+    "--layout",
+    callback=_layout,
+    help="Run one layout instead of random setups: RESULT:SETUP (the layout that setup of a "
+    "saved comparison ran in) or words such as 'env-size=1200 heap-offset=64 aslr=off'.",
+)
+@plan_options(Plan, ("setups", "repeat", "env_max", "heap_max", "code_max"))
 @run_controls
 @journal_options
 @output_options
 @click.argument("a", required=False, type=WORDS)
 @click.argument("b", required=False, type=WORDS)
-def compare_cmd(use_build: bool, cflags_a: str, cflags_b: str,
-                randomize: tuple[str, ...] | None, resume: str | None, discard_bad: bool,
-                output: str | None, as_json: bool, plot_path: str | None, a: str | None,
-                b: str | None, **params: Any) -> None:  # fmt: skip
+@click.pass_context
+def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: str,
+                objects_a: str | None, objects_b: str | None, build_cmd_a: str | None,
+                build_cmd_b: str | None, program_a: str | None, program_b: str | None,
+                cc: str | None, ldflags: str, run_args: str,
+                randomize: tuple[str, ...] | None, layout: str | None, resume: str | None,
+                discard_bad: bool, output: str | None, as_json: bool, plot_path: str | None,
+                a: str | None, b: str | None, **params: Any) -> None:  # fmt: skip
     """Run A and B interleaved in random setups; report B/A per setup and over all of them.
 
     \b
     perflab compare ./old ./new --setups 20 --repeat 10
-    perflab compare './prog --fast' './prog --careful' --randomize env-size
+    perflab compare './prog --fast' './prog --careful' --randomize env-size,heap-offset,aslr
     perflab compare --build --cflags-a -O2 --cflags-b -O3 --plot ab.png
+    perflab compare --objects-a 'o2/*.o' --objects-b 'o3/*.o' --randomize code-offset,link-order
+    perflab compare --build-cmd-a 'make -C a' --program-a a/prog --build-cmd-b 'make -C b' \\
+        --program-b b/prog --randomize code-offset
+    perflab compare ./old ./new --layout ab.parquet:3
     """
     from perflab.lab import compare
 
-    if use_build and (a or b):
-        raise click.BadParameter("give either two programs or --build, not both")
-    if not use_build and not (a and b):
+    pairs = {"--objects-a/-b": (objects_a, objects_b),
+             "--build-cmd-a/-b": (build_cmd_a, build_cmd_b),
+             "--program-a/-b": (program_a, program_b)}  # fmt: skip
+    for flags, pair in pairs.items():
+        if any(pair) and not all(pair):
+            raise click.BadParameter(f"give both of {flags}")
+    if bool(build_cmd_a) != bool(program_a):
+        raise click.BadParameter("--build-cmd-a/-b and --program-a/-b go together")
+    ways = (bool(a or b), use_build, bool(objects_a), bool(build_cmd_a))
+    if sum(ways) > 1:
+        raise click.BadParameter(
+            "give one of: two programs, --build, --objects-a/-b or --build-cmd-a/-b"
+        )
+    if not any(ways) or (ways[0] and not (a and b)):
         raise click.BadParameter("give two programs A B (or --build to compare two builds)")
+    linked = use_build or bool(objects_a)
+    if (ldflags and not objects_a) or (cc and not linked) or (run_args and ways[0]):
+        raise click.BadParameter(
+            "--cc goes with --build or --objects-a/-b, --ldflags with --objects-a/-b, --args with "
+            "a program perflab links"
+        )
+    if layout is not None:
+        if randomize is not None:
+            raise click.BadParameter("--layout fixes the layout: leave --randomize out")
+        if ctx.get_parameter_source("setups") != click.core.ParameterSource.DEFAULT:
+            raise click.BadParameter("--layout runs one setup, the one given: leave --setups out")
+        params.update(layout=layout, setups=1)
+        randomize = ()
     named = bool(output or resume)
     output, resuming = record_path(output, resume, "compare")
     check_paths(output, plot_path)
     if randomize is None:
-        randomize = ("env-size", "link-order") if use_build else ("env-size",)
+        randomize = ("env-size",) if ways[0] else ("env-size", "link-order")
+    args = shlex.split(run_args)
     if use_build:
-        side_a = compare.build_side("A", shlex.split(cflags_a))
-        side_b = compare.build_side("B", shlex.split(cflags_b))
+        cc_argv = shlex.split(cc) if cc else None
+        side_a = compare.build_side("A", shlex.split(cflags_a), cc_argv, args)
+        side_b = compare.build_side("B", shlex.split(cflags_b), cc_argv, args)
+    elif objects_a and objects_b:
+        link_flags = shlex.split(ldflags)
+        side_a = compare.objects_side("A", _paths(objects_a), cc, link_flags, args)
+        side_b = compare.objects_side("B", _paths(objects_b), cc, link_flags, args)
+    elif build_cmd_a and build_cmd_b and program_a and program_b:
+        side_a = compare.build_command_side("A", build_cmd_a, program_a, args)
+        side_b = compare.build_command_side("B", build_cmd_b, program_b, args)
     else:
         assert a and b  # refused above without both
         side_a, side_b = compare.program_side("A", a), compare.program_side("B", b)

@@ -196,6 +196,15 @@ def status_counts(df: pd.DataFrame) -> dict[str, int]:
 MEASURED = tuple(spawn.tidy(np.zeros(0, dtype=spawn.RUN_DTYPE)).columns)
 
 
+@dataclass(frozen=True)
+class Setting:
+    """What some of a sweep's runs change in how they start (compare's layouts): variables set
+    after the base environment's, and an ASLR mode instead of the controls' one."""
+
+    env: tuple[tuple[str, str], ...] = ()
+    aslr: str | None = None
+
+
 @dataclass
 class Runs:
     """What a sweep runs: its programs (argv, argv[0] resolved), and per planned run, in run
@@ -212,6 +221,10 @@ class Runs:
     # Read the run's CPUs' busy time (/proc/stat) around each batch of one run: cpus_busy_ns
     # less the run's CPU time is what other tasks took of them (serial sweeps only).
     busy: bool = False
+    # Per planned run, which of `settings` it starts under (None: all under the first). One C
+    # batch has one environment and one set of options, so batches are cut where it changes.
+    setting: np.ndarray | None = None
+    settings: tuple[Setting, ...] = (Setting(),)
 
     @property
     def columns(self) -> list[str]:
@@ -232,6 +245,21 @@ class Runs:
         labels = {name: values[at] for name, values in self.labels.items()}
         runq = spawn.runq_columns(runs) if self.runq != "off" else {}
         return pd.DataFrame({**labels, **more, **spawn.tidy_columns(runs, overhead), **runq})
+
+    def batches(self, at: np.ndarray) -> list[np.ndarray]:
+        """The planned positions `at`, cut where the setting changes: one batch, one setting."""
+        if self.setting is None or at.size < 2:
+            return [at]
+        step = self.setting[at]
+        return np.split(at, np.flatnonzero(step[1:] != step[:-1]) + 1)
+
+    def under(
+        self, at: np.ndarray, options: spawn.SpawnOptions
+    ) -> tuple[dict[str, str], spawn.SpawnOptions]:
+        """The environment and the options of a batch of the runs at `at` (one setting)."""
+        one = self.settings[int(self.setting[at[0]])] if self.setting is not None else Setting()
+        env = {**self.env, **dict(one.env)}
+        return env, replace(options, aslr=one.aslr) if one.aslr else options
 
 
 @dataclass(frozen=True)
@@ -355,14 +383,19 @@ def _todo(runs: Runs, done: set[tuple]) -> np.ndarray:
 
 
 def preflight(runs: Runs, options: spawn.SpawnOptions) -> None:
-    """One unrecorded run of each program, in one batch: one that cannot start stops the sweep
-    here with nothing saved, and each binary is in the page cache before its first recorded run.
-    """
-    n = len(runs.programs)
+    """One unrecorded run of each program, under the setting of its first planned run: one that
+    cannot start stops the sweep here with nothing saved, and each binary is in the page cache
+    before its first recorded run."""
     first = int(runs.sizes.min()) if runs.sizes is not None and runs.sizes.size else -1
-    sizes = np.full(n, first, np.int64)
-    out = spawn.run_batch(runs.programs, np.arange(n), sizes, runs.var, runs.env, options)
-    if out.size < n:
+    sizes = np.full(runs.prog.size, first, np.int64)
+    at = np.unique(runs.prog, return_index=True)[1]  # each program's first run, program order
+    if runs.setting is not None:
+        at = at[np.argsort(runs.setting[at], kind="stable")]
+    out = np.concatenate(
+        [spawn.run_batch(runs.programs, runs.prog[part], sizes[part], runs.var,
+                         *runs.under(part, options)) for part in runs.batches(at)]
+    )  # fmt: skip
+    if out.size < at.size:
         raise Stopped
     for run in out:
         status = spawn.STATUS[int(run["status"])]
@@ -401,7 +434,8 @@ def measure_sequential(
             on_start(int(todo.size), runs.prog.size - int(todo.size))
         extra: dict[str, Any] = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt}
         engine = spawn.engine()
-        chunks = [todo[i : i + chunk_runs] for i in range(0, todo.size, chunk_runs)]
+        chunks = [part for i in range(0, todo.size, chunk_runs)
+                  for part in runs.batches(todo[i : i + chunk_runs])]  # fmt: skip
         sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
         complete = False
         with Interrupt() as stop, away_from(controls.cpus), ThreadPoolExecutor(1) as pool:
@@ -409,7 +443,7 @@ def measure_sequential(
             def one_batch(at: np.ndarray) -> tuple[np.ndarray, float]:
                 before = machine.busy_ns(controls.cpus) if runs.busy else 0
                 out = spawn.run_batch(runs.programs, runs.prog[at], sizes[at], runs.var,
-                                      runs.env, options, engine)  # fmt: skip
+                                      *runs.under(at, options), engine)  # fmt: skip
                 # one figure per batch: a run's own only when the batch is that one run
                 mine = runs.busy and len(out) == 1
                 return out, machine.busy_ns(controls.cpus) - before if mine else np.nan

@@ -99,20 +99,22 @@ Part = tuple[np.ndarray, bool, int | None]  # planned positions, parallel?, the 
 def _send_chunk(pipe: spawn.Pipeline, runs: LaneRuns, at: np.ndarray, ref: np.ndarray,
                 sizes: np.ndarray, options: spawn.SpawnOptions) -> list[Part]:  # fmt: skip
     """Queue one chunk: its parallel runs as one batch, then its reference runs one at a time
-    on each CPU in turn (a batch per CPU). The helper starts each the moment one ends."""
+    on each CPU in turn (a batch per CPU), each cut where the runs' setting changes. The helper
+    starts each the moment one ends."""
     parts: list[Part] = []
     parallel, sequential = at[~ref[at]], at[ref[at]]
-    if parallel.size:
-        lanes = spawn.ParallelOptions(**vars(options))
-        pipe.submit(*spawn.request(runs.programs, runs.prog[parallel], sizes[parallel],
-                                   runs.var, runs.env, lanes))  # fmt: skip
-        parts.append((parallel, True, None))
+    for part in runs.batches(parallel) if parallel.size else []:
+        env, under = runs.under(part, options)
+        lanes = spawn.ParallelOptions(**vars(under))
+        pipe.submit(*spawn.request(runs.programs, runs.prog[part], sizes[part], runs.var, env,
+                                   lanes))  # fmt: skip
+        parts.append((part, True, None))
     for k, cpu in enumerate(options.cpus):
-        part = sequential[k :: len(options.cpus)]
-        if part.size:
-            one = replace(options, cpus=(cpu,))
+        mine = sequential[k :: len(options.cpus)]
+        for part in runs.batches(mine) if mine.size else []:
+            env, under = runs.under(part, replace(options, cpus=(cpu,)))
             pipe.submit(*spawn.request(runs.programs, runs.prog[part], sizes[part], runs.var,
-                                       runs.env, one))  # fmt: skip
+                                       env, under))  # fmt: skip
             parts.append((part, False, cpu))
     return parts
 

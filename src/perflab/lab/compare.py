@@ -1,15 +1,19 @@
 """A/B comparison under setup randomization, the remedy of Mytkowicz et al. (ASPLOS 2009, §6).
 
-One setup (an environment size, a link order) can make B look faster than A when over many
-setups it is not. So: draw random setups, run A and B interleaved in each, report B/A per
-setup and over all setups, and say so when the sign of the effect depends on the setup.
+One setup (an environment size, a link order, where the heap and the code start, ASLR) can make
+B look faster than A when over many setups it is not. So: draw random setups, run A and B
+interleaved in each, report B/A per setup and over all setups, and say so when the sign of the
+effect depends on the setup. Every row records its setup's layout, so any one can be run again.
 """
 
 import os
+import re
 import shlex
+import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,14 +27,16 @@ from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
 from perflab.errors import PerflabError
 from perflab.lab.link_order import counters_note
+from perflab.lab.plans.compare import HEAP_DIGITS, RANDOMIZE, layout_text, parse_layout
 from perflab.lab.plans.compare import Plan as Plan
-from perflab.system import compiler, machine
+from perflab.system import binlayout, compiler, machine
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-RANDOMIZE = ("env-size", "link-order")
-NO_PADDING = -1  # env_size of a setup that does not randomize it: the environment is not padded
+NO_PADDING = -1  # a size a setup leaves out: no padding variable, heap shift or padding object
+HEAP_VAR = "PERFLAB_HEAP_OFFSET"  # what workloads/heap_offset.c reads
+LAYOUT = ("env_size", "link_order", "heap_offset", "code_offset", "aslr")  # a setup's columns
 CHUNK_RUNS = childruns.CHUNK_RUNS  # read at each comparison: a test may make chunks smaller
 FLUSH_S = childruns.FLUSH_S
 
@@ -48,50 +54,134 @@ def parse_randomize(text: str) -> tuple[str, ...]:
     return parts
 
 
+def layout_option(text: str) -> str:
+    """--layout: RESULT:SETUP (the layout a saved comparison's setup ran in) or NAME=VALUE
+    words, as the canonical words a plan records."""
+    found = re.fullmatch(r"(.+):(\d+)", text.strip())
+    if found and "=" not in text and os.path.isfile(found[1]):
+        return recorded_layout(found[1], int(found[2]))
+    return layout_text(parse_layout(text))
+
+
+def recorded_layout(path: str | os.PathLike[str], setup: int) -> str:
+    """The layout that setup `setup` of a saved comparison ran in, as --layout words."""
+    df = results.load(path)
+    if results.metadata(df).get("experiment") != "compare":
+        raise PerflabError(f"{path}: not a perflab compare result")
+    rows = df[(df["setup"] == setup) & (df["side"] == "A")]
+    if rows.empty:
+        have = ", ".join(map(str, sorted(set(df["setup"]))))
+        raise PerflabError(f"{path}: no setup {setup} (it has {have})")
+    row = rows.iloc[0]
+    values = {"link-order": str(row.get("link_order") or ""), "aslr": str(row.get("aslr", ""))}
+    for column in ("env_size", "heap_offset", "code_offset"):
+        values[column.replace("_", "-")] = str(int(row.get(column, NO_PADDING)))
+    return layout_text({k: v for k, v in values.items() if v and v != str(NO_PADDING)})
+
+
 @dataclass(frozen=True)
 class Setup:
-    """One random setup: a padding length (or NO_PADDING) and a link order (or none)."""
+    """One layout: the padding variable's length, the link order (None: as given), the heap
+    offset and the code offset (each NO_PADDING when left out) and the child's ASLR mode."""
 
     index: int
     env_size: int
     perm: tuple[int, ...] | None
+    heap_offset: int = NO_PADDING
+    code_offset: int = NO_PADDING
+    aslr: str = "off"
 
 
-def draw_setups(
-    n: int, randomize: Sequence[str], env_max: int, nobjects: int, seed: int
-) -> list[Setup]:
-    """n setups drawn with seed: env sizes uniform in 0..env_max, link orders uniform."""
-    rng = np.random.default_rng(seed)
+def draw_setups(plan: Plan, labels: Sequence[str]) -> list[Setup]:
+    """The plan's fixed layout, or `setups` setups drawn with its seed, each dimension it
+    randomizes uniform: env sizes in 0..env_max, orders of the objects `labels` name (A's),
+    heap and code offsets in 0..heap_max and 0..code_max bytes, ASLR on or off. The offsets and
+    ASLR draw from streams of their own: adding one leaves the others' draws as they were."""
+    if plan.layout:
+        return [_fixed(plan, labels)]
+    randomize = plan.randomize
+    rng = np.random.default_rng(plan.seed)
+    own = {d: np.random.default_rng((plan.seed, i)) for i, d in enumerate(RANDOMIZE)}
+
+    def offset(dimension: str, most: int) -> int:
+        return int(own[dimension].integers(0, most + 1)) if dimension in randomize else NO_PADDING
+
     out = []
-    for i in range(n):
-        size = int(rng.integers(0, env_max + 1)) if "env-size" in randomize else NO_PADDING
+    for i in range(plan.setups):
+        size = int(rng.integers(0, plan.env_max + 1)) if "env-size" in randomize else NO_PADDING
         perm = None
-        if nobjects:
-            perm = (
-                tuple(int(x) for x in rng.permutation(nobjects))
-                if "link-order" in randomize
-                else tuple(range(nobjects))
-            )
-        out.append(Setup(i, size, perm))
+        if "link-order" in randomize:
+            perm = tuple(int(x) for x in rng.permutation(len(labels)))
+        heap, code = offset("heap-offset", plan.heap_max), offset("code-offset", plan.code_max)
+        aslr = ("off", "on")[int(own["aslr"].integers(0, 2))] if "aslr" in randomize else plan.aslr
+        out.append(Setup(i, size, perm, heap, code, aslr))
     return out
+
+
+def _fixed(plan: Plan, labels: Sequence[str]) -> Setup:
+    """The one setup of a --layout plan (the plan's aslr where the layout names none)."""
+    values = parse_layout(plan.layout)
+    perm = None
+    if "link-order" in values:
+        order = values["link-order"].split(",")
+        if sorted(order) != sorted(labels):
+            raise PerflabError(
+                f"--layout link-order={values['link-order']}: A's objects are "
+                f"{','.join(labels)}; give each once"
+            )
+        perm = tuple(list(labels).index(name) for name in order)
+
+    def size(name: str) -> int:
+        return int(values.get(name, NO_PADDING))
+
+    return Setup(0, size("env-size"), perm, size("heap-offset"), size("code-offset"),
+                 values.get("aslr", plan.aslr))  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Side:
-    """What A or B is: a command line, or objects the setup links in its own order."""
+    """What A or B is: a command line, or objects each setup links (its order, a padding
+    object first for a code offset), by a linker or by the user's build command (`build`,
+    which links `target`), and runs with argv as arguments."""
 
     name: str
     argv: tuple[str, ...] = ()
     objects: tuple[compiler.Object, ...] = ()
     label: str = ""
+    linker: compiler.Linker | None = None
+    build: tuple[str, ...] = ()
+    target: str = ""
+    plain: str = ""  # target as the build command links it unchanged, a copy in the cache
 
-    def program(self, setup: Setup, linker: compiler.Linker | None) -> tuple[tuple[str, ...], str]:
+    def program(self, setup: Setup) -> tuple[tuple[str, ...], str]:
         """The argv to run in this setup and the link order it was built in ('' if none)."""
         if not self.objects:
             return self.argv, ""
-        assert setup.perm is not None and linker is not None  # objects: linked in every setup
-        prog = compiler.link([self.objects[i] for i in setup.perm], linker)
-        return (str(prog.path), *self.argv), ",".join(prog.order)
+        perm = setup.perm if setup.perm is not None else range(len(self.objects))
+        objects = [self.objects[i] for i in perm]
+        order = [o.label for o in objects]
+        pad = None
+        if setup.code_offset != NO_PADDING:
+            cc = self.linker.cc if self.linker else ()
+            pad = compiler.padding_object(setup.code_offset, cc or None)
+        if self.build:
+            prog, linked = compiler.relink(self.build, Path(self.target), order, pad)
+            if [o.digest for o in linked] != [o.digest for o in objects]:
+                raise PerflabError(
+                    f"{shlex.join(self.build)} linked other objects than it did first "
+                    f"({','.join(prog.order)}, not {','.join(order)}): it must build the same "
+                    "objects every time"
+                )
+        else:
+            assert self.linker is not None  # objects come with what links them
+            prog = compiler.link([*([pad] if pad else []), *objects], self.linker)
+        return (str(prog.path), *self.argv), ",".join(order)
+
+    def put_back(self) -> None:
+        """After the setups' links, the build command's own program back where it built it:
+        the user's tree is left as their command makes it."""
+        if self.build:
+            shutil.copy2(self.plain, self.target)
 
 
 def identical(a: Side, b: Side) -> bool:
@@ -111,16 +201,87 @@ def program_side(name: str, command: str | Sequence[str]) -> Side:
     return Side(name, (spawn.check_program(argv[0]), *argv[1:]), label=shlex.join(argv))
 
 
-def build_side(name: str, cflags: Sequence[str], cc: Sequence[str] | None = None) -> Side:
-    """The built-in multi-object workload compiled with cflags, linked per setup."""
+def build_side(
+    name: str, cflags: Sequence[str], cc: Sequence[str] | None = None, args: Sequence[str] = ()
+) -> Side:
+    """The built-in multi-object workload compiled with cflags, linked per setup (statically
+    when the libc allows it), run with args."""
     objects = tuple(compiler.linkorder_objects(tuple(cflags), cc))
-    return Side(name, objects=objects, label=f"built-in workload {' '.join(cflags)}")
+    label = " ".join(["built-in workload", *cflags, *(["--", *args] if args else [])])
+    return Side(name, tuple(args), objects, label, compiler.builtin_linker(cc))
+
+
+def objects_side(
+    name: str,
+    paths: Sequence[str | os.PathLike[str]],
+    cc: str | None = None,
+    ldflags: Sequence[str] = (),
+    args: Sequence[str] = (),
+) -> Side:
+    """The user's object files, linked per setup by cc (default $CC or cc) with ldflags after
+    them, dynamically unless ldflags say otherwise, and run with args."""
+    if not paths:
+        raise PerflabError(f"{name}: no object files given")
+    objects = tuple(compiler.Object.of(p) for p in paths)
+    _distinct(name, objects)
+    linker = compiler.Linker(cc=tuple(compiler.check_compiler(cc)), ldflags=tuple(ldflags))
+    label = shlex.join([*map(str, paths), *ldflags, *(["--", *args] if args else [])])
+    return Side(name, tuple(args), objects, label, linker)
+
+
+def build_command_side(
+    name: str,
+    command: str | Sequence[str],
+    program: str | os.PathLike[str],
+    args: Sequence[str] = (),
+) -> Side:
+    """The program a build command of the user's links (`make -C src CC=cc`: run without a
+    shell, perflab's compiler wrappers first on PATH, as ldrand does), run once here to find the
+    objects its link takes; each setup runs it again, `program` removed so that it relinks."""
+    what = f"build command {name}"
+    argv = controls.words(command, what) if isinstance(command, str) else list(command)
+    if not argv:
+        raise PerflabError(f"build command {name} is empty")
+    path = Path(program)
+    target = Path(os.path.realpath(path.parent)) / path.name
+    plain, objects = compiler.relink(argv, target)
+    _distinct(name, objects)
+    label = shlex.join([*argv, *(["--", *args] if args else [])])
+    return Side(name, tuple(args), tuple(objects), label, build=tuple(argv), target=str(target),
+                plain=str(plain.path))  # fmt: skip
+
+
+def _distinct(name: str, objects: Sequence[compiler.Object]) -> None:
+    """A link order names objects by label: two of one name could not be told apart."""
+    labels = [o.label for o in objects]
+    if len(set(labels)) != len(labels):
+        raise PerflabError(f"{name}: object names must be distinct on a link order: "
+                           f"{', '.join(labels)}")  # fmt: skip
 
 
 def _digests(side: Side) -> tuple[str, ...]:
     """What decides the bytes A or B runs: its objects, or its program file."""
     objects = side.objects or (compiler.Object.of(side.argv[0]),)
     return tuple(o.digest for o in objects)
+
+
+def _dynamic(side: Side) -> Side:
+    """The side linked dynamically: a heap offset is a preloaded library, which only the
+    dynamic loader loads."""
+    if side.linker is None or not side.linker.static:
+        return side
+    return replace(side, linker=replace(side.linker, static=False))
+
+
+def refuse_static(programs: Sequence[tuple[str, ...]]) -> None:
+    """A heap offset asked for a program that cannot preload its shim: one line, nothing run."""
+    for argv in programs:
+        if not binlayout.preloads(argv[0]):
+            raise PerflabError(
+                f"{argv[0]} is statically linked (no ELF interpreter): a heap offset is a "
+                "preloaded library, which only the dynamic loader loads; link it dynamically "
+                "or leave heap-offset out"
+            )
 
 
 def compare(
@@ -137,27 +298,33 @@ def compare(
 ) -> pd.DataFrame:
     """Run A and B interleaved, `repeat` pairs in each of `setups` random setups; tidy frame.
 
-    a, b: the two sides (compare.build_side("A", ["-O2"]) or compare.program_side(name, argv)).
-    params: any field of Plan (randomize, setups, repeat, env_max, var, seed, aslr, cpus,
-    inherit_env, timeout, rt, mlock). Journaled to `output` when given, and resumable like a
-    sweep: on_start(todo, done) once, progress(n) after each batch of n runs (by default a
-    display on stderr or in Jupyter; progress=False for none).
+    a, b: the two sides (compare.build_side("A", ["-O2"]), compare.objects_side("A", paths)
+    or compare.program_side(name, argv)).
+    params: any field of Plan (randomize, setups, repeat, env_max, heap_max, code_max, layout,
+    var, seed, aslr, cpus, inherit_env, timeout, rt, mlock). Journaled to `output` when given,
+    and resumable like a sweep: on_start(todo, done) once, progress(n) after each batch of n
+    runs (by default a display on stderr or in Jupyter; progress=False for none).
 
-    Returns one row per run: setup, env_size (bytes of padding, -1: none), link_order, side
-    ("A"/"B"), rep, then the child-run columns: ticks (TSC ticks, timer cost subtracted),
-    outer_ticks, wall_ns, utime_ns, stime_ns, maxrss_kb, faults, context switches, cycles,
-    instructions, exit_code, signal, status (docs/env-size.md). per_setup() and overall()
-    turn it into B/A ratios with intervals.
+    Returns one row per run: setup, its layout (env_size: bytes of padding; link_order;
+    heap_offset and code_offset in bytes; -1: left out; aslr), side ("A"/"B"), rep, then the
+    child-run columns: ticks (TSC ticks, timer cost subtracted), outer_ticks, wall_ns,
+    utime_ns, stime_ns, maxrss_kb, faults, context switches, cycles, instructions, exit_code,
+    signal, status (docs/env-size.md). per_setup() and overall() turn it into B/A ratios with
+    intervals.
     """
     cpus = params.pop("cpus", None)
-    randomize = tuple(params.pop("randomize", ("env-size",)))
+    if params.get("layout"):  # one setup, the layout given, unless asked otherwise (refused)
+        params.setdefault("setups", 1)
+    randomize = tuple(params.pop("randomize", () if params.get("layout") else ("env-size",)))
     plan = Plan(a=a.label, b=b.label, digests=(_digests(a), _digests(b)), randomize=randomize,
                 **params)  # fmt: skip
-    plan = lanes.with_cpus(plan, cpus).check(len(a.objects) if b.objects else 0)
+    plan = lanes.with_cpus(plan, cpus).check((len(a.objects), len(b.objects)))
     recording = childruns.Recording(output, resume, discard_bad)
     recording.check()
-    linker = compiler.builtin_linker() if a.objects else None
-    setups = draw_setups(plan.setups, randomize, plan.env_max, len(a.objects), plan.seed)
+    setups = draw_setups(plan, [o.label for o in a.objects])
+    heap = any(s.heap_offset != NO_PADDING for s in setups)
+    if heap:
+        a, b = _dynamic(a), _dynamic(b)
     meta = {
         **machine.metadata(),
         "experiment": "compare",
@@ -165,35 +332,60 @@ def compare(
         "a": a.label,
         "b": b.label,
         "randomize": list(randomize),
+        "layout": plan.layout,
         "setups": plan.setups,
         "repeat": plan.repeat,
         "env_max": plan.env_max,
+        "heap_max": plan.heap_max,
+        "code_max": plan.code_max,
         "env_var": plan.var,
         "interleave": "A B, then B A, alternately",
         "hardware_counters": counters_note(),
         "identical": identical(a, b),
     }
     t0 = time.perf_counter()
-    runs = _runs(plan, setups, [(a.program(s, linker), b.program(s, linker)) for s in setups])
+    try:
+        built = [(a.program(s), b.program(s)) for s in setups]
+    finally:
+        a.put_back()
+        b.put_back()
+    shim = compiler.heap_shim() if heap else None
     meta["build_s"] = time.perf_counter() - t0
+    runs = _runs(plan, setups, built, str(shim.path) if shim else None)
+    if shim is not None:
+        refuse_static(runs.programs)
+        meta |= {"heap_shim": shim.meta(), "heap_var": HEAP_VAR}
     return lanes.measure(
         runs, plan, meta, recording, chunk_runs=CHUNK_RUNS, flush_s=FLUSH_S,
         on_start=on_start, progress=progress, warn=warn,
     )  # fmt: skip
 
 
-def _runs(plan: Plan, setups: list[Setup], built: list) -> childruns.Runs:
-    """A B, B A, A B, ... in each setup: neither side always runs first (or second)."""
+def _runs(plan: Plan, setups: list[Setup], built: list, shim: str | None = None) -> childruns.Runs:
+    """A B, B A, A B, ... in each setup: neither side always runs first (or second). Each
+    setup's runs start under its own setting: its ASLR mode, and for a heap offset the shim
+    preloaded (in every run's environment, so resume checks it) and the offset in HEAP_VAR,
+    at a fixed width so that the environment's size varies with env-size alone."""
+    env = childruns.base_env(plan.inherit_env, plan.var)
+    if shim is not None:
+        env["LD_PRELOAD"] = " ".join(filter(None, (shim, env.get("LD_PRELOAD"))))
     programs: dict[tuple[str, ...], int] = {}
-    prog, rows = [], []
+    settings: dict[childruns.Setting, int] = {}
+    prog, step, rows = [], [], []
     for setup, sides in zip(setups, built, strict=True):
+        heap = (HEAP_VAR, f"{setup.heap_offset:0{HEAP_DIGITS}d}")
+        setting = childruns.Setting((heap,) if setup.heap_offset != NO_PADDING else (),
+                                    setup.aslr)  # fmt: skip
         for rep in range(plan.repeat):
             pair = list(zip("AB", sides, strict=True))
             for side, (argv, order) in pair if rep % 2 == 0 else pair[::-1]:
                 prog.append(programs.setdefault(argv, len(programs)))
-                rows.append((setup.index, setup.env_size, order, side, rep))
-    names = ("setup", "env_size", "link_order", "side", "rep")
-    labels = {n: np.array(col, dtype=object if n in ("link_order", "side") else np.int64)
+                step.append(settings.setdefault(setting, len(settings)))
+                rows.append((setup.index, setup.env_size, order, setup.heap_offset,
+                             setup.code_offset, setup.aslr, side, rep))  # fmt: skip
+    names = ("setup", *LAYOUT, "side", "rep")
+    text = ("link_order", "aslr", "side")
+    labels = {n: np.array(col, dtype=object if n in text else np.int64)
               for n, col in zip(names, zip(*rows, strict=True), strict=True)}  # fmt: skip
     return childruns.Runs(
         programs=list(programs),
@@ -202,7 +394,9 @@ def _runs(plan: Plan, setups: list[Setup], built: list) -> childruns.Runs:
         key=("setup", "rep", "side"),
         sizes=labels["env_size"],
         var=plan.var,
-        env=childruns.base_env(plan.inherit_env, plan.var),
+        env=env,
+        setting=np.array(step, np.int64),
+        settings=tuple(settings),
     )
 
 
@@ -210,17 +404,19 @@ def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.
     """B/A of medians in each setup with its bootstrap CI, and which way it points."""
     value = value or value_column(df)
     ok = df[df["status"] == "ok"]
+    layout = [c for c in LAYOUT[1:] if c in ok]  # a file from before a dimension lacks it
     rows = []
     for (setup, size), g in ok.groupby(["setup", "env_size"], sort=True):
         a, b = g.loc[g["side"] == "A", value], g.loc[g["side"] == "B", value]
         if a.empty or b.empty:
             continue
         ratio, lo, hi = stats.ratio_ci(a, b, confidence, seed=int(setup))
+        first = g.iloc[0]
         rows.append(
             {
                 "setup": int(setup),
                 "env_size": int(size),
-                "link_order": g["link_order"].iloc[0],
+                **{c: first[c].item() if hasattr(first[c], "item") else first[c] for c in layout},
                 "n_a": len(a),
                 "n_b": len(b),
                 "median_a": float(a.median()),
@@ -314,11 +510,7 @@ def plot(
     ax.axhline(1.0, color="black", lw=0.8, ls="--")
     ax.axhspan(summary["ci_low"], summary["ci_high"], color=plt.COLORS[2], alpha=0.2, lw=0,
                label=f"over all setups {summary['ratio']:.3f}")  # fmt: skip
-    ticks = [
-        "\n".join(filter(None, [f"env {r.env_size}" if r.env_size >= 0 else "", r.link_order]))
-        or str(r.setup)
-        for r in setups.itertuples()
-    ]
+    ticks = ["\n".join(_layout_words(r)) or str(r["setup"]) for _, r in setups.iterrows()]
     ax.set_xticks(x, ticks, rotation=90, fontsize=7)
     ax.set_xlabel("setup")
     ax.set_ylabel("B / A (median ticks)")
@@ -331,6 +523,15 @@ def plot(
     return plt.save(fig, path, title=title)
 
 
+def _layout_words(row: pd.Series) -> list[str]:
+    """A setup's layout in short words for a figure's axis: what it set, nothing else."""
+    words = [f"env {row['env_size']}" if row["env_size"] >= 0 else "", row.get("link_order", "")]
+    for column, word in (("heap_offset", "heap"), ("code_offset", "code")):
+        if row.get(column, NO_PADDING) >= 0:
+            words.append(f"{word} {row[column]}")
+    return [w for w in words if w]
+
+
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """A and B, B/A per setup with its interval and verdict, and over all setups."""
     value = value_column(frame)
@@ -340,7 +541,9 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     lines = [f"A: {meta.get('a')}", f"B: {meta.get('b')}"]
     if meta.get("identical"):
         lines.append("note: A and B are byte-identical programs run with the same arguments")
-    lines.append(f"{len(frame)} runs, status {counts}; randomized: {', '.join(randomize)}")
+    fixed = f"fixed layout: {meta['layout']}" if meta.get("layout") else ""
+    lines.append(f"{len(frame)} runs, status {counts}; "
+                 f"{fixed or 'randomized: ' + ', '.join(randomize)}")  # fmt: skip
     values: dict[str, Any] = {
         "a": meta.get("a"),
         "b": meta.get("b"),
@@ -363,8 +566,10 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         *lanes.describe(meta.get("interference", {})),
     ]
     values["overall"] = total
-    cols = ["setup", "env_size", "link_order", "median_a", "median_b", "ratio", "ci_low",
-            "ci_high", "verdict"]  # fmt: skip
+    varied = set(randomize) | set(parse_layout(meta["layout"]) if meta.get("layout") else ())
+    layout = ["env_size", "link_order",
+              *(c for c in LAYOUT[2:] if c in per and c.replace("_", "-") in varied)]  # fmt: skip
+    cols = ["setup", *layout, "median_a", "median_b", "ratio", "ci_low", "ci_high", "verdict"]
     shown = per[cols].astype({"median_a": "int64", "median_b": "int64"})
     title = f"B/A of median {value} per setup (-1: no padding)"
     table = Table("setups", title, per, "{:,.3f}", shown)

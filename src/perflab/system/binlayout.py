@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import struct
 import subprocess
 from collections.abc import Sequence
 
@@ -119,3 +120,27 @@ def records(df: pd.DataFrame) -> list[dict]:
     """A frame as plain-Python records (JSON metadata)."""
     return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
             for r in df.to_dict(orient="records")]  # fmt: skip
+
+
+PT_INTERP = 3
+SCRIPT_DEPTH = 4  # the kernel follows at most this many #! interpreters too
+
+
+def preloads(path: str | os.PathLike[str], depth: int = SCRIPT_DEPTH) -> bool:
+    """Whether the program starts through a dynamic loader, the only thing that honours
+    LD_PRELOAD: an ELF with a PT_INTERP header (static and static-pie ones have none), or a
+    script whose interpreter preloads. What is neither is not ours to judge: exec will say."""
+    with open(path, "rb") as f:
+        head = f.read(256)
+        if head.startswith(b"#!"):
+            words = head[2:].split(b"\n", 1)[0].split()
+            return depth > 0 and bool(words) and preloads(os.fsdecode(words[0]), depth - 1)
+        if head[:4] != b"\x7fELF" or len(head) < 64:
+            return True
+        end, wide = "<" if head[5] == 1 else ">", head[4] == 2  # EI_DATA, EI_CLASS
+        (phoff,) = struct.unpack_from(end + ("Q" if wide else "I"), head, 0x20 if wide else 0x1C)
+        size, count = struct.unpack_from(end + "HH", head, 0x36 if wide else 0x2A)
+        f.seek(phoff)
+        table = f.read(size * count)
+    types = [struct.unpack_from(end + "I", table, i * size)[0] for i in range(len(table) // size)]
+    return PT_INTERP in types

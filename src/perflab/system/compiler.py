@@ -189,6 +189,17 @@ def linkorder_objects(
     return [compile_object(s, cflags, cc) for s in LINKORDER_SOURCES]
 
 
+def padding_object(size: int, cc: Sequence[str] | None = None) -> Object:
+    """An object whose .text is `size` unused bytes (workloads/code_offset.c), compiled once
+    per size: linked first, it moves every function linked after it."""
+    return compile_object(WORKLOADS / "code_offset.c", (f"-DPERFLAB_CODE_OFFSET={size}",), cc)
+
+
+def heap_shim() -> Workload:
+    """The library compare preloads to move the heap (workloads/heap_offset.c), compiled once."""
+    return build(WORKLOADS / "heap_offset.c", "2", static=False, extra=("-shared", "-fPIC"))
+
+
 def check_compiler(cc: str | None) -> list[str]:
     """--cc as an argv prefix (default $CC or cc), refused in one line when not installed."""
     if cc is None:
@@ -303,3 +314,79 @@ def link(objects: list[Object], linker: Linker) -> Program:
     os.chmod(tmp, 0o755)
     os.replace(tmp, out)
     return Program(out, order, digest)
+
+
+# The drivers a user's build command finds wrapped first on PATH (as ldrand does): a build that
+# names its compiler otherwise (an absolute path, gcc-12) links without perflab.
+WRAPPED_DRIVERS = ("cc", "gcc", "clang", "c++", "g++", "clang++")
+
+
+def link_wrappers() -> Path:
+    """A directory holding the link wrapper (workloads/link_wrapper.c) under each driver's
+    name, to put first on PATH; made once per build of the wrapper."""
+    wrapper = build(WORKLOADS / "link_wrapper.c", "2")
+    out = wrapper.path.with_name(f"link-wrappers-{wrapper.digest[:16]}")
+    if not out.is_dir():
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        for name in WRAPPED_DRIVERS:
+            (tmp / name).symlink_to(wrapper.path)
+        try:
+            os.rename(tmp, out)
+        except OSError:  # another perflab made it meanwhile
+            shutil.rmtree(tmp)
+    return out
+
+
+def relink(
+    command: Sequence[str], target: Path, order: Sequence[str] = (), pad: Object | None = None
+) -> tuple[Program, list[Object]]:
+    """Run a build command of the user's (no shell) with the link wrappers first on PATH, once
+    target is removed so that it links it again: its objects in `order` (their labels; all as
+    given when empty), `pad` before them. Returns the program, copied into the cache under its
+    content's name, and the objects the link took, in its order."""
+    wrappers = link_wrappers()
+    target.unlink(missing_ok=True)
+    fd, log = tempfile.mkstemp(prefix=".link-log.", dir=cache_dir())
+    os.close(fd)
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(wrappers), os.environ.get("PATH", "")]),
+        "PERFLAB_LINK_WRAPPERS": str(wrappers),
+        "PERFLAB_LINK_TARGET": str(target),
+        "PERFLAB_LINK_LOG": log,
+        "PERFLAB_LINK_ORDER": ",".join(order),
+        "PERFLAB_LINK_PAD": str(pad.path) if pad else "",
+    }
+    shown = shlex.join(command)
+    try:
+        BUILDS["link"] += 1
+        done = subprocess.run(list(command), env=env, capture_output=True, text=True, check=False)
+        linked = Path(log).read_text().splitlines()
+    except OSError as exc:
+        raise PerflabError(f"{shown}: {exc.strerror}") from None
+    finally:
+        Path(log).unlink(missing_ok=True)
+    if done.returncode != 0:
+        why = _first_error(done.stderr + done.stdout) or "no message"
+        raise PerflabError(f"{shown} exited {done.returncode}: {why}")
+    if not linked or not target.is_file():
+        raise PerflabError(
+            f"{shown} did not link {target} through a compiler driver on PATH "
+            f"({', '.join(WRAPPED_DRIVERS)}): perflab cannot pad or reorder its link"
+        )
+    if len(linked) == 1:
+        raise PerflabError(
+            f"{shown} links {target} from no object file of its own (compiles and links in one "
+            "call?): perflab pads and reorders .o files; compile them first with -c"
+        )
+    objects = [Object.of(p) for p in linked[1:]]
+    data = target.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    out = cache_dir() / f"linked-{digest[:16]}"
+    if not out.exists():
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, out)
+    return Program(out, tuple(o.label for o in objects), digest), objects

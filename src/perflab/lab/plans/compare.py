@@ -2,9 +2,47 @@
 
 from dataclasses import dataclass, field
 
-from perflab.engine.controls import Controls, _cli, check_rows
+from perflab.engine.controls import ASLR_MODES, Controls, _cli, check_rows
 from perflab.errors import PerflabError
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN
+
+# What a setup can vary; link-order and code-offset only where perflab links A and B itself.
+RANDOMIZE = ("env-size", "link-order", "heap-offset", "code-offset", "aslr")
+LINKED = ("link-order", "code-offset")
+HEAP_DIGITS = 8  # the heap offset's width in the environment: every setup's is as long
+HEAP_MAX = 10**HEAP_DIGITS - 1
+CODE_MAX = 1 << 24  # 16 MiB of padding before the code: more is a typo, not a layout
+
+
+def parse_layout(text: str) -> dict[str, str]:
+    """'env-size=1200 heap-offset=64 aslr=off link-order=b,main,a,c' (a word per dimension, any
+    order) as {dimension: value} in RANDOMIZE's order; a malformed word is one line."""
+    values: dict[str, str] = {}
+    for word in text.split():
+        name, eq, value = word.partition("=")
+        if not eq or name not in RANDOMIZE or name in values:
+            raise PerflabError(
+                f"--layout {text!r}: {word!r} is not one of {', '.join(RANDOMIZE)} "
+                "(each once) as NAME=VALUE"
+            )
+        if name == "aslr":
+            ok = value in ASLR_MODES
+        elif name == "link-order":
+            labels = value.split(",")
+            ok = all(labels) and len(set(labels)) == len(labels)
+        else:
+            ok = value.isdigit()
+        if not ok:
+            raise PerflabError(f"--layout {text!r}: {word!r} has no valid value")
+        values[name] = str(int(value)) if value.isdigit() else value
+    if not values:
+        raise PerflabError("--layout is empty: give NAME=VALUE words or RESULT:SETUP")
+    return {d: values[d] for d in RANDOMIZE if d in values}
+
+
+def layout_text(values: dict[str, str]) -> str:
+    """A layout as the words --layout reads back (RANDOMIZE's order)."""
+    return " ".join(f"{d}={values[d]}" for d in RANDOMIZE if d in values)
 
 
 @dataclass(frozen=True)
@@ -21,24 +59,65 @@ class Plan(Controls):
         default=4096,
         metadata=_cli("--env-max", "Env sizes are drawn in 0..ENV_MAX bytes.", min=0),
     )
+    heap_max: int = field(
+        default=4096,
+        metadata=_cli("--heap-max", "Heap offsets are drawn in 0..HEAP_MAX bytes.", min=0),
+    )
+    code_max: int = field(
+        default=4096,
+        metadata=_cli("--code-max", "Code offsets (the padding linked first) are drawn in "
+                      "0..CODE_MAX bytes.", min=0),
+    )  # fmt: skip
+    layout: str = ""  # one fixed layout (parse_layout's words) instead of random setups
     var: str = "A"
 
-    def check(self, nobjects: int) -> "Plan":
-        """Refuse bad input before anything is measured."""
+    def varied(self) -> tuple[str, ...]:
+        """The dimensions the setups set: those randomized, or those the fixed layout names."""
+        return tuple(parse_layout(self.layout)) if self.layout else self.randomize
+
+    def check(self, objects: tuple[int, int]) -> "Plan":
+        """Refuse bad input before anything is measured; objects: how many A and B link from
+        (0: a program as given)."""
         if self.setups < 1 or self.repeat < 1:
             raise PerflabError(
                 f"--setups and --repeat must be at least 1 ({self.setups}, {self.repeat})"
             )
         check_rows({"--setups": self.setups, "--repeat": self.repeat}, 2)
         longest = MAX_ARG_STRLEN - len(self.var) - 2  # "VAR=" and the NUL count too
-        if not 0 <= self.env_max <= longest:
-            raise PerflabError(
-                f"--env-max must be 0 to {longest} (Linux takes environment strings of at most "
-                f"{MAX_ARG_STRLEN} bytes, MAX_ARG_STRLEN), not {self.env_max}"
-            )
-        if "link-order" in self.randomize and not nobjects:
-            raise PerflabError(
-                "--randomize link-order needs --build: perflab can relink only what it builds"
-            )
+        sizes = {"--env-max": (self.env_max, longest), "--heap-max": (self.heap_max, HEAP_MAX),
+                 "--code-max": (self.code_max, CODE_MAX)}  # fmt: skip
+        if self.layout:
+            values = parse_layout(self.layout)
+            for name, most in (("env-size", longest), ("heap-offset", HEAP_MAX),
+                               ("code-offset", CODE_MAX)):  # fmt: skip
+                sizes[f"--layout {name}"] = (int(values.get(name, 0)), most)
+        for flag, (value, most) in sizes.items():
+            if not 0 <= value <= most:
+                why = f" (Linux takes environment strings of at most {MAX_ARG_STRLEN} bytes, " \
+                      "MAX_ARG_STRLEN)" if "env" in flag else ""  # fmt: skip
+                raise PerflabError(f"{flag} must be 0 to {most}{why}, not {value}")
+        self._check_dimensions(objects)
         self.check_controls()
         return self
+
+    def _check_dimensions(self, objects: tuple[int, int]) -> None:
+        """What the setups vary must be something A and B can vary."""
+        flag = "--layout" if self.layout else "--randomize"
+        varied = self.varied()
+        linked = [d for d in LINKED if d in varied]
+        if linked and not all(objects):
+            raise PerflabError(
+                f"{flag} {linked[0]} needs --build (or --objects-a and --objects-b): perflab "
+                "can relink only what it links"
+            )
+        if "link-order" in varied and objects[0] != objects[1]:
+            raise PerflabError(
+                f"{flag} link-order links A's and B's objects in one order, so they need as "
+                f"many objects (A has {objects[0]}, B {objects[1]})"
+            )
+        if self.layout and self.setups != 1:
+            raise PerflabError("--layout runs one setup, the layout given: leave --setups out")
+        if self.layout and self.randomize:
+            raise PerflabError("--layout fixes every dimension it names: leave --randomize out")
+        if "aslr" in self.randomize and self.aslr != "off":
+            raise PerflabError("--randomize aslr draws ASLR on or off per setup: leave --aslr out")

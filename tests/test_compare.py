@@ -91,7 +91,7 @@ def test_a_sign_that_flips_across_setups_is_called_setup_dependent():
     assert list(per["verdict"]) == ["B slower", "B slower", "B faster", "unclear"]
     summary = compare.overall(df, per)
     assert summary["depends_on_setup"]
-    assert summary["conclusion"].startswith("the conclusion depends on the setup")
+    assert summary["conclusion"].startswith("the conclusion depends on the layout")
     # The interval covers setups, not only runs: it straddles the flipping ratios.
     assert summary["ci_low"] < 1.0 < summary["ci_high"]
 

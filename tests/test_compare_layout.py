@@ -264,7 +264,7 @@ BUILD_B = ["--build-cmd-b", "true", "--program-b", "{t}/x"]
         (["{p}", "{p}", "--randomize", "aslr", "--aslr", "on"], "leave --aslr out"),
         (["{p}", "{p}", "--heap-max", "100000000"], "--heap-max must be 0 to 99999999"),
         (["--build", "--layout", "link-order=a,b"], "A's objects are main,a,b,c"),
-        (["--objects-a", "x.o"], "give both of --objects-a/-b"),
+        (["--objects-a", "x.o"], "give both --objects-a and --objects-b"),
         (["--objects-a", "/no/x.o", "--objects-b", "/no/x.o"], "/no/x.o: no such object file"),
         (["{p}", "{p}", "--ldflags", "-lm"], "--ldflags with --objects-a/-b"),
         (["--build-cmd-a", "true", "--build-cmd-b", "true"], "go together"),

@@ -69,12 +69,14 @@ NEEDED = {
     "rt": ("--rt",),
     "use_build": ("--build",),
     "plot_path": ("--plot", "{tmp}/x.png"),
+    "precision": ("--precision", "50%"),
 }
 # A valid value of each option that needs another (flags take none), to give it alone.
 VALID = {
     "hosts": "a",
     "reference": "0.1",
     "rt_limit": "5",
+    "budget": "5",
     "cflags_a": "-O1",
     "cflags_b": "-O1",
     "zoom": "0:1",

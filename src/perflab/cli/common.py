@@ -215,7 +215,8 @@ def journal_options(func: F) -> F:
 def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
     """The click option of one plan field, from the metadata the field carries."""
     m = f.metadata["cli"]
-    kw: dict = {"help": m["help"], "default": f.default, "show_default": True}
+    kw: dict = {"help": m["help"], "default": m.get("default", f.default),
+                "show_default": m.get("shown", True)}  # fmt: skip
     if "needs" in m:
         kw.update(cls=Needs, needs=m["needs"])
     if "choices" in m:
@@ -225,7 +226,7 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
     elif m.get("kind") == "seconds":
         kw["type"] = SECONDS
     elif "parse" in m:
-        kw["callback"] = lambda ctx, param, value: m["parse"](value)
+        kw.update(type=str, callback=lambda ctx, param, value: m["parse"](value))
     elif isinstance(f.default, bool):
         kw["show_default"] = "/" in m["flag"]  # --x/--no-x says its default; a flag is off
         if "/" not in m["flag"]:

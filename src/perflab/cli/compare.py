@@ -121,7 +121,8 @@ def _paths(words: str) -> list[str]:
     help="Run one layout instead of random setups: RESULT:SETUP (the layout that setup of a "
     "saved comparison ran in) or words such as 'env-size=1200 heap-offset=64 aslr=off'.",
 )
-@plan_options(Plan, ("setups", "repeat", "env_max", "heap_max", "code_max"))
+@plan_options(Plan, ("setups", "repeat", "precision", "budget", "env_max", "heap_max",
+                     "code_max"))  # fmt: skip
 @run_controls
 @journal_options
 @output_options
@@ -139,6 +140,7 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
 
     \b
     perflab compare ./old ./new --setups 20 --repeat 10
+    perflab compare ./old ./new --precision 1% --budget 300
     perflab compare './prog --fast' './prog --careful' --randomize env-size,heap-offset,aslr
     perflab compare --build --cflags-a -O2 --cflags-b -O3 --plot ab.png
     perflab compare --objects-a 'o2/*.o' --objects-b 'o3/*.o' --randomize code-offset,link-order
@@ -148,12 +150,12 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
     """
     from perflab.lab import compare
 
-    pairs = {"--objects-a/-b": (objects_a, objects_b),
-             "--build-cmd-a/-b": (build_cmd_a, build_cmd_b),
-             "--program-a/-b": (program_a, program_b)}  # fmt: skip
+    pairs = {"--objects-a and --objects-b": (objects_a, objects_b),
+             "--build-cmd-a and --build-cmd-b": (build_cmd_a, build_cmd_b),
+             "--program-a and --program-b": (program_a, program_b)}  # fmt: skip
     for flags, pair in pairs.items():
         if any(pair) and not all(pair):
-            raise click.BadParameter(f"give both of {flags}")
+            raise click.BadParameter(f"give both {flags}")
     if bool(build_cmd_a) != bool(program_a):
         raise click.BadParameter("--build-cmd-a/-b and --program-a/-b go together")
     ways = (bool(a or b), use_build, bool(objects_a), bool(build_cmd_a))
@@ -176,6 +178,14 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
             raise click.BadParameter("--layout runs one setup, the one given: leave --setups out")
         params.update(layout=layout, setups=1)
         randomize = ()
+    if params.get("precision"):
+        given = [f"--{n}" for n in ("setups", "repeat")
+                 if ctx.get_parameter_source(n) != click.core.ParameterSource.DEFAULT]  # fmt: skip
+        if given:
+            raise click.BadParameter(
+                f"--precision plans the layouts and runs from the variance it measures: leave "
+                f"{' and '.join(given)} out"
+            )
     named = bool(output or resume)
     output, resuming = record_path(output, resume, "compare")
     check_paths(output, plot_path)

@@ -225,6 +225,10 @@ class Runs:
     # batch has one environment and one set of options, so batches are cut where it changes.
     setting: np.ndarray | None = None
     settings: tuple[Setting, ...] = (Setting(),)
+    # A sweep that plans as it goes (compare --precision) journals these runs as one round of
+    # many: its plan is open, and its identity names what every round runs (`sources`), not
+    # the programs this round linked.
+    sources: journal.Executes | None = None
 
     @property
     def columns(self) -> list[str]:
@@ -232,12 +236,14 @@ class Runs:
         return [*self.labels, *MEASURED, *runq, *(("cpus_busy_ns",) if self.busy else ())]
 
     def expect(self) -> Expect:
-        """What a journal checks of this sweep's rows: its columns, each planned run once."""
-        return run_expect(self.key, tuple(self.labels[k] for k in self.key), self.columns)
+        """What a journal checks of this sweep's rows: its columns, each planned run once (for
+        a round of an open plan: each run at most once)."""
+        expect = run_expect(self.key, tuple(self.labels[k] for k in self.key), self.columns)
+        return replace(expect, planned=None) if self.sources is not None else expect
 
     def executes(self) -> journal.Executes:
         """What its runs execute, for the identity a resume must repeat."""
-        return journal.Executes(self.programs, self.env, self.var)
+        return self.sources or journal.Executes(self.programs, self.env, self.var)
 
     def rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, **more: Any) -> pd.DataFrame:
         """The records of the planned runs at positions `at` as tidy rows (`more` columns

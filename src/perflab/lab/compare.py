@@ -3,9 +3,10 @@
 One setup (an environment size, a link order, where the heap and the code start, ASLR) can make
 B look faster than A when over many setups it is not. So: draw random setups, run A and B
 interleaved in each, report B/A per setup and over all setups, and say so when the sign of the
-effect depends on the setup. Every row records its setup's layout, so any one can be run again.
+effect depends on the layout. Every row records its setup's layout, so any one can be run again.
 """
 
+import math
 import os
 import re
 import shlex
@@ -20,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from perflab import errors
-from perflab.analysis import stats
+from perflab.analysis import levels, stats
 from perflab.analysis.summary import Summary, Table
-from perflab.engine import childruns, controls, lanes, results, spawn
+from perflab.engine import childruns, controls, journal, lanes, results, spawn
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
 from perflab.errors import PerflabError
@@ -321,9 +322,7 @@ def compare(
     plan = lanes.with_cpus(plan, cpus).check((len(a.objects), len(b.objects)))
     recording = childruns.Recording(output, resume, discard_bad)
     recording.check()
-    setups = draw_setups(plan, [o.label for o in a.objects])
-    heap = any(s.heap_offset != NO_PADDING for s in setups)
-    if heap:
+    if "heap-offset" in plan.varied():
         a, b = _dynamic(a), _dynamic(b)
     meta = {
         **machine.metadata(),
@@ -343,25 +342,206 @@ def compare(
         "hardware_counters": counters_note(),
         "identical": identical(a, b),
     }
+    if plan.precision:
+        return _to_precision(a, b, plan, meta, recording, on_start, progress, warn)
+    setups = draw_setups(plan, [o.label for o in a.objects])
+    return _measure(a, b, plan, {s: plan.repeat for s in setups}, meta, recording,
+                    on_start=on_start, progress=progress, warn=warn)  # fmt: skip
+
+
+def _measure(
+    a: Side,
+    b: Side,
+    plan: Plan,
+    setups: dict[Setup, int],
+    meta: dict,
+    recording: childruns.Recording,
+    sources: journal.Executes | None = None,
+    **shown: Any,
+) -> pd.DataFrame:
+    """Link what each setup runs, then run its pairs (setups[s] of them) through the engine."""
     t0 = time.perf_counter()
     try:
         built = [(a.program(s), b.program(s)) for s in setups]
     finally:
         a.put_back()
         b.put_back()
+    heap = any(s.heap_offset != NO_PADDING for s in setups)
     shim = compiler.heap_shim() if heap else None
-    meta["build_s"] = time.perf_counter() - t0
+    meta = {**meta, "build_s": time.perf_counter() - t0}
     runs = _runs(plan, setups, built, str(shim.path) if shim else None)
     if shim is not None:
         refuse_static(runs.programs)
         meta |= {"heap_shim": shim.meta(), "heap_var": HEAP_VAR}
-    return lanes.measure(
-        runs, plan, meta, recording, chunk_runs=CHUNK_RUNS, flush_s=FLUSH_S,
-        on_start=on_start, progress=progress, warn=warn,
-    )  # fmt: skip
+    if sources is not None:
+        runs.sources = replace(sources, env=runs.env, var=runs.var)
+    return lanes.measure(runs, plan, meta, recording, chunk_runs=CHUNK_RUNS, flush_s=FLUSH_S,
+                         **shown)  # fmt: skip
 
 
-def _runs(plan: Plan, setups: list[Setup], built: list, shim: str | None = None) -> childruns.Runs:
+PILOT = (4, 3)  # --precision starts with 4 layouts of 3 pairs: two of every level, an interval
+CONFIDENCE = 0.95
+LEVELS = ["setup"]  # a layout, then one process run of a side per row
+# A run this many times its side's median was stalled (preempted, swapped), not moved by a
+# layout: no placement effect comes near 10x, and one such run's log would outweigh a hundred.
+STALLED = 10.0
+
+
+def steady(ok: pd.DataFrame, value: str) -> pd.DataFrame:
+    """The ok runs less the stalled ones (over STALLED times their side's median), which the
+    means of logs behind B/A's interval and its variance components cannot absorb."""
+    median = ok.groupby("side")[value].transform("median")
+    return ok[ok[value] <= STALLED * median]
+
+
+@dataclass
+class Round:
+    """One round of a --precision comparison: what it added, what it cost, where B/A stood."""
+
+    setups: int
+    repeat: int
+    seconds: float
+    half_width: float = math.nan
+    planned: tuple[int, ...] | None = None  # the plan made after it: layouts in all, pairs each
+
+
+def _sources(a: Side, b: Side) -> journal.Executes:
+    """What every round of a --precision comparison runs, whatever it links: the sides'
+    programs, or their objects (each round links its own setups)."""
+    return journal.Executes(
+        [tuple(map(str, (o.path for o in s.objects))) or s.argv for s in (a, b)]
+    )
+
+
+def half_width(interval: levels.RatioInterval) -> float:
+    """How far B/A's interval reaches from its estimate, on the ratio scale (0.01: 1 %)."""
+    return max(interval.high / interval.ratio - 1, 1 - interval.low / interval.ratio)
+
+
+def _to_precision(
+    a: Side,
+    b: Side,
+    plan: Plan,
+    meta: dict,
+    recording: childruns.Recording,
+    on_start: Callable[[int, int], None] | None,
+    progress: ProgressArg,
+    warn: Callable[[str], None],
+) -> pd.DataFrame:
+    """Rounds of new layouts until B/A's interval reaches plan.precision or the budget is
+    spent: a pilot of PILOT, then as many layouts of as many pairs as Kalibera and Jones's plan
+    asks from the variance and the costs measured so far (analysis/levels.py), re-planned after
+    every round. Journaled round by round into one file; a resume goes on from its rows, with
+    the budget anew."""
+    labels = [o.label for o in a.objects]
+    sources = _sources(a, b)
+    meta = {**meta, "setups": None, "repeat": None}
+    frame = _resumed(recording)
+    reps = _reps(frame)
+    todo = {s: PILOT[1] for s in range(PILOT[0]) if s not in reps}
+    rounds: list[Round] = []
+    spent, reason, predicted = 0.0, "", math.nan
+    costs = _costs_before(frame)  # a new layout, a pair of runs (A and B), in seconds
+    while True:
+        if todo:
+            drawn = draw_setups(replace(plan, setups=max(todo) + 1), labels)
+            t0 = time.perf_counter()
+            resume = recording.resume or frame is not None
+            part = _measure(a, b, plan, {drawn[s]: n for s, n in todo.items()}, meta,
+                            replace(recording, resume=resume), sources,
+                            on_start=on_start, progress=progress, warn=warn)  # fmt: skip
+            seconds = time.perf_counter() - t0
+            spent += seconds
+            built = float(results.metadata(part).get("build_s", 0.0))
+            pairs = sum(todo.values())
+            costs = [built / len(todo), max(seconds - built, 1e-9) / pairs]
+            frame = part if recording.output is not None or frame is None else _joined(frame, part)
+            rounds.append(Round(len(todo), max(todo.values()), seconds))
+            reps.update(todo)
+        assert frame is not None  # the pilot ran, now or before the resume
+        ok = steady(frame[frame["status"] == "ok"], value_column(frame))
+        try:
+            interval = levels.ratio_interval(ok, value_column(frame), LEVELS, confidence=CONFIDENCE,
+                                             row="run")  # fmt: skip
+            parts = levels.ratio_components(ok, value_column(frame), LEVELS, row="run")
+        except PerflabError as exc:
+            reason = f"no interval: {exc}"
+            break
+        reached = half_width(interval)
+        if rounds:
+            rounds[-1].half_width = reached
+        if reached <= plan.precision:
+            reason = "reached"
+            break
+        planned = levels.plan(parts, costs, plan.precision, CONFIDENCE)
+        if rounds and rounds[-1].planned is None:
+            rounds[-1].planned = planned.counts
+        if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
+            predicted = spent + _more(planned, reps, costs)
+        layouts, pairs = planned.counts
+        more = min(max(layouts - len(reps), 1), max(len(reps), PILOT[0]))
+        afford = int((plan.budget - spent) // max(costs[0] + pairs * costs[1], 1e-9))
+        if min(more, afford) < 1:
+            reason = "budget spent"
+            break
+        start = max(reps) + 1
+        todo = {s: pairs for s in range(start, start + min(more, afford))}
+    record = {
+        "target": plan.precision,
+        "confidence": CONFIDENCE,
+        "reached": reason == "reached",
+        "stopped": reason,
+        "seconds": spent,
+        "predicted_s": predicted,
+        "budget_s": plan.budget,
+        "rounds": [vars(r) | {"planned": list(r.planned or ())} for r in rounds],
+        "costs_s": {"layout": costs[0], "pair": costs[1]},
+    }
+    final = results.attach(frame, {**results.metadata(frame), "precision": record})
+    if recording.output is not None:
+        results.save(final, recording.output)
+    return final
+
+
+def _costs_before(frame: pd.DataFrame | None) -> list[float]:
+    """What a layout and a pair cost in the run a resume goes on from: as it measured them, or
+    (interrupted before it could) a pair as its runs' wall time."""
+    if frame is None:
+        return [0.0, math.nan]
+    said = results.metadata(frame).get("precision", {}).get("costs_s")
+    if said:
+        return [float(said["layout"]), float(said["pair"])]
+    return [0.0, 2e-9 * float(frame["wall_ns"].median())]
+
+
+def _resumed(recording: childruns.Recording) -> pd.DataFrame | None:
+    """The rows of the interrupted --precision comparison a resume goes on from (None: new)."""
+    if recording.resume and recording.output is not None and os.path.exists(recording.output):
+        return results.load(recording.output)
+    return None
+
+
+def _reps(frame: pd.DataFrame | None) -> dict[int, int]:
+    """Pairs recorded per setup so far."""
+    if frame is None or frame.empty:
+        return {}
+    return {int(s): int(r) + 1 for s, r in frame.groupby("setup")["rep"].max().items()}
+
+
+def _joined(before: pd.DataFrame, part: pd.DataFrame) -> pd.DataFrame:
+    """The rounds so far in memory, the newest round's metadata kept."""
+    return results.attach(pd.concat([before, part], ignore_index=True), results.metadata(part))
+
+
+def _more(planned: levels.Plan, reps: dict[int, int], costs: list[float]) -> float:
+    """What the plan still costs beyond the layouts already run."""
+    layouts, pairs = planned.counts
+    return max(layouts - len(reps), 0) * (costs[0] + pairs * costs[1])
+
+
+def _runs(
+    plan: Plan, setups: dict[Setup, int], built: list, shim: str | None = None
+) -> childruns.Runs:
     """A B, B A, A B, ... in each setup: neither side always runs first (or second). Each
     setup's runs start under its own setting: its ASLR mode, and for a heap offset the shim
     preloaded (in every run's environment, so resume checks it) and the offset in HEAP_VAR,
@@ -372,11 +552,11 @@ def _runs(plan: Plan, setups: list[Setup], built: list, shim: str | None = None)
     programs: dict[tuple[str, ...], int] = {}
     settings: dict[childruns.Setting, int] = {}
     prog, step, rows = [], [], []
-    for setup, sides in zip(setups, built, strict=True):
+    for (setup, repeat), sides in zip(setups.items(), built, strict=True):
         heap = (HEAP_VAR, f"{setup.heap_offset:0{HEAP_DIGITS}d}")
         setting = childruns.Setting((heap,) if setup.heap_offset != NO_PADDING else (),
                                     setup.aslr)  # fmt: skip
-        for rep in range(plan.repeat):
+        for rep in range(repeat):
             pair = list(zip("AB", sides, strict=True))
             for side, (argv, order) in pair if rep % 2 == 0 else pair[::-1]:
                 prog.append(programs.setdefault(argv, len(programs)))
@@ -400,8 +580,12 @@ def _runs(plan: Plan, setups: list[Setup], built: list, shim: str | None = None)
     )
 
 
+MIN_PER_SIDE = 3  # fewer ok runs of a side in a setup: no interval, its verdict "unclear"
+
+
 def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
-    """B/A of medians in each setup with its bootstrap CI, and which way it points."""
+    """B/A of medians in each setup with its bootstrap CI, and which way it points (unclear,
+    without an interval, when a side has fewer than MIN_PER_SIDE ok runs there)."""
     value = value or value_column(df)
     ok = df[df["status"] == "ok"]
     layout = [c for c in LAYOUT[1:] if c in ok]  # a file from before a dimension lacks it
@@ -410,7 +594,10 @@ def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.
         a, b = g.loc[g["side"] == "A", value], g.loc[g["side"] == "B", value]
         if a.empty or b.empty:
             continue
-        ratio, lo, hi = stats.ratio_ci(a, b, confidence, seed=int(setup))
+        if min(len(a), len(b)) >= MIN_PER_SIDE:
+            ratio, lo, hi = stats.ratio_ci(a, b, confidence, seed=int(setup))
+        else:
+            ratio, lo, hi = float(b.median() / a.median()), math.nan, math.nan
         first = g.iloc[0]
         rows.append(
             {
@@ -434,36 +621,46 @@ def overall(
     df: pd.DataFrame,
     setups: pd.DataFrame,
     value: str | None = None,
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
     n_boot: int = 2000,
     seed: int = 0,
 ) -> dict:
-    """Geometric mean of the setups' B/A with a two-level bootstrap CI (setups, then runs in
-    each): the interval a new random setup would fall into, not just these ones."""
+    """B/A over all setups (the geometric mean of the runs, each setup weighing alike) with a
+    hierarchical bootstrap interval over the setups (analysis/levels.py): the interval a new
+    random layout would fall into, not just these ones; and the variance of B/A by level."""
     value = value or value_column(df)
     if setups.empty:
         raise PerflabError("no setup has ok runs of both A and B: nothing to compare")
-    ok = df[df["status"] == "ok"]
-    rng = np.random.default_rng(seed)
-    boot = []
-    for s in setups["setup"]:
-        g = ok[ok["setup"] == s]
-        a = g.loc[g["side"] == "A", value].to_numpy(float)
-        b = g.loc[g["side"] == "B", value].to_numpy(float)
-        boot.append(stats.boot_medians(b, n_boot, rng) / stats.boot_medians(a, n_boot, rng))
-    logs = np.log(np.vstack(boot))  # setups x n_boot
-    pick = rng.integers(0, logs.shape[0], size=(n_boot, logs.shape[0]))
-    means = np.exp(logs[pick, np.arange(n_boot)[:, None]].mean(axis=1))
-    alpha = (1 - confidence) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
-    ratio = float(np.exp(np.log(setups["ratio"]).mean()))
+    ok = df[(df["status"] == "ok") & df["setup"].isin(setups["setup"])]
+    stalled = len(ok)
+    ok = steady(ok, value)
+    stalled -= len(ok)
+    try:
+        interval: levels.RatioInterval | None = levels.ratio_interval(
+            ok, value, LEVELS, confidence=confidence, n_boot=n_boot, seed=seed, row="run"
+        )
+    except PerflabError:
+        interval = None  # one setup and one run of a side: B/A without an interval
+    try:
+        parts: levels.Components | None = levels.ratio_components(ok, value, LEVELS, row="run")
+    except PerflabError:
+        parts = None  # one setup, or one run a side in every setup: no split by level
     counts = setups["verdict"].value_counts()
     slower, faster = int(counts.get("B slower", 0)), int(counts.get("B faster", 0))
+    if interval is None:
+        logs = np.log(ok[value].astype(float)).groupby(ok["side"]).mean()
+        covers: tuple[str, ...] = ()
+        ratio, lo, hi = float(np.exp(logs["B"] - logs["A"])), math.nan, math.nan
+    else:
+        ratio, lo, hi, covers = interval.ratio, interval.low, interval.high, interval.covers
     return {
         "ratio": ratio,
-        "ci_low": float(lo),
-        "ci_high": float(hi),
+        "ci_low": lo,
+        "ci_high": hi,
         "confidence": confidence,
+        "covers": list(covers),
+        "half_width": half_width(interval) if interval is not None else math.nan,
+        "stalled": stalled,
         "setups": len(setups),
         "b_slower": slower,
         "b_faster": faster,
@@ -471,23 +668,50 @@ def overall(
         "min_ratio": float(setups["ratio"].min()),
         "max_ratio": float(setups["ratio"].max()),
         "depends_on_setup": bool(slower and faster),
-        "conclusion": _conclusion(ratio, lo, hi, slower, faster, len(setups)),
+        "components": parts.shares() if parts is not None else None,
+        "conclusion": _conclusion(
+            ratio,
+            lo,
+            hi,
+            slower,
+            faster,
+            len(setups),
+            _over(results.metadata(df), len(setups), covers),
+        ),
     }
 
 
-def _conclusion(ratio: float, lo: float, hi: float, slower: int, faster: int, n: int) -> str:
-    """The plain-language verdict, the setup-dependence first: that is the paper's point."""
+def _conclusion(
+    ratio: float, lo: float, hi: float, slower: int, faster: int, n: int, over: str
+) -> str:
+    """The plain-language verdict, the layout-dependence first (that is the paper's point),
+    then what the interval is over: what was randomized, and the levels it covers."""
     if slower and faster:
         return (
-            f"the conclusion depends on the setup: B is slower than A in {slower} setups and "
+            f"the conclusion depends on the layout: B is slower than A in {slower} setups and "
             f"faster in {faster} of {n} (the 'wrong data' case of Mytkowicz et al.): "
-            f"one setup would have shown either; over all, B/A = {ratio:.3f} ({lo:.3f}-{hi:.3f})"
+            f"one layout would have shown either; over all, B/A = {ratio:.3f} "
+            f"({lo:.3f}-{hi:.3f}) {over}"
         )
+    if math.isnan(lo):
+        return f"B/A = {ratio:.3f} {over}: one run of each side, no interval"
     if lo > 1:
-        return f"B is slower than A: B/A = {ratio:.3f} ({lo:.3f}-{hi:.3f}) over {n} setups"
+        return f"B is slower than A: B/A = {ratio:.3f} ({lo:.3f}-{hi:.3f}) {over}"
     if hi < 1:
-        return f"B is faster than A: B/A = {ratio:.3f} ({lo:.3f}-{hi:.3f}) over {n} setups"
-    return f"no difference shown: B/A = {ratio:.3f}, its interval {lo:.3f}-{hi:.3f} contains 1"
+        return f"B is faster than A: B/A = {ratio:.3f} ({lo:.3f}-{hi:.3f}) {over}"
+    return (
+        f"no difference shown: B/A = {ratio:.3f}, its interval {lo:.3f}-{hi:.3f} contains 1, {over}"
+    )
+
+
+def _over(meta: dict[str, Any], n: int, covers: Sequence[str]) -> str:
+    """'over 12 setups randomizing env-size, heap-offset (interval over setups and runs)'."""
+    varied = f"fixed layout {meta['layout']}" if meta.get("layout") else (
+        "randomizing " + ", ".join(meta.get("randomize") or ()) if meta.get("randomize")
+        else "one fixed layout"
+    )  # fmt: skip
+    covered = f" (the interval covers: {' and '.join(covers)})" if covers else ""
+    return f"over {n} setups, {varied}{covered}"
 
 
 def plot(
@@ -517,7 +741,7 @@ def plot(
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4, fontsize=8)
     meta = results.metadata(df)
     title = "B/A over random setups" + (
-        ": depends on the setup" if summary["depends_on_setup"] else ""
+        ": depends on the layout" if summary["depends_on_setup"] else ""
     )
     title += f" ({', '.join(meta.get('randomize', [])) or 'fixed setup'})"
     return plt.save(fig, path, title=title)
@@ -530,6 +754,54 @@ def _layout_words(row: pd.Series) -> list[str]:
         if row.get(column, NO_PADDING) >= 0:
             words.append(f"{word} {row[column]}")
     return [w for w in words if w]
+
+
+def _components_line(shares: dict[str, float] | None) -> list[str]:
+    """What share of B/A's variance the layout holds, the rest being the runs' own."""
+    if not shares or any(math.isnan(v) for v in shares.values()):
+        return []
+    return [
+        f"the layout explains {shares['setup']:.0%} of the variance of B/A here, the runs "
+        f"within a layout {shares['run']:.0%} (variance components of log B/A)"
+    ]
+
+
+def _rounds(n: int) -> str:
+    return f"{n} round" + ("s" if n != 1 else "")
+
+
+def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> list[str]:
+    """What --precision asked, reached, took and predicted, against a fixed 10 x 10 design."""
+    if not record:
+        return []
+    target, took = record["target"], record["seconds"]
+    rounds = record["rounds"]
+    head = (
+        f"precision: ±{target:.1%} asked; "
+        + (f"reached in {_rounds(len(rounds))}" if record["reached"]
+           else f"not reached ({record['stopped']}) after {_rounds(len(rounds))}")
+        + f", {took:.1f} s"
+        + (f" (the plan made after the pilot predicted {record['predicted_s']:.1f} s)"
+           if math.isfinite(record.get("predicted_s", math.nan)) else "")
+    )  # fmt: skip
+    out = [head]
+    ok = steady(frame[frame["status"] == "ok"], value)
+    costs = record["costs_s"]
+    try:
+        parts = levels.ratio_components(ok, value, LEVELS, row="run")
+        fixed = levels.predict(parts, [costs["layout"], costs["pair"]], (10, 10))
+    except PerflabError:
+        return out
+    planned = next((r["planned"] for r in reversed(rounds) if r["planned"]), None)
+    if planned:
+        out.append(f"plan: {planned[0]} layouts of {planned[1]} A/B pairs each (Kalibera and "
+                   f"Jones, from costs of {costs['layout']:.3f} s a layout and "
+                   f"{costs['pair']:.3f} s a pair)")  # fmt: skip
+    out.append(
+        f"a fixed 10 x 10 design would take {fixed.time:.1f} s here and reach "
+        f"±{fixed.half_width:.1%}"
+    )
+    return out
 
 
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
@@ -559,10 +831,20 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         return Summary(lines, [Table("setups", "setups", per)], values)
     total = overall(frame, per, value)
     lines += [
-        f"per setup: B/A from {total['min_ratio']:.3f} to {total['max_ratio']:.3f}; "
+        f"per setup: B/A of medians from {total['min_ratio']:.3f} to {total['max_ratio']:.3f}; "
         f"B slower in {total['b_slower']}, faster in {total['b_faster']}, "
         f"unclear in {total['unclear']} of {total['setups']}",
         total["conclusion"],
+        *(
+            [
+                f"{total['stalled']} runs set aside as stalled (over {STALLED:.0f}x their side's "
+                "median): the interval and the variance by level are of the others"
+            ]
+            if total["stalled"]
+            else []
+        ),
+        *_components_line(total["components"]),
+        *_precision_lines(frame, meta.get("precision"), value),
         *lanes.describe(meta.get("interference", {})),
     ]
     values["overall"] = total

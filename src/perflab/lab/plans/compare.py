@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from perflab.engine.controls import ASLR_MODES, Controls, _cli, check_rows
+from perflab.engine.controls import ASLR_MODES, LONGEST_S, Controls, _cli, check_rows
 from perflab.errors import PerflabError
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN
 
@@ -40,6 +40,19 @@ def parse_layout(text: str) -> dict[str, str]:
     return {d: values[d] for d in RANDOMIZE if d in values}
 
 
+def parse_fraction(text: str | float | None, flag: str) -> float:
+    """'1%' or '0.01' as 0.01 (None or 0: off), one line when it is neither."""
+    if text is None or isinstance(text, float):
+        return text or 0.0
+    try:
+        value = float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise PerflabError(f"{flag} {text!r}: a percentage (1%) or a fraction (0.01)") from None
+    if not 0 < value < 1:
+        raise PerflabError(f"{flag} {text!r}: above 0 % and below 100 %")
+    return value
+
+
 def layout_text(values: dict[str, str]) -> str:
     """A layout as the words --layout reads back (RANDOMIZE's order)."""
     return " ".join(f"{d}={values[d]}" for d in RANDOMIZE if d in values)
@@ -69,6 +82,19 @@ class Plan(Controls):
                       "0..CODE_MAX bytes.", min=0),
     )  # fmt: skip
     layout: str = ""  # one fixed layout (parse_layout's words) instead of random setups
+    precision: float = field(
+        default=0.0,
+        metadata=_cli("--precision", "Run layouts until B/A's interval is this narrow (1% or "
+                      "0.01: B/A within ±1 %), repetitions planned from the variance measured "
+                      "at each level, instead of --setups x --repeat. [default: off]",
+                      parse=lambda text: parse_fraction(text, "--precision"), shown=False,
+                      default=None),
+    )  # fmt: skip
+    budget: float = field(
+        default=600.0,
+        metadata=_cli("--budget", "With --precision: the most time the comparison may take.",
+                      kind="seconds", needs="precision"),
+    )  # fmt: skip
     var: str = "A"
 
     def varied(self) -> tuple[str, ...]:
@@ -97,8 +123,24 @@ class Plan(Controls):
                       "MAX_ARG_STRLEN)" if "env" in flag else ""  # fmt: skip
                 raise PerflabError(f"{flag} must be 0 to {most}{why}, not {value}")
         self._check_dimensions(objects)
+        self._check_precision()
         self.check_controls()
         return self
+
+    def _check_precision(self) -> None:
+        """A precision within what a B/A interval can be asked for, a budget within a week."""
+        if not 0 <= self.precision < 1 or self.precision != self.precision:
+            raise PerflabError(
+                f"--precision must be above 0 % and below 100 %, not {self.precision}"
+            )
+        if not 0 < self.budget <= LONGEST_S:
+            raise PerflabError(
+                f"--budget must be above 0 and at most a week ({LONGEST_S} s), not {self.budget}"
+            )
+        if self.precision and self.layout:
+            raise PerflabError(
+                "--precision draws layouts until B/A is that precise: leave --layout out"
+            )
 
     def _check_dimensions(self, objects: tuple[int, int]) -> None:
         """What the setups vary must be something A and B can vary."""

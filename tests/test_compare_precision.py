@@ -1,0 +1,138 @@
+"""compare --precision: layouts added round by round until B/A's interval is as narrow as asked,
+each round planned from the variance and the costs measured so far (Kalibera and Jones)."""
+
+import itertools
+
+import pytest
+from conftest import compile_children
+
+from perflab.analysis import levels
+from perflab.cli import cli
+from perflab.engine import results
+from perflab.lab import compare
+
+# Work set by argv[1], so "1" and "2" differ by twice the work and nothing else.
+STEADY = r"""
+int main(int argc, char **argv)
+{
+    unsigned long n = 300000ul * (unsigned long)(argv[1][0] - '0');
+    for (volatile unsigned long i = 0; i < n; i++)
+        ;
+    return 0;
+}
+"""
+
+# Each run does a random amount of work (1x to 11x): a spread no affordable design narrows
+# to 0.1 %.
+NOISY = r"""
+#include <time.h>
+#include <unistd.h>
+int main(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    unsigned x = (unsigned)t.tv_nsec * 2654435761u ^ (unsigned)getpid() * 40503u;
+    unsigned long n = 100000ul + (x >> 4) % 1000000ul;
+    for (volatile unsigned long i = 0; i < n; i++)
+        ;
+    return 0;
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory) -> dict[str, str]:
+    return compile_children(
+        tmp_path_factory.mktemp("precision"), {"steady": STEADY, "noisy": NOISY}
+    )
+
+
+def _sides(a: str, b: str) -> tuple[compare.Side, compare.Side]:
+    return compare.program_side("A", a), compare.program_side("B", b)
+
+
+def test_a_precision_reached_is_an_interval_that_narrow(programs):
+    df = compare.compare(*_sides(f"{programs['steady']} 1", f"{programs['steady']} 2"),
+                         precision=0.05, rt=False, progress=False)  # fmt: skip
+    record = results.metadata(df)["precision"]
+    assert record["reached"] and record["stopped"] == "reached" and record["target"] == 0.05
+    value = compare.value_column(df)
+    ok = compare.steady(df[df["status"] == "ok"], value)
+    # The frame itself says so: its interval over the setups reaches less than 5 % either way.
+    interval = levels.ratio_interval(ok, value, ["setup"], row="run")
+    assert compare.half_width(interval) <= 0.05
+    assert interval.low > 1 and "setup" in interval.covers
+    # The pilot first: 4 layouts of 3 A/B pairs, every pair run once.
+    assert record["rounds"][0] == {**record["rounds"][0], "setups": 4, "repeat": 3}
+    assert df.groupby("setup")["rep"].nunique().iloc[:4].eq(3).all()
+    assert not df.duplicated(["setup", "rep", "side"]).any()
+    assert sum(r["setups"] for r in record["rounds"]) == df["setup"].nunique()
+
+
+def test_an_unreachable_precision_stops_at_the_budget_with_its_plan(programs):
+    noisy = programs["noisy"]
+    df = compare.compare(*_sides(noisy, noisy), precision=0.001, budget=3.0, rt=False,
+                         progress=False)  # fmt: skip
+    record = results.metadata(df)["precision"]
+    assert not record["reached"] and record["stopped"] == "budget spent"
+    rounds = record["rounds"]
+    assert len(rounds) >= 2  # the pilot, then planned rounds while the budget allowed
+    # Every round after the pilot runs what the plan before it asked: that many pairs a layout.
+    for before, after in itertools.pairwise(rounds):
+        assert before["planned"] and after["repeat"] == before["planned"][1]
+    # The plan was far beyond the budget: the run said so with the time it predicted.
+    assert record["predicted_s"] > record["budget_s"]
+    lines = compare.summary(df, results.metadata(df)).lines
+    assert any(
+        line.startswith("precision: ±0.1% asked; not reached (budget spent)") for line in lines
+    )
+    assert any("a fixed 10 x 10 design would take" in line for line in lines)
+
+
+def test_rounds_journal_into_one_file_that_a_resume_extends(programs, runner, tmp_path):
+    out = tmp_path / "p.parquet"
+    args = ["compare", programs["noisy"], programs["noisy"], "--precision", "0.1%", "--budget",
+            "2", "--no-rt"]  # fmt: skip
+    first = runner.invoke(cli, [*args, "-o", str(out)])
+    assert first.exit_code == 0, first.output
+    before = results.load(out)
+    again = runner.invoke(cli, [*args, "--resume", str(out)])
+    assert again.exit_code == 0, again.output
+    after = results.load(out)
+    assert before["setup"].nunique() < after["setup"].nunique()
+    assert not after.duplicated(["setup", "rep", "side"]).any()
+    kept = after.merge(before[["setup", "rep", "side", "wall_ns"]], on=["setup", "rep", "side"])
+    assert len(kept) == len(before) and (kept["wall_ns_x"] == kept["wall_ns_y"]).all()
+    # Another precision is another comparison: refused in one line, the file untouched.
+    other = runner.invoke(cli, [*args[:4], "1%", *args[5:], "--resume", str(out)])
+    assert other.exit_code != 0 and "precision" in other.output
+    assert len(results.load(out)) == len(after)
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (["--precision", "0"], "above 0 %"),
+        (["--precision", "100%"], "above 0 %"),
+        (["--precision", "fast"], "a percentage"),
+        (["--precision", "nan"], "above 0 %"),
+        (["--precision", "1%", "--setups", "5"], "leave --setups out"),
+        (["--precision", "1%", "--repeat", "5"], "leave --repeat out"),
+        (["--budget", "10"], "--budget needs --precision"),
+        (["--precision", "1%", "--budget", "0"], "budget"),
+    ],
+)
+def test_bad_precision_input_is_one_line_and_runs_nothing(programs, runner, tmp_path, extra, match):
+    out = tmp_path / "p.parquet"
+    res = runner.invoke(
+        cli, ["compare", programs["noisy"], programs["noisy"], *extra, "-o", str(out)]
+    )
+    assert res.exit_code != 0
+    said = [x for x in res.output.splitlines() if x.startswith("Error:")]
+    assert len(said) == 1 and match in said[0], res.output
+    assert not out.exists()

@@ -247,8 +247,8 @@ SHIFT static void shift_point(char *frame, uint32_t flags, int sv, struct shift_
             r->probe_flags |= SHIFT_MLOCKED;
     }
     /* a request main's probe did not take must not reach the next point */
-    while (shift_syscall(SYS_recvfrom, PERFLAB_PROBE_FD, (long)&req, sizeof req,
-                         SHIFT_MSG_DONTWAIT, 0, 0) >= 0)
+    while ((flags & SHIFT_MLOCK) && shift_syscall(SYS_recvfrom, PERFLAB_PROBE_FD, (long)&req,
+                                                  sizeof req, SHIFT_MSG_DONTWAIT, 0, 0) >= 0)
         ;
 }
 

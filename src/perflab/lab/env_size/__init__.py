@@ -449,6 +449,12 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
             peak = [f"{e:+.1%}" for e in windows.excess]
             hidden = windows.assign(excess=peak).rename(columns={"excess": "peak_excess"})
     lines += why + alias_counters.summary_lines(meta) + lanes.describe(meta.get("interference", {}))
+    if meta.get("engine") == "shift":
+        checked = len(meta.get("shift_check", {}).get("sizes", []))
+        lines.append(
+            "engine shift: one child per CPU called the loop with its frame where an exec'd "
+            f"child's is (checked against exec'd children at {checked} sizes before measuring)"
+        )
     bounds = zip(verdicts.excess, verdicts.ci_low, verdicts.ci_high, strict=True)
     excess = [f"{e:+.1%} [{lo:+.1%}, {hi:+.1%}]" for e, lo, hi in bounds]
     shown = verdicts.assign(median_excess=excess)[["start", "end", "verdict", "median_excess"]]

@@ -1,5 +1,6 @@
 """The env-size sweep's plan: its parameters and their checks, without numpy or pandas."""
 
+import platform
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
@@ -108,6 +109,11 @@ class Plan(Controls):
             raise PerflabError(
                 f"--engine shift needs --aslr off: with --aslr {self.aslr} an exec'd child's "
                 "stack lands somewhere else at every run, which no placement can repeat"
+            )
+        if platform.machine() != "x86_64":
+            raise PerflabError(
+                f"--engine shift runs on x86-64 only (its child moves the stack pointer in "
+                f"x86-64 assembly), not on {platform.machine()}; leave --engine out"
             )
 
     def params(self) -> dict:

@@ -363,8 +363,6 @@ def measure(
                                   controls.params(), meta, warn, flush_s,
                                   executes=executes)  # fmt: skip
     todo = childruns._todo(runs, recorder.done_keys())
-    if on_start:
-        on_start(int(todo.size), runs.prog.size - int(todo.size))
     extra: dict[str, Any] = {
         "timer_overhead_ticks": overhead,
         "rt_granted": controls.rt,
@@ -391,6 +389,8 @@ def measure(
             for child in children if todo.size else ():
                 child.submit(placement.frames[todo[:1]])
                 check_placed(child.collect(), placement.frames[todo[:1]])
+            if on_start:  # after the children's start, as the exec engine's after its preflight
+                on_start(int(todo.size), runs.prog.size - int(todo.size))
 
             def add(k: int, at: np.ndarray, got: np.ndarray, parallel: bool) -> None:
                 check_placed(got, placement.frames[at])

@@ -2,16 +2,18 @@
 measures, programs of the user refused, resume and stop as the exec engine, every child under
 perflab's supervisor."""
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import psutil
 import pytest
-from conftest import wait_for
+from conftest import _busy_s, _ours_s, wait_for
 
 from perflab.cli import cli
 from perflab.engine import results, shift
@@ -23,6 +25,7 @@ from perflab.system import compiler, machine, supervisor
 
 REPEAT = 15  # runs per size: a median per size that one preempted run cannot move
 MARGIN = 24  # sizes swept each side of the predicted window
+ENGINES = ("exec", "shift")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -45,10 +48,27 @@ def window() -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def both(window):
-    """The same sweep around that window with each engine."""
+    """The same sweep around that window with each engine, and the share of the CPUs other
+    tasks took meanwhile."""
     start, end = window
     plan = dict(min_size=start - MARGIN, max_size=end + MARGIN, repeat=REPEAT, progress=False)
-    return {engine: env_size.sweep(engine=engine, **plan) for engine in ("exec", "shift")}
+    busy, ours, began = _busy_s(), _ours_s(), time.monotonic()
+    frames = {engine: env_size.sweep(engine=engine, **plan) for engine in ENGINES}
+    others = (_busy_s() - busy) - (_ours_s() - ours)
+    frames["others"] = others / ((time.monotonic() - began) * len(machine.usable_cpus()))
+    return frames
+
+
+@contextlib.contextmanager
+def judged(both):
+    """A timing comparison that fails while other tasks kept the CPUs busy is a skip that says
+    so, not a verdict (conftest's `alone`, for sweeps made by a fixture)."""
+    try:
+        yield
+    except AssertionError:
+        if both["others"] > 0.05:
+            pytest.skip(f"other tasks used {both['others']:.0%} of the CPUs during the sweeps")
+        raise
 
 
 def _windows(df) -> list[tuple[int, int]]:
@@ -65,24 +85,24 @@ def test_both_engines_predict_the_same_windows(both, window):
     assert (exec_meta["engine"], shift_meta["engine"]) == ("exec", "shift")
 
 
-def test_the_shift_engine_sees_the_exec_engines_windows_edge_for_edge(both, alone):
+def test_the_shift_engine_sees_the_exec_engines_windows_edge_for_edge(both):
     seen = _windows(both["exec"])
     if not seen:
         pytest.skip(
             "this CPU does not pay for the loop's 4K aliasing: exec'd runs show no window "
             "where the addresses predict one, so there is no edge to compare"
         )
-    with alone():
+    with judged(both):
         assert _windows(both["shift"]) == seen
 
 
-def test_medians_outside_windows_agree_within_2_percent(both, window, alone):
-    med = {e: env_size.summarize(df).set_index("env_size")["median"] for e, df in both.items()}
+def test_medians_outside_windows_agree_within_2_percent(both, window):
+    med = {e: env_size.summarize(both[e]).set_index("env_size")["median"] for e in ENGINES}
     outside = [s for s in med["exec"].index if not window[0] <= s <= window[1]]
     for start, end in _windows(both["exec"]) + _windows(both["shift"]):
         outside = [s for s in outside if not start <= s <= end]
     ratio = med["shift"][outside] / med["exec"][outside]
-    with alone():
+    with judged(both):
         assert ratio.between(0.98, 1.02).all(), ratio[~ratio.between(0.98, 1.02)]
 
 
@@ -93,7 +113,7 @@ def test_rows_carry_the_exec_engines_columns_and_say_what_they_cannot_be(both):
     assert shift_rows["maxrss_kb"].isna().all()  # one child ran every point: no point's peak
     meta = results.metadata(shift_rows)
     assert "not measured" in meta["maxrss_method"] and meta["maxrss_floor_kb"] is None
-    # the call, not a process: no exec, so its faults are those of the loop's own frame
+    # outer_ticks times a call, not a process's whole life
     assert (shift_rows["outer_ticks"] < exec_rows["outer_ticks"].median()).mean() > 0.9
 
 

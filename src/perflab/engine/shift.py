@@ -58,7 +58,7 @@ SETUP_MLOCK = 1
 MAX_RANGES = 16
 MAX_SAVED = 4096
 SETUP = struct.Struct(f"<4I{2 * MAX_RANGES}Q")
-HELLO = struct.Struct("<4IQQ")
+HELLO = struct.Struct("<4IQ")
 BATCH = struct.Struct("<2I")
 PROBE_OK, PROBE_BAD = 1, 2
 RECORD_COUNTERS, RECORD_MLOCKED = 1, 2
@@ -171,13 +171,13 @@ class Child:
         ranges += [0] * (2 * MAX_RANGES - len(ranges))
         flags = SETUP_MLOCK if mlock else 0
         self.sock.sendall(SETUP.pack(MAGIC, VERSION, flags, len(placement.statics), *ranges))
-        magic, version, record_bytes, error, entry, main = HELLO.unpack(self._read(HELLO.size))
+        magic, version, record_bytes, error, entry = HELLO.unpack(self._read(HELLO.size))
         if magic != MAGIC or version != VERSION or record_bytes != RECORD.itemsize or error:
             raise PerflabError(
                 f"--engine shift: {placement.binary} answered another protocol than perflab's "
                 "(a stale build? remove it from the cache)"
             )
-        self.entry_frame, self.main = entry, main
+        self.entry_frame = entry
         self.queued: deque[int] = deque()
 
     @property

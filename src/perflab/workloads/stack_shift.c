@@ -4,7 +4,7 @@
  *
  * perflab links it with -Wl,--wrap=main, so that _start calls __wrap_main instead of main, and
  * with its one section (perflab_shift) at an address of its own below the loop's binary
- * (PERFLAB_SHIFT_ADDRESS in perflab): every symbol of that binary keeps its address, main its
+ * (ADDRESS in engine/shift.py): every symbol of that binary keeps its address, main its
  * bytes, and the heap its start (perflab checks the first two before it measures).  It is
  * compiled without unwind tables and uses no C library function, no static and no read-only
  * data, so that it adds nothing anywhere else: it makes its own system calls.
@@ -50,7 +50,6 @@ struct shift_setup {
 struct shift_hello {
     uint32_t magic, version, record_bytes, error; /* error: why the setup was refused */
     uint64_t entry_frame; /* where main's frame would be for this exec: the driver's own */
-    uint64_t main_address;
 };
 
 struct shift_batch {
@@ -276,7 +275,6 @@ SHIFT static void shift_serve(uint64_t entry_frame)
     for (uint32_t r = 0; !hello.error && r < setup.nranges; r++)
         hello.error = (total += setup.range[r][1]) > SHIFT_SAVED;
     hello.entry_frame = entry_frame;
-    hello.main_address = (uint64_t)__real_main;
     shift_write(&hello, sizeof hello);
     if (hello.error)
         shift_exit(125);

@@ -431,6 +431,7 @@ void perflab_exec_counters_close(int32_t n, int32_t *fds);
 #define PERFLAB_SUP_START 1           /* start a file with argv, envp: reply pid (or error) */
 #define PERFLAB_SUP_REAP 2            /* reap child pid: reply its wait status, rusage */
 #define PERFLAB_SUP_SIGDEF 1          /* START flag: every signal at its default action */
+#define PERFLAB_SUP_NO_ASLR 2         /* START flag: personality(ADDR_NO_RANDOMIZE) for it */
 #define PERFLAB_SUP_MAX_FDS 16
 #define PERFLAB_SUP_SETUP 1           /* reply stage: the child failed before execve */
 #define PERFLAB_SUP_EXEC 2            /* reply stage: execve failed */
@@ -439,7 +440,7 @@ struct perflab_sup_request {
     uint32_t magic;
     int32_t op;            /* PERFLAB_SUP_* */
     int32_t pid;           /* REAP: the child; START: the process group to join (0: its own) */
-    int32_t flags;         /* START: PERFLAB_SUP_SIGDEF */
+    int32_t flags;         /* START: PERFLAB_SUP_SIGDEF, PERFLAB_SUP_NO_ASLR */
     int32_t nfds;          /* START: fds attached, the child's 0 .. nfds-1 */
     int32_t ncpus;         /* START: the CPUs it may run on (0: the supervisor's) */
     int32_t argc;

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -94,6 +95,9 @@ static int child_main(void *arg)
                 sigaction(sig, &dfl, NULL); /* the C library's own ones refuse: harmless */
     }
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+        goto fail;
+    if ((h->flags & PERFLAB_SUP_NO_ASLR) &&
+        personality((unsigned long)personality(0xffffffff) | ADDR_NO_RANDOMIZE) == -1)
         goto fail;
     if (a->s->cg_procs >= 0 && write(a->s->cg_procs, "0", 1) != 1)
         goto fail;

@@ -425,9 +425,11 @@ RUN_STATUS: dict[int, str] = {
     lib.PERFLAB_RUN_SPAWN_FAILED: "spawn_failed",
 }
 RUN_OK: int = lib.PERFLAB_RUN_OK
+RUN_EXIT: int = lib.PERFLAB_RUN_EXIT
 RUN_BAD_PROBE: int = lib.PERFLAB_RUN_BAD_PROBE
 RUN_HAS_PROBE: int = lib.PERFLAB_RUN_HAS_PROBE
 RUN_HAS_COUNTERS: int = lib.PERFLAB_RUN_HAS_COUNTERS
+RUN_MLOCKED: int = lib.PERFLAB_RUN_MLOCKED
 RUN_STRAYS: int = lib.PERFLAB_RUN_STRAYS
 SPAWN_NO_ASLR: int = lib.PERFLAB_SPAWN_NO_ASLR
 SPAWN_ASLR: int = lib.PERFLAB_SPAWN_ASLR
@@ -539,13 +541,16 @@ def sup_start(
     cpus: Sequence[int],
     group: int,
     sigdef: bool,
+    no_aslr: bool = False,
 ) -> bytes:
     """A START request: execute path with argv and env, nfds fds attached as its 0..nfds-1,
-    on cpus (none: the supervisor's), in process group `group` (0: its own)."""
+    on cpus (none: the supervisor's), in process group `group` (0: its own), with ASLR off
+    for it alone when no_aslr."""
     strings = b"".join(s + b"\0" for s in (path, *argv, *env))
     h = ffi.new("struct perflab_sup_request *")
     h.magic, h.op, h.pid = lib.PERFLAB_SUP_MAGIC, lib.PERFLAB_SUP_START, group
     h.flags = lib.PERFLAB_SUP_SIGDEF if sigdef else 0
+    h.flags |= lib.PERFLAB_SUP_NO_ASLR if no_aslr else 0
     h.nfds, h.ncpus, h.argc, h.envc = nfds, len(cpus), len(argv), len(env)
     h.strings_len = len(strings)
     return bytes(ffi.buffer(h)) + np.asarray(cpus, dtype=np.int32).tobytes() + strings

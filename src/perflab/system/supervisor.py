@@ -170,13 +170,16 @@ class Supervisor:
         cpus: Sequence[int] = (),
         group: int = 0,
         sigdef: bool = False,
+        no_aslr: bool = False,
     ) -> Child:
         """Start argv (argv[0] looked up on env's PATH when it holds no slash, as subprocess
         does) with exactly env (None: perflab's); fds[i] (None: /dev/null) is its fd i and it
         has no other; on cpus (none: perflab's own); in process group `group` (0: one of its
         own); with sigdef every signal at its default action, else the dispositions perflab
-        was given. An execve that fails raises OSError as subprocess does (FileNotFoundError,
-        PermissionError...); a failure before it, PerflabError."""
+        was given; with no_aslr its address space laid out without randomisation
+        (personality ADDR_NO_RANDOMIZE, as `--aslr off` runs a sweep's children). An execve
+        that fails raises OSError as subprocess does (FileNotFoundError, PermissionError...);
+        a failure before it, PerflabError."""
         env = dict(os.environ) if env is None else env
         path = _find(argv[0], env)
         if len(fds) > bindings.SUP_MAX_FDS:
@@ -189,6 +192,7 @@ class Supervisor:
             cpus,
             group,
             sigdef,
+            no_aslr,
         )
         with contextlib.ExitStack() as stack:
             null = -1

@@ -14,10 +14,10 @@ import pandas as pd
 
 from perflab import errors
 from perflab.analysis.summary import Summary, Table
-from perflab.engine import childruns, lanes, results, spawn
+from perflab.engine import childruns, lanes, results, shift, spawn
 from perflab.engine.childruns import status_counts as status_counts
 from perflab.engine.childruns import value_column as value_column
-from perflab.engine.progress import ProgressArg
+from perflab.engine.progress import ProgressArg, shown
 from perflab.errors import PerflabError
 from perflab.lab.env_size import windows as windows_mod
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN as MAX_ARG_STRLEN
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 KEY = ("env_size", "rep")
 COLUMNS = list(KEY) + list(childruns.MEASURED)
 CHUNK_RUNS = childruns.CHUNK_RUNS  # read at each sweep: a test may make chunks smaller
+SHIFT_CHUNK_POINTS = shift.CHUNK_POINTS  # the shift engine's, likewise
 FLUSH_S = childruns.FLUSH_S
 
 
@@ -76,7 +77,9 @@ def sweep(
     params: any field of Plan: min_size, max_size, step (bytes of padding in the variable
     `var`, default "A"), repeat (runs per size), aslr ("off", "on", "system"), cpus (None: the
     last usable CPU), order ("random" or "sequential"), seed, inherit_env, opt, timeout (s),
-    rt, mlock.
+    rt, mlock, engine ("exec": a fresh child per run; "shift": for a built-in loop with ASLR
+    off, one child per CPU with the loop's frame placed where an exec'd child's would be,
+    checked before it measures: lab/env_size/shifted.py).
     output: a .parquet/.csv journal, flushed as runs finish; resume=True completes it.
     progress: by default a display that suits where it runs (a line updated in Jupyter, a
     bar in a terminal, a line every 10 s or 5 % in a log), False for none, or a callable
@@ -107,8 +110,15 @@ def sweep(
     meta |= windows_mod.explain_meta(argv, plan, childruns.base_env(plan.inherit_env, plan.var))
     if counters:
         meta |= _count_aliasing(argv, plan, meta)
-    meta |= dict(extra_meta or {})
     size, rep = plan.pairs()
+    placement = None
+    if plan.engine == "shift":
+        from perflab.lab.env_size import shifted
+
+        base = childruns.base_env(plan.inherit_env, plan.var)
+        placement, placed = shifted.placement(argv, plan, meta, base, size)
+        meta |= placed
+    meta |= dict(extra_meta or {})
     runs = childruns.Runs(
         programs=[argv],
         prog=np.zeros(size.size, np.int64),
@@ -118,6 +128,11 @@ def sweep(
         var=plan.var,
         env=childruns.base_env(plan.inherit_env, plan.var),
     )
+    if placement is not None:
+        with shown("env-size", on_start, progress) as (start, step):
+            return shift.measure(runs, plan, meta, placement, recording,
+                                 chunk_points=SHIFT_CHUNK_POINTS, flush_s=FLUSH_S,
+                                 on_start=start, progress=step, warn=warn)  # fmt: skip
     return lanes.measure(
         runs, plan, meta, recording, chunk_runs=CHUNK_RUNS, flush_s=FLUSH_S,
         on_start=on_start, progress=progress, warn=warn,
@@ -141,6 +156,7 @@ def run_conditions(plan: Plan) -> dict:
         "experiment": "env-size",
         **plan.conditions(),
         "order": plan.order,
+        "engine": plan.engine,
         "env_var": plan.var,
         "program": list(plan.program) or "built-in mytkowicz loop",
     }
@@ -433,6 +449,12 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
             peak = [f"{e:+.1%}" for e in windows.excess]
             hidden = windows.assign(excess=peak).rename(columns={"excess": "peak_excess"})
     lines += why + alias_counters.summary_lines(meta) + lanes.describe(meta.get("interference", {}))
+    if meta.get("engine") == "shift":
+        checked = len(meta.get("shift_check", {}).get("sizes", []))
+        lines.append(
+            "engine shift: one child per CPU called the loop with its frame where an exec'd "
+            f"child's is (checked against exec'd children at {checked} sizes before measuring)"
+        )
     bounds = zip(verdicts.excess, verdicts.ci_low, verdicts.ci_high, strict=True)
     excess = [f"{e:+.1%} [{lo:+.1%}, {hi:+.1%}]" for e, lo, hi in bounds]
     shown = verdicts.assign(median_excess=excess)[

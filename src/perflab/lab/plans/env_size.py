@@ -1,5 +1,6 @@
 """The env-size sweep's plan: its parameters and their checks, without numpy or pandas."""
 
+import platform
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
 MAX_ARG_STRLEN = 32 * 4096  # the kernel's limit on one argv or environment string
 # The built-in loops: the source and the C expression of the counter the twin reports as g.
 BUILTIN = {"mytkowicz": ("mytkowicz.c", "g"), "split": ("stacksplit.c", "s.g")}
+# exec: a fresh child per run, its environment moves its stack (engine/childruns.py);
+# shift: one child per CPU moves its stack pointer to where that environment would have put
+# the built-in loop's frame (engine/shift.py).
+ENGINES = ("exec", "shift")
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,13 @@ class Plan(Controls):
                       "sizes: a cost that does not rest on 4K aliasing).",
                       choices=tuple(BUILTIN)),
     )  # fmt: skip
+    engine: str = field(
+        default="exec",
+        metadata=_cli("--engine", "exec: a freshly exec'd child per run, as the post. shift: for "
+                      "a built-in loop with --aslr off, one child per CPU that calls the loop with "
+                      "its frame where an exec'd child's would be (checked first), several times "
+                      "faster; same columns, windows and journal.", choices=ENGINES),
+    )  # fmt: skip
     workload_digest: str = field(default="", compare=False)
 
     def check(self) -> "Plan":
@@ -74,10 +86,43 @@ class Plan(Controls):
         check_order(self.order)
         if self.program and self.workload != "mytkowicz":
             raise PerflabError("--workload chooses a built-in loop: give it or a PROGRAM, not both")
+        self.check_engine()
         if not self.var or "=" in self.var or "\0" in self.var:
             raise PerflabError(f"invalid environment variable name {self.var!r}")
         self.check_controls()
         return self
+
+    def check_engine(self) -> None:
+        """Refuse what the shift engine cannot stand for: a program of the user, whose frames
+        perflab does not know, or a stack that ASLR moves at every run."""
+        if self.engine not in ENGINES:
+            raise PerflabError(f"--engine must be one of {', '.join(ENGINES)}, not {self.engine!r}")
+        if self.engine != "shift":
+            return
+        if self.program:
+            raise PerflabError(
+                "--engine shift runs perflab's built-in loops only: it places their frames where "
+                "an exec'd child's would be, and perflab cannot see the frames of "
+                f"{self.program[0]}; leave --engine out to exec it at every run"
+            )
+        if self.aslr != "off":
+            raise PerflabError(
+                f"--engine shift needs --aslr off: with --aslr {self.aslr} an exec'd child's "
+                "stack lands somewhere else at every run, which no placement can repeat"
+            )
+        if platform.machine() != "x86_64":
+            raise PerflabError(
+                f"--engine shift runs on x86-64 only (its child moves the stack pointer in "
+                f"x86-64 assembly), not on {platform.machine()}; leave --engine out"
+            )
+
+    def params(self) -> dict:
+        """The plan as a journal stores it; the exec engine unnamed, as before --engine, so
+        journals of that time still resume and no resume mixes engines."""
+        plan = super().params()
+        if self.engine == "exec":
+            del plan["engine"]
+        return plan
 
     def sizes(self) -> "np.ndarray":
         """The env sizes swept, min..max inclusive."""

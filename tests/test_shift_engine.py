@@ -1,0 +1,242 @@
+"""The shift engine (--engine shift): the same windows as exec'd runs, frames checked before it
+measures, programs of the user refused, resume and stop as the exec engine, every child under
+perflab's supervisor."""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+from conftest import _busy_s, _ours_s, wait_for
+
+from perflab.cli import cli
+from perflab.engine import results, shift
+from perflab.errors import PerflabError
+from perflab.lab import env_size
+from perflab.lab.env_size import shifted, windows
+from perflab.lab.plans.env_size import Plan
+from perflab.system import compiler, machine, supervisor
+
+REPEAT = 15  # runs per size: a median per size that one preempted run cannot move
+MARGIN = 24  # sizes swept each side of the predicted window
+ENGINES = ("exec", "shift")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cache(tmp_path_factory):
+    """One build cache for the module, away from the user's."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+        yield
+
+
+@pytest.fixture(scope="module")
+def window() -> tuple[int, int]:
+    """The first window the addresses predict for the built-in loop: the loop's slots meet its
+    statics modulo 4096 once per 4096 sizes, on any x86-64 CPU."""
+    loop = str(windows.build_loop().path)
+    predicted = windows.predict(windows.loop_layout(loop), np.arange(0, 8193))
+    assert len(predicted), "the built-in loop has a predicted window every 4096 sizes"
+    return int(predicted.start.iloc[0]), int(predicted.end.iloc[0])
+
+
+@pytest.fixture(scope="module")
+def both(window):
+    """The same sweep around that window with each engine, and the share of the CPUs other
+    tasks took meanwhile."""
+    start, end = window
+    plan = dict(min_size=start - MARGIN, max_size=end + MARGIN, repeat=REPEAT, progress=False)
+    busy, ours, began = _busy_s(), _ours_s(), time.monotonic()
+    frames = {engine: env_size.sweep(engine=engine, **plan) for engine in ENGINES}
+    others = (_busy_s() - busy) - (_ours_s() - ours)
+    frames["others"] = others / ((time.monotonic() - began) * len(machine.usable_cpus()))
+    return frames
+
+
+@contextlib.contextmanager
+def judged(both):
+    """A timing comparison that fails while other tasks kept the CPUs busy is a skip that says
+    so, not a verdict (conftest's `alone`, for sweeps made by a fixture)."""
+    try:
+        yield
+    except AssertionError:
+        if both["others"] > 0.05:
+            pytest.skip(f"other tasks used {both['others']:.0%} of the CPUs during the sweeps")
+        raise
+
+
+def _windows(df) -> list[tuple[int, int]]:
+    found = env_size.detect_windows(env_size.summarize(df))
+    return [(int(w.start), int(w.end)) for w in found.itertuples()]
+
+
+def test_both_engines_predict_the_same_windows(both, window):
+    sizes = np.unique(both["exec"]["env_size"])
+    exec_meta, shift_meta = (results.metadata(both[e]) for e in ("exec", "shift"))
+    predicted = windows.predicted_from(exec_meta, sizes)
+    assert predicted is not None and predicted.equals(windows.predicted_from(shift_meta, sizes))
+    assert (int(predicted.start.iloc[0]), int(predicted.end.iloc[0])) == window
+    assert (exec_meta["engine"], shift_meta["engine"]) == ("exec", "shift")
+
+
+def test_the_shift_engine_sees_the_exec_engines_windows_edge_for_edge(both):
+    seen = _windows(both["exec"])
+    if not seen:
+        pytest.skip(
+            "this CPU does not pay for the loop's 4K aliasing: exec'd runs show no window "
+            "where the addresses predict one, so there is no edge to compare"
+        )
+    with judged(both):
+        assert _windows(both["shift"]) == seen
+
+
+def test_medians_outside_windows_agree_within_2_percent(both, window):
+    med = {e: env_size.summarize(both[e]).set_index("env_size")["median"] for e in ENGINES}
+    outside = [s for s in med["exec"].index if not window[0] <= s <= window[1]]
+    for start, end in _windows(both["exec"]) + _windows(both["shift"]):
+        outside = [s for s in outside if not start <= s <= end]
+    ratio = med["shift"][outside] / med["exec"][outside]
+    with judged(both):
+        assert ratio.between(0.98, 1.02).all(), ratio[~ratio.between(0.98, 1.02)]
+
+
+def test_rows_carry_the_exec_engines_columns_and_say_what_they_cannot_be(both):
+    exec_rows, shift_rows = both["exec"], both["shift"]
+    assert list(shift_rows.columns) == list(exec_rows.columns)
+    assert (shift_rows["status"] == "ok").all() and shift_rows["ticks"].notna().all()
+    assert shift_rows["maxrss_kb"].isna().all()  # one child ran every point: no point's peak
+    meta = results.metadata(shift_rows)
+    assert "not measured" in meta["maxrss_method"] and meta["maxrss_floor_kb"] is None
+    # outer_ticks times a call, not a process's whole life
+    assert (shift_rows["outer_ticks"] < exec_rows["outer_ticks"].median()).mean() > 0.9
+
+
+def test_the_frames_are_checked_against_exec_d_children_before_measuring(both):
+    meta = results.metadata(both["shift"])
+    checked = meta["shift_check"]
+    loop = str(windows.build_loop().path)
+    twin = str(windows.twin().path)
+    pad = windows.env_strings([loop], {}, "A", 0) - windows.env_strings([twin], {}, "A", 0)
+    sizes = np.asarray(checked["sizes"])
+    exec_frames = windows.probe((sizes + pad).tolist(), "A")["frame"]
+    assert [hex(int(f)) for f in exec_frames] == checked["frames"]
+    assert len(set(checked["frames"])) > 1  # the sample spans more than one 16-byte step
+
+
+def test_a_placement_that_is_not_the_exec_d_one_is_refused(window):
+    loop = str(windows.build_loop().path)
+    layout = windows.loop_layout(loop)
+    built = shift.build(compiler.WORKLOADS / "mytkowicz.c", "0")
+    deeper = windows.StackModel(layout.model.top, layout.model.depth + 16)
+    off = windows.Layout(layout.accesses, deeper, layout.base_strings)
+    plan = Plan(min_size=window[0], max_size=window[1], cpus=(machine.usable_cpus()[-1],))
+    statics = tuple((a.offset, a.size) for a in layout.accesses if a.where == "static")
+    with pytest.raises(PerflabError, match=r"use --engine exec$"):
+        shifted.check_frames(plan, off, loop, str(built.path), {}, statics)
+    shifted.check_frames(plan, layout, loop, str(built.path), {}, statics)
+
+
+def test_the_shift_binary_keeps_every_address_of_the_exec_d_one():
+    loop = windows.build_loop().path
+    built = shift.build(compiler.WORKLOADS / "mytkowicz.c", "0")
+    shift.check_layout(loop, built.path)
+    with pytest.raises(PerflabError, match="moved"):
+        shift.check_layout(loop, windows.twin().path)
+
+
+def test_a_program_of_the_user_is_refused_in_one_line(runner, tmp_path):
+    with pytest.raises(PerflabError, match="built-in loops only"):
+        env_size.sweep(["/bin/true"], engine="shift")
+    result = runner.invoke(cli, ["sweep", "env-size", "--engine", "shift", "-o",
+                                 str(tmp_path / "x.parquet"), "--", "/bin/true"])  # fmt: skip
+    assert result.exit_code != 0
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "built-in loops only" in lines[0], lines
+    assert not (tmp_path / "x.parquet").exists()
+    with pytest.raises(PerflabError, match="needs --aslr off"):
+        env_size.sweep(engine="shift", aslr="on", max_size=1, repeat=1)
+
+
+def test_a_resume_completes_the_plan_and_never_mixes_engines(tmp_path, monkeypatch):
+    out = tmp_path / "shift.parquet"
+    monkeypatch.setattr(env_size, "SHIFT_CHUNK_POINTS", 50)
+    done: list[int] = []
+
+    def stop_after_two(n: int) -> None:
+        done.append(n)
+        if len(done) == 2:
+            raise KeyboardInterrupt
+
+    plan = dict(min_size=100, max_size=199, repeat=3, engine="shift")
+    with pytest.raises(KeyboardInterrupt):
+        env_size.sweep(output=out, progress=stop_after_two, on_start=lambda *_: None, **plan)
+    kept = results.load(out)
+    assert results.metadata(kept)["complete"] is False and 0 < len(kept) < 300
+    with pytest.raises(PerflabError, match="engine"):
+        env_size.sweep(output=out, resume=True, progress=False, **{**plan, "engine": "exec"})
+    df = env_size.sweep(output=out, resume=True, progress=False, **plan)
+    assert results.metadata(df)["complete"] is True and len(df) == 300
+    assert not df.duplicated(["env_size", "rep"]).any()
+    merged = df.merge(kept, on=["env_size", "rep"], suffixes=("", "_kept"))
+    assert len(merged) == len(kept) and (merged["ticks"] == merged["ticks_kept"]).all()
+
+
+@pytest.mark.skipif(len(machine.usable_cpus()) < 2, reason="--jobs 2 needs two usable CPUs")
+def test_jobs_run_one_shift_child_per_cpu_with_a_reference_slice():
+    cpus = tuple(machine.usable_cpus()[-2:])
+    df = env_size.sweep(min_size=0, max_size=99, repeat=20, engine="shift", jobs=2, cpus=cpus,
+                        allow_siblings=True, reference=0.2, progress=False)  # fmt: skip
+    assert set(df["cpu"]) == set(cpus) and set(df["parallel"]) == {True, False}
+    assert (df["status"] == "ok").all() and len(df) == 2000
+    assert results.metadata(df)["interference"]["cpus"]
+
+
+def _shift_children(binary: str) -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter(["exe"]):
+        if p.info["exe"] == binary:
+            found.append(p)
+    return found
+
+
+@pytest.mark.parametrize("ending", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
+def test_the_shift_child_is_supervised_and_ends_with_perflab(ending, tmp_path):
+    out = tmp_path / "long.parquet"
+    binary = str(shift.build(compiler.WORKLOADS / "mytkowicz.c", "0").path)
+    argv = [sys.executable, "-m", "perflab", "sweep", "env-size", "--engine", "shift", "--max",
+            "63", "--repeat", "2000", "-o", str(out)]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ})  # fmt: skip
+
+    def running(ready):
+        def check() -> bool:
+            assert proc.poll() is None, proc.communicate()
+            return ready()
+
+        return check
+
+    try:
+        chunks = out.with_name(out.name + ".parts")
+        wait_for(running(lambda: any(chunks.glob("chunk-*"))), "a first chunk")
+        (child,) = _shift_children(binary)
+        parent = child.parent()
+        assert parent is not None and parent.exe() == str(supervisor.HELPER)
+        assert "supervise" in parent.cmdline()
+        personality = Path(f"/proc/{child.pid}/personality").read_text().strip()
+        assert int(personality, 16) & 0x0040000  # ADDR_NO_RANDOMIZE
+        proc.send_signal(ending)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    wait_for(lambda: not _shift_children(binary), "the shift child's end", 10)
+    if ending == signal.SIGINT:
+        assert proc.returncode == 128 + signal.SIGINT, err
+        kept = results.load(out)
+        assert 0 < len(kept) < 64 * 2000 and results.metadata(kept)["complete"] is False

@@ -15,6 +15,7 @@ Prints the two command lines, one per line, for `perflab compare`:
     python benchmarks/real_program.py [--a -O2] [--b -O3] [--cc-b gcc-13] [--time 20]
     mapfile -t ab < <(python benchmarks/real_program.py)
     perflab compare "${ab[0]}" "${ab[1]}" --setups 10 --repeat 10
+    python benchmarks/real_program.py --b "-O2 -fno-tree-ch" --copy .   # ./brotli-A, ./brotli-B
 """
 
 import argparse
@@ -22,6 +23,7 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -160,12 +162,21 @@ def main() -> None:
     p.add_argument("--cc-b", help="B's compiler (default $CC or cc)")
     p.add_argument("--time", type=int, default=0, metavar="N",
                    help="also report on stderr the median time of N runs of each")  # fmt: skip
+    p.add_argument("--copy", metavar="DIR",
+                   help="copy the builds (as brotli-A, brotli-B) and the input into DIR and "
+                   "print command lines that name the copies relative to it")  # fmt: skip
     args = p.parse_args()
     try:
         cmds = [command(shlex.split(flags), cc and shlex.split(cc))
                 for flags, cc in ((args.a, args.cc_a), (args.b, args.cc_b))]  # fmt: skip
     except PerflabError as e:
         sys.exit(f"real_program.py: {e}")
+    if args.copy:
+        into = Path(args.copy)
+        shutil.copy2(cmds[0][-1], into / "input")
+        for side, argv in zip("AB", cmds, strict=True):
+            shutil.copy2(argv[0], into / f"brotli-{side}")
+            argv[0], argv[-1] = f"./brotli-{side}", "input"
     for side, argv in zip("AB", cmds, strict=True):
         if args.time:
             ms = run_ms(argv, args.time)

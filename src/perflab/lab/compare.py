@@ -379,7 +379,10 @@ def _measure(
                          **shown)  # fmt: skip
 
 
-PILOT = (4, 3)  # --precision starts with 4 layouts of 3 pairs: two of every level, an interval
+PILOT = (4, 2)  # --precision starts with 4 layouts of 2 pairs (A B, B A): two of every level
+# No precision is called reached over fewer layouts: a bootstrap over a handful of units
+# misses more often than it says, and an interval that happens to be narrow stops the run.
+MIN_LAYOUTS = 10
 CONFIDENCE = 0.95
 LEVELS = ["setup"]  # a layout, then one process run of a side per row
 # A run this many times its side's median was stalled (preempted, swapped), not moved by a
@@ -428,11 +431,11 @@ def _to_precision(
     progress: ProgressArg,
     warn: Callable[[str], None],
 ) -> pd.DataFrame:
-    """Rounds of new layouts until B/A's interval reaches plan.precision or the budget is
-    spent: a pilot of PILOT, then as many layouts of as many pairs as Kalibera and Jones's plan
-    asks from the variance and the costs measured so far (analysis/levels.py), re-planned after
-    every round. Journaled round by round into one file; a resume goes on from its rows, with
-    the budget anew."""
+    """Rounds of new layouts until B/A's interval over MIN_LAYOUTS or more reaches
+    plan.precision or the budget is spent: a pilot of PILOT, then as many layouts of as many
+    pairs as Kalibera and Jones's plan asks from the variance and the costs measured so far
+    (analysis/levels.py), re-planned after every round. Journaled round by round into one
+    file; a resume goes on from its rows, with the budget anew."""
     labels = [o.label for o in a.objects]
     sources = _sources(a, b)
     meta = {**meta, "setups": None, "repeat": None}
@@ -470,16 +473,17 @@ def _to_precision(
         reached = half_width(interval)
         if rounds:
             rounds[-1].half_width = reached
-        if reached <= plan.precision:
+        if reached <= plan.precision and len(reps) >= MIN_LAYOUTS:
             reason = "reached"
             break
         planned = levels.plan(parts, costs, plan.precision, CONFIDENCE)
         if rounds and rounds[-1].planned is None:
             rounds[-1].planned = planned.counts
-        if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
-            predicted = spent + _more(planned, reps, costs)
         layouts, pairs = planned.counts
-        more = min(max(layouts - len(reps), 1), max(len(reps), PILOT[0]))
+        layouts = max(layouts, MIN_LAYOUTS)
+        if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
+            predicted = spent + max(layouts - len(reps), 0) * (costs[0] + pairs * costs[1])
+        more = min(max(layouts - len(reps), len(reps) // 4, 1), max(len(reps), PILOT[0]))
         afford = int((plan.budget - spent) // max(costs[0] + pairs * costs[1], 1e-9))
         if min(more, afford) < 1:
             reason = "budget spent"
@@ -533,16 +537,11 @@ def _joined(before: pd.DataFrame, part: pd.DataFrame) -> pd.DataFrame:
     return results.attach(pd.concat([before, part], ignore_index=True), results.metadata(part))
 
 
-def _more(planned: levels.Plan, reps: dict[int, int], costs: list[float]) -> float:
-    """What the plan still costs beyond the layouts already run."""
-    layouts, pairs = planned.counts
-    return max(layouts - len(reps), 0) * (costs[0] + pairs * costs[1])
-
-
 def _runs(
     plan: Plan, setups: dict[Setup, int], built: list, shim: str | None = None
 ) -> childruns.Runs:
-    """A B, B A, A B, ... in each setup: neither side always runs first (or second). Each
+    """A B, B A, A B, ... in each setup, starting with B in every other setup: neither side
+    always runs first (or second), even where a setup holds one pair. Each
     setup's runs start under its own setting: its ASLR mode, and for a heap offset the shim
     preloaded (in every run's environment, so resume checks it) and the offset in HEAP_VAR,
     at a fixed width so that the environment's size varies with env-size alone."""
@@ -558,7 +557,7 @@ def _runs(
                                     setup.aslr)  # fmt: skip
         for rep in range(repeat):
             pair = list(zip("AB", sides, strict=True))
-            for side, (argv, order) in pair if rep % 2 == 0 else pair[::-1]:
+            for side, (argv, order) in pair if (setup.index + rep) % 2 == 0 else pair[::-1]:
                 prog.append(programs.setdefault(argv, len(programs)))
                 step.append(settings.setdefault(setting, len(settings)))
                 rows.append((setup.index, setup.env_size, order, setup.heap_offset,

@@ -1,0 +1,106 @@
+"""compare --precision on a real program: false claims between identical builds, decisions of a
+real ~3 % difference, and the time a planned comparison takes against a fixed 10 x 10 design.
+
+The program is brotli's command-line compressor (benchmarks/real_program.py). "Identical" is
+one -O2 build run as A and as B; "copies" is that build under two paths (the same bytes in two
+files: what differs is the path's length on the stack and the physical pages the page cache
+holds each file in, which no layout perflab draws moves); the real difference is -O2 against
+-O2 -fno-tree-ch (about 2.5-3 % slower on an AMD EPYC). Each comparison is one
+`compare --precision` with its own seed, so each draws its own layouts.
+
+    PYTHONPATH=src python benchmarks/rigorous_compare.py [--identical 40] [--copies 20]
+        [--different 20] [--precision 2%] [--plan 0.5%]
+"""
+
+import argparse
+import math
+import shutil
+import time
+from pathlib import Path
+
+import real_program
+
+from perflab.engine import results
+from perflab.lab import compare
+from perflab.lab.plans.compare import parse_fraction
+
+
+def one(a: list[str], b: list[str], precision: float, seed: int) -> dict:
+    """One --precision comparison: its B/A, interval, verdict, time and plan."""
+    t0 = time.perf_counter()
+    df = compare.compare(compare.program_side("A", a), compare.program_side("B", b),
+                         precision=precision, seed=seed, progress=False)  # fmt: skip
+    took = time.perf_counter() - t0
+    meta = results.metadata(df)
+    total = compare.overall(df, compare.per_setup(df))
+    lo, hi = total["ci_low"], total["ci_high"]
+    return {
+        "ratio": total["ratio"],
+        "low": lo,
+        "high": hi,
+        "claim": "B slower" if lo > 1 else "B faster" if hi < 1 else "",
+        "seconds": took,
+        "setups": int(df["setup"].nunique()),
+        "runs": len(df),
+        "record": meta["precision"],
+        "layout_share": (total["components"] or {}).get("setup", math.nan),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--identical", type=int, default=40, help="comparisons of identical builds")
+    p.add_argument("--copies", type=int, default=20, help="comparisons of two copies of a build")
+    p.add_argument("--different", type=int, default=20, help="comparisons of -O2/-fno-tree-ch")
+    p.add_argument("--precision", default="2%", help="their --precision (default 2%%)")
+    p.add_argument("--plan", default="0.5%", help="a precision that needs a plan (0.5%%)")
+    args = p.parse_args()
+    precision = parse_fraction(args.precision, "--precision")
+    o2 = real_program.command(["-O2"])
+    copy = Path(o2[0]).with_name(Path(o2[0]).name + "-copy")
+    shutil.copy2(o2[0], copy)
+    twin = [str(copy), *o2[1:]]
+    slower = real_program.command(["-O2", "-fno-tree-ch"])
+
+    for what, b, n in (("identical builds", o2, args.identical),
+                       ("two copies of one build", twin, args.copies)):  # fmt: skip
+        same = [one(o2, b, precision, seed) for seed in range(n)]
+        false = [r for r in same if r["claim"]]
+        seconds = sorted(r["seconds"] for r in same)[len(same) // 2]
+        layouts = sorted(r["setups"] for r in same)[len(same) // 2]
+        print(f"{what} at --precision {precision:.1%}: {len(false)} false claims of "
+              f"{len(same)} ({len(false) / max(len(same), 1):.1%}); median {seconds:.1f} s and "
+              f"{layouts} layouts a comparison")  # fmt: skip
+        for r in false:
+            print(f"  claimed {r['claim']}: B/A {r['ratio']:.4f} ({r['low']:.4f}-{r['high']:.4f})")
+
+    diff = [one(o2, slower, precision, 1000 + seed) for seed in range(args.different)]
+    decided = [r for r in diff if r["claim"] == "B slower"]
+    ratios = sorted(r["ratio"] for r in diff)
+    print(f"-O2 against -O2 -fno-tree-ch at --precision {precision:.1%}: B slower decided in "
+          f"{len(decided)} of {len(diff)} ({len(decided) / max(len(diff), 1):.0%}); B/A median "
+          f"{ratios[len(ratios) // 2]:.4f}, from {ratios[0]:.4f} to {ratios[-1]:.4f}")  # fmt: skip
+
+    fine = parse_fraction(args.plan, "--plan")
+    r = one(o2, slower, fine, 7)
+    rec = r["record"]
+    planned = next((x["planned"] for x in rec["rounds"] if x["planned"]), None)
+    print(f"-O2 against -O2 -fno-tree-ch at --precision {fine:.1%}: "
+          f"{'reached' if rec['reached'] else 'not reached (' + rec['stopped'] + ')'} in "
+          f"{len(rec['rounds'])} rounds, {r['seconds']:.1f} s over {r['setups']} layouts "
+          f"({r['runs']} runs); the plan made after the pilot ({planned}) predicted "
+          f"{rec['predicted_s']:.1f} s: actual/predicted {r['seconds'] / rec['predicted_s']:.2f}; "
+          f"B/A {r['ratio']:.4f} ({r['low']:.4f}-{r['high']:.4f}); layout share of the "
+          f"variance {r['layout_share']:.0%}")  # fmt: skip
+    t0 = time.perf_counter()
+    df = compare.compare(compare.program_side("A", o2), compare.program_side("B", slower),
+                         setups=10, repeat=10, seed=7, progress=False)  # fmt: skip
+    took = time.perf_counter() - t0
+    fixed = compare.overall(df, compare.per_setup(df))
+    print(f"the same pair as a fixed 10 x 10 design: {took:.1f} s, "
+          f"B/A {fixed['ratio']:.4f} ({fixed['ci_low']:.4f}-{fixed['ci_high']:.4f}), "
+          f"half-width {fixed['half_width']:.2%}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

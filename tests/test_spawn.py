@@ -2,6 +2,7 @@
 
 import errno
 import os
+import resource
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from perflab.system import compiler, machine
 
 WORKLOADS = compiler.WORKLOADS
 CAP_IPC_LOCK = 14  # linux/capability.h
+CAP_SYS_NICE = 23
 
 
 def has_capability(bit: int) -> bool:
@@ -47,8 +49,32 @@ int main(void)
 }
 """
 
+# Where its spawner (its parent: the helper, one thread while it runs a sequential batch) may
+# run while the child does, and at what real-time priority.
+PARENT = r"""
+#include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void)
+{
+    char path[64], line[256], cpus[256];
+    struct sched_param sp = {0};
+    FILE *f;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)getppid());
+    f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Cpus_allowed_list: %255s", cpus) == 1)
+            printf("cpus %s\n", cpus);
+    sched_getparam(getppid(), &sp);
+    printf("priority %d\n", sp.sched_priority);
+    return 0;
+}
+"""
+
 CHILDREN = {
     "report": REPORT,
+    "parent": PARENT,
+    "spin": "int main(void) { for (;;) ; }\n",
     "crash": "#include <signal.h>\nint main(void) { raise(SIGSEGV); return 0; }\n",
     "hang": "#include <unistd.h>\nint main(void) { for (;;) pause(); }\n",
     "exit3": "int main(void) { return 3; }\n",
@@ -68,11 +94,11 @@ def children(tmp_path_factory) -> dict[str, str]:
     return compile_children(tmp_path_factory.mktemp("children"), CHILDREN, "0")
 
 
-def report(children, tmp_path, env=None, **opts) -> tuple[np.record, dict]:
-    """Run the report child with its stdout in a file; parse what it saw."""
+def report(children, tmp_path, env=None, name="report", **opts) -> tuple[np.record, dict]:
+    """Run a reporting child with its stdout in a file; parse what it saw."""
     out = tmp_path / "out.txt"
     with open(out, "w") as f:
-        rec = spawn.run([children["report"]], env, spawn.SpawnOptions(stdout=f.fileno(), **opts))
+        rec = spawn.run([children[name]], env, spawn.SpawnOptions(stdout=f.fileno(), **opts))
     seen = {"env": []}
     for line in out.read_text().splitlines():
         key, _, value = line.partition(" ")
@@ -111,6 +137,30 @@ def test_pinning_and_realtime(children, tmp_path):
         assert int(seen["cpu"]) == cpu
         granted = int(rec["rt_errno"]) == 0
         assert int(seen["policy"]) == (1 if granted else 0)  # SCHED_FIFO or SCHED_OTHER
+
+
+def test_the_spawner_waits_on_the_childs_cpu_one_priority_above(children, tmp_path):
+    """Each child starts on the CPU it runs on and wakes its spawner there (no migration, no
+    cross-CPU wakeup); above the child's priority, the spawner still ends it at its timeout."""
+    assert isinstance(spawn.engine(), spawn.Spawner)
+    rtprio = resource.getrlimit(resource.RLIMIT_RTPRIO)[0]
+    above = has_capability(CAP_SYS_NICE) or rtprio == resource.RLIM_INFINITY or rtprio >= 2
+    for cpu in machine.usable_cpus():
+        rec, seen = report(children, tmp_path, name="parent", cpus=(cpu,), rt=True)
+        assert seen["cpus"] == str(cpu)
+        granted = int(rec["rt_errno"]) == 0
+        assert int(seen["priority"]) == (1 + above if granted else 0)
+        _, seen = report(children, tmp_path, name="parent", cpus=(cpu,), rt=False)
+        assert seen["cpus"] == str(cpu) and seen["priority"] == "0"
+
+
+def test_a_spinning_realtime_child_times_out_on_its_cpu(children):
+    cpu = machine.usable_cpus()[-1]
+    options = spawn.SpawnOptions(cpus=(cpu,), rt=True, timeout=0.2)
+    rec = spawn.run([children["spin"]], None, options)
+    if int(rec["rt_errno"]):
+        pytest.skip("real-time priority is refused here")
+    assert spawn.STATUS[int(rec["status"])] == "timeout"
 
 
 def test_setup_failure_is_reported_distinctly(children, tmp_path):

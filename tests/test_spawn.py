@@ -11,8 +11,9 @@ import pytest
 from conftest import compile_children
 
 from perflab.core.bindings import lib
-from perflab.engine import spawn
+from perflab.engine import childruns, spawn
 from perflab.errors import PerflabError
+from perflab.lab import env_size
 from perflab.system import compiler, machine
 
 WORKLOADS = compiler.WORKLOADS
@@ -161,6 +162,18 @@ def test_a_spinning_realtime_child_times_out_on_its_cpu(children):
     if int(rec["rt_errno"]):
         pytest.skip("real-time priority is refused here")
     assert spawn.STATUS[int(rec["status"])] == "timeout"
+
+
+def test_a_sequential_sweep_keeps_batches_queued_in_the_helper(children, monkeypatch):
+    """The helper has the next batch before it ends one: it never waits for perflab's thread."""
+    monkeypatch.setattr(env_size, "CHUNK_RUNS", 3)
+    df = env_size.sweep([children["noprobe"]], max_size=4, repeat=4, rt=False, progress=False)
+    engine = spawn.engine()
+    assert isinstance(engine, spawn.Spawner)
+    assert engine.most_queued == childruns.AHEAD > 1
+    planned = [(s, r) for s in range(5) for r in range(4)]
+    assert sorted(zip(df["env_size"], df["rep"], strict=True)) == planned
+    assert (df["status"] == "ok").all()
 
 
 def test_setup_failure_is_reported_distinctly(children, tmp_path):

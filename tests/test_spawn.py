@@ -11,10 +11,10 @@ import pytest
 from conftest import compile_children
 
 from perflab.core.bindings import lib
-from perflab.engine import childruns, spawn
+from perflab.engine import childruns, results, spawn
 from perflab.errors import PerflabError
 from perflab.lab import env_size
-from perflab.system import compiler, machine
+from perflab.system import compiler, machine, supervisor
 
 WORKLOADS = compiler.WORKLOADS
 CAP_IPC_LOCK = 14  # linux/capability.h
@@ -174,6 +174,34 @@ def test_a_sequential_sweep_keeps_batches_queued_in_the_helper(children, monkeyp
     planned = [(s, r) for s in range(5) for r in range(4)]
     assert sorted(zip(df["env_size"], df["rep"], strict=True)) == planned
     assert (df["status"] == "ok").all()
+
+
+def test_without_the_helper_a_sequential_sweep_queues_in_process_and_resumes(
+    children, tmp_path, monkeypatch
+):
+    """No helper binary: the same queued batches run here; a stop keeps every finished run."""
+    monkeypatch.setattr(supervisor, "HELPER", tmp_path / "missing")
+    monkeypatch.setattr(spawn, "_engines", {})
+    monkeypatch.setattr(env_size, "CHUNK_RUNS", 3)
+    out = tmp_path / "r.parquet"
+    seen: list[int] = []
+
+    def stop_at_the_second_batch(n: int) -> None:
+        seen.append(n)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    argv, params = [children["noprobe"]], {"max_size": 4, "repeat": 4, "rt": False}
+    with pytest.raises(KeyboardInterrupt):
+        env_size.sweep(argv, output=out, progress=stop_at_the_second_batch, **params)
+    assert type(spawn.engine()) is spawn.InProcess
+    kept = results.load(out)
+    assert results.metadata(kept)["complete"] is False and len(kept) == sum(seen) == 6
+    df = env_size.sweep(argv, output=out, resume=True, progress=False, **params)
+    planned = [(s, r) for s in range(5) for r in range(4)]
+    assert sorted(zip(df["env_size"], df["rep"], strict=True)) == planned
+    assert (df["status"] == "ok").all() and df["maxrss_kb"].isna().all()
+    assert results.metadata(df)["maxrss_method"] == spawn.InProcess.method
 
 
 def test_setup_failure_is_reported_distinctly(children, tmp_path):

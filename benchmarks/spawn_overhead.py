@@ -1,15 +1,24 @@
-"""Per-run cost of perflab's env-size sweep path vs a bare C posix_spawn loop vs hyperfine -N.
+"""Cost of perflab's env-size sweep vs a bare C posix_spawn loop (and hyperfine -N).
 
-All three run the same static workload (the built-in Mytkowicz loop) the same number of
-times, in interleaved rounds so machine drift hits them alike; the per-run cost of a method
-is the median over rounds of (wall time of the round / runs).
+Per run (default): all three run the same static workload (the built-in Mytkowicz loop) the
+same number of times, in interleaved rounds so machine drift hits them alike; the per-run
+cost of a method is the median over rounds of (wall time of the round / runs).
+
+Whole process (--whole): `perflab sweep env-size --min 0 --max 199 --repeat 100 --aslr off
+--cpu N -o FILE` as a command (start-up, analysis and report included) against the bare loop
+running the same binary with the same environment sizes in the same order (ASLR off, under
+taskset -c N and chrt -f 1 as perflab's defaults pin and prioritise the child), in
+interleaved rounds, plus perflab's start-up alone (the same command for one run). Printed:
+wall and CPU time of each, and perflab / bare with and without its start-up.
 
     PYTHONPATH=src python benchmarks/spawn_overhead.py [--runs 2000] [--rounds 5]
+    PYTHONPATH=src python benchmarks/spawn_overhead.py --whole [--repeat 100] [--rounds 3]
 """
 
 import argparse
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -21,26 +30,38 @@ import numpy as np
 
 from perflab.engine import childruns
 from perflab.lab import env_size
+from perflab.lab.plans.env_size import Plan
 from perflab.system import compiler
 
 BARE = r"""
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+/* bare N PROGRAM [SIZES]: N runs of PROGRAM with only A=<100 a>, or A=<SIZES[i] a> (int64s). */
 int main(int argc, char **argv)
 {
     int n = atoi(argv[1]), st;
-    char pad[128] = "A=", *av[] = {argv[2], NULL}, *ev[] = {pad, NULL};
+    static char pad[1 << 16] = "A=";
+    char *av[] = {argv[2], NULL}, *ev[] = {pad, NULL};
+    int64_t *sizes = calloc(n, sizeof *sizes);
+    FILE *f = argc > 3 ? fopen(argv[3], "rb") : NULL;
     struct timespec a, b;
     pid_t pid;
-    memset(pad + 2, 'a', 100);
+    if (!sizes || (argc > 3 && (!f || fread(sizes, sizeof *sizes, n, f) != (size_t)n)))
+        return 1;
+    for (int i = 0; i < n; i++)
+        sizes[i] = argc > 3 ? sizes[i] : 100;
+    memset(pad + 2, 'a', sizeof pad - 3);
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (int i = 0; i < n; i++) {
+        pad[2 + sizes[i]] = '\0';
         if (posix_spawn(&pid, argv[2], NULL, NULL, av, ev) != 0 || waitpid(pid, &st, 0) < 0)
             return 1;
+        pad[2 + sizes[i]] = 'a';
     }
     clock_gettime(CLOCK_MONOTONIC, &b);
     printf("%.0f\n", (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec));
@@ -49,14 +70,19 @@ int main(int argc, char **argv)
 """
 
 
-def bare(tmp: Path, workload: str, runs: int, prefix: tuple[str, ...] = ()) -> float:
-    """ns per run of the C loop (timed inside it); prefix e.g. taskset/chrt for its conditions."""
+def compiled(tmp: Path) -> Path:
+    """The bare loop, built once per temporary directory."""
     exe = tmp / "bare"
     if not exe.exists():
         (tmp / "bare.c").write_text(BARE)
         cc = compiler.compiler()
         subprocess.run([*cc, "-O2", "-Wall", "-Werror", tmp / "bare.c", "-o", exe], check=True)
-    cmd = [*prefix, str(exe), str(runs), workload]
+    return exe
+
+
+def bare(tmp: Path, workload: str, runs: int, prefix: tuple[str, ...] = ()) -> float:
+    """ns per run of the C loop (timed inside it); prefix e.g. taskset/chrt for its conditions."""
+    cmd = [*prefix, str(compiled(tmp)), str(runs), workload]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return float(out.stdout) / runs
 
@@ -96,11 +122,87 @@ def hyperfine(tmp: Path, workload: str, runs: int) -> float | None:
     return (time.perf_counter_ns() - t) / runs
 
 
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system of the process and the children it waited for) of
+    one command, its output discarded; Python may cache bytecode, as an installed perflab has."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"{' '.join(map(str, cmd))} failed:\n{err.decode(errors='replace')}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def whole(repeat: int, rounds: int, pin_perflab: bool, cpu: str) -> None:
+    """perflab's sweep as a command vs the bare loop on the same runs, with and without its
+    start-up (the same command for one run)."""
+    workload = env_size.resolve_program((), "0")[0][0]
+    sizes = Plan(min_size=0, max_size=199, repeat=repeat).pairs()[0]
+    rt = ("taskset", "-c", cpu, "chrt", "-f", "1")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        (tmp / "sizes").write_bytes(sizes.astype(np.int64).tobytes())
+        out = tmp / "sweep.parquet"
+
+        def sweep(max_size: int, times: int) -> list[str]:
+            out.unlink(missing_ok=True)
+            opts = f"--min 0 --max {max_size} --repeat {times} --aslr off --cpu {cpu}".split()
+            cmd = ["perflab", "sweep", "env-size", *opts, "-o", str(out)]
+            return [*(("taskset", "-c", cpu) if pin_perflab else ()), sys.executable, "-m", *cmd]
+
+        bare_cmd = [*rt, "setarch", platform.machine(), "-R", str(compiled(tmp)),
+                    str(sizes.size), workload, str(tmp / "sizes")]  # fmt: skip
+        methods = {
+            "bare C posix_spawn+waitpid": lambda: timed(bare_cmd),
+            "perflab sweep env-size": lambda: timed(sweep(199, repeat)),
+            "perflab start-up (the same, 1 run)": lambda: timed(sweep(0, 1)),
+        }
+        got: dict[str, list[tuple[float, float]]] = {name: [] for name in methods}
+        load = os.getloadavg()[0]
+        for _ in range(rounds):
+            for name, fn in methods.items():
+                got[name].append(fn())
+    print(
+        f"{sizes.size} runs (env sizes 0..199 x {repeat}, perflab's random order) of "
+        f"{Path(workload).name}, ASLR off, child on CPU {cpu} under SCHED_FIFO 1, "
+        f"{rounds} interleaved rounds; perflab itself "
+        f"{'pinned to CPU ' + cpu if pin_perflab else 'unpinned'}; "
+        f"load {load:.2f} before, {os.getloadavg()[0]:.2f} after"
+    )
+    print(f"{'method':<40}{'wall s median':>14}{'min':>8}{'CPU s median':>14}")
+    for name, v in got.items():
+        wall, cpu_s = np.array(v).T
+        print(f"{name:<40}{np.median(wall):>14.3f}{wall.min():>8.3f}{np.median(cpu_s):>14.3f}")
+    bare_s, full, start = (np.array(v).T for v in got.values())
+    print("perflab / bare, median over rounds of the per-round ratio [ratio of the minima]:")
+    for what, i in (("wall", 0), ("CPU", 1)):
+        ratios = [(full[i], "whole process"), (full[i] - start[i], "start-up removed")]
+        print(f"  {what}: " + ", ".join(
+            f"{name} {np.median(x / bare_s[i]):.3f} [{x.min() / bare_s[i].min():.3f}]"
+            for x, name in ratios))  # fmt: skip
+    json.dump({k: [list(x) for x in v] for k, v in got.items()}, sys.stderr)
+    print(file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--whole", action="store_true", help="Whole processes: see above.")
+    ap.add_argument("--repeat", type=int, default=100, help="With --whole: runs per size.")
+    ap.add_argument("--pin-perflab", action="store_true",
+                    help="With --whole: perflab's own process on the child's CPU too.")  # fmt: skip
+    ap.add_argument("--cpu", default=str(childruns.default_cpus()[0]),
+                    help="With --whole: the children's CPU (default: perflab's).")  # fmt: skip
     args = ap.parse_args()
+    if args.whole:
+        whole(args.repeat, args.rounds, args.pin_perflab, args.cpu)
+        return
     workload = str(compiler.mytkowicz().path)
     cpu = childruns.default_cpus()[0]
     pinned_rt = ("taskset", "-c", str(cpu), "chrt", "-f", "1")

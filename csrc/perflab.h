@@ -383,7 +383,7 @@ int perflab_alias_time(int kernel, size_t aliased, size_t distinct, size_t n, si
 /* A batch flag: one child per listed CPU at a time, each pinned to its own CPU (the run's
  * cpu field says which), each CPU taking the next run as soon as its child is reaped.
  * perflab_spawn_batch then keeps out[0..*done) the finished runs before the first one a
- * stop cut short; the spawner threads wait off the listed CPUs when others exist. */
+ * stop cut short; each lane's spawner thread waits on its own CPU. */
 #define PERFLAB_SPAWN_PARALLEL 16
 
 /* ---- counters.c: the events of exec'd children, counted as perf stat counts a command ---- */

@@ -75,6 +75,7 @@ struct spawn_ctx {
 
 static struct runq *runq_open(int proc_only);
 static void runq_close(struct runq *rq);
+static int runq_samples(const struct runq *rq);
 
 /* One child's view: the batch context plus what the child reports back. */
 struct child_args {
@@ -150,9 +151,11 @@ fail:
     _exit(127);
 }
 
-/* The spawning thread takes the children's real-time priority while it runs them, so that
- * it wakes as soon as a child exits instead of queueing behind other work (what `chrt` on
- * a shell loop gives); restored before returning.  Refusal is the child's to report. */
+/* The spawning thread takes real-time priority while it runs the children, so that it wakes
+ * as soon as a child exits instead of queueing behind other work (what `chrt` on a shell
+ * loop gives); restored before returning.  One above theirs where it can: on a child's CPU
+ * it still preempts a spinning child at its timeout or a stop.  Refusal is the child's to
+ * report. */
 struct saved_sched {
     int changed;
     struct perflab_saved_sched sched;
@@ -160,14 +163,17 @@ struct saved_sched {
 
 static void parent_rt_enter(const struct spawn_opts *o, struct saved_sched *saved)
 {
-    struct sched_param sp = {.sched_priority = o->rt_priority};
+    struct sched_param above = {.sched_priority = o->rt_priority + 1};
+    struct sched_param same = {.sched_priority = o->rt_priority};
 
     saved->changed = 0;
     if (!(o->flags & PERFLAB_SPAWN_RT))
         return;
     if (perflab_sched_save(&saved->sched) != 0)
         return;
-    saved->changed = sched_setscheduler(0, o->rt_policy, &sp) == 0;
+    /* RLIMIT_RTPRIO may allow theirs and no more */
+    saved->changed = sched_setscheduler(0, o->rt_policy, &above) == 0 ||
+                     sched_setscheduler(0, o->rt_policy, &same) == 0;
 }
 
 static void parent_rt_leave(const struct saved_sched *saved)
@@ -618,18 +624,29 @@ static int stop_pending(int stop_fd)
     return stop_fd >= 0 && poll(&p, 1, 0) > 0;
 }
 
-/* The spawning thread off the children's CPUs while it waits, when others remain. */
-static int away_enter(const struct batch *b, cpu_set_t *saved)
+/* The spawning thread on the children's CPUs: each child starts where it will run (no
+ * migration when it sets its affinity) and its exit wakes the thread there (no cross-CPU
+ * wakeup), as in a shell loop under taskset; it sleeps while a child runs.  A thread that
+ * samples /proc during each run waits off them instead, when others remain. */
+static int place_enter(const struct batch *b, int sampling, cpu_set_t *saved)
 {
     cpu_set_t set;
 
     if (b->hdr.ncpus == 0 || sched_getaffinity(0, sizeof *saved, saved) != 0)
         return 0;
-    set = *saved;
-    for (int i = 0; i < b->hdr.ncpus; i++)
-        if (b->cpus[i] < CPU_SETSIZE)
-            CPU_CLR(b->cpus[i], &set);
-    return CPU_COUNT(&set) > 0 && sched_setaffinity(0, sizeof set, &set) == 0;
+    if (sampling) {
+        set = *saved;
+        for (int i = 0; i < b->hdr.ncpus; i++)
+            if (b->cpus[i] < CPU_SETSIZE)
+                CPU_CLR(b->cpus[i], &set);
+    } else {
+        CPU_ZERO(&set);
+        for (int i = 0; i < b->hdr.ncpus; i++)
+            if (b->cpus[i] < CPU_SETSIZE)
+                CPU_SET(b->cpus[i], &set);
+    }
+    return CPU_COUNT(&set) > 0 && !CPU_EQUAL(&set, saved) &&
+           sched_setaffinity(0, sizeof set, &set) == 0;
 }
 
 static int spawn_parallel(const struct batch *b, const int stdio[3], int stop_fd,
@@ -660,7 +677,7 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
         batch_free(&b);
         return rc;
     }
-    moved = away_enter(&b, &before);
+    moved = place_enter(&b, runq_samples(c.runq), &before);
     parent_rt_enter(&o, &saved);
     for (int i = 0; i < b.hdr.nruns && !stop_pending(stop_fd); i++) {
         int64_t size = b.sizes[i];
@@ -696,8 +713,6 @@ struct lanes {
     const struct batch *b;
     const int *stdio;
     int stop_fd;
-    int away;          /* 1: wait on the CPUs in `others`, else each lane on its own CPU */
-    cpu_set_t others;
     atomic_llong next; /* the next run a free lane takes */
     unsigned char *finished;
     struct perflab_run *out;
@@ -725,13 +740,12 @@ static int lane_env(const struct batch *b, char ***envp, char **pad)
     return 0;
 }
 
-static void lane_place(const struct lanes *l, int32_t cpu)
+/* Each lane waits on its own CPU, as a sequential batch's spawner does (place_enter). */
+static void lane_place(int32_t cpu)
 {
     cpu_set_t own;
 
-    if (l->away) {
-        sched_setaffinity(0, sizeof l->others, &l->others);
-    } else if (cpu < CPU_SETSIZE) {
+    if (cpu < CPU_SETSIZE) {
         CPU_ZERO(&own);
         CPU_SET(cpu, &own);
         sched_setaffinity(0, sizeof own, &own);
@@ -760,7 +774,7 @@ static void *lane_main(void *arg)
         free(pad);
         return NULL;
     }
-    lane_place(l, cpu);
+    lane_place(cpu);
     parent_rt_enter(&o, &saved);
     while (!stop_pending(l->stop_fd)) {
         int64_t i = atomic_fetch_add(&l->next, 1), size;
@@ -789,17 +803,6 @@ static void *lane_main(void *arg)
     return NULL;
 }
 
-/* Lanes wait off the listed CPUs when the spawner may run elsewhere, as a serial batch does. */
-static int lanes_away(const struct batch *b, cpu_set_t *others)
-{
-    if (sched_getaffinity(0, sizeof *others, others) != 0)
-        return 0;
-    for (int i = 0; i < b->hdr.ncpus; i++)
-        if (b->cpus[i] < CPU_SETSIZE)
-            CPU_CLR(b->cpus[i], others);
-    return CPU_COUNT(others) > 0;
-}
-
 static int spawn_parallel(const struct batch *b, const int stdio[3], int stop_fd,
                           struct perflab_run *out, int64_t *done)
 {
@@ -819,7 +822,6 @@ static int spawn_parallel(const struct batch *b, const int stdio[3], int stop_fd
         return n < 1 ? -EINVAL : -ENOMEM;
     }
     atomic_init(&l.next, 0);
-    l.away = lanes_away(b, &l.others);
     /* As a serial batch's spawner: woken the moment the last lane ends, not behind other
      * work, so that the next queued batch starts without a gap. */
     parent_rt_enter(&o, &saved);
@@ -1034,6 +1036,12 @@ static void runq_close(struct runq *rq)
     free(rq);
 }
 
+/* Whether the spawning thread reads /proc while each child runs (no taskstats socket). */
+static int runq_samples(const struct runq *rq)
+{
+    return rq && rq->sock < 0;
+}
+
 /* "cpu_ns runq_ns slices" of one schedstat file under dirfd; 0 or -1. */
 static int read_schedstat(int dirfd, const char *path, int64_t *cpu, int64_t *runq)
 {
@@ -1111,7 +1119,7 @@ static void runq_sample(struct runq *rq, pid_t pid)
  * every RUNQ_FIRST_NS doubling up to RUNQ_MAX_NS.  Returns why the wait ended; reaps nothing. */
 static int watch_child(pid_t pid, int pidfd, int64_t timeout_ns, int stop_fd, struct runq *rq)
 {
-    int sampling = rq && rq->sock < 0, why = WAIT_EXITED;
+    int sampling = runq_samples(rq), why = WAIT_EXITED;
     int64_t start = mono_ns(), deadline = start + timeout_ns, every = RUNQ_FIRST_NS;
     int64_t next = start + every;
 

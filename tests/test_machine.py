@@ -1,6 +1,7 @@
 """The machine report agrees with the kernel's own views of the machine."""
 
 import errno
+import json
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from perflab.cli import cli
+from perflab.core import bindings
 from perflab.errors import PerflabError
 from perflab.system import compiler, machine
 
@@ -77,6 +79,29 @@ def test_build_cache_falls_back_when_home_cannot_hold_it(tmp_path, monkeypatch):
     path = compiler.cache_dir()
     assert path.parent == Path(tempfile.gettempdir())
     assert path.stat().st_uid == os.getuid() and not (tmp_path / "no").exists()
+
+
+def test_a_calibrated_tsc_rate_is_kept_for_the_boot_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    machine.tsc_hz.cache_clear()
+    try:
+        hz, how = machine.tsc_hz()
+        if how != bindings.HZ_CALIBRATED:
+            pytest.skip(f"the CPU states its counter's rate here ({how}): nothing calibrated")
+        path = machine.calibration_path(machine.TSC_CALIBRATION)
+        doc = json.loads(path.read_text())
+        assert doc["hz"] == hz and doc["boot_id"] == Path(machine.BOOT_ID).read_text().strip()
+        for change, kept in [({"hz": 1e9}, True), ({"hz": 1e9, "boot_id": "another"}, False),
+                             ({"hz": "1e9"}, False), ({"hz": -1.0}, False)]:  # fmt: skip
+            path.write_text(json.dumps(doc | change))
+            machine.tsc_hz.cache_clear()
+            assert (machine.tsc_hz()[0] == 1e9) is kept
+            assert machine.tsc_hz()[0] == pytest.approx(1e9 if kept else hz, rel=0.005)
+        path.write_text("{")
+        machine.tsc_hz.cache_clear()
+        assert machine.tsc_hz()[0] == pytest.approx(hz, rel=0.005)
+    finally:
+        machine.tsc_hz.cache_clear()
 
 
 def test_metadata_records_the_conditions():

@@ -2,6 +2,7 @@
 
 import errno
 import os
+import resource
 import shutil
 from pathlib import Path
 
@@ -10,12 +11,14 @@ import pytest
 from conftest import compile_children
 
 from perflab.core.bindings import lib
-from perflab.engine import spawn
+from perflab.engine import childruns, results, spawn
 from perflab.errors import PerflabError
-from perflab.system import compiler, machine
+from perflab.lab import env_size
+from perflab.system import compiler, machine, supervisor
 
 WORKLOADS = compiler.WORKLOADS
 CAP_IPC_LOCK = 14  # linux/capability.h
+CAP_SYS_NICE = 23
 
 
 def has_capability(bit: int) -> bool:
@@ -47,8 +50,32 @@ int main(void)
 }
 """
 
+# Where its spawner (its parent: the helper, one thread while it runs a sequential batch) may
+# run while the child does, and at what real-time priority.
+PARENT = r"""
+#include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void)
+{
+    char path[64], line[256], cpus[256];
+    struct sched_param sp = {0};
+    FILE *f;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)getppid());
+    f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Cpus_allowed_list: %255s", cpus) == 1)
+            printf("cpus %s\n", cpus);
+    sched_getparam(getppid(), &sp);
+    printf("priority %d\n", sp.sched_priority);
+    return 0;
+}
+"""
+
 CHILDREN = {
     "report": REPORT,
+    "parent": PARENT,
+    "spin": "int main(void) { for (;;) ; }\n",
     "crash": "#include <signal.h>\nint main(void) { raise(SIGSEGV); return 0; }\n",
     "hang": "#include <unistd.h>\nint main(void) { for (;;) pause(); }\n",
     "exit3": "int main(void) { return 3; }\n",
@@ -68,11 +95,11 @@ def children(tmp_path_factory) -> dict[str, str]:
     return compile_children(tmp_path_factory.mktemp("children"), CHILDREN, "0")
 
 
-def report(children, tmp_path, env=None, **opts) -> tuple[np.record, dict]:
-    """Run the report child with its stdout in a file; parse what it saw."""
+def report(children, tmp_path, env=None, name="report", **opts) -> tuple[np.record, dict]:
+    """Run a reporting child with its stdout in a file; parse what it saw."""
     out = tmp_path / "out.txt"
     with open(out, "w") as f:
-        rec = spawn.run([children["report"]], env, spawn.SpawnOptions(stdout=f.fileno(), **opts))
+        rec = spawn.run([children[name]], env, spawn.SpawnOptions(stdout=f.fileno(), **opts))
     seen = {"env": []}
     for line in out.read_text().splitlines():
         key, _, value = line.partition(" ")
@@ -111,6 +138,70 @@ def test_pinning_and_realtime(children, tmp_path):
         assert int(seen["cpu"]) == cpu
         granted = int(rec["rt_errno"]) == 0
         assert int(seen["policy"]) == (1 if granted else 0)  # SCHED_FIFO or SCHED_OTHER
+
+
+def test_the_spawner_waits_on_the_childs_cpu_one_priority_above(children, tmp_path):
+    """Each child starts on the CPU it runs on and wakes its spawner there (no migration, no
+    cross-CPU wakeup); above the child's priority, the spawner still ends it at its timeout."""
+    assert isinstance(spawn.engine(), spawn.Spawner)
+    rtprio = resource.getrlimit(resource.RLIMIT_RTPRIO)[0]
+    above = has_capability(CAP_SYS_NICE) or rtprio == resource.RLIM_INFINITY or rtprio >= 2
+    for cpu in machine.usable_cpus():
+        rec, seen = report(children, tmp_path, name="parent", cpus=(cpu,), rt=True)
+        assert seen["cpus"] == str(cpu)
+        granted = int(rec["rt_errno"]) == 0
+        assert int(seen["priority"]) == (1 + above if granted else 0)
+        _, seen = report(children, tmp_path, name="parent", cpus=(cpu,), rt=False)
+        assert seen["cpus"] == str(cpu) and seen["priority"] == "0"
+
+
+def test_a_spinning_realtime_child_times_out_on_its_cpu(children):
+    cpu = machine.usable_cpus()[-1]
+    options = spawn.SpawnOptions(cpus=(cpu,), rt=True, timeout=0.2)
+    rec = spawn.run([children["spin"]], None, options)
+    if int(rec["rt_errno"]):
+        pytest.skip("real-time priority is refused here")
+    assert spawn.STATUS[int(rec["status"])] == "timeout"
+
+
+def test_a_sequential_sweep_keeps_batches_queued_in_the_helper(children, monkeypatch):
+    """The helper has the next batch before it ends one: it never waits for perflab's thread."""
+    monkeypatch.setattr(env_size, "CHUNK_RUNS", 3)
+    df = env_size.sweep([children["noprobe"]], max_size=4, repeat=4, rt=False, progress=False)
+    engine = spawn.engine()
+    assert isinstance(engine, spawn.Spawner)
+    assert engine.most_queued == childruns.AHEAD > 1
+    planned = [(s, r) for s in range(5) for r in range(4)]
+    assert sorted(zip(df["env_size"], df["rep"], strict=True)) == planned
+    assert (df["status"] == "ok").all()
+
+
+def test_without_the_helper_a_sequential_sweep_queues_in_process_and_resumes(
+    children, tmp_path, monkeypatch
+):
+    """No helper binary: the same queued batches run here; a stop keeps every finished run."""
+    monkeypatch.setattr(supervisor, "HELPER", tmp_path / "missing")
+    monkeypatch.setattr(spawn, "_engines", {})
+    monkeypatch.setattr(env_size, "CHUNK_RUNS", 3)
+    out = tmp_path / "r.parquet"
+    seen: list[int] = []
+
+    def stop_at_the_second_batch(n: int) -> None:
+        seen.append(n)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    argv, params = [children["noprobe"]], {"max_size": 4, "repeat": 4, "rt": False}
+    with pytest.raises(KeyboardInterrupt):
+        env_size.sweep(argv, output=out, progress=stop_at_the_second_batch, **params)
+    assert type(spawn.engine()) is spawn.InProcess
+    kept = results.load(out)
+    assert results.metadata(kept)["complete"] is False and len(kept) == sum(seen) == 6
+    df = env_size.sweep(argv, output=out, resume=True, progress=False, **params)
+    planned = [(s, r) for s in range(5) for r in range(4)]
+    assert sorted(zip(df["env_size"], df["rep"], strict=True)) == planned
+    assert (df["status"] == "ok").all() and df["maxrss_kb"].isna().all()
+    assert results.metadata(df)["maxrss_method"] == spawn.InProcess.method
 
 
 def test_setup_failure_is_reported_distinctly(children, tmp_path):

@@ -87,6 +87,7 @@ HZ_SOURCES = {
     lib.PERFLAB_HZ_CALIBRATED: "calibrated against CLOCK_MONOTONIC_RAW",
     lib.PERFLAB_HZ_CNTFRQ: "cntfrq_el0",
 }
+HZ_CALIBRATED = HZ_SOURCES[lib.PERFLAB_HZ_CALIBRATED]
 
 
 @functools.cache

@@ -13,8 +13,8 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from types import FrameType, TracebackType
 from typing import Any, TypeVar
@@ -31,6 +31,10 @@ from perflab.system import machine
 
 CHUNK_RUNS = 512  # runs per C call: ~0.3 s of short runs; a stop ends a batch between two runs
 FLUSH_S = 1.0  # rows reach the disk at least this often: a kill -9 loses about a second
+# Batches queued in the spawner helper: it starts the next the moment one ends, without waiting
+# for perflab's thread to be scheduled (on a loaded machine that wait idled the CPUs between
+# every two batches) while that thread journals the last one.
+AHEAD = 2
 
 # What a recorded child run can hold: anything else in a journal was not written by perflab.
 _COUNT = (0.0, float(2**63))
@@ -425,9 +429,10 @@ def measure_sequential(
 ) -> pd.DataFrame:
     """Run every planned run not yet recorded, in C batches of chunk_runs, and return the rows.
 
-    C runs batch i+1 on a worker thread (cffi drops the GIL) while this thread journals batch i,
-    so Python's per-row work costs no time per run. A KeyboardInterrupt leaves the journal
-    complete up to the last finished run and marked incomplete.
+    Batches wait queued in the engine, AHEAD at a time, while this thread journals the last
+    one: the next starts the moment one ends, and Python's per-row work costs no time per run.
+    A KeyboardInterrupt leaves the journal complete up to the last finished run and marked
+    incomplete.
     """
     with quiet_options(controls) as options:
         options = replace(options, runq=runs.runq)
@@ -443,43 +448,48 @@ def measure_sequential(
         chunks = [part for i in range(0, todo.size, chunk_runs)
                   for part in runs.batches(todo[i : i + chunk_runs])]  # fmt: skip
         sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
+        # A run's CPUs' busy time is read around its batch alone: nothing else queued beside it.
+        ahead = 1 if runs.busy else AHEAD
         complete = False
-        with Interrupt() as stop, away_from(controls.cpus), ThreadPoolExecutor(1) as pool:
+        with Interrupt() as stop, away_from(controls.cpus), engine.pipeline() as pipe:
 
-            def one_batch(at: np.ndarray) -> tuple[np.ndarray, float]:
+            def send(at: np.ndarray) -> tuple[np.ndarray, float]:
+                """Queue one batch; its positions and the CPUs' busy time before it."""
                 before = machine.busy_ns(controls.cpus) if runs.busy else 0
-                out = spawn.run_batch(runs.programs, runs.prog[at], sizes[at], runs.var,
-                                      *runs.under(at, options), engine)  # fmt: skip
-                # one figure per batch: a run's own only when the batch is that one run
-                mine = runs.busy and len(out) == 1
-                return out, machine.busy_ns(controls.cpus) - before if mine else np.nan
-
-            def submit(at: np.ndarray) -> "Future[tuple[np.ndarray, float]]":
-                return pool.submit(one_batch, at)
+                pipe.submit(*spawn.request(runs.programs, runs.prog[at], sizes[at], runs.var,
+                                           *runs.under(at, options)))  # fmt: skip
+                return at, before
 
             try:
-                pending = submit(chunks[0]) if chunks else None
-                for i, at in enumerate(chunks):
-                    assert pending is not None  # submitted before the loop or in the last turn
-                    # fewer than the chunk when a stop cut it short
-                    batch, busy = pending.result()
-                    stopping = stop.hit  # read once: a batch submitted below is always collected
-                    if not stopping and i + 1 < len(chunks):
-                        pending = submit(chunks[i + 1])
-                    options = rt_refused_once(options, batch, extra, warn)
-                    if runs.runq != "off" and len(batch) and "runq" not in extra:
-                        extra["runq"] = spawn.runq_note(batch)
-                    rows = runs.rows(batch, at[: len(batch)], overhead)
-                    if runs.busy:
-                        rows["cpus_busy_ns"] = busy
-                    recorder.add(rows)
-                    if progress:
-                        progress(len(batch))
+                queued = deque(send(at) for at in chunks[:ahead])
+                for i in range(len(chunks)):
+                    at, before = queued.popleft()
+                    batch = pipe.collect()  # fewer than the chunk when a stop cut it short
+                    # one figure per batch: a run's own only when the batch is that one run
+                    mine = runs.busy and len(batch) == 1
+                    busy = machine.busy_ns(controls.cpus) - before if mine else np.nan
+                    done = [(batch, at, busy)]
+                    stopping = stop.hit  # read once: every batch queued is collected
+                    if stopping:
+                        done += [(pipe.collect(), at, np.nan) for at, _ in queued]
+                        queued.clear()
+                    elif i + ahead < len(chunks):
+                        queued.append(send(chunks[i + ahead]))
+                    for batch, at, busy in done:
+                        options = rt_refused_once(options, batch, extra, warn)
+                        if runs.runq != "off" and len(batch) and "runq" not in extra:
+                            extra["runq"] = spawn.runq_note(batch)
+                        rows = runs.rows(batch, at[: len(batch)], overhead)
+                        if runs.busy:
+                            rows["cpus_busy_ns"] = busy
+                        recorder.add(rows)
+                        if progress:
+                            progress(len(batch))
                     if stopping:
                         raise KeyboardInterrupt
                 complete = True
             except BaseException:
-                engine.request_stop()  # a batch still in flight ends at its next run
+                engine.request_stop()  # the batches still queued end at their next run
                 raise
             finally:
                 extra.update(spawn.maxrss_meta(engine))

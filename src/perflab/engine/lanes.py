@@ -29,10 +29,6 @@ REFERENCE_MAX = 0.05
 SLOWER_TOL = 0.02  # parallel runs' median may exceed the sequential one by this much
 NOISIER_TOL = 0.25  # and their spread (IQR) by this much, before perflab says so
 MIN_REFERENCE = 20  # fewer sequential runs on a CPU than this: no verdict for it
-# Chunks queued in the spawner helper: it starts the next batch the moment one ends, without
-# waiting for this thread to be scheduled (on a loaded machine that wait idled every CPU
-# three times per chunk: the parallel batch and each CPU's reference runs).
-AHEAD = 2
 
 
 def lane_cpus(jobs: int, cpus: Sequence[int] | None) -> tuple[int, ...]:
@@ -167,16 +163,16 @@ def _measure_lanes(
             try:
                 # Chunks queued in the helper AHEAD at a time: no gap waits for this thread.
                 queued = deque(_send_chunk(pipe, runs, at, ref, sizes, options)
-                               for at in chunks[:AHEAD])  # fmt: skip
+                               for at in chunks[: childruns.AHEAD])  # fmt: skip
                 for i in range(len(chunks)):
                     parts = _collect_chunk(pipe, queued.popleft())
                     stopping = stop.hit  # read once: every chunk queued is collected
                     if stopping:
                         while queued:
                             parts += _collect_chunk(pipe, queued.popleft())
-                    elif i + AHEAD < len(chunks):
-                        queued.append(_send_chunk(pipe, runs, chunks[i + AHEAD], ref, sizes,
-                                                  options))  # fmt: skip
+                    elif i + childruns.AHEAD < len(chunks):
+                        queued.append(_send_chunk(pipe, runs, chunks[i + childruns.AHEAD], ref,
+                                                  sizes, options))  # fmt: skip
                     for got, at, parallel in parts:
                         options = childruns.rt_refused_once(options, got, extra, warn)
                         recorder.add(runs.lane_rows(got, at, overhead, parallel))

@@ -203,10 +203,12 @@ class Spawner(InProcess):
         self.sock, self.pid, self.floor_kb = ours, os.getpid(), None
         self.lock = threading.RLock()  # one caller's requests and replies at a time
         self.queued = 0
+        self.most_queued = 0  # the most requests waiting at once in the last pipeline or batch
         atexit.register(self.close)  # no helper outlives perflab, nor warns that it was left
 
     def batch(self, request: bytes, nruns: int, stdio: list[int]) -> np.ndarray:
         with self.lock:
+            self.most_queued = 0
             self._submit(request, nruns, stdio)
             return self._collect()
 
@@ -215,6 +217,7 @@ class Spawner(InProcess):
         """Requests sent ahead, queued in the socket; replies read in order. Replies left
         unread at the end (an error) leave the helper out of step: it is ended."""
         with self.lock:
+            self.most_queued = 0
             try:
                 yield Pipeline(self._submit, self._collect)
             finally:
@@ -228,6 +231,7 @@ class Spawner(InProcess):
             )
             self.sock.sendall(request[sent:])
             self.queued += 1
+            self.most_queued = max(self.most_queued, self.queued)
         except BaseException:
             self.close()  # out of step with the helper now: the next batch starts a new one
             raise
@@ -260,7 +264,8 @@ class Spawner(InProcess):
                 pass
 
     def alive(self) -> bool:
-        return self.pid == os.getpid() and self.proc.poll() is None and self.sock.fileno() >= 0
+        """Not closed (a closed helper's process is no longer waited for), nor ended."""
+        return self.pid == os.getpid() and self.sock.fileno() >= 0 and self.proc.poll() is None
 
     def close(self) -> None:
         """End the helper and what its runs left; idempotent, and a forked child leaves its

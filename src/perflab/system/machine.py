@@ -1,5 +1,6 @@
 """Where a result was measured: CPU, topology, caches, clocks, and what will spoil measurements."""
 
+import contextlib
 import dataclasses
 import errno
 import functools
@@ -234,10 +235,41 @@ def cache_size(name: str) -> int | None:
     return int(match["size_bytes"].iloc[0]) if len(match) else None
 
 
+TSC_CALIBRATION = "tsc-hz"
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
 @functools.cache
 def tsc_hz() -> tuple[float, str]:
-    """Cycle-counter frequency in Hz and how it was obtained."""
-    return bindings.tsc_hz()
+    """Cycle-counter frequency in Hz and how it was obtained. A calibration (200 ms asleep,
+    a quarter of a sweep's start-up) is kept for the rest of the boot where the counter's rate
+    is constant: it cannot change before the next boot."""
+    boot = _read(BOOT_ID)
+    cached = _cached_tsc_hz(boot)
+    if cached is not None:
+        return cached
+    hz, how = bindings.tsc_hz()
+    calibrated = how == bindings.HZ_CALIBRATED
+    if calibrated and boot and "constant_tsc" in cpu_flags():
+        doc = {"identity": identity(), "boot_id": boot, "hz": hz, "how": how}
+        with contextlib.suppress(OSError, PerflabError):
+            path = calibration_path(TSC_CALIBRATION)
+            files.atomic(path, lambda tmp: tmp.write_text(json.dumps(doc, indent=1) + "\n"))
+    return hz, how
+
+
+def _cached_tsc_hz(boot: str) -> tuple[float, str] | None:
+    """This boot's calibration on this machine and core; None when there is none, or the file
+    is unreadable, corrupt or another boot's or machine's: never trusted."""
+    try:
+        doc = json.loads(calibration_path(TSC_CALIBRATION).read_text())
+        hz, how = doc["hz"], doc["how"]
+        mine = boot and doc["boot_id"] == boot and doc["identity"] == identity()
+    except (OSError, ValueError, TypeError, KeyError, PerflabError):
+        return None
+    if mine and type(hz) is float and math.isfinite(hz) and hz > 0 and isinstance(how, str):
+        return hz, how
+    return None
 
 
 def hypervisor() -> str:

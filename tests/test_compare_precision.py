@@ -6,7 +6,6 @@ import itertools
 import pytest
 from conftest import compile_children
 
-from perflab.analysis import levels
 from perflab.cli import cli
 from perflab.engine import results
 from perflab.lab import compare
@@ -64,9 +63,8 @@ def test_a_precision_reached_is_an_interval_that_narrow(programs):
     value = compare.value_column(df)
     ok = compare.steady(df[df["status"] == "ok"], value)
     # The frame itself says so: its interval over the setups reaches less than 5 % either way.
-    interval = levels.ratio_interval(ok, value, ["setup"], row="run")
-    assert compare.half_width(interval) <= 0.05
-    assert interval.low > 1 and "setup" in interval.covers
+    ratio, low, high = compare.interval(ok, value)
+    assert compare.half_width(ratio, low, high) <= 0.05 and low > 1
     # The pilot first: 4 layouts of 2 A/B pairs, every pair run once; no precision is called
     # reached over fewer than MIN_LAYOUTS.
     assert record["rounds"][0] == {**record["rounds"][0], "setups": 4, "repeat": 2}

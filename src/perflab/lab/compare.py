@@ -6,6 +6,7 @@ interleaved in each, report B/A per setup and over all setups, and say so when t
 effect depends on the layout. Every row records its setup's layout, so any one can be run again.
 """
 
+import json
 import math
 import os
 import re
@@ -416,9 +417,33 @@ def _sources(a: Side, b: Side) -> journal.Executes:
     )
 
 
-def half_width(interval: levels.RatioInterval) -> float:
+def half_width(ratio: float, low: float, high: float) -> float:
     """How far B/A's interval reaches from its estimate, on the ratio scale (0.01: 1 %)."""
-    return max(interval.high / interval.ratio - 1, 1 - interval.low / interval.ratio)
+    return max(high / ratio - 1, 1 - low / ratio)
+
+
+def interval(
+    ok: pd.DataFrame, value: str, confidence: float = CONFIDENCE, n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """B/A over the setups: the geometric mean of each setup's B/A of medians, with a
+    hierarchical bootstrap that draws setups, then the runs of each side within each (both
+    levels, so it errs wide: disturbed runs and a few setups cannot make it claim more than it
+    knows; the mean of logs of analysis/levels.py missed 1 in A/A runs that this holds)."""
+    per = [(g.loc[g["side"] == "A", value].to_numpy(float),
+            g.loc[g["side"] == "B", value].to_numpy(float))
+           for _, g in ok.groupby("setup", sort=True)]  # fmt: skip
+    per = [(a, b) for a, b in per if a.size and b.size]
+    if len(per) < 2 and not (per and min(per[0][0].size, per[0][1].size) >= 2):
+        raise PerflabError("one setup and one run of a side: no interval")
+    rng = np.random.default_rng(seed)
+    ratio = float(np.exp(np.mean([np.log(np.median(b) / np.median(a)) for a, b in per])))
+    boot = np.log(np.vstack([stats.boot_medians(b, n_boot, rng) / stats.boot_medians(a, n_boot, rng)
+                             for a, b in per]))  # fmt: skip
+    pick = rng.integers(0, boot.shape[0], size=(n_boot, boot.shape[0]))
+    means = np.exp(boot[pick, np.arange(n_boot)[:, None]].mean(axis=1))
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    return ratio, float(lo), float(hi)
 
 
 def _to_precision(
@@ -440,6 +465,8 @@ def _to_precision(
     sources = _sources(a, b)
     meta = {**meta, "setups": None, "repeat": None}
     frame = _resumed(recording)
+    if frame is not None:
+        _same_plan(results.metadata(frame).get("params") or {}, plan.params(), recording.output)
     reps = _reps(frame)
     todo = {s: PILOT[1] for s in range(PILOT[0]) if s not in reps}
     rounds: list[Round] = []
@@ -464,13 +491,11 @@ def _to_precision(
         assert frame is not None  # the pilot ran, now or before the resume
         ok = steady(frame[frame["status"] == "ok"], value_column(frame))
         try:
-            interval = levels.ratio_interval(ok, value_column(frame), LEVELS, confidence=CONFIDENCE,
-                                             row="run")  # fmt: skip
+            reached = half_width(*interval(ok, value_column(frame)))
             parts = levels.ratio_components(ok, value_column(frame), LEVELS, row="run")
         except PerflabError as exc:
             reason = f"no interval: {exc}"
             break
-        reached = half_width(interval)
         if rounds:
             rounds[-1].half_width = reached
         if reached <= plan.precision and len(reps) >= MIN_LAYOUTS:
@@ -516,6 +541,18 @@ def _costs_before(frame: pd.DataFrame | None) -> list[float]:
     if said:
         return [float(said["layout"]), float(said["pair"])]
     return [0.0, 2e-9 * float(frame["wall_ns"].median())]
+
+
+def _same_plan(recorded: dict, asked: dict, output: object) -> None:
+    """A resume goes on with the comparison the file holds, or refuses in one line: a round
+    that never runs would not meet the journal's own check."""
+    asked = json.loads(json.dumps(asked, default=str))  # as the file holds it: lists, not tuples
+    changed = sorted(k for k in set(recorded) | set(asked) if recorded.get(k) != asked.get(k))
+    if changed:
+        raise PerflabError(
+            f"{output} holds another comparison ({', '.join(changed)} differ); resume it with "
+            "its own parameters, or write a new file"
+        )
 
 
 def _resumed(recording: childruns.Recording) -> pd.DataFrame | None:
@@ -579,6 +616,8 @@ def _runs(
     )
 
 
+SHOWN_SETUPS = 30  # setups a printed summary lists
+
 MIN_PER_SIDE = 3  # fewer ok runs of a side in a setup: no interval, its verdict "unclear"
 
 
@@ -624,9 +663,9 @@ def overall(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> dict:
-    """B/A over all setups (the geometric mean of the runs, each setup weighing alike) with a
-    hierarchical bootstrap interval over the setups (analysis/levels.py): the interval a new
-    random layout would fall into, not just these ones; and the variance of B/A by level."""
+    """B/A over all setups (the geometric mean of the setups' B/A of medians) with a
+    hierarchical bootstrap interval (setups, then runs in each): the interval a new random
+    layout would fall into, not just these ones; and the variance of B/A by level."""
     value = value or value_column(df)
     if setups.empty:
         raise PerflabError("no setup has ok runs of both A and B: nothing to compare")
@@ -635,30 +674,24 @@ def overall(
     ok = steady(ok, value)
     stalled -= len(ok)
     try:
-        interval: levels.RatioInterval | None = levels.ratio_interval(
-            ok, value, LEVELS, confidence=confidence, n_boot=n_boot, seed=seed, row="run"
-        )
-    except PerflabError:
-        interval = None  # one setup and one run of a side: B/A without an interval
+        ratio, lo, hi = interval(ok, value, confidence, n_boot, seed)
+        covers: tuple[str, ...] = ("setup", "run")
+    except PerflabError:  # one setup and one run of a side: B/A without an interval
+        ratio = float(setups["ratio"].iloc[0])
+        lo, hi, covers = math.nan, math.nan, ()
     try:
         parts: levels.Components | None = levels.ratio_components(ok, value, LEVELS, row="run")
     except PerflabError:
         parts = None  # one setup, or one run a side in every setup: no split by level
     counts = setups["verdict"].value_counts()
     slower, faster = int(counts.get("B slower", 0)), int(counts.get("B faster", 0))
-    if interval is None:
-        logs = np.log(ok[value].astype(float)).groupby(ok["side"]).mean()
-        covers: tuple[str, ...] = ()
-        ratio, lo, hi = float(np.exp(logs["B"] - logs["A"])), math.nan, math.nan
-    else:
-        ratio, lo, hi, covers = interval.ratio, interval.low, interval.high, interval.covers
     return {
         "ratio": ratio,
         "ci_low": lo,
         "ci_high": hi,
         "confidence": confidence,
         "covers": list(covers),
-        "half_width": half_width(interval) if interval is not None else math.nan,
+        "half_width": half_width(ratio, lo, hi),
         "stalled": stalled,
         "setups": len(setups),
         "b_slower": slower,
@@ -853,5 +886,8 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     cols = ["setup", *layout, "median_a", "median_b", "ratio", "ci_low", "ci_high", "verdict"]
     shown = per[cols].astype({"median_a": "int64", "median_b": "int64"})
     title = f"B/A of median {value} per setup (-1: no padding)"
+    if len(shown) > SHOWN_SETUPS:  # a --precision run may hold thousands: the file has them all
+        shown = shown.head(SHOWN_SETUPS)
+        title += f"; the first {SHOWN_SETUPS} of {len(per)}, every one in the saved result"
     table = Table("setups", title, per, "{:,.3f}", shown)
     return Summary(lines, [table], values, lambda p: plot(frame, p, per, total))

@@ -65,10 +65,11 @@ def test_a_precision_reached_is_an_interval_that_narrow(programs):
     # The frame itself says so: its interval over the setups reaches less than 5 % either way.
     ratio, low, high = compare.interval(ok, value)
     assert compare.half_width(ratio, low, high) <= 0.05 and low > 1
-    # The pilot first: 4 layouts of 2 A/B pairs, every pair run once; no precision is called
-    # reached over fewer than MIN_LAYOUTS.
-    assert record["rounds"][0] == {**record["rounds"][0], "setups": 4, "repeat": 2}
-    assert df.groupby("setup")["rep"].nunique().iloc[:4].eq(2).all()
+    # The pilot first: 4 layouts of 3 A/B pairs, every pair run once; no precision is called
+    # reached over fewer than MIN_LAYOUTS, no layout holds fewer than MIN_PAIRS.
+    assert record["rounds"][0] == {**record["rounds"][0], "setups": 4, "repeat": 3}
+    assert df.groupby("setup")["rep"].nunique().iloc[:4].eq(3).all()
+    assert df.groupby("setup")["rep"].nunique().min() >= compare.MIN_PAIRS
     assert df["setup"].nunique() >= compare.MIN_LAYOUTS
     assert not df.duplicated(["setup", "rep", "side"]).any()
     assert sum(r["setups"] for r in record["rounds"]) == df["setup"].nunique()
@@ -84,7 +85,8 @@ def test_an_unreachable_precision_stops_at_the_budget_with_its_plan(programs):
     assert len(rounds) >= 2  # the pilot, then planned rounds while the budget allowed
     # Every round after the pilot runs what the plan before it asked: that many pairs a layout.
     for before, after in itertools.pairwise(rounds):
-        assert before["planned"] and after["repeat"] == before["planned"][1]
+        assert before["planned"]
+        assert after["repeat"] == max(before["planned"][1], compare.MIN_PAIRS)
     # The plan was far beyond the budget: the run said so with the time it predicted.
     assert record["predicted_s"] > record["budget_s"]
     lines = compare.summary(df, results.metadata(df)).lines

@@ -380,10 +380,14 @@ def _measure(
                          **shown)  # fmt: skip
 
 
-PILOT = (4, 2)  # --precision starts with 4 layouts of 2 pairs (A B, B A): two of every level
+PILOT = (4, 3)  # --precision starts with 4 layouts of 3 pairs: two of every level, and medians
 # No precision is called reached over fewer layouts: a bootstrap over a handful of units
 # misses more often than it says, and an interval that happens to be narrow stops the run.
 MIN_LAYOUTS = 10
+# Nor fewer pairs a layout than a median can stand on: one disturbed run (a neighbour's burst)
+# is then outvoted in its layout instead of becoming that layout's B/A, whatever the plan,
+# which assumes no such runs, would save by running one pair in each of many more layouts.
+MIN_PAIRS = 3
 CONFIDENCE = 0.95
 LEVELS = ["setup"]  # a layout, then one process run of a side per row
 # A run this many times its side's median was stalled (preempted, swapped), not moved by a
@@ -505,7 +509,7 @@ def _to_precision(
         if rounds and rounds[-1].planned is None:
             rounds[-1].planned = planned.counts
         layouts, pairs = planned.counts
-        layouts = max(layouts, MIN_LAYOUTS)
+        layouts, pairs = max(layouts, MIN_LAYOUTS), max(pairs, MIN_PAIRS)
         if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
             predicted = spent + max(layouts - len(reps), 0) * (costs[0] + pairs * costs[1])
         more = min(max(layouts - len(reps), len(reps) // 4, 1), max(len(reps), PILOT[0]))

@@ -241,7 +241,7 @@ def rows_problem(df: pd.DataFrame, expect: Expect, columns: list[str] | None) ->
         return f"its columns ({', '.join(map(str, df.columns)) or 'none'}) are not the journal's"
     for col, (lo, hi) in expect.ranges.items():
         try:
-            v = pd.to_numeric(df[col], errors="raise").to_numpy(dtype=np.float64)
+            v = pd.to_numeric(df[col], errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
         except (TypeError, ValueError):
             return f"column {col} is not numeric"
         bad = ~(np.isnan(v) | ((v >= lo) & (v <= hi)))

@@ -371,7 +371,9 @@ def measure(
         "usage_method": USAGE,
         **(lanes.lane_meta(controls) if lanes_run else {}),
     }
-    per_child = [(c,) for c in controls.cpus] if lanes_run else [tuple(controls.cpus)]
+    per_child: list[tuple[int, ...]] = (
+        [(c,) for c in controls.cpus] if lanes_run else [tuple(controls.cpus)]
+    )
     step = max(chunk_points, 1) * len(per_child)
     chunks = [todo[i : i + step] for i in range(0, todo.size, step)]
     complete = False

@@ -128,6 +128,8 @@ __asm__(".pushsection perflab_shift,\"ax\",@progbits\n"
 int shift_call(char *sp, int (*fn)(void), int *seen);
 void shift_enter(char *sp, void (*fn)(uint64_t), uint64_t arg);
 
+/* perflab_ticks.h's reads again, here in the driver's section: its static inline copies, left
+ * out of line at -O0, would land in .text and move the loop binary's addresses. */
 SHIFT static uint64_t shift_ticks_begin(void)
 {
     uint32_t lo, hi;

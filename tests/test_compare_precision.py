@@ -65,10 +65,11 @@ def test_a_precision_reached_is_an_interval_that_narrow(programs):
     # The frame itself says so: its interval over the setups reaches less than 5 % either way.
     ratio, low, high = compare.interval(ok, value)
     assert compare.half_width(ratio, low, high) <= 0.05 and low > 1
-    # The pilot first: 4 layouts of 3 A/B pairs, every pair run once; no precision is called
-    # reached over fewer than MIN_LAYOUTS, no layout holds fewer than MIN_PAIRS.
-    assert record["rounds"][0] == {**record["rounds"][0], "setups": 4, "repeat": 3}
-    assert df.groupby("setup")["rep"].nunique().iloc[:4].eq(3).all()
+    # The pilot first: MIN_LAYOUTS layouts of MIN_PAIRS A/B pairs, every pair run once; no
+    # precision is called reached over fewer, no layout holds fewer.
+    assert compare.PILOT == (compare.MIN_LAYOUTS, compare.MIN_PAIRS) == (10, 3)
+    assert record["rounds"][0] == {**record["rounds"][0], "setups": 10, "repeat": 3}
+    assert df.groupby("setup")["rep"].nunique().iloc[:10].eq(3).all()
     assert df.groupby("setup")["rep"].nunique().min() >= compare.MIN_PAIRS
     assert df["setup"].nunique() >= compare.MIN_LAYOUTS
     assert not df.duplicated(["setup", "rep", "side"]).any()

@@ -112,6 +112,59 @@ def test_ratio_components_keep_what_moves_b_over_a_and_drop_what_moves_both():
     assert c.shares()["setup"] == pytest.approx(4 / 5.25, abs=0.06)
 
 
+def pairs(rng, layouts, n, layout_sd, run_sd, delta, disturbed=0.0) -> pd.DataFrame:
+    """n A and n B runs in each layout: a layout effect both share, one that moves B/A by
+    layout_sd, runs with run_sd; a `disturbed` share of runs 1.5x slower (a neighbour)."""
+    setup, side, _ = np.indices((layouts, 2, n)).reshape(3, -1)
+    y = (
+        10
+        + delta * side
+        + rng.normal(0, 0.05, layouts)[setup]
+        + rng.normal(0, layout_sd, layouts)[setup] * side
+        + rng.normal(0, run_sd, setup.size)
+    )
+    y += np.log(1.5) * (rng.random(setup.size) < disturbed)
+    return pd.DataFrame({"setup": setup, "side": np.array(["A", "B"])[side], "ticks": np.exp(y)})
+
+
+def test_median_components_recover_the_layout_and_add_up_to_what_the_layouts_show():
+    rng = np.random.default_rng(11)
+    df = pairs(rng, 2000, 3, 0.02, 0.03, 0.05)
+    c = levels.median_ratio_components(df, "ticks")
+    assert c.levels == ("setup", "pair") and c.units == (2000, 6000)
+    assert math.sqrt(c.variances[0]) == pytest.approx(0.02, rel=0.15)
+    assert c.variances[1] == pytest.approx(2 * 0.03**2, rel=0.1) and c.statistic == "median"
+    # What the plan extrapolates from is what the layouts' B/A of medians showed, exactly.
+    seen = levels.median_ratios(df, "ticks", "setup")["log_ratio"].var()
+    assert c.variance((1, 3)) == pytest.approx(seen, rel=1e-9)
+
+
+def test_the_median_plan_is_the_closed_form_from_recovered_components():
+    """Layouts that cost 100 pairs: sqrt(c_L / c_p * var_pair / var_layout) pairs a layout."""
+    rng = np.random.default_rng(12)
+    c = levels.median_ratio_components(pairs(rng, 3000, 4, 0.01, 0.03, 0.0), "ticks")
+    p = levels.plan(c, (1.0, 0.01), 0.005)
+    closed = math.sqrt(1.0 / 0.01 * math.pi / 2 * c.variances[1] / c.variances[0])
+    assert p.optimum == pytest.approx((closed,))
+    true = math.sqrt(100 * math.pi / 2 * 2 * 0.03**2 / 0.01**2)  # the same from the true ones
+    assert closed == pytest.approx(true, rel=0.2)
+    # The count is the integer optimum of the medians' own variance, near the closed form.
+    cost = [(1.0 + 0.01 * n) * c.variance((1, n)) for n in range(1, 400)]
+    assert p.counts[1] == 1 + int(np.argmin(cost)) and abs(p.counts[1] - closed) <= 0.1 * closed
+
+
+def test_the_mean_of_layouts_covers_the_true_ratio_at_its_rate_through_disturbed_runs():
+    rng = np.random.default_rng(13)
+    hits = 0
+    for k in range(200):
+        df = pairs(rng, 10, 3, 0.01, 0.02, 0.03, disturbed=0.05)
+        d = levels.median_ratios(df, "ticks", "setup")["log_ratio"]
+        lo, hi = levels.expanded_mean_interval(d, 0.9, 1000, seed=k)
+        hits += lo < 0.03 < hi
+    # 200 experiments at 90 %: 80-97 % holds with probability > 0.999 for a correct interval.
+    assert 160 <= hits <= 194
+
+
 def _objective(var, costs, lower):
     q = np.cumprod([1, *lower])
     return float(np.sum(costs * q) * np.sum(var / q))

@@ -5,7 +5,7 @@ say which levels they cover: Kalibera and Jones, "Rigorous Benchmarking in Reaso
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Literal
 
@@ -20,6 +20,19 @@ from perflab.errors import PerflabError
 PLAN_FLOOR = 1e-4
 
 
+# Var(median of n) / Var(one value) for normal values, n = 1..20: 1 and 1/2 exactly, the odd
+# ones as tabulated from normal order statistics, the even ones (the mean of the middle two)
+# simulated, 4e6 medians each; beyond, pi/(2n+1), within 4 % and approaching pi/(2n).
+_MEDIAN_FACTOR = (1.0, 0.5, 0.4487, 0.2981, 0.2868, 0.2148, 0.2104, 0.1683, 0.1661, 0.1382,
+                  0.1371, 0.1177, 0.1167, 0.1022, 0.1017, 0.0905, 0.0901, 0.0809, 0.0809,
+                  0.0734)  # fmt: skip
+
+
+def median_factor(n: int) -> float:
+    """How much less the median of n normal values varies than one value."""
+    return _MEDIAN_FACTOR[n - 1] if n <= len(_MEDIAN_FACTOR) else math.pi / (2 * n + 1)
+
+
 @dataclass(frozen=True)
 class Components:
     """What each level adds to the variance of one measurement of a log value, outermost level
@@ -30,6 +43,9 @@ class Components:
     variances: tuple[float, ...]  # the moment estimates, negative ones as 0
     estimates: tuple[float, ...]  # the moment estimates themselves (unbiased, may be < 0)
     units: tuple[int, ...]  # units of each level in the data (for B/A: on each side)
+    # "median": each outermost unit's value is the median of its rows (two levels only), whose
+    # variance is the rows' times median_factor(rows), not divided by their number
+    statistic: Literal["mean", "median"] = "mean"
 
     @property
     def total(self) -> float:
@@ -47,7 +63,10 @@ class Components:
     def variance(self, counts: Sequence[int]) -> float:
         """The variance of the mean log value from a balanced design: counts[i] units of level i
         in each unit of the level above (counts[0]: units of the outermost level)."""
-        return sum(v / math.prod(counts[: i + 1]) for i, v in enumerate(self._check(counts)))
+        var = self._check(counts)
+        if self.statistic == "median":
+            return (var[0] + var[1] * median_factor(counts[1])) / counts[0]
+        return sum(v / math.prod(counts[: i + 1]) for i, v in enumerate(var))
 
     def describe(self) -> str:
         """One line: the share of each level, largest first."""
@@ -236,6 +255,90 @@ def ratio_components(
         tuple(float(v) for v in est),
         units,
     )
+
+
+# The median of |x - y| over pairs of normal values is 0.6745 sqrt(2) sigma.
+_PAIR_SPREAD = 0.6745 * math.sqrt(2)
+
+
+def _robust_variance(logs: pd.Series, groups: list[pd.Series]) -> float:
+    """The variance of one value within its groups, from the median absolute difference of all
+    pairs inside a group: unlike deviations from a group's own median, it holds for groups of
+    two and three, and a disturbed run cannot weigh as its square."""
+    diffs = [
+        np.abs(np.subtract.outer(v, v)[np.triu_indices(v.size, 1)])
+        for _, g in logs.groupby(groups, sort=False)
+        if (v := g.to_numpy(float)).size >= 2
+    ]
+    if not diffs:
+        raise PerflabError("no layout holds two runs of a side: no spread of the runs")
+    return float((np.median(np.concatenate(diffs)) / _PAIR_SPREAD) ** 2)
+
+
+def median_ratios(
+    frame: pd.DataFrame,
+    value: str,
+    level: str,
+    side: str = "side",
+    sides: tuple[str, str] = ("A", "B"),
+) -> pd.DataFrame:
+    """Each unit of `level` (a layout) holding both sides: log(median B / median A) as
+    `log_ratio`, and `pairs`, the runs of its smaller side."""
+    a, b = _sides(frame, [level], side, sides)
+    med = [pd.to_numeric(f[value], errors="coerce").groupby(f[level]) for f in (a, b)]
+    out = pd.DataFrame(
+        {
+            "log_ratio": np.log(med[1].median()) - np.log(med[0].median()),
+            "pairs": np.minimum(med[0].count(), med[1].count()),
+        }
+    ).dropna()
+    return out[out["pairs"] > 0]
+
+
+def median_ratio_components(
+    frame: pd.DataFrame,
+    value: str,
+    level: str = "setup",
+    side: str = "side",
+    sides: tuple[str, str] = ("A", "B"),
+) -> Components:
+    """Variance components of a layout's log(median B / median A), the estimate compare
+    averages over layouts: `level` (what a layout moves B/A by) and "pair" (an A and a B run:
+    A's variance plus B's, which a layout's medians of n pairs divide by 1/median_factor(n)).
+    The runs' spread is a robust one (a disturbed run counts as one, not as its square); the
+    layout's is what the sample variance of the layouts' log B/A holds beyond it, so the two
+    add up to the variance the layouts showed at the pairs they ran."""
+    logs = np.log(pd.to_numeric(frame[value], errors="coerce").where(lambda x: x > 0))
+    run = sum(
+        _robust_variance(logs[frame[side] == s], [frame.loc[frame[side] == s, level]])
+        for s in sides
+    )
+    per = median_ratios(frame, value, level, side, sides)
+    if len(per) < 2:
+        raise PerflabError(f"one {level} holds both sides: B/A cannot vary between them")
+    within = run * float(np.mean([median_factor(int(n)) for n in per["pairs"]]))
+    top = float(np.var(per["log_ratio"].to_numpy(), ddof=1)) - within
+    return Components(
+        f"log(median {sides[1]}/median {sides[0]}) of {value}",
+        (level, "pair"),
+        (max(top, 0.0), run),
+        (top, run),
+        (len(per), int(per["pairs"].sum())),
+        "median",
+    )
+
+
+def expanded_mean_interval(
+    values: ArrayLike, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """The mean of independent units with a bootstrap interval over them (the expanded
+    percentile, so ten units keep the stated rate)."""
+    x = np.asarray(values, dtype=float)
+    if x.size < 2:
+        raise PerflabError("an interval over units needs two of them")
+    rng = np.random.default_rng(seed)
+    boot = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
+    return _expanded(boot, confidence, x.size)
 
 
 def t_quantile(p: float, df: int) -> float:
@@ -448,19 +551,32 @@ def _lower_counts(var: np.ndarray, c: np.ndarray) -> tuple[int, ...]:
     return min(sorted(found), key=objective)
 
 
+def _median_count(components: Components, c: np.ndarray, least: int) -> tuple[int, ...]:
+    """The rows per outermost unit (least or more) minimising cost x variance of a unit's
+    median, searched: median_factor is not 1/n, so the closed form only bounds the search."""
+    top, rows = components.variances
+    guess = math.sqrt(c[0] / c[1] * rows * math.pi / 2 / top)
+    n = np.arange(least, int(min(max(4 * guess, 20), 1e6)) + least)
+    factors = np.array([median_factor(int(k)) for k in n])
+    return (int(n[np.argmin((c[0] + c[1] * n) * (top + rows * factors))]),)
+
+
 def plan(
     components: Components,
     costs: Sequence[float] | np.ndarray,
     half_width: float,
     confidence: float = 0.95,
     fixed: Sequence[int] | None = None,
+    least: Sequence[int] | None = None,
 ) -> Plan:
     """The counts per level reaching a B/A interval of this half-width (ratio scale: 0.01 for
     1 %) in the least expected time, with costs[i] the time one repetition of level i adds
     beyond its lower levels (for B/A: of both sides; the outermost may cost nothing). Below the
     outermost level the counts are Kalibera and Jones's closed form, rounded to the best
     integers; the outermost count is the smallest (two or more) whose t interval reaches the
-    half-width. `fixed` (default 10 per level) is predicted beside it, for the time saved."""
+    half-width. `least` holds each level's lowest count, which a design that runs must meet
+    (the outermost then found for the counts below as raised). `fixed` (default 10 per level)
+    is predicted beside it, for the time saved."""
     if not half_width > 0:
         raise PerflabError(f"the half-width to reach must be above 0, not {half_width}")
     if not 0 < confidence < 1:
@@ -470,13 +586,18 @@ def plan(
     if components.total <= 0:
         raise PerflabError(f"no variance at any level of {components.of}: nothing to plan")
     var = np.maximum(var, PLAN_FLOOR * components.total)
-    floored = Components(components.of, components.levels, tuple(var), components.estimates,
-                         components.units)  # fmt: skip
-    lower, continuous = _lower_counts(var, c), _closed_form(var, c)
+    floored = replace(components, variances=tuple(var))
+    least = tuple(least) if least is not None else (2,) + (1,) * (len(components.levels) - 1)
+    if floored.statistic == "median":
+        lower = _median_count(floored, c, least[1])
+        continuous = _closed_form(var * [1, math.pi / 2], c)
+    else:
+        lower, continuous = _lower_counts(var, c), _closed_form(var, c)
+        lower = tuple(max(n, m) for n, m in zip(lower, least[1:], strict=True))
     per_unit = floored.variance((1, *lower))
     h = math.log1p(half_width)
     p = 1 - (1 - confidence) / 2
-    top = max(2, math.ceil(NormalDist().inv_cdf(p) ** 2 * per_unit / h**2))
+    top = max(2, least[0], math.ceil(NormalDist().inv_cdf(p) ** 2 * per_unit / h**2))
     while t_quantile(p, top - 1) * math.sqrt(per_unit / top) > h:
         top += 1
     fixed = tuple(fixed) if fixed is not None else (10,) * len(components.levels)

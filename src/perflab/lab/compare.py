@@ -380,16 +380,14 @@ def _measure(
                          **shown)  # fmt: skip
 
 
-PILOT = (4, 3)  # --precision starts with 4 layouts of 3 pairs: two of every level, and medians
 # No precision is called reached over fewer layouts: a bootstrap over a handful of units
 # misses more often than it says, and an interval that happens to be narrow stops the run.
 MIN_LAYOUTS = 10
 # Nor fewer pairs a layout than a median can stand on: one disturbed run (a neighbour's burst)
-# is then outvoted in its layout instead of becoming that layout's B/A, whatever the plan,
-# which assumes no such runs, would save by running one pair in each of many more layouts.
+# is then outvoted in its layout instead of becoming that layout's B/A.
 MIN_PAIRS = 3
+PILOT = (MIN_LAYOUTS, MIN_PAIRS)  # the least any decision stands on, and the plan's first data
 CONFIDENCE = 0.95
-LEVELS = ["setup"]  # a layout, then one process run of a side per row
 # A run this many times its side's median was stalled (preempted, swapped), not moved by a
 # layout: no placement effect comes near 10x, and one such run's log would outweigh a hundred.
 STALLED = 10.0
@@ -429,25 +427,24 @@ def half_width(ratio: float, low: float, high: float) -> float:
 def interval(
     ok: pd.DataFrame, value: str, confidence: float = CONFIDENCE, n_boot: int = 2000, seed: int = 0
 ) -> tuple[float, float, float]:
-    """B/A over the setups: the geometric mean of each setup's B/A of medians, with a
-    hierarchical bootstrap that draws setups, then the runs of each side within each (both
-    levels, so it errs wide: disturbed runs and a few setups cannot make it claim more than it
-    knows; the mean of logs of analysis/levels.py missed 1 in A/A runs that this holds)."""
-    per = [(g.loc[g["side"] == "A", value].to_numpy(float),
-            g.loc[g["side"] == "B", value].to_numpy(float))
-           for _, g in ok.groupby("setup", sort=True)]  # fmt: skip
-    per = [(a, b) for a, b in per if a.size and b.size]
-    if len(per) < 2 and not (per and min(per[0][0].size, per[0][1].size) >= 2):
+    """B/A over the setups: the geometric mean of each setup's B/A of medians, with a bootstrap
+    over the setups (the expanded percentile). Each setup's B/A carries its runs' noise once:
+    drawing the runs again as well counts it twice, and medians of three drawn again swing
+    wide on one disturbed run. With one setup, its runs are drawn: an interval of that layout."""
+    per = levels.median_ratios(ok, value, "setup")
+    if len(per) >= 2:
+        d = per["log_ratio"].to_numpy()
+        lo, hi = levels.expanded_mean_interval(d, confidence, n_boot, seed)
+        return float(np.exp(d.mean())), float(np.exp(lo)), float(np.exp(hi))
+    a, b = (ok.loc[ok["side"] == s, value].to_numpy(float) for s in "AB")
+    if min(a.size, b.size) < 2:
         raise PerflabError("one setup and one run of a side: no interval")
-    rng = np.random.default_rng(seed)
-    ratio = float(np.exp(np.mean([np.log(np.median(b) / np.median(a)) for a, b in per])))
-    boot = np.log(np.vstack([stats.boot_medians(b, n_boot, rng) / stats.boot_medians(a, n_boot, rng)
-                             for a, b in per]))  # fmt: skip
-    pick = rng.integers(0, boot.shape[0], size=(n_boot, boot.shape[0]))
-    means = np.exp(boot[pick, np.arange(n_boot)[:, None]].mean(axis=1))
-    alpha = (1 - confidence) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
-    return ratio, float(lo), float(hi)
+    return stats.ratio_ci(a, b, confidence, n_boot, seed)
+
+
+def covered(ok: pd.DataFrame) -> tuple[str, ...]:
+    """The levels interval() covers: setups and runs, or with one setup its runs alone."""
+    return ("setup", "run") if ok["setup"].nunique() >= 2 else ("run",)
 
 
 def _to_precision(
@@ -460,9 +457,9 @@ def _to_precision(
     progress: ProgressArg,
     warn: Callable[[str], None],
 ) -> pd.DataFrame:
-    """Rounds of new layouts until B/A's interval over MIN_LAYOUTS or more reaches
-    plan.precision or the budget is spent: a pilot of PILOT, then as many layouts of as many
-    pairs as Kalibera and Jones's plan asks from the variance and the costs measured so far
+    """Rounds of new layouts until B/A's interval reaches plan.precision or the budget is
+    spent: a pilot of PILOT, then as many layouts of as many pairs as Kalibera and Jones's plan
+    asks from the variance of the layouts' B/A of medians and the costs measured so far
     (analysis/levels.py), re-planned after every round. Journaled round by round into one
     file; a resume goes on from its rows, with the budget anew."""
     labels = [o.label for o in a.objects]
@@ -496,7 +493,7 @@ def _to_precision(
         ok = steady(frame[frame["status"] == "ok"], value_column(frame))
         try:
             reached = half_width(*interval(ok, value_column(frame)))
-            parts = levels.ratio_components(ok, value_column(frame), LEVELS, row="run")
+            parts = levels.median_ratio_components(ok, value_column(frame))
         except PerflabError as exc:
             reason = f"no interval: {exc}"
             break
@@ -505,11 +502,10 @@ def _to_precision(
         if reached <= plan.precision and len(reps) >= MIN_LAYOUTS:
             reason = "reached"
             break
-        planned = levels.plan(parts, costs, plan.precision, CONFIDENCE)
+        planned = levels.plan(parts, costs, plan.precision, CONFIDENCE, least=PILOT)
         if rounds and rounds[-1].planned is None:
             rounds[-1].planned = planned.counts
         layouts, pairs = planned.counts
-        layouts, pairs = max(layouts, MIN_LAYOUTS), max(pairs, MIN_PAIRS)
         if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
             predicted = spent + max(layouts - len(reps), 0) * (costs[0] + pairs * costs[1])
         more = min(max(layouts - len(reps), len(reps) // 4, 1), max(len(reps), PILOT[0]))
@@ -679,12 +675,12 @@ def overall(
     stalled -= len(ok)
     try:
         ratio, lo, hi = interval(ok, value, confidence, n_boot, seed)
-        covers: tuple[str, ...] = ("setup", "run")
+        covers = covered(ok)
     except PerflabError:  # one setup and one run of a side: B/A without an interval
         ratio = float(setups["ratio"].iloc[0])
         lo, hi, covers = math.nan, math.nan, ()
     try:
-        parts: levels.Components | None = levels.ratio_components(ok, value, LEVELS, row="run")
+        parts: levels.Components | None = levels.median_ratio_components(ok, value)
     except PerflabError:
         parts = None  # one setup, or one run a side in every setup: no split by level
     counts = setups["verdict"].value_counts()
@@ -704,7 +700,7 @@ def overall(
         "min_ratio": float(setups["ratio"].min()),
         "max_ratio": float(setups["ratio"].max()),
         "depends_on_setup": bool(slower and faster),
-        "components": parts.shares() if parts is not None else None,
+        "components": _shares(parts, setups) if parts is not None else None,
         "conclusion": _conclusion(
             ratio,
             lo,
@@ -715,6 +711,17 @@ def overall(
             _over(results.metadata(df), len(setups), covers),
         ),
     }
+
+
+def _shares(parts: levels.Components, setups: pd.DataFrame) -> dict[str, float]:
+    """What share of the variance of a setup's B/A its layout holds, and its runs, at the
+    median number of pairs the setups ran."""
+    pairs = int(np.median(np.minimum(setups["n_a"], setups["n_b"])))
+    layout, runs = parts.variances[0], parts.variances[1] / pairs
+    total = layout + runs
+    if not total > 0:
+        return {"setup": math.nan, "run": math.nan, "pairs": pairs}
+    return {"setup": layout / total, "run": runs / total, "pairs": pairs}
 
 
 def _conclusion(
@@ -797,8 +804,9 @@ def _components_line(shares: dict[str, float] | None) -> list[str]:
     if not shares or any(math.isnan(v) for v in shares.values()):
         return []
     return [
-        f"the layout explains {shares['setup']:.0%} of the variance of B/A here, the runs "
-        f"within a layout {shares['run']:.0%} (variance components of log B/A)"
+        f"the layout explains {shares['setup']:.0%} of the variance of a setup's B/A here, "
+        f"its runs {shares['run']:.0%} (variance components of log B/A of medians, at "
+        f"{shares['pairs']} pairs a setup)"
     ]
 
 
@@ -824,7 +832,7 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
     ok = steady(frame[frame["status"] == "ok"], value)
     costs = record["costs_s"]
     try:
-        parts = levels.ratio_components(ok, value, LEVELS, row="run")
+        parts = levels.median_ratio_components(ok, value)
         fixed = levels.predict(parts, [costs["layout"], costs["pair"]], (10, 10))
     except PerflabError:
         return out

@@ -8,8 +8,8 @@ holds each file in, which no layout perflab draws moves); the real difference is
 -O2 -fno-tree-ch (about 2.5-3 % slower on an AMD EPYC). Each comparison is one
 `compare --precision` with its own seed, so each draws its own layouts.
 
-    PYTHONPATH=src python benchmarks/rigorous_compare.py [--identical 40] [--copies 20]
-        [--different 20] [--precision 2%] [--plan 0.5%]
+    PYTHONPATH=src python benchmarks/rigorous_compare.py [--identical 40] [--copies 40]
+        [--different 20] [--precision 2%] [--plan 0.5%] [--plans 5]
 """
 
 import argparse
@@ -50,10 +50,12 @@ def one(a: list[str], b: list[str], precision: float, seed: int) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--identical", type=int, default=40, help="comparisons of identical builds")
-    p.add_argument("--copies", type=int, default=20, help="comparisons of two copies of a build")
+    p.add_argument("--copies", type=int, default=40, help="comparisons of two copies of a build")
     p.add_argument("--different", type=int, default=20, help="comparisons of -O2/-fno-tree-ch")
     p.add_argument("--precision", default="2%", help="their --precision (default 2%%)")
     p.add_argument("--plan", default="0.5%", help="a precision that needs a plan (0.5%%)")
+    p.add_argument("--plans", type=int, default=5, help="seeds of: a fixed 10 x 10 design, "
+                   "--precision at its half-width, and at --plan")  # fmt: skip
     args = p.parse_args()
     precision = parse_fraction(args.precision, "--precision")
     o2 = real_program.command(["-O2"])
@@ -82,24 +84,37 @@ def main() -> None:
           f"{ratios[len(ratios) // 2]:.4f}, from {ratios[0]:.4f} to {ratios[-1]:.4f}")  # fmt: skip
 
     fine = parse_fraction(args.plan, "--plan")
-    r = one(o2, slower, fine, 7)
-    rec = r["record"]
-    planned = next((x["planned"] for x in rec["rounds"] if x["planned"]), None)
-    print(f"-O2 against -O2 -fno-tree-ch at --precision {fine:.1%}: "
-          f"{'reached' if rec['reached'] else 'not reached (' + rec['stopped'] + ')'} in "
-          f"{len(rec['rounds'])} rounds, {r['seconds']:.1f} s over {r['setups']} layouts "
-          f"({r['runs']} runs); the plan made after the pilot ({planned}) predicted "
-          f"{rec['predicted_s']:.1f} s: actual/predicted {r['seconds'] / rec['predicted_s']:.2f}; "
-          f"B/A {r['ratio']:.4f} ({r['low']:.4f}-{r['high']:.4f}); layout share of the "
-          f"variance {r['layout_share']:.0%}")  # fmt: skip
-    t0 = time.perf_counter()
-    df = compare.compare(compare.program_side("A", o2), compare.program_side("B", slower),
-                         setups=10, repeat=10, seed=7, progress=False)  # fmt: skip
-    took = time.perf_counter() - t0
-    fixed = compare.overall(df, compare.per_setup(df))
-    print(f"the same pair as a fixed 10 x 10 design: {took:.1f} s, "
-          f"B/A {fixed['ratio']:.4f} ({fixed['ci_low']:.4f}-{fixed['ci_high']:.4f}), "
-          f"half-width {fixed['half_width']:.2%}")  # fmt: skip
+    ratios, faster = [], 0
+    for seed in range(2000, 2000 + args.plans):
+        t0 = time.perf_counter()
+        df = compare.compare(compare.program_side("A", o2), compare.program_side("B", slower),
+                             setups=10, repeat=10, seed=seed, progress=False)  # fmt: skip
+        took = time.perf_counter() - t0
+        fixed = compare.overall(df, compare.per_setup(df))
+        same = one(o2, slower, math.ceil(fixed["half_width"] * 1e4) / 1e4, seed)
+        faster += same["seconds"] < took
+        print(f"seed {seed}: fixed 10 x 10 {took:.1f} s, B/A {fixed['ratio']:.4f} "
+              f"({fixed['ci_low']:.4f}-{fixed['ci_high']:.4f}), ±{fixed['half_width']:.2%}; "
+              f"--precision {same['record']['target']:.2%}: {same['seconds']:.1f} s over "
+              f"{same['setups']} layouts, B/A {same['ratio']:.4f} "
+              f"({same['low']:.4f}-{same['high']:.4f})")  # fmt: skip
+        r = one(o2, slower, fine, seed)
+        rec = r["record"]
+        ratio = r["seconds"] / rec["predicted_s"]
+        ratios.append(ratio)
+        planned = next((x["planned"] for x in rec["rounds"] if x["planned"]), None)
+        print(f"  --precision {fine:.1%}: "
+              f"{'reached' if rec['reached'] else 'not reached (' + rec['stopped'] + ')'} in "
+              f"{len(rec['rounds'])} rounds, {r['seconds']:.1f} s over {r['setups']} layouts "
+              f"({r['runs']} runs); the pilot's plan ({planned}) predicted "
+              f"{rec['predicted_s']:.1f} s: actual/predicted {ratio:.2f}; B/A {r['ratio']:.4f} "
+              f"({r['low']:.4f}-{r['high']:.4f}); layout share "
+              f"{r['layout_share']:.0%}")  # fmt: skip
+    within = sum(x <= 1.3 for x in ratios)
+    shown = ", ".join(f"{x:.2f}" for x in ratios)
+    print(f"--precision at the fixed design's half-width took less time than it in {faster} of "
+          f"{args.plans}; at --precision {fine:.1%}, within 1.3x of the pilot's prediction in "
+          f"{within} of {args.plans} (actual/predicted {shown})")  # fmt: skip
 
 
 if __name__ == "__main__":

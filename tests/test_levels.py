@@ -165,6 +165,22 @@ def test_the_mean_of_layouts_covers_the_true_ratio_at_its_rate_through_disturbed
     assert 160 <= hits <= 194
 
 
+def test_a_trimmed_mean_over_layouts_covers_through_wild_layouts_and_plans_from_its_variance():
+    """A tenth of the layouts thrown +-30 % (a loaded machine's bursts): the 20 % trimmed mean
+    keeps its rate, and trimmed_variance / n is its variance."""
+    rng = np.random.default_rng(14)
+    hits = 0
+    for k in range(200):
+        d = 0.03 + rng.normal(0, 0.01, 20) + rng.choice([-0.3, 0.3], 20) * (rng.random(20) < 0.1)
+        lo, hi = levels.expanded_mean_interval(d, 0.9, 1000, seed=k, trim=0.2)
+        hits += lo < 0.03 < hi
+    assert 160 <= hits <= 194
+    x = 0.03 + rng.normal(0, 0.01, (4000, 20))
+    assert levels.trimmed_variance(x.ravel(), 0.2) / 20 == pytest.approx(
+        np.var(levels.trimmed_means(x, 0.2)), rel=0.1
+    )
+
+
 def _objective(var, costs, lower):
     q = np.cumprod([1, *lower])
     return float(np.sum(costs * q) * np.sum(var / q))

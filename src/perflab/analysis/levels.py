@@ -301,13 +301,15 @@ def median_ratio_components(
     level: str = "setup",
     side: str = "side",
     sides: tuple[str, str] = ("A", "B"),
+    trim: float = 0.0,
 ) -> Components:
     """Variance components of a layout's log(median B / median A), the estimate compare
     averages over layouts: `level` (what a layout moves B/A by) and "pair" (an A and a B run:
     A's variance plus B's, which a layout's medians of n pairs divide by 1/median_factor(n)).
     The runs' spread is a robust one (a disturbed run counts as one, not as its square); the
     layout's is what the sample variance of the layouts' log B/A holds beyond it, so the two
-    add up to the variance the layouts showed at the pairs they ran."""
+    add up to the variance the layouts showed at the pairs they ran: for a trimmed mean over
+    layouts (`trim` of each end cut), its per-layout variance (trimmed_variance)."""
     logs = np.log(pd.to_numeric(frame[value], errors="coerce").where(lambda x: x > 0))
     run = sum(
         _robust_variance(logs[frame[side] == s], [frame.loc[frame[side] == s, level]])
@@ -317,7 +319,7 @@ def median_ratio_components(
     if len(per) < 2:
         raise PerflabError(f"one {level} holds both sides: B/A cannot vary between them")
     within = run * float(np.mean([median_factor(int(n)) for n in per["pairs"]]))
-    top = float(np.var(per["log_ratio"].to_numpy(), ddof=1)) - within
+    top = trimmed_variance(per["log_ratio"], trim) - within
     return Components(
         f"log(median {sides[1]}/median {sides[0]}) of {value}",
         (level, "pair"),
@@ -328,16 +330,35 @@ def median_ratio_components(
     )
 
 
+def trimmed_means(x: np.ndarray, trim: float) -> np.ndarray:
+    """The mean of each row of x less its `trim` share of lowest and of highest values."""
+    k = math.floor(trim * x.shape[-1])
+    return np.sort(x, axis=-1)[..., k : x.shape[-1] - k].mean(axis=-1)
+
+
+def trimmed_variance(values: ArrayLike, trim: float) -> float:
+    """n times the variance of the trimmed mean of n independent values: their winsorized
+    variance over (1 - 2 trim)^2 (Tukey and McLaughlin, Sankhya A 25, 1963)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    k = math.floor(trim * x.size)
+    w = np.clip(x, x[k], x[x.size - 1 - k])
+    return float(np.var(w, ddof=1) / (1 - 2 * trim) ** 2)
+
+
 def expanded_mean_interval(
-    values: ArrayLike, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0
+    values: ArrayLike,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+    trim: float = 0.0,
 ) -> tuple[float, float]:
-    """The mean of independent units with a bootstrap interval over them (the expanded
-    percentile, so ten units keep the stated rate)."""
+    """An interval of the (trimmed) mean of independent units from a bootstrap over them, its
+    quantiles the expanded percentile's, so ten units keep the stated rate."""
     x = np.asarray(values, dtype=float)
     if x.size < 2:
         raise PerflabError("an interval over units needs two of them")
     rng = np.random.default_rng(seed)
-    boot = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
+    boot = trimmed_means(x[rng.integers(0, x.size, size=(n_boot, x.size))], trim)
     return _expanded(boot, confidence, x.size)
 
 

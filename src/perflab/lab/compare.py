@@ -387,6 +387,10 @@ MIN_LAYOUTS = 10
 # is then outvoted in its layout instead of becoming that layout's B/A.
 MIN_PAIRS = 3
 PILOT = (MIN_LAYOUTS, MIN_PAIRS)  # the least any decision stands on, and the plan's first data
+# B/A over layouts cuts this share of the layouts at each end: a loaded machine's bursts make a
+# few layouts' B/A wild (±30 % in A/A runs at load 4, where the middle half spread ±1 %), and a
+# mean would need ten times the layouts to absorb them (Wilcox's 20 %).
+TRIM = 0.2
 CONFIDENCE = 0.95
 # A run this many times its side's median was stalled (preempted, swapped), not moved by a
 # layout: no placement effect comes near 10x, and one such run's log would outweigh a hundred.
@@ -427,15 +431,16 @@ def half_width(ratio: float, low: float, high: float) -> float:
 def interval(
     ok: pd.DataFrame, value: str, confidence: float = CONFIDENCE, n_boot: int = 2000, seed: int = 0
 ) -> tuple[float, float, float]:
-    """B/A over the setups: the geometric mean of each setup's B/A of medians, with a bootstrap
-    over the setups (the expanded percentile). Each setup's B/A carries its runs' noise once:
-    drawing the runs again as well counts it twice, and medians of three drawn again swing
-    wide on one disturbed run. With one setup, its runs are drawn: an interval of that layout."""
+    """B/A over the setups: the trimmed geometric mean of the setups' B/A of medians (TRIM of
+    each end cut), with a bootstrap over the setups (the expanded percentile). Each setup's
+    B/A carries its runs' noise once: drawing the runs again as well counts it twice, and
+    medians of three drawn again swing wide on one disturbed run. With one setup, its runs are
+    drawn: an interval of that layout."""
     per = levels.median_ratios(ok, value, "setup")
     if len(per) >= 2:
         d = per["log_ratio"].to_numpy()
-        lo, hi = levels.expanded_mean_interval(d, confidence, n_boot, seed)
-        return float(np.exp(d.mean())), float(np.exp(lo)), float(np.exp(hi))
+        lo, hi = levels.expanded_mean_interval(d, confidence, n_boot, seed, TRIM)
+        return float(np.exp(levels.trimmed_means(d, TRIM))), float(np.exp(lo)), float(np.exp(hi))
     a, b = (ok.loc[ok["side"] == s, value].to_numpy(float) for s in "AB")
     if min(a.size, b.size) < 2:
         raise PerflabError("one setup and one run of a side: no interval")
@@ -493,7 +498,7 @@ def _to_precision(
         ok = steady(frame[frame["status"] == "ok"], value_column(frame))
         try:
             reached = half_width(*interval(ok, value_column(frame)))
-            parts = levels.median_ratio_components(ok, value_column(frame))
+            parts = levels.median_ratio_components(ok, value_column(frame), trim=TRIM)
         except PerflabError as exc:
             reason = f"no interval: {exc}"
             break
@@ -663,9 +668,9 @@ def overall(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> dict:
-    """B/A over all setups (the geometric mean of the setups' B/A of medians) with a
-    hierarchical bootstrap interval (setups, then runs in each): the interval a new random
-    layout would fall into, not just these ones; and the variance of B/A by level."""
+    """B/A over all setups (the trimmed geometric mean of the setups' B/A of medians) with a
+    bootstrap interval over the setups, whose B/A each carry their runs' noise: an interval
+    about random layouts, not just these ones; and the variance of B/A by level."""
     value = value or value_column(df)
     if setups.empty:
         raise PerflabError("no setup has ok runs of both A and B: nothing to compare")
@@ -680,7 +685,7 @@ def overall(
         ratio = float(setups["ratio"].iloc[0])
         lo, hi, covers = math.nan, math.nan, ()
     try:
-        parts: levels.Components | None = levels.median_ratio_components(ok, value)
+        parts: levels.Components | None = levels.median_ratio_components(ok, value, trim=TRIM)
     except PerflabError:
         parts = None  # one setup, or one run a side in every setup: no split by level
     counts = setups["verdict"].value_counts()
@@ -754,7 +759,8 @@ def _over(meta: dict[str, Any], n: int, covers: Sequence[str]) -> str:
         else "one fixed layout"
     )  # fmt: skip
     covered = f" (the interval covers: {' and '.join(covers)})" if covers else ""
-    return f"over {n} setups, {varied}{covered}"
+    trimmed = f" ({TRIM:.0%} of them cut at each end)" if n >= 1 / TRIM else ""
+    return f"over {n} setups{trimmed}, {varied}{covered}"
 
 
 def plot(
@@ -832,7 +838,7 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
     ok = steady(frame[frame["status"] == "ok"], value)
     costs = record["costs_s"]
     try:
-        parts = levels.median_ratio_components(ok, value)
+        parts = levels.median_ratio_components(ok, value, trim=TRIM)
         fixed = levels.predict(parts, [costs["layout"], costs["pair"]], (10, 10))
     except PerflabError:
         return out

@@ -150,9 +150,8 @@ def status_kib(field: str) -> int:
 
 
 class PeakMemory:
-    """The sweep's peak as private memory (RssAnon, sampled after every chunk while the buffers
-    are held): the shared libraries' pages in the resident set are the page cache's, shared
-    with other processes; the resident peak (VmHWM, the process's) is recorded beside it."""
+    """The sweep's peak is private memory (RssAnon after each chunk, the buffers held): the
+    library pages also resident are shared with the page cache and other processes."""
 
     def __init__(self, buffer_bytes: int):
         self.buffer_bytes = buffer_bytes
@@ -162,7 +161,8 @@ class PeakMemory:
         self.private_kib = max(self.private_kib, status_kib("RssAnon"))
 
     def meta(self) -> dict[str, int]:
-        """What the file records: each buffer's bytes, the private and the resident peak."""
+        """What the file records: each buffer's bytes, the private peak and beside it the
+        resident one (VmHWM, the process's), never hidden."""
         self.sample()
         return {"buffer_bytes": self.buffer_bytes, "peak_private_kib": self.private_kib,
                 "peak_resident_kib": status_kib("VmHWM")}  # fmt: skip

@@ -123,6 +123,7 @@ def measure(
     progress: ProgressArg = None,
     warn: childruns.Warn = errors.warn,
     chunk_s: float = CHUNK_S,
+    release: Callable[[], Mapping[str, Any]] | None = None,
 ) -> pd.DataFrame:
     """Measure every planned row not recorded yet, chunk by chunk, and return all the rows.
 
@@ -130,7 +131,9 @@ def measure(
     the plan's others (one it leaves out is NaN). Chunks start at one unit and grow (at most
     GROWTH times per chunk) towards chunk_s each, afresh at each phase. A KeyboardInterrupt
     (Stopped after a signal) leaves the journal complete up to the last chunk and marked
-    incomplete.
+    incomplete. release(), once measuring stops (done, stopped or failed), frees what measuring
+    held before the rows are merged and written, and returns metadata for the file: memcpy's
+    buffers are not held while pandas and pyarrow build and write the frame.
     """
     recording = recording or childruns.Recording()
     recording.check()
@@ -171,5 +174,10 @@ def measure(
                 k = end
             complete = True
         finally:
-            df = recorder.finish(complete, {})
+            extra: dict[str, Any] = {}
+            try:
+                if release is not None:
+                    extra.update(release())
+            finally:
+                df = recorder.finish(complete, extra)
     return df

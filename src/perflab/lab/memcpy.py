@@ -4,11 +4,13 @@ Each sample times enough back-to-back copies to last MIN_STEPS timer steps (reso
 minimum of `trials` samples is kept, and the rows say how many copies a sample held: a copy of a
 few bytes is far shorter than one step of a coarse TSC (26 ticks on some AMD guests)."""
 
+import contextlib
 import itertools
 import os
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 KERNELS = bindings.COPY_KERNELS
 MAX_BYTES = 1 << 34
 COLUMNS = ("kernel", "size", "copies", "ticks", "ticks_per_byte", "gb_per_s", "derivative")
+MEMORY_KEYS = ("buffer_bytes", "peak_private_kib", "peak_resident_kib")  # PeakMemory.meta()
 
 
 def incr(n: int) -> int:
@@ -138,6 +141,43 @@ class Buffers:
 
     def __exit__(self, *exc: object) -> None:
         self._native.free()
+
+
+def status_kib(field: str) -> int:
+    """One figure of this process's /proc/self/status, in KiB (RssAnon, VmHWM)."""
+    text = Path("/proc/self/status").read_text()
+    return int(text.split(f"\n{field}:", 1)[1].split(None, 1)[0])
+
+
+class PeakMemory:
+    """The sweep's peak is private memory (RssAnon after each chunk, the buffers held): the
+    library pages also resident are shared with the page cache and other processes."""
+
+    def __init__(self, buffer_bytes: int):
+        self.buffer_bytes = buffer_bytes
+        self.private_kib = 0
+
+    def sample(self) -> None:
+        self.private_kib = max(self.private_kib, status_kib("RssAnon"))
+
+    def meta(self) -> dict[str, int]:
+        """What the file records: each buffer's bytes, the private peak and beside it the
+        resident one (VmHWM, the process's), never hidden."""
+        self.sample()
+        return {"buffer_bytes": self.buffer_bytes, "peak_private_kib": self.private_kib,
+                "peak_resident_kib": status_kib("VmHWM")}  # fmt: skip
+
+
+def memory_line(meta: Mapping[str, Any]) -> str:
+    """The summary's line on the sweep's peak memory, in MB (10^6 bytes), the resident beside
+    the private."""
+    mb = 1e6
+    private, buffers = meta["peak_private_kib"] * 1024, meta["buffer_bytes"]
+    return (
+        f"peak memory: {private / mb:.1f} MB private (two buffers of {buffers / mb:.1f} MB each "
+        f"+ {(private - 2 * buffers) / mb:.1f} MB), {meta['peak_resident_kib'] * 1024 / mb:.1f} "
+        "MB resident with shared libraries"
+    )
 
 
 class MemoryLock:
@@ -253,6 +293,8 @@ def run(
     """moremem: the tidy sweep from 1 byte to max_bytes, with its run conditions in metadata.
 
     A refused mlockall warns (PerflabWarning) and the sweep goes on: page faults may show.
+    The buffers and the lock are released before the rows are merged and written, and the
+    metadata records the peak memory (PeakMemory).
     output: a .parquet/.csv journal, written in chunks of sizes as they are measured;
     resume=True completes an interrupted one (inprocess.measure). progress counts work();
     extra_meta joins the metadata (the CLI records its --small there)."""
@@ -269,7 +311,10 @@ def run(
     hz, _ = machine.tsc_hz()
     params = {"max_bytes": top, "trials": trials, "kernel": kernel, "align": align,
               "offset": offset, "lock": lock}  # fmt: skip
-    with MemoryLock(lock) as locked, Buffers(int(todo.max()) + place.offset) as bufs:
+    with contextlib.ExitStack() as held:
+        locked = held.enter_context(MemoryLock(lock))
+        bufs = held.enter_context(Buffers(int(todo.max()) + place.offset))
+        peak = PeakMemory(bufs.nbytes)
         if lock and not locked.locked:
             warn_once(warning("mlock_refused", error=locked.error))
         meta = {
@@ -289,13 +334,21 @@ def run(
         def copied(keys: pd.DataFrame) -> pd.DataFrame:
             part = np.ascontiguousarray(keys["size"], dtype=np.uint64)
             copies, ticks = bufs.sweep(kid, place, part, trials, f"memcpy sweep ({kernel})")
-            return tidy(part, copies, ticks, hz, meta["timer_step_ticks"]).assign(kernel=kernel)
+            rows = tidy(part, copies, ticks, hz, meta["timer_step_ticks"]).assign(kernel=kernel)
+            peak.sample()
+            return rows
+
+        def release() -> dict[str, int]:
+            extra = peak.meta()
+            held.close()
+            return extra
 
         weight = (todo + 64) * trials  # work() of each size
         plan = inprocess.Plan("memcpy", pd.DataFrame({"size": todo}), COLUMNS, params, meta,
                               weight=weight, derive=_rederive)  # fmt: skip
         return inprocess.measure(plan, copied, childruns.Recording(output, resume, discard_bad),
-                                 on_start=on_start, progress=progress)  # fmt: skip
+                                 on_start=on_start, progress=progress,
+                                 release=release)  # fmt: skip
 
 
 def small_table(df: pd.DataFrame, upto: int = 64) -> pd.DataFrame:
@@ -564,6 +617,9 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
             f"back-to-back copies, at least {resolution.MIN_STEPS} timer steps "
             f"({resolution.MIN_STEPS * step:,} ticks, one step {step})"
         )
+    if "peak_private_kib" in meta:
+        values["memory"] = {k: meta[k] for k in MEMORY_KEYS}
+        lines.append(memory_line(meta))
     if not keep.all():
         lines.append(resolution.unresolved_note(int((~keep).sum()), "sizes' samples", step))
     if report.empty:

@@ -178,6 +178,21 @@ def test_the_built_in_loop_read_here_gives_windows_4096_apart():
 
 
 @pytest.mark.skipif(not X86, reason="objdump's x86-64 operands (%rbp, %rip)")
+def test_a_binarys_loop_is_read_once_and_again_when_its_bytes_change(tmp_path, monkeypatch):
+    loop = tmp_path / "loop"
+    loop.write_bytes(compiler.mytkowicz().path.read_bytes())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    read = windows.loop_accesses(loop)
+    assert [a for a in read if a.where == "stack"]
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))  # neither nm nor objdump from here
+    assert windows.loop_accesses(loop) == read
+    with loop.open("ab") as f:
+        f.write(b"\0")  # the same code, other bytes: read again, which needs nm
+    with pytest.raises(PerflabError, match="nm not found"):
+        windows.loop_accesses(loop)
+
+
+@pytest.mark.skipif(not X86, reason="objdump's x86-64 operands (%rbp, %rip)")
 def test_at_O1_the_loop_touches_no_stack_slot_and_nothing_is_predicted():
     layout = windows.loop_layout(str(compiler.mytkowicz("1").path), opt="1")
     assert not [a for a in layout.accesses if a.where == "stack"]

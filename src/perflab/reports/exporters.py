@@ -10,13 +10,15 @@ import math
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
-from perflab.reports.diff import Diff
 from perflab.reports.report import Report
+
+if TYPE_CHECKING:  # a verb that prints its result renders no diff, nor imports its statistics
+    from perflab.reports.diff import Diff
 
 
 def cell(value: Any, floatfmt: str = "{:,.2f}") -> str:
@@ -251,7 +253,7 @@ TEXT, JSON, MARKDOWN, HTML = Text(), Json(), Markdown(), Html()
 RENDERERS: dict[str, Renderer] = {"text": TEXT, "json": JSON, "md": MARKDOWN, "html": HTML}
 
 
-def diff_markdown(d: Diff, rows: pd.DataFrame | None = None) -> str:
+def diff_markdown(d: "Diff", rows: pd.DataFrame | None = None) -> str:
     """The diff as Markdown: verdict, warnings, the changed points (or every point given)."""
     shown = d.flagged if rows is None else rows
     out = [
@@ -272,7 +274,7 @@ def diff_markdown(d: Diff, rows: pd.DataFrame | None = None) -> str:
 MAX_HTML_ROWS = 500  # a page of 8 193 env sizes is unreadable: the changed ones then
 
 
-def diff_html(d: Diff) -> str:
+def diff_html(d: "Diff") -> str:
     """The diff as one page: verdict, warnings, the ratio figure, the points, both conditions."""
     parts = [
         f"<h1>perflab diff: {html.escape(d.before.experiment)}</h1>",

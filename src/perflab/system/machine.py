@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import psutil
 
 from perflab import __version__
 from perflab.core import bindings
@@ -400,6 +399,8 @@ class Spoiler:
 
 def spoilers() -> list[Spoiler]:
     """Every check, in the order a user should fix them."""
+    import psutil  # only `perflab machine` asks: no sweep's start-up imports it
+
     flags = cpu_flags()
     current, _ = clocksources()
     gov = governor()
@@ -608,6 +609,8 @@ def metadata() -> dict:
 
 def report() -> dict:
     """The whole machine report that `perflab machine` prints."""
+    import psutil
+
     current, available = clocksources()
     hz, how = tsc_hz()
     mem = psutil.virtual_memory()

@@ -10,6 +10,9 @@ statics in its binary (objdump), where main's frame lands at each size (a twin o
 reports it), and from both the sizes where the pairs alias.
 """
 
+import contextlib
+import hashlib
+import json
 import re
 import subprocess
 import tempfile
@@ -26,7 +29,7 @@ from perflab.engine.childruns import value_column
 from perflab.errors import PerflabError
 from perflab.lab.env_size import excess
 from perflab.lab.plans.env_size import BUILTIN as BUILTIN
-from perflab.system import binlayout, compiler
+from perflab.system import binlayout, compiler, files
 
 PAGE = 4096  # the low 12 address bits a store/load check compares
 STACK_STEP = 16  # the kernel's alignment of the initial stack pointer
@@ -109,7 +112,25 @@ def parse_accesses(disassembly: str) -> list[Access]:
 
 
 def loop_accesses(path: str | Path, function: str = "main") -> list[Access]:
-    """The memory operands inside `function`'s outermost loop in a linked binary."""
+    """The memory operands inside `function`'s outermost loop in a linked binary.
+
+    nm and objdump cost a sweep's start-up 30 ms, so their reading is cached under the sha256
+    of the binary's bytes and of the code that reads them (this module and binlayout.py).
+    """
+    h = hashlib.sha256()
+    for f in (Path(path), Path(__file__), Path(binlayout.__file__)):
+        h.update(f.read_bytes() + b"\0")
+    h.update(function.encode())
+    cached = compiler.cache_dir() / f"{Path(path).name}.loop-{h.hexdigest()[:16]}.json"
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        return [Access(**a) for a in json.loads(cached.read_text())]
+    found = _read_accesses(path, function)
+    files.atomic(cached, lambda tmp: tmp.write_text(json.dumps([asdict(a) for a in found])))
+    return found
+
+
+def _read_accesses(path: str | Path, function: str) -> list[Access]:
+    """loop_accesses() without the cache: nm for the function, objdump for its loop."""
     span = None
     for f in binlayout._nm(path, "-S", "--defined-only"):
         if len(f) == 4 and f[3] == function:

@@ -432,15 +432,14 @@ def interval(
     ok: pd.DataFrame, value: str, confidence: float = CONFIDENCE, n_boot: int = 2000, seed: int = 0
 ) -> tuple[float, float, float]:
     """B/A over the setups: the trimmed geometric mean of the setups' B/A of medians (TRIM of
-    each end cut), with a bootstrap over the setups (the expanded percentile). Each setup's
-    B/A carries its runs' noise once: drawing the runs again as well counts it twice, and
-    medians of three drawn again swing wide on one disturbed run. With one setup, its runs are
-    drawn: an interval of that layout."""
+    each end cut) with Yuen's t interval over the setups, the one the plan predicts. Each
+    setup's B/A carries its runs' noise once: drawing the runs again as well counts it twice,
+    and medians of three drawn again swing wide on one disturbed run. With one setup, its runs
+    are drawn (n_boot times, from seed): an interval of that layout."""
     per = levels.median_ratios(ok, value, "setup")
     if len(per) >= 2:
-        d = per["log_ratio"].to_numpy()
-        lo, hi = levels.expanded_mean_interval(d, confidence, n_boot, seed, TRIM)
-        return float(np.exp(levels.trimmed_means(d, TRIM))), float(np.exp(lo)), float(np.exp(hi))
+        centre, lo, hi = levels.trimmed_interval(per["log_ratio"], confidence, TRIM)
+        return math.exp(centre), math.exp(lo), math.exp(hi)
     a, b = (ok.loc[ok["side"] == s, value].to_numpy(float) for s in "AB")
     if min(a.size, b.size) < 2:
         raise PerflabError("one setup and one run of a side: no interval")

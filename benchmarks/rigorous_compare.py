@@ -15,6 +15,7 @@ holds each file in, which no layout perflab draws moves); the real difference is
 import argparse
 import math
 import shutil
+import statistics
 import time
 from pathlib import Path
 
@@ -76,45 +77,63 @@ def main() -> None:
         for r in false:
             print(f"  claimed {r['claim']}: B/A {r['ratio']:.4f} ({r['low']:.4f}-{r['high']:.4f})")
 
-    diff = [one(o2, slower, precision, 1000 + seed) for seed in range(args.different)]
+    if args.different:
+        different(o2, slower, precision, args.different)
+    if args.plans:
+        planned(o2, slower, parse_fraction(args.plan, "--plan"), args.plans)
+
+
+def different(o2: list[str], slower: list[str], precision: float, n: int) -> None:
+    """A real difference at --precision: how often it is decided."""
+    diff = [one(o2, slower, precision, 1000 + seed) for seed in range(n)]
     decided = [r for r in diff if r["claim"] == "B slower"]
     ratios = sorted(r["ratio"] for r in diff)
     print(f"-O2 against -O2 -fno-tree-ch at --precision {precision:.1%}: B slower decided in "
           f"{len(decided)} of {len(diff)} ({len(decided) / max(len(diff), 1):.0%}); B/A median "
           f"{ratios[len(ratios) // 2]:.4f}, from {ratios[0]:.4f} to {ratios[-1]:.4f}")  # fmt: skip
 
-    fine = parse_fraction(args.plan, "--plan")
-    ratios, faster = [], 0
-    for seed in range(2000, 2000 + args.plans):
+
+def planned(o2: list[str], slower: list[str], fine: float, n: int) -> None:
+    """n fixed 10 x 10 designs; --precision at their median half-width (the precision the
+    fixed design buys, one draw of it being luckier than another), its time against theirs;
+    and --precision at `fine`, its time against what the pilot's plan predicted."""
+    fixed = []
+    for seed in range(2000, 2000 + n):
         t0 = time.perf_counter()
         df = compare.compare(compare.program_side("A", o2), compare.program_side("B", slower),
                              setups=10, repeat=10, seed=seed, progress=False)  # fmt: skip
-        took = time.perf_counter() - t0
-        fixed = compare.overall(df, compare.per_setup(df))
-        same = one(o2, slower, math.ceil(fixed["half_width"] * 1e4) / 1e4, seed)
-        faster += same["seconds"] < took
-        print(f"seed {seed}: fixed 10 x 10 {took:.1f} s, B/A {fixed['ratio']:.4f} "
-              f"({fixed['ci_low']:.4f}-{fixed['ci_high']:.4f}), ±{fixed['half_width']:.2%}; "
-              f"--precision {same['record']['target']:.2%}: {same['seconds']:.1f} s over "
-              f"{same['setups']} layouts, B/A {same['ratio']:.4f} "
-              f"({same['low']:.4f}-{same['high']:.4f})")  # fmt: skip
+        total = compare.overall(df, compare.per_setup(df))
+        fixed.append((time.perf_counter() - t0, total["half_width"]))
+        print(f"fixed 10 x 10 (seed {seed}): {fixed[-1][0]:.1f} s, B/A {total['ratio']:.4f} "
+              f"({total['ci_low']:.4f}-{total['ci_high']:.4f}), "
+              f"±{total['half_width']:.2%}")  # fmt: skip
+    took = statistics.median(t for t, _ in fixed)
+    target = math.ceil(statistics.median(h for _, h in fixed) * 1e4) / 1e4
+    same = [one(o2, slower, target, seed) for seed in range(2000, 2000 + n)]
+    times = [r["seconds"] for r in same]
+    print(f"--precision {target:.2%} (the fixed designs' median half-width): median "
+          f"{statistics.median(times):.1f} s (from {min(times):.1f} to {max(times):.1f}) against "
+          f"the fixed design's {took:.1f} s; less time in {sum(t < took for t in times)} of {n}; "
+          f"reached in {sum(r['record']['reached'] for r in same)} of {n}")  # fmt: skip
+    ratios = []
+    for seed in range(2000, 2000 + n):
         r = one(o2, slower, fine, seed)
         rec = r["record"]
-        ratio = r["seconds"] / rec["predicted_s"]
-        ratios.append(ratio)
-        planned = next((x["planned"] for x in rec["rounds"] if x["planned"]), None)
-        print(f"  --precision {fine:.1%}: "
+        plan = next((x["planned"] for x in rec["rounds"] if x["planned"]), None)
+        if plan:
+            ratios.append(r["seconds"] / rec["predicted_s"])
+        print(f"--precision {fine:.1%} (seed {seed}): "
               f"{'reached' if rec['reached'] else 'not reached (' + rec['stopped'] + ')'} in "
               f"{len(rec['rounds'])} rounds, {r['seconds']:.1f} s over {r['setups']} layouts "
-              f"({r['runs']} runs); the pilot's plan ({planned}) predicted "
-              f"{rec['predicted_s']:.1f} s: actual/predicted {ratio:.2f}; B/A {r['ratio']:.4f} "
+              f"({r['runs']} runs); " + (f"the pilot's plan ({plan}) predicted "
+              f"{rec['predicted_s']:.1f} s: actual/predicted {ratios[-1]:.2f}" if plan
+              else "the pilot reached it") + f"; B/A {r['ratio']:.4f} "
               f"({r['low']:.4f}-{r['high']:.4f}); layout share "
               f"{r['layout_share']:.0%}")  # fmt: skip
-    within = sum(x <= 1.3 for x in ratios)
     shown = ", ".join(f"{x:.2f}" for x in ratios)
-    print(f"--precision at the fixed design's half-width took less time than it in {faster} of "
-          f"{args.plans}; at --precision {fine:.1%}, within 1.3x of the pilot's prediction in "
-          f"{within} of {args.plans} (actual/predicted {shown})")  # fmt: skip
+    print(f"--precision {fine:.1%}: within 1.3x of the pilot's prediction in "
+          f"{sum(x <= 1.3 for x in ratios)} of the {len(ratios)} that needed a plan "
+          f"(actual/predicted {shown})")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -67,10 +67,13 @@ def test_a_precision_reached_is_an_interval_that_narrow(programs):
     assert compare.half_width(ratio, low, high) <= 0.05 and low > 1
     # The pilot first: MIN_LAYOUTS layouts of MIN_PAIRS A/B pairs, every pair run once; no
     # precision is called reached over fewer, no layout holds fewer.
-    assert compare.PILOT == (compare.MIN_LAYOUTS, compare.MIN_PAIRS) == (10, 3)
-    assert record["rounds"][0] == {**record["rounds"][0], "setups": 10, "repeat": 3}
-    assert df.groupby("setup")["rep"].nunique().iloc[:10].eq(3).all()
+    assert compare.PILOT == (compare.MIN_LAYOUTS, compare.MIN_PAIRS) == (10, 4)
+    assert record["rounds"][0] == {**record["rounds"][0], "setups": 10, "repeat": 4}
+    assert df.groupby("setup")["rep"].nunique().iloc[:10].eq(4).all()
     assert df.groupby("setup")["rep"].nunique().min() >= compare.MIN_PAIRS
+    # A goes first in exactly half the pairs of every layout.
+    first = df.groupby(["setup", "rep"])["side"].first().eq("A").groupby("setup").mean()
+    assert first.eq(0.5).all()
     assert df["setup"].nunique() >= compare.MIN_LAYOUTS
     assert not df.duplicated(["setup", "rep", "side"]).any()
     assert sum(r["setups"] for r in record["rounds"]) == df["setup"].nunique()
@@ -87,7 +90,8 @@ def test_an_unreachable_precision_stops_at_the_budget_with_its_plan(programs):
     # Every round after the pilot runs what the plan before it asked: that many pairs a layout.
     for before, after in itertools.pairwise(rounds):
         assert before["planned"]
-        assert after["repeat"] == max(before["planned"][1], compare.MIN_PAIRS)
+        planned = max(before["planned"][1], compare.MIN_PAIRS)
+        assert after["repeat"] == planned + planned % 2  # even: A first in half the pairs
     # The plan was far beyond the budget: the run said so with the time it predicted.
     assert record["predicted_s"] > record["budget_s"]
     lines = compare.summary(df, results.metadata(df)).lines

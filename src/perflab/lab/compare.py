@@ -384,8 +384,10 @@ def _measure(
 # misses more often than it says, and an interval that happens to be narrow stops the run.
 MIN_LAYOUTS = 10
 # Nor fewer pairs a layout than a median can stand on: one disturbed run (a neighbour's burst)
-# is then outvoted in its layout instead of becoming that layout's B/A.
-MIN_PAIRS = 3
+# is then outvoted in its layout instead of becoming that layout's B/A. And an even number,
+# as any count of pairs is made: A goes first in half the pairs of every layout, so what the
+# second run of a pair gains (0.2 % in A/A runs of brotli here) cancels within each layout.
+MIN_PAIRS = 4
 PILOT = (MIN_LAYOUTS, MIN_PAIRS)  # the least any decision stands on, and the plan's first data
 # B/A over layouts cuts this share of the layouts at each end: a loaded machine's bursts make a
 # few layouts' B/A wild (±30 % in A/A runs at load 4, where the middle half spread ±1 %), and a
@@ -510,6 +512,7 @@ def _to_precision(
         if rounds and rounds[-1].planned is None:
             rounds[-1].planned = planned.counts
         layouts, pairs = planned.counts
+        pairs += pairs % 2
         if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
             predicted = spent + max(layouts - len(reps), 0) * (costs[0] + pairs * costs[1])
         more = min(max(layouts - len(reps), len(reps) // 4, 1), max(len(reps), PILOT[0]))

@@ -96,6 +96,18 @@ def test_a_sign_that_flips_across_setups_is_called_setup_dependent():
     assert summary["ci_low"] < 1.0 < summary["ci_high"]
 
 
+def test_two_setups_decided_each_way_by_chance_do_not_make_the_layout_decisive():
+    """Twelve setups at 95 % each: one "slower" and one "faster" among identical programs is
+    chance, and only setups beyond doubt over all twelve (Bonferroni) call the layout so."""
+    df = _synthetic([1.0] * 10 + [1.006, 0.996])
+    per = compare.per_setup(df)
+    assert {"B slower", "B faster"} <= set(per["verdict"])
+    summary = compare.overall(df, per)
+    assert not summary["depends_on_setup"]
+    assert summary["family_confidence"] == pytest.approx(1 - 0.05 / 12)
+    assert not summary["conclusion"].startswith("the conclusion depends on the layout")
+
+
 def test_cli_build_mode_randomizes_link_order(runner, tmp_path):
     out, png = tmp_path / "ab.parquet", tmp_path / "ab.png"
     res = runner.invoke(

@@ -51,7 +51,8 @@ int main(void)
 """
 
 # Where its spawner (its parent: the helper, one thread while it runs a sequential batch) may
-# run while the child does, and at what real-time priority.
+# run while the child does, and at what real-time priority: first from execve on, then once
+# the child has slept.
 PARENT = r"""
 #include <sched.h>
 #include <stdio.h>
@@ -59,8 +60,11 @@ PARENT = r"""
 int main(void)
 {
     char path[64], line[256], cpus[256];
-    struct sched_param sp = {0};
+    struct sched_param sp = {0}, first = {0};
     FILE *f;
+    sched_getparam(getppid(), &first);
+    usleep(1000);
+    printf("at_exec %d\n", first.sched_priority);
     snprintf(path, sizeof path, "/proc/%d/status", (int)getppid());
     f = fopen(path, "r");
     while (f && fgets(line, sizeof line, f))
@@ -142,7 +146,8 @@ def test_pinning_and_realtime(children, tmp_path):
 
 def test_the_spawner_waits_on_the_childs_cpu_one_priority_above(children, tmp_path):
     """Each child starts on the CPU it runs on and wakes its spawner there (no migration, no
-    cross-CPU wakeup); above the child's priority, the spawner still ends it at its timeout."""
+    cross-CPU wakeup); above the child's priority once it waits, the spawner still ends it at
+    its timeout, and at the child's own through the execve, which it does not interrupt."""
     assert isinstance(spawn.engine(), spawn.Spawner)
     rtprio = resource.getrlimit(resource.RLIMIT_RTPRIO)[0]
     above = has_capability(CAP_SYS_NICE) or rtprio == resource.RLIM_INFINITY or rtprio >= 2
@@ -151,6 +156,7 @@ def test_the_spawner_waits_on_the_childs_cpu_one_priority_above(children, tmp_pa
         assert seen["cpus"] == str(cpu)
         granted = int(rec["rt_errno"]) == 0
         assert int(seen["priority"]) == (1 + above if granted else 0)
+        assert int(seen["at_exec"]) == (1 if granted else 0)
         _, seen = report(children, tmp_path, name="parent", cpus=(cpu,), rt=False)
         assert seen["cpus"] == str(cpu) and seen["priority"] == "0"
 

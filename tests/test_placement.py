@@ -89,3 +89,25 @@ def test_perflab_machine_without_a_compiler_says_the_floor_is_not_measured(
         and "placement_floor=" in res.output
     )
     assert machine.cached_placement_floor() is None
+
+
+def test_distinct_python_callables_get_this_interpreters_floor_once_per_process(monkeypatch):
+    """Function objects of one loop, timed in pairs: a floor of their own, measured on first
+    use and kept; a callable compared with itself is not widened."""
+    from perflab.assertions import claims
+    from perflab.engine import timing
+
+    monkeypatch.setattr(placement, "_python_floor", None)
+    twin = placement._python_twin
+    a, b = twin("a")(), twin("b")()
+    assert timing.distinct_callables(a, b) and not timing.distinct_code(a, b)
+    c = claims.check_faster(a, b, budget="30s,40")
+    floor, kept = placement.python_floor()
+    assert kept and floor.kind == "python" and c.floor == floor.share >= 0
+    assert floor.placements == placement.PYTHON_TWINS and floor.pairs == 6
+    assert floor.worst.startswith("twin_") and "Python" in floor.compiler
+    assert "in two function objects" in floor.sentence() and floor.sentence() in c.table()
+    assert machine.cached_placement_floor() != floor  # never written to the C floor's cache
+    same = timing.python_callable(placement._loop)
+    assert not timing.distinct_callables(same, same)
+    assert claims.check_faster(same, same, budget="30s,40").floor == 0

@@ -10,7 +10,8 @@ at level 1 - (1 - confidence) / looks, looks being the most rounds the runs budg
 (Bonferroni): the whole sequential test keeps its error rate below 1 - confidence.
 Between two distinct C functions the ratio's interval is also widened by this machine's
 placement floor (engine/placement.py, measured once and cached): their relative speed depends on
-where their code lies, which no run count averages away, by an amount each CPU has its own of.
+where their code lies, which no run count averages away, by an amount each CPU has its own of;
+between two distinct Python callables by the interpreter's own floor (measured once a process).
 """
 
 import contextlib
@@ -209,11 +210,13 @@ class Comparison:
             f"  {what} {self.estimate:.4g}, {self.level:.2%} CI [{self.ci[0]:.4g}, "
             f"{self.ci[1]:.4g}] vs threshold {self.threshold:.4g}"
         )
+        python = "Python" in self.floor_note
+        kind = "distinct Python callables" if python else "distinct C functions"
         lines.append(
             f"  basis: order-statistic interval of each median, widened by one timer step "
             f"({self.step} ticks) per run"
             + (
-                f", and by the placement floor {100 * self.floor:.2g} % (distinct C functions)"
+                f", and by the placement floor {100 * self.floor:.2g} % ({kind})"
                 if self.floor
                 else ""
             )
@@ -457,9 +460,11 @@ def _placement_floor(
     targets: Sequence[timing.Target], given: float | None
 ) -> tuple[float, str, str]:
     """(share, what it means, where it came from) for a ratio of these targets: 0 unless
-    they are distinct C functions; then `given`, else the machine's floor, measured under the
-    lock on first use and cached."""
-    if not timing.distinct_code(*targets):
+    they are distinct C functions or distinct Python callables; then `given`, else the
+    machine's floor for C (measured under the lock on first use and cached) or this
+    interpreter's for Python (measured once per process)."""
+    python = timing.distinct_callables(*targets)
+    if not (python or timing.distinct_code(*targets)):
         return 0.0, "", ""
     if given is not None:
         if not 0 <= given < math.inf:
@@ -468,16 +473,16 @@ def _placement_floor(
             return 0.0, "", "code placement trusted (placement_floor=0)"
         return float(given), f"placement_floor={given:g} was given", "placement floor as given"
     with measuring_lock():
-        floor, cached = placement.floor()
+        floor, cached = placement.python_floor() if python else placement.floor()
     when = f"measured {floor.measured_at}" if cached else f"measured now in {floor.seconds:.1f} s"
     if floor.disturbed:
         when += f" on a busy machine ({floor.disturbed} timings disturbed)"
-    return (
-        floor.share,
-        floor.sentence(),
-        f"{floor.sentence()} ({when}, cached; `perflab machine --remeasure-floor` measures it "
-        "again)",
+    again = (
+        "kept for this process"
+        if python
+        else "cached; `perflab machine --remeasure-floor` measures it again"
     )
+    return floor.share, floor.sentence(), f"{floor.sentence()} ({when}, {again})"
 
 
 def _finite(**thresholds: float) -> None:

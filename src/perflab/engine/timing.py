@@ -46,7 +46,8 @@ class CallTarget:
     """A function the core calls `calls` times per sample; `overhead` is its empty call's cost.
 
     `code` is the address of a C target's code (None for Python): two C targets at different
-    addresses are distinct functions, whose speeds also depend on where their code lies.
+    addresses are distinct functions, whose speeds also depend on where their code lies;
+    `function` is a Python target's callable, whose object's placement matters the same way.
     """
 
     name: str
@@ -55,6 +56,7 @@ class CallTarget:
     empty: bindings.Call = field(repr=False)
     errors: list[BaseException] = field(default_factory=list, repr=False)
     code: int | None = None
+    function: Callable[[], object] | None = field(default=None, repr=False)
     calls: int = 0
     overhead: float = 0.0
 
@@ -91,6 +93,7 @@ def python_callable(fn: Callable[[], object], name: str | None = None) -> CallTa
         call=bindings.python_call(bindings.PyEntry(fn, errors)),
         empty=bindings.python_call(bindings.PyEntry(_noop, errors)),
         errors=errors,
+        function=fn,
     )
 
 
@@ -292,6 +295,13 @@ def distinct_code(*targets: Target) -> bool:
     relative speed also depends on where each lies (engine/placement.py measures how much)."""
     codes = [getattr(t, "code", None) for t in targets]
     return None not in codes and len(set(codes)) > 1
+
+
+def distinct_callables(*targets: Target) -> bool:
+    """Whether the targets are distinct Python callables (objects), whose relative speed also
+    depends on where each object lies (engine/placement.py measures how much)."""
+    functions = [getattr(t, "function", None) for t in targets]
+    return None not in functions and len({id(f) for f in functions}) > 1
 
 
 def _needed_calls(target: CallTarget, sample_ticks: int) -> tuple[int, float]:

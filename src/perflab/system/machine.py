@@ -508,10 +508,17 @@ class PlacementFloor:
     measured_at: str
     seconds: float
     timer_step_ticks: int
-    compiler: str
+    compiler: str  # the C compiler that built the twins, or the Python interpreter of "python"
+    kind: str = "c"  # "c": C functions at different addresses; "python": function objects
 
     def sentence(self) -> str:
         """What the floor means, as the assertions and `perflab machine` say it."""
+        if self.kind == "python":
+            return (
+                f"identical Python code in two function objects differs by up to "
+                f"{100 * self.share:.2g} % in this interpreter: smaller differences between "
+                "distinct callables are undecidable here"
+            )
         return (
             f"identical code at two addresses differs by up to {100 * self.share:.2g} % on "
             "this CPU: smaller differences between distinct functions are undecidable here"
@@ -525,8 +532,9 @@ class PlacementFloor:
             if self.disturbed
             else ""
         )
+        what = "function objects of one Python loop" if self.kind == "python" else "placements"
         return (
-            f"{self.placements} placements of one loop, each of {self.pairs} pairs timed twice "
+            f"{self.placements} {what}, each of {self.pairs} pairs timed twice "
             f"(both slots) in {self.runs} interleaved runs each, the widest 95 % ratio "
             f"interval: {self.worst}{busy}"
         )
@@ -558,7 +566,7 @@ def _well_formed(floor: PlacementFloor) -> bool:
     """Every field of its type and in range: JSON from elsewhere may hold anything."""
     numbers = (floor.share, floor.seconds)
     counts = (floor.placements, floor.pairs, floor.runs, floor.disturbed, floor.timer_step_ticks)
-    texts = (floor.worst, floor.measured_at, floor.compiler)
+    texts = (floor.worst, floor.measured_at, floor.compiler, floor.kind)
     return (
         all(type(x) in (int, float) and math.isfinite(x) for x in numbers)
         and all(type(x) is int for x in counts)

@@ -81,10 +81,11 @@ def _timed(
 
 
 def _farthest(
-    twins: dict[str, Callable[[], timing.CallTarget]], runs: int
-) -> tuple[float, str, int, int]:
-    """Every pair of twins timed in both slots: (the farthest log-ratio any interval reaches,
-    that pair's reading, how many timings stayed disturbed, how many pairs)."""
+    twins: dict[str, Callable[[], timing.CallTarget]], runs: int, compiler: str, kind: str
+) -> machine.PlacementFloor:
+    """Every pair of twins timed in both slots; the floor is the farthest from 1 any pair's
+    interval reaches (that pair named), with how many timings stayed disturbed."""
+    t0 = time.monotonic()
     pairs = list(itertools.combinations(twins, 2))
     reach, worst, disturbed = -1.0, "", 0
     for first, second in pairs + [(b, a) for a, b in reversed(pairs)]:
@@ -94,7 +95,19 @@ def _farthest(
         if far > reach:
             reach = far
             worst = f"{second}/{first} {ratio:.4f} [{lo:.4f}, {hi:.4f}]"
-    return reach, worst, disturbed, len(pairs)
+    return machine.PlacementFloor(
+        share=math.expm1(max(reach, 0.0)),
+        placements=len(twins),
+        pairs=len(pairs),
+        runs=runs,
+        worst=worst,
+        disturbed=disturbed,
+        measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        seconds=round(time.monotonic() - t0, 3),
+        timer_step_ticks=timing.timer_step(),
+        compiler=compiler,
+        kind=kind,
+    )
 
 
 def measure(runs: int = RUNS) -> machine.PlacementFloor:
@@ -109,21 +122,7 @@ def measure(runs: int = RUNS) -> machine.PlacementFloor:
     ffi = cffi.FFI()
     ffi.cdef(" ".join(f"void {name}(void);" for name in TWINS))
     lib = ffi.dlopen(str(built.path))
-    t0 = time.monotonic()
-    twins = {name: _c_twin(lib, name) for name in TWINS}
-    reach, worst, disturbed, pairs = _farthest(twins, runs)
-    return machine.PlacementFloor(
-        share=math.expm1(max(reach, 0.0)),
-        placements=len(TWINS),
-        pairs=pairs,
-        runs=runs,
-        worst=worst,
-        disturbed=disturbed,
-        measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        seconds=round(time.monotonic() - t0, 3),
-        timer_step_ticks=timing.timer_step(),
-        compiler=built.compiler,
-    )
+    return _farthest({name: _c_twin(lib, name) for name in TWINS}, runs, built.compiler, "c")
 
 
 def floor(remeasure: bool = False) -> tuple[machine.PlacementFloor, bool]:
@@ -158,20 +157,7 @@ def python_floor() -> tuple[machine.PlacementFloor, bool]:
     global _python_floor
     if _python_floor is not None:
         return _python_floor, True
-    t0 = time.monotonic()
     twins = {f"twin_{i}": _python_twin(f"twin_{i}") for i in range(PYTHON_TWINS)}
-    reach, worst, disturbed, pairs = _farthest(twins, PYTHON_RUNS)
-    _python_floor = machine.PlacementFloor(
-        share=math.expm1(max(reach, 0.0)),
-        placements=PYTHON_TWINS,
-        pairs=pairs,
-        runs=PYTHON_RUNS,
-        worst=worst,
-        disturbed=disturbed,
-        measured_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        seconds=round(time.monotonic() - t0, 3),
-        timer_step_ticks=timing.timer_step(),
-        compiler=f"{platform.python_implementation()} {platform.python_version()}",
-        kind="python",
-    )
+    interpreter = f"{platform.python_implementation()} {platform.python_version()}"
+    _python_floor = _farthest(twins, PYTHON_RUNS, interpreter, "python")
     return _python_floor, False

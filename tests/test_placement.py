@@ -107,6 +107,10 @@ def test_distinct_python_callables_get_this_interpreters_floor_once_per_process(
     assert floor.placements == placement.PYTHON_TWINS and floor.pairs == 6
     assert floor.worst.startswith("twin_") and "Python" in floor.compiler
     assert "in two function objects" in floor.sentence() and floor.sentence() in c.table()
+    assert c.floor_kind == "python" and "(distinct Python callables)" in c.table()
+    given = claims.check_faster(a, b, budget="30s,40", placement_floor=0.5)
+    assert given.summary()["placement_floor_kind"] == "python"
+    assert "(distinct Python callables)" in given.table()
     assert machine.cached_placement_floor() != floor  # never written to the C floor's cache
     same = timing.python_callable(placement._loop)
     assert not timing.distinct_callables(same, same)

@@ -220,6 +220,7 @@ def test_the_measured_placement_floor_widens_only_distinct_functions(c_twins):
     floor = machine.cached_placement_floor()  # measured by the first such check, then cached
     assert floor is not None and c.floor == floor.share >= 0
     assert floor.sentence() in c.table() and c.summary()["placement_floor"] == floor.share
+    assert c.floor_kind == "c" and "(distinct C functions)" in c.table()
     # Still decided: 2x is far beyond the floor. The interval holds the estimate, widened.
     assert c.passed and c.ci[0] * (1 + c.floor) <= c.estimate <= c.ci[1] / (1 + c.floor)
     trusted = claims.check_faster(a, double, budget="30s,2000", placement_floor=0)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -132,6 +132,7 @@ class Comparison:
     step: int
     floor: float
     floor_note: str
+    floor_kind: str
     within_floor: bool
     seconds: float
     lock_wait: float
@@ -172,6 +173,7 @@ class Comparison:
             "timer_step_ticks": self.step,
             "placement_floor": self.floor,
             "placement_floor_note": self.floor_note,
+            "placement_floor_kind": self.floor_kind,
             "within_placement_floor": self.within_floor,
             **{f"{r}_resolution": q for r, q in zip(self.roles, self.resolutions, strict=True)},
             "rounds": self.rounds,
@@ -210,13 +212,12 @@ class Comparison:
             f"  {what} {self.estimate:.4g}, {self.level:.2%} CI [{self.ci[0]:.4g}, "
             f"{self.ci[1]:.4g}] vs threshold {self.threshold:.4g}"
         )
-        python = "Python" in self.floor_note
-        kind = "distinct Python callables" if python else "distinct C functions"
+        kind = "Python callables" if self.floor_kind == "python" else "C functions"
         lines.append(
             f"  basis: order-statistic interval of each median, widened by one timer step "
             f"({self.step} ticks) per run"
             + (
-                f", and by the placement floor {100 * self.floor:.2g} % ({kind})"
+                f", and by the placement floor {100 * self.floor:.2g} % (distinct {kind})"
                 if self.floor
                 else ""
             )
@@ -433,10 +434,11 @@ def _record(
     budget: Budget,
     confidence: float,
     out: dict[str, Any],
-    floor_note: str = "",
+    basis: "FloorBasis",
 ) -> Comparison:
     return Comparison(
-        floor_note=floor_note,
+        floor_note=basis.note,
+        floor_kind=basis.kind,
         lanes=getattr(targets[0], "lanes", ()),
         disturbed=tuple(_disturbed(r) for r in out["raw"]),
         load=os.getloadavg()[0],
@@ -456,22 +458,33 @@ def _record(
     )
 
 
-def _placement_floor(
-    targets: Sequence[timing.Target], given: float | None
-) -> tuple[float, str, str]:
-    """(share, what it means, where it came from) for a ratio of these targets: 0 unless
-    they are distinct C functions or distinct Python callables; then `given`, else the
-    machine's floor for C (measured under the lock on first use and cached) or this
-    interpreter's for Python (measured once per process)."""
+class FloorBasis(NamedTuple):
+    """The placement floor a ratio is widened by: its share, what it means, where it came
+    from, and whose it is ("c", "python", or "" when the targets share their code)."""
+
+    share: float
+    sentence: str
+    note: str
+    kind: str
+
+
+def _placement_floor(targets: Sequence[timing.Target], given: float | None) -> FloorBasis:
+    """The floor for a ratio of these targets: none unless they are distinct C functions or
+    distinct Python callables; then `given`, else the machine's floor for C (measured under
+    the lock on first use and cached) or this interpreter's for Python (measured once per
+    process)."""
     python = timing.distinct_callables(*targets)
     if not (python or timing.distinct_code(*targets)):
-        return 0.0, "", ""
+        return FloorBasis(0.0, "", "", "")
+    kind = "python" if python else "c"
     if given is not None:
         if not 0 <= given < math.inf:
             raise PerflabError(f"placement_floor must be a share >= 0, not {given}")
         if given == 0:
-            return 0.0, "", "code placement trusted (placement_floor=0)"
-        return float(given), f"placement_floor={given:g} was given", "placement floor as given"
+            return FloorBasis(0.0, "", "code placement trusted (placement_floor=0)", kind)
+        return FloorBasis(
+            float(given), f"placement_floor={given:g} was given", "placement floor as given", kind
+        )
     with measuring_lock():
         floor, cached = placement.python_floor() if python else placement.floor()
     when = f"measured {floor.measured_at}" if cached else f"measured now in {floor.seconds:.1f} s"
@@ -482,7 +495,7 @@ def _placement_floor(
         if python
         else "cached; `perflab machine --remeasure-floor` measures it again"
     )
-    return floor.share, floor.sentence(), f"{floor.sentence()} ({when}, {again})"
+    return FloorBasis(floor.share, floor.sentence(), f"{floor.sentence()} ({when}, {again})", kind)
 
 
 def _finite(**thresholds: float) -> None:
@@ -509,12 +522,13 @@ def check_faster(
     budget = as_budget(budget)
     targets = (timing.as_target(fast), timing.as_target(slow))
     claim = f"median(slow)/median(fast) > {min_ratio:g}"
-    floor, sentence, note = _placement_floor(targets, placement_floor)
+    basis = _placement_floor(targets, placement_floor)
     out = _measure(
-        targets, _ratio, _above(min_ratio, "slow/fast"), budget, confidence, floor, sentence
-    )
+        targets, _ratio, _above(min_ratio, "slow/fast"), budget, confidence, basis.share,
+        basis.sentence,
+    )  # fmt: skip
     return _record(
-        "assert_faster", claim, ("fast", "slow"), targets, min_ratio, budget, confidence, out, note
+        "assert_faster", claim, ("fast", "slow"), targets, min_ratio, budget, confidence, out, basis
     )
 
 
@@ -535,10 +549,11 @@ def check_no_slower(
     targets = (timing.as_target(baseline), timing.as_target(candidate))
     limit = 1 + tolerance
     claim = f"median(candidate)/median(baseline) < {limit:g}"
-    floor, sentence, note = _placement_floor(targets, placement_floor)
+    basis = _placement_floor(targets, placement_floor)
     out = _measure(
-        targets, _ratio, _below(limit, "candidate/baseline"), budget, confidence, floor, sentence
-    )
+        targets, _ratio, _below(limit, "candidate/baseline"), budget, confidence, basis.share,
+        basis.sentence,
+    )  # fmt: skip
     return _record(
         "assert_no_slower",
         claim,
@@ -548,7 +563,7 @@ def check_no_slower(
         budget,
         confidence,
         out,
-        note,
+        basis,
     )
 
 
@@ -562,8 +577,9 @@ def check_ticks_below(
     claim = f"median ticks per call < {limit:g}"
     out = _measure(targets, _median, _below(limit, "median ticks/call"), budget, confidence)
     return _record(
-        "assert_ticks_below", claim, ("target",), targets, limit, budget, confidence, out
-    )
+        "assert_ticks_below", claim, ("target",), targets, limit, budget, confidence, out,
+        FloorBasis(0.0, "", "", ""),
+    )  # fmt: skip
 
 
 def _enforce(comparison: Comparison) -> Comparison:

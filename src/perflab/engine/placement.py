@@ -15,7 +15,8 @@ Distinct Python callables have a floor of their own: the interpreter runs identi
 slower or faster by where its function object lies (B/A of two such objects read 1.007 in
 Debian's Python 3.11.2, and 0.5 % apart pinned to a busy CPU was enough for 10 claims in 30 at
 confidence 0.9). It depends on the interpreter, not the C core, so it is measured once per
-process (about a second), on function objects of one loop timed in pairs the same way.
+process (a quarter of a second here), on function objects of one loop timed in pairs the same
+way.
 """
 
 import datetime as dt

@@ -71,7 +71,7 @@ struct spawn_ctx {
     int reset[NSIG];  /* signals whose disposition is not SIG_DFL in the parent */
     char *stack_top;
     struct runq *runq; /* PERFLAB_SPAWN_RUNQ: how the children's run-queue wait is read */
-    int parent_above;  /* the spawning thread runs one priority above the children */
+    int parent_above;  /* one priority above the children, on one of their CPUs */
 };
 
 static struct runq *runq_open(int proc_only);
@@ -189,6 +189,19 @@ static void parent_step(const struct spawn_ctx *c, int up)
 
     if (c->parent_above)
         sched_setscheduler(0, c->opts->rt_policy, &p);
+}
+
+/* Whether this thread may run on a CPU of the children: only there does its wake-up at a
+ * child's execve preempt the child, so only then does it step down around each clone. */
+static int shares_cpu(const struct spawn_ctx *c)
+{
+    cpu_set_t mine, both;
+
+    if (!c->cpuset || sched_getaffinity(0, sizeof mine, &mine) != 0 ||
+        c->cpuset_size > sizeof mine)
+        return 1;
+    CPU_AND_S(c->cpuset_size, &both, &mine, c->cpuset);
+    return CPU_COUNT_S(c->cpuset_size, &both) > 0;
 }
 
 static void parent_rt_leave(const struct saved_sched *saved)
@@ -497,8 +510,10 @@ static int run_one(const struct spawn_ctx *c, const char *path, char *const argv
         close(sv[0]);
         return 0;
     }
-    if (timeout_ns > 0) /* counted from the clone: this thread may resume late (parent_step) */
-        timeout_ns = mono_ns() - w0 < timeout_ns ? timeout_ns - (mono_ns() - w0) : 1;
+    if (timeout_ns > 0) { /* counted from the clone: this thread may resume late (parent_step) */
+        int64_t spent = mono_ns() - w0;
+        timeout_ns = spent < timeout_ns ? timeout_ns - spent : 1;
+    }
     if (c->runq)
         why = runq_wait(c->runq, pid, pidfd, timeout_ns, stop_fd);
     else
@@ -704,7 +719,7 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
     }
     moved = place_enter(&b, runq_samples(c.runq), &before);
     parent_rt_enter(&o, &saved);
-    c.parent_above = saved.above;
+    c.parent_above = saved.above && shares_cpu(&c);
     for (int i = 0; i < b.hdr.nruns && !stop_pending(stop_fd); i++) {
         int64_t size = b.sizes[i];
         char **argv = b.argv[b.prog[i]];
@@ -802,7 +817,7 @@ static void *lane_main(void *arg)
     }
     lane_place(cpu);
     parent_rt_enter(&o, &saved);
-    c.parent_above = saved.above;
+    c.parent_above = saved.above && shares_cpu(&c);
     while (!stop_pending(l->stop_fd)) {
         int64_t i = atomic_fetch_add(&l->next, 1), size;
         if (i >= b->hdr.nruns)

@@ -147,7 +147,8 @@ def test_pinning_and_realtime(children, tmp_path):
 def test_the_spawner_waits_on_the_childs_cpu_one_priority_above(children, tmp_path):
     """Each child starts on the CPU it runs on and wakes its spawner there (no migration, no
     cross-CPU wakeup); above the child's priority once it waits, the spawner still ends it at
-    its timeout, and at the child's own through the execve, which it does not interrupt."""
+    its timeout, and at the child's own through the execve, which it does not interrupt
+    (unless it waits on another CPU)."""
     assert isinstance(spawn.engine(), spawn.Spawner)
     rtprio = resource.getrlimit(resource.RLIMIT_RTPRIO)[0]
     above = has_capability(CAP_SYS_NICE) or rtprio == resource.RLIM_INFINITY or rtprio >= 2
@@ -157,6 +158,12 @@ def test_the_spawner_waits_on_the_childs_cpu_one_priority_above(children, tmp_pa
         granted = int(rec["rt_errno"]) == 0
         assert int(seen["priority"]) == (1 + above if granted else 0)
         assert int(seen["at_exec"]) == (1 if granted else 0)
+        # Sampling run queues keeps the spawner off the child's CPU when another is allowed:
+        # there its wake-up preempts nothing, so it stays above the child all along.
+        off = len(machine.usable_cpus()) > 1
+        rec, seen = report(children, tmp_path, name="parent", cpus=(cpu,), rt=True, runq="proc")
+        if int(rec["rt_errno"]) == 0:
+            assert int(seen["at_exec"]) == (1 + above if off else 1)
         _, seen = report(children, tmp_path, name="parent", cpus=(cpu,), rt=False)
         assert seen["cpus"] == str(cpu) and seen["priority"] == "0"
 

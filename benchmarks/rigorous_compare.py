@@ -115,25 +115,29 @@ def planned(o2: list[str], slower: list[str], fine: float, n: int) -> None:
           f"{statistics.median(times):.1f} s (from {min(times):.1f} to {max(times):.1f}) against "
           f"the fixed design's {took:.1f} s; less time in {sum(t < took for t in times)} of {n}; "
           f"reached in {sum(r['record']['reached'] for r in same)} of {n}")  # fmt: skip
-    ratios = []
+    ratios, inside = [], []
     for seed in range(2000, 2000 + n):
         r = one(o2, slower, fine, seed)
         rec = r["record"]
         plan = next((x["planned"] for x in rec["rounds"] if x["planned"]), None)
         if plan:
             ratios.append(r["seconds"] / rec["predicted_s"])
+            low, high = rec["predicted_range_s"]
+            inside.append(low <= r["seconds"] <= high)
         print(f"--precision {fine:.1%} (seed {seed}): "
               f"{'reached' if rec['reached'] else 'not reached (' + rec['stopped'] + ')'} in "
               f"{len(rec['rounds'])} rounds, {r['seconds']:.1f} s over {r['setups']} layouts "
               f"({r['runs']} runs); " + (f"the pilot's plan ({plan}) predicted "
-              f"{rec['predicted_s']:.1f} s: actual/predicted {ratios[-1]:.2f}" if plan
+              f"{rec['predicted_s']:.1f} s ({low:.1f}-{high:.1f} s at "
+              f"{rec['predicted_confidence']:.0%}): actual/predicted {ratios[-1]:.2f}" if plan
               else "the pilot reached it") + f"; B/A {r['ratio']:.4f} "
               f"({r['low']:.4f}-{r['high']:.4f}); layout share "
               f"{r['layout_share']:.0%}")  # fmt: skip
     shown = ", ".join(f"{x:.2f}" for x in ratios)
     print(f"--precision {fine:.1%}: within 1.3x of the pilot's prediction in "
           f"{sum(x <= 1.3 for x in ratios)} of the {len(ratios)} that needed a plan "
-          f"(actual/predicted {shown})")  # fmt: skip
+          f"(actual/predicted {shown}); inside the predicted range in {sum(inside)} of "
+          f"{len(inside)}")  # fmt: skip
 
 
 if __name__ == "__main__":

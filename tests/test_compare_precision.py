@@ -94,7 +94,12 @@ def test_an_unreachable_precision_stops_at_the_budget_with_its_plan(programs):
         assert after["repeat"] == planned + planned % 2  # even: A first in half the pairs
     # The plan was far beyond the budget: the run said so with the time it predicted.
     assert record["predicted_s"] > record["budget_s"]
+    # With the range the pilot's 10 layouts leave it (their variance has 9 degrees of freedom).
+    low, high = record["predicted_range_s"]
+    assert low <= record["predicted_s"] <= high and record["predicted_from_layouts"] == 10
     lines = compare.summary(df, results.metadata(df)).lines
+    assert any(f"{low:.1f}-{high:.1f} s at 90% from the variance of 10 layouts" in line
+               for line in lines)  # fmt: skip
     assert any(
         line.startswith("precision: ±0.1% asked; not reached (budget spent)") for line in lines
     )

@@ -266,6 +266,26 @@ def test_t_quantiles_are_the_tables():
     assert levels.t_quantile(0.025, 4) == pytest.approx(-2.7764, abs=1e-4)
 
 
+def test_chi2_quantiles_are_the_tables():
+    table = {(0.05, 9): 3.3251, (0.95, 9): 16.9190, (0.95, 1): 3.8415, (0.05, 30): 18.4927,
+             (0.99, 2): 9.2103, (0.5, 100): 99.3341, (0.975, 200): 241.0579}  # fmt: skip
+    for (p, df), x in table.items():
+        assert levels.chi2_quantile(p, df) == pytest.approx(x, abs=1e-4)
+    with pytest.raises(PerflabError, match="no chi-squared quantile"):
+        levels.chi2_quantile(1.0, 9)
+
+
+def test_a_variances_range_holds_the_true_one_at_its_rate():
+    # A pilot's 10 layouts estimate their variance with 9 degrees of freedom: true/estimated
+    # falls in the 90 % range 9 times in 10, whatever the true variance.
+    low, high = levels.variance_ratio_range(9, 0.9)
+    assert (low, high) == pytest.approx((0.5319, 2.7067), abs=1e-4)
+    rng = np.random.default_rng(11)
+    draws = rng.normal(0, 3.0, size=(20000, 10)).var(axis=1, ddof=1)
+    inside = np.mean((9.0 / draws >= low) & (9.0 / draws <= high))
+    assert 0.89 < inside < 0.91
+
+
 def test_the_hierarchical_interval_covers_the_true_ratio_at_its_rate():
     rng = np.random.default_rng(7)
     hits = 0

@@ -414,6 +414,46 @@ def t_quantile(p: float, df: int) -> float:
     return t
 
 
+def _chi2_cdf(x: float, df: int) -> float:
+    """P(X <= x) for X chi-squared with df degrees of freedom: the regularised lower incomplete
+    gamma P(df/2, x/2) by its power series (Abramowitz and Stegun 6.5.29), which converges for
+    every x; its terms are summed until they no longer change the sum."""
+    if x <= 0:
+        return 0.0
+    a, h = df / 2, x / 2
+    term = total = 1 / a
+    n = 0
+    while term > 1e-17 * total:
+        n += 1
+        term *= h / (a + n)
+        total += term
+    return min(math.exp(a * math.log(h) - h - math.lgamma(a)) * total, 1.0)
+
+
+def chi2_quantile(p: float, df: int) -> float:
+    """The chi-squared quantile: its CDF inverted by bisection from Wilson and Hilferty's
+    approximation, to 1e-12 of the value."""
+    if not 0 < p < 1 or df < 1:
+        raise PerflabError(f"no chi-squared quantile at p={p} with {df} degrees of freedom")
+    z, c = NormalDist().inv_cdf(p), 2 / (9 * df)
+    guess = df * max(1 - c + z * math.sqrt(c), 0.05) ** 3
+    lo, hi = 0.0, guess
+    while _chi2_cdf(hi, df) < p:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1e-12 * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _chi2_cdf(mid, df) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def variance_ratio_range(df: int, confidence: float) -> tuple[float, float]:
+    """The range of true/estimated for a variance estimated with df degrees of freedom, at
+    `confidence` (equal tails): df/chi2 at its upper and lower quantiles. A plan's remaining
+    work scales with the variance it was made from, so its time carries this range."""
+    tail = (1 - confidence) / 2
+    return df / chi2_quantile(1 - tail, df), df / chi2_quantile(tail, df)
+
+
 def _t_inside(t: float, df: int) -> float:
     """P(|T| <= t) for integer df, Abramowitz and Stegun 26.7.3 (odd df) and 26.7.4 (even)."""
     theta = math.atan(t / math.sqrt(df))

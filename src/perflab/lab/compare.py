@@ -389,6 +389,7 @@ MIN_LAYOUTS = 10
 # second run of a pair gains (0.2 % in A/A runs of brotli here) cancels within each layout.
 MIN_PAIRS = 4
 PILOT = (MIN_LAYOUTS, MIN_PAIRS)  # the least any decision stands on, and the plan's first data
+PREDICTION_CONFIDENCE = 0.9  # the range said with the plan's predicted time
 # The share of layouts B/A over layouts would cut at each end: none. A 20 % trim reads a
 # loaded machine's wild layouts (±30 % in A/A runs at load 4) with a tenth of the layouts, but
 # where most layouts' medians tie (a loop whose runs take the same ticks), the trimmed mean's
@@ -481,6 +482,7 @@ def _to_precision(
     todo = {s: PILOT[1] for s in range(PILOT[0]) if s not in reps}
     rounds: list[Round] = []
     spent, reason, predicted = 0.0, "", math.nan
+    predicted_range, pilot_layouts = [math.nan, math.nan], 0
     costs = _costs_before(frame)  # a new layout, a pair of runs (A and B), in seconds
     while True:
         if todo:
@@ -517,7 +519,12 @@ def _to_precision(
         layouts, pairs = planned.counts
         pairs += pairs % 2
         if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
-            predicted = spent + max(layouts - len(reps), 0) * (costs[0] + pairs * costs[1])
+            each = costs[0] + pairs * costs[1]
+            predicted = spent + max(layouts - len(reps), 0) * each
+            # The layouts it needs scale with their variance, estimated from len(reps) of them.
+            spread = levels.variance_ratio_range(len(reps) - 1, PREDICTION_CONFIDENCE)
+            predicted_range = [spent + max(layouts * k - len(reps), 0) * each for k in spread]
+            pilot_layouts = len(reps)
         more = min(max(layouts - len(reps), len(reps) // 4, 1), max(len(reps), PILOT[0]))
         afford = int((plan.budget - spent) // max(costs[0] + pairs * costs[1], 1e-9))
         if min(more, afford) < 1:
@@ -532,6 +539,9 @@ def _to_precision(
         "stopped": reason,
         "seconds": spent,
         "predicted_s": predicted,
+        "predicted_range_s": predicted_range,
+        "predicted_from_layouts": pilot_layouts,
+        "predicted_confidence": PREDICTION_CONFIDENCE,
         "budget_s": plan.budget,
         "rounds": [vars(r) | {"planned": list(r.planned or ())} for r in rounds],
         "costs_s": {"layout": costs[0], "pair": costs[1]},
@@ -867,6 +877,21 @@ def _rounds(n: int) -> str:
     return f"{n} round" + ("s" if n != 1 else "")
 
 
+def _predicted(record: dict) -> str:
+    """The time the pilot's plan predicted, with the range its variance estimate leaves."""
+    predicted = record.get("predicted_s", math.nan)
+    if not math.isfinite(predicted):
+        return ""
+    lo, hi = record.get("predicted_range_s", [math.nan, math.nan])
+    ranged = (
+        f", {lo:.1f}-{hi:.1f} s at {record['predicted_confidence']:.0%} from the variance of "
+        f"{record['predicted_from_layouts']} layouts"
+        if math.isfinite(lo) and math.isfinite(hi)
+        else ""
+    )
+    return f" (the plan made after the pilot predicted {predicted:.1f} s{ranged})"
+
+
 def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> list[str]:
     """What --precision asked, reached, took and predicted, against a fixed 10 x 10 design."""
     if not record:
@@ -878,8 +903,7 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
         + (f"reached in {_rounds(len(rounds))}" if record["reached"]
            else f"not reached ({record['stopped']}) after {_rounds(len(rounds))}")
         + f", {took:.1f} s"
-        + (f" (the plan made after the pilot predicted {record['predicted_s']:.1f} s)"
-           if math.isfinite(record.get("predicted_s", math.nan)) else "")
+        + _predicted(record)
     )  # fmt: skip
     out = [head]
     ok = steady(frame[frame["status"] == "ok"], value)

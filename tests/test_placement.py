@@ -34,6 +34,7 @@ def test_the_floor_is_measured_once_cached_and_reused(measured, cache):
     floor, text = measured
     assert math.isfinite(floor.share) and floor.share >= 0
     assert floor.placements == len(placement.TWINS) and floor.pairs == 28
+    assert floor.copies == placement.COPIES > 1  # the library mapped that many times over
     assert floor.timer_step_ticks >= 1 and floor.worst.startswith("placed_")
     assert json.loads(text)["identity"] == machine.identity()
     path = machine.calibration_path(machine.PLACEMENT_FLOOR)
@@ -46,7 +47,7 @@ def test_the_floor_is_measured_once_cached_and_reused(measured, cache):
     assert meta["placement_floor_measured"] == floor.measured_at
 
 
-@pytest.mark.parametrize("damage", ["torn", "foreign", "wrong type"])
+@pytest.mark.parametrize("damage", ["torn", "foreign", "wrong type", "one mapping"])
 def test_a_cache_file_that_cannot_be_trusted_is_remeasured(measured, cache, damage):
     floor, text = measured
     doc = json.loads(text)
@@ -54,10 +55,14 @@ def test_a_cache_file_that_cannot_be_trusted_is_remeasured(measured, cache, dama
         doc["identity"]["hostname"] += "-elsewhere"
     elif damage == "wrong type":
         doc["floor"]["share"] = "0.5"
+    elif damage == "one mapping":  # from a perflab that timed the library in one mapping only
+        del doc["floor"]["copies"]
     path = machine.calibration_path(machine.PLACEMENT_FLOOR)
     path.write_text(text[: len(text) // 2] if damage == "torn" else json.dumps(doc))
     assert machine.cached_placement_floor() is None
     assert machine.metadata()["placement_floor"] is None
+    if damage != "torn":  # every rejected cache takes the one path measured below
+        return
     again, cached = placement.floor()
     assert not cached and again.measured_at >= floor.measured_at
     assert machine.cached_placement_floor() == again
@@ -104,7 +109,7 @@ def test_distinct_python_callables_get_this_interpreters_floor_once_per_process(
     c = claims.check_faster(a, b, budget="30s,40")
     floor, kept = placement.python_floor()
     assert kept and floor.kind == "python" and c.floor == floor.share >= 0
-    assert floor.placements == placement.PYTHON_TWINS and floor.pairs == 6
+    assert floor.placements == placement.PYTHON_TWINS and floor.pairs == 6 and floor.copies == 1
     assert floor.worst.startswith("twin_") and "Python" in floor.compiler
     assert "in two function objects" in floor.sentence() and floor.sentence() in c.table()
     assert c.floor_kind == "python" and "(distinct Python callables)" in c.table()

@@ -7,7 +7,11 @@ property of the CPU (0.3 % on one, 7 % on another), so it is measured here, not 
 identical loops (workloads/placement_twins.c, each in a page of its own at another cache line
 and offset), built with the system compiler, every pair timed as an assertion times two
 targets (calibrated together, interleaved runs; twice, in both slots), and the floor is the
-farthest from 1 any pair's 95 % ratio interval reaches. Measured once per machine and C core (a
+farthest from 1 any pair's 95 % ratio interval reaches. The effect of one placement also depends
+on where the library is mapped (the same pair read 1.0040 in one mapping and 1.0000 in another
+on an EPYC guest, and a floor of 0.28 % from one mapping let two twins 0.40 % apart claim 9 of
+20 times), so the library is loaded as COPIES separate files, each mapped at its own addresses,
+and the floor is the farthest over every copy's pairs. Measured once per machine and C core (a
 few seconds) and cached beside the build cache (system/machine.py); assertions widen a ratio
 between distinct C functions by it.
 
@@ -23,9 +27,12 @@ import datetime as dt
 import itertools
 import math
 import platform
+import shutil
+import tempfile
 import time
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import cffi
@@ -40,6 +47,7 @@ TWINS = tuple(f"placed_{i}" for i in range(8))
 # Each twin exactly where the source's directives put it; the loops padded as the compiler pads.
 FLAGS = ("-shared", "-fPIC", "-fno-toplevel-reorder", "-falign-functions=1")
 RUNS = 1000
+COPIES = 3  # mappings of the twins' library, each timed pair by pair
 LEVEL = 0.95
 # Each pair is timed twice, the second time in the other slots and a second or so later: the
 # effect comes and goes with the state of the machine (a run of 28 pairs may miss it).
@@ -82,23 +90,26 @@ def _timed(
 
 
 def _farthest(
-    twins: dict[str, Callable[[], timing.CallTarget]], runs: int, compiler: str, kind: str
+    copies: list[dict[str, Callable[[], timing.CallTarget]]], runs: int, compiler: str, kind: str
 ) -> machine.PlacementFloor:
-    """Every pair of twins timed in both slots; the floor is the farthest from 1 any pair's
-    interval reaches (that pair named), with how many timings stayed disturbed."""
+    """Every pair of twins of each copy timed in both slots; the floor is the farthest from 1
+    any pair's interval reaches (that pair named), with how many timings stayed disturbed."""
     t0 = time.monotonic()
-    pairs = list(itertools.combinations(twins, 2))
+    pairs = list(itertools.combinations(copies[0], 2))
     reach, worst, disturbed = -1.0, "", 0
-    for first, second in pairs + [(b, a) for a, b in reversed(pairs)]:
-        ratio, lo, hi = _timed(twins[first], twins[second], runs)
-        disturbed += _width(lo, hi) > 1 + WIDE
-        far = max(-math.log(lo), math.log(hi))
-        if far > reach:
-            reach = far
-            worst = f"{second}/{first} {ratio:.4f} [{lo:.4f}, {hi:.4f}]"
+    for k, twins in enumerate(copies):
+        for first, second in pairs + [(b, a) for a, b in reversed(pairs)]:
+            ratio, lo, hi = _timed(twins[first], twins[second], runs)
+            disturbed += _width(lo, hi) > 1 + WIDE
+            far = max(-math.log(lo), math.log(hi))
+            if far > reach:
+                reach = far
+                where = f" (copy {k + 1})" if len(copies) > 1 else ""
+                worst = f"{second}/{first} {ratio:.4f} [{lo:.4f}, {hi:.4f}]{where}"
     return machine.PlacementFloor(
         share=math.expm1(max(reach, 0.0)),
-        placements=len(twins),
+        placements=len(copies[0]),
+        copies=len(copies),
         pairs=len(pairs),
         runs=runs,
         worst=worst,
@@ -122,8 +133,14 @@ def measure(runs: int = RUNS) -> machine.PlacementFloor:
         ) from None
     ffi = cffi.FFI()
     ffi.cdef(" ".join(f"void {name}(void);" for name in TWINS))
-    lib = ffi.dlopen(str(built.path))
-    return _farthest({name: _c_twin(lib, name) for name in TWINS}, runs, built.compiler, "c")
+    copies = []
+    with tempfile.TemporaryDirectory(prefix="perflab-twins-") as tmp:
+        for k in range(COPIES):  # a file each: the same file would be mapped only once
+            path = Path(tmp) / f"twins-{k}.so"
+            shutil.copyfile(built.path, path)
+            lib = ffi.dlopen(str(path))  # mapped now: the file may go
+            copies.append({name: _c_twin(lib, name) for name in TWINS})
+    return _farthest(copies, runs, built.compiler, "c")
 
 
 def floor(remeasure: bool = False) -> tuple[machine.PlacementFloor, bool]:
@@ -160,5 +177,5 @@ def python_floor() -> tuple[machine.PlacementFloor, bool]:
         return _python_floor, True
     twins = {f"twin_{i}": _python_twin(f"twin_{i}") for i in range(PYTHON_TWINS)}
     interpreter = f"{platform.python_implementation()} {platform.python_version()}"
-    _python_floor = _farthest(twins, PYTHON_RUNS, interpreter, "python")
+    _python_floor = _farthest([twins], PYTHON_RUNS, interpreter, "python")
     return _python_floor, False

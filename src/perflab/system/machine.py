@@ -501,6 +501,7 @@ class PlacementFloor:
 
     share: float
     placements: int
+    copies: int  # mappings of the twins' library timed (a cache from before: remeasured)
     pairs: int
     runs: int
     worst: str
@@ -527,14 +528,15 @@ class PlacementFloor:
     def method(self) -> str:
         """How it was measured, in one line; a busy machine's timings said so."""
         busy = (
-            f"; {self.disturbed} of {2 * self.pairs} timings stayed disturbed: remeasure on a "
-            "quieter machine"
+            f"; {self.disturbed} of {2 * self.pairs * self.copies} timings stayed disturbed: "
+            "remeasure on a quieter machine"
             if self.disturbed
             else ""
         )
         what = "function objects of one Python loop" if self.kind == "python" else "placements"
+        mapped = f" in each of {self.copies} mappings of their library" if self.copies > 1 else ""
         return (
-            f"{self.placements} {what}, each of {self.pairs} pairs timed twice "
+            f"{self.placements} {what}{mapped}, each of {self.pairs} pairs timed twice "
             f"(both slots) in {self.runs} interleaved runs each, the widest 95 % ratio "
             f"interval: {self.worst}{busy}"
         )
@@ -565,7 +567,8 @@ def cached_placement_floor() -> PlacementFloor | None:
 def _well_formed(floor: PlacementFloor) -> bool:
     """Every field of its type and in range: JSON from elsewhere may hold anything."""
     numbers = (floor.share, floor.seconds)
-    counts = (floor.placements, floor.pairs, floor.runs, floor.disturbed, floor.timer_step_ticks)
+    counts = (floor.placements, floor.pairs, floor.runs, floor.disturbed, floor.timer_step_ticks,
+              floor.copies)  # fmt: skip
     texts = (floor.worst, floor.measured_at, floor.compiler, floor.kind)
     return (
         all(type(x) in (int, float) and math.isfinite(x) for x in numbers)
@@ -573,7 +576,7 @@ def _well_formed(floor: PlacementFloor) -> bool:
         and all(isinstance(x, str) for x in texts)
         and floor.share >= 0
         and floor.placements >= 2
-        and min(floor.pairs, floor.runs) >= 1
+        and min(floor.pairs, floor.runs, floor.copies) >= 1
         and floor.disturbed >= 0
     )
 

@@ -3,8 +3,8 @@ real ~3 % difference, and the time a planned comparison takes against a fixed 10
 
 The program is brotli's command-line compressor (benchmarks/real_program.py). "Identical" is
 one -O2 build run as A and as B; "copies" is that build under two paths (the same bytes in two
-files: what differs is the path's length on the stack and the physical pages the page cache
-holds each file in, which no layout perflab draws moves); the real difference is -O2 against
+files: what differs is the path's length on the stack, and the physical pages each file sits
+in, which each layout draws afresh); the real difference is -O2 against
 -O2 -fno-tree-ch (about 2.5-3 % slower on an AMD EPYC). Each comparison is one
 `compare --precision` with its own seed, so each draws its own layouts.
 

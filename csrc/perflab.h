@@ -87,6 +87,7 @@ int perflab_perf_probe(uint32_t type, uint64_t config);
 #define PERFLAB_RUN_HAS_COUNTERS 2 /* cycles and instructions are valid */
 #define PERFLAB_RUN_MLOCKED 4      /* the child's probe locked its memory */
 #define PERFLAB_RUN_STRAYS 8       /* processes it left (its group, a reaper's children) were killed */
+#define PERFLAB_RUN_PAGES_KEPT 16  /* its program's pages stayed when its batch read them afresh */
 
 struct perflab_run {
     int64_t env_size;      /* the padding length of a sweep run; -1 for single runs */
@@ -411,6 +412,15 @@ void perflab_exec_counters_close(int32_t n, int32_t *fds);
  * spawn.c); _PROC reads /proc even where taskstats would answer. Unasked, nothing changes. */
 #define PERFLAB_SPAWN_RUNQ 32
 #define PERFLAB_SPAWN_RUNQ_PROC 64
+
+/* A batch flag: before its first run, each program's file is dropped from the page cache
+ * (written back first, then POSIX_FADV_DONTNEED) and read back, so its pages sit in physical
+ * memory where this read puts them, not where whoever first read the file left them (two
+ * byte-identical copies of a program differ by up to 1 % on an AMD Zen 5 guest: one copy's
+ * pages in large contiguous folios, the other's scattered).  A program whose pages stay (a
+ * process maps it, its filesystem keeps them, or it cannot be read) sets
+ * PERFLAB_RUN_PAGES_KEPT on its first run in the batch. */
+#define PERFLAB_SPAWN_SETTLE 128
 #define PERFLAB_RUNQ_NONE 0      /* not asked, or no source answered */
 #define PERFLAB_RUNQ_TASKSTATS 1 /* the kernel's per-process sum at exit: every thread, exact */
 #define PERFLAB_RUNQ_PROC 2      /* /proc during the run; threads gone before the leader as of their last reading */

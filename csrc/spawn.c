@@ -32,6 +32,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -692,6 +693,72 @@ static int place_enter(const struct batch *b, int sampling, cpu_set_t *saved)
 static int spawn_parallel(const struct batch *b, const int stdio[3], int stop_fd,
                           struct perflab_run *out, int64_t *done);
 
+/* How many of fd's pages are in the page cache (0 for an empty file); -1 if unknown. */
+static int64_t resident_pages(int fd, off_t size)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = ((size_t)size + page - 1) / page;
+    unsigned char *vec = malloc(n ? n : 1);
+    void *map = size > 0 ? mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0) : NULL;
+    int64_t count = -1;
+
+    if (vec && map != MAP_FAILED && (!map || mincore(map, (size_t)size, vec) == 0)) {
+        count = 0;
+        for (size_t i = 0; map && i < n; i++)
+            count += vec[i] & 1;
+    }
+    if (map && map != MAP_FAILED)
+        munmap(map, (size_t)size);
+    free(vec);
+    return count;
+}
+
+/* One program's file out of the page cache and back in (PERFLAB_SPAWN_SETTLE); 0 if every
+ * page was dropped first, 1 if some stayed or the file could not be read. */
+static int settle_file(const char *path)
+{
+    enum { CHUNK = 1 << 20 };
+    int fd = open(path, O_RDONLY | O_CLOEXEC), kept = 1;
+    char *buf = malloc(CHUNK);
+    struct stat st;
+
+    if (fd >= 0 && buf && fstat(fd, &st) == 0) {
+        fdatasync(fd); /* dirty pages (a program just linked) are not dropped */
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        kept = resident_pages(fd, st.st_size) != 0;
+        while (read(fd, buf, CHUNK) > 0)
+            ;
+    }
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    return kept;
+}
+
+/* The programs the batch runs, in the order it first runs them (a side drawn to go first in a
+ * layout is read first there); those it does not run are left alone.  The result: per
+ * program, 1 if read afresh, 2 if some of its pages stayed (NULL: out of memory). */
+static unsigned char *settle_programs(const struct batch *b)
+{
+    unsigned char *state = calloc((size_t)b->hdr.nprogs, 1);
+
+    for (int i = 0; state && i < b->hdr.nruns; i++)
+        if (!state[b->prog[i]])
+            state[b->prog[i]] = 1 + settle_file(b->argv[b->prog[i]][0]);
+    return state;
+}
+
+/* PERFLAB_RUN_PAGES_KEPT on the first finished run of each program whose pages stayed. */
+static void mark_kept(const unsigned char *state, const struct batch *b, struct perflab_run *out,
+                      int64_t done)
+{
+    for (int p = 0; state && p < b->hdr.nprogs; p++)
+        for (int64_t i = 0; state[p] == 2 && i < done; i++)
+            if (out[i].prog == p) {
+                out[i].flags |= PERFLAB_RUN_PAGES_KEPT;
+                break;
+            }
+}
+
 int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int stop_fd,
                         struct perflab_run *out, int64_t *done)
 {
@@ -701,12 +768,17 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
     struct saved_sched saved;
     cpu_set_t before;
     int rc = batch_parse(req, len, &b), moved;
+    unsigned char *settled = NULL;
 
     *done = 0;
     if (rc)
         return rc;
+    if (b.hdr.flags & PERFLAB_SPAWN_SETTLE)
+        settled = settle_programs(&b);
     if (b.hdr.flags & PERFLAB_SPAWN_PARALLEL) {
         rc = spawn_parallel(&b, stdio, stop_fd, out, done);
+        mark_kept(settled, &b, out, *done);
+        free(settled);
         batch_free(&b);
         return rc;
     }
@@ -714,6 +786,7 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
                             b.hdr.timeout_ns, {stdio[0], stdio[1], stdio[2]}};
     rc = ctx_init(&c, &o);
     if (rc) {
+        free(settled);
         batch_free(&b);
         return rc;
     }
@@ -741,6 +814,8 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
     parent_rt_leave(&saved);
     if (moved)
         sched_setaffinity(0, sizeof before, &before);
+    mark_kept(settled, &b, out, *done);
+    free(settled);
     ctx_free(&c);
     batch_free(&b);
     return 0;

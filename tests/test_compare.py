@@ -1,7 +1,9 @@
 """perflab compare: known ratios from real runs, setup randomization, the wrong-data verdict."""
 
 import json
+import mmap
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from conftest import lock_free, wait_for
 
 from perflab.cli import cli
 from perflab.engine import results
+from perflab.errors import PerflabWarning
 from perflab.lab import compare
 from perflab.system import compiler
 
@@ -69,6 +72,28 @@ def test_twice_the_work_is_a_ratio_near_two(program, alone):
         assert (per["verdict"] == "B slower").all()
         assert summary["conclusion"].startswith("B is slower than A")
     assert not results.metadata(df)["identical"]
+
+
+def test_each_layout_reads_the_programs_afresh_and_names_one_kept_mapped(program, tmp_path):
+    """Where a program's pages sit in physical memory is drawn per layout: each layout's first
+    batch reads A's and B's files afresh (the result says so); a program that a process keeps
+    mapped cannot be, and one warning names it, as the result's metadata does."""
+    held_path = tmp_path / "held"
+    shutil.copy2(program, held_path)
+    with (
+        open(held_path, "rb") as f,
+        mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as held,
+        pytest.warns(PerflabWarning, match="pages stayed in memory") as caught,
+    ):
+        assert sum(held[:: mmap.PAGESIZE]) >= 0  # every page in memory, and mapped here
+        df = compare.compare(compare.program_side("A", program),
+                             compare.program_side("B", str(held_path)), setups=3, repeat=2,
+                             rt=False, progress=False)  # fmt: skip
+    assert len([w for w in caught if "pages stayed" in str(w.message)]) == 1
+    meta = results.metadata(df)
+    assert meta["program_pages"] == compare.PROGRAM_PAGES
+    assert meta["pages_kept"] == [str(held_path)]
+    assert set(df["status"]) == {"ok"}
 
 
 def _synthetic(ratios: list[float]) -> pd.DataFrame:

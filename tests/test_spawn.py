@@ -1,15 +1,18 @@
 """Exact child runs: real children compiled here, with known answers."""
 
 import errno
+import mmap
 import os
 import resource
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import compile_children
 
+from perflab.core import bindings
 from perflab.core.bindings import lib
 from perflab.engine import childruns, results, spawn
 from perflab.errors import PerflabError
@@ -304,3 +307,51 @@ def test_batch_sizes_reach_the_child(children, tmp_path):
     ]
     with pytest.raises(PerflabError):
         spawn.run_env_sizes([children["report"]], np.array([-1]))
+
+
+def _read_from_disk_kb() -> int:
+    """What the machine has read from its block devices so far (/proc/vmstat pgpgin, KiB)."""
+    for line in Path("/proc/vmstat").read_text().splitlines():
+        if line.startswith("pgpgin "):
+            return int(line.split()[1])
+    raise AssertionError("no pgpgin in /proc/vmstat")
+
+
+def _filesystem(path: str) -> str:
+    """The type of path's filesystem as stat names it (ext4 is "ext2/ext3")."""
+    kind = subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True, text=True)
+    return kind.stdout.strip()
+
+
+def test_a_settling_batch_reads_its_programs_afresh_and_flags_one_it_cannot(tmp_path):
+    """settle: before its first run the batch drops each program's file from the page cache
+    and reads it back, from the disk (the kernel counts the read); a program a process keeps
+    mapped cannot be dropped, and its first run in the batch says so."""
+    prog = compile_children(tmp_path, {"report": REPORT}, static=True)["report"]
+    with open(os.devnull, "w") as null:
+        options = spawn.SpawnOptions(settle=True, stdout=null.fileno())
+        before = _read_from_disk_kb()
+        runs = spawn.run_batch([(prog,)], np.zeros(3, np.int64), options=options)
+        read_kb = _read_from_disk_kb() - before
+        assert [spawn.STATUS[int(s)] for s in runs["status"]] == ["ok"] * 3
+        kept = bool(runs["flags"][0] & bindings.RUN_PAGES_KEPT)
+        fs = _filesystem(prog)
+        if fs in ("tmpfs", "ramfs"):  # its pages are the file: they never drop
+            assert kept
+        else:
+            assert not kept or fs not in ("ext2/ext3", "xfs", "btrfs")
+            assert kept or read_kb >= os.path.getsize(prog) // 1024 * 0.9
+        with open(prog, "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as held:
+            assert sum(held[:: mmap.PAGESIZE]) >= 0  # every page in memory, and mapped here
+            runs = spawn.run_batch([(prog,)], np.zeros(3, np.int64), options=options)
+    assert list((runs["flags"] & bindings.RUN_PAGES_KEPT) != 0) == [True, False, False]
+
+
+def test_a_batch_holds_one_layout_and_only_its_first_run_reads_pages_afresh():
+    """Runs.fresh: batches are cut before each run a layout starts with, and only a batch that
+    begins with one asks for its programs' pages afresh."""
+    runs = childruns.Runs(programs=[("a",)], prog=np.zeros(7, np.int64), labels={}, key=(),
+                          fresh=np.array([1, 0, 0, 1, 0, 1, 0], bool))  # fmt: skip
+    parts = runs.batches(np.arange(1, 7))
+    assert [p.tolist() for p in parts] == [[1, 2], [3, 4], [5, 6]]
+    assert [runs.under(p, spawn.SpawnOptions())[1].settle for p in parts] == [False, True, True]

@@ -43,6 +43,10 @@ class PerflabWarning(UserWarning):
 WARNINGS = {
     "rt_refused": "real-time priority refused: {why}; continuing at normal priority "
     "(--no-rt: do not ask)",
+    "pages_kept": "{programs}: pages stayed in memory at a layout's start (a running process "
+    "maps the program, or its filesystem keeps them, as tmpfs does), so where they sit in "
+    "physical memory is the same in every layout and identical copies can differ by it; end "
+    "what runs it, or keep it on a disk filesystem (beside --output, say)",
     "chunk_dropped": "dropped {chunk}: {problem}; its runs are measured again "
     "(--discard-bad: drop a damaged earlier result instead of refusing it)",
     "mlock_refused": "{error}; page faults may show in the curve (run as root or raise "

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from perflab import errors
+from perflab.core import bindings
 from perflab.engine import journal, results, spawn
 from perflab.engine.controls import Controls as Controls
 from perflab.engine.journal import Expect
@@ -121,6 +122,18 @@ def away_from(cpus: tuple[int, ...]) -> Iterator[None]:
         yield
     finally:
         os.sched_setaffinity(0, before)
+
+
+def pages_kept_once(
+    runs: np.ndarray, programs: list[tuple[str, ...]], extra: dict, warn: Warn
+) -> None:
+    """Programs whose pages could not be read afresh at a layout's start: said once, recorded."""
+    kept = runs[(runs["flags"] & bindings.RUN_PAGES_KEPT) != 0]
+    if kept.size == 0 or "pages_kept" in extra:
+        return
+    names = sorted({programs[int(p)][0] for p in kept["prog"]})
+    extra["pages_kept"] = names
+    warn(errors.warning("pages_kept", programs=", ".join(names)))
 
 
 def rt_refused_once(
@@ -229,6 +242,10 @@ class Runs:
     # batch has one environment and one set of options, so batches are cut where it changes.
     setting: np.ndarray | None = None
     settings: tuple[Setting, ...] = (Setting(),)
+    # Per planned run, whether a layout starts with it (compare's setups): its batch reads the
+    # programs' files afresh into the page cache first, so where their pages sit in physical
+    # memory is drawn per layout like the rest of it (SpawnOptions.settle).
+    fresh: np.ndarray | None = None
     # A sweep that plans as it goes (compare --precision) journals these runs as one round of
     # many: its plan is open, and its identity names what every round runs (`sources`), not
     # the programs this round linked.
@@ -257,11 +274,17 @@ class Runs:
         return pd.DataFrame({**labels, **more, **spawn.tidy_columns(runs, overhead), **runq})
 
     def batches(self, at: np.ndarray) -> list[np.ndarray]:
-        """The planned positions `at`, cut where the setting changes: one batch, one setting."""
-        if self.setting is None or at.size < 2:
+        """The planned positions `at`, cut where the setting changes and before each run a
+        layout starts with: one batch, one setting, at most one layout's pages read afresh."""
+        if at.size < 2 or (self.setting is None and self.fresh is None):
             return [at]
-        step = self.setting[at]
-        return np.split(at, np.flatnonzero(step[1:] != step[:-1]) + 1)
+        cut = np.zeros(at.size - 1, bool)
+        if self.setting is not None:
+            step = self.setting[at]
+            cut |= step[1:] != step[:-1]
+        if self.fresh is not None:
+            cut |= self.fresh[at[1:]]
+        return np.split(at, np.flatnonzero(cut) + 1)
 
     def under(
         self, at: np.ndarray, options: spawn.SpawnOptions
@@ -269,7 +292,11 @@ class Runs:
         """The environment and the options of a batch of the runs at `at` (one setting)."""
         one = self.settings[int(self.setting[at[0]])] if self.setting is not None else Setting()
         env = {**self.env, **dict(one.env)}
-        return env, replace(options, aslr=one.aslr) if one.aslr else options
+        if one.aslr:
+            options = replace(options, aslr=one.aslr)
+        if self.fresh is not None:
+            options = replace(options, settle=bool(self.fresh[at[0]]))
+        return env, options
 
 
 @dataclass(frozen=True)
@@ -477,6 +504,7 @@ def measure_sequential(
                         queued.append(send(chunks[i + ahead]))
                     for batch, at, busy in done:
                         options = rt_refused_once(options, batch, extra, warn)
+                        pages_kept_once(batch, runs.programs, extra, warn)
                         if runs.runq != "off" and len(batch) and "runq" not in extra:
                             extra["runq"] = spawn.runq_note(batch)
                         rows = runs.rows(batch, at[: len(batch)], overhead)

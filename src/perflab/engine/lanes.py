@@ -175,6 +175,7 @@ def _measure_lanes(
                                                   sizes, options))  # fmt: skip
                     for got, at, parallel in parts:
                         options = childruns.rt_refused_once(options, got, extra, warn)
+                        childruns.pages_kept_once(got, runs.programs, extra, warn)
                         recorder.add(runs.lane_rows(got, at, overhead, parallel))
                         if progress:
                             progress(len(got))

@@ -36,7 +36,9 @@ RUN_DTYPE = bindings.RUN_DTYPE
 class SpawnOptions:
     """How each child runs: ASLR, CPUs, priority, memory locking, timeout, stdio, and whether
     the run-queue wait of its threads is read (runq: auto = taskstats where perflab may, else
-    /proc; proc = /proc only; off = not read, the engine's fastest path)."""
+    /proc; proc = /proc only; off = not read, the engine's fastest path), and whether the
+    programs' files are read afresh into the page cache before the batch's first run (settle:
+    their physical pages drawn anew, PERFLAB_SPAWN_SETTLE)."""
 
     aslr: str = "system"
     cpus: tuple[int, ...] = ()
@@ -49,6 +51,7 @@ class SpawnOptions:
     stdout: int | None = None
     stderr: int | None = None
     runq: str = "off"
+    settle: bool = False
 
     def __post_init__(self) -> None:
         if self.runq not in RUNQ_MODES:
@@ -68,6 +71,7 @@ class SpawnOptions:
             | (bindings.SPAWN_MLOCK if self.mlock else 0)
             | (bindings.SPAWN_RUNQ if self.runq != "off" else 0)
             | (bindings.SPAWN_RUNQ_PROC if self.runq == "proc" else 0)
+            | (bindings.SPAWN_SETTLE if self.settle else 0)
         )
 
 

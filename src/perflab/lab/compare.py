@@ -340,6 +340,7 @@ def compare(
         "code_max": plan.code_max,
         "env_var": plan.var,
         "interleave": "A B, then B A, alternately",
+        "program_pages": PROGRAM_PAGES,
         "hardware_counters": counters_note(),
         "identical": identical(a, b),
     }
@@ -396,6 +397,11 @@ PREDICTION_CONFIDENCE = 0.9  # the range said with the plan's predicted time
 # variance collapses and its interval excluded 1 in 2 of 6 A/A comparisons of byte-identical
 # builds; over real A/A data the plain mean's interval missed 2 % of the time, the trimmed 5 %.
 TRIM = 0.0
+# Where a program's file sits in physical memory is whatever its first reader left (large
+# contiguous folios after a copy's write, scattered pages after an exec's faults), the same
+# for a whole session unless drawn per layout: two byte-identical copies of brotli read B/A
+# 0.987-1.001 here, 7 of 9 below 1, and claimed a difference 3, 10 and 5 times in 40.
+PROGRAM_PAGES = "each program's file read afresh into the page cache as its layout starts"
 CONFIDENCE = 0.95
 # A run this many times its side's median was stalled (preempted, swapped), not moved by a
 # layout: no placement effect comes near 10x, and one such run's log would outweigh a hundred.
@@ -617,7 +623,8 @@ def _runs(
         env["LD_PRELOAD"] = " ".join(filter(None, (shim, env.get("LD_PRELOAD"))))
     programs: dict[tuple[str, ...], int] = {}
     settings: dict[childruns.Setting, int] = {}
-    prog, step, rows = [], [], []
+    prog, step, fresh = [], [], []
+    rows: list[tuple] = []
     for (setup, repeat), sides in zip(setups.items(), built, strict=True):
         heap = (HEAP_VAR, f"{setup.heap_offset:0{HEAP_DIGITS}d}")
         setting = childruns.Setting((heap,) if setup.heap_offset != NO_PADDING else (),
@@ -626,6 +633,7 @@ def _runs(
         for rep in range(repeat):
             pair = list(zip("AB", sides, strict=True))
             for side, (argv, order) in pair[::-1] if b_first[rep] else pair:
+                fresh.append(not rows or rows[-1][0] != setup.index)
                 prog.append(programs.setdefault(argv, len(programs)))
                 step.append(settings.setdefault(setting, len(settings)))
                 rows.append((setup.index, setup.env_size, order, setup.heap_offset,
@@ -644,6 +652,7 @@ def _runs(
         env=env,
         setting=np.array(step, np.int64),
         settings=tuple(settings),
+        fresh=np.array(fresh, bool),
     )
 
 

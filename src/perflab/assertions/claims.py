@@ -468,6 +468,9 @@ class FloorBasis(NamedTuple):
     kind: str
 
 
+NO_FLOOR = FloorBasis(0.0, "", "", "")  # one target, or targets that share their code
+
+
 def _placement_floor(targets: Sequence[timing.Target], given: float | None) -> FloorBasis:
     """The floor for a ratio of these targets: none unless they are distinct C functions or
     distinct Python callables; then `given`, else the machine's floor for C (measured under
@@ -475,7 +478,7 @@ def _placement_floor(targets: Sequence[timing.Target], given: float | None) -> F
     process)."""
     python = timing.distinct_callables(*targets)
     if not (python or timing.distinct_code(*targets)):
-        return FloorBasis(0.0, "", "", "")
+        return NO_FLOOR
     kind = "python" if python else "c"
     if given is not None:
         if not 0 <= given < math.inf:
@@ -578,7 +581,7 @@ def check_ticks_below(
     out = _measure(targets, _median, _below(limit, "median ticks/call"), budget, confidence)
     return _record(
         "assert_ticks_below", claim, ("target",), targets, limit, budget, confidence, out,
-        FloorBasis(0.0, "", "", ""),
+        NO_FLOOR,
     )  # fmt: skip
 
 

@@ -55,6 +55,7 @@ def test_every_order_is_linked_once_with_its_symbols_in_that_order(tmp_path, mon
     df = link_order.sweep(permutations="all", repeat=2, rt=False)
     meta = results.metadata(df)
     assert compiler.BUILDS["link"] - before["link"] == meta["links"] == 24
+    assert meta["program_pages"] == link_order.PROGRAM_PAGES
     lay = link_order.layout_frame(df)
     assert lay["perm"].nunique() == 24
     assert lay.groupby("perm")["link_order"].first().nunique() == 24
@@ -175,7 +176,8 @@ def test_interrupted_sweep_resumes_without_measuring_twice(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         link_order.sweep(progress=stop_after_first_chunk, **kw)
     part = results.load(out)
-    assert len(part) == seen[0] == link_order.CHUNK_RUNS
+    # the first batch: cut short of a chunk where an order runs first (its binary read afresh)
+    assert 0 < len(part) == seen[0] <= link_order.CHUNK_RUNS
     assert results.metadata(part)["complete"] is False
     df = link_order.sweep(resume=True, **kw)
     assert len(df) == 80 and not df.duplicated(["perm", "rep"]).any()

@@ -2,12 +2,15 @@
 each round planned from the variance and the costs measured so far (Kalibera and Jones)."""
 
 import itertools
+import mmap
+import shutil
 
 import pytest
 from conftest import compile_children
 
 from perflab.cli import cli
 from perflab.engine import results
+from perflab.errors import PerflabWarning
 from perflab.lab import compare
 
 # Work set by argv[1], so "1" and "2" differ by twice the work and nothing else.
@@ -124,6 +127,47 @@ def test_rounds_journal_into_one_file_that_a_resume_extends(programs, runner, tm
     other = runner.invoke(cli, [*args[:4], "1%", *args[5:], "--resume", str(out)])
     assert other.exit_code != 0 and "precision" in other.output
     assert len(results.load(out)) == len(after)
+
+
+def test_a_layout_cut_short_is_completed_by_the_resume(programs, tmp_path, monkeypatch):
+    """Interrupted in the middle of a layout (batches of 3 runs, a layout's 4 pairs are 8),
+    the resume completes that layout to the pairs its round planned, every pair whole, and the
+    pilot ends with every layout alike."""
+    monkeypatch.setattr(compare, "CHUNK_RUNS", 3)
+    out = tmp_path / "p.parquet"
+    kw = dict(precision=0.5, rt=False, output=out)  # the pilot alone reaches ±50 %
+
+    def stop_after_first_batch(n: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        compare.compare(*_sides(f"{programs['steady']} 1", f"{programs['steady']} 1"),
+                        progress=stop_after_first_batch, **kw)  # fmt: skip
+    part = results.load(out)
+    assert len(part) == 3 and set(part["setup"]) == {0}  # one layout and a half pair
+    df = compare.compare(*_sides(f"{programs['steady']} 1", f"{programs['steady']} 1"),
+                         resume=True, progress=False, **kw)  # fmt: skip
+    per_layout = df.groupby("setup").size()
+    assert len(per_layout) == compare.PILOT[0]
+    assert (per_layout == 2 * compare.PILOT[1]).all()
+    assert not df.duplicated(["setup", "rep", "side"]).any()
+    assert results.metadata(df)["precision"]["reached"]
+
+
+def test_what_every_round_warns_is_said_once(programs, tmp_path):
+    """A program kept mapped is refused a fresh read in every round: one warning says so."""
+    held_path = tmp_path / "held"
+    shutil.copy2(programs["steady"], held_path)
+    with (
+        open(held_path, "rb") as f,
+        mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as held,
+        pytest.warns(PerflabWarning) as caught,
+    ):
+        assert sum(held[:: mmap.PAGESIZE]) >= 0  # in memory, and mapped here
+        df = compare.compare(*_sides(f"{programs['steady']} 1", f"{held_path} 1"),
+                             precision=0.001, budget=2, rt=False, progress=False)  # fmt: skip
+    assert len(results.metadata(df)["precision"]["rounds"]) >= 2
+    assert [str(w.message).split(":")[0] for w in caught].count(str(held_path)) == 1
 
 
 @pytest.mark.parametrize(

@@ -349,9 +349,14 @@ def test_a_settling_batch_reads_its_programs_afresh_and_flags_one_it_cannot(tmp_
 
 def test_a_batch_holds_one_layout_and_only_its_first_run_reads_pages_afresh():
     """Runs.fresh: batches are cut before each run a layout starts with, and only a batch that
-    begins with one asks for its programs' pages afresh."""
+    begins with one asks for its programs' pages afresh; Runs.starting marks them."""
     runs = childruns.Runs(programs=[("a",)], prog=np.zeros(7, np.int64), labels={}, key=(),
                           fresh=np.array([1, 0, 0, 1, 0, 1, 0], bool))  # fmt: skip
     parts = runs.batches(np.arange(1, 7))
     assert [p.tolist() for p in parts] == [[1, 2], [3, 4], [5, 6]]
     assert [runs.under(p, spawn.SpawnOptions())[1].settle for p in parts] == [False, True, True]
+    # A layout's first run still to do starts it, one a resume completes included.
+    layouts = childruns.Runs(programs=[("a",)], prog=np.zeros(7, np.int64), labels={}, key=(),
+                             layout=np.array([0, 0, 0, 1, 1, 2, 2]))  # fmt: skip
+    started = layouts.starting(np.array([1, 2, 4, 5, 6]))
+    assert started.fresh is not None and np.flatnonzero(started.fresh).tolist() == [1, 4, 5]

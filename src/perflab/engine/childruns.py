@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from types import FrameType, TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -127,13 +127,16 @@ def away_from(cpus: tuple[int, ...]) -> Iterator[None]:
 def pages_kept_once(
     runs: np.ndarray, programs: list[tuple[str, ...]], extra: dict, warn: Warn
 ) -> None:
-    """Programs whose pages could not be read afresh at a layout's start: said once, recorded."""
+    """Programs whose pages could not be read afresh at a layout's start: recorded, and said
+    once where the runs execute more than one file (one file's placement, however fixed, is
+    the same for every run: the interpreter of two scripts, which perflab itself maps)."""
     kept = runs[(runs["flags"] & bindings.RUN_PAGES_KEPT) != 0]
     if kept.size == 0 or "pages_kept" in extra:
         return
     names = sorted({programs[int(p)][0] for p in kept["prog"]})
     extra["pages_kept"] = names
-    warn(errors.warning("pages_kept", programs=", ".join(names)))
+    if len({argv[0] for argv in programs}) > 1:
+        warn(errors.warning("pages_kept", programs=", ".join(names)))
 
 
 def rt_refused_once(
@@ -242,9 +245,11 @@ class Runs:
     # batch has one environment and one set of options, so batches are cut where it changes.
     setting: np.ndarray | None = None
     settings: tuple[Setting, ...] = (Setting(),)
-    # Per planned run, whether a layout starts with it (compare's setups): its batch reads the
-    # programs' files afresh into the page cache first, so where their pages sit in physical
-    # memory is drawn per layout like the rest of it (SpawnOptions.settle).
+    # Per planned run, the layout it belongs to (compare's setups, link-order's programs): the
+    # first of each layout's runs still to do starts a batch that reads the programs' files
+    # afresh into the page cache (`fresh`, from starting()), so where their pages sit in
+    # physical memory is drawn per layout like the rest of it (SpawnOptions.settle).
+    layout: np.ndarray | None = None
     fresh: np.ndarray | None = None
     # A sweep that plans as it goes (compare --precision) journals these runs as one round of
     # many: its plan is open, and its identity names what every round runs (`sources`), not
@@ -272,6 +277,15 @@ class Runs:
         labels = {name: values[at] for name, values in self.labels.items()}
         runq = spawn.runq_columns(runs) if self.runq != "off" else {}
         return pd.DataFrame({**labels, **more, **spawn.tidy_columns(runs, overhead), **runq})
+
+    def starting(self, todo: np.ndarray) -> Self:
+        """These runs with `fresh` marking the first of each layout's runs in todo (positions
+        in run order): a layout a resume completes reads its pages afresh too."""
+        if self.layout is None or todo.size == 0:
+            return self
+        fresh = np.zeros(self.prog.size, bool)
+        fresh[todo[np.unique(self.layout[todo], return_index=True)[1]]] = True
+        return replace(self, fresh=fresh)
 
     def batches(self, at: np.ndarray) -> list[np.ndarray]:
         """The planned positions `at`, cut where the setting changes and before each run a
@@ -468,6 +482,7 @@ def measure_sequential(
         recorder = Recorder(recording or Recording(), runs.key, runs.expect(), controls.params(),
                             meta, warn, flush_s, executes=runs.executes())  # fmt: skip
         todo = _todo(runs, recorder.done_keys())
+        runs = runs.starting(todo)
         if on_start:
             on_start(int(todo.size), runs.prog.size - int(todo.size))
         extra: dict[str, Any] = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt}

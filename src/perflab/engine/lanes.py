@@ -149,6 +149,7 @@ def _measure_lanes(
         recorder = childruns.Recorder(recording, runs.key, runs.expect(), controls.params(),
                                       meta, warn, flush_s, executes=runs.executes())  # fmt: skip
         todo = childruns._todo(runs, recorder.done_keys())
+        runs = runs.starting(todo)
         if on_start:
             on_start(int(todo.size), runs.prog.size - int(todo.size))
         extra = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt,

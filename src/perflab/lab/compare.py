@@ -485,7 +485,15 @@ def _to_precision(
     if frame is not None:
         _same_plan(results.metadata(frame).get("params") or {}, plan.params(), recording.output)
     reps = _reps(frame)
-    todo = {s: PILOT[1] for s in range(PILOT[0]) if s not in reps}
+    todo = {s: PILOT[1] for s in range(PILOT[0])} if frame is None else _unfinished(frame)
+    said: set[str] = set()
+
+    def warn_once(message: str) -> None:
+        """What a round warns (a kept program, refused priority), said once a comparison."""
+        if message not in said:
+            said.add(message)
+            warn(message)
+
     rounds: list[Round] = []
     spent, reason, predicted = 0.0, "", math.nan
     predicted_range, pilot_layouts = [math.nan, math.nan], 0
@@ -495,13 +503,15 @@ def _to_precision(
             drawn = draw_setups(replace(plan, setups=max(todo) + 1), labels)
             t0 = time.perf_counter()
             resume = recording.resume or frame is not None
-            part = _measure(a, b, plan, {drawn[s]: n for s, n in todo.items()}, meta,
-                            replace(recording, resume=resume), sources,
-                            on_start=on_start, progress=progress, warn=warn)  # fmt: skip
+            planned_round = {"round_pairs": {str(s): n for s, n in todo.items()}}
+            part = _measure(a, b, plan, {drawn[s]: n for s, n in todo.items()},
+                            meta | planned_round, replace(recording, resume=resume), sources,
+                            on_start=on_start, progress=progress, warn=warn_once)  # fmt: skip
             seconds = time.perf_counter() - t0
             spent += seconds
             built = float(results.metadata(part).get("build_s", 0.0))
-            pairs = sum(todo.values())
+            before = len(frame) if frame is not None and recording.output is not None else 0
+            pairs = max((len(part) - before) / 2, 1)  # a resumed round runs what is missing
             costs = [built / len(todo), max(seconds - built, 1e-9) / pairs]
             frame = part if recording.output is not None or frame is None else _joined(frame, part)
             rounds.append(Round(len(todo), max(todo.values()), seconds))
@@ -588,6 +598,14 @@ def _resumed(recording: childruns.Recording) -> pd.DataFrame | None:
     return None
 
 
+def _unfinished(frame: pd.DataFrame) -> dict[int, int]:
+    """The layouts of the round a resume goes on from that have fewer runs than it planned (a
+    pair is two), with the pairs it planned: a layout cut short is completed, not left short."""
+    planned = results.metadata(frame).get("round_pairs") or {}
+    have = frame.groupby("setup").size() if not frame.empty else pd.Series(dtype=int)
+    return {int(s): int(n) for s, n in planned.items() if have.get(int(s), 0) < 2 * int(n)}
+
+
 def _reps(frame: pd.DataFrame | None) -> dict[int, int]:
     """Pairs recorded per setup so far."""
     if frame is None or frame.empty:
@@ -623,7 +641,7 @@ def _runs(
         env["LD_PRELOAD"] = " ".join(filter(None, (shim, env.get("LD_PRELOAD"))))
     programs: dict[tuple[str, ...], int] = {}
     settings: dict[childruns.Setting, int] = {}
-    prog, step, fresh = [], [], []
+    prog, step = [], []
     rows: list[tuple] = []
     for (setup, repeat), sides in zip(setups.items(), built, strict=True):
         heap = (HEAP_VAR, f"{setup.heap_offset:0{HEAP_DIGITS}d}")
@@ -633,7 +651,6 @@ def _runs(
         for rep in range(repeat):
             pair = list(zip("AB", sides, strict=True))
             for side, (argv, order) in pair[::-1] if b_first[rep] else pair:
-                fresh.append(not rows or rows[-1][0] != setup.index)
                 prog.append(programs.setdefault(argv, len(programs)))
                 step.append(settings.setdefault(setting, len(settings)))
                 rows.append((setup.index, setup.env_size, order, setup.heap_offset,
@@ -652,7 +669,7 @@ def _runs(
         env=env,
         setting=np.array(step, np.int64),
         settings=tuple(settings),
-        fresh=np.array(fresh, bool),
+        layout=labels["setup"],
     )
 
 

@@ -205,8 +205,6 @@ def sweep(
         "program_pages": PROGRAM_PAGES,
     }
     perm, rep = plan.pairs(len(programs))
-    first = np.zeros(perm.size, bool)
-    first[np.unique(perm, return_index=True)[1]] = True
     names = np.array([",".join(p.order) for p in programs], dtype=object)
     runs = childruns.Runs(
         programs=[(str(p.path), *plan.args) for p in programs],
@@ -215,7 +213,7 @@ def sweep(
                 "rep": rep.astype(np.int32)},
         key=KEY,
         env=childruns.base_env(plan.inherit_env),
-        fresh=first,
+        layout=perm,
     )  # fmt: skip
     t1 = time.perf_counter()
     df = lanes.measure(

@@ -246,6 +246,16 @@ def test_program_is_checked_up_front(tmp_path):
     (tmp_path / "data").write_text("")
     with pytest.raises(PerflabError, match="not an executable"):
         spawn.check_program(tmp_path / "data")
+    with pytest.raises(PerflabError, match="is a directory"):
+        spawn.check_program(tmp_path)
+    for line, why in [("#!/no/such/sh", "does not exist"), (f"#!{tmp_path}", "cannot run")]:
+        script = tmp_path / "script"
+        script.write_text(f"{line} -e\ntrue\n")
+        script.chmod(0o755)
+        with pytest.raises(PerflabError, match=f"its interpreter .* {why}"):
+            spawn.check_program(script)
+    script.write_text("#!/bin/sh\ntrue\n")
+    assert spawn.check_program(script) == str(script.resolve())
     assert spawn.check_program("true") == os.path.realpath(shutil.which("true"))
 
 

@@ -86,9 +86,29 @@ def check_program(program: str | os.PathLike) -> str:
     p = Path(name)
     if not p.exists():
         raise PerflabError(f"{name}: no such file")
-    if p.is_dir() or not os.access(p, os.X_OK) or not p.stat().st_mode & 0o111:
+    if p.is_dir():
+        raise PerflabError(f"{name}: is a directory, not a program")
+    if not os.access(p, os.X_OK) or not p.stat().st_mode & 0o111:
         raise PerflabError(f"{name}: not an executable file")
+    _check_interpreter(name)
     return str(p.resolve())
+
+
+def _check_interpreter(name: str) -> None:
+    """A script's #! interpreter exists and runs: else execve's ENOENT would blame the script."""
+    try:
+        with open(name, "rb") as f:
+            line = f.readline(256)
+    except OSError:
+        return  # execute-only: the kernel reads it, perflab cannot
+    words = line[2:].split() if line.startswith(b"#!") else []
+    if not words or not words[0].startswith(b"/"):
+        return
+    interpreter = os.fsdecode(words[0])
+    if not os.path.exists(interpreter):
+        raise PerflabError(f"{name}: its interpreter {interpreter} (its #! line) does not exist")
+    if os.path.isdir(interpreter) or not os.access(interpreter, os.X_OK):
+        raise PerflabError(f"{name}: its interpreter {interpreter} (its #! line) cannot run")
 
 
 def env_list(env: Mapping[str, str] | None) -> list[str]:

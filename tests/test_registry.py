@@ -71,7 +71,7 @@ def test_every_registered_module_fulfils_the_contract(name):
     assert isinstance(module, registry.ExperimentModule), name
     wanted = inspect.signature(registry.ExperimentModule.summary).parameters
     assert list(inspect.signature(module.summary).parameters) == list(wanted)[1:], name
-    assert inspect.signature(module.summary).return_annotation is Summary, name
+    assert inspect.signature(module.summary, eval_str=True).return_annotation is Summary, name
 
 
 def _summary_text(stdout: str) -> str:

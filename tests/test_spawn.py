@@ -277,6 +277,7 @@ def test_outcomes(children, name, status, exit_code, sig):
     assert list(df["signal"]) == [sig] * 2
     assert df["ticks"].notna().all() == (name == "probe")
     assert (df["outer_ticks"] > 0).all() and (df["wall_ns"] > 0).all()
+    assert tuple(df.columns) == spawn.TIDY_COLUMNS == childruns.MEASURED  # named before pandas
 
 
 def test_timeout_kills_the_child(children):

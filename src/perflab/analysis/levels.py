@@ -3,6 +3,8 @@ repetitions each level needs for a wanted precision at the least cost, and B/A i
 say which levels they cover: Kalibera and Jones, "Rigorous Benchmarking in Reasonable Time"
 (ISMM 2013), as a random-effects model of log(value)."""
 
+from __future__ import annotations
+
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -10,10 +12,10 @@ from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike
 
 from perflab.errors import PerflabError
+from perflab.lazy import pd
 
 # A level estimated at no variance is planned as this share of the total: an estimate of zero
 # means small, not absent, and the closed form would put infinitely many repetitions below it.

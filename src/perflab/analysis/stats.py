@@ -1,13 +1,15 @@
 """Robust statistics for noisy timings: the FileGuard trimmed table, MAD, bootstrap intervals."""
 
+from __future__ import annotations
+
 import math
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike
 
 from perflab.errors import PerflabError
+from perflab.lazy import pd
 
 
 def _array(values: ArrayLike) -> np.ndarray:

@@ -2,11 +2,13 @@
 once by the experiment's module and rendered alike by its verb, `perflab report`, the exports
 and the notebook view."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
+from perflab.lazy import pd
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ where their code lies, which no run count averages away, by an amount each CPU h
 between two distinct Python callables by the interpreter's own floor (measured once a process).
 """
 
+from __future__ import annotations
+
 import contextlib
 import fcntl
 import math
@@ -27,11 +29,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from perflab.analysis import stats
 from perflab.engine import placement, timing
 from perflab.errors import PerflabError
+from perflab.lazy import pd
 
 DEFAULT_CONFIDENCE = 0.95
 FIRST_ROUND = 20
@@ -50,7 +52,7 @@ class Budget:
     runs: int = 2000
 
     @classmethod
-    def parse(cls, text: str) -> "Budget":
+    def parse(cls, text: str) -> Budget:
         """'2s', '500', '500runs', '2s,500': unset parts keep their defaults."""
         seconds, runs = cls.seconds, cls.runs
         for part in filter(None, (p.strip() for p in str(text).split(","))):
@@ -434,7 +436,7 @@ def _record(
     budget: Budget,
     confidence: float,
     out: dict[str, Any],
-    basis: "FloorBasis",
+    basis: FloorBasis,
 ) -> Comparison:
     return Comparison(
         floor_note=basis.note,

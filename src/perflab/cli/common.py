@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from perflab.cli import QUIET
-from perflab.engine import controls
+from perflab.engine import controls, filelock
 from perflab.engine.progress import Progress
 from perflab.errors import OtherExperiment, PerflabError
 from perflab.lab import registry
@@ -312,6 +312,7 @@ def record_path(output: str | None, resume: str | None, stem: str) -> tuple[str,
         if output and Path(output).resolve() != Path(resume).resolve():
             raise PerflabError(f"-o {output} and --resume {resume} name different files")
         if not Path(resume).exists() and not Path(resume + ".parts").exists():
+            filelock.check_free(resume)  # a sweep holds its file's lock before its journal opens
             raise PerflabError(f"{resume}: nothing to resume (no results or journal there)")
         return resume, True
     if output:

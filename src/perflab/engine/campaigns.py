@@ -6,6 +6,8 @@ worker host, one point at a time per host, and gathers the rows with each host's
 Without an address the local machine runs the same code, so both give the same schema.
 """
 
+from __future__ import annotations
+
 import contextlib
 import functools
 import socket
@@ -14,13 +16,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
 from perflab import __version__
 from perflab.core.bindings import core_digest
 from perflab.engine import results
 from perflab.engine.journal import Expect, Journal
 from perflab.errors import PerflabError
+from perflab.lazy import pd
 from perflab.system import machine
 
 # A loaded scheduler can miss a heartbeat: a worker is dead once gone this long.
@@ -28,7 +29,7 @@ WORKER_GRACE_S = 2.0
 # Longest wait for a finished point's rows before asking whether its worker still lives.
 GATHER_S = 5.0
 HOST_COLUMNS = ("host", "hostname", "cpu_model", "kernel", "clocksource", "tsc_hz")
-Measure = Callable[..., pd.DataFrame]
+Measure = Callable[..., "pd.DataFrame"]
 
 
 @dataclass(frozen=True)

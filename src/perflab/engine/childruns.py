@@ -8,6 +8,8 @@ C loop for a list of programs), Ctrl-C and SIGTERM as a stop between runs, and a
 journal that a resume checks against the plan.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import signal
@@ -20,7 +22,6 @@ from types import FrameType, TracebackType
 from typing import Any, Self, TypeVar
 
 import numpy as np
-import pandas as pd
 
 from perflab import errors
 from perflab.core import bindings
@@ -28,6 +29,7 @@ from perflab.engine import journal, results, spawn
 from perflab.engine.controls import Controls as Controls
 from perflab.engine.journal import Expect
 from perflab.errors import PerflabError, Stopped
+from perflab.lazy import pd
 from perflab.system import machine
 
 CHUNK_RUNS = 512  # runs per C call: ~0.3 s of short runs; a stop ends a batch between two runs
@@ -78,7 +80,7 @@ class Interrupt:
         self._old: dict[int, Any] = {}
         self._old_wakeup: int | None = None
 
-    def __enter__(self) -> "Interrupt":
+    def __enter__(self) -> Interrupt:
         spawn.clear_stop()
         if threading.current_thread() is threading.main_thread():
             self._old = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
@@ -213,7 +215,7 @@ def status_counts(df: pd.DataFrame) -> dict[str, int]:
     return {str(s): int(counts[s]) for s in sorted(counts.index, key=lambda s: (s != "ok", s))}
 
 
-MEASURED = tuple(spawn.tidy(np.zeros(0, dtype=spawn.RUN_DTYPE)).columns)
+MEASURED = spawn.TIDY_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -472,28 +474,32 @@ def measure_sequential(
 
     Batches wait queued in the engine, AHEAD at a time, while this thread journals the last
     one: the next starts the moment one ends, and Python's per-row work costs no time per run.
+    A fresh record (no resume) has every run to do, so when this thread runs off the children's
+    CPUs the first batches are queued before the recorder loads pandas (a third of a second).
     A KeyboardInterrupt leaves the journal complete up to the last finished run and marked
     incomplete.
     """
-    with quiet_options(controls) as options:
+    recording = recording or Recording()
+    fresh = not recording.resume
+    with quiet_options(controls) as options, _claimed(recording):
         options = replace(options, runq=runs.runq)
         preflight(runs, options)
         overhead = spawn.timer_overhead()
-        recorder = Recorder(recording or Recording(), runs.key, runs.expect(), controls.params(),
-                            meta, warn, flush_s, executes=runs.executes())  # fmt: skip
-        todo = _todo(runs, recorder.done_keys())
-        runs = runs.starting(todo)
-        if on_start:
-            on_start(int(todo.size), runs.prog.size - int(todo.size))
         extra: dict[str, Any] = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt}
         engine = spawn.engine()
-        chunks = [part for i in range(0, todo.size, chunk_runs)
-                  for part in runs.batches(todo[i : i + chunk_runs])]  # fmt: skip
         sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
         # A run's CPUs' busy time is read around its batch alone: nothing else queued beside it.
         ahead = 1 if runs.busy else AHEAD
+        recorder: Recorder | None = None
         complete = False
         with Interrupt() as stop, away_from(controls.cpus), engine.pipeline() as pipe:
+
+            def record() -> np.ndarray:
+                """Open the recorder; the positions of the runs it has not recorded."""
+                nonlocal recorder
+                recorder = Recorder(recording, runs.key, runs.expect(), controls.params(), meta,
+                                    warn, flush_s, executes=runs.executes())  # fmt: skip
+                return _todo(runs, recorder.done_keys())
 
             def send(at: np.ndarray) -> tuple[np.ndarray, float]:
                 """Queue one batch; its positions and the CPUs' busy time before it."""
@@ -503,7 +509,17 @@ def measure_sequential(
                 return at, before
 
             try:
+                early = fresh and _apart(controls.cpus)
+                todo = np.arange(runs.prog.size) if early else record()
+                runs = runs.starting(todo)
+                chunks = [part for i in range(0, todo.size, chunk_runs)
+                          for part in runs.batches(todo[i : i + chunk_runs])]  # fmt: skip
                 queued = deque(send(at) for at in chunks[:ahead])
+                if early:
+                    record()
+                assert recorder is not None
+                if on_start:
+                    on_start(int(todo.size), runs.prog.size - int(todo.size))
                 for i in range(len(chunks)):
                     at, before = queued.popleft()
                     batch = pipe.collect()  # fewer than the chunk when a stop cut it short
@@ -535,6 +551,23 @@ def measure_sequential(
                 engine.request_stop()  # the batches still queued end at their next run
                 raise
             finally:
-                extra.update(spawn.maxrss_meta(engine))
-                df = recorder.finish(complete, extra)
+                if recorder is not None:
+                    extra.update(spawn.maxrss_meta(engine))
+                    df = recorder.finish(complete, extra)
     return df
+
+
+@contextlib.contextmanager
+def _claimed(recording: Recording) -> Iterator[None]:
+    """A fresh journal's file held from the start: what opening it would refuse is refused
+    before the first run, even when the runs start before it opens."""
+    if recording.output is None or recording.resume:
+        yield
+        return
+    with journal.claimed(recording.output):
+        yield
+
+
+def _apart(cpus: tuple[int, ...]) -> bool:
+    """Whether this process runs off every CPU of the children (work here cannot delay them)."""
+    return bool(cpus) and not os.sched_getaffinity(0) & set(cpus)

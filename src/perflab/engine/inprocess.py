@@ -8,23 +8,25 @@ to the journal as it is measured; Ctrl-C and SIGTERM stop between two chunks (a 
 signal cut short is not recorded); a resume measures only the rows not recorded yet.
 """
 
+from __future__ import annotations
+
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from perflab import errors
 from perflab.engine import childruns
 from perflab.engine.journal import Expect
 from perflab.engine.progress import OnStart, ProgressArg, shown
+from perflab.lazy import pd
 
 CHUNK_S = childruns.FLUSH_S  # a chunk takes about this long: a kill -9 loses about that much
 GROWTH = 4  # a chunk weighs at most this many times the last: a costlier stretch shows soon
 
-Measure = Callable[[pd.DataFrame], pd.DataFrame]
+Measure = Callable[["pd.DataFrame"], "pd.DataFrame"]
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ class _Todo:
     done: int  # weight measured by earlier sessions
 
     @classmethod
-    def of(cls, plan: Plan, done_keys: set[tuple]) -> "_Todo":
+    def of(cls, plan: Plan, done_keys: set[tuple]) -> _Todo:
         n = len(plan.keys)
         rows = np.arange(n)
         if done_keys:

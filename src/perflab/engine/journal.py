@@ -12,24 +12,26 @@ environment they start from, its plan and the C core), each component kept too, 
 would measure something else is refused with what changed.
 """
 
+from __future__ import annotations
+
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
-import pyarrow.parquet as pq
 
 from perflab import __version__, errors
 from perflab.core.bindings import core_digest
 from perflab.engine import filelock, results
 from perflab.errors import OtherExperiment, PerflabError
+from perflab.lazy import pd, pq
 from perflab.system import files
 
 
@@ -254,6 +256,29 @@ def rows_problem(df: pd.DataFrame, expect: Expect, columns: list[str] | None) ->
     return None
 
 
+def _refuse_parts(path: Path) -> None:
+    """A fresh journal refuses the parts an interrupted run left: a resume completes them."""
+    parts = path.with_name(path.name + ".parts")
+    if parts.exists():
+        raise PerflabError(
+            f"{path}: an interrupted run left {parts}; "
+            f"add --resume {path} to complete it, or delete {parts}"
+        )
+
+
+@contextlib.contextmanager
+def claimed(path: str | os.PathLike) -> Iterator[None]:
+    """PATH held for a fresh journal and free of an interrupted run's parts, checked as the
+    journal does but without loading pandas: a sweep queues its first runs, then opens it."""
+    checked = results.check_output(path)
+    filelock.acquire(checked)
+    try:
+        _refuse_parts(checked)
+        yield
+    finally:
+        filelock.release(checked)
+
+
 class Journal:
     """Rows flushed to disk in chunks as they are measured; finish() merges them into one file.
 
@@ -304,11 +329,7 @@ class Journal:
     def _open(self, resume: bool) -> pd.DataFrame | None:
         """Check a resume against the stored parameters and every row; start fresh otherwise."""
         if not resume:
-            if self.parts.exists():
-                raise PerflabError(
-                    f"{self.path}: an interrupted run left {self.parts}; "
-                    f"add --resume {self.path} to complete it, or delete {self.parts}"
-                )
+            _refuse_parts(self.path)
             self.parts.mkdir()
             try:
                 self._write_params("nothing was recorded: free space, then run it again")

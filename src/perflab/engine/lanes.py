@@ -7,18 +7,20 @@ each CPU in turn, interleaved with the parallel ones over the whole sweep, so ea
 parallel runs can be compared with sequential runs taken under the same conditions.
 """
 
+from __future__ import annotations
+
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-import pandas as pd
 
 from perflab import errors
 from perflab.analysis import stats
 from perflab.engine import childruns, spawn
 from perflab.engine.progress import ProgressArg, shown
 from perflab.errors import PerflabError
+from perflab.lazy import pd
 from perflab.system import machine
 
 # Share of runs made one at a time, by default: about a tenth of the parallel time is spent

@@ -1,5 +1,7 @@
 """Tidy results with their metadata: save/load without loss, refuse what perflab did not write."""
 
+from __future__ import annotations
+
 import hashlib
 import json
 import os
@@ -9,13 +11,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from perflab import __version__, errors
 from perflab.engine import filelock
 from perflab.errors import PerflabError
+from perflab.lazy import pa, pd, pq
 from perflab.system.files import _publish, _temporary, atomic
 from perflab.system.frames import META_KEY as META_KEY
 from perflab.system.frames import attach as attach

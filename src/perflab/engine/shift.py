@@ -18,6 +18,8 @@ engine's are, with its stop, resume and --jobs (one child per lane, the referenc
 child at a time), every child under perflab's supervisor.
 """
 
+from __future__ import annotations
+
 import itertools
 import os
 import re
@@ -33,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from perflab import errors
 from perflab.core import bindings
 from perflab.engine import childruns, journal, lanes, spawn
 from perflab.errors import PerflabError
+from perflab.lazy import pd
 from perflab.system import binlayout, compiler, supervisor
 
 # The driver's section: below the loop's binary, so that no address of the binary moves, nor the

@@ -1,5 +1,7 @@
 """Exact child runs from Python: typed options over csrc/spawn.c and results as numpy records."""
 
+from __future__ import annotations
+
 import array
 import atexit
 import contextlib
@@ -16,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.core import bindings
 from perflab.core.constants import RUNQ_MODES
 from perflab.engine import controls
 from perflab.errors import PerflabError, Stopped
+from perflab.lazy import pd
 from perflab.system import supervisor
 
 STATUS = bindings.RUN_STATUS
@@ -178,7 +180,7 @@ class InProcess:
         return out
 
     @contextlib.contextmanager
-    def pipeline(self) -> Iterator["Pipeline"]:
+    def pipeline(self) -> Iterator[Pipeline]:
         """Batches queued ahead, answered in order (here: run one after another on a thread)."""
         with ThreadPoolExecutor(1) as pool:
             queued: deque[Future[np.ndarray]] = deque()
@@ -237,7 +239,7 @@ class Spawner(InProcess):
             return self._collect()
 
     @contextlib.contextmanager
-    def pipeline(self) -> Iterator["Pipeline"]:
+    def pipeline(self) -> Iterator[Pipeline]:
         """Requests sent ahead, queued in the socket; replies read in order. Replies left
         unread at the end (an error) leave the helper out of step: it is ended."""
         with self.lock:
@@ -440,6 +442,11 @@ def tidy(runs: np.ndarray, overhead: int = 0, runq: bool = False) -> pd.DataFram
     """
     df = pd.DataFrame(tidy_columns(runs, overhead))
     return df.assign(**runq_columns(runs)) if runq else df
+
+
+TIDY_COLUMNS = ("ticks", "outer_ticks", "wall_ns", "utime_ns", "stime_ns", "maxrss_kb", "minflt",
+                "majflt", "nvcsw", "nivcsw", "cycles", "instructions", "exit_code", "signal",
+                "status", "child_errno", "strays")  # fmt: skip
 
 
 def tidy_columns(runs: np.ndarray, overhead: int = 0) -> dict[str, Any]:

@@ -1,11 +1,12 @@
 """The clock lab: clocks.c's resolution table, ClockBench's read costs, and a TSC verdict."""
 
+from __future__ import annotations
+
 import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
@@ -13,6 +14,7 @@ from perflab.core import bindings
 from perflab.engine.timing import STEPS_PER_SAMPLE
 from perflab.errors import PerflabError
 from perflab.lab import resolution
+from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -154,7 +156,7 @@ def plot(
     costs: pd.DataFrame,
     path: str | os.PathLike[str] | None = None,
     table: pd.DataFrame | None = None,
-) -> "Figure":
+) -> Figure:
     """Distribution of read costs per method, log scale, with the batch-timed mean in red.
 
     COARSE clocks step by their resolution, so most steps are 0: the red mark shows what a

@@ -6,6 +6,8 @@ interleaved in each, report B/A per setup and over all setups, and say so when t
 effect depends on the layout. Every row records its setup's layout, so any one can be run again.
 """
 
+from __future__ import annotations
+
 import json
 import math
 import os
@@ -19,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perflab import errors
 from perflab.analysis import levels, stats
@@ -31,6 +32,7 @@ from perflab.errors import PerflabError
 from perflab.lab.link_order import counters_note
 from perflab.lab.plans.compare import HEAP_DIGITS, RANDOMIZE, layout_text, parse_layout
 from perflab.lab.plans.compare import Plan as Plan
+from perflab.lazy import pd
 from perflab.system import binlayout, compiler, machine
 
 if TYPE_CHECKING:
@@ -851,7 +853,7 @@ def plot(
     path: str | os.PathLike[str] | None,
     setups: pd.DataFrame,
     summary: dict[str, Any],
-) -> "Figure":
+) -> Figure:
     """B/A per setup with its CI (red: B slower, blue: B faster), and the overall band."""
     from perflab.analysis import plot as plt
 

@@ -3,17 +3,19 @@ one lock (workloads/contention.c), the situation easyperf's multithreaded analys
 diagnoses: with a mutex the waiters block in futex, with a spin lock they stay busy, and in
 neither case do more threads finish the work sooner."""
 
+from __future__ import annotations
+
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import profile
 from perflab.lab.plans import defaults
+from perflab.lazy import pd
 from perflab.system import compiler, machine, perfsamples
 
 KINDS = defaults.CONTENTION_KINDS

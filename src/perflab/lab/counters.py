@@ -1,13 +1,15 @@
 """The `counters` experiment: which perf events count here, or what a command counts."""
 
+from __future__ import annotations
+
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.engine import results
+from perflab.lazy import pd
 from perflab.system import machine
 from perflab.system.counters import available, count_command
 
@@ -49,7 +51,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
+def plot(df: pd.DataFrame, path: Any = None) -> Figure:
     """Counts per event (log scale); events that do not count here are named, not drawn as 0."""
     from perflab.analysis import plot as plt
 

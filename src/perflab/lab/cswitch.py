@@ -1,17 +1,19 @@
 """Rubini's cswitch: one byte through pipes alone, then ping-ponged with a child; the difference."""
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.engine import childruns, inprocess
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
+from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -161,7 +163,7 @@ def article_lines(row: Any) -> list[str]:
     ]
 
 
-def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
+def plot(df: pd.DataFrame, path: Any = None) -> Figure:
     """Bars of the round trip and its switch part per placement and priority."""
     from perflab.analysis import plot as plt
 

@@ -7,6 +7,8 @@ environment and ASLR off the stack starts at the same address for every order: o
 layout differs.
 """
 
+from __future__ import annotations
+
 import os
 import shlex
 import time
@@ -15,7 +17,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perflab import errors
 from perflab.analysis import stats
@@ -28,6 +29,7 @@ from perflab.lab.plans.link_order import MAX_PERMUTATIONS as MAX_PERMUTATIONS
 from perflab.lab.plans.link_order import Plan as Plan
 from perflab.lab.plans.link_order import orders as orders
 from perflab.lab.plans.link_order import parse_permutations as parse_permutations
+from perflab.lazy import pd
 from perflab.system import compiler, machine
 from perflab.system.binlayout import MODULI as MODULI
 from perflab.system.binlayout import functions, layout
@@ -353,7 +355,7 @@ def plot(
     summary: pd.DataFrame | None = None,
     effects: pd.DataFrame | None = None,
     value: str | None = None,
-) -> "Figure":
+) -> Figure:
     """Each order's runs as a box, sorted by median, coloured by the best alignment feature."""
     from matplotlib.patches import Patch
 

@@ -4,6 +4,8 @@ Each sample times enough back-to-back copies to last MIN_STEPS timer steps (reso
 minimum of `trials` samples is kept, and the rows say how many copies a sample held: a copy of a
 few bytes is far shorter than one step of a coarse TSC (26 ticks on some AMD guests)."""
 
+from __future__ import annotations
+
 import contextlib
 import itertools
 import os
@@ -14,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike
 
 from perflab.analysis.summary import Summary, Table
@@ -24,6 +25,7 @@ from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError, warn_once, warning
 from perflab.lab import resolution
 from perflab.lab.plans.defaults import PAGE as PAGE
+from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -136,7 +138,7 @@ class Buffers:
         return self._native.sweep(kernel, skew, skew + place.offset, sizes, trials,
                                   resolution.min_sample_ticks(), what)  # fmt: skip
 
-    def __enter__(self) -> "Buffers":
+    def __enter__(self) -> Buffers:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -188,7 +190,7 @@ class MemoryLock:
         self.locked = False
         self.error = ""
 
-    def __enter__(self) -> "MemoryLock":
+    def __enter__(self) -> MemoryLock:
         if self.enabled:
             rc = bindings.lock_memory(True)
             self.locked = rc == 0
@@ -522,7 +524,7 @@ def plot(
     path: Any = None,
     knees: pd.DataFrame | None = None,
     meta: Mapping[str, Any] | None = None,
-) -> "Figure":
+) -> Figure:
     """Rubini's figure: log-log, red ticks per copy, blue ticks per byte, green derivative, of
     the sizes the timer resolves."""
     from matplotlib.ticker import FuncFormatter

@@ -3,12 +3,13 @@
 Mapped pages are touched in as many passes as make a sample last MIN_STEPS timer steps
 (resolution.py); fresh pages fault once, so a first touch of too few pages is unresolved."""
 
+from __future__ import annotations
+
 import os
 import resource
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
@@ -17,6 +18,7 @@ from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.lab import resolution
 from perflab.lab.plans.defaults import PAGE
+from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -122,7 +124,7 @@ def summarize(df: pd.DataFrame, step: int | None = None) -> pd.DataFrame:
 table = summarize  # its earlier name
 
 
-def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
+def plot(df: pd.DataFrame, path: Any = None) -> Figure:
     """Ticks per page of every repetition per condition, log scale."""
     from perflab.analysis import plot as plt
 

@@ -13,6 +13,8 @@ Nothing is lost: wait4's totals less what the rows account for is one "(between 
 the per-thread CPU adds up to the program's.
 """
 
+from __future__ import annotations
+
 import os
 import random
 import select
@@ -23,13 +25,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.engine import controls, results, spawn
 from perflab.errors import PerflabError, Stopped
 from perflab.lab.plans.defaults import PROFILE_INTERVAL_S as INTERVAL_S
+from perflab.lazy import pd
 from perflab.system import (
     blockcause,
     counters,

@@ -3,6 +3,8 @@
 Each sample times enough back-to-back calls to last twice MIN_STEPS timer steps (resolution.py);
 the rows hold ticks per call and the calls per sample they were averaged over."""
 
+from __future__ import annotations
+
 import functools
 import os
 import tempfile
@@ -11,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
@@ -19,6 +20,7 @@ from perflab.engine import childruns, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.lab import resolution
+from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -180,7 +182,7 @@ def fileguard_text(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
+def plot(df: pd.DataFrame, path: Any = None) -> Figure:
     """Distribution of each call's ticks, log scale: the long tail FileGuard warned about."""
     from perflab.analysis import plot as plt
 

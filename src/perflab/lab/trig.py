@@ -4,13 +4,14 @@ A warm sample times enough back-to-back calls of one function to last twice MIN_
 steps (resolution.py) and records ticks per call; a cold sample is the first call of a fresh
 process, alone, and a figure made of one shorter than MIN_STEPS steps is reported unresolved."""
 
+from __future__ import annotations
+
 import os
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
@@ -18,6 +19,7 @@ from perflab.engine import childruns, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.lab import resolution
+from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -246,7 +248,7 @@ def convergence(df: pd.DataFrame, step: int | None = None) -> pd.DataFrame:
     return wide.cummin().reset_index()
 
 
-def plot(df: pd.DataFrame, path: Any = None, step: int | None = None) -> "Figure":
+def plot(df: pd.DataFrame, path: Any = None, step: int | None = None) -> Figure:
     """Ticks per call of each warm repeat and its running minimum, cold first calls as markers
     at rep -1: only samples the timer resolves."""
     from perflab.analysis import plot as plt

@@ -2,6 +2,8 @@
 (after/before) with an interval that holds for all points together, so a sweep of 8 193 env
 sizes does not raise 400 false alarms; different conditions are named."""
 
+from __future__ import annotations
+
 import functools
 import math
 import os
@@ -10,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perflab import errors
 from perflab.analysis import levels, stats
 from perflab.errors import PerflabError
 from perflab.lab import registry
+from perflab.lazy import pd
 from perflab.reports import report
 
 if TYPE_CHECKING:
@@ -46,7 +48,7 @@ class Diff:
         """The points whose interval excludes 1."""
         return self.table[self.table["change"] != ""]
 
-    def plot(self, path: str | os.PathLike | None = None) -> "Figure":
+    def plot(self, path: str | os.PathLike | None = None) -> Figure:
         """The ratio along the swept parameter with its interval band, changes marked; the
         Figure is returned (it shows inline in Jupyter) and written to path when one is given."""
         from perflab.analysis import plot as plt

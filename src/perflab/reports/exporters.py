@@ -3,6 +3,8 @@ verb prints and `perflab report` prints), JSON (--json), GitHub Markdown (to pas
 request) and one self-contained HTML page (figure embedded as a base64 PNG, so it opens offline
 and travels as one file; the notebook view shows the same HTML)."""
 
+from __future__ import annotations
+
 import base64
 import html
 import json
@@ -12,9 +14,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import pandas as pd
-
 from perflab.analysis.summary import Summary, Table
+from perflab.lazy import pd
 from perflab.reports.report import Report
 
 if TYPE_CHECKING:  # a verb that prints its result renders no diff, nor imports its statistics
@@ -253,7 +254,7 @@ TEXT, JSON, MARKDOWN, HTML = Text(), Json(), Markdown(), Html()
 RENDERERS: dict[str, Renderer] = {"text": TEXT, "json": JSON, "md": MARKDOWN, "html": HTML}
 
 
-def diff_markdown(d: "Diff", rows: pd.DataFrame | None = None) -> str:
+def diff_markdown(d: Diff, rows: pd.DataFrame | None = None) -> str:
     """The diff as Markdown: verdict, warnings, the changed points (or every point given)."""
     shown = d.flagged if rows is None else rows
     out = [
@@ -274,7 +275,7 @@ def diff_markdown(d: "Diff", rows: pd.DataFrame | None = None) -> str:
 MAX_HTML_ROWS = 500  # a page of 8 193 env sizes is unreadable: the changed ones then
 
 
-def diff_html(d: "Diff") -> str:
+def diff_html(d: Diff) -> str:
     """The diff as one page: verdict, warnings, the ratio figure, the points, both conditions."""
     parts = [
         f"<h1>perflab diff: {html.escape(d.before.experiment)}</h1>",

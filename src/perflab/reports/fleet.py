@@ -1,13 +1,15 @@
 """The fleet view of a campaign: which host is off, by how much, judged robustly."""
 
+from __future__ import annotations
+
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.analysis import plot, stats
 from perflab.analysis.summary import Summary, Table
 from perflab.errors import PerflabError
+from perflab.lazy import pd
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -61,7 +63,7 @@ def fleet_summary(table: pd.DataFrame) -> dict:
     }
 
 
-def plot_hosts(table: pd.DataFrame, value: str, path: Any = None) -> "Figure":
+def plot_hosts(table: pd.DataFrame, value: str, path: Any = None) -> Figure:
     """Hosts sorted by median with their p5-p95 range; outliers in red."""
     fig, ax = plot.figure(figsize=(max(6, 0.35 * len(table) + 3), 5))
     x = np.arange(len(table))

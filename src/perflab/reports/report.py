@@ -1,20 +1,20 @@
 """Results read back as reports: which experiment wrote a frame, its summary, and where and
 under which conditions it was measured, so a file alone gives back what its verb printed."""
 
+from __future__ import annotations
+
 import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-import pyarrow.parquet as pq
-
 from perflab import __version__, errors
 from perflab.analysis.summary import Summary
 from perflab.engine import journal, results
 from perflab.errors import PerflabError
 from perflab.lab import registry
+from perflab.lazy import pd, pq
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -77,7 +77,7 @@ class Report:
         meta = self.meta
         return {label: meta[k] for k, label, _ in CONDITIONS if meta.get(k) not in (None, "", [])}
 
-    def plot(self, path: str | os.PathLike | None = None) -> "Figure":
+    def plot(self, path: str | os.PathLike | None = None) -> Figure:
         """Redraw the experiment's figure, written to path (.png, .svg, .pdf) when one is given."""
         from perflab.analysis import plot as plt
 

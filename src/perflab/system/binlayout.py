@@ -4,6 +4,8 @@ What the link-order experiment explains its timings with: each hot function's an
 address and its alignment (mod 16/32/64), cached beside the program (named by its content).
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import os
@@ -12,9 +14,8 @@ import struct
 import subprocess
 from collections.abc import Sequence
 
-import pandas as pd
-
 from perflab.errors import PerflabError
+from perflab.lazy import pd
 from perflab.system import compiler, files
 
 MODULI = (16, 32, 64)

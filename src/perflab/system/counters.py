@@ -5,6 +5,8 @@ zero: in most virtual machines the hardware events (cycles, instructions) do not
 software ones (task-clock, page faults) do.
 """
 
+from __future__ import annotations
+
 import errno
 import os
 import signal
@@ -13,10 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.core import bindings
 from perflab.errors import PerflabError
+from perflab.lazy import pd
 from perflab.system import machine, supervisor
 
 # Event name -> (index in the C counter set, kind, column name with its unit).
@@ -110,7 +112,7 @@ class Counters:
         self._set = bindings.CounterSet()
         self._counts: list[int] = [-errno.ENODATA] * len(EVENTS)
 
-    def __enter__(self) -> "Counters":
+    def __enter__(self) -> Counters:
         if self._set.open(self.pid, -1, self.bits, self.inherit) == -errno.ESRCH:
             raise PerflabError(f"no process {self.pid} to count")
         self._set.enable()

@@ -1,10 +1,12 @@
 """The metadata a tidy frame carries: in DataFrame.attrs in memory, in the file on disk."""
 
+from __future__ import annotations
+
 import json
 from collections.abc import Mapping
 from typing import Any
 
-import pandas as pd
+from perflab.lazy import pd
 
 META_KEY = "perflab"
 

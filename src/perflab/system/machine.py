@@ -1,5 +1,7 @@
 """Where a result was measured: CPU, topology, caches, clocks, and what will spoil measurements."""
 
+from __future__ import annotations
+
 import contextlib
 import dataclasses
 import errno
@@ -18,12 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from perflab import __version__
 from perflab.core import bindings
 from perflab.core.bindings import core_digest
 from perflab.errors import PerflabError
+from perflab.lazy import pd
 from perflab.system import compiler, files
 
 SYS_CPU = Path("/sys/devices/system/cpu")

@@ -10,6 +10,8 @@ waits for perf before it execs). perf, and perf script after it, run under that 
 neither outlives perflab, and its files go with the supervisor's directory.
 """
 
+from __future__ import annotations
+
 import os
 import re
 import select
@@ -22,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.core import bindings, constants
 from perflab.errors import PerflabError
+from perflab.lazy import pd
 from perflab.system import counters, frames, supervisor
 
 FREQUENCY_HZ = constants.SAMPLE_HZ
@@ -230,7 +232,7 @@ def event_used(raw: pd.DataFrame | None) -> str | None:
     return ", ".join(sorted(raw["event"].unique()))
 
 
-def metadata(rec: "Recorder | None", raw: pd.DataFrame | None, rows: list[dict]) -> dict:
+def metadata(rec: Recorder | None, raw: pd.DataFrame | None, rows: list[dict]) -> dict:
     """What profile.run's metadata carries about the samples: the table and how it was made."""
     if rec is None:
         return {}

@@ -5,13 +5,16 @@ duration strace prints on the resumed line is the whole call's, so only lines th
 `<seconds>` are counted and each call is counted once.
 """
 
+from __future__ import annotations
+
 import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+
+from perflab.lazy import pd
 
 # -T durations are wall time inside a call, blocked or not; grouped as the article reads them.
 KINDS = {

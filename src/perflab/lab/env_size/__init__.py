@@ -4,13 +4,14 @@ A program runs with an environment holding only VAR= padded by 0..N characters (
 DjiBee's script), each size many times, in a seeded random order; each run is one row.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from perflab import errors
 from perflab.analysis.summary import Summary, Table
@@ -23,6 +24,7 @@ from perflab.lab.env_size import windows as windows_mod
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN as MAX_ARG_STRLEN
 from perflab.lab.plans.env_size import PARAMS as PARAMS
 from perflab.lab.plans.env_size import Plan as Plan
+from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -308,7 +310,7 @@ def plot(
     value: str | None = None,
     summary: pd.DataFrame | None = None,
     predicted: pd.DataFrame | None = None,
-) -> "Figure":
+) -> Figure:
     """Mean (red) and median (blue) ticks vs env size, windows shaded; zoom=(A, B) to look in.
 
     predicted: windows.predict's windows, hatched, so a reader sees where the addresses

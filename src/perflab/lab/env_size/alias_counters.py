@@ -8,18 +8,20 @@ aliasing is one cause; Zen 1's tables list no such event. The counts are the chi
 run (user mode, as `perf stat` counts a command), per loop iteration.
 """
 
+from __future__ import annotations
+
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.core import bindings
 from perflab.engine import spawn
 from perflab.errors import Stopped
 from perflab.lab.env_size import windows as windows_mod
+from perflab.lazy import pd
 from perflab.system import counters
 
 ITERATIONS = 65536  # the built-in loops' trip count (workloads/mytkowicz.c, stacksplit.c)

@@ -7,11 +7,14 @@ interval resamples blocks of consecutive runs (time) rather than runs, and where
 runs have two modes it spans both: a repeated sweep may read either.
 """
 
+from __future__ import annotations
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+
+from perflab.lazy import pd
 
 BLOCKS = 10  # stretches of consecutive runs a sweep is cut into for the time level
 BOOT_TIME = 400  # resamples of the blocks (each recomputes every size's median)

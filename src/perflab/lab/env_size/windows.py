@@ -10,6 +10,8 @@ statics in its binary (objdump), where main's frame lands at each size (a twin o
 reports it), and from both the sizes where the pairs alias.
 """
 
+from __future__ import annotations
+
 import contextlib
 import hashlib
 import json
@@ -22,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from perflab.engine import spawn
 from perflab.engine.childruns import value_column
 from perflab.errors import PerflabError
 from perflab.lab.env_size import excess
 from perflab.lab.plans.env_size import BUILTIN as BUILTIN
+from perflab.lazy import pd
 from perflab.system import binlayout, compiler, files
 
 PAGE = 4096  # the low 12 address bits a store/load check compares
@@ -176,7 +178,7 @@ class StackModel:
         return (np.int64(self.top) - s) // STACK_STEP * STACK_STEP - self.depth
 
     @classmethod
-    def from_report(cls, report: Mapping[str, int], path: str) -> "StackModel":
+    def from_report(cls, report: Mapping[str, int], path: str) -> StackModel:
         """The model that one run's own report fixes: top from execfn, depth from the frame."""
         top = report["execfn"] + len(path.encode()) + 1
         aligned = (top - report["strings"]) // STACK_STEP * STACK_STEP
@@ -202,17 +204,15 @@ def twin(opt: str = compiler.DEFAULT_OPT, workload: str = "mytkowicz") -> compil
         return compiler.build(path, opt)
 
 
-def probe(
+def reports(
     sizes: Sequence[int],
     var: str = "A",
     base_env: Mapping[str, str] | None = None,
     opt: str = compiler.DEFAULT_OPT,
     workload: str = "mytkowicz",
-) -> pd.DataFrame:
-    """Run a loop's twin once per env size with ASLR off; each run's report as one row.
-
-    Columns: env_size, strings (exec bytes), frame, g, inc, i, j, k, environ, execfn, envc.
-    """
+) -> tuple[str, list[dict[str, int]]]:
+    """Run a loop's twin once per env size with ASLR off: its path, and each run's report with
+    its env_size and strings (exec bytes), frame, g, inc, i, j, k, environ, execfn, envc."""
     path = str(twin(opt, workload).path)
     base_env = dict(base_env or {})
     with tempfile.TemporaryFile() as out:
@@ -222,10 +222,23 @@ def probe(
         lines = out.read().decode().splitlines()
     if len(lines) != len(sizes) or np.any(runs["status"] != 0):
         raise PerflabError(f"stack probe: {len(lines)} reports from {len(sizes)} runs")
-    rows = [{k: int(v, 0) for k, v in _REPORT.findall(line)} for line in lines]
+    return path, [
+        {"env_size": int(s), "strings": env_strings([path], base_env, var, int(s))}
+        | {k: int(v, 0) for k, v in _REPORT.findall(line)}
+        for s, line in zip(sizes, lines, strict=True)
+    ]
+
+
+def probe(
+    sizes: Sequence[int],
+    var: str = "A",
+    base_env: Mapping[str, str] | None = None,
+    opt: str = compiler.DEFAULT_OPT,
+    workload: str = "mytkowicz",
+) -> pd.DataFrame:
+    """reports() as a frame, a row per run, the twin's path in attrs["path"]."""
+    path, rows = reports(sizes, var, base_env, opt, workload)
     df = pd.DataFrame(rows)
-    df.insert(0, "env_size", np.asarray(sizes, dtype=np.int64))
-    df.insert(1, "strings", [env_strings([path], base_env, var, int(s)) for s in sizes])
     df.attrs["path"] = path
     return df
 
@@ -248,7 +261,7 @@ class Layout:
         }
 
     @classmethod
-    def from_meta(cls, meta: Mapping) -> "Layout":
+    def from_meta(cls, meta: Mapping) -> Layout:
         """Back from metadata, as recorded by meta()."""
         accesses = tuple(Access(**a) for a in meta["accesses"])
         return cls(accesses, StackModel(meta["top"], meta["depth"]), meta["base_strings"])
@@ -266,11 +279,9 @@ def loop_layout(
     workload: str = "mytkowicz",
 ) -> Layout:
     """A built-in loop's layout: its binary's accesses, the frame from its twin's report."""
-    report = probe([0], var, base_env, opt, workload)
-    twin_path = report.attrs["path"]
-    model = StackModel.from_report(report.iloc[0].to_dict(), twin_path)
+    twin_path, (row,) = reports([0], var, base_env, opt, workload)
+    model = StackModel.from_report(row, twin_path)
     base = env_strings([program], dict(base_env or {}), var, 0)
-    row = report.iloc[0]
     names = {int(row[v] - row["frame"]): v for v in ("g", "inc")}
     found = loop_accesses(program)
     if set(names) != {a.offset for a in found if a.where == "stack"}:
@@ -409,8 +420,8 @@ def sweep_meta(
     try:
         if workload:
             return {"stack_layout": loop_layout(argv[0], var, base_env, opt, workload).meta()}
-        report = probe([0], var, base_env, opt)
-        model = StackModel.from_report(report.iloc[0].to_dict(), report.attrs["path"])
+        twin_path, (row,) = reports([0], var, base_env, opt)
+        model = StackModel.from_report(row, twin_path)
         return {"stack_top": model.top, "base_strings": env_strings(argv, dict(base_env), var, 0)}
     except (PerflabError, OSError) as exc:
         return {"stack_layout_error": str(exc)}

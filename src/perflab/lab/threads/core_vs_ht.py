@@ -1,13 +1,14 @@
 """DjiBee's cputime_core_vs_ht: one thread, then two released together, per placement (same
 CPU, hyper-thread siblings, two cores, two sockets); CPU time summed, elapsed time averaged."""
 
+from __future__ import annotations
+
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
 from perflab.analysis.summary import Summary, Table
@@ -16,6 +17,7 @@ from perflab.engine.progress import OnStart
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, perturbed
 from perflab.lab.threads.runner import COLUMNS, DEFAULT_LOOPS, LOOP_FACTOR, Priority, Progress, prio
+from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -195,7 +197,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot_summary(summary: pd.DataFrame, path: Any, loops: int) -> "Figure":
+def plot_summary(summary: pd.DataFrame, path: Any, loops: int) -> Figure:
     """Bars of CPU and wall time with 1 and 2 threads per placement; absent ones marked."""
     from perflab.analysis import plot as plt
 
@@ -223,7 +225,7 @@ def plot_summary(summary: pd.DataFrame, path: Any, loops: int) -> "Figure":
     )
 
 
-def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
+def plot(df: pd.DataFrame, path: Any = None) -> Figure:
     """The figure of a run: its summary as bars per placement."""
     loops = results.metadata(df).get("loops") or int(df["loops"].dropna().iloc[0])
     return plot_summary(summarize(df), path, loops)

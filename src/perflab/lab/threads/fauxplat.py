@@ -1,12 +1,13 @@
 """DjiBee's FauxPlat/sec: loops per CPU second of one pinned thread, alone and under each
 perturbation, with its spread and its change against running alone."""
 
+from __future__ import annotations
+
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
 from perflab.analysis import stats
@@ -16,6 +17,7 @@ from perflab.engine.progress import OnStart
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, default_perturbations, perturbed
 from perflab.lab.threads.runner import DEFAULT_LOOPS, DEFAULT_STREAM_BYTES, Priority, Progress, prio
+from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -119,7 +121,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
+def plot(df: pd.DataFrame, path: Any = None) -> Figure:
     """FauxPlat/sec per repeat and condition (CPU time based), box per condition."""
     from perflab.analysis import plot as plt
 

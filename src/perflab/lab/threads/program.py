@@ -3,6 +3,8 @@ placeholder in its arguments and/or an environment variable such as OMP_NUM_THRE
 child runs, and report wall time, speedup, efficiency, CPU utilisation, context switches and
 IPC per count, with the runs too short or too disturbed to trust flagged."""
 
+from __future__ import annotations
+
 import math
 import os
 import shlex
@@ -12,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from perflab import errors
 from perflab.analysis import stats
@@ -27,6 +28,7 @@ from perflab.lab.plans.threads import parse_counts as parse_counts
 from perflab.lab.threads import trust
 from perflab.lab.threads.hogs import Perturbation, perturbed
 from perflab.lab.threads.runner import counter_status
+from perflab.lazy import pd
 from perflab.system import machine
 
 CONFIDENCE = 0.95

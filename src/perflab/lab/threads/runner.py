@@ -1,14 +1,14 @@
 """The worker runner: n workers in C released together, one tidy row each, and the run
 conditions every threads experiment records."""
 
+from __future__ import annotations
+
 import contextlib
 import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import pandas as pd
 
 from perflab.core import bindings
 from perflab.engine.progress import ProgressArg
@@ -18,6 +18,7 @@ from perflab.lab.plans.threads import DEFAULT_STREAM_BYTES as DEFAULT_STREAM_BYT
 from perflab.lab.plans.threads import LOOP_FACTOR as LOOP_FACTOR
 from perflab.lab.plans.threads import POST_LOOPS as POST_LOOPS
 from perflab.lab.threads.hogs import RT_LIMIT_S, RT_PRIORITY, Perturbation, rt_watchdog
+from perflab.lazy import pd
 from perflab.system import counters, machine
 
 KERNELS = bindings.THREAD_KERNELS

@@ -1,11 +1,11 @@
 """easyperf's thread-count scaling: a fixed total of work split over 1..N threads, with
 throughput, speedup, efficiency, CPU utilisation and the spinning that synchronisation costs."""
 
+from __future__ import annotations
+
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-import pandas as pd
 
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
 from perflab.analysis.summary import Summary, Table
@@ -24,6 +24,7 @@ from perflab.lab.threads.runner import (
     kernel_id,
     prio,
 )
+from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def plot_summary(table: pd.DataFrame, path: Any, kernel: str) -> "Figure":
+def plot_summary(table: pd.DataFrame, path: Any, kernel: str) -> Figure:
     """Speedup and CPU utilisation vs threads against the ideal line, efficiency below."""
     from perflab.analysis import plot as plt
 
@@ -156,7 +157,7 @@ def plot_summary(table: pd.DataFrame, path: Any, kernel: str) -> "Figure":
     return plt.save(fig, path, title=f"thread scaling, {kernel} kernel")
 
 
-def plot(df: pd.DataFrame, path: Any = None) -> "Figure":
+def plot(df: pd.DataFrame, path: Any = None) -> Figure:
     """The figure of a run: speedup, utilisation and efficiency per thread count."""
     return plot_summary(summarize(df), path, str(df["kernel"].iloc[0]))
 

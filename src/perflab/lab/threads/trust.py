@@ -1,14 +1,16 @@
 """Measurements that say when they cannot be trusted: too short for this machine's timer and
 noise, or disturbed by other tasks (the false -30 % hog effects of 6 ms runs in issue 22)."""
 
+from __future__ import annotations
+
 import functools
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import pandas as pd
 
 from perflab.engine import spawn
 from perflab.lab import clocks
+from perflab.lazy import pd
 
 TOLERANCE = 0.05  # one disturbance of the machine's usual size may move a run by at most 5 %
 IDLE_RUNS = 30  # trivial children that show the spawn cost and its spread, once per session

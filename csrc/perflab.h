@@ -406,12 +406,7 @@ int perflab_exec_counters_run(int32_t n, const int32_t *fds, const void *req, si
                               int64_t *done, int64_t *counts);
 void perflab_exec_counters_close(int32_t n, int32_t *fds);
 
-/* ---- spawn.c: the run-queue wait of all a child's threads ---------------- */
-
-/* Batch flags: fill each run's runq_* fields, waiting on the zombie before reaping it (see
- * spawn.c); _PROC reads /proc even where taskstats would answer. Unasked, nothing changes. */
-#define PERFLAB_SPAWN_RUNQ 32
-#define PERFLAB_SPAWN_RUNQ_PROC 64
+/* ---- spawn.c: programs read afresh ------------------------------------------ */
 
 /* A batch flag: before its first run, each program's file is dropped from the page cache
  * (written back first, then POSIX_FADV_DONTNEED) and read back, so its pages sit in physical
@@ -421,6 +416,14 @@ void perflab_exec_counters_close(int32_t n, int32_t *fds);
  * process maps it, its filesystem keeps them, or it cannot be read) sets
  * PERFLAB_RUN_PAGES_KEPT on its first run in the batch. */
 #define PERFLAB_SPAWN_SETTLE 128
+
+/* ---- spawn.c: the run-queue wait of all a child's threads ---------------- */
+
+/* Batch flags: fill each run's runq_* fields, waiting on the zombie before reaping it (see
+ * spawn.c); _PROC reads /proc even where taskstats would answer. Unasked, nothing changes. */
+#define PERFLAB_SPAWN_RUNQ 32
+#define PERFLAB_SPAWN_RUNQ_PROC 64
+
 #define PERFLAB_RUNQ_NONE 0      /* not asked, or no source answered */
 #define PERFLAB_RUNQ_TASKSTATS 1 /* the kernel's per-process sum at exit: every thread, exact */
 #define PERFLAB_RUNQ_PROC 2      /* /proc during the run; threads gone before the leader as of their last reading */

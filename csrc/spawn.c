@@ -267,20 +267,17 @@ static void ctx_free(struct spawn_ctx *c)
         CPU_FREE(c->cpuset);
 }
 
-/* Exactly one well-formed record, nothing after it; no record at all is fine.  A pair that
- * serves the next run too (reused) is left empty. */
-static void read_probe(int fd, int reused, struct perflab_run *out)
+/* Exactly one well-formed record, nothing after it; no record at all is fine. */
+static void read_probe(int fd, struct perflab_run *out)
 {
     struct perflab_probe_record rec[2];
     ssize_t n = recv(fd, rec, sizeof rec, MSG_DONTWAIT | MSG_TRUNC);
-    int more = n >= 0 && recv(fd, &rec[1], sizeof rec[1], MSG_DONTWAIT) > 0;
 
-    while (reused && n >= 0 && recv(fd, &rec[1], sizeof rec[1], MSG_DONTWAIT) >= 0)
-        ;
-    if (n <= 0) /* EOF: the child closed its end without a record (or sent an empty one) */
+    if (n <= 0) /* EOF: the child closed its end without a record */
         return;
     if (n != (ssize_t)sizeof rec[0] || rec[0].magic != PERFLAB_PROBE_MAGIC ||
-        rec[0].version != PERFLAB_PROBE_VERSION || more) {
+        rec[0].version != PERFLAB_PROBE_VERSION ||
+        recv(fd, &rec[1], sizeof rec[1], MSG_DONTWAIT) > 0) {
         out->status = PERFLAB_RUN_BAD_PROBE;
         return;
     }
@@ -293,26 +290,6 @@ static void read_probe(int fd, int reused, struct perflab_run *out)
     }
     if (rec[0].flags & PERFLAB_PROBE_MLOCKED)
         out->flags |= PERFLAB_RUN_MLOCKED;
-}
-
-/* The probe's socket pair.  Creating and closing one costs 8.7 us (AMD EPYC guest), 2 % of a
- * short run, so a batch whose strays are reaped after every run (the helper's sequential
- * batches) keeps one for all its runs: only a run's own process group and the strays it left
- * can hold the child's end, and they are dead before the next run.  A run that left any gets
- * a new pair all the same, so that nothing one of them sent late reaches the next run.  Else
- * (fd[0] < 0 and not kept) each run has its own pair. */
-struct probe_pair {
-    int fd[2];
-    int keep;
-};
-
-static void pair_close(struct probe_pair *pp)
-{
-    if (pp->fd[0] >= 0) {
-        close(pp->fd[0]);
-        close(pp->fd[1]);
-    }
-    pp->fd[0] = pp->fd[1] = -1;
 }
 
 #define WAIT_EXITED 0
@@ -497,22 +474,21 @@ static void fill_rusage(const struct rusage *ru, struct perflab_run *out)
 
 /* One run; 1 if stop_fd stopped it (the record is then not a finished run). */
 static int run_one(const struct spawn_ctx *c, const char *path, char *const argv[],
-                   char *const envp[], int stop_fd, struct probe_pair *pp, struct perflab_run *out)
+                   char *const envp[], int stop_fd, struct perflab_run *out)
 {
     const struct spawn_opts *o = c->opts;
     struct child_args a = {.ctx = c, .path = path, .argv = argv, .envp = envp};
     sigset_t all, old;
     struct rusage ru;
-    int *sv = pp->fd, pidfd = -1, wstatus = 0, why;
+    int sv[2], pidfd = -1, wstatus = 0, why;
     uint32_t req = PERFLAB_PROBE_REQ_MLOCK;
     uint64_t t0, t1;
     int64_t w0, timeout_ns = o->timeout_ns;
     pid_t pid;
 
-    if (sv[0] < 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
         out->status = PERFLAB_RUN_SPAWN_FAILED;
         out->child_errno = errno;
-        sv[0] = sv[1] = -1;
         return 0;
     }
     if (o->flags & PERFLAB_SPAWN_MLOCK)
@@ -528,14 +504,13 @@ static int run_one(const struct spawn_ctx *c, const char *path, char *const argv
                 &pidfd);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     parent_step(c, 1);
+    close(sv[1]);
     if (pid < 0) {
         out->status = PERFLAB_RUN_SPAWN_FAILED;
         out->child_errno = errno;
-        pair_close(pp);
+        close(sv[0]);
         return 0;
     }
-    if (!pp->keep) /* the child's end closes with the child: EOF says it sent nothing */
-        close(sv[1]);
     if (timeout_ns > 0) { /* counted from the clone: this thread may resume late (parent_step) */
         int64_t spent = mono_ns() - w0;
         timeout_ns = spent < timeout_ns ? timeout_ns - spent : 1;
@@ -558,17 +533,11 @@ static int run_one(const struct spawn_ctx *c, const char *path, char *const argv
         out->status = a.stage == STAGE_EXEC ? PERFLAB_RUN_EXEC_FAILED : PERFLAB_RUN_SETUP_FAILED;
         out->child_errno = a.err;
         out->exit_code = 127;
-        pair_close(pp);
+        close(sv[0]);
         return 0;
     }
-    read_probe(sv[0], pp->keep, out);
-    if (!pp->keep) {
-        close(sv[0]);
-        sv[0] = sv[1] = -1;
-    } else if (o->flags & PERFLAB_SPAWN_MLOCK) { /* a request the child did not read */
-        while (recv(sv[1], &req, sizeof req, MSG_DONTWAIT) >= 0)
-            ;
-    }
+    read_probe(sv[0], out);
+    close(sv[0]);
     /* SIGKILL past the timeout with no kill of ours: its RLIMIT_RTTIME, set at the timeout */
     classify(wstatus,
              why == WAIT_TIMEOUT ||
@@ -797,7 +766,6 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
     struct spawn_ctx c;
     struct spawn_opts o;
     struct saved_sched saved;
-    struct probe_pair pp = {{-1, -1}, 0};
     cpu_set_t before;
     int rc = batch_parse(req, len, &b), moved;
     unsigned char *settled = NULL;
@@ -825,7 +793,6 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
     moved = place_enter(&b, runq_samples(c.runq), &before);
     parent_rt_enter(&o, &saved);
     c.parent_above = saved.above && shares_cpu(&c);
-    pp.keep = reaper;
     for (int i = 0; i < b.hdr.nruns && !stop_pending(stop_fd); i++) {
         int64_t size = b.sizes[i];
         char **argv = b.argv[b.prog[i]];
@@ -835,11 +802,9 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
         b.envp[b.hdr.nenv] = size >= 0 ? b.pad : NULL;
         if (size >= 0)
             b.pad[b.prefix + size] = '\0';
-        rc = run_one(&c, argv[0], argv + 1, b.envp, stop_fd, &pp, &out[i]);
+        rc = run_one(&c, argv[0], argv + 1, b.envp, stop_fd, &out[i]);
         if (reaper && perflab_reap_strays())
             out[i].flags |= PERFLAB_RUN_STRAYS;
-        if (out[i].flags & PERFLAB_RUN_STRAYS)
-            pair_close(&pp);
         if (size >= 0)
             b.pad[b.prefix + size] = 'a';
         if (rc)
@@ -847,7 +812,6 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
         *done = i + 1;
     }
     parent_rt_leave(&saved);
-    pair_close(&pp);
     if (moved)
         sched_setaffinity(0, sizeof before, &before);
     mark_kept(settled, &b, out, *done);
@@ -941,9 +905,8 @@ static void *lane_main(void *arg)
         envp[b->hdr.nenv] = size >= 0 ? pad : NULL;
         if (size >= 0)
             pad[b->prefix + size] = '\0';
-        struct probe_pair pp = {{-1, -1}, 0}; /* strays are reaped after the batch only */
         int stopped = run_one(&c, b->argv[b->prog[i]][0], b->argv[b->prog[i]] + 1, envp,
-                              l->stop_fd, &pp, &l->out[i]);
+                              l->stop_fd, &l->out[i]);
         if (size >= 0)
             pad[b->prefix + size] = 'a';
         if (stopped)

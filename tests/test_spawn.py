@@ -91,8 +91,6 @@ CHILDREN = {
     'int main(void) { write(1021, "hello, parent", 13); return 0; }\n',
     "twice": '#include "perflab_probe.h"\nint main(void) { for (int i = 0; i < 2; i++) '
     "{ PERFLAB_PROBE_BEGIN(); PERFLAB_PROBE_END(); } return 0; }\n",
-    "many": '#include "perflab_probe.h"\nint main(void) { for (int i = 0; i < 4; i++) '
-    "{ PERFLAB_PROBE_BEGIN(); PERFLAB_PROBE_END(); } return 0; }\n",
     "probe": '#include "perflab_probe.h"\nint main(void) { PERFLAB_PROBE_BEGIN(); '
     "PERFLAB_PROBE_END(); return 0; }\n",
 }
@@ -280,21 +278,6 @@ def test_outcomes(children, name, status, exit_code, sig):
     assert df["ticks"].notna().all() == (name == "probe")
     assert (df["outer_ticks"] > 0).all() and (df["wall_ns"] > 0).all()
     assert tuple(df.columns) == spawn.TIDY_COLUMNS == childruns.MEASURED  # named before pandas
-
-
-@pytest.mark.parametrize("mlock", [False, True])
-def test_each_run_in_a_batch_is_judged_on_its_own_records(children, mlock):
-    """The helper's batch keeps one probe socket pair for all its runs: what one run leaves in
-    it (a second record, garbage, a request it did not read) never reaches the next one."""
-    names = ["many", "probe", "twice", "probe", "garbage", "probe", "noprobe", "probe", "crash"]
-    programs = sorted(set(names))
-    prog = np.array([programs.index(n) for n in names])
-    runs = spawn.run_batch([[children[n]] for n in programs], prog, None, "A", None,
-                           spawn.SpawnOptions(mlock=mlock))  # fmt: skip
-    df = spawn.tidy(runs)
-    bad, ok = "bad_probe", "ok"
-    assert list(df["status"]) == [bad, ok, bad, ok, bad, ok, ok, ok, "crash"]
-    assert list(df["ticks"].notna()) == [n == "probe" for n in names]
 
 
 def test_timeout_kills_the_child(children):

@@ -267,12 +267,16 @@ static void ctx_free(struct spawn_ctx *c)
         CPU_FREE(c->cpuset);
 }
 
-/* Exactly one well-formed record, nothing after it; no record at all is fine. */
+/* Exactly one well-formed record, nothing after it; no record at all is fine.  A child that
+ * left the mlock request unread reset the pair as it closed: ECONNRESET comes once, before
+ * what it sent. */
 static void read_probe(int fd, struct perflab_run *out)
 {
     struct perflab_probe_record rec[2];
     ssize_t n = recv(fd, rec, sizeof rec, MSG_DONTWAIT | MSG_TRUNC);
 
+    if (n < 0 && errno == ECONNRESET)
+        n = recv(fd, rec, sizeof rec, MSG_DONTWAIT | MSG_TRUNC);
     if (n <= 0) /* EOF: the child closed its end without a record */
         return;
     if (n != (ssize_t)sizeof rec[0] || rec[0].magic != PERFLAB_PROBE_MAGIC ||

@@ -91,6 +91,9 @@ CHILDREN = {
     'int main(void) { write(1021, "hello, parent", 13); return 0; }\n',
     "twice": '#include "perflab_probe.h"\nint main(void) { for (int i = 0; i < 2; i++) '
     "{ PERFLAB_PROBE_BEGIN(); PERFLAB_PROBE_END(); } return 0; }\n",
+    "many": '#include "perflab_probe.h"\nint main(void) { for (int i = 0; i < 4; i++) '
+    "{ PERFLAB_PROBE_BEGIN(); PERFLAB_PROBE_END(); } return 0; }\n",
+    "shut": "#include <sys/socket.h>\nint main(void) { shutdown(1021, SHUT_RDWR); return 0; }\n",
     "probe": '#include "perflab_probe.h"\nint main(void) { PERFLAB_PROBE_BEGIN(); '
     "PERFLAB_PROBE_END(); return 0; }\n",
 }
@@ -278,6 +281,22 @@ def test_outcomes(children, name, status, exit_code, sig):
     assert df["ticks"].notna().all() == (name == "probe")
     assert (df["outer_ticks"] > 0).all() and (df["wall_ns"] > 0).all()
     assert tuple(df.columns) == spawn.TIDY_COLUMNS == childruns.MEASURED  # named before pandas
+
+
+@pytest.mark.parametrize("mlock", [False, True])
+def test_each_run_in_a_batch_is_judged_on_its_own_records(children, mlock):
+    """What one run leaves in its probe socket (records after the first, garbage, a request
+    it did not read, the socket shut down) never reaches the next run: each has its own."""
+    names = ["many", "probe", "twice", "probe", "garbage", "probe", "noprobe", "probe", "shut",
+             "probe", "crash"]  # fmt: skip
+    programs = sorted(set(names))
+    prog = np.array([programs.index(n) for n in names])
+    runs = spawn.run_batch([[children[n]] for n in programs], prog, None, "A", None,
+                           spawn.SpawnOptions(mlock=mlock))  # fmt: skip
+    df = spawn.tidy(runs)
+    bad, ok = "bad_probe", "ok"
+    assert list(df["status"]) == [bad, ok, bad, ok, bad, ok, ok, ok, ok, ok, "crash"]
+    assert list(df["ticks"].notna()) == [n == "probe" for n in names]
 
 
 def test_timeout_kills_the_child(children):

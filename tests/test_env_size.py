@@ -15,7 +15,7 @@ from conftest import wait_for
 
 import perflab
 from perflab.cli import cli
-from perflab.engine import results
+from perflab.engine import results, spawn
 from perflab.lab import env_size
 from perflab.system import compiler
 
@@ -160,6 +160,9 @@ def test_ctrl_c_keeps_rows_and_says_how_to_resume(tmp_path):
     assert results.metadata(df)["complete"] is False
     assert 512 <= len(df) < 8000 and not df[["env_size", "rep"]].duplicated().any()
     assert (df["status"] == "ok").all()
+    fresh = CliRunner().invoke(cli, ["sweep", "env-size", "--max", "9", "--no-rt", "-o", str(out)])
+    assert fresh.exit_code == 1 and f"holds an interrupted run ({len(df)} rows)" in fresh.output
+    assert f"--resume {out}" in fresh.output and len(results.load(out)) == len(df)
 
 
 # The CLI's sweep with the spawner's sends watched: was pandas loaded at each one?
@@ -196,6 +199,19 @@ def test_a_fresh_sweep_queues_its_first_runs_before_pandas_loads(tmp_path):
         (s, r) for s in range(10) for r in range(2)
     ]
     assert results.metadata(df)["complete"] is True and (df["status"] == "ok").all()
+
+
+def test_progress_starts_before_the_first_measured_run(tmp_path, monkeypatch):
+    """A rate counts from the first run, not from after the batches queued ahead of pandas."""
+    sent: list[int] = []
+    submit = spawn.Spawner._submit
+    monkeypatch.setattr(
+        spawn.Spawner, "_submit", lambda self, *r: submit(self, *r) or sent.append(1)
+    )
+    at_start: list[int] = []
+    env_size.sweep(max_size=9, repeat=2, output=tmp_path / "p.parquet", progress=lambda n: None,
+                   on_start=lambda todo, done: at_start.append(len(sent)))  # fmt: skip
+    assert at_start == [len(sent) - 1]  # only the sweep's one batch was sent after it
 
 
 def test_cli_json(tmp_path):

@@ -514,12 +514,15 @@ def measure_sequential(
                 runs = runs.starting(todo)
                 chunks = [part for i in range(0, todo.size, chunk_runs)
                           for part in runs.batches(todo[i : i + chunk_runs])]  # fmt: skip
+                if on_start:  # the progress's clock starts with the first run
+                    on_start(int(todo.size), runs.prog.size - int(todo.size))
+                started = time.monotonic()
                 queued = deque(send(at) for at in chunks[:ahead])
                 if early:
                     record()
+                    assert recorder is not None
+                    recorder.flushed = started  # the first rows reach the disk a second in
                 assert recorder is not None
-                if on_start:
-                    on_start(int(todo.size), runs.prog.size - int(todo.size))
                 for i in range(len(chunks)):
                     at, before = queued.popleft()
                     batch = pipe.collect()  # fewer than the chunk when a stop cut it short

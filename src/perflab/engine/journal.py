@@ -256,13 +256,21 @@ def rows_problem(df: pd.DataFrame, expect: Expect, columns: list[str] | None) ->
     return None
 
 
-def _refuse_parts(path: Path) -> None:
-    """A fresh journal refuses the parts an interrupted run left: a resume completes them."""
+def _refuse_unfinished(path: Path) -> None:
+    """A fresh journal refuses to replace what an interrupted run left, its parts or its file
+    of finished runs: a resume completes them."""
     parts = path.with_name(path.name + ".parts")
     if parts.exists():
         raise PerflabError(
             f"{path}: an interrupted run left {parts}; "
             f"add --resume {path} to complete it, or delete {parts}"
+        )
+    found = results.stored(path) if path.exists() else None
+    if found is not None and found[0].get("complete") is False:
+        runs = "" if found[1] is None else f" ({found[1]} rows)"
+        raise PerflabError(
+            f"{path}: holds an interrupted run{runs}; "
+            f"add --resume {path} to complete it, or delete it to start again"
         )
 
 
@@ -273,7 +281,7 @@ def claimed(path: str | os.PathLike) -> Iterator[None]:
     checked = results.check_output(path)
     filelock.acquire(checked)
     try:
-        _refuse_parts(checked)
+        _refuse_unfinished(checked)
         yield
     finally:
         filelock.release(checked)
@@ -329,7 +337,7 @@ class Journal:
     def _open(self, resume: bool) -> pd.DataFrame | None:
         """Check a resume against the stored parameters and every row; start fresh otherwise."""
         if not resume:
-            _refuse_parts(self.path)
+            _refuse_unfinished(self.path)
             self.parts.mkdir()
             try:
                 self._write_params("nothing was recorded: free space, then run it again")

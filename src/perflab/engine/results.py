@@ -171,6 +171,20 @@ def _load_csv(p: Path) -> pd.DataFrame:
     return attach(df, side.get("metadata", {}) if isinstance(side.get("metadata"), dict) else {})
 
 
+def stored(path: str | os.PathLike) -> tuple[dict, int | None] | None:
+    """A result file's metadata and row count (None for a CSV) without reading its rows or
+    loading pandas; None when it is not a file perflab saved."""
+    p = Path(path)
+    try:
+        if p.suffix == ".parquet":
+            info = pq.read_metadata(p)
+            return _meta((info.metadata or {})[META_KEY.encode()], p), info.num_rows
+        side = _meta(_sidecar(p).read_bytes(), p)
+        return (side["metadata"], None) if isinstance(side.get("metadata"), dict) else None
+    except (OSError, KeyError, PerflabError, pa.ArrowException):
+        return None
+
+
 def _first(exc: BaseException) -> str:
     """An exception as a short phrase: its type and the first line of its message."""
     text = str(exc).strip().splitlines()

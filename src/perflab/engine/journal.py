@@ -324,6 +324,7 @@ class Journal:
         self._columns: list[str] | None = None
         self._keys = _Keys(self.expect)
         self._merged: list[str] = []
+        self._written: dict[str, pd.DataFrame] = {}  # this run's chunks: merged without a re-read
         self._token = uuid.uuid4().hex[:12]
         self._seq = 0
         self.journal_id = uuid.uuid4().hex
@@ -530,6 +531,7 @@ class Journal:
     def _write_chunk(self, chunk: pd.DataFrame) -> None:
         target = self.parts / f"chunk-{self._seq:06d}-{self._token}.parquet"
         self._write(target, lambda t: chunk.to_parquet(t, index=False), exclusive=True)
+        self._written[target.name] = chunk
         self._seq += 1
 
     def _verify(self, df: pd.DataFrame) -> str | None:
@@ -559,7 +561,8 @@ class Journal:
             self.flush()
             frames = [] if self._previous is None else [self._previous]
             mine = [c for c in self._chunks() if c.name.endswith(f"-{self._token}.parquet")]
-            frames.extend(pd.read_parquet(c) for c in mine)
+            kept, self._written = self._written, {}
+            frames.extend(kept[c.name] if c.name in kept else pd.read_parquet(c) for c in mine)
             frames = [f for f in frames if not f.empty]
             df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=self.key)
             if arrange is not None and not df.empty:

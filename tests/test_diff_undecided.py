@@ -35,16 +35,25 @@ int main(void)
 
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory) -> tuple[Path, Path]:
+    """Two sweeps of one program, made again when the host slowed one of them for a spell
+    (its median 1.2x the other's: this guest's host slows it 1.2-1.7x for a second at times,
+    longer than a sweep here), and a skip that says so if it does three times."""
     where = tmp_path_factory.mktemp("undecided")
     program = compile_children(where, {"jitter": JITTER})["jitter"]
-    out = []
-    for name in ("before", "after"):
-        path = where / f"{name}.parquet"
-        argv = ["sweep", "env-size", "--max", "3", "--repeat", "6", "--no-rt", "-o", str(path)]
-        res = CliRunner().invoke(cli, [*argv, "--", program])
-        assert res.exit_code == 0, res.output
-        out.append(path)
-    return out[0], out[1]
+    for _ in range(3):
+        out = []
+        for name in ("before", "after"):
+            path = where / f"{name}.parquet"
+            path.unlink(missing_ok=True)
+            argv = ["sweep", "env-size", "--max", "3", "--repeat", "6", "--no-rt", "-o", str(path)]
+            res = CliRunner().invoke(cli, [*argv, "--", program])
+            assert res.exit_code == 0, res.output
+            out.append(path)
+        a, b = (results.load(p)["ticks"].median() for p in out)
+        if max(a, b) / min(a, b) < 1.2:
+            return out[0], out[1]
+    pytest.skip(f"one of two sweeps of one program ran {max(a, b) / min(a, b):.2f}x the other, "
+                "three times (the host slowed this guest for a spell)")  # fmt: skip
 
 
 def _json(*argv: str) -> dict:

@@ -113,7 +113,7 @@ def test_the_layers_import_only_downward_and_hold_no_cycle():
 def test_the_top_level_holds_only_the_layers():
     top = {p.name for p in SRC.iterdir() if not p.name.startswith((".", "__pycache__"))}
     layers = {"core", "engine", "system", "analysis", "lab", "reports", "assertions", "cli"}
-    beside = {"__init__.py", "__main__.py", "errors.py", "lazy.py", "py.typed", "workloads"}
+    beside = {"__init__.py", "__main__.py", "errors.py", "py.typed", "workloads"}
     assert top == layers | beside
 
 
@@ -128,7 +128,7 @@ print(sorted(m for m in ("pandas", "pyarrow") if m in sys.modules))
 
 
 def test_no_module_loads_pandas_when_imported():
-    """pandas and pyarrow load where a module first uses them (perflab/lazy.py): a sweep's
+    """pandas and pyarrow load where a module first uses them (perflab/core/lazy.py): a sweep's
     first runs are queued while they load, and a verb that never needs them never pays."""
     done = subprocess.run([sys.executable, "-c", IMPORT_ALL], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(SRC.parent)})  # fmt: skip

@@ -14,8 +14,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
+from perflab.core.lazy import pd
 from perflab.errors import PerflabError
-from perflab.lazy import pd
 
 # A level estimated at no variance is planned as this share of the total: an estimate of zero
 # means small, not absent, and the closed form would put infinitely many repetitions below it.

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
+from perflab.core.lazy import pd
 from perflab.errors import PerflabError
-from perflab.lazy import pd
 
 
 def _array(values: ArrayLike) -> np.ndarray:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from perflab.lazy import pd
+from perflab.core.lazy import pd
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from perflab.analysis import stats
+from perflab.core.lazy import pd
 from perflab.engine import placement, timing
 from perflab.errors import PerflabError
-from perflab.lazy import pd
 
 DEFAULT_CONFIDENCE = 0.95
 FIRST_ROUND = 20

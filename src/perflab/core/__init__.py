@@ -1,1 +1,1 @@
-"""The bindings of the cffi-built C core: the only modules that import its ffi and lib."""
+"""The C core's bindings (the only modules to import its ffi and lib), and pandas lazily."""

@@ -18,10 +18,10 @@ from typing import Any
 
 from perflab import __version__
 from perflab.core.bindings import core_digest
+from perflab.core.lazy import pd
 from perflab.engine import results
 from perflab.engine.journal import Expect, Journal
 from perflab.errors import PerflabError
-from perflab.lazy import pd
 from perflab.system import machine
 
 # A loaded scheduler can miss a heartbeat: a worker is dead once gone this long.

@@ -25,11 +25,11 @@ import numpy as np
 
 from perflab import errors
 from perflab.core import bindings
+from perflab.core.lazy import pd
 from perflab.engine import journal, results, spawn
 from perflab.engine.controls import Controls as Controls
 from perflab.engine.journal import Expect
 from perflab.errors import PerflabError, Stopped
-from perflab.lazy import pd
 from perflab.system import machine
 
 CHUNK_RUNS = 512  # runs per C call: ~0.3 s of short runs; a stop ends a batch between two runs

@@ -29,9 +29,9 @@ import numpy as np
 
 from perflab import __version__, errors
 from perflab.core.bindings import core_digest
+from perflab.core.lazy import pd, pq
 from perflab.engine import filelock, results
 from perflab.errors import OtherExperiment, PerflabError
-from perflab.lazy import pd, pq
 from perflab.system import files
 
 

@@ -17,10 +17,10 @@ import numpy as np
 
 from perflab import errors
 from perflab.analysis import stats
+from perflab.core.lazy import pd
 from perflab.engine import childruns, spawn
 from perflab.engine.progress import ProgressArg, shown
 from perflab.errors import PerflabError
-from perflab.lazy import pd
 from perflab.system import machine
 
 # Share of runs made one at a time, by default: about a tenth of the parallel time is spent

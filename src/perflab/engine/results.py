@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from perflab import __version__, errors
+from perflab.core.lazy import pa, pd, pq
 from perflab.engine import filelock
 from perflab.errors import PerflabError
-from perflab.lazy import pa, pd, pq
 from perflab.system.files import _publish, _temporary, atomic
 from perflab.system.frames import META_KEY as META_KEY
 from perflab.system.frames import attach as attach

@@ -38,9 +38,9 @@ import numpy as np
 
 from perflab import errors
 from perflab.core import bindings
+from perflab.core.lazy import pd
 from perflab.engine import childruns, journal, lanes, spawn
 from perflab.errors import PerflabError
-from perflab.lazy import pd
 from perflab.system import binlayout, compiler, supervisor
 
 # The driver's section: below the loop's binary, so that no address of the binary moves, nor the

@@ -21,9 +21,9 @@ import numpy as np
 
 from perflab.core import bindings
 from perflab.core.constants import RUNQ_MODES
+from perflab.core.lazy import pd
 from perflab.engine import controls
 from perflab.errors import PerflabError, Stopped
-from perflab.lazy import pd
 from perflab.system import supervisor
 
 STATUS = bindings.RUN_STATUS

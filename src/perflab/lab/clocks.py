@@ -11,10 +11,10 @@ import numpy as np
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
+from perflab.core.lazy import pd
 from perflab.engine.timing import STEPS_PER_SAMPLE
 from perflab.errors import PerflabError
 from perflab.lab import resolution
-from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:

@@ -25,6 +25,7 @@ import numpy as np
 from perflab import errors
 from perflab.analysis import levels, stats
 from perflab.analysis.summary import Summary, Table
+from perflab.core.lazy import pd
 from perflab.engine import childruns, controls, journal, lanes, results, spawn
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
@@ -32,7 +33,6 @@ from perflab.errors import PerflabError
 from perflab.lab.link_order import counters_note
 from perflab.lab.plans.compare import HEAP_DIGITS, RANDOMIZE, layout_text, parse_layout
 from perflab.lab.plans.compare import Plan as Plan
-from perflab.lazy import pd
 from perflab.system import binlayout, compiler, machine
 
 if TYPE_CHECKING:

@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from perflab.analysis.summary import Summary, Table
+from perflab.core.lazy import pd
 from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import profile
 from perflab.lab.plans import defaults
-from perflab.lazy import pd
 from perflab.system import compiler, machine, perfsamples
 
 KINDS = defaults.CONTENTION_KINDS

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from perflab.analysis.summary import Summary, Table
+from perflab.core.lazy import pd
 from perflab.engine import results
-from perflab.lazy import pd
 from perflab.system import machine
 from perflab.system.counters import available, count_command
 

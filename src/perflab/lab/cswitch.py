@@ -10,10 +10,10 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
+from perflab.core.lazy import pd
 from perflab.engine import childruns, inprocess
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
-from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:

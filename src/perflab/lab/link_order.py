@@ -21,6 +21,7 @@ import numpy as np
 from perflab import errors
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
+from perflab.core.lazy import pd
 from perflab.engine import childruns, lanes, results
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
@@ -29,7 +30,6 @@ from perflab.lab.plans.link_order import MAX_PERMUTATIONS as MAX_PERMUTATIONS
 from perflab.lab.plans.link_order import Plan as Plan
 from perflab.lab.plans.link_order import orders as orders
 from perflab.lab.plans.link_order import parse_permutations as parse_permutations
-from perflab.lazy import pd
 from perflab.system import compiler, machine
 from perflab.system.binlayout import MODULI as MODULI
 from perflab.system.binlayout import functions, layout

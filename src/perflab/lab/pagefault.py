@@ -13,12 +13,12 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
+from perflab.core.lazy import pd
 from perflab.engine import childruns, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.lab import resolution
 from perflab.lab.plans.defaults import PAGE
-from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:

@@ -28,10 +28,10 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
+from perflab.core.lazy import pd
 from perflab.engine import controls, results, spawn
 from perflab.errors import PerflabError, Stopped
 from perflab.lab.plans.defaults import PROFILE_INTERVAL_S as INTERVAL_S
-from perflab.lazy import pd
 from perflab.system import (
     blockcause,
     counters,

@@ -15,9 +15,9 @@ import numpy as np
 
 from perflab import errors
 from perflab.analysis import levels, stats
+from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab import registry
-from perflab.lazy import pd
 from perflab.reports import report
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from perflab.analysis.summary import Summary, Table
-from perflab.lazy import pd
+from perflab.core.lazy import pd
 from perflab.reports.report import Report
 
 if TYPE_CHECKING:  # a verb that prints its result renders no diff, nor imports its statistics

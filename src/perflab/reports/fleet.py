@@ -8,8 +8,8 @@ import numpy as np
 
 from perflab.analysis import plot, stats
 from perflab.analysis.summary import Summary, Table
+from perflab.core.lazy import pd
 from perflab.errors import PerflabError
-from perflab.lazy import pd
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

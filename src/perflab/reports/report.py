@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from perflab import __version__, errors
 from perflab.analysis.summary import Summary
+from perflab.core.lazy import pd, pq
 from perflab.engine import journal, results
 from perflab.errors import PerflabError
 from perflab.lab import registry
-from perflab.lazy import pd, pq
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

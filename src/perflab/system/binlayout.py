@@ -14,8 +14,8 @@ import struct
 import subprocess
 from collections.abc import Sequence
 
+from perflab.core.lazy import pd
 from perflab.errors import PerflabError
-from perflab.lazy import pd
 from perflab.system import compiler, files
 
 MODULI = (16, 32, 64)

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from perflab.core import bindings
+from perflab.core.lazy import pd
 from perflab.errors import PerflabError
-from perflab.lazy import pd
 from perflab.system import machine, supervisor
 
 # Event name -> (index in the C counter set, kind, column name with its unit).

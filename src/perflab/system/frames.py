@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from perflab.lazy import pd
+from perflab.core.lazy import pd
 
 META_KEY = "perflab"
 

@@ -23,8 +23,8 @@ from typing import Any
 from perflab import __version__
 from perflab.core import bindings
 from perflab.core.bindings import core_digest
+from perflab.core.lazy import pd
 from perflab.errors import PerflabError
-from perflab.lazy import pd
 from perflab.system import compiler, files
 
 SYS_CPU = Path("/sys/devices/system/cpu")

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from perflab.core import bindings, constants
+from perflab.core.lazy import pd
 from perflab.errors import PerflabError
-from perflab.lazy import pd
 from perflab.system import counters, frames, supervisor
 
 FREQUENCY_HZ = constants.SAMPLE_HZ

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perflab.lazy import pd
+from perflab.core.lazy import pd
 
 # -T durations are wall time inside a call, blocked or not; grouped as the article reads them.
 KINDS = {

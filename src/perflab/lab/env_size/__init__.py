@@ -15,6 +15,7 @@ import numpy as np
 
 from perflab import errors
 from perflab.analysis.summary import Summary, Table
+from perflab.core.lazy import pd
 from perflab.engine import childruns, lanes, results, shift, spawn
 from perflab.engine.childruns import status_counts as status_counts
 from perflab.engine.childruns import value_column as value_column
@@ -24,7 +25,6 @@ from perflab.lab.env_size import windows as windows_mod
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN as MAX_ARG_STRLEN
 from perflab.lab.plans.env_size import PARAMS as PARAMS
 from perflab.lab.plans.env_size import Plan as Plan
-from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:

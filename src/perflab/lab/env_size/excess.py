@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflab.lazy import pd
+from perflab.core.lazy import pd
 
 BLOCKS = 10  # stretches of consecutive runs a sweep is cut into for the time level
 BOOT_TIME = 400  # resamples of the blocks (each recomputes every size's median)

@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from perflab.core.lazy import pd
 from perflab.engine import spawn
 from perflab.engine.childruns import value_column
 from perflab.errors import PerflabError
 from perflab.lab.env_size import excess
 from perflab.lab.plans.env_size import BUILTIN as BUILTIN
-from perflab.lazy import pd
 from perflab.system import binlayout, compiler, files
 
 PAGE = 4096  # the low 12 address bits a store/load check compares

@@ -12,12 +12,12 @@ import numpy as np
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
+from perflab.core.lazy import pd
 from perflab.engine import childruns, inprocess
 from perflab.engine.progress import OnStart
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, default_perturbations, perturbed
 from perflab.lab.threads.runner import DEFAULT_LOOPS, DEFAULT_STREAM_BYTES, Priority, Progress, prio
-from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ import numpy as np
 from perflab import errors
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
+from perflab.core.lazy import pd
 from perflab.engine import childruns, lanes, results
 from perflab.engine.progress import ProgressArg
 from perflab.errors import PerflabError
@@ -28,7 +29,6 @@ from perflab.lab.plans.threads import parse_counts as parse_counts
 from perflab.lab.threads import trust
 from perflab.lab.threads.hogs import Perturbation, perturbed
 from perflab.lab.threads.runner import counter_status
-from perflab.lazy import pd
 from perflab.system import machine
 
 CONFIDENCE = 0.95

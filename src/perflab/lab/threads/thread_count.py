@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
 from perflab.analysis.summary import Summary, Table
+from perflab.core.lazy import pd
 from perflab.engine import childruns, inprocess
 from perflab.engine.progress import OnStart
 from perflab.errors import PerflabError
@@ -24,7 +25,6 @@ from perflab.lab.threads.runner import (
     kernel_id,
     prio,
 )
-from perflab.lazy import pd
 from perflab.system import machine
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from perflab.core.lazy import pd
 from perflab.engine import spawn
 from perflab.lab import clocks
-from perflab.lazy import pd
 
 TOLERANCE = 0.05  # one disturbance of the machine's usual size may move a run by at most 5 %
 IDLE_RUNS = 30  # trivial children that show the spawn cost and its spread, once per session

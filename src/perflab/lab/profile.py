@@ -15,13 +15,15 @@ the per-thread CPU adds up to the program's.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import select
 import signal
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -113,14 +115,17 @@ def _wait(
     timeout: float | None,
     progress: Progress | None,
     listener: taskstats.Listener | None,
+    interrupted: int | None,
 ) -> tuple[bool, int | None, int]:
     """Read the threads every interval, and exit records as they come, until the program ends
     (or is killed at the timeout, or at Ctrl-C or SIGTERM: its own process group did not get
-    it): (timed out, the signal that interrupted perflab, wall ns from spawn to exit)."""
+    it): (timed out, the signal that interrupted perflab, wall ns from spawn to exit).
+    `interrupted`: a signal that came as the program started; it is killed at once."""
     pidfd = child.pidfd
     fds: list[Any] = [pidfd, listener] if listener else [pidfd]
     timed_out, due = False, 0
-    interrupted: int | None = None
+    if interrupted:
+        child.kill_group()
     while True:
         try:
             now = time.monotonic_ns() - sampler.t0_ns
@@ -348,13 +353,14 @@ def run(
         listener, why_not = _listener(exit_records)
         t0 = time.monotonic_ns()
         try:
-            child = under.start(spawned, env, (0, 1 if stdout is None else stdout, 2), cpus,
-                                sigdef=True)  # fmt: skip
-            pid = child.pid
-            sampler = _Sampler(pid, boot0, t0, traced=tracer_path is not None)
+            with _deferred(signal.SIGINT, signal.SIGTERM) as came:
+                child = under.start(spawned, env, (0, 1 if stdout is None else stdout, 2), cpus,
+                                    sigdef=True)  # fmt: skip
+                pid = child.pid
+                sampler = _Sampler(pid, boot0, t0, traced=tracer_path is not None)
             try:
                 timed_out, interrupted, wall = _wait(
-                    child, sampler, interval, timeout, progress, listener
+                    child, sampler, interval, timeout, progress, listener, came[0] if came else None
                 )
             except BaseException:
                 child.kill_group()  # an error, or Ctrl-C as it ended
@@ -411,6 +417,22 @@ def run(
     if interrupted:
         raise Interrupted(df, interrupted)
     return df
+
+
+@contextlib.contextmanager
+def _deferred(*signums: int) -> Iterator[list[int]]:
+    """These signals, while the program starts, noted instead of raised: one that came once
+    it could be seen running stops its profile like any later one (the main thread only)."""
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield came
+        return
+    old = {s: signal.signal(s, lambda signum, _frame: came.append(signum)) for s in signums}
+    try:
+        yield came
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 class Interrupted(Stopped):

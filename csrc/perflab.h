@@ -163,6 +163,11 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
  * 0 or -errno. */
 int perflab_spawn_reaper(void);
 
+/* The helper's, never perflab's own process (it takes the signal's handler): from then on a
+ * serial batch waits for each child in wait4, which a watcher thread interrupts with sig at
+ * a timeout or a stop, instead of polling a pidfd per child.  0 or -errno. */
+int perflab_spawn_wait_signal(int sig);
+
 /* SIGKILL every descendant of this process (their parents read from /proc): how many. */
 int perflab_kill_descendants(void);
 

@@ -306,6 +306,40 @@ def test_timeout_kills_the_child(children):
     assert int(rec["wall_ns"]) >= 0.2e9
 
 
+def test_a_stop_ends_the_run_in_flight_which_the_helper_waits_for_without_a_pidfd(children):
+    """The helper's spawning thread sleeps in wait4, without a pidfd per child; a stop still
+    ends a child that would never end on its own, and the batch returns without it."""
+    import threading
+
+    import psutil
+
+    from conftest import wait_for
+
+    assert isinstance(spawn.engine(), spawn.Spawner)
+    got: list[np.ndarray] = []
+    batch = threading.Thread(
+        target=lambda: got.append(spawn.run_env_sizes([children["hang"]], np.zeros(3, np.int64)))
+    )
+    batch.start()
+    try:
+        me = psutil.Process()
+        hung = lambda: [p for p in me.children(recursive=True) if p.name() == "hang"]  # noqa: E731
+        wait_for(hung, "the child's start")
+        child = hung()[0]
+        helper_fds = [os.readlink(f"/proc/{child.ppid()}/fd/{fd}")
+                      for fd in os.listdir(f"/proc/{child.ppid()}/fd")]  # fmt: skip
+        assert not [link for link in helper_fds if "pidfd" in link]
+        spawn.request_stop()
+        batch.join(timeout=60)  # a hang guard: without the stop's kill it would never return
+        assert not batch.is_alive()
+        assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+    finally:
+        spawn.request_stop()
+        batch.join()
+        spawn.clear_stop()
+    assert len(got[0]) == 0
+
+
 def test_probe_ticks_and_mlock_request(children):
     rec = spawn.run([children["probe"]], None, spawn.SpawnOptions(mlock=True))
     assert int(rec["flags"]) & lib.PERFLAB_RUN_HAS_PROBE

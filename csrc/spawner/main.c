@@ -151,6 +151,7 @@ int main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     perflab_spawn_reaper(); /* refused: strays go to the supervisor above, killed at its end */
+    perflab_spawn_wait_signal(SIGUSR1); /* refused: each child's pidfd is polled */
     setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     while (serve(sock, stop_fd) == 0)
         ;

@@ -209,7 +209,8 @@ def test_progress_starts_before_the_first_measured_run(tmp_path, monkeypatch):
         spawn.Spawner, "_submit", lambda self, *r: submit(self, *r) or sent.append(1)
     )
     at_start: list[int] = []
-    env_size.sweep(max_size=9, repeat=2, output=tmp_path / "p.parquet", progress=lambda n: None,
+    env_size.sweep(max_size=9, repeat=2, rt=False, output=tmp_path / "p.parquet",
+                   progress=lambda n: None,
                    on_start=lambda todo, done: at_start.append(len(sent)))  # fmt: skip
     assert at_start == [len(sent) - 1]  # only the sweep's one batch was sent after it
 

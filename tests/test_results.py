@@ -41,6 +41,9 @@ def test_unwritable_and_unknown_outputs_are_refused(tmp_path):
         results.check_output(tmp_path / "missing" / "r.parquet")
     with pytest.raises(PerflabError, match="unknown output format"):
         results.check_output(tmp_path / "r.xlsx")
+    for name in ("", f"{tmp_path}/r.parquet/"):  # pathlib would write r.parquet for the second
+        with pytest.raises(PerflabError, match="not a file's name"):
+            results.check_output(name)
 
 
 def _journal(path, resume=False, **params):

@@ -6,11 +6,13 @@ import os
 import resource
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
-from conftest import compile_children
+from conftest import compile_children, wait_for
 
 from perflab.core import bindings
 from perflab.core.bindings import lib
@@ -309,12 +311,6 @@ def test_timeout_kills_the_child(children):
 def test_a_stop_ends_the_run_in_flight_which_the_helper_waits_for_without_a_pidfd(children):
     """The helper's spawning thread sleeps in wait4, without a pidfd per child; a stop still
     ends a child that would never end on its own, and the batch returns without it."""
-    import threading
-
-    import psutil
-
-    from conftest import wait_for
-
     assert isinstance(spawn.engine(), spawn.Spawner)
     got: list[np.ndarray] = []
     batch = threading.Thread(

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 def check_plot_path(path: str | os.PathLike) -> Path:
     """Refuse, before measuring, a plot path with an unknown format or an unwritable directory."""
+    if isinstance(path, str) and (not path or path.endswith("/")):
+        raise PerflabError(f"{path!r}: not a file's name (empty, or ending with /)")
     p = Path(path)
     if p.suffix not in FORMATS:
         raise PerflabError(

@@ -40,7 +40,7 @@ def output_options(func: F) -> F:
     func = click.option(
         "--plot",
         "plot_path",
-        type=click.Path(dir_okay=False),
+        type=FileToWrite(),
         help="Draw the figure to FILE (.png, .svg, .pdf).",
     )(func)
     func = click.option(
@@ -52,10 +52,24 @@ def output_options(func: F) -> F:
     func = click.option(
         "-o",
         "--output",
-        type=click.Path(dir_okay=False),
+        type=FileToWrite(),
         help="Save the tidy data to FILE (.parquet, or .csv with a JSON sidecar).",
     )(func)
     return func
+
+
+class FileToWrite(click.Path):
+    """A file perflab writes: an empty name, or one ending in '/' (which pathlib would quietly
+    strip, writing `x.parquet` for `x.parquet/`), is refused in one line."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(dir_okay=False, **kwargs)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and (not value or value.endswith("/")):
+            why = "an empty name" if not value else "a directory's name (it ends with /)"
+            self.fail(f"{value!r} is {why}: give a file's name", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 class Needs(click.Option):
@@ -202,7 +216,7 @@ def resume_option(func: F) -> F:
     """--resume FILE: complete an interrupted, journaled run."""
     return click.option(
         "--resume",
-        type=click.Path(dir_okay=False),
+        type=FileToWrite(),
         help="Complete an interrupted run recorded in FILE (same parameters required).",
     )(func)
 
@@ -580,14 +594,14 @@ def export_options(func: F) -> F:
         "--html",
         "html_path",
         metavar="FILE",
-        type=click.Path(dir_okay=False, allow_dash=True),
+        type=FileToWrite(allow_dash=True),
         help="Write one self-contained page (figure embedded) to FILE.html; opens offline.",
     )(func)
     return click.option(
         "--md",
         "md_path",
         metavar="FILE",
-        type=click.Path(dir_okay=False, allow_dash=True),
+        type=FileToWrite(allow_dash=True),
         help="Write GitHub Markdown tables to FILE.md ('-': stdout), to paste into a PR.",
     )(func)
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import Needs, check_paths, print_result
+from perflab.cli.common import FileToWrite, Needs, check_paths, print_result
 from perflab.lab.plans import defaults
 
 
@@ -16,7 +16,7 @@ from perflab.lab.plans import defaults
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False),
+    type=FileToWrite(),
     help="Save the counts to FILE (.parquet, or .csv with a JSON sidecar).",
 )
 @click.option(
@@ -29,7 +29,7 @@ from perflab.lab.plans import defaults
 )
 @click.option(
     "--output-child",
-    type=click.Path(dir_okay=False, writable=True),
+    type=FileToWrite(writable=True),
     cls=Needs,
     needs="command",
     shown="a COMMAND",

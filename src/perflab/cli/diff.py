@@ -4,6 +4,7 @@ import click
 
 from perflab.cli import cli
 from perflab.cli.common import (
+    FileToWrite,
     check_paths,
     emit_json,
     export_options,
@@ -57,7 +58,7 @@ def _fraction(text: str) -> float:
 @click.option(
     "--plot",
     "plot_path",
-    type=click.Path(dir_okay=False),
+    type=FileToWrite(),
     help="Draw the ratio along the parameter, its interval as a band, to FILE.",
 )
 @export_options

@@ -4,6 +4,7 @@ import click
 
 from perflab.cli import cli
 from perflab.cli.common import (
+    FileToWrite,
     check_paths,
     emit_json,
     export_options,
@@ -31,9 +32,7 @@ def report() -> None:
 @report.command("show")
 @click.argument("path", type=click.Path(dir_okay=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary tables as JSON.")
-@click.option(
-    "--plot", "plot_path", type=click.Path(dir_okay=False), help="Redraw the figure to FILE."
-)
+@click.option("--plot", "plot_path", type=FileToWrite(), help="Redraw the figure to FILE.")
 @export_options
 def show_cmd(
     path: str,
@@ -83,7 +82,7 @@ def show_cmd(
 @click.option(
     "--plot",
     "plot_path",
-    type=click.Path(dir_okay=False),
+    type=FileToWrite(),
     help="Draw hosts sorted by median to FILE.",
 )
 def hosts_cmd(

@@ -45,6 +45,8 @@ def newer_perflab(meta: Mapping[str, Any]) -> str | None:
 
 def check_output(path: str | os.PathLike, formats: tuple[str, ...] = FORMATS) -> Path:
     """Refuse, before anything is measured, a path that cannot be written or has no known format."""
+    if isinstance(path, str) and (not path or path.endswith("/")):
+        raise PerflabError(f"{path!r}: not a file's name (empty, or ending with /)")
     p = Path(path)
     if p.suffix not in formats:
         raise PerflabError(

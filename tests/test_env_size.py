@@ -148,6 +148,16 @@ def test_kill9_then_resume_measures_each_pair_once(tmp_path):
     assert pairs == {(s, r) for s in range(4000) for r in range(2)}
 
 
+def test_a_resume_with_nothing_left_says_so_once(tmp_path):
+    out = str(tmp_path / "done.parquet")
+    args = ["sweep", "env-size", "--max", "1", "--repeat", "2", "--no-rt"]
+    assert CliRunner().invoke(cli, [*args, "-o", out]).exit_code == 0
+    res = CliRunner().invoke(cli, [*args, "--resume", out])
+    assert res.exit_code == 0, res.output
+    assert "resuming: 4 runs done, 0 to go" in res.output
+    assert not [line for line in res.output.splitlines() if line.startswith("env-size:")]
+
+
 def test_ctrl_c_keeps_rows_and_says_how_to_resume(tmp_path):
     out = tmp_path / "c.parquet"
     proc = _cli("--max", "3999", "--repeat", "2", "--no-rt", "-o", str(out))

@@ -357,6 +357,8 @@ class Bars:
         self.close()
         if done:
             click.echo(f"resuming: {done} runs done, {length} to go", err=True)
+            if not length:  # that line says it all: no bar counting 0 of 0 twice
+                return self.update
         self.bar = progressbar(length, label)
         self.bar.__enter__()
         return self.bar.update

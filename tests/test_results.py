@@ -36,6 +36,17 @@ def test_save_load_round_trip(tmp_path, suffix):
     assert results.metadata(back) == results.metadata(df)
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_categories_come_back_with_those_no_row_has_and_their_order(tmp_path, suffix):
+    df = _frame()
+    df["status"] = pd.Categorical(df["status"], categories=["ok", "timeout", "crash"])
+    df["load"] = pd.Categorical(["lo"] * 5, categories=["lo", "mid", "hi"], ordered=True)
+    back = results.load(results.save(df, tmp_path / f"r{suffix}"))
+    pd.testing.assert_frame_equal(back, df)
+    assert back["status"].cat.categories.tolist() == ["ok", "timeout", "crash"]
+    assert back["load"].cat.ordered and back["load"].max() == "lo"
+
+
 def test_unwritable_and_unknown_outputs_are_refused(tmp_path):
     with pytest.raises(PerflabError, match="does not exist"):
         results.check_output(tmp_path / "missing" / "r.parquet")

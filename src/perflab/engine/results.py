@@ -106,7 +106,7 @@ def save(df: pd.DataFrame, path: str | os.PathLike) -> Path:
         data = _temporary(p)
         try:
             df.to_csv(data, index=False)
-            dtypes = {c: str(t) for c, t in df.dtypes.items()}
+            dtypes = {c: _dtype(t) for c, t in df.dtypes.items()}
             side = {"metadata": meta, "dtypes": dtypes, "sha256": file_digest(data)}
             atomic(_sidecar(p), lambda t: t.write_text(json.dumps(side, indent=1)))
             _publish(data, p)
@@ -167,10 +167,24 @@ def _load_csv(p: Path) -> pd.DataFrame:
         dtypes = side.get("dtypes", {})
         for col, dtype in dtypes.items() if isinstance(dtypes, dict) else ():
             if col in df:
-                df[col] = df[col].astype(dtype)
+                df[col] = df[col].astype(
+                    pd.CategoricalDtype(dtype["categories"], dtype["ordered"])
+                    if isinstance(dtype, dict)
+                    else dtype
+                )
     except Exception as exc:
         raise PerflabError(f"{p}: not a CSV file perflab can read ({_first(exc)})") from None
     return attach(df, side.get("metadata", {}) if isinstance(side.get("metadata"), dict) else {})
+
+
+def _dtype(dtype: Any) -> str | dict[str, Any]:
+    """A column's dtype for the CSV sidecar: a categorical one with its categories and their
+    order, which its values alone do not give back (a status no run had, the order of a scale)."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        categories = dtype.categories.tolist()
+        if all(isinstance(c, (str, int, float)) for c in categories):  # what JSON gives back
+            return {"categories": categories, "ordered": bool(dtype.ordered)}
+    return str(dtype)
 
 
 def stored(path: str | os.PathLike) -> tuple[dict, int | None] | None:

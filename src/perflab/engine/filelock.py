@@ -30,8 +30,7 @@ def _holder(fd: int) -> str:
     return f"pid {text}" if text.isdigit() else "another process"
 
 
-def _refuse(path: Path, fd: int) -> PerflabError:
-    who = _holder(fd)
+def _refuse(path: Path, who: str) -> PerflabError:
     return PerflabError(
         f"{path}: another perflab run ({who}) is writing it; wait for it to end or stop it "
         f"(kill {who.removeprefix('pid ')}), or choose another -o FILE"
@@ -55,7 +54,7 @@ def acquire(path: str | os.PathLike) -> None:
                 if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES):
                     os.close(fd)
                     raise
-                err = _refuse(Path(path), fd)
+                err = _refuse(Path(path), _holder(fd))
                 os.close(fd)
                 raise err from None
             # The previous holder may have unlinked the file between our open and our flock:
@@ -89,21 +88,29 @@ def release(path: str | os.PathLike) -> None:
         os.close(entry[0])
 
 
-def check_free(path: str | os.PathLike) -> None:
-    """Refuse up front a result file another process is writing, before anything is measured."""
+def writer(path: str | os.PathLike) -> str | None:
+    """Who is writing a result file now ("pid N"), if another process is; None if nobody."""
     lp = lock_path(path)
     if lp in _held or not lp.exists():
-        return
+        return None
     try:
         fd = os.open(lp, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise _refuse(Path(path), fd) from None
+        return _holder(fd)
     finally:
         os.close(fd)
+    return None
+
+
+def check_free(path: str | os.PathLike) -> None:
+    """Refuse up front a result file another process is writing, before anything is measured."""
+    who = writer(path)
+    if who is not None:
+        raise _refuse(Path(path), who)
 
 
 @contextlib.contextmanager

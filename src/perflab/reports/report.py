@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from perflab import __version__, errors
 from perflab.analysis.summary import Summary
 from perflab.core.lazy import pd, pq
-from perflab.engine import journal, results
+from perflab.engine import filelock, journal, results
 from perflab.errors import PerflabError
 from perflab.lab import registry
 
@@ -145,11 +145,18 @@ def _journal(parts: Path) -> pd.DataFrame:
             bad += 1
     frames = [f for f in frames if not f.empty]
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    why = f"an interrupted run's journal: {len(chunks) - bad} chunks read"
+    target = parts.with_name(parts.name.removesuffix(".parts"))
+    running = filelock.writer(target)
+    why = (
+        f"a run still going ({running} is writing it): the {len(chunks) - bad} chunks it has "
+        "written so far"
+        if running
+        else f"an interrupted run's journal: {len(chunks) - bad} chunks read"
+    )
     if bad:
         why += f", {bad} unreadable skipped"
-    target = parts.with_name(parts.name.removesuffix(".parts"))
-    why += f"; the same command plus --resume {target} completes it"
+    if not running:
+        why += f"; the same command plus --resume {target} completes it"
     meta.update(params=recorded.get("params"), identity=recorded.get("identity"), complete=False,
                 incomplete=why)  # fmt: skip
     return results.attach(df, meta)

@@ -6,10 +6,12 @@ import sys
 import time
 
 import numpy as np
+import pandas as pd
 import psutil
 import pytest
+from conftest import wait_for
 
-from perflab.engine import results, spawn
+from perflab.engine import childruns, results, spawn
 
 SLOW = (
     "#include <time.h>\nint main(void) { struct timespec t = {0, 300000000}; "
@@ -87,3 +89,31 @@ def test_the_api_gets_the_finished_runs_of_a_stopped_batch(slow):
         spawn.clear_stop()
     assert 0 < len(runs) < 200
     assert (runs["status"] == 0).all()
+
+
+def test_a_report_of_a_sweep_still_going_names_its_writer_and_no_resume(slow, tmp_path):
+    out = tmp_path / "r.parquet"
+    cmd = [sys.executable, "-m", "perflab", "sweep", "env-size", "--max", "0", "--repeat", "600",
+           "--no-rt", "-o", str(out), "--", slow]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: list(tmp_path.glob("r.parquet.parts/chunk-*")), "the first chunk")
+        # a batch is as many runs as take about a second (3 of these), not 512: rows reach
+        # the disk, where a kill -9 cannot take them, and a report, as often as short runs'
+        first = min(tmp_path.glob("r.parquet.parts/chunk-*"))
+        assert 1 <= len(pd.read_parquet(first)) <= 12
+        shown = subprocess.run([sys.executable, "-m", "perflab", "report", str(out)],
+                               capture_output=True, text=True)  # fmt: skip
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert f"a run still going (pid {proc.pid} is writing it)" in shown.stdout, shown.stdout
+    assert "--resume" not in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("longest_s", "runs"), [(0.0, 512), (0.0005, 512), (0.01, 100), (0.3, 3), (5.0, 1)]
+)
+def test_a_batch_takes_about_a_flush_whatever_a_run_takes(longest_s, runs):
+    assert childruns.runs_per_batch(longest_s, 512, 1.0) == runs

@@ -435,10 +435,10 @@ def _todo(runs: Runs, done: set[tuple]) -> np.ndarray:
     return everything[~planned.isin(have)]
 
 
-def preflight(runs: Runs, options: spawn.SpawnOptions) -> None:
+def preflight(runs: Runs, options: spawn.SpawnOptions) -> float:
     """One unrecorded run of each program, under the setting of its first planned run: one that
     cannot start stops the sweep here with nothing saved, and each binary is in the page cache
-    before its first recorded run."""
+    before its first recorded run. Returns the longest one's wall time, in seconds."""
     first = int(runs.sizes.min()) if runs.sizes is not None and runs.sizes.size else -1
     sizes = np.full(runs.prog.size, first, np.int64)
     at = np.unique(runs.prog, return_index=True)[1]  # each program's first run, program order
@@ -456,6 +456,13 @@ def preflight(runs: Runs, options: spawn.SpawnOptions) -> None:
             why = spawn.describe_errno(int(run["child_errno"]))
             argv0 = runs.programs[int(run["prog"])][0]
             raise PerflabError(f"cannot run {argv0}: {status.replace('_', ' ')}, {why}")
+    return float(out["wall_ns"].max()) / 1e9 if out.size else 0.0
+
+
+def runs_per_batch(longest_s: float, most: int, flush_s: float) -> int:
+    """Runs in one C batch: as many as take about flush_s, so that rows reach the disk that
+    often (a batch's rows come back when it ends) however long a run is; `most` at the most."""
+    return most if longest_s <= 0 else max(1, min(most, int(flush_s / longest_s)))
 
 
 def measure_sequential(
@@ -483,7 +490,7 @@ def measure_sequential(
     fresh = not recording.resume
     with quiet_options(controls) as options, _claimed(recording):
         options = replace(options, runq=runs.runq)
-        preflight(runs, options)
+        chunk_runs = runs_per_batch(preflight(runs, options), chunk_runs, flush_s)
         overhead = spawn.timer_overhead()
         extra: dict[str, Any] = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt}
         engine = spawn.engine()

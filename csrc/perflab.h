@@ -164,8 +164,8 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
 int perflab_spawn_reaper(void);
 
 /* The helper's, never perflab's own process (it takes the signal's handler): from then on a
- * serial batch waits for each child in wait4, which a watcher thread interrupts with sig at
- * a timeout or a stop, instead of polling a pidfd per child.  0 or -errno. */
+ * serial batch waits for each child with wait4 and sigtimedwait, woken by sig from a watcher
+ * thread at a timeout or a stop, instead of polling a pidfd per child.  0 or -errno. */
 int perflab_spawn_wait_signal(int sig);
 
 /* SIGKILL every descendant of this process (their parents read from /proc): how many. */

@@ -484,18 +484,20 @@ static int stop_pending(int stop_fd)
     return stop_fd >= 0 && poll(&p, 1, 0) > 0;
 }
 
-/* ---- waiting in wait4, woken by a watcher (the helper) ----
+/* ---- waiting without a pidfd: wait4 and sigtimedwait, and a watcher (the helper) ----
  *
  * A pidfd for each child, polled with the stop fd, cost 7 us of a 500 us run on an AMD Zen 5
- * guest (the pidfd's file, the ppoll, the close).  The helper waits in a plain wait4 instead:
- * a watcher thread sleeps on the stop fd and until the deadline of the run in flight, and
- * interrupts the wait4 with wake_sig when one comes; the spawning thread then decides, and
- * kills its own child, which it has not reaped, so the pid cannot have been reused.  The
- * watcher repeats the signal every WATCH_REPEAT_NS until the run ends: one that lands before
- * the wait4 blocks is not lost.  It wakes once per timeout at most otherwise (a run that
- * starts later ends later), and sits at the spawning thread's priority, so a real-time
- * child spinning on the one CPU they share cannot keep it from a stop.  In-process runs,
- * whose process owns its signals, keep the pidfd. */
+ * guest (the pidfd's file, the ppoll, the close).  The helper's spawning thread keeps SIGCHLD
+ * and wake_sig blocked through a batch instead, and waits for its child with wait4(WNOHANG)
+ * and sigtimedwait until the deadline: a signal that comes early stays pending, so no
+ * wake-up is lost, and a child that is already a zombie (the usual case: at its priority the
+ * spawning thread runs once the child is done) costs one wait4.  A watcher thread sleeps on
+ * the stop fd and until the deadline of the run in flight, and sends wake_sig at a stop or
+ * the deadline; first it raises the spawning thread above the child where the batch may, so
+ * that a real-time child spinning on the CPU they share cannot keep it from either.  The
+ * spawning thread then decides, and kills its own child, which it has not reaped (its pid
+ * cannot have been reused).  In-process runs, whose process owns its signals, keep the
+ * pidfd. */
 
 #define WATCH_REPEAT_NS 1000000LL
 #define WATCH_IDLE 0                /* deadline: no run in flight */
@@ -507,7 +509,10 @@ struct watcher {
     pthread_t thread, spawner;
     int stop_fd, end[2];
     int64_t timeout_ns;
+    int policy;
+    atomic_int boost;      /* the spawning thread's priority at a stop or deadline; 0: none */
     atomic_llong deadline;
+    sigset_t wake, saved;  /* what the spawning thread waits for; its mask before the batch */
 };
 
 static void on_wake(int sig)
@@ -520,12 +525,21 @@ int perflab_spawn_wait_signal(int sig)
     struct sigaction sa;
 
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_wake; /* without SA_RESTART: the wait4 returns EINTR */
+    sa.sa_handler = on_wake; /* one left pending after a batch must not end the helper */
     sigemptyset(&sa.sa_mask);
     if (sigaction(sig, &sa, NULL) != 0)
         return -errno;
     wake_sig = sig;
     return 0;
+}
+
+static void watch_wake(struct watcher *w)
+{
+    struct sched_param p = {.sched_priority = atomic_load(&w->boost)};
+
+    if (p.sched_priority > 0)
+        pthread_setschedparam(w->spawner, w->policy, &p);
+    pthread_kill(w->spawner, wake_sig);
 }
 
 static void *watch_main(void *arg)
@@ -539,7 +553,7 @@ static void *watch_main(void *arg)
         int in_flight = d != WATCH_IDLE, stop = stop_pending(w->stop_fd);
 
         if (in_flight && (stop || now >= d))
-            pthread_kill(w->spawner, wake_sig);
+            watch_wake(w);
         if (stop || (in_flight && now >= d))
             until = now + WATCH_REPEAT_NS; /* until the run ends, or the batch does */
         else if (in_flight)
@@ -554,17 +568,23 @@ static void *watch_main(void *arg)
     }
 }
 
-/* A watcher for one batch, at the calling thread's priority, signals blocked; 0 if the
- * process has no wake_sig or the thread cannot start (the pidfd is then polled). */
-static struct watcher *watch_start(int stop_fd, int64_t timeout_ns)
+/* A watcher for one batch, at the calling thread's priority, signals blocked, and the calling
+ * thread's SIGCHLD and wake_sig blocked until watch_end; 0 if the process has no wake_sig or
+ * the thread cannot start (the pidfd is then polled). */
+static struct watcher *watch_start(int stop_fd, int64_t timeout_ns, int policy)
 {
     struct watcher *w = wake_sig ? calloc(1, sizeof *w) : NULL;
     sigset_t all, old;
 
     if (!w)
         return NULL;
-    *w = (struct watcher){.spawner = pthread_self(), .stop_fd = stop_fd, .timeout_ns = timeout_ns};
+    *w = (struct watcher){.spawner = pthread_self(), .stop_fd = stop_fd, .timeout_ns = timeout_ns,
+                          .policy = policy};
     atomic_init(&w->deadline, WATCH_IDLE);
+    atomic_init(&w->boost, 0);
+    sigemptyset(&w->wake);
+    sigaddset(&w->wake, SIGCHLD);
+    sigaddset(&w->wake, wake_sig);
     if (pipe2(w->end, O_CLOEXEC) != 0) {
         free(w);
         return NULL;
@@ -579,6 +599,7 @@ static struct watcher *watch_start(int stop_fd, int64_t timeout_ns)
         free(w);
         return NULL;
     }
+    pthread_sigmask(SIG_BLOCK, &w->wake, &w->saved);
     return w;
 }
 
@@ -589,25 +610,34 @@ static void watch_end(struct watcher *w)
     close(w->end[1]);
     pthread_join(w->thread, NULL);
     close(w->end[0]);
+    pthread_sigmask(SIG_SETMASK, &w->saved, NULL);
     free(w);
 }
 
-/* Wait for the child in wait4; SIGKILL it at the deadline or at a stop, as the watcher's
- * signal finds them.  Returns why the wait ended, having reaped the child. */
+/* Wait for the child, SIGKILLing it at the deadline or at a stop; returns why the wait
+ * ended, having reaped the child. */
 static int wait_woken(struct watcher *w, pid_t pid, int64_t deadline, int stop_fd, int *status,
                       struct rusage *ru)
 {
     int why = WAIT_EXITED;
 
-    while (wait4(pid, status, 0, ru) < 0 && errno == EINTR)
-        if (why == WAIT_EXITED) {
-            if (stop_pending(stop_fd))
-                why = WAIT_STOPPED;
-            else if (deadline != WATCH_FOREVER && mono_ns() >= deadline)
-                why = WAIT_TIMEOUT;
-            if (why != WAIT_EXITED)
-                kill(pid, SIGKILL);
-        }
+    for (;;) {
+        pid_t r = wait4(pid, status, WNOHANG, ru);
+        if (r == pid || (r < 0 && errno != EINTR))
+            break;
+        if (r < 0)
+            continue;
+        int64_t now = mono_ns();
+        if (why == WAIT_EXITED && stop_pending(stop_fd))
+            why = WAIT_STOPPED;
+        else if (why == WAIT_EXITED && deadline != WATCH_FOREVER && now >= deadline)
+            why = WAIT_TIMEOUT;
+        if (why != WAIT_EXITED && kill(pid, SIGKILL) == 0)
+            deadline = WATCH_FOREVER; /* now its end, however long the kill takes */
+        int64_t left = deadline == WATCH_FOREVER ? -1 : deadline - now;
+        struct timespec ts = {left / 1000000000, left % 1000000000};
+        sigtimedwait(&w->wake, NULL, left >= 0 ? &ts : NULL);
+    }
     atomic_store(&w->deadline, WATCH_IDLE);
     return why;
 }
@@ -933,9 +963,11 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
         return rc;
     }
     parent_rt_enter(&o, &saved);
-    c.watch = c.runq ? NULL : watch_start(stop_fd, o.timeout_ns); /* before it moves */
+    c.watch = c.runq ? NULL : watch_start(stop_fd, o.timeout_ns, o.rt_policy); /* before it moves */
     moved = place_enter(&b, runq_samples(c.runq), &before);
     c.parent_above = saved.above && shares_cpu(&c);
+    if (c.watch && c.parent_above)
+        atomic_store(&c.watch->boost, o.rt_priority + 1);
     for (int i = 0; i < b.hdr.nruns && !stop_pending(stop_fd); i++) {
         int64_t size = b.sizes[i];
         char **argv = b.argv[b.prog[i]];

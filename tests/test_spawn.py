@@ -185,6 +185,30 @@ def test_a_spinning_realtime_child_times_out_on_its_cpu(children):
     assert spawn.STATUS[int(rec["status"])] == "timeout"
 
 
+def test_a_stop_ends_a_realtime_child_spinning_on_the_spawners_cpu(children):
+    """At the child's priority the spawning thread never gets the CPU a spinning real-time
+    child holds: the watcher raises it first, so the stop ends the run in flight (not recorded)
+    instead of the child's own limit at its timeout (which would record it as 'timeout')."""
+    cpu = machine.usable_cpus()[-1]
+    options = spawn.SpawnOptions(cpus=(cpu,), rt=True, timeout=20)
+    if int(spawn.run([children["report"]], None, options)["rt_errno"]):
+        pytest.skip("real-time priority is refused here")
+    got: list[np.ndarray] = []
+    batch = threading.Thread(target=lambda: got.append(
+        spawn.run_batch([[children["spin"]]], np.zeros(2, np.int64), options=options)
+    ))  # fmt: skip
+    batch.start()
+    try:
+        me = psutil.Process()
+        wait_for(lambda: [p for p in me.children(recursive=True) if p.name() == "spin"],
+                 "the spinning child")  # fmt: skip
+    finally:
+        spawn.request_stop()
+        batch.join()
+        spawn.clear_stop()
+    assert len(got[0]) == 0
+
+
 def test_a_sequential_sweep_keeps_batches_queued_in_the_helper(children, monkeypatch):
     """The helper has the next batch before it ends one: it never waits for perflab's thread."""
     monkeypatch.setattr(env_size, "CHUNK_RUNS", 3)

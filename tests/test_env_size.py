@@ -148,6 +148,23 @@ def test_kill9_then_resume_measures_each_pair_once(tmp_path):
     assert pairs == {(s, r) for s in range(4000) for r in range(2)}
 
 
+def test_a_ctrl_c_after_the_last_run_exits_130_with_the_file_complete(tmp_path, monkeypatch):
+    """Between the last run and the summary no verb says more: one line and 128+SIGINT, not
+    click's 'Aborted!' and 1."""
+    from perflab.cli import env_size as verb
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(verb, "print_result", interrupted)
+    out = tmp_path / "c.parquet"
+    args = ["sweep", "env-size", "--max", "1", "--repeat", "2", "--no-rt", "-o", str(out)]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 128 + signal.SIGINT, res.output
+    assert "Error: interrupted by signal 2" in res.output and "Aborted" not in res.output
+    assert len(results.load(out)) == 4
+
+
 def test_a_resume_with_nothing_left_says_so_once(tmp_path):
     out = str(tmp_path / "done.parquet")
     args = ["sweep", "env-size", "--max", "1", "--repeat", "2", "--no-rt"]

@@ -122,6 +122,10 @@ class Group(click.Group):
             raise click.ClickException(str(exc)) from None
         except BrokenPipeError:
             raise click.exceptions.Exit(_reader_gone()) from None
+        except KeyboardInterrupt as exc:  # where no verb said more (before or after measuring)
+            signum = int(getattr(exc, "signum", signal.SIGINT))
+            click.echo(f"Error: interrupted by signal {signum}", err=True)
+            raise click.exceptions.Exit(128 + signum) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror or exc}") from None

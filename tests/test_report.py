@@ -20,7 +20,7 @@ from conftest import compile_children, wait_for
 import perflab
 from perflab.analysis import stats
 from perflab.cli import cli
-from perflab.engine import results
+from perflab.engine import filelock, journal, results
 from perflab.reports import diff, report
 from perflab.system import machine
 
@@ -126,6 +126,19 @@ def test_an_interrupted_sweep_reports_what_it_has_and_says_partial(how, tmp_path
     assert sum(s["n"] + s["failed"] for s in res["sizes"]) == res["runs"]
     text = CliRunner().invoke(cli, ["report", str(out)])
     assert text.exit_code == 0 and "PARTIAL: " in text.output
+
+
+def test_a_journal_without_rows_is_one_line_saying_what_it_is(tmp_path):
+    """Interrupted before its first row reached the disk: not 'damaged', and how to go on."""
+    out = tmp_path / "empty.parquet"
+    journal.Journal(out, {"n": 4}, {"experiment": "env-size"}, ["env_size"])
+    filelock.release(out)  # as the interrupted run's end released it
+    res = CliRunner().invoke(cli, ["report", str(out)])
+    assert res.exit_code == 1
+    assert res.output.strip() == (
+        f"Error: {out}: an interrupted run that recorded no run; the same command plus "
+        f"--resume {out} measures them"
+    )
 
 
 def test_a_memcpy_file_is_matched_with_the_caches_of_the_machine_that_measured_it(tmp_path):

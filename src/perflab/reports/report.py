@@ -144,9 +144,11 @@ def _journal(parts: Path) -> pd.DataFrame:
         except Exception:  # a chunk torn by a kill: the others still count
             bad += 1
     frames = [f for f in frames if not f.empty]
-    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     target = parts.with_name(parts.name.removesuffix(".parts"))
     running = filelock.writer(target)
+    if not frames:
+        raise _nothing_yet(target, running)
+    df = pd.concat(frames, ignore_index=True)
     why = (
         f"a run still going ({running} is writing it): the {len(chunks) - bad} chunks it has "
         "written so far"
@@ -162,12 +164,28 @@ def _journal(parts: Path) -> pd.DataFrame:
     return results.attach(df, meta)
 
 
+def _nothing_yet(target: Path, running: str | None) -> PerflabError:
+    """A run that has recorded no row: still going, or interrupted before its first."""
+    if running:
+        return PerflabError(
+            f"{target}: a run still going ({running} is writing it) has recorded no run yet; "
+            "its rows reach the disk about every second"
+        )
+    return PerflabError(
+        f"{target}: an interrupted run that recorded no run; the same command plus "
+        f"--resume {target} measures them"
+    )
+
+
 def load(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
     """A result file, or the journal an interrupted run left beside it; notes on what was read."""
     p = Path(path)
     parts = p if p.name.endswith(".parts") else p.with_name(p.name + ".parts")
     if parts.is_dir() and (p == parts or not p.exists()):
         return _journal(parts), []
+    running = None if p.exists() else filelock.writer(p)
+    if running:
+        raise _nothing_yet(p, running)
     df = results.load(p)
     notes = []
     if parts.is_dir():

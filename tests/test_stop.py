@@ -113,7 +113,8 @@ def test_a_report_of_a_sweep_still_going_names_its_writer_and_no_resume(slow, tm
 
 
 @pytest.mark.parametrize(
-    ("longest_s", "runs"), [(0.0, 512), (0.0005, 512), (0.01, 100), (0.3, 3), (5.0, 1)]
+    ("longest_s", "flush_s", "runs"),
+    [(0.0, 1, 512), (0.0005, 1, 512), (0.01, 1, 100), (0.3, 1, 3), (5.0, 1, 1), (0.3, 0, 512)],
 )
-def test_a_batch_takes_about_a_flush_whatever_a_run_takes(longest_s, runs):
-    assert childruns.runs_per_batch(longest_s, 512, 1.0) == runs
+def test_a_batch_takes_about_a_flush_whatever_a_run_takes(longest_s, flush_s, runs):
+    assert childruns.runs_per_batch(longest_s, 512, flush_s) == runs

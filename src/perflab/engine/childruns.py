@@ -461,8 +461,11 @@ def preflight(runs: Runs, options: spawn.SpawnOptions) -> float:
 
 def runs_per_batch(longest_s: float, most: int, flush_s: float) -> int:
     """Runs in one C batch: as many as take about flush_s, so that rows reach the disk that
-    often (a batch's rows come back when it ends) however long a run is; `most` at the most."""
-    return most if longest_s <= 0 else max(1, min(most, int(flush_s / longest_s)))
+    often (a batch's rows come back when it ends) however long a run is; `most` at the most,
+    and when every batch is flushed (flush_s 0)."""
+    if longest_s <= 0 or flush_s <= 0:
+        return most
+    return max(1, min(most, int(flush_s / longest_s)))
 
 
 def measure_sequential(

@@ -1,5 +1,6 @@
 """Ctrl-C and SIGTERM stop a batch of long runs between runs, keep what finished, exit 128+sig."""
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -118,3 +119,18 @@ def test_a_report_of_a_sweep_still_going_names_its_writer_and_no_resume(slow, tm
 )
 def test_a_batch_takes_about_a_flush_whatever_a_run_takes(longest_s, flush_s, runs):
     assert childruns.runs_per_batch(longest_s, 512, flush_s) == runs
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_the_preflight_run_stops_alike(tmp_path, sig):
+    """The unrecorded first run, before the sweep's own handlers: SIGTERM ended perflab by its
+    default action there, with no line."""
+    cmd = [sys.executable, "-m", "perflab", "sweep", "env-size", "--max", "1", "--no-rt",
+           "-o", str(tmp_path / "p.parquet"), "--", shutil.which("sleep"), "60"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: any(_name(k) == "sleep" for k in psutil.Process(proc.pid).children(True)),
+             "the preflight run")  # fmt: skip
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert err.strip().splitlines()[-1] == "Error: interrupted before any run was recorded"

@@ -51,6 +51,7 @@ Warn = Callable[[str], None]
 
 
 PlanT = TypeVar("PlanT", bound=Controls)
+R = TypeVar("R")
 
 
 def run_order(items: int, repeat: int, order: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -459,6 +460,16 @@ def preflight(runs: Runs, options: spawn.SpawnOptions) -> float:
     return float(out["wall_ns"].max()) / 1e9 if out.size else 0.0
 
 
+def interruptible(measure: Callable[..., R], *args: Any) -> R:
+    """measure(*args) with Ctrl-C and SIGTERM stopping it alike (the preflight, before the
+    sweep's own handlers): without this, SIGTERM there ended perflab by its default action."""
+    with Interrupt() as stop:
+        done = measure(*args)
+    if stop.hit:
+        raise stop.stopped()
+    return done
+
+
 def runs_per_batch(longest_s: float, most: int, flush_s: float) -> int:
     """Runs in one C batch: as many as take about flush_s, so that rows reach the disk that
     often (a batch's rows come back when it ends) however long a run is; `most` at the most,
@@ -493,7 +504,7 @@ def measure_sequential(
     fresh = not recording.resume
     with quiet_options(controls) as options, _claimed(recording):
         options = replace(options, runq=runs.runq)
-        chunk_runs = runs_per_batch(preflight(runs, options), chunk_runs, flush_s)
+        chunk_runs = runs_per_batch(interruptible(preflight, runs, options), chunk_runs, flush_s)
         overhead = spawn.timer_overhead()
         extra: dict[str, Any] = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt}
         engine = spawn.engine()

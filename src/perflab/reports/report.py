@@ -150,10 +150,10 @@ def _journal(parts: Path) -> pd.DataFrame:
         raise _nothing_yet(target, running)
     df = pd.concat(frames, ignore_index=True)
     why = (
-        f"a run still going ({running} is writing it): the {len(chunks) - bad} chunks it has "
-        "written so far"
+        f"a run still going ({running} is writing it): the {_chunks(len(chunks) - bad)} it "
+        "has written so far"
         if running
-        else f"an interrupted run's journal: {len(chunks) - bad} chunks read"
+        else f"an interrupted run's journal: {_chunks(len(chunks) - bad)} read"
     )
     if bad:
         why += f", {bad} unreadable skipped"
@@ -162,6 +162,10 @@ def _journal(parts: Path) -> pd.DataFrame:
     meta.update(params=recorded.get("params"), identity=recorded.get("identity"), complete=False,
                 incomplete=why)  # fmt: skip
     return results.attach(df, meta)
+
+
+def _chunks(n: int) -> str:
+    return f"{n} chunk" if n == 1 else f"{n} chunks"
 
 
 def _nothing_yet(target: Path, running: str | None) -> PerflabError:

@@ -208,7 +208,6 @@ def test_ctrl_c_as_the_program_starts_stops_its_profile_as_later(monkeypatch):
     assert stopped.value.signum == signal.SIGINT
     meta = results.metadata(stopped.value.frame)
     assert meta["interrupted"] == signal.SIGINT and meta["signal"] == signal.SIGKILL
-    assert meta["wall_ns"] < 30e9
 
 
 def _name(p: psutil.Process) -> str:

@@ -81,8 +81,34 @@ int main(void)
 }
 """
 
+# Spins for argv[2] ms by its clock, then appends when it started and ended to argv[1].
+STAMP = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+static long long now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+int main(int argc, char **argv)
+{
+    long long start = now(), until = start + atoll(argv[2]) * 1000000LL;
+    char line[64];
+    int fd = open(argv[1], O_WRONLY | O_APPEND | O_CREAT, 0644);
+    while (now() < until)
+        ;
+    write(fd, line, snprintf(line, sizeof line, "%lld %lld\n", start, now()));
+    return 0;
+}
+"""
+
 CHILDREN = {
     "report": REPORT,
+    "stamp": STAMP,
     "parent": PARENT,
     "spin": "int main(void) { for (;;) ; }\n",
     "crash": "#include <signal.h>\nint main(void) { raise(SIGSEGV); return 0; }\n",
@@ -207,6 +233,35 @@ def test_a_stop_ends_a_realtime_child_spinning_on_the_spawners_cpu(children):
         batch.join()
         spawn.clear_stop()
     assert len(got[0]) == 0
+
+
+def test_back_to_back_realtime_runs_rest_so_the_kernels_throttle_never_lands_in_one(
+    children, tmp_path
+):
+    """Real-time tasks get sched_rt_runtime_us of each sched_rt_period_us on a CPU; children
+    run back to back would reach it and be throttled inside a run. The spawner rests between
+    runs instead: no window of one period holds more of the children's time than the runtime
+    (with half the period's remainder for a run predicted short; without the rests they fill
+    the period)."""
+    knobs = [Path(f"/proc/sys/kernel/sched_rt_{k}_us") for k in ("runtime", "period")]
+    runtime, period = (int(k.read_text()) * 1000 for k in knobs)
+    if runtime < 0:
+        pytest.skip("the kernel does not throttle real-time tasks here")
+    options = spawn.SpawnOptions(cpus=(machine.usable_cpus()[-1],), rt=True)
+    stamps = tmp_path / "stamps"
+    ms = 50
+    prog = np.zeros(2 * period // (ms * 1_000_000), np.int64)  # two periods of runs
+    runs = spawn.run_batch([[children["stamp"], str(stamps), str(ms)]], prog, options=options)
+    if int(runs["rt_errno"][0]):
+        pytest.skip("real-time priority is refused here")
+    assert [spawn.STATUS[int(s)] for s in runs["status"]] == ["ok"] * len(runs)
+    spans = np.loadtxt(stamps, dtype=np.int64, ndmin=2)
+    assert len(spans) == len(runs)
+    busiest = max(
+        np.clip(np.minimum(spans[:, 1], t + period) - np.maximum(spans[:, 0], t), 0, None).sum()
+        for t in spans[:, 0]
+    )
+    assert busiest <= runtime + (period - runtime) / 2
 
 
 def test_a_sequential_sweep_keeps_batches_queued_in_the_helper(children, monkeypatch):

@@ -590,6 +590,22 @@ def store_placement_floor(floor: PlacementFloor) -> Path:
     return path
 
 
+def rt_throttling() -> str:
+    """The kernel's real-time throttle (the last line of defence against a runaway RT task)
+    and how perflab's back-to-back real-time runs rest so that it never lands inside one."""
+    try:
+        runtime = int(_read(Path("/proc/sys/kernel/sched_rt_runtime_us")))
+        period = int(_read(Path("/proc/sys/kernel/sched_rt_period_us")))
+    except ValueError:
+        return "unknown"
+    if runtime < 0:
+        return "off (sched_rt_runtime_us=-1)"
+    return (
+        f"real-time tasks get at most {runtime / 1e3:.0f} ms of each {period / 1e3:.0f} ms on a "
+        "CPU; perflab's spawned real-time runs rest between runs to stay under it"
+    )
+
+
 def metadata() -> dict:
     """What every result records about where and how it was measured (the placement floor
     only as cached: measuring it takes seconds, which no verb spends unasked)."""
@@ -610,6 +626,7 @@ def metadata() -> dict:
         "placement_floor": floor.share if floor else None,
         "placement_floor_measured": floor.measured_at if floor else "not measured",
         "aslr_system": aslr(),
+        "rt_throttling": rt_throttling(),
         "governor": governor(),
         "hardware_counters": hardware_counters(),
         "perflab_version": __version__,

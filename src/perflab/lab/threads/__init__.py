@@ -37,7 +37,6 @@ from perflab.lab.threads.runner import (
     counter_status,
     run_metadata,
     run_threads,
-    sched_rt_note,
     steal_ns,
 )
 from perflab.lab.threads.thread_count import split
@@ -71,7 +70,6 @@ __all__ = [
     "rt_watchdog",
     "run_metadata",
     "run_threads",
-    "sched_rt_note",
     "split",
     "steal_ns",
     "thread_count",

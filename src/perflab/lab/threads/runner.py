@@ -161,20 +161,6 @@ def counter_status(events: Sequence[str] | None = None) -> dict[str, str]:
     return {r.event: r.status for r in table.itertuples() if r.event in wanted}
 
 
-def sched_rt_note() -> str:
-    """The kernel's real-time throttling, the last line of defence against a runaway RT task."""
-    try:
-        with open("/proc/sys/kernel/sched_rt_runtime_us") as f:
-            runtime = int(f.read())
-        with open("/proc/sys/kernel/sched_rt_period_us") as f:
-            period = int(f.read())
-    except OSError:
-        return "unknown"
-    if runtime < 0:
-        return "off (sched_rt_runtime_us=-1)"
-    return f"real-time tasks get at most {runtime / period:.0%} of each CPU"
-
-
 def run_metadata(
     experiment: str,
     loops: int,
@@ -196,5 +182,4 @@ def run_metadata(
         "shared_machine_note": "other processes may run on these CPUs",
         **extra,
         "counters": counter_status(),
-        "rt_throttling": sched_rt_note(),
     }

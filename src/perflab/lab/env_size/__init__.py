@@ -449,7 +449,10 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
                 "peak_excess: the window's highest per-size median over the baseline)"
             )
             peak = [f"{e:+.1%}" for e in windows.excess]
-            hidden = windows.assign(excess=peak).rename(columns={"excess": "peak_excess"})
+            spacing = ["" if pd.isna(v) else f"{v:,.0f}" for v in windows.spacing]  # first: none
+            hidden = windows.assign(excess=peak, spacing=spacing).rename(
+                columns={"excess": "peak_excess"}
+            )
     lines += why + alias_counters.summary_lines(meta) + lanes.describe(meta.get("interference", {}))
     if meta.get("engine") == "shift":
         checked = len(meta.get("shift_check", {}).get("sizes", []))
@@ -463,7 +466,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         ["start", "end", "verdict", "median_excess", "over"]
     ]
     tables = [
-        Table("windows", title, windows, "{:,.3f}", hidden),
+        Table("windows", title, windows, "{:,.0f}", hidden),
         Table("verdicts", VERDICTS_TITLE, verdicts, "{}", shown),
         Table("sizes", f"10 slowest sizes ({value})", sizes, "{:,.0f}",
               sizes.nlargest(10, "median")),

@@ -493,19 +493,25 @@ static int stop_pending(int stop_fd)
  * period, inside whichever run is going then.  Back-to-back real-time children reach it once
  * a second: on an AMD Zen 5 guest (Linux 6.18) about one 45 ms run in twenty read 40-50 ms
  * more (31 of 640 runs of brotli at 2x; 1 with sched_rt_runtime_us at -1).  So the spawning
- * thread rests instead, before a run that would take a busy stretch past the runtime (the
- * next run predicted as the last one and a quarter), for the period less the stretch: each
- * stretch and its rest then fill one period, so no window of a period holds more than the
- * runtime, and what the throttle would have taken is taken between runs.  An idle gap as
- * long counts as the rest.  Per CPU, as the kernel counts; none where it does not throttle
- * (-1, or knobs it cannot read) or after a run refused real-time priority. */
+ * thread keeps the busy time of every window of one period under the runtime, as the kernel
+ * counts it (what it counts in a period is then never over): before each run it adds the run,
+ * predicted as the last one plus a margin, to the busy stretches of the last period, and where
+ * that would reach the runtime it rests first, just long enough for the oldest busy time to
+ * leave the window.  Back-to-back short runs rest 50 ms a second, as the throttle took; 500 ms
+ * runs rest 50 ms between runs.  Per CPU, as the kernel counts; none where it does not
+ * throttle (-1, or knobs it cannot read), after a run refused real-time priority, or before
+ * a run predicted longer than the runtime, which no rest can keep whole. */
 #define REST_CPUS CPU_SETSIZE
+#define REST_STRETCHES 16
+#define REST_GAP_NS 1000000LL   /* idle at least this long between runs ends a busy stretch */
 #define REST_SLACK_NS 1000000LL /* from reading the clock to the child's start, and more */
 
 struct rest {
-    int64_t since; /* the start of this busy stretch (0: none yet) */
-    int64_t end;   /* when the last run ended */
-    int64_t last;  /* its wall time, the next one's prediction */
+    int64_t start[REST_STRETCHES], end[REST_STRETCHES]; /* past busy stretches, oldest first */
+    int n;
+    int64_t since; /* the start of the current stretch (0: none) */
+    int64_t ended; /* when the last run ended */
+    int64_t last;  /* its wall time */
     int rt;        /* whether it ran at real-time priority */
 };
 
@@ -546,31 +552,74 @@ static struct rest *rest_of(const struct spawn_opts *o)
     return rest_runtime && (o->flags & PERFLAB_SPAWN_RT) && cpu < REST_CPUS ? &rests[cpu] : NULL;
 }
 
-/* Before a run: rest first if it would take the busy stretch past the runtime; a stop ends
- * the rest. */
-static void rest_before(struct rest *r, int stop_fd)
+/* The current stretch joins the past ones, ending at `at` (the oldest two merge when full:
+ * counted busy, never less). */
+static void rest_close(struct rest *r, int64_t at)
 {
-    int64_t now;
+    if (r->n == REST_STRETCHES) {
+        r->end[0] = r->end[1];
+        memmove(&r->start[1], &r->start[2], (REST_STRETCHES - 2) * sizeof r->start[0]);
+        memmove(&r->end[1], &r->end[2], (REST_STRETCHES - 2) * sizeof r->end[0]);
+        r->n--;
+    }
+    r->start[r->n] = r->since;
+    r->end[r->n++] = at;
+    r->since = 0;
+}
+
+/* Before a run: rest first if the window of one period that ends with it would hold more than
+ * the runtime.  1 if a stop came during the rest (no run then). */
+static int rest_before(struct rest *r, int stop_fd)
+{
+    int64_t now, run, need, x, wait;
+    int k = 0;
 
     if (!r)
-        return;
+        return 0;
     now = mono_ns();
-    if (!r->since || !r->rt || now - r->end >= rest_period - (r->end - r->since)) {
+    if (!r->rt) {
+        r->n = 0;
+        r->since = 0;
+    }
+    if (r->since && now - r->ended >= REST_GAP_NS)
+        rest_close(r, r->ended);
+    while (k < r->n && r->end[k] <= now - rest_period)
+        k++;
+    memmove(r->start, r->start + k, (size_t)(r->n - k) * sizeof r->start[0]);
+    memmove(r->end, r->end + k, (size_t)(r->n - k) * sizeof r->end[0]);
+    r->n -= k;
+    if (!r->since)
         r->since = now;
-    } else if (now - r->since + r->last + r->last / 4 + REST_SLACK_NS > rest_runtime) {
-        int64_t pause = rest_period - (now - r->since);
+    run = r->last + (r->last / 4 < (rest_period - rest_runtime) / 2 ? r->last / 4
+                                                                    : (rest_period - rest_runtime) / 2);
+    run += REST_SLACK_NS;
+    if (run >= rest_runtime)
+        return 0;
+    /* The latest x for which the busy time in [x, now] reaches the runtime less the run. */
+    need = rest_runtime - run;
+    x = INT64_MIN;
+    for (int i = r->n; i >= 0 && x == INT64_MIN; i--) {
+        int64_t s = i == r->n ? r->since : r->start[i], e = i == r->n ? now : r->end[i];
+        if (e - s > need)
+            x = e - need;
+        need -= e - s;
+    }
+    wait = x == INT64_MIN ? 0 : x - (now + run - rest_period);
+    if (wait > 0) {
         struct pollfd p = {.fd = stop_fd, .events = POLLIN};
-        struct timespec ts = {pause / 1000000000, pause % 1000000000};
-        if (pause > 0)
-            ppoll(&p, 1, &ts, NULL);
+        struct timespec ts = {wait / 1000000000, wait % 1000000000};
+        rest_close(r, now);
+        if (ppoll(&p, 1, &ts, NULL) > 0)
+            return 1;
         r->since = mono_ns();
     }
+    return 0;
 }
 
 static void rest_after(struct rest *r, const struct perflab_run *out)
 {
     if (r) {
-        r->end = mono_ns();
+        r->ended = mono_ns();
         r->last = out->wall_ns;
         r->rt = out->rt_errno == 0;
     }
@@ -1077,7 +1126,8 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
         b.envp[b.hdr.nenv] = size >= 0 ? b.pad : NULL;
         if (size >= 0)
             b.pad[b.prefix + size] = '\0';
-        rest_before(rest, stop_fd);
+        if (rest_before(rest, stop_fd))
+            break;
         rc = run_one(&c, argv[0], argv + 1, b.envp, stop_fd, &out[i]);
         rest_after(rest, &out[i]);
         if (reaper && perflab_reap_strays())
@@ -1185,7 +1235,8 @@ static void *lane_main(void *arg)
         envp[b->hdr.nenv] = size >= 0 ? pad : NULL;
         if (size >= 0)
             pad[b->prefix + size] = '\0';
-        rest_before(rest, l->stop_fd);
+        if (rest_before(rest, l->stop_fd))
+            break;
         int stopped = run_one(&c, b->argv[b->prog[i]][0], b->argv[b->prog[i]] + 1, envp,
                               l->stop_fd, &l->out[i]);
         rest_after(rest, &l->out[i]);

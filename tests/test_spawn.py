@@ -499,3 +499,24 @@ def test_a_batch_holds_one_layout_and_only_its_first_run_reads_pages_afresh():
                              layout=np.array([0, 0, 0, 1, 1, 2, 2]))  # fmt: skip
     started = layouts.starting(np.array([1, 2, 4, 5, 6]))
     assert started.fresh is not None and np.flatnonzero(started.fresh).tolist() == [1, 4, 5]
+
+
+@pytest.mark.parametrize("rt_errno", [0, errno.EPERM])
+def test_real_time_runs_longer_than_the_kernels_runtime_are_said_once(rt_errno):
+    """No rest keeps the throttle out of a run longer than the real-time runtime: one warning
+    naming --no-rt, recorded, where such runs were granted real-time priority."""
+    runs = np.zeros(3, bindings.RUN_DTYPE)
+    runs["wall_ns"] = [5_000_000, 2_000_000_000, 3_000_000_000]
+    runs["rt_errno"] = rt_errno
+    said: list[str] = []
+    extra: dict = {}
+    options = spawn.SpawnOptions(rt=True)
+    for _ in range(2):
+        childruns.rt_throttled_once(options, runs, extra, said.append)
+    childruns.rt_throttled_once(spawn.SpawnOptions(rt=False), runs, {}, said.append)
+    bandwidth = machine.rt_bandwidth()
+    if rt_errno or bandwidth is None or bandwidth[0] >= 3_000_000_000:
+        assert said == [] and extra == {}
+    else:
+        assert len(said) == 1 and "--no-rt" in said[0] and "3,000 ms" in said[0]
+        assert extra["rt_throttled"]["longest"] == "3,000"

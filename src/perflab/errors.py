@@ -43,6 +43,10 @@ class PerflabWarning(UserWarning):
 WARNINGS = {
     "rt_refused": "real-time priority refused: {why}; continuing at normal priority "
     "(--no-rt: do not ask)",
+    "rt_throttled": "runs of up to {longest} ms are longer than the kernel lets real-time tasks "
+    "run ({runtime} ms of each {period} ms on a CPU), so it pauses each for the rest of its "
+    "period inside the run; --no-rt runs them at normal priority, or raise "
+    "/proc/sys/kernel/sched_rt_runtime_us",
     "pages_kept": "{programs}: pages stayed in memory at a layout's start (a running process "
     "maps the program, or its filesystem keeps them, as tmpfs does), so where they sit in "
     "physical memory is the same in every layout and identical copies can differ by it; end "

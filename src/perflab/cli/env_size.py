@@ -143,7 +143,8 @@ def _fleet(
     if as_json:
         emit_json({"output": record[0], "hosts": per_host, "missing": out.missing})
         return
-    table(per_host, "{:,.0f}", title=f"env-size on {len(per_host)} hosts, recorded in {record[0]}")
+    title = f"env-size on {len(per_host)} hosts, recorded in {record[0]}"
+    table(env_size.spacing_shown(per_host), "{:,.0f}", title=title)
     for m in out.missing:
         click.echo(f"missing: {m}")
     click.echo(f"fleet view: perflab report hosts {record[0]}")

@@ -156,6 +156,24 @@ def rt_refused_once(
     return replace(options, rt=False)
 
 
+def rt_throttled_once(
+    options: spawn.SpawnOptions, runs: np.ndarray, extra: dict, warn: Warn
+) -> None:
+    """Real-time runs longer than the kernel's real-time runtime: no rest between runs keeps
+    its throttle out of them (csrc/spawn.c, rest_before), so say so once and record it."""
+    granted = runs["wall_ns"][runs["rt_errno"] == 0]
+    bandwidth = machine.rt_bandwidth() if options.rt and granted.size else None
+    if bandwidth is None or "rt_throttled" in extra or granted.max() <= bandwidth[0]:
+        return
+    said = {
+        "longest": f"{granted.max() / 1e6:,.0f}",
+        "runtime": f"{bandwidth[0] / 1e6:,.0f}",
+        "period": f"{bandwidth[1] / 1e6:,.0f}",
+    }
+    warn(errors.warning("rt_throttled", **said))
+    extra["rt_throttled"] = said
+
+
 def default_cpus() -> tuple[int, ...]:
     """The last usable CPU: away from CPU 0, where most interrupts land."""
     return (machine.usable_cpus()[-1],)
@@ -558,6 +576,7 @@ def measure_sequential(
                     elif i + ahead < len(chunks):
                         queued.append(send(chunks[i + ahead]))
                     for batch, at, busy in done:
+                        rt_throttled_once(options, batch, extra, warn)
                         options = rt_refused_once(options, batch, extra, warn)
                         pages_kept_once(batch, runs.programs, extra, warn)
                         if runs.runq != "off" and len(batch) and "runq" not in extra:

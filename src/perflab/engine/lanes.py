@@ -178,6 +178,7 @@ def _measure_lanes(
                         queued.append(_send_chunk(pipe, runs, chunks[i + childruns.AHEAD], ref,
                                                   sizes, options))  # fmt: skip
                     for got, at, parallel in parts:
+                        childruns.rt_throttled_once(options, got, extra, warn)
                         options = childruns.rt_refused_once(options, got, extra, warn)
                         childruns.pages_kept_once(got, runs.programs, extra, warn)
                         recorder.add(runs.lane_rows(got, at, overhead, parallel))

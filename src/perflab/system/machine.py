@@ -590,19 +590,28 @@ def store_placement_floor(floor: PlacementFloor) -> Path:
     return path
 
 
-def rt_throttling() -> str:
-    """The kernel's real-time throttle (the last line of defence against a runaway RT task)
-    and how perflab's back-to-back real-time runs rest so that it never lands inside one."""
+def rt_bandwidth() -> tuple[int, int] | None:
+    """What the kernel lets real-time tasks run on a CPU: (runtime, period) in ns, or None
+    where it does not throttle them (sched_rt_runtime_us -1) or the knobs cannot be read."""
     try:
         runtime = int(_read(Path("/proc/sys/kernel/sched_rt_runtime_us")))
         period = int(_read(Path("/proc/sys/kernel/sched_rt_period_us")))
     except ValueError:
-        return "unknown"
-    if runtime < 0:
-        return "off (sched_rt_runtime_us=-1)"
+        return None
+    return (runtime * 1000, period * 1000) if 0 < runtime < period else None
+
+
+def rt_throttling() -> str:
+    """The kernel's real-time throttle (the last line of defence against a runaway RT task)
+    and how perflab's back-to-back real-time runs rest so that it never lands inside one."""
+    bandwidth = rt_bandwidth()
+    if bandwidth is None:
+        return "off, or unknown (sched_rt_runtime_us, sched_rt_period_us)"
+    runtime, period = bandwidth
     return (
-        f"real-time tasks get at most {runtime / 1e3:.0f} ms of each {period / 1e3:.0f} ms on a "
-        "CPU; perflab's spawned real-time runs rest between runs to stay under it"
+        f"real-time tasks get at most {runtime / 1e6:.0f} ms of each {period / 1e6:.0f} ms on "
+        "a CPU; perflab's spawned runs, when at real-time priority, rest between runs to stay "
+        "under it"
     )
 
 

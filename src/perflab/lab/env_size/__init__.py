@@ -286,6 +286,11 @@ def _windows_by(parts: Sequence[tuple[str, pd.DataFrame]], key: str, k: float) -
     return pd.DataFrame(rows)
 
 
+def spacing_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """A windows table as printed: a spacing where there is one ("-": one window or none)."""
+    return table.assign(spacing=["-" if pd.isna(v) else f"{v:,.0f}" for v in table["spacing"]])
+
+
 def per_host_windows(df: pd.DataFrame, k: float = 5.0) -> pd.DataFrame:
     """A campaign's sweep per host: runs, median of the size medians, windows and their spacing."""
     return _windows_by([(str(h), part) for h, part in df.groupby("host")], "host", k)
@@ -449,8 +454,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
                 "peak_excess: the window's highest per-size median over the baseline)"
             )
             peak = [f"{e:+.1%}" for e in windows.excess]
-            spacing = ["" if pd.isna(v) else f"{v:,.0f}" for v in windows.spacing]  # first: none
-            hidden = windows.assign(excess=peak, spacing=spacing).rename(
+            hidden = spacing_shown(windows.assign(excess=peak)).rename(
                 columns={"excess": "peak_excess"}
             )
     lines += why + alias_counters.summary_lines(meta) + lanes.describe(meta.get("interference", {}))
@@ -474,8 +478,9 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     if predicted is not None:
         tables.insert(1, Table("predicted", "predicted windows (from addresses)", predicted, "{}"))
     if "cpu" in frame:
+        cpus = per_cpu_windows(frame, k)
         tables.append(
-            Table("per_cpu", "per CPU (all: pooled)", per_cpu_windows(frame, k), "{:,.0f}")
+            Table("per_cpu", "per CPU (all: pooled)", cpus, "{:,.0f}", spacing_shown(cpus))
         )
     values: dict[str, Any] = {
         "value": value,

@@ -221,3 +221,21 @@ def test_resume_with_other_parameters_is_refused(program, runner, tmp_path):
     res = runner.invoke(cli, [*args[:-1], "--seed", "3", "--resume", str(out)])
     assert res.exit_code != 0 and "different parameters (seed: recorded 0, asked 3)" in res.output
     assert len(results.load(out)) == 8
+
+
+def test_few_runs_a_side_are_never_beyond_doubt_over_many_setups():
+    """4 runs a side cannot exclude chance at 1 - 0.05/200 however they fall (an exact test of
+    4 against 4 reaches 1/70 at best): a layout 20 % slower is decided at 95 %, and no layout
+    is beyond doubt over the 200, so none makes the conclusion depend on the layout."""
+    rng = np.random.default_rng(7)
+    rows = [
+        {"setup": s, "env_size": s, "side": side, "rep": rep, "status": "ok",
+         "ticks": 1e6 * (1 + (0.2 if side == "B" and s == 0 else 0)) * (1 + rng.normal(0, 0.01))}
+        for s in range(200) for rep in range(4) for side in "AB"
+    ]  # fmt: skip
+    df = pd.DataFrame(rows)
+    per = compare.per_setup(df)
+    summary = compare.overall(df, per)
+    assert per["verdict"].iloc[0] == "B slower"
+    assert summary["family_confidence"] == pytest.approx(1 - 0.05 / 200)
+    assert not summary["depends_on_setup"]

@@ -159,6 +159,20 @@ def test_cli_build_mode_randomizes_link_order(runner, tmp_path):
     assert results.metadata(results.load(out))["experiment"] == "compare"
 
 
+def test_no_layout_with_both_sides_ok_is_an_error_and_keeps_the_runs(runner, tmp_path):
+    """Every run failed (here: exit 3): one line, a non-zero exit, and the runs on disk."""
+    program = tmp_path / "fails"
+    program.write_text("#!/bin/sh\nexit 3\n")
+    program.chmod(0o755)
+    out = tmp_path / "r.parquet"
+    res = runner.invoke(cli, ["compare", str(program), str(program), "--setups", "2",
+                              "--repeat", "2", "--no-rt", "-o", str(out)])  # fmt: skip
+    assert res.exit_code == 1
+    errors = [x for x in res.output.splitlines() if x.startswith("Error:")]
+    assert len(errors) == 1 and "nothing to compare" in errors[0] and "'exit': 8" in errors[0]
+    assert len(results.load(out)) == 8
+
+
 @pytest.mark.parametrize(
     ("args", "match"),
     [

@@ -237,19 +237,21 @@ def test_resume_with_other_parameters_is_refused(program, runner, tmp_path):
     assert len(results.load(out)) == 8
 
 
-def test_few_runs_a_side_are_never_beyond_doubt_over_many_setups():
-    """4 runs a side cannot exclude chance at 1 - 0.05/200 however they fall (an exact test of
-    4 against 4 reaches 1/70 at best): a layout 20 % slower is decided at 95 %, and no layout
-    is beyond doubt over the 200, so none makes the conclusion depend on the layout."""
+@pytest.mark.parametrize(("pairs", "decided"), [(4, "unclear"), (6, "B slower")])
+def test_few_pairs_are_never_beyond_doubt_over_many_setups(pairs, decided):
+    """n pairs cannot exclude chance below 2 / 2^n however they fall (all n one way): a layout
+    20 % slower is decided at 95 % from 6 pairs (1 in 32) and not from 4 (1 in 8), and no
+    layout is beyond doubt at 1 - 0.05/200, so none makes the conclusion depend on the layout."""
     rng = np.random.default_rng(7)
     rows = [
         {"setup": s, "env_size": s, "side": side, "rep": rep, "status": "ok",
          "ticks": 1e6 * (1 + (0.2 if side == "B" and s == 0 else 0)) * (1 + rng.normal(0, 0.01))}
-        for s in range(200) for rep in range(4) for side in "AB"
+        for s in range(200) for rep in range(pairs) for side in "AB"
     ]  # fmt: skip
     df = pd.DataFrame(rows)
     per = compare.per_setup(df)
     summary = compare.overall(df, per)
-    assert per["verdict"].iloc[0] == "B slower"
-    assert summary["family_confidence"] == pytest.approx(1 - 0.05 / 200)
+    assert per["verdict"].iloc[0] == decided and per["pairs"].eq(pairs).all()
+    assert per["ratio"].iloc[0] == pytest.approx(1.2, rel=0.03)
+    assert summary["family_confidence"] == pytest.approx(1 - 0.05 / (200 if pairs == 6 else 1))
     assert not summary["depends_on_setup"]

@@ -115,7 +115,7 @@ def test_ratio_components_keep_what_moves_b_over_a_and_drop_what_moves_both():
 def pairs(rng, layouts, n, layout_sd, run_sd, delta, disturbed=0.0) -> pd.DataFrame:
     """n A and n B runs in each layout: a layout effect both share, one that moves B/A by
     layout_sd, runs with run_sd; a `disturbed` share of runs 1.5x slower (a neighbour)."""
-    setup, side, _ = np.indices((layouts, 2, n)).reshape(3, -1)
+    setup, side, rep = np.indices((layouts, 2, n)).reshape(3, -1)
     y = (
         10
         + delta * side
@@ -124,25 +124,27 @@ def pairs(rng, layouts, n, layout_sd, run_sd, delta, disturbed=0.0) -> pd.DataFr
         + rng.normal(0, run_sd, setup.size)
     )
     y += np.log(1.5) * (rng.random(setup.size) < disturbed)
-    return pd.DataFrame({"setup": setup, "side": np.array(["A", "B"])[side], "ticks": np.exp(y)})
+    return pd.DataFrame(
+        {"setup": setup, "side": np.array(["A", "B"])[side], "rep": rep, "ticks": np.exp(y)}
+    )
 
 
 def test_median_components_recover_the_layout_and_add_up_to_what_the_layouts_show():
     rng = np.random.default_rng(11)
     df = pairs(rng, 2000, 3, 0.02, 0.03, 0.05)
-    c = levels.median_ratio_components(df, "ticks")
+    c = levels.paired_ratio_components(df, "ticks")
     assert c.levels == ("setup", "pair") and c.units == (2000, 6000)
     assert math.sqrt(c.variances[0]) == pytest.approx(0.02, rel=0.15)
     assert c.variances[1] == pytest.approx(2 * 0.03**2, rel=0.1) and c.statistic == "median"
-    # What the plan extrapolates from is what the layouts' B/A of medians showed, exactly.
-    seen = levels.median_ratios(df, "ticks", "setup")["log_ratio"].var()
+    # What the plan extrapolates from is what the layouts' B/A of pairs showed, exactly.
+    seen = levels.paired_ratios(df, "ticks", "setup")["log_ratio"].var()
     assert c.variance((1, 3)) == pytest.approx(seen, rel=1e-9)
 
 
 def test_the_median_plan_is_the_closed_form_from_recovered_components():
     """Layouts that cost 100 pairs: sqrt(c_L / c_p * var_pair / var_layout) pairs a layout."""
     rng = np.random.default_rng(12)
-    c = levels.median_ratio_components(pairs(rng, 3000, 4, 0.01, 0.03, 0.0), "ticks")
+    c = levels.paired_ratio_components(pairs(rng, 3000, 4, 0.01, 0.03, 0.0), "ticks")
     p = levels.plan(c, (1.0, 0.01), 0.005)
     closed = math.sqrt(1.0 / 0.01 * math.pi / 2 * c.variances[1] / c.variances[0])
     assert p.optimum == pytest.approx((closed,))
@@ -160,7 +162,7 @@ def test_the_mean_of_layouts_covers_the_true_ratio_at_its_rate_through_disturbed
     hits = 0
     for _ in range(200):
         df = pairs(rng, layouts, 3, 0.01, 0.02, 0.03, disturbed=0.05)
-        d = levels.median_ratios(df, "ticks", "setup")["log_ratio"]
+        d = levels.paired_ratios(df, "ticks", "setup")["log_ratio"]
         _, lo, hi = levels.trimmed_interval(d, 0.9)
         hits += lo < 0.03 < hi
     # 200 experiments at 90 %: 80-97 % holds with probability > 0.999 for a correct interval.
@@ -181,6 +183,43 @@ def test_a_trimmed_mean_over_layouts_covers_through_wild_layouts_and_plans_from_
     assert levels.trimmed_variance(x.ravel(), 0.2) / 20 == pytest.approx(
         np.var(levels.trimmed_means(x, 0.2)), rel=0.1
     )
+
+
+def spells(rng, layouts, n, run_sd, delta, slow=0.3, mean_run=12) -> pd.DataFrame:
+    """A/B pairs run in time order, A or B first at random, through a host that now and then
+    slows every run for a spell (geometric, mean_run runs long, `slow` longer), as this guest's
+    host did: a spell that a layout's edge or middle cuts slows some runs of each side."""
+    rows, spell = [], 0
+    for setup in range(layouts):
+        for rep in range(n):
+            for side in "AB"[:: rng.choice([1, -1])]:
+                spell = (
+                    spell - 1 if spell else int(rng.random() < 0.04) * rng.geometric(1 / mean_run)
+                )
+                y = 10 + delta * (side == "B") + rng.normal(0, run_sd) + slow * (spell > 0)
+                rows.append({"setup": setup, "side": side, "rep": rep, "ticks": np.exp(y)})
+    return pd.DataFrame(rows)
+
+
+def test_pairs_cancel_what_a_host_spell_does_to_both_of_their_runs():
+    """A spell slows both runs of a pair alike; B/A of each side's medians follows it where it
+    cut one side's runs, the median of the pairs' ratios does not: layouts of 4 pairs spread
+    less, the runs' level is the pairs' own noise, and the interval over layouts keeps its rate."""
+    rng = np.random.default_rng(15)
+    df = spells(rng, 400, 4, 0.01, 0.03)
+    paired = levels.paired_ratios(df, "ticks", "setup")["log_ratio"]
+    medians = df.groupby(["setup", "side"])["ticks"].median().unstack()
+    apart = np.log(medians["B"] / medians["A"])
+    assert paired.std() < 0.7 * apart.std()
+    c = levels.paired_ratio_components(df, "ticks")
+    assert c.variances[1] == pytest.approx(2 * 0.01**2, rel=0.3)
+    assert c.variance((1, 4)) == pytest.approx(paired.var(), rel=1e-9)
+    hits = 0
+    for _ in range(200):
+        d = levels.paired_ratios(spells(rng, 10, 4, 0.01, 0.03), "ticks", "setup")["log_ratio"]
+        _, lo, hi = levels.trimmed_interval(d, 0.9)
+        hits += lo < 0.03 < hi
+    assert 160 <= hits <= 194
 
 
 def _objective(var, costs, lower):

@@ -281,64 +281,85 @@ def _spread_sample(v: np.ndarray) -> np.ndarray:
 def _robust_variance(logs: pd.Series, groups: list[pd.Series]) -> float:
     """The variance of one value within its groups, from the median absolute difference of all
     pairs inside a group: unlike deviations from a group's own median, it holds for groups of
-    two and three, and a disturbed run cannot weigh as its square."""
+    two and three, and a disturbed value cannot weigh as its square."""
     diffs = [
         np.abs(np.subtract.outer(v, v)[np.triu_indices(v.size, 1)])
         for _, g in logs.groupby(groups, sort=False)
         if (v := _spread_sample(g.to_numpy(float))).size >= 2
     ]
     if not diffs:
-        raise PerflabError("no layout holds two runs of a side: no spread of the runs")
+        raise PerflabError("no layout holds two pairs of A and B: no spread within a layout")
     return float((np.median(np.concatenate(diffs)) / _PAIR_SPREAD) ** 2)
 
 
-def median_ratios(
+def paired_ratios(
     frame: pd.DataFrame,
     value: str,
     level: str,
+    pair: str = "rep",
     side: str = "side",
     sides: tuple[str, str] = ("A", "B"),
 ) -> pd.DataFrame:
-    """Each unit of `level` (a layout) holding both sides: log(median B / median A) as
-    `log_ratio`, and `pairs`, the runs of its smaller side."""
-    a, b = _sides(frame, [level], side, sides)
-    med = [pd.to_numeric(f[value], errors="coerce").groupby(f[level]) for f in (a, b)]
-    out = pd.DataFrame(
-        {
-            "log_ratio": np.log(med[1].median()) - np.log(med[0].median()),
-            "pairs": np.minimum(med[0].count(), med[1].count()),
-        }
-    ).dropna()
+    """Each unit of `level` (a layout) holding both sides: the median over its pairs (an A and
+    a B run next to each other in time, `pair` naming them) of log(B / A) as `log_ratio`, and
+    `pairs`, how many. A pair's two runs share what the host did to that moment (this guest
+    ran 1.1-1.5x slower for a second at a time, runs' log times correlated at 0.7 lag 1), so
+    its ratio cancels it where medians of each side, taken apart, follow a spell that cut
+    one side's runs: over 40 layouts of 4 pairs of two copies of brotli, the layouts' log B/A
+    spread 0.016 this way against 0.038 as B/A of medians."""
+    d = pair_log_ratios(frame, value, level, pair, side, sides)
+    by = d.groupby(level=0)
+    out = pd.DataFrame({"log_ratio": by.median(), "pairs": by.size()}).dropna()
     return out[out["pairs"] > 0]
 
 
-def median_ratio_components(
+def pair_log_ratios(
+    frame: pd.DataFrame,
+    value: str,
+    level: str,
+    pair: str = "rep",
+    side: str = "side",
+    sides: tuple[str, str] = ("A", "B"),
+) -> pd.Series:
+    """log(B / A) of every pair holding a positive value of both sides, indexed by (level,
+    pair): a pair missing a side (a failed or stalled run) drops out whole."""
+    a, b = _sides(frame, [level], side, sides)
+    if pair not in frame:
+        raise PerflabError(f"no column {pair!r} in the frame: which A and B runs are a pair?")
+    logs = [
+        np.log(pd.to_numeric(f[value], errors="coerce").where(lambda x: x > 0))
+        .groupby([f[level], f[pair]])
+        .first()
+        for f in (a, b)
+    ]
+    return (logs[1] - logs[0]).dropna()
+
+
+def paired_ratio_components(
     frame: pd.DataFrame,
     value: str,
     level: str = "setup",
+    pair: str = "rep",
     side: str = "side",
     sides: tuple[str, str] = ("A", "B"),
     trim: float = 0.0,
 ) -> Components:
-    """Variance components of a layout's log(median B / median A), the estimate compare
-    averages over layouts: `level` (what a layout moves B/A by) and "pair" (an A and a B run:
-    A's variance plus B's, which a layout's medians of n pairs divide by 1/median_factor(n)).
-    The runs' spread is a robust one (a disturbed run counts as one, not as its square); the
-    layout's is what the sample variance of the layouts' log B/A holds beyond it, so the two
-    add up to the variance the layouts showed at the pairs they ran: for a trimmed mean over
-    layouts (`trim` of each end cut), its per-layout variance (trimmed_variance)."""
-    per = median_ratios(frame, value, level, side, sides)
+    """Variance components of a layout's median of its pairs' log(B/A), the estimate compare
+    averages over layouts: `level` (what a layout moves B/A by) and "pair" (one pair's log
+    B/A, which a layout's median of n pairs divides by 1/median_factor(n)). The pairs' spread
+    is a robust one within each layout (a disturbed pair counts as one, not as its square);
+    the layout's is what the sample variance of the layouts' log B/A holds beyond it, so the
+    two add up to the variance the layouts showed at the pairs they ran: for a trimmed mean
+    over layouts (`trim` of each end cut), its per-layout variance (trimmed_variance)."""
+    per = paired_ratios(frame, value, level, pair, side, sides)
     if len(per) < 2:
         raise PerflabError(f"one {level} holds both sides: B/A cannot vary between them")
-    logs = np.log(pd.to_numeric(frame[value], errors="coerce").where(lambda x: x > 0))
-    run = sum(
-        _robust_variance(logs[frame[side] == s], [frame.loc[frame[side] == s, level]])
-        for s in sides
-    )
+    d = pair_log_ratios(frame, value, level, pair, side, sides)
+    run = _robust_variance(d.reset_index(drop=True), [pd.Series(d.index.get_level_values(0))])
     within = run * float(np.mean([median_factor(int(n)) for n in per["pairs"]]))
     top = trimmed_variance(per["log_ratio"], trim) - within
     return Components(
-        f"log(median {sides[1]}/median {sides[0]}) of {value}",
+        f"median over pairs of log({sides[1]}/{sides[0]}) of {value}",
         (level, "pair"),
         (max(top, 0.0), run),
         (top, run),

@@ -442,22 +442,22 @@ def half_width(ratio: float, low: float, high: float) -> float:
 
 
 def interval(
-    ok: pd.DataFrame, value: str, confidence: float = CONFIDENCE, n_boot: int = 2000, seed: int = 0
+    ok: pd.DataFrame, value: str, confidence: float = CONFIDENCE
 ) -> tuple[float, float, float]:
-    """B/A over the setups: the geometric mean of the setups' B/A of medians (TRIM of each end
-    cut) with Yuen's t interval over the setups (at TRIM 0, Student's), the one the plan
-    predicts. Each
-    setup's B/A carries its runs' noise once: drawing the runs again as well counts it twice,
-    and medians of three drawn again swing wide on one disturbed run. With one setup, its runs
-    are drawn (n_boot times, from seed): an interval of that layout."""
-    per = levels.median_ratios(ok, value, "setup")
+    """B/A over the setups: the geometric mean of the setups' B/A (each the median of its A/B
+    pairs' ratios, levels.paired_ratios; TRIM of each end cut) with Yuen's t interval over the
+    setups (at TRIM 0, Student's), the one the plan predicts. Each setup's B/A carries its
+    pairs' noise once: drawing the pairs again as well counts it twice. With one setup, the
+    interval is its pairs' median's, from order statistics: an interval of that layout."""
+    per = levels.paired_ratios(ok, value, "setup")
     if len(per) >= 2:
         centre, lo, hi = levels.trimmed_interval(per["log_ratio"], confidence, TRIM)
         return math.exp(centre), math.exp(lo), math.exp(hi)
-    a, b = (ok.loc[ok["side"] == s, value].to_numpy(float) for s in "AB")
-    if min(a.size, b.size) < 2:
-        raise PerflabError("one setup and one run of a side: no interval")
-    return stats.ratio_ci(a, b, confidence, n_boot, seed)
+    d = levels.pair_log_ratios(ok, value, "setup")
+    if d.size < 2:
+        raise PerflabError("one setup and one pair of A and B: no interval")
+    centre, lo, hi = stats.median_interval(d, confidence)
+    return math.exp(centre), math.exp(lo), math.exp(hi)
 
 
 def covered(ok: pd.DataFrame) -> tuple[str, ...]:
@@ -477,7 +477,7 @@ def _to_precision(
 ) -> pd.DataFrame:
     """Rounds of new layouts until B/A's interval reaches plan.precision or the budget is
     spent: a pilot of PILOT, then as many layouts of as many pairs as Kalibera and Jones's plan
-    asks from the variance of the layouts' B/A of medians and the costs measured so far
+    asks from the variance of the layouts' B/A and the costs measured so far
     (analysis/levels.py), re-planned after every round. Journaled round by round into one
     file; a resume goes on from its rows, with the budget anew."""
     labels = [o.label for o in a.objects]
@@ -522,7 +522,7 @@ def _to_precision(
         ok = steady(frame[frame["status"] == "ok"], value_column(frame))
         try:
             reached = half_width(*interval(ok, value_column(frame)))
-            parts = levels.median_ratio_components(ok, value_column(frame), trim=TRIM)
+            parts = levels.paired_ratio_components(ok, value_column(frame), trim=TRIM)
         except PerflabError as exc:
             reason = f"no interval: {exc}"
             break
@@ -677,12 +677,24 @@ def _runs(
 
 SHOWN_SETUPS = 30  # setups a printed summary lists
 
-MIN_PER_SIDE = 3  # fewer ok runs of a side in a setup: no interval, its verdict "unclear"
+
+def pair_interval(g: pd.DataFrame, value: str, confidence: float) -> tuple[float, float, float]:
+    """A setup's B/A, the median of its A/B pairs' ratios, with the distribution-free interval
+    of that median (order statistics: the sign test's), (ratio, nan, nan) where its pairs are
+    too few for one at this confidence (5 at 95 %: 4 pairs all one way happen 1 time in 8).
+    A bootstrap of so few reads narrower than any test of them can be."""
+    d = levels.pair_log_ratios(g, value, "setup")
+    if d.empty:
+        return math.nan, math.nan, math.nan
+    centre, lo, hi = stats.median_interval(d, confidence)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return math.exp(centre), math.nan, math.nan
+    return math.exp(centre), math.exp(lo), math.exp(hi)
 
 
 def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
-    """B/A of medians in each setup with its bootstrap CI, and which way it points (unclear,
-    without an interval, when a side has fewer than MIN_PER_SIDE ok runs there)."""
+    """Each setup's B/A, the median of its A/B pairs' ratios, with its interval (pair_interval)
+    and which way it points: unclear without an interval."""
     value = value or value_column(df)
     ok = df[df["status"] == "ok"]
     layout = [c for c in LAYOUT[1:] if c in ok]  # a file from before a dimension lacks it
@@ -691,10 +703,9 @@ def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.
         a, b = g.loc[g["side"] == "A", value], g.loc[g["side"] == "B", value]
         if a.empty or b.empty:
             continue
-        if min(len(a), len(b)) >= MIN_PER_SIDE:
-            ratio, lo, hi = stats.ratio_ci(a, b, confidence, seed=int(setup))
-        else:
-            ratio, lo, hi = float(b.median() / a.median()), math.nan, math.nan
+        ratio, lo, hi = pair_interval(g, value, confidence)
+        if math.isnan(ratio):  # no pair holds both sides: their medians, without an interval
+            ratio = float(b.median() / a.median())
         first = g.iloc[0]
         rows.append(
             {
@@ -703,6 +714,7 @@ def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.
                 **{c: first[c].item() if hasattr(first[c], "item") else first[c] for c in layout},
                 "n_a": len(a),
                 "n_b": len(b),
+                "pairs": int(levels.pair_log_ratios(g, value, "setup").size),
                 "median_a": float(a.median()),
                 "median_b": float(b.median()),
                 "ratio": ratio,
@@ -719,10 +731,8 @@ def overall(
     setups: pd.DataFrame,
     value: str | None = None,
     confidence: float = CONFIDENCE,
-    n_boot: int = 2000,
-    seed: int = 0,
 ) -> dict:
-    """B/A over all setups (the geometric mean of the setups' B/A of medians) with a
+    """B/A over all setups (the geometric mean of the setups' B/A of pairs) with a
     bootstrap interval over the setups, whose B/A each carry their runs' noise: an interval
     about random layouts, not just these ones; and the variance of B/A by level."""
     value = value or value_column(df)
@@ -733,13 +743,13 @@ def overall(
     ok = steady(ok, value)
     stalled -= len(ok)
     try:
-        ratio, lo, hi = interval(ok, value, confidence, n_boot, seed)
+        ratio, lo, hi = interval(ok, value, confidence)
         covers = covered(ok)
     except PerflabError:  # one setup and one run of a side: B/A without an interval
         ratio = float(setups["ratio"].iloc[0])
         lo, hi, covers = math.nan, math.nan, ()
     try:
-        parts: levels.Components | None = levels.median_ratio_components(ok, value, trim=TRIM)
+        parts: levels.Components | None = levels.paired_ratio_components(ok, value, trim=TRIM)
     except PerflabError:
         parts = None  # one setup, or one run a side in every setup: no split by level
     counts = setups["verdict"].value_counts()
@@ -781,30 +791,26 @@ def _family_verdicts(
     """The setups whose B/A is beyond doubt at confidence over them all (Bonferroni: each at
     1 - (1 - confidence) / n), by direction. Twelve setups of byte-identical programs at 95 %
     each show one "slower" and one "faster" often enough to call the layout decisive when
-    nothing differs. A setup is beyond doubt only where its runs could be: no test of m runs
-    against n reaches below 1 / C(m+n, m) one-sided (1/70 for 4 against 4), and a bootstrap
-    interval of so few reads narrower than that: 7 of 200 setups of identical programs, 4
-    runs a side, were "beyond doubt" at 1 - 0.05/200 before (a new user's trial)."""
+    nothing differs. A setup is beyond doubt only where its pairs could be: its pairs'
+    median's interval at that confidence (pair_interval), which n pairs cannot give below
+    2 / 2^n (a bootstrap of 4 runs a side read 7 of 200 setups of identical programs "beyond
+    doubt" at 1 - 0.05/200: a new user's trial)."""
     decided = setups[setups["verdict"] != "unclear"]
     n = max(int(setups["ci_low"].notna().sum()), 1)
     each = 1 - (1 - confidence) / n
     sure = {"B slower": 0, "B faster": 0}
     for _, row in decided.iterrows():
-        g = ok[ok["setup"] == row["setup"]]
-        a, b = (g.loc[g["side"] == side, value] for side in "AB")
-        if 1 / math.comb(len(a) + len(b), len(a)) > (1 - each) / 2:
-            continue
-        _, lo, hi = stats.ratio_ci(a, b, each, seed=int(row["setup"]))
+        _, lo, hi = pair_interval(ok[ok["setup"] == row["setup"]], value, each)
         if lo > 1 or hi < 1:
             sure["B slower" if lo > 1 else "B faster"] += 1
     return each, sure
 
 
 def _shares(parts: levels.Components, setups: pd.DataFrame) -> dict[str, float]:
-    """What share of the variance of a setup's B/A its layout holds, and its runs, at the
+    """What share of the variance of a setup's B/A its layout holds, and its pairs, at the
     median number of pairs the setups ran."""
-    pairs = int(np.median(np.minimum(setups["n_a"], setups["n_b"])))
-    layout, runs = parts.variances[0], parts.variances[1] / pairs
+    pairs = int(np.median(setups["pairs"]))
+    layout, runs = parts.variances[0], parts.variances[1] * levels.median_factor(max(pairs, 1))
     total = layout + runs
     if not total > 0:
         return {"setup": math.nan, "run": math.nan, "pairs": pairs}
@@ -876,7 +882,7 @@ def plot(
     ticks = ["\n".join(_layout_words(r)) or str(r["setup"]) for _, r in setups.iterrows()]
     ax.set_xticks(x, ticks, rotation=90, fontsize=7)
     ax.set_xlabel("setup")
-    ax.set_ylabel("B / A (median ticks)")
+    ax.set_ylabel("B / A (median of its pairs)")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4, fontsize=8)
     meta = results.metadata(df)
     title = "B/A over random setups" + (
@@ -901,8 +907,8 @@ def _components_line(shares: dict[str, float] | None) -> list[str]:
         return []
     return [
         f"the layout explains {shares['setup']:.0%} of the variance of a setup's B/A here, "
-        f"its runs {shares['run']:.0%} (variance components of log B/A of medians, at "
-        f"{shares['pairs']} pairs a setup)"
+        f"its runs {shares['run']:.0%} (variance components of a setup's median of its pairs' "
+        f"log B/A, at {shares['pairs']} pairs a setup)"
     ]
 
 
@@ -942,7 +948,7 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
     ok = steady(frame[frame["status"] == "ok"], value)
     costs = record["costs_s"]
     try:
-        parts = levels.median_ratio_components(ok, value, trim=TRIM)
+        parts = levels.paired_ratio_components(ok, value, trim=TRIM)
         fixed = levels.predict(parts, [costs["layout"], costs["pair"]], (10, 10))
     except PerflabError:
         return out
@@ -985,7 +991,8 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         return Summary(lines, [Table("setups", "setups", per)], values)
     total = overall(frame, per, value)
     lines += [
-        f"per setup: B/A of medians from {total['min_ratio']:.3f} to {total['max_ratio']:.3f}; "
+        f"per setup: B/A, the median of its pairs' ratios, from {total['min_ratio']:.3f} to "
+        f"{total['max_ratio']:.3f}; "
         f"B slower in {total['b_slower']}, faster in {total['b_faster']}, "
         f"unclear in {total['unclear']} of {total['setups']}",
         total["conclusion"],
@@ -1007,7 +1014,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
               *(c for c in LAYOUT[2:] if c in per and c.replace("_", "-") in varied)]  # fmt: skip
     cols = ["setup", *layout, "median_a", "median_b", "ratio", "ci_low", "ci_high", "verdict"]
     shown = per[cols].astype({"median_a": "int64", "median_b": "int64"})
-    title = f"B/A of median {value} per setup (-1: no padding)"
+    title = f"B/A of {value} per setup, the median of its A/B pairs' (-1: no padding)"
     if len(shown) > SHOWN_SETUPS:  # a --precision run may hold thousands: the file has them all
         shown = shown.head(SHOWN_SETUPS)
         title += f"; the first {SHOWN_SETUPS} of {len(per)}, every one in the saved result"

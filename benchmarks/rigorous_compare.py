@@ -67,6 +67,8 @@ def main() -> None:
 
     for what, b, n in (("identical builds", o2, args.identical),
                        ("two copies of one build", twin, args.copies)):  # fmt: skip
+        if not n:
+            continue
         same = [one(o2, b, precision, seed) for seed in range(n)]
         false = [r for r in same if r["claim"]]
         seconds = sorted(r["seconds"] for r in same)[len(same) // 2]

@@ -1014,7 +1014,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
               *(c for c in LAYOUT[2:] if c in per and c.replace("_", "-") in varied)]  # fmt: skip
     cols = ["setup", *layout, "median_a", "median_b", "ratio", "ci_low", "ci_high", "verdict"]
     shown = per[cols].astype({"median_a": "int64", "median_b": "int64"})
-    title = f"B/A of {value} per setup, the median of its A/B pairs' (-1: no padding)"
+    title = f"B/A of {value} per setup: the median of its A/B pairs' ratios (-1: no padding)"
     if len(shown) > SHOWN_SETUPS:  # a --precision run may hold thousands: the file has them all
         shown = shown.head(SHOWN_SETUPS)
         title += f"; the first {SHOWN_SETUPS} of {len(per)}, every one in the saved result"

@@ -1,6 +1,7 @@
 """perflab compare: known ratios from real runs, setup randomization, the wrong-data verdict."""
 
 import json
+import math
 import mmap
 import os
 import shutil
@@ -9,17 +10,22 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import lock_free, wait_for
 
+from perflab.analysis import levels
 from perflab.cli import cli
 from perflab.engine import results
 from perflab.errors import PerflabWarning
 from perflab.lab import compare
 from perflab.system import compiler
+
+DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(autouse=True)
@@ -255,3 +261,43 @@ def test_few_pairs_are_never_beyond_doubt_over_many_setups(pairs, decided):
     assert per["ratio"].iloc[0] == pytest.approx(1.2, rel=0.03)
     assert summary["family_confidence"] == pytest.approx(1 - 0.05 / (200 if pairs == 6 else 1))
     assert not summary["depends_on_setup"]
+
+
+def test_setups_without_a_verdict_say_how_many_pairs_would_show_a_change(program, runner, tmp_path):
+    """From the spread of the comparison's own pairs: the median's normal approximation, never
+    under the 6 pairs a 95 % interval needs; report weighs another change on request, and
+    refuses it for a result that has no setups to weigh."""
+    assert compare.fewest_pairs(0.95) == 6 and compare.fewest_pairs(0.99) == 8
+    v = 2 * 0.01**2
+    z = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
+    assert compare.pairs_needed(v, 0.01) == math.ceil(
+        z**2 * math.pi / 2 * v / math.log1p(0.01) ** 2
+    )
+    assert compare.pairs_needed(v, 0.5) == 6
+    out = tmp_path / "aa.parquet"
+    args = ["compare", program, program, "--setups", "3", "--repeat", "4", "--no-rt", "-o", out]
+    assert runner.invoke(cli, list(map(str, args))).exit_code == 0
+    df = results.load(out)
+    var = levels.paired_ratio_components(df[df["status"] == "ok"], "ticks").variances[1]
+    for change, said in ((None, "2%"), ("0.1%", "0.1%"), ("0.001", "0.1%")):
+        res = runner.invoke(cli, ["report", str(out), *(["--change", change] if change else [])])
+        assert res.exit_code == 0, res.output
+        need = compare.pairs_needed(var, float(said[:-1]) / 100)
+        line = next(x for x in res.stdout.splitlines() if "without a verdict" in x)
+        if need > 4:
+            assert f"3 setups without a verdict would each need about {need:,} pairs" in line
+            assert f"to show a {said} change" in line and "they have 4" in line
+        else:
+            assert f"the 3 setups without a verdict had pairs enough to show a {said}" in line
+    res = runner.invoke(cli, ["report", str(DATA / "env-size-xeon-amx.parquet"), "--change", "1%"])
+    assert res.exit_code != 0 and "this result is of env-size" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
+def test_setups_with_pairs_enough_say_a_change_there_is_likely_smaller():
+    df = _synthetic([1.0, 1.0, 1.0])
+    summary = compare.summary(df, {"randomize": []})
+    assert any(
+        "the 3 setups without a verdict had pairs enough to show a 2% change" in line
+        for line in summary.lines
+    )

@@ -281,6 +281,17 @@ def check_complete(df: pd.DataFrame, output: str) -> None:
         )
 
 
+def fraction(text: str) -> float:
+    """'2%' or '0.02' as 0.02: a change of interest, between 0 and 100 %."""
+    try:
+        value = float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: a percentage (2%) or a fraction (0.02)") from None
+    if not 0 < value < 1:
+        raise click.BadParameter(f"{text!r}: a change between 0 and 100%")
+    return value
+
+
 def cpu_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
     """Click callback: '1' or '0-1,3' as a list of online CPUs, each once, else a one-line error."""
     from perflab.system import machine

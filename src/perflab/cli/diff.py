@@ -9,20 +9,10 @@ from perflab.cli.common import (
     emit_json,
     export_options,
     export_path,
+    fraction,
     table,
     write_export,
 )
-
-
-def _fraction(text: str) -> float:
-    """'2%' or '0.02' as 0.02."""
-    try:
-        value = float(text.removesuffix("%")) / (100 if text.endswith("%") else 1)
-    except ValueError:
-        raise click.BadParameter(f"{text!r}: a percentage (2%) or a fraction (0.02)") from None
-    if not 0 < value < 1:
-        raise click.BadParameter(f"{text!r}: a change between 0 and 100%")
-    return value
 
 
 @cli.command("diff")
@@ -49,7 +39,7 @@ def _fraction(text: str) -> float:
     default="2%",
     show_default=True,
     metavar="PCT",
-    callback=lambda ctx, param, text: _fraction(text),
+    callback=lambda ctx, param, text: fraction(text),
     help="The smallest change of interest (2% or 0.02): for each point without a decision, "
     "diff says how many runs would show a change this large.",
 )

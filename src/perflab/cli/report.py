@@ -9,6 +9,7 @@ from perflab.cli.common import (
     emit_json,
     export_options,
     export_path,
+    fraction,
     table,
     write_export,
 )
@@ -33,11 +34,19 @@ def report() -> None:
 @click.argument("path", type=click.Path(dir_okay=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary tables as JSON.")
 @click.option("--plot", "plot_path", type=FileToWrite(), help="Redraw the figure to FILE.")
+@click.option(
+    "--change",
+    metavar="PCT",
+    callback=lambda ctx, param, text: None if text is None else fraction(text),
+    help="For a compare result: the change (2% or 0.02) its setups without a verdict are "
+    "weighed against, how many pairs each would need to show it [default: 2%].",
+)
 @export_options
 def show_cmd(
     path: str,
     as_json: bool,
     plot_path: str | None,
+    change: float | None,
     md_path: str | None,
     html_path: str | None,
 ) -> None:
@@ -52,7 +61,7 @@ def show_cmd(
 
     check_paths(None, plot_path)
     md_path, html_path = export_path(md_path, ".md"), export_path(html_path, ".html")
-    r = report.report(path)
+    r = report.report(path, change)
     if plot_path:
         r.plot(plot_path)
     write_export(md_path, lambda: exporters.MARKDOWN.report(r))

@@ -676,6 +676,10 @@ def _runs(
 
 
 SHOWN_SETUPS = 30  # setups a printed summary lists
+# The change a setup without a verdict is weighed against, as diff's --change: how many pairs
+# it would need to show one this large (`perflab report FILE --change PCT` asks for another).
+CHANGE = 0.02
+POWER = 0.8
 
 
 def pair_interval(g: pd.DataFrame, value: str, confidence: float) -> tuple[float, float, float]:
@@ -772,6 +776,7 @@ def overall(
         "depends_on_setup": bool(sure["B slower"] and sure["B faster"]),
         "family_confidence": family,
         "components": _shares(parts, setups) if parts is not None else None,
+        "pair_variance": parts.variances[1] if parts is not None else math.nan,
         "conclusion": _conclusion(
             ratio,
             lo,
@@ -901,6 +906,43 @@ def _layout_words(row: pd.Series) -> list[str]:
     return [w for w in words if w]
 
 
+def fewest_pairs(confidence: float) -> int:
+    """The fewest pairs whose median can have an interval at this confidence: all n one way
+    happen 2 / 2^n of the time by chance."""
+    return math.ceil(math.log2(2 / (1 - confidence)) - 1e-9)
+
+
+def pairs_needed(pair_variance: float, change: float, confidence: float = 0.95) -> int:
+    """Pairs a setup would need for its interval (pair_interval) to exclude 1 with probability
+    POWER when B is `change` slower, from the variance of one pair's log B/A: the normal
+    approximation for a median (levels.runs_for_spreads, whose per-side spread is half the
+    pair's variance), and never fewer than fewest_pairs."""
+    spread = np.array([math.sqrt(pair_variance / 2)])
+    need = int(levels.runs_for_spreads(spread, change, confidence, POWER, "median")[0])
+    return max(need, fewest_pairs(confidence))
+
+
+def _undecided_line(setups: pd.DataFrame, total: dict, change: float) -> list[str]:
+    """How many pairs the setups without a verdict would need to show a `change` (from the
+    pairs' spread this comparison measured), or that they had enough."""
+    open_ = setups[setups["verdict"] == "unclear"]
+    if open_.empty or not total["pair_variance"] > 0:
+        return []
+    need = pairs_needed(total["pair_variance"], change)
+    have = int(open_["pairs"].median())
+    what = f"a {change * 100:g}% change"
+    strength = f"{POWER:.0%} power, from the spread of this comparison's pairs"
+    if need > have:
+        return [
+            f"{len(open_)} setups without a verdict would each need about {need:,} pairs to show "
+            f"{what} ({strength}; they have {have:,})"
+        ]
+    return [
+        f"the {len(open_)} setups without a verdict had pairs enough to show {what} "
+        f"({strength}): a layout's effect there is likely smaller"
+    ]
+
+
 def _components_line(shares: dict[str, float] | None) -> list[str]:
     """What share of B/A's variance the layout holds, the rest being the runs' own."""
     if not shares or any(math.isnan(v) for v in shares.values()):
@@ -1005,6 +1047,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
             else []
         ),
         *_components_line(total["components"]),
+        *_undecided_line(per, total, float(meta.get("change") or CHANGE)),
         *_precision_lines(frame, meta.get("precision"), value),
         *lanes.describe(meta.get("interference", {})),
     ]

@@ -198,11 +198,28 @@ def load(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
     return df, notes
 
 
-def of_frame(df: pd.DataFrame, path: str | None = None, notes: list[str] | None = None) -> Report:
+# The experiments whose summary weighs its undecided points against a change of interest.
+WEIGHS_A_CHANGE = ("compare",)
+
+
+def of_frame(
+    df: pd.DataFrame,
+    path: str | None = None,
+    notes: list[str] | None = None,
+    change: float | None = None,
+) -> Report:
     """The report of a frame: what a verb prints of what it just measured, and what `perflab
-    report` prints of the file it saved."""
+    report` prints of the file it saved; `change`, where the experiment weighs its undecided
+    points against one (WEIGHS_A_CHANGE), the change of interest instead of its default."""
     experiment, how = experiment_of(df, path or "the frame")
     meta = results.metadata(df)
+    if change is not None:
+        if experiment not in WEIGHS_A_CHANGE:
+            raise PerflabError(
+                f"--change weighs the undecided setups of a compare result, and this result is "
+                f"of {experiment} (perflab diff BEFORE AFTER --change weighs two results)"
+            )
+        meta = {**meta, "change": change}
     summary = summarize(experiment, df, meta)
     return Report(path, experiment, df, summary, partial_of(meta), how + (notes or []))
 
@@ -246,15 +263,15 @@ def problems(df: pd.DataFrame, where: str) -> list[str]:
     return (said if newer else []) + plan_problems(df, meta, where)
 
 
-def report(path: str | os.PathLike) -> Report:
-    """Read a result perflab wrote and summarise it as its experiment's verb did; what makes
-    its numbers doubtful is warned and noted first."""
+def report(path: str | os.PathLike, change: float | None = None) -> Report:
+    """Read a result perflab wrote and summarise it as its experiment's verb did (`change`: see
+    of_frame); what makes its numbers doubtful is warned and noted first."""
     df, notes = load(path)
     found = problems(df, str(path))
     for line in found:
         errors.warn(line)
     try:
-        return replace(of_frame(df, str(path), found + notes), warnings=found)
+        return replace(of_frame(df, str(path), found + notes, change), warnings=found)
     except PerflabError as exc:
         message = str(exc)
         raise PerflabError(

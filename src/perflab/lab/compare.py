@@ -682,12 +682,11 @@ CHANGE = 0.02
 POWER = 0.8
 
 
-def pair_interval(g: pd.DataFrame, value: str, confidence: float) -> tuple[float, float, float]:
-    """A setup's B/A, the median of its A/B pairs' ratios, with the distribution-free interval
-    of that median (order statistics: the sign test's), (ratio, nan, nan) where its pairs are
-    too few for one at this confidence (5 at 95 %: 4 pairs all one way happen 1 time in 8).
-    A bootstrap of so few reads narrower than any test of them can be."""
-    d = levels.pair_log_ratios(g, value, "setup")
+def pair_interval(d: pd.Series, confidence: float) -> tuple[float, float, float]:
+    """A setup's B/A, the median of its A/B pairs' ratios (d: their logs), with the
+    distribution-free interval of that median (order statistics: the sign test's); (ratio,
+    nan, nan) where the pairs are too few for one at this confidence (4 at 95 %: all four one
+    way happen 1 time in 8). A bootstrap of so few reads narrower than any test of them can."""
     if d.empty:
         return math.nan, math.nan, math.nan
     centre, lo, hi = stats.median_interval(d, confidence)
@@ -707,7 +706,8 @@ def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.
         a, b = g.loc[g["side"] == "A", value], g.loc[g["side"] == "B", value]
         if a.empty or b.empty:
             continue
-        ratio, lo, hi = pair_interval(g, value, confidence)
+        d = levels.pair_log_ratios(g, value, "setup")
+        ratio, lo, hi = pair_interval(d, confidence)
         if math.isnan(ratio):  # no pair holds both sides: their medians, without an interval
             ratio = float(b.median() / a.median())
         first = g.iloc[0]
@@ -718,7 +718,7 @@ def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.
                 **{c: first[c].item() if hasattr(first[c], "item") else first[c] for c in layout},
                 "n_a": len(a),
                 "n_b": len(b),
-                "pairs": int(levels.pair_log_ratios(g, value, "setup").size),
+                "pairs": int(d.size),
                 "median_a": float(a.median()),
                 "median_b": float(b.median()),
                 "ratio": ratio,
@@ -736,9 +736,9 @@ def overall(
     value: str | None = None,
     confidence: float = CONFIDENCE,
 ) -> dict:
-    """B/A over all setups (the geometric mean of the setups' B/A of pairs) with a
-    bootstrap interval over the setups, whose B/A each carry their runs' noise: an interval
-    about random layouts, not just these ones; and the variance of B/A by level."""
+    """B/A over all setups (the geometric mean of the setups' B/A of pairs) with Student's t
+    interval over the setups, whose B/A each carry their pairs' noise: an interval about
+    random layouts, not just these ones; and the variance of B/A by level."""
     value = value or value_column(df)
     if setups.empty:
         raise PerflabError("no setup has ok runs of both A and B: nothing to compare")
@@ -749,13 +749,13 @@ def overall(
     try:
         ratio, lo, hi = interval(ok, value, confidence)
         covers = covered(ok)
-    except PerflabError:  # one setup and one run of a side: B/A without an interval
+    except PerflabError:  # one setup and one pair: B/A without an interval
         ratio = float(setups["ratio"].iloc[0])
         lo, hi, covers = math.nan, math.nan, ()
     try:
         parts: levels.Components | None = levels.paired_ratio_components(ok, value, trim=TRIM)
     except PerflabError:
-        parts = None  # one setup, or one run a side in every setup: no split by level
+        parts = None  # one setup, or one pair in every setup: no split by level
     counts = setups["verdict"].value_counts()
     slower, faster = int(counts.get("B slower", 0)), int(counts.get("B faster", 0))
     family, sure = _family_verdicts(ok, setups, value, confidence)
@@ -805,7 +805,8 @@ def _family_verdicts(
     each = 1 - (1 - confidence) / n
     sure = {"B slower": 0, "B faster": 0}
     for _, row in decided.iterrows():
-        _, lo, hi = pair_interval(ok[ok["setup"] == row["setup"]], value, each)
+        d = levels.pair_log_ratios(ok[ok["setup"] == row["setup"]], value, "setup")
+        _, lo, hi = pair_interval(d, each)
         if lo > 1 or hi < 1:
             sure["B slower" if lo > 1 else "B faster"] += 1
     return each, sure

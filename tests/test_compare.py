@@ -21,7 +21,7 @@ from conftest import lock_free, wait_for
 from perflab.analysis import levels
 from perflab.cli import cli
 from perflab.engine import results
-from perflab.errors import PerflabWarning
+from perflab.errors import PerflabError, PerflabWarning
 from perflab.lab import compare
 from perflab.system import compiler
 
@@ -303,3 +303,78 @@ def test_setups_with_pairs_enough_say_a_change_there_is_likely_smaller():
         "the 3 setups without a verdict had pairs enough to show a 2% change" in line
         for line in summary.lines
     )
+
+
+def _layouts(effects: list[float], pairs: int = 4, noise: float = 0.005, seed: int = 2):
+    """Setups of `pairs` A/B pairs each, B/A of each setup its effect, runs with `noise`."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        {"setup": s, "env_size": s, "side": side, "rep": rep, "status": "ok",
+         "ticks": 1e6 * (e if side == "B" else 1.0) * math.exp(rng.normal(0, noise))}
+        for s, e in enumerate(effects) for rep in range(pairs) for side in "AB"
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    ("effects", "depends"),
+    [
+        ([1.1, 0.9] * 20, True),  # the layout decides which way: Mytkowicz's wrong data
+        ([1.03] * 40, False),  # one effect everywhere
+        (list(np.linspace(1.02, 1.04, 40)), False),  # the layouts differ, all one way
+    ],
+)
+def test_layouts_of_four_pairs_that_point_both_ways_make_the_conclusion_depend_on_the_layout(
+    effects, depends
+):
+    """No layout of 4 pairs is decided on its own; the layouts differ as a whole (Kruskal and
+    Wallis) and their variance component puts a tenth or more of them each way."""
+    df = _layouts(effects)
+    per = compare.per_setup(df)
+    summary = compare.overall(df, per)
+    assert (per["verdict"] == "unclear").all()
+    assert summary["depends_on_setup"] is depends
+    assert summary["conclusion"].startswith("the conclusion depends on the layout") is depends
+    if depends:
+        split = summary["layouts_each_way"]
+        assert split["p"] < 1e-6 and 0.3 < split["slower"] < 0.7
+
+
+def test_the_layouts_test_holds_its_rate_when_they_do_not_differ():
+    rng = np.random.default_rng(3)
+    ps = []
+    for _ in range(300):
+        d = pd.Series(rng.normal(0, 1, 40), index=pd.MultiIndex.from_product([range(10), range(4)]))
+        ps.append(levels.layouts_differ(d))
+    assert 3 <= sum(p < 0.05 for p in ps) <= 27  # 5 % of 300: 15, and this range holds 99.9 %
+    d = pd.Series(np.repeat([0.0, 1.0], 4) + rng.normal(0, 0.01, 8),
+                  index=pd.MultiIndex.from_product([range(2), range(4)]))  # fmt: skip
+    assert levels.layouts_differ(d) < 0.05  # 4 ranks against 4: p = 0.021 by the chi-squared
+
+
+def test_a_setup_without_a_pair_a_stalled_run_and_pooled_results_are_not_averaged_in(tmp_path):
+    df = _layouts([1.05] * 4, pairs=6)
+    df = df[~((df["setup"] == 3) & (((df["side"] == "A") & (df["rep"] % 2 == 0))
+                                    | ((df["side"] == "B") & (df["rep"] % 2 == 1))))]  # fmt: skip
+    df.loc[(df["setup"] == 0) & (df["side"] == "B") & (df["rep"] == 0), "ticks"] *= 20
+    per = compare.per_setup(df)
+    assert per.set_index("setup")["pairs"].to_dict() == {0: 5, 1: 6, 2: 6, 3: 0}
+    assert math.isnan(per["ratio"].iloc[3]) and per["verdict"].iloc[3] == "unclear"
+    assert per["ratio"].iloc[:3].to_numpy() == pytest.approx(1.05, rel=0.01)
+    summary = compare.overall(df, per)
+    assert summary["setups"] == 3 and summary["stalled"] == 1
+    assert "over 3 setups" in summary["conclusion"]
+    with pytest.raises(PerflabError, match="setup 0 rep 0 holds two A runs"):
+        compare.per_setup(pd.concat([df, df]))
+
+
+def test_one_setup_of_too_few_pairs_has_no_interval_and_says_so():
+    df = _layouts([1.05], pairs=4)
+    summary = compare.overall(df, compare.per_setup(df))
+    assert math.isnan(summary["ci_low"]) and math.isnan(summary["ci_high"])
+    assert summary["conclusion"].endswith(
+        "over 1 setup, one fixed layout: too few pairs for an interval"
+    )
+    df = _layouts([1.05], pairs=8)
+    summary = compare.overall(df, compare.per_setup(df))
+    assert summary["ci_low"] > 1 and "(the interval covers: run)" in summary["conclusion"]

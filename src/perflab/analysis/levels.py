@@ -326,6 +326,14 @@ def pair_log_ratios(
     a, b = _sides(frame, [level], side, sides)
     if pair not in frame:
         raise PerflabError(f"no column {pair!r} in the frame: which A and B runs are a pair?")
+    for f, name in ((a, sides[0]), (b, sides[1])):
+        twice = f[f.duplicated([level, pair])]
+        if not twice.empty:
+            first = twice.iloc[0]
+            raise PerflabError(
+                f"{level} {first[level]} {pair} {first[pair]} holds two {name} runs: a pair is "
+                f"one run of each side (two results put together need {level}s of their own)"
+            )
     logs = [
         np.log(pd.to_numeric(f[value], errors="coerce").where(lambda x: x > 0))
         .groupby([f[level], f[pair]])
@@ -451,6 +459,31 @@ def _chi2_cdf(x: float, df: int) -> float:
         term *= h / (a + n)
         total += term
     return min(math.exp(a * math.log(h) - h - math.lgamma(a)) * total, 1.0)
+
+
+def chi2_sf(x: float, df: int) -> float:
+    """P(X > x) for X chi-squared with df degrees of freedom; 0 far beyond the distribution's
+    bulk, where the power series would overflow and the truth is below any float's meaning."""
+    if x > df + 40 * math.sqrt(df) + 200:
+        return 0.0
+    return max(1.0 - _chi2_cdf(x, df), 0.0)
+
+
+def layouts_differ(d: pd.Series) -> float:
+    """The p-value of Kruskal and Wallis's test that every layout's values (d, indexed by
+    layout first) come from one distribution: rank-based, so a disturbed pair weighs as one
+    rank, and with ties corrected; chi-squared with layouts - 1 degrees of freedom."""
+    d = d.dropna()
+    groups = d.groupby(level=0)
+    k, n = groups.ngroups, d.size
+    if k < 2 or n <= k:
+        raise PerflabError("fewer than two layouts, or one value each: nothing to test")
+    ranks = pd.Series(d.rank().to_numpy(), index=d.index)
+    by = ranks.groupby(level=0)
+    h = 12 / (n * (n + 1)) * float((by.sum() ** 2 / by.size()).sum()) - 3 * (n + 1)
+    ties = d.value_counts().to_numpy(float)
+    correction = 1 - float((ties**3 - ties).sum()) / (n**3 - n)
+    return chi2_sf(h / correction, k - 1) if correction > 0 else 1.0
 
 
 def chi2_quantile(p: float, df: int) -> float:

@@ -210,12 +210,12 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
                             resume=resuming, discard_bad=discard_bad, **params)  # fmt: skip
     df = journaled_run(run, output, named, "compare")
     ok = df[df["status"] == "ok"]
-    if not (ok.groupby("setup")["side"].nunique() == 2).any():
+    if not (ok.groupby(["setup", "rep"])["side"].nunique() == 2).any():  # no A/B pair
         from perflab.engine.childruns import status_counts
 
         raise click.ClickException(
-            f"no setup has ok runs of both A and B (status: {status_counts(df)}): nothing to "
-            f"compare; the {len(df)} runs are recorded in {output} (see its exit_code and "
-            "signal columns)"
+            f"no setup has a pair of ok runs of both A and B (status: {status_counts(df)}): "
+            f"nothing to compare; the {len(df)} runs are recorded in {output} (see its "
+            "exit_code and signal columns)"
         )
     print_result(df, as_json, output, plot_path)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -346,6 +347,9 @@ def compare(
         "hardware_counters": counters_note(),
         "identical": identical(a, b),
     }
+    if "aslr" in plan.varied():  # the setups' own, not --aslr's: say where to read it
+        fixed = parse_layout(plan.layout).get("aslr") if plan.layout else None
+        meta["aslr"] = fixed or "drawn per setup (column aslr)"
     if plan.precision:
         return _to_precision(a, b, plan, meta, recording, on_start, progress, warn)
     setups = draw_setups(plan, [o.label for o in a.objects])
@@ -454,9 +458,12 @@ def interval(
         centre, lo, hi = levels.trimmed_interval(per["log_ratio"], confidence, TRIM)
         return math.exp(centre), math.exp(lo), math.exp(hi)
     d = levels.pair_log_ratios(ok, value, "setup")
-    if d.size < 2:
-        raise PerflabError("one setup and one pair of A and B: no interval")
     centre, lo, hi = stats.median_interval(d, confidence)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise PerflabError(
+            f"one setup of {d.size} pairs: a median's interval at {confidence:.0%} needs "
+            f"{fewest_pairs(confidence)}"
+        )
     return math.exp(centre), math.exp(lo), math.exp(hi)
 
 
@@ -697,19 +704,26 @@ def pair_interval(d: pd.Series, confidence: float) -> tuple[float, float, float]
 
 def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
     """Each setup's B/A, the median of its A/B pairs' ratios, with its interval (pair_interval)
-    and which way it points: unclear without an interval."""
+    and which way it points: unclear without an interval. Of the steady runs, as overall()'s:
+    a run stalled 10x its side's median is no layout's doing."""
     value = value or value_column(df)
-    ok = df[df["status"] == "ok"]
+    ok = df[df["status"] == "ok"].copy()
+    ok.attrs = {}  # every slice below would copy the metadata: most of the time at 1000 setups
+    ok = steady(ok, value)
     layout = [c for c in LAYOUT[1:] if c in ok]  # a file from before a dimension lacks it
+    none = pd.Series(dtype=float)
+    pairs = (
+        dict(iter(levels.pair_log_ratios(ok, value, "setup").groupby(level=0)))
+        if {"A", "B"} <= set(ok["side"])
+        else {}  # a side with no ok run anywhere: no setup is in the table
+    )
     rows = []
     for (setup, size), g in ok.groupby(["setup", "env_size"], sort=True):
         a, b = g.loc[g["side"] == "A", value], g.loc[g["side"] == "B", value]
         if a.empty or b.empty:
             continue
-        d = levels.pair_log_ratios(g, value, "setup")
-        ratio, lo, hi = pair_interval(d, confidence)
-        if math.isnan(ratio):  # no pair holds both sides: their medians, without an interval
-            ratio = float(b.median() / a.median())
+        d = pairs.get(setup, none)
+        ratio, lo, hi = pair_interval(d, confidence)  # no pair of both sides: nan, unclear
         first = g.iloc[0]
         rows.append(
             {
@@ -735,6 +749,7 @@ def overall(
     setups: pd.DataFrame,
     value: str | None = None,
     confidence: float = CONFIDENCE,
+    change: float = CHANGE,
 ) -> dict:
     """B/A over all setups (the geometric mean of the setups' B/A of pairs) with Student's t
     interval over the setups, whose B/A each carry their pairs' noise: an interval about
@@ -746,10 +761,13 @@ def overall(
     stalled = len(ok)
     ok = steady(ok, value)
     stalled -= len(ok)
+    setups = setups[setups["pairs"] > 0]  # a setup without an A/B pair has no B/A to average
+    if setups.empty:
+        raise PerflabError("no setup holds a pair of ok A and B runs: nothing to compare")
     try:
         ratio, lo, hi = interval(ok, value, confidence)
         covers = covered(ok)
-    except PerflabError:  # one setup and one pair: B/A without an interval
+    except PerflabError:  # one setup of too few pairs: B/A without an interval
         ratio = float(setups["ratio"].iloc[0])
         lo, hi, covers = math.nan, math.nan, ()
     try:
@@ -759,6 +777,7 @@ def overall(
     counts = setups["verdict"].value_counts()
     slower, faster = int(counts.get("B slower", 0)), int(counts.get("B faster", 0))
     family, sure = _family_verdicts(ok, setups, value, confidence)
+    split = _split(ok, value, ratio, parts, confidence, change)
     return {
         "ratio": ratio,
         "ci_low": lo,
@@ -773,7 +792,8 @@ def overall(
         "unclear": int(counts.get("unclear", 0)),
         "min_ratio": float(setups["ratio"].min()),
         "max_ratio": float(setups["ratio"].max()),
-        "depends_on_setup": bool(sure["B slower"] and sure["B faster"]),
+        "depends_on_setup": bool(sure["B slower"] and sure["B faster"]) or split is not None,
+        "layouts_each_way": split,
         "family_confidence": family,
         "components": _shares(parts, setups) if parts is not None else None,
         "pair_variance": parts.variances[1] if parts is not None else math.nan,
@@ -786,8 +806,44 @@ def overall(
             len(setups),
             _over(results.metadata(df), len(setups), covers),
             family,
+            split,
         ),
     }
+
+
+# The share of random layouts that must move B/A past the change of interest each way before
+# the conclusion is said to depend on the layout: one layout in ten or more would have shown
+# B slower by that much, and one in ten B faster by that much.
+EACH_WAY = 0.1
+
+
+def _split(
+    ok: pd.DataFrame,
+    value: str,
+    ratio: float,
+    parts: levels.Components | None,
+    confidence: float,
+    change: float,
+) -> dict[str, float] | None:
+    """Where layouts of few pairs cannot be decided one by one (4 pairs never are), whether
+    they differ as a whole and point both ways: Kruskal and Wallis's test that the layouts'
+    pairs come from one distribution, at confidence, and, from the layouts' own variance
+    component (their log B/A normal about the overall one), the share of random layouts that
+    make B slower by more than `change` and faster by more than it, each at least EACH_WAY.
+    The change keeps a layout effect too small to matter from being called a flip: 12 layouts
+    at B/A 1.000 but for one at 1.006 and one at 0.996 differ, and say so at 20 pairs each."""
+    if parts is None or not parts.variances[0] > 0 or not ratio > 0:
+        return None
+    try:
+        p = levels.layouts_differ(levels.pair_log_ratios(ok, value, "setup"))
+    except PerflabError:
+        return None
+    sd, centre, bound = math.sqrt(parts.variances[0]), math.log(ratio), math.log1p(change)
+    slower = 1 - NormalDist(centre, sd).cdf(bound)
+    faster = NormalDist(centre, sd).cdf(-bound)
+    if p >= 1 - confidence or min(slower, faster) < EACH_WAY:
+        return None
+    return {"slower": slower, "faster": faster, "p": p, "change": change}
 
 
 def _family_verdicts(
@@ -815,8 +871,9 @@ def _family_verdicts(
 def _shares(parts: levels.Components, setups: pd.DataFrame) -> dict[str, float]:
     """What share of the variance of a setup's B/A its layout holds, and its pairs, at the
     median number of pairs the setups ran."""
-    pairs = int(np.median(setups["pairs"]))
-    layout, runs = parts.variances[0], parts.variances[1] * levels.median_factor(max(pairs, 1))
+    pairs = float(np.median(setups["pairs"]))
+    factor = float(np.mean([levels.median_factor(max(int(n), 1)) for n in setups["pairs"]]))
+    layout, runs = parts.variances[0], parts.variances[1] * factor
     total = layout + runs
     if not total > 0:
         return {"setup": math.nan, "run": math.nan, "pairs": pairs}
@@ -832,9 +889,19 @@ def _conclusion(
     n: int,
     over: str,
     each: float = CONFIDENCE,
+    split: dict[str, float] | None = None,
 ) -> str:
     """The plain-language verdict, the layout-dependence first (that is the paper's point),
     then what the interval is over: what was randomized, and the levels it covers."""
+    if split is not None and not (slower and faster):
+        return (
+            f"the conclusion depends on the layout: the layouts' B/A differ beyond their pairs' "
+            f"noise (Kruskal-Wallis p {_p(split['p'])}), and an estimated "
+            f"{split['slower']:.0%} of random layouts make B slower by over "
+            f"{split['change'] * 100:g}%, {split['faster']:.0%} faster by as much (the 'wrong "
+            "data' case of Mytkowicz et al.): one layout would have shown either; over all, "
+            f"B/A = {ratio:.3f} ({lo:.3f}-{hi:.3f}) {over}"
+        )
     if slower and faster:
         return (
             f"the conclusion depends on the layout: B is slower than A in {slower} setups and "
@@ -844,7 +911,7 @@ def _conclusion(
             f"({lo:.3f}-{hi:.3f}) {over}"
         )
     if math.isnan(lo):
-        return f"B/A = {ratio:.3f} {over}: one run of each side, no interval"
+        return f"B/A = {ratio:.3f} {over}: too few pairs for an interval"
     if lo > 1:
         return f"B is slower than A: B/A = {ratio:.3f} ({lo:.3f}-{hi:.3f}) {over}"
     if hi < 1:
@@ -852,6 +919,11 @@ def _conclusion(
     return (
         f"no difference shown: B/A = {ratio:.3f}, its interval {lo:.3f}-{hi:.3f} contains 1, {over}"
     )
+
+
+def _p(p: float) -> str:
+    """'= 0.003', or '< 1e-16' where a float's p-value is only rounding."""
+    return f"= {p:.1g}" if p >= 1e-16 else "< 1e-16"
 
 
 def _over(meta: dict[str, Any], n: int, covers: Sequence[str]) -> str:
@@ -862,7 +934,7 @@ def _over(meta: dict[str, Any], n: int, covers: Sequence[str]) -> str:
     )  # fmt: skip
     covered = f" (the interval covers: {' and '.join(covers)})" if covers else ""
     trimmed = f" ({TRIM:.0%} of them cut at each end)" if TRIM and n >= 1 / TRIM else ""
-    return f"over {n} setups{trimmed}, {varied}{covered}"
+    return f"over {n} setup{'s' if n != 1 else ''}{trimmed}, {varied}{covered}"
 
 
 def plot(
@@ -944,6 +1016,12 @@ def _undecided_line(setups: pd.DataFrame, total: dict, change: float) -> list[st
     ]
 
 
+def _pairless(setups: pd.DataFrame) -> str:
+    """'; 1 more setup without a pair of ok runs (left out)', or nothing."""
+    n = int((setups["pairs"] == 0).sum())
+    return f"; {n} more setup{'s' if n != 1 else ''} without a pair of ok runs (left out)" * bool(n)
+
+
 def _components_line(shares: dict[str, float] | None) -> list[str]:
     """What share of B/A's variance the layout holds, the rest being the runs' own."""
     if not shares or any(math.isnan(v) for v in shares.values()):
@@ -951,7 +1029,7 @@ def _components_line(shares: dict[str, float] | None) -> list[str]:
     return [
         f"the layout explains {shares['setup']:.0%} of the variance of a setup's B/A here, "
         f"its runs {shares['run']:.0%} (variance components of a setup's median of its pairs' "
-        f"log B/A, at {shares['pairs']} pairs a setup)"
+        f"log B/A, at {shares['pairs']:g} pair{'' if shares['pairs'] == 1 else 's'} a setup)"
     ]
 
 
@@ -1032,12 +1110,12 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     if per.empty:
         lines.append("no setup has ok runs of both A and B: nothing to compare")
         return Summary(lines, [Table("setups", "setups", per)], values)
-    total = overall(frame, per, value)
+    total = overall(frame, per, value, change=float(meta.get("change") or CHANGE))
     lines += [
         f"per setup: B/A, the median of its pairs' ratios, from {total['min_ratio']:.3f} to "
         f"{total['max_ratio']:.3f}; "
         f"B slower in {total['b_slower']}, faster in {total['b_faster']}, "
-        f"unclear in {total['unclear']} of {total['setups']}",
+        f"unclear in {total['unclear']} of {total['setups']}" + _pairless(per),
         total["conclusion"],
         *(
             [

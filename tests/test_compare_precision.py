@@ -129,6 +129,18 @@ def test_rounds_journal_into_one_file_that_a_resume_extends(programs, runner, tm
     assert len(results.load(out)) == len(after)
 
 
+def test_where_the_rounds_record_is_said_once(programs, runner, tmp_path, monkeypatch):
+    """Without -o, every round used to say 'recording to FILE' again (a new user's trial)."""
+    monkeypatch.chdir(tmp_path)
+    args = ["compare", programs["noisy"], programs["noisy"], "--precision", "0.1%", "--budget",
+            "2", "--no-rt"]  # fmt: skip
+    res = runner.invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    (out,) = tmp_path.glob("compare-*.parquet")
+    assert len(results.metadata(results.load(out))["precision"]["rounds"]) >= 2
+    assert res.stderr.count("recording to ") == 1
+
+
 def test_a_layout_cut_short_is_completed_by_the_resume(programs, tmp_path, monkeypatch):
     """Interrupted in the middle of a layout (batches of 3 runs, a layout's 4 pairs are 8),
     the resume completes that layout to the pairs its round planned, every pair whole, and the

@@ -135,14 +135,30 @@ def test_the_shift_engine_sees_the_exec_engines_windows_edge_for_edge(both):
         assert _windows(both["shift"]) == seen
 
 
-def test_medians_outside_windows_agree_within_2_percent(both, window):
+def test_medians_outside_windows_agree_as_the_exec_engine_agrees_with_itself(both, window):
+    """Size by size, the shift engine's median is as near the exec engine's as the exec
+    engine's first two rounds are to its last two (each a median of fewer runs, so a wider
+    yardstick; 2 % where they are nearer), but at a twentieth of the sizes at most, which a
+    spell of the host reaches in one engine's rounds; over all sizes, their medians' ratio is
+    within 2 % of 1. The host's noise differs by CPU: a Xeon guest read single sizes 5 % apart
+    where an EPYC read 2 %; a bias of the engine moves every size."""
     med = {e: env_size.summarize(both[e]).set_index("env_size")["median"] for e in ENGINES}
     outside = [s for s in med["exec"].index if not window[0] <= s <= window[1]]
     for start, end in _windows(both["exec"]) + _windows(both["shift"]):
         outside = [s for s in outside if not start <= s <= end]
+    per_round = REPEAT // ROUNDS
+    rounds = both["exec"]["rep"] // per_round
+    halves = [
+        env_size.summarize(both["exec"][rounds.isin(r)]).set_index("env_size")["median"]
+        for r in ((0, 1), (ROUNDS - 2, ROUNDS - 1))
+    ]
+    itself = np.abs(np.log(halves[1][outside] / halves[0][outside])).max()
+    bound = max(itself, np.log1p(0.02))
     ratio = med["shift"][outside] / med["exec"][outside]
+    beyond = ratio[np.abs(np.log(ratio)) > bound]
     with judged(both):
-        assert ratio.between(0.98, 1.02).all(), ratio[~ratio.between(0.98, 1.02)]
+        assert len(beyond) <= 0.05 * len(ratio), (bound, beyond)  # a spell's few sizes
+        assert abs(np.log(ratio).median()) <= np.log1p(0.02)
 
 
 def test_rows_carry_the_exec_engines_columns_and_say_what_they_cannot_be(both):

@@ -399,10 +399,12 @@ def journaled_run(
     experiment's file names both by their verbs.
     """
     bars = bars or Bars()
+    said: list[str] = []
 
     def start(todo: int, done: int) -> Callable[[int], None]:
-        if not named:
-            click.echo(f"recording to {output} (choose with -o FILE)", err=True)
+        if not named and not said:  # once: compare --precision starts a bar each round
+            said.append(f"recording to {output} (choose with -o FILE)")
+            click.echo(said[0], err=True)
         return bars.open(label, todo, done)
 
     try:

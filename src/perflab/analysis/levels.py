@@ -307,7 +307,11 @@ def paired_ratios(
     its ratio cancels it where medians of each side, taken apart, follow a spell that cut
     one side's runs: over 40 layouts of 4 pairs of two copies of brotli, the layouts' log B/A
     spread 0.016 this way against 0.038 as B/A of medians."""
-    d = pair_log_ratios(frame, value, level, pair, side, sides)
+    return _layout_medians(pair_log_ratios(frame, value, level, pair, side, sides))
+
+
+def _layout_medians(d: pd.Series) -> pd.DataFrame:
+    """paired_ratios from the pairs' log ratios (pair_log_ratios), read once."""
     by = d.groupby(level=0)
     out = pd.DataFrame({"log_ratio": by.median(), "pairs": by.size()}).dropna()
     return out[out["pairs"] > 0]
@@ -359,10 +363,10 @@ def paired_ratio_components(
     the layout's is what the sample variance of the layouts' log B/A holds beyond it, so the
     two add up to the variance the layouts showed at the pairs they ran: for a trimmed mean
     over layouts (`trim` of each end cut), its per-layout variance (trimmed_variance)."""
-    per = paired_ratios(frame, value, level, pair, side, sides)
+    d = pair_log_ratios(frame, value, level, pair, side, sides)
+    per = _layout_medians(d)
     if len(per) < 2:
         raise PerflabError(f"one {level} holds both sides: B/A cannot vary between them")
-    d = pair_log_ratios(frame, value, level, pair, side, sides)
     run = _robust_variance(d.reset_index(drop=True), [pd.Series(d.index.get_level_values(0))])
     within = run * float(np.mean([median_factor(int(n)) for n in per["pairs"]]))
     top = trimmed_variance(per["log_ratio"], trim) - within

@@ -99,7 +99,7 @@ struct perflab_run {
     int32_t signal;        /* 0 when exited */
     int32_t child_errno;   /* why exec/setup failed */
     int32_t rt_errno;      /* why the real-time request was refused (0: granted or not asked) */
-    uint64_t probe_ticks;  /* the probe's end - begin (raw) */
+    uint64_t probe_ticks;  /* the probe's end - begin (raw), summed over its iterations */
     uint64_t cycles;
     uint64_t instructions;
     uint64_t outer_ticks;  /* parent: before clone to after wait4 */
@@ -115,6 +115,8 @@ struct perflab_run {
     int64_t runq_cpu_ns;   /* the on-CPU time of the threads that wait covers */
     int32_t runq_source;   /* PERFLAB_RUNQ_* */
     int32_t runq_errno;    /* why taskstats was not the source (0: it was, or not asked) */
+    int32_t iterations;    /* probe records received: the repeat loop's iterations (0: none) */
+    uint64_t iteration_ticks[64]; /* each record's end - begin (raw), PERFLAB_MAX_ITERATIONS */
 };
 
 /* A batch of runs as one flat request, the same bytes whether the core runs it in-process
@@ -123,7 +125,8 @@ struct perflab_run {
  * then strings_len bytes of NUL-terminated strings: each program's path then its argv,
  * the nenv base environment entries, and last the padding variable's name. */
 #define PERFLAB_BATCH_MAGIC 0x6c62706eu /* "nplb": its first byte is not PERFLAB_STOP_BYTE */
-#define PERFLAB_BATCH_VERSION 1
+#define PERFLAB_BATCH_VERSION 2
+#define PERFLAB_MAX_ITERATIONS 64       /* a run's probe records: iteration_ticks' length */
 #define PERFLAB_STOP_BYTE 83            /* 'S' on the spawner's socket: stop between runs */
 
 struct perflab_batch {
@@ -138,6 +141,8 @@ struct perflab_batch {
     int32_t nenv;
     int32_t nruns;
     int32_t stdio;         /* 1: three fds (stdin, stdout, stderr) come with the request */
+    int32_t iterations;    /* asked of the probe's repeat loop (1..PERFLAB_MAX_ITERATIONS) */
+    int32_t reserved;
     uint64_t strings_len;
 };
 

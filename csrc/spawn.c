@@ -59,6 +59,7 @@ struct spawn_opts {
     int rt_priority;
     int64_t timeout_ns;
     int stdio[3];
+    int32_t iterations; /* asked of the probe's repeat loop */
 };
 
 /* What the parent prepares once per batch, read by every child. */
@@ -270,33 +271,43 @@ static void ctx_free(struct spawn_ctx *c)
         CPU_FREE(c->cpuset);
 }
 
-/* Exactly one well-formed record, nothing after it; no record at all is fine.  A child that
- * left the mlock request unread reset the pair as it closed: ECONNRESET comes once, before
- * what it sent. */
-static void read_probe(int fd, struct perflab_run *out)
+/* One well-formed record per iteration asked of the repeat loop (a program with a plain BEGIN
+ * and END sends one), nothing after them; no record at all is fine.  A child that left the
+ * request unread reset the pair as it closed: ECONNRESET comes once, before what it sent. */
+static void read_probe(int fd, int32_t asked, struct perflab_run *out)
 {
     struct perflab_probe_record rec[2];
-    ssize_t n = recv(fd, rec, sizeof rec, MSG_DONTWAIT | MSG_TRUNC);
+    int32_t most = asked > 1 ? asked : 1;
+    ssize_t n;
 
-    if (n < 0 && errno == ECONNRESET)
+    out->probe_ticks = out->cycles = out->instructions = 0;
+    out->iterations = 0;
+    for (;;) {
         n = recv(fd, rec, sizeof rec, MSG_DONTWAIT | MSG_TRUNC);
-    if (n <= 0) /* EOF: the child closed its end without a record */
-        return;
-    if (n != (ssize_t)sizeof rec[0] || rec[0].magic != PERFLAB_PROBE_MAGIC ||
-        rec[0].version != PERFLAB_PROBE_VERSION ||
-        recv(fd, &rec[1], sizeof rec[1], MSG_DONTWAIT) > 0) {
-        out->status = PERFLAB_RUN_BAD_PROBE;
-        return;
+        if (n < 0 && errno == ECONNRESET && out->iterations == 0)
+            n = recv(fd, rec, sizeof rec, MSG_DONTWAIT | MSG_TRUNC);
+        if (n <= 0) /* EOF: the child closed its end, all records read */
+            break;
+        if (n != (ssize_t)sizeof rec[0] || rec[0].magic != PERFLAB_PROBE_MAGIC ||
+            rec[0].version != PERFLAB_PROBE_VERSION || out->iterations == most) {
+            out->status = PERFLAB_RUN_BAD_PROBE;
+            out->flags &= ~(PERFLAB_RUN_HAS_PROBE | PERFLAB_RUN_HAS_COUNTERS);
+            return;
+        }
+        if (out->iterations == 0) {
+            out->flags |= PERFLAB_RUN_HAS_PROBE;
+            if (rec[0].flags & PERFLAB_PROBE_COUNTERS)
+                out->flags |= PERFLAB_RUN_HAS_COUNTERS;
+            if (rec[0].flags & PERFLAB_PROBE_MLOCKED)
+                out->flags |= PERFLAB_RUN_MLOCKED;
+        }
+        if (!(rec[0].flags & PERFLAB_PROBE_COUNTERS))
+            out->flags &= ~PERFLAB_RUN_HAS_COUNTERS;
+        out->iteration_ticks[out->iterations++] = rec[0].ticks;
+        out->probe_ticks += rec[0].ticks;
+        out->cycles += rec[0].cycles;
+        out->instructions += rec[0].instructions;
     }
-    out->flags |= PERFLAB_RUN_HAS_PROBE;
-    out->probe_ticks = rec[0].ticks;
-    if (rec[0].flags & PERFLAB_PROBE_COUNTERS) {
-        out->flags |= PERFLAB_RUN_HAS_COUNTERS;
-        out->cycles = rec[0].cycles;
-        out->instructions = rec[0].instructions;
-    }
-    if (rec[0].flags & PERFLAB_PROBE_MLOCKED)
-        out->flags |= PERFLAB_RUN_MLOCKED;
 }
 
 #define WAIT_EXITED 0
@@ -794,7 +805,8 @@ static int run_one(const struct spawn_ctx *c, const char *path, char *const argv
     sigset_t all, old;
     struct rusage ru;
     int sv[2], pidfd = -1, wstatus = 0, why;
-    uint32_t req = PERFLAB_PROBE_REQ_MLOCK;
+    struct perflab_probe_request req = {o->flags & PERFLAB_SPAWN_MLOCK ? PERFLAB_PROBE_REQ_MLOCK : 0,
+                                        (uint32_t)o->iterations};
     uint64_t t0, t1;
     int64_t w0, timeout_ns = o->timeout_ns, deadline = WATCH_FOREVER;
     pid_t pid;
@@ -804,7 +816,7 @@ static int run_one(const struct spawn_ctx *c, const char *path, char *const argv
         out->child_errno = errno;
         return 0;
     }
-    if (o->flags & PERFLAB_SPAWN_MLOCK)
+    if (req.flags || req.iterations > 1)
         send(sv[0], &req, sizeof req, MSG_NOSIGNAL);
     a.probe_fd = sv[1];
     /* No handler of ours may run on the shared stack before execve. */
@@ -860,7 +872,7 @@ static int run_one(const struct spawn_ctx *c, const char *path, char *const argv
         close(sv[0]);
         return 0;
     }
-    read_probe(sv[0], out);
+    read_probe(sv[0], o->iterations, out);
     close(sv[0]);
     /* SIGKILL past the timeout with no kill of ours: its RLIMIT_RTTIME, set at the timeout */
     classify(wstatus,
@@ -934,6 +946,8 @@ static int batch_parse(const void *req, size_t len, struct batch *b)
         return -EPROTO;
     b->hdr = *h;
     at += sizeof *h;
+    if (h->iterations < 1 || h->iterations > PERFLAB_MAX_ITERATIONS)
+        return -EINVAL;
     if (h->ncpus < 0 || h->nprogs < 1 || h->nenv < 0 || h->nruns < 0 || h->ncpus > (1 << 20) ||
         h->nprogs > (1 << 20) || h->nenv > (1 << 24) || h->nruns > (1 << 26))
         return -EINVAL;
@@ -1101,7 +1115,7 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
         return rc;
     }
     o = (struct spawn_opts){b.hdr.flags, b.hdr.ncpus, b.cpus, b.hdr.rt_policy, b.hdr.rt_priority,
-                            b.hdr.timeout_ns, {stdio[0], stdio[1], stdio[2]}};
+                            b.hdr.timeout_ns, {stdio[0], stdio[1], stdio[2]}, b.hdr.iterations};
     rc = ctx_init(&c, &o);
     if (rc) {
         free(settled);
@@ -1204,7 +1218,7 @@ static void *lane_main(void *arg)
     int32_t cpu = b->cpus[me->k];
     struct spawn_opts o = {b->hdr.flags, 1, &b->cpus[me->k], b->hdr.rt_policy,
                            b->hdr.rt_priority, b->hdr.timeout_ns,
-                           {l->stdio[0], l->stdio[1], l->stdio[2]}};
+                           {l->stdio[0], l->stdio[1], l->stdio[2]}, b->hdr.iterations};
     struct saved_sched saved;
     struct spawn_ctx c;
     struct rest *rest;

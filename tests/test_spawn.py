@@ -10,11 +10,12 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import psutil
 import pytest
 from conftest import compile_children, wait_for
 
-from perflab.core import bindings
+from perflab.core import bindings, constants
 from perflab.core.bindings import lib
 from perflab.engine import childruns, results, spawn
 from perflab.errors import PerflabError
@@ -124,6 +125,12 @@ CHILDREN = {
     "shut": "#include <sys/socket.h>\nint main(void) { shutdown(1021, SHUT_RDWR); return 0; }\n",
     "probe": '#include "perflab_probe.h"\nint main(void) { PERFLAB_PROBE_BEGIN(); '
     "PERFLAB_PROBE_END(); return 0; }\n",
+    # The repeat loop: iteration i spins i + 1 times as long as the first, and the program
+    # prints how many iterations it ran, inside perflab or not.
+    "loop": '#include <stdio.h>\n#include "perflab_probe.h"\nvolatile long sink;\n'
+    "int main(void) { int i = 0; PERFLAB_PROBE_LOOP() { "
+    "for (long j = 0; j < 100000L * (i + 1); j++) sink += j; i++; } "
+    'printf("iterations %d\\n", i); return 0; }\n',
 }
 
 
@@ -421,6 +428,46 @@ def test_probe_ticks_and_mlock_request(children):
     assert 0 < int(rec["probe_ticks"]) < int(rec["outer_ticks"])
     if has_capability(CAP_IPC_LOCK):  # without it, RLIMIT_MEMLOCK decides: maybe, maybe not
         assert int(rec["flags"]) & lib.PERFLAB_RUN_MLOCKED
+
+
+@pytest.mark.parametrize("asked", [1, 5, constants.MAX_ITERATIONS])
+def test_the_repeat_loop_runs_and_reports_each_iteration_asked(children, tmp_path, asked):
+    """PERFLAB_PROBE_LOOP runs its body as often as the batch asks, one record an iteration,
+    in order: iteration i spins i + 1 times as long, so the last of 64 outlasts the first."""
+    rec, seen = report(children, tmp_path, name="loop", iterations=asked)
+    assert spawn.STATUS[int(rec["status"])] == "ok"
+    assert int(seen["iterations"]) == int(rec["iterations"]) == asked
+    ticks = rec["iteration_ticks"][:asked].astype(np.int64)
+    assert (ticks > 0).all() and not rec["iteration_ticks"][asked:].any()
+    assert int(rec["probe_ticks"]) == ticks.sum() < int(rec["outer_ticks"])
+    if asked == constants.MAX_ITERATIONS:  # the last spins 64 times as long as the first
+        assert ticks[-1] > ticks[0]
+
+
+def test_the_repeat_loop_runs_once_outside_perflab(children):
+    out = subprocess.run([children["loop"]], capture_output=True, text=True, check=True)
+    assert out.stdout == "iterations 1\n"
+
+
+def test_iterations_become_columns_and_a_plain_probe_sends_one(children):
+    """Asked for 4 iterations, the loop's run reads its mean iteration in ticks; a program
+    with a plain BEGIN and END sends its one record, ok, as may one with four of them; one
+    that sends more records than asked is a bad probe."""
+    names = ["loop", "probe", "many", "noprobe"]
+    runs = spawn.run_batch([[children[n]] for n in names], np.arange(4), None, "A", None,
+                           spawn.SpawnOptions(iterations=4))  # fmt: skip
+    tidy = spawn.tidy_columns(runs)
+    df = pd.DataFrame({**tidy, **spawn.iteration_columns(runs, tidy["ticks"])})
+    assert list(df["status"]) == ["ok", "ok", "ok", "ok"]
+    assert list(df["iterations"]) == [4, 1, 4, 0]
+    assert df["ticks"][0] == runs["iteration_ticks"][0][:4].astype(np.int64).sum() / 4
+    assert (df["iteration_log_var"][[0, 2]] > 0).all()  # the loop's iterations differ 4x
+    assert df["iteration_log_var"][[1, 3]].isna().all()  # under two iterations: no spread
+    runs = spawn.run_batch([[children["many"]]], np.zeros(1), None, "A", None,
+                           spawn.SpawnOptions(iterations=3))  # fmt: skip
+    assert spawn.STATUS[int(runs["status"][0])] == "bad_probe"
+    with pytest.raises(PerflabError, match="--iterations must be 1 to 64"):
+        spawn.SpawnOptions(iterations=constants.MAX_ITERATIONS + 1)
 
 
 def test_rusage_is_the_childs(children):

@@ -45,8 +45,9 @@ class Components:
     variances: tuple[float, ...]  # the moment estimates, negative ones as 0
     estimates: tuple[float, ...]  # the moment estimates themselves (unbiased, may be < 0)
     units: tuple[int, ...]  # units of each level in the data (for B/A: on each side)
-    # "median": each outermost unit's value is the median of its rows (two levels only), whose
-    # variance is the rows' times median_factor(rows), not divided by their number
+    # "median": each outermost unit's value is the median of its rows (the second level), whose
+    # variance is the rows' times median_factor(rows), not divided by their number; a third
+    # level (iterations) is averaged within each row
     statistic: Literal["mean", "median"] = "mean"
     trim: float = 0.0  # the outermost units are averaged with this share cut at each end
 
@@ -73,7 +74,8 @@ class Components:
         in each unit of the level above (counts[0]: units of the outermost level)."""
         var = self._check(counts)
         if self.statistic == "median":
-            return (var[0] + var[1] * median_factor(counts[1])) / counts[0]
+            row = var[1] + (var[2] / counts[2] if len(var) > 2 else 0.0)
+            return (var[0] + row * median_factor(counts[1])) / counts[0]
         return sum(v / math.prod(counts[: i + 1]) for i, v in enumerate(var))
 
     def describe(self) -> str:
@@ -370,15 +372,40 @@ def paired_ratio_components(
     run = _robust_variance(d.reset_index(drop=True), [pd.Series(d.index.get_level_values(0))])
     within = run * float(np.mean([median_factor(int(n)) for n in per["pairs"]]))
     top = trimmed_variance(per["log_ratio"], trim) - within
+    of = f"median over pairs of log({sides[1]}/{sides[0]}) of {value}"
+    units = (len(per), int(per["pairs"].sum()))
+    iteration = _iteration_variance(frame, value)
+    if iteration is None:
+        return Components(of, (level, "pair"), (max(top, 0.0), run), (top, run), units, "median",
+                          trim)  # fmt: skip
+    per_iteration, inverse_k, iterations = iteration
+    pair_part = run - per_iteration * inverse_k
     return Components(
-        f"median over pairs of log({sides[1]}/{sides[0]}) of {value}",
-        (level, "pair"),
-        (max(top, 0.0), run),
-        (top, run),
-        (len(per), int(per["pairs"].sum())),
+        of,
+        (level, "pair", "iteration"),
+        (max(top, 0.0), max(pair_part, 0.0), per_iteration),
+        (top, pair_part, per_iteration),
+        (*units, iterations),
         "median",
         trim,
     )
+
+
+def _iteration_variance(frame: pd.DataFrame, value: str) -> tuple[float, float, int] | None:
+    """What one iteration of the probe's repeat loop adds to a pair's log B/A, where the runs
+    ran several (spawn.iteration_columns): both sides' variance of log ticks between the
+    iterations of one process, pooled over the runs; with the mean of 1/iterations a run, by
+    which a run's mean iteration divides it, and the iterations in all. None: one a run."""
+    if "iteration_log_var" not in frame or value != "ticks":
+        return None
+    v = pd.to_numeric(frame["iteration_log_var"], errors="coerce")
+    k = pd.to_numeric(frame["iterations"], errors="coerce")
+    has = v.notna() & (k >= 2)
+    if not has.any():
+        return None
+    pooled = float((v[has] * (k[has] - 1)).sum() / (k[has] - 1).sum())
+    inverse = float((1 / k[k >= 1]).mean())
+    return 2 * pooled, inverse, int(k[k >= 1].sum())
 
 
 def trimmed_means(x: np.ndarray, trim: float) -> np.ndarray:
@@ -699,6 +726,16 @@ def _median_count(components: Components, c: np.ndarray, least: int) -> tuple[in
     return (int(n[np.argmin((c[0] + c[1] * n) * (top + rows * factors))]),)
 
 
+def _inner_count(var: np.ndarray, c: np.ndarray, least: int, most: int) -> tuple[int, float]:
+    """Iterations a row (least to most) minimising (c_row + r c_it)(v_row + v_it / r), with the
+    closed form's real r = sqrt(c_row / c_it * v_it / v_row) it rounds: Kalibera and Jones's
+    count of the innermost level depends on the two innermost levels alone."""
+    real = math.sqrt(c[1] / c[2] * var[2] / var[1])
+    candidates = {min(max(r, least), most) for r in (math.floor(real), math.ceil(real))}
+    best = min(sorted(candidates), key=lambda r: (c[1] + r * c[2]) * (var[1] + var[2] / r))
+    return best, real
+
+
 def plan(
     components: Components,
     costs: Sequence[float] | np.ndarray,
@@ -706,6 +743,7 @@ def plan(
     confidence: float = 0.95,
     fixed: Sequence[int] | None = None,
     least: Sequence[int] | None = None,
+    most_inner: int | None = None,
 ) -> Plan:
     """The counts per level reaching a B/A interval of this half-width (ratio scale: 0.01 for
     1 %) in the least expected time, with costs[i] the time one repetition of level i adds
@@ -714,7 +752,8 @@ def plan(
     integers; the outermost count is the smallest (two or more) whose t interval reaches the
     half-width. `least` holds each level's lowest count, which a design that runs must meet
     (the outermost then found for the counts below as raised). `fixed` (default 10 per level)
-    is predicted beside it, for the time saved."""
+    is predicted beside it, for the time saved; `most_inner` caps the innermost count (the
+    iterations a run can report)."""
     if not half_width > 0:
         raise PerflabError(f"the half-width to reach must be above 0, not {half_width}")
     if not 0 < confidence < 1:
@@ -726,7 +765,13 @@ def plan(
     var = np.maximum(var, PLAN_FLOOR * components.total)
     floored = replace(components, variances=tuple(var))
     least = tuple(least) if least is not None else (2,) + (1,) * (len(components.levels) - 1)
-    if floored.statistic == "median":
+    if floored.statistic == "median" and var.size == 3:
+        k, real = _inner_count(var, c, least[2], most_inner or 2**31)
+        row_c, row_v = np.array([c[0], c[1] + k * c[2]]), np.array([var[0], var[1] + var[2] / k])
+        rows = replace(floored, levels=floored.levels[:2], variances=tuple(row_v))
+        lower = (*_median_count(rows, row_c, least[1]), k)
+        continuous = (*_closed_form(row_v * [1, math.pi / 2], row_c), real)
+    elif floored.statistic == "median":
         lower = _median_count(floored, c, least[1])
         continuous = _closed_form(var * [1, math.pi / 2], c)
     else:

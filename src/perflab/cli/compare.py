@@ -121,8 +121,8 @@ def _paths(words: str) -> list[str]:
     help="Run one layout instead of random setups: RESULT:SETUP (the layout that setup of a "
     "saved comparison ran in) or words such as 'env-size=1200 heap-offset=64 aslr=off'.",
 )
-@plan_options(Plan, ("setups", "repeat", "precision", "budget", "env_max", "heap_max",
-                     "code_max"))  # fmt: skip
+@plan_options(Plan, ("setups", "repeat", "iterations", "precision", "budget", "env_max",
+                     "heap_max", "code_max"))  # fmt: skip
 @run_controls
 @journal_options
 @output_options

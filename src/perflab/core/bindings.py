@@ -454,9 +454,12 @@ def _run_dtype() -> np.dtype:
     ctype = ffi.typeof("struct perflab_run")
     names, formats, offsets = [], [], []
     for name, f in ctype.fields:
+        item, shape = (
+            (f.type.item, f"({f.type.length},)") if f.type.kind == "array" else (f.type, "")
+        )
         names.append(name)
-        kind = "u" if f.type.cname.startswith("uint") else "i"
-        formats.append(f"{kind}{ffi.sizeof(f.type)}")
+        kind = "u" if item.cname.startswith("uint") else "i"
+        formats.append(f"{shape}{kind}{ffi.sizeof(item)}")
         offsets.append(f.offset)
     return np.dtype(
         {"names": names, "formats": formats, "offsets": offsets, "itemsize": ffi.sizeof(ctype)}
@@ -479,6 +482,7 @@ class BatchHeader:
     nenv: int
     nruns: int
     strings_len: int
+    iterations: int = 1
 
 
 def batch_header(header: BatchHeader) -> bytes:

@@ -29,6 +29,7 @@ THREAD_KERNELS = {
 }
 
 LOOP_FACTOR: int = lib.PERFLAB_LOOP_FACTOR
+MAX_ITERATIONS: int = lib.PERFLAB_MAX_ITERATIONS  # probe records a run may send
 
 COPY_KERNELS = {
     "libc": lib.PERFLAB_COPY_LIBC,

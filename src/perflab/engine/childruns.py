@@ -259,6 +259,8 @@ class Runs:
     var: str = "A"
     env: dict[str, str] = field(default_factory=dict)
     runq: str = "off"  # RUNQ_MODES: read each run's run-queue wait (serial sweeps only)
+    iterations: int = 1  # asked of the probe's repeat loop in each run (1: one region, as ever)
+    looped: bool = False  # rows carry the iteration columns even where a round asks for one
     # Read the run's CPUs' busy time (/proc/stat) around each batch of one run: cpus_busy_ns
     # less the run's CPU time is what other tasks took of them (serial sweeps only).
     busy: bool = False
@@ -280,7 +282,14 @@ class Runs:
     @property
     def columns(self) -> list[str]:
         runq = spawn.RUNQ_COLUMNS if self.runq != "off" else ()
-        return [*self.labels, *MEASURED, *runq, *(("cpus_busy_ns",) if self.busy else ())]
+        iterations = spawn.ITERATION_COLUMNS if self.per_iteration else ()
+        busy = ("cpus_busy_ns",) if self.busy else ()
+        return [*self.labels, *MEASURED, *runq, *iterations, *busy]
+
+    @property
+    def per_iteration(self) -> bool:
+        """Whether the rows say what the repeat loop's iterations did (spawn.ITERATION_COLUMNS)."""
+        return self.looped or self.iterations > 1
 
     def expect(self) -> Expect:
         """What a journal checks of this sweep's rows: its columns, each planned run once (for
@@ -297,7 +306,11 @@ class Runs:
         after the labels), built in one go."""
         labels = {name: values[at] for name, values in self.labels.items()}
         runq = spawn.runq_columns(runs) if self.runq != "off" else {}
-        return pd.DataFrame({**labels, **more, **spawn.tidy_columns(runs, overhead), **runq})
+        tidy = spawn.tidy_columns(runs, overhead)
+        iterations = (
+            spawn.iteration_columns(runs, tidy["ticks"], overhead) if self.per_iteration else {}
+        )
+        return pd.DataFrame({**labels, **more, **tidy, **iterations, **runq})
 
     def starting(self, todo: np.ndarray) -> Self:
         """These runs with `fresh` marking the first of each layout's runs in todo (positions
@@ -521,7 +534,7 @@ def measure_sequential(
     recording = recording or Recording()
     fresh = not recording.resume
     with quiet_options(controls) as options, _claimed(recording):
-        options = replace(options, runq=runs.runq)
+        options = replace(options, runq=runs.runq, iterations=runs.iterations)
         chunk_runs = runs_per_batch(interruptible(preflight, runs, options), chunk_runs, flush_s)
         overhead = spawn.timer_overhead()
         extra: dict[str, Any] = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt}

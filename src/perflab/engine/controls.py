@@ -179,6 +179,14 @@ def check_timeout(seconds: float) -> None:
         raise PerflabError(f"--timeout must be {lo:g} to {hi:g} seconds, not {seconds}")
 
 
+def check_iterations(n: int) -> None:
+    """Refuse a count the probe's repeat loop cannot report: each run's records are read into
+    a fixed array of MAX_ITERATIONS."""
+    most = constants.MAX_ITERATIONS
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= most:
+        raise PerflabError(f"--iterations must be 1 to {most}, not {n}")
+
+
 def check_cpu_list(flag: str, cpus: Sequence[int], allow_empty: bool = False) -> None:
     """Refuse a CPU list that names no CPU or one CPU twice: a pinning asked for and not made."""
     if not cpus and not allow_empty:

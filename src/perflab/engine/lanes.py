@@ -146,6 +146,7 @@ def _measure_lanes(
     ref = reference_mask(runs.prog.size, reference_share(controls), controls.seed)
     recording = recording or childruns.Recording()
     with childruns.quiet_options(controls) as options:
+        options = replace(options, iterations=runs.iterations)
         longest = childruns.interruptible(childruns.preflight, runs, options)
         chunk_runs = childruns.runs_per_batch(longest, chunk_runs, flush_s)
         overhead = spawn.timer_overhead()

@@ -6,6 +6,7 @@ import array
 import atexit
 import contextlib
 import functools
+import math
 import os
 import shutil
 import socket
@@ -38,9 +39,10 @@ RUN_DTYPE = bindings.RUN_DTYPE
 class SpawnOptions:
     """How each child runs: ASLR, CPUs, priority, memory locking, timeout, stdio, and whether
     the run-queue wait of its threads is read (runq: auto = taskstats where perflab may, else
-    /proc; proc = /proc only; off = not read, the engine's fastest path), and whether the
+    /proc; proc = /proc only; off = not read, the engine's fastest path), whether the
     programs' files are read afresh into the page cache before the batch's first run (settle:
-    their physical pages drawn anew, PERFLAB_SPAWN_SETTLE)."""
+    their physical pages drawn anew, PERFLAB_SPAWN_SETTLE), and how many iterations the probe's
+    repeat loop (PERFLAB_PROBE_LOOP) runs in each child."""
 
     aslr: str = "system"
     cpus: tuple[int, ...] = ()
@@ -54,8 +56,10 @@ class SpawnOptions:
     stderr: int | None = None
     runq: str = "off"
     settle: bool = False
+    iterations: int = 1
 
     def __post_init__(self) -> None:
+        controls.check_iterations(self.iterations)
         if self.runq not in RUNQ_MODES:
             raise PerflabError(f"runq must be one of {', '.join(RUNQ_MODES)}, not {self.runq!r}")
         controls.check_aslr(self.aslr)
@@ -140,6 +144,7 @@ def _pack(
         nenv=len(env),
         nruns=prog.size,
         strings_len=len(strings),
+        iterations=options.iterations,
     )
     return b"".join(
         [
@@ -482,6 +487,38 @@ def tidy_columns(runs: np.ndarray, overhead: int = 0) -> dict[str, Any]:
         "status": pd.Categorical.from_codes(status, STATUS_NAMES),
         "child_errno": runs["child_errno"],
         "strays": (runs["flags"] & bindings.RUN_STRAYS) != 0,
+    }
+
+
+ITERATION_COLUMNS = ("iterations", "iteration_log_var")
+# The median of |x - y| over pairs of normal values is 0.6745 sqrt(2) sigma.
+PAIR_SPREAD = 0.6745 * math.sqrt(2)
+
+
+def iteration_columns(runs: np.ndarray, ticks: np.ndarray, overhead: int = 0) -> dict[str, Any]:
+    """For runs asked for several iterations of the probe's repeat loop: ticks becomes the mean
+    iteration (each less the timer's cost; NaN where tidy's ticks is), iterations the records
+    the run sent (1: a program with a plain BEGIN and END), and iteration_log_var the variance
+    of log ticks between its iterations (NaN under two): the level iterations add within one
+    process. Robust, from the median |difference| over the run's pairs of iterations, as
+    compare's pairs are: this guest's host stretches one iteration in ten by 10-40 %, and one
+    such iteration's square outweighed all the others. An iteration cheaper than the timer
+    counts as 1 tick in the logs."""
+    k = runs["iterations"].astype(np.int64)
+    width = runs["iteration_ticks"].shape[1]
+    each = np.maximum(runs["iteration_ticks"].astype(np.float64) - overhead, 1.0)
+    logs = np.where(np.arange(width)[None, :] < k[:, None], np.log(each), np.nan)
+    i, j = np.triu_indices(int(k.max(initial=0)), 1)
+    spread = np.full(k.size, np.nan)
+    if i.size:
+        diffs = np.abs(logs[:, i] - logs[:, j])  # NaN where either iteration was not run
+        many = k >= 2
+        spread[many] = np.nanmedian(diffs[many], axis=1) / PAIR_SPREAD
+    per = np.maximum(runs["probe_ticks"].astype(np.float64) / np.maximum(k, 1) - overhead, 0.0)
+    return {
+        "ticks": np.where(np.isfinite(ticks), per, np.nan),
+        "iterations": k.astype(np.int32),
+        "iteration_log_var": spread**2,
     }
 
 

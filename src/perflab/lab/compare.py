@@ -26,6 +26,7 @@ import numpy as np
 from perflab import errors
 from perflab.analysis import levels, stats
 from perflab.analysis.summary import Summary, Table
+from perflab.core import constants
 from perflab.core.lazy import pd
 from perflab.engine import childruns, controls, journal, lanes, results, spawn
 from perflab.engine.childruns import value_column as value_column
@@ -338,6 +339,7 @@ def compare(
         "layout": plan.layout,
         "setups": plan.setups,
         "repeat": plan.repeat,
+        "iterations": plan.iterations,
         "env_max": plan.env_max,
         "heap_max": plan.heap_max,
         "code_max": plan.code_max,
@@ -365,9 +367,11 @@ def _measure(
     meta: dict,
     recording: childruns.Recording,
     sources: journal.Executes | None = None,
+    iterations: int | None = None,
     **shown: Any,
 ) -> pd.DataFrame:
-    """Link what each setup runs, then run its pairs (setups[s] of them) through the engine."""
+    """Link what each setup runs, then run its pairs (setups[s] of them) through the engine,
+    each run asked for `iterations` of the repeat loop (default: the plan's)."""
     t0 = time.perf_counter()
     try:
         built = [(a.program(s), b.program(s)) for s in setups]
@@ -377,7 +381,7 @@ def _measure(
     heap = any(s.heap_offset != NO_PADDING for s in setups)
     shim = compiler.heap_shim() if heap else None
     meta = {**meta, "build_s": time.perf_counter() - t0}
-    runs = _runs(plan, setups, built, str(shim.path) if shim else None)
+    runs = _runs(plan, setups, built, str(shim.path) if shim else None, iterations)
     if shim is not None:
         refuse_static(runs.programs)
         meta |= {"heap_shim": shim.meta(), "heap_var": HEAP_VAR}
@@ -430,6 +434,7 @@ class Round:
     seconds: float
     half_width: float = math.nan
     planned: tuple[int, ...] | None = None  # the plan made after it: layouts in all, pairs each
+    iterations: int = 1  # of the repeat loop, in each of its runs
 
 
 def _sources(a: Side, b: Side) -> journal.Executes:
@@ -468,8 +473,10 @@ def interval(
 
 
 def covered(ok: pd.DataFrame) -> tuple[str, ...]:
-    """The levels interval() covers: setups and runs, or with one setup its runs alone."""
-    return ("setup", "run") if ok["setup"].nunique() >= 2 else ("run",)
+    """The levels interval() covers: setups and runs, or with one setup its runs alone, and the
+    iterations within the runs where they ran several of the repeat loop."""
+    looped = ("iteration",) if "iterations" in ok and (ok["iterations"] >= 2).any() else ()
+    return (*(("setup", "run") if ok["setup"].nunique() >= 2 else ("run",)), *looped)
 
 
 def _to_precision(
@@ -506,24 +513,30 @@ def _to_precision(
     rounds: list[Round] = []
     spent, reason, predicted = 0.0, "", math.nan
     predicted_range, pilot_layouts = [math.nan, math.nan], 0
-    costs = _costs_before(frame)  # a new layout, a pair of runs (A and B), in seconds
+    # a new layout, a pair of runs (A and B) beyond their iterations, an iteration of both
+    costs = _costs_before(frame)
+    k = plan.iterations if frame is None else _round_iterations(frame, plan)
     while True:
         if todo:
             drawn = draw_setups(replace(plan, setups=max(todo) + 1), labels)
             t0 = time.perf_counter()
             resume = recording.resume or frame is not None
-            planned_round = {"round_pairs": {str(s): n for s, n in todo.items()}}
+            planned_round = {"round_pairs": {str(s): n for s, n in todo.items()},
+                             "round_iterations": k}  # fmt: skip
             part = _measure(a, b, plan, {drawn[s]: n for s, n in todo.items()},
                             meta | planned_round, replace(recording, resume=resume), sources,
-                            on_start=on_start, progress=progress, warn=warn_once)  # fmt: skip
+                            k, on_start=on_start, progress=progress, warn=warn_once)  # fmt: skip
             seconds = time.perf_counter() - t0
             spent += seconds
             built = float(results.metadata(part).get("build_s", 0.0))
             before = len(frame) if frame is not None and recording.output is not None else 0
-            pairs = max((len(part) - before) / 2, 1)  # a resumed round runs what is missing
-            costs = [built / len(todo), max(seconds - built, 1e-9) / pairs]
+            new = part.iloc[before:]  # a resumed round runs what is missing
+            pairs = max(len(new) / 2, 1)
+            looping = _iteration_seconds(new, float(meta.get("tsc_hz") or 0.0))
+            costs = [built / len(todo), max(seconds - built - looping, 1e-9) / pairs,
+                     max(looping, 1e-9) / pairs / k]  # fmt: skip
             frame = part if recording.output is not None or frame is None else _joined(frame, part)
-            rounds.append(Round(len(todo), max(todo.values()), seconds))
+            rounds.append(Round(len(todo), max(todo.values()), seconds, iterations=k))
             reps.update(todo)
         assert frame is not None  # the pilot ran, now or before the resume
         ok = steady(frame[frame["status"] == "ok"], value_column(frame))
@@ -538,20 +551,25 @@ def _to_precision(
         if reached <= plan.precision and len(reps) >= MIN_LAYOUTS:
             reason = "reached"
             break
-        planned = levels.plan(parts, costs, plan.precision, CONFIDENCE, least=PILOT)
+        looped = len(parts.levels) > 2
+        planned = levels.plan(parts, costs[: len(parts.levels)], plan.precision, CONFIDENCE,
+                              least=(*PILOT, 1)[: len(parts.levels)],
+                              most_inner=constants.MAX_ITERATIONS)  # fmt: skip
         if rounds and rounds[-1].planned is None:
             rounds[-1].planned = planned.counts
-        layouts, pairs = planned.counts
+        layouts, pairs = planned.counts[:2]
         pairs += pairs % 2
+        k = planned.counts[2] if looped else k
         if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
-            each = costs[0] + pairs * costs[1]
+            each = costs[0] + pairs * (costs[1] + (k * costs[2] if looped else 0.0))
             predicted = spent + max(layouts - len(reps), 0) * each
             # The layouts it needs scale with their variance, estimated from len(reps) of them.
             spread = levels.variance_ratio_range(len(reps) - 1, PREDICTION_CONFIDENCE)
             predicted_range = [spent + max(layouts * k - len(reps), 0) * each for k in spread]
             pilot_layouts = len(reps)
         more = min(max(layouts - len(reps), len(reps) // 4, 1), max(len(reps), PILOT[0]))
-        afford = int((plan.budget - spent) // max(costs[0] + pairs * costs[1], 1e-9))
+        cost = costs[0] + pairs * (costs[1] + (k * costs[2] if looped else 0.0))
+        afford = int((plan.budget - spent) // max(cost, 1e-9))
         if min(more, afford) < 1:
             reason = "budget spent"
             break
@@ -569,7 +587,7 @@ def _to_precision(
         "predicted_confidence": PREDICTION_CONFIDENCE,
         "budget_s": plan.budget,
         "rounds": [vars(r) | {"planned": list(r.planned or ())} for r in rounds],
-        "costs_s": {"layout": costs[0], "pair": costs[1]},
+        "costs_s": {"layout": costs[0], "pair": costs[1], "iteration": costs[2]},
     }
     final = results.attach(frame, {**results.metadata(frame), "precision": record})
     if recording.output is not None:
@@ -578,14 +596,32 @@ def _to_precision(
 
 
 def _costs_before(frame: pd.DataFrame | None) -> list[float]:
-    """What a layout and a pair cost in the run a resume goes on from: as it measured them, or
-    (interrupted before it could) a pair as its runs' wall time."""
+    """What a layout, a pair and an iteration of both sides cost in the run a resume goes on
+    from: as it measured them, or (interrupted before it could) from its runs' wall time."""
     if frame is None:
-        return [0.0, math.nan]
+        return [0.0, math.nan, math.nan]
     said = results.metadata(frame).get("precision", {}).get("costs_s")
     if said:
-        return [float(said["layout"]), float(said["pair"])]
-    return [0.0, 2e-9 * float(frame["wall_ns"].median())]
+        return [float(said["layout"]), float(said["pair"]), float(said.get("iteration", 1e-9))]
+    k = float(frame["iterations"].median()) if "iterations" in frame else 1.0
+    hz = float(results.metadata(frame).get("tsc_hz") or 0.0)
+    looping = _iteration_seconds(frame, hz) / max(len(frame) / 2, 1)
+    pair = 2e-9 * float(frame["wall_ns"].median())
+    return [0.0, max(pair - looping, 1e-9), max(looping / k, 1e-9)]
+
+
+def _iteration_seconds(rows: pd.DataFrame, hz: float) -> float:
+    """The time these runs spent in their repeat loops' iterations (0 with one a run: the
+    region is then the pair's own cost), from the probe's ticks and the TSC's rate (hz)."""
+    if "iterations" not in rows or rows.empty:
+        return 0.0
+    spent = (rows["ticks"] * rows["iterations"]).where(rows["iterations"] >= 2).sum()
+    return float(spent) / hz if hz > 0 else 0.0
+
+
+def _round_iterations(frame: pd.DataFrame, plan: Plan) -> int:
+    """The iterations a run of the round a resume goes on from was asked for."""
+    return int(results.metadata(frame).get("round_iterations") or plan.iterations)
 
 
 def _same_plan(recorded: dict, asked: dict, output: object) -> None:
@@ -639,7 +675,11 @@ def _b_first(seed: int, setup: int, repeat: int) -> np.ndarray:
 
 
 def _runs(
-    plan: Plan, setups: dict[Setup, int], built: list, shim: str | None = None
+    plan: Plan,
+    setups: dict[Setup, int],
+    built: list,
+    shim: str | None = None,
+    iterations: int | None = None,
 ) -> childruns.Runs:
     """A/B pairs in each setup, B first in half of them (in which half: drawn, _b_first).
     Each setup's runs start under its own setting: its ASLR mode, and for a heap offset the shim
@@ -679,6 +719,8 @@ def _runs(
         setting=np.array(step, np.int64),
         settings=tuple(settings),
         layout=labels["setup"],
+        iterations=iterations or plan.iterations,
+        looped=plan.iterations > 1,
     )
 
 
@@ -869,15 +911,22 @@ def _family_verdicts(
 
 
 def _shares(parts: levels.Components, setups: pd.DataFrame) -> dict[str, float]:
-    """What share of the variance of a setup's B/A its layout holds, and its pairs, at the
-    median number of pairs the setups ran."""
+    """What share of the variance of a setup's B/A its layout holds, and its pairs (with the
+    iterations within their runs, where there were several: their own share), at the median
+    number of pairs the setups ran."""
     pairs = float(np.median(setups["pairs"]))
     factor = float(np.mean([levels.median_factor(max(int(n), 1)) for n in setups["pairs"]]))
-    layout, runs = parts.variances[0], parts.variances[1] * factor
-    total = layout + runs
+    var = parts.variances
+    per_run = parts.units[2] / (2 * parts.units[1]) if len(var) > 2 else 1.0
+    iteration = var[2] / per_run * factor if len(var) > 2 else 0.0
+    layout, runs = var[0], var[1] * factor
+    total = layout + runs + iteration
     if not total > 0:
         return {"setup": math.nan, "run": math.nan, "pairs": pairs}
-    return {"setup": layout / total, "run": runs / total, "pairs": pairs}
+    shares = {"setup": layout / total, "run": runs / total, "pairs": pairs}
+    if len(var) > 2:
+        shares |= {"iteration": iteration / total, "iterations": per_run}
+    return shares
 
 
 def _conclusion(
@@ -1023,13 +1072,32 @@ def _pairless(setups: pd.DataFrame) -> str:
 
 
 def _components_line(shares: dict[str, float] | None) -> list[str]:
-    """What share of B/A's variance the layout holds, the rest being the runs' own."""
+    """What share of B/A's variance the layout holds, the rest being the runs' own (and their
+    iterations', where they ran several)."""
     if not shares or any(math.isnan(v) for v in shares.values()):
         return []
+    pairs = shares["pairs"]
+    at = f"at {pairs:g} pair{'' if pairs == 1 else 's'} a setup"
+    runs = f"its runs {shares['run']:.0%}"
+    if "iteration" in shares:
+        runs += f", the iterations within them {shares['iteration']:.0%}"
+        at += f" and {shares['iterations']:.3g} iterations a run"
     return [
         f"the layout explains {shares['setup']:.0%} of the variance of a setup's B/A here, "
-        f"its runs {shares['run']:.0%} (variance components of a setup's median of its pairs' "
-        f"log B/A, at {shares['pairs']:g} pair{'' if shares['pairs'] == 1 else 's'} a setup)"
+        f"{runs} (variance components of a setup's median of its pairs' log B/A, {at})"
+    ]
+
+
+def _loopless(frame: pd.DataFrame, meta: dict[str, Any]) -> list[str]:
+    """Iterations asked of programs whose ok runs never sent more than one probe record."""
+    asked = int(meta.get("iterations") or 1)
+    ok = frame[frame["status"] == "ok"]
+    if asked < 2 or "iterations" not in ok or ok.empty or ok["iterations"].max() >= 2:
+        return []
+    return [
+        f"note: {asked} iterations a run were asked, and the programs sent at most one probe "
+        "record a run: without the probe's repeat loop (PERFLAB_PROBE_LOOP) iterations are no "
+        "level here"
     ]
 
 
@@ -1070,16 +1138,23 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
     costs = record["costs_s"]
     try:
         parts = levels.paired_ratio_components(ok, value, trim=TRIM)
-        fixed = levels.predict(parts, [costs["layout"], costs["pair"]], (10, 10))
+        each = [costs["layout"], costs["pair"], costs.get("iteration", 0.0)]
+        looped = len(parts.levels) > 2
+        pilot = int(rounds[0].get("iterations", 1)) if rounds else 1
+        fixed = levels.predict(parts, each[: len(parts.levels)], (10, 10, pilot)[: len(each)]
+                               if looped else (10, 10))  # fmt: skip
     except PerflabError:
         return out
     planned = next((r["planned"] for r in reversed(rounds) if r["planned"]), None)
     if planned:
-        out.append(f"plan: {planned[0]} layouts of {planned[1]} A/B pairs each (Kalibera and "
-                   f"Jones, from costs of {costs['layout']:.3f} s a layout and "
-                   f"{costs['pair']:.3f} s a pair)")  # fmt: skip
+        loop = f" of {planned[2]} iterations" if len(planned) > 2 else ""
+        priced = f", {costs['iteration']:.4f} s an iteration of both" if looped else ""
+        out.append(f"plan: {planned[0]} layouts of {planned[1]} A/B pairs each{loop} (Kalibera "
+                   f"and Jones, from costs of {costs['layout']:.3f} s a layout, "
+                   f"{costs['pair']:.3f} s a pair{priced})")  # fmt: skip
+    design = f"10 x 10 x {pilot}" if looped else "10 x 10"
     out.append(
-        f"a fixed 10 x 10 design would take {fixed.time:.1f} s here and reach "
+        f"a fixed {design} design would take {fixed.time:.1f} s here and reach "
         f"±{fixed.half_width:.1%}"
     )
     return out
@@ -1097,6 +1172,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     fixed = f"fixed layout: {meta['layout']}" if meta.get("layout") else ""
     lines.append(f"{len(frame)} runs, status {counts}; "
                  f"{fixed or 'randomized: ' + ', '.join(randomize)}")  # fmt: skip
+    lines += _loopless(frame, meta)
     values: dict[str, Any] = {
         "a": meta.get("a"),
         "b": meta.get("b"),

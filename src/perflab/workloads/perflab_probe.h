@@ -5,6 +5,15 @@
  *     ... region ...
  *     PERFLAB_PROBE_END();
  *
+ * or, to let perflab measure iterations within one process as a level of their own:
+ *
+ *     PERFLAB_PROBE_LOOP() {
+ *         ... region ...
+ *     }
+ *
+ * which runs the region as many times as perflab asks (once outside perflab, or where it asks
+ * for one), each iteration timed and reported by a record of its own.
+ *
  * The record goes to file descriptor PERFLAB_PROBE_FD, which perflab opens in
  * the child before execve.  Its number is fixed by convention, never passed in
  * the environment: the environment is what perflab studies.  When the fd is
@@ -13,7 +22,8 @@
  * The fd is one end of an AF_UNIX SOCK_SEQPACKET pair, so the parent can also
  * leave a request there before the run: PERFLAB_PROBE_REQ_MLOCK asks the child
  * to mlockall(), since mlockall does not survive execve and only the child can
- * lock its own pages.  BEGIN reads that request (outside the timed region).
+ * lock its own pages, and the request says how many iterations the loop runs.
+ * BEGIN and LOOP read that request (outside the timed region).
  *
  * Cycles and instructions come from perf_event where the machine counts them;
  * otherwise the record's flags say they are unavailable.
@@ -56,7 +66,16 @@ struct perflab_probe_state {
     int active;
     int fds[2];
     uint16_t flags;
+    uint32_t left; /* the repeat loop's iterations still to run */
+    int timing;    /* an iteration of the loop is being timed */
     uint64_t t0;
+};
+
+/* What the parent may leave on the fd: a program built with an older header reads flags only
+ * (SOCK_SEQPACKET drops the rest of the message). */
+struct perflab_probe_request {
+    uint32_t flags;      /* PERFLAB_PROBE_REQ_* */
+    uint32_t iterations; /* the repeat loop's count (0: one) */
 };
 
 static struct perflab_probe_state perflab_probe_state_;
@@ -85,21 +104,28 @@ static inline void perflab_probe_open_counters_(struct perflab_probe_state *s)
     }
 }
 
-/* Everything that costs (request, mlock, perf setup) happens before the first tick. */
-static inline void perflab_probe_begin(void)
+/* Once a process: the request (mlock, iterations) and the counters, all before any tick. */
+static inline void perflab_probe_setup_(struct perflab_probe_state *s)
 {
-    struct perflab_probe_state *s = &perflab_probe_state_;
-    uint32_t req = 0;
+    struct perflab_probe_request req = {0, 0};
 
     s->active = fcntl(PERFLAB_PROBE_FD, F_GETFD) != -1;
+    s->left = 1;
     if (!s->active)
         return;
     s->flags = 0;
-    if (recv(PERFLAB_PROBE_FD, &req, sizeof req, MSG_DONTWAIT) == (ssize_t)sizeof req &&
-        (req & PERFLAB_PROBE_REQ_MLOCK))
-        s->flags |= mlockall(MCL_CURRENT | MCL_FUTURE) == 0 ? PERFLAB_PROBE_MLOCKED
-                                                             : PERFLAB_PROBE_MLOCK_FAILED;
+    if (recv(PERFLAB_PROBE_FD, &req, sizeof req, MSG_DONTWAIT) >= (ssize_t)sizeof req.flags) {
+        if (req.flags & PERFLAB_PROBE_REQ_MLOCK)
+            s->flags |= mlockall(MCL_CURRENT | MCL_FUTURE) == 0 ? PERFLAB_PROBE_MLOCKED
+                                                                 : PERFLAB_PROBE_MLOCK_FAILED;
+        if (req.iterations > 1)
+            s->left = req.iterations;
+    }
     perflab_probe_open_counters_(s);
+}
+
+static inline void perflab_probe_start_(struct perflab_probe_state *s)
+{
     if (s->fds[0] >= 0) {
         ioctl(s->fds[0], PERF_EVENT_IOC_RESET, PERF_IOC_FLAG_GROUP);
         ioctl(s->fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP);
@@ -107,35 +133,82 @@ static inline void perflab_probe_begin(void)
     s->t0 = perflab_ticks_begin();
 }
 
-static inline void perflab_probe_end(void)
+/* t1 is read first: the record, the counters' reads and the send fall outside the region. */
+static inline void perflab_probe_stop_(struct perflab_probe_state *s)
 {
     uint64_t t1 = perflab_ticks_end();
-    struct perflab_probe_state *s = &perflab_probe_state_;
     struct perflab_probe_record rec;
     uint64_t cycles, instructions;
 
-    if (!s->active)
-        return;
     memset(&rec, 0, sizeof rec);
+    rec.flags = s->flags;
     if (s->fds[0] >= 0) {
         ioctl(s->fds[0], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
         if (read(s->fds[0], &cycles, sizeof cycles) == (ssize_t)sizeof cycles &&
             read(s->fds[1], &instructions, sizeof instructions) == (ssize_t)sizeof instructions) {
             rec.cycles = cycles;
             rec.instructions = instructions;
-            s->flags |= PERFLAB_PROBE_COUNTERS;
+            rec.flags |= PERFLAB_PROBE_COUNTERS;
         }
-        close(s->fds[0]);
-        close(s->fds[1]);
     }
     rec.magic = PERFLAB_PROBE_MAGIC;
     rec.version = PERFLAB_PROBE_VERSION;
-    rec.flags = s->flags;
     rec.ticks = t1 - s->t0;
     send(PERFLAB_PROBE_FD, &rec, sizeof rec, MSG_NOSIGNAL);
+}
+
+static inline void perflab_probe_close_(struct perflab_probe_state *s)
+{
+    if (s->fds[0] >= 0) {
+        close(s->fds[0]);
+        close(s->fds[1]);
+    }
     s->active = 0;
+}
+
+/* Everything that costs (request, mlock, perf setup) happens before the first tick. */
+static inline void perflab_probe_begin(void)
+{
+    perflab_probe_setup_(&perflab_probe_state_);
+    if (perflab_probe_state_.active)
+        perflab_probe_start_(&perflab_probe_state_);
+}
+
+static inline void perflab_probe_end(void)
+{
+    struct perflab_probe_state *s = &perflab_probe_state_;
+
+    if (!s->active)
+        return;
+    perflab_probe_stop_(s);
+    perflab_probe_close_(s);
+}
+
+/* The repeat loop's step: end the iteration timed (its record sent), then start the next while
+ * perflab asks for more; 0 when done.  Outside perflab the body runs once, untimed. */
+static inline int perflab_probe_next_(void)
+{
+    struct perflab_probe_state *s = &perflab_probe_state_;
+
+    if (s->timing) {
+        perflab_probe_stop_(s);
+        s->timing = 0;
+    }
+    if (s->left == 0) {
+        if (s->active)
+            perflab_probe_close_(s);
+        return 0;
+    }
+    s->left--;
+    if (s->active) {
+        s->timing = 1;
+        perflab_probe_start_(s);
+    }
+    return 1;
 }
 
 #define PERFLAB_PROBE_BEGIN() perflab_probe_begin()
 #define PERFLAB_PROBE_END() perflab_probe_end()
+#define PERFLAB_PROBE_LOOP() \
+    for (perflab_probe_setup_(&perflab_probe_state_); perflab_probe_next_();)
 #endif

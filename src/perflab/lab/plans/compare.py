@@ -2,7 +2,14 @@
 
 from dataclasses import dataclass, field
 
-from perflab.engine.controls import ASLR_MODES, LONGEST_S, Controls, _cli, check_rows
+from perflab.engine.controls import (
+    ASLR_MODES,
+    LONGEST_S,
+    Controls,
+    _cli,
+    check_iterations,
+    check_rows,
+)
 from perflab.errors import PerflabError
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN
 
@@ -81,6 +88,12 @@ class Plan(Controls):
         metadata=_cli("--code-max", "Code offsets (the padding linked first) are drawn in "
                       "0..CODE_MAX bytes.", min=0),
     )  # fmt: skip
+    iterations: int = field(
+        default=1,
+        metadata=_cli("--iterations", "Iterations of the programs' repeat loop "
+                      "(PERFLAB_PROBE_LOOP) in each run, a level of the variance of its own; "
+                      "with --precision, the pilot's, and the plan chooses the rest's.", min=1),
+    )  # fmt: skip
     layout: str = ""  # one fixed layout (parse_layout's words) instead of random setups
     precision: float = field(
         default=0.0,
@@ -122,6 +135,7 @@ class Plan(Controls):
                 why = f" (Linux takes environment strings of at most {MAX_ARG_STRLEN} bytes, " \
                       "MAX_ARG_STRLEN)" if "env" in flag else ""  # fmt: skip
                 raise PerflabError(f"{flag} must be 0 to {most}{why}, not {value}")
+        check_iterations(self.iterations)
         self._check_dimensions(objects)
         self._check_precision()
         self.check_controls()

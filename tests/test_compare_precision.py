@@ -42,6 +42,21 @@ int main(void)
 """
 
 
+# The probe's repeat loop around the same work: its iterations are a level of their own.
+LOOPED = r"""
+#include "perflab_probe.h"
+int main(int argc, char **argv)
+{
+    unsigned long n = 100000ul * (unsigned long)(argv[1][0] - '0');
+    PERFLAB_PROBE_LOOP() {
+        for (volatile unsigned long i = 0; i < n; i++)
+            ;
+    }
+    return 0;
+}
+"""
+
+
 @pytest.fixture(autouse=True)
 def cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
@@ -50,7 +65,7 @@ def cache(tmp_path_factory, monkeypatch):
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory) -> dict[str, str]:
     return compile_children(
-        tmp_path_factory.mktemp("precision"), {"steady": STEADY, "noisy": NOISY}
+        tmp_path_factory.mktemp("precision"), {"steady": STEADY, "noisy": NOISY, "looped": LOOPED}
     )
 
 
@@ -204,3 +219,36 @@ def test_bad_precision_input_is_one_line_and_runs_nothing(programs, runner, tmp_
     said = [x for x in res.output.splitlines() if x.startswith("Error:")]
     assert len(said) == 1 and match in said[0], res.output
     assert not out.exists()
+
+
+def test_iterations_are_planned_as_a_level_and_each_round_runs_its_own(programs, runner, tmp_path):
+    """--iterations 4 pilots the repeat loop at 4 a run; the plan then chooses the iterations
+    a run of the later rounds, and every run of a round sends as many records as it asked."""
+    out = tmp_path / "it.parquet"
+    looped = programs["looped"]
+    r = runner.invoke(cli, ["compare", f"{looped} 1", f"{looped} 1", "--iterations", "4",
+                            "--precision", "0.05%", "--budget", "5", "-o", str(out)])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    df = results.load(out)
+    record = results.metadata(df)["precision"]
+    rounds = record["rounds"]
+    assert rounds[0]["iterations"] == 4 and len(rounds[0]["planned"]) == 3 and len(rounds) > 1
+    assert set(record["costs_s"]) == {"layout", "pair", "iteration"}
+    # Each round's runs ran what it asked, and the next round asks what the plan said.
+    first = df[df["setup"] < compare.MIN_LAYOUTS]
+    assert (first.loc[first["status"] == "ok", "iterations"] == 4).all()
+    for before, after in itertools.pairwise(rounds):
+        assert after["iterations"] == before["planned"][2]
+    assert df["iteration_log_var"].notna().any()
+    assert "the iterations within them" in r.output and "iterations a run" in r.output
+    assert "(the interval covers: setup and run and iteration)" in r.output
+
+
+def test_iterations_asked_of_a_program_without_the_loop_are_said_no_level(programs, runner):
+    steady = programs["steady"]
+    r = runner.invoke(cli, ["compare", f"{steady} 1", f"{steady} 1", "--iterations", "3",
+                            "--setups", "3", "--repeat", "2"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "without the probe's repeat loop (PERFLAB_PROBE_LOOP) iterations are no level" in (
+        r.output
+    )

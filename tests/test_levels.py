@@ -386,3 +386,99 @@ def test_what_cannot_be_estimated_is_one_line():
     comp = levels.Components("log(x)", ("a", "b"), (1e-4, 1e-4), (1e-4, 1e-4), (1, 1))
     with pytest.raises(PerflabError, match="costs"):
         levels.plan(comp, (1.0, 0.0), 0.01)
+
+
+def looped(rng, layouts, n, k, sds, delta, spiked=0.0) -> pd.DataFrame:
+    """compare's rows of runs that each ran k iterations of the repeat loop, made by the
+    engine's own columns (spawn.iteration_columns) from drawn records: a layout effect on
+    B/A (sds[0]), each run's (sds[1]) and each iteration's (sds[2]), B exp(delta) slower; a
+    `spiked` share of iterations 1.4x long (what this guest's host does)."""
+    from perflab.engine import spawn
+
+    setup, side, rep = np.indices((layouts, 2, n)).reshape(3, -1)
+    run = (
+        12
+        + delta * side
+        + rng.normal(0, 0.05, layouts)[setup]
+        + rng.normal(0, sds[0], layouts)[setup] * side
+        + rng.normal(0, sds[1], setup.size)
+    )
+    y = run[:, None] + rng.normal(0, sds[2], (setup.size, k))
+    y += np.log(1.4) * (rng.random(y.shape) < spiked)
+    runs = np.zeros(setup.size, dtype=spawn.RUN_DTYPE)
+    runs["iteration_ticks"][:, :k] = np.exp(y).astype(np.uint64)
+    runs["iterations"] = k
+    runs["probe_ticks"] = runs["iteration_ticks"].sum(axis=1)
+    runs["outer_ticks"] = runs["probe_ticks"] * 2
+    runs["flags"] = spawn.bindings.RUN_HAS_PROBE
+    tidy = spawn.tidy_columns(runs)
+    return pd.DataFrame(
+        {
+            "setup": setup,
+            "side": np.array(["A", "B"])[side],
+            "rep": rep,
+            **tidy,
+            **spawn.iteration_columns(runs, tidy["ticks"]),
+        }
+    )
+
+
+@pytest.mark.parametrize(("k", "spiked"), [(2, 0.0), (8, 0.1)])
+def test_iterations_are_a_third_level_recovered_from_the_engines_columns(k, spiked):
+    """Each component is A's plus B's; the iterations' is per iteration, which a run's median
+    of k divides by median_factor(k). One iteration in ten stretched 1.4x leaves the layouts'
+    and the runs' as drawn, and adds to the iterations' (a run's median moves with them)."""
+    rng = np.random.default_rng(31 + k)
+    df = looped(rng, 1500, 4, k, (0.01, 0.015, 0.03), 0.02, spiked=spiked)
+    c = levels.paired_ratio_components(df, "ticks")
+    assert c.levels == ("setup", "pair", "iteration") and c.units == (1500, 6000, 12000 * k)
+    assert math.sqrt(c.variances[0]) == pytest.approx(0.01, rel=0.25)
+    assert math.sqrt(c.variances[1] / 2) == pytest.approx(0.015, rel=0.2)
+    iteration = math.sqrt(c.variances[2] / 2)
+    if spiked:
+        assert 0.03 < iteration < 0.03 * 1.4
+    else:
+        assert iteration == pytest.approx(0.03, rel=0.1)
+    # What the plan extrapolates from is what the layouts' B/A showed, as with two levels.
+    seen = levels.paired_ratios(df, "ticks", "setup")["log_ratio"].var()
+    assert c.variance((1, 4, k)) == pytest.approx(seen, rel=1e-9)
+
+
+def test_the_planned_iterations_and_pairs_are_the_integer_optimum_of_the_three_levels():
+    """Kalibera and Jones's iterations a run, sqrt(c_run / c_it * T_it^2 / T_run^2), scaled by
+    pi/2 for a run's median of its iterations; the integer counts then the medians' optimum:
+    no count of pairs and iterations a brute force tries reaches the target for less."""
+    comp = levels.Components("log(B/A)", ("setup", "pair", "iteration"), (1e-4, 4e-4, 2e-3),
+                             (1e-4, 4e-4, 2e-3), (1, 1, 1), "median")  # fmt: skip
+    costs = (0.5, 0.05, 0.01)
+    p = levels.plan(comp, costs, 0.005, least=(10, 4, 1), most_inner=64)
+    assert p.optimum[1] == pytest.approx(math.sqrt(0.05 / 0.01 * math.pi / 2 * 2e-3 / 4e-4))
+    per_layout = [
+        ((costs[0] + n * (costs[1] + r * costs[2])) * comp.variance((1, n, r)), n, r)
+        for n in range(4, 200)
+        for r in range(1, 65)
+    ]
+    best = min(per_layout)[0]
+    planned = (costs[0] + p.counts[1] * (costs[1] + p.counts[2] * costs[2])) * comp.variance(
+        (1, *p.counts[1:])
+    )
+    assert planned == pytest.approx(best, rel=0.02) and abs(p.counts[2] - p.optimum[1]) < 3
+    assert p.half_width <= 0.005 and p.time == pytest.approx(
+        costs[0] * p.counts[0]
+        + costs[1] * p.counts[0] * p.counts[1]
+        + costs[2] * math.prod(p.counts)
+    )
+    capped = levels.plan(comp, (0.5, 50.0, 0.01), 0.005, least=(10, 4, 1), most_inner=64)
+    assert capped.counts[2] == 64  # an expensive process asks for more than a run can report
+
+
+def test_the_interval_over_layouts_covers_the_true_ratio_at_its_rate_with_iterations():
+    rng = np.random.default_rng(33)
+    hits = 0
+    for _ in range(200):
+        df = looped(rng, 10, 4, 6, (0.01, 0.01, 0.03), 0.03, spiked=0.1)
+        d = levels.paired_ratios(df, "ticks", "setup")["log_ratio"]
+        _, lo, hi = levels.trimmed_interval(d, 0.9)
+        hits += lo < 0.03 < hi
+    # 200 experiments at 90 %: 80-97 % holds with probability > 0.999 for a correct interval.
+    assert 160 <= hits <= 194

@@ -47,7 +47,7 @@ class Components:
     units: tuple[int, ...]  # units of each level in the data (for B/A: on each side)
     # "median": each outermost unit's value is the median of its rows (the second level), whose
     # variance is the rows' times median_factor(rows), not divided by their number; a third
-    # level (iterations) is averaged within each row
+    # level (iterations) is a row's median too
     statistic: Literal["mean", "median"] = "mean"
     trim: float = 0.0  # the outermost units are averaged with this share cut at each end
 
@@ -74,7 +74,7 @@ class Components:
         in each unit of the level above (counts[0]: units of the outermost level)."""
         var = self._check(counts)
         if self.statistic == "median":
-            row = var[1] + (var[2] / counts[2] if len(var) > 2 else 0.0)
+            row = var[1] + (var[2] * median_factor(counts[2]) if len(var) > 2 else 0.0)
             return (var[0] + row * median_factor(counts[1])) / counts[0]
         return sum(v / math.prod(counts[: i + 1]) for i, v in enumerate(var))
 
@@ -378,8 +378,8 @@ def paired_ratio_components(
     if iteration is None:
         return Components(of, (level, "pair"), (max(top, 0.0), run), (top, run), units, "median",
                           trim)  # fmt: skip
-    per_iteration, inverse_k, iterations = iteration
-    pair_part = run - per_iteration * inverse_k
+    per_iteration, factor, iterations = iteration
+    pair_part = run - per_iteration * factor
     return Components(
         of,
         (level, "pair", "iteration"),
@@ -394,8 +394,9 @@ def paired_ratio_components(
 def _iteration_variance(frame: pd.DataFrame, value: str) -> tuple[float, float, int] | None:
     """What one iteration of the probe's repeat loop adds to a pair's log B/A, where the runs
     ran several (spawn.iteration_columns): both sides' variance of log ticks between the
-    iterations of one process, pooled over the runs; with the mean of 1/iterations a run, by
-    which a run's mean iteration divides it, and the iterations in all. None: one a run."""
+    iterations of one process, its median over the runs; with the mean median_factor of the runs'
+    iterations, by which a run's median iteration divides it, and the iterations in all.
+    None: one a run."""
     if "iteration_log_var" not in frame or value != "ticks":
         return None
     v = pd.to_numeric(frame["iteration_log_var"], errors="coerce")
@@ -403,9 +404,9 @@ def _iteration_variance(frame: pd.DataFrame, value: str) -> tuple[float, float, 
     has = v.notna() & (k >= 2)
     if not has.any():
         return None
-    pooled = float((v[has] * (k[has] - 1)).sum() / (k[has] - 1).sum())
-    inverse = float((1 / k[k >= 1]).mean())
-    return 2 * pooled, inverse, int(k[k >= 1].sum())
+    pooled = float(v[has].median())  # a mean would let the runs the host stretched most rule
+    factor = float(np.mean([median_factor(int(n)) for n in k[k >= 1]]))
+    return 2 * pooled, factor, int(k[k >= 1].sum())
 
 
 def trimmed_means(x: np.ndarray, trim: float) -> np.ndarray:
@@ -726,13 +727,16 @@ def _median_count(components: Components, c: np.ndarray, least: int) -> tuple[in
     return (int(n[np.argmin((c[0] + c[1] * n) * (top + rows * factors))]),)
 
 
-def _inner_count(var: np.ndarray, c: np.ndarray, least: int, most: int) -> tuple[int, float]:
-    """Iterations a row (least to most) minimising (c_row + r c_it)(v_row + v_it / r), with the
-    closed form's real r = sqrt(c_row / c_it * v_it / v_row) it rounds: Kalibera and Jones's
-    count of the innermost level depends on the two innermost levels alone."""
-    real = math.sqrt(c[1] / c[2] * var[2] / var[1])
-    candidates = {min(max(r, least), most) for r in (math.floor(real), math.ceil(real))}
-    best = min(sorted(candidates), key=lambda r: (c[1] + r * c[2]) * (var[1] + var[2] / r))
+def _inner_count(var: np.ndarray, c: np.ndarray, least: int, most: int | None) -> tuple[int, float]:
+    """Iterations a row (least to most) minimising (c_row + r c_it)(v_row + v_it m(r)), m the
+    median's median_factor, searched; with Kalibera and Jones's real count for a mean, scaled
+    by the median's pi/2, r = sqrt(c_row / c_it * pi/2 v_it / v_row): the innermost count
+    depends on the two innermost levels alone (`most`: none beyond; None: the search's own)."""
+    real = math.sqrt(c[1] / c[2] * math.pi / 2 * var[2] / var[1])
+    most = most or int(min(4 * real + 20, 1e6))  # the search's reach, as _median_count's
+    r = np.arange(least, max(most, least) + 1)
+    factors = np.array([median_factor(int(n)) for n in r])
+    best = int(r[np.argmin((c[1] + r * c[2]) * (var[1] + var[2] * factors))])
     return best, real
 
 
@@ -766,7 +770,7 @@ def plan(
     floored = replace(components, variances=tuple(var))
     least = tuple(least) if least is not None else (2,) + (1,) * (len(components.levels) - 1)
     if floored.statistic == "median" and var.size == 3:
-        k, real = _inner_count(var, c, least[2], most_inner or 2**31)
+        k, real = _inner_count(var, c, least[2], most_inner)
         row_c, row_v = np.array([c[0], c[1] + k * c[2]]), np.array([var[0], var[1] + var[2] / k])
         rows = replace(floored, levels=floored.levels[:2], variances=tuple(row_v))
         lower = (*_median_count(rows, row_c, least[1]), k)

@@ -511,8 +511,23 @@ def _to_precision(
             warn(message)
 
     rounds: list[Round] = []
-    spent, reason, predicted = 0.0, "", math.nan
-    predicted_range, pilot_layouts = [math.nan, math.nan], 0
+    spent, reason = 0.0, ""
+    earlier = _earlier(frame)  # what the sessions before a resume ran, predicted and spent
+    predicted = earlier.get("predicted_s", math.nan)
+    predicted_range = earlier.get("predicted_range_s", [math.nan, math.nan])
+    pilot_layouts = earlier.get("predicted_from_layouts", 0)
+
+    def so_far() -> dict[str, Any]:
+        """The record of every round run so far, this session's after the earlier ones'."""
+        return {
+            "seconds": earlier.get("seconds", 0.0) + spent,
+            "predicted_s": predicted,
+            "predicted_range_s": predicted_range,
+            "predicted_from_layouts": pilot_layouts,
+            "rounds": [*earlier.get("rounds", []),
+                       *(vars(r) | {"planned": list(r.planned or ())} for r in rounds)],
+        }  # fmt: skip
+
     # a new layout, a pair of runs (A and B) beyond their iterations, an iteration of both
     costs = _costs_before(frame)
     k = plan.iterations if frame is None else _round_iterations(frame, plan)
@@ -522,7 +537,7 @@ def _to_precision(
             t0 = time.perf_counter()
             resume = recording.resume or frame is not None
             planned_round = {"round_pairs": {str(s): n for s, n in todo.items()},
-                             "round_iterations": k}  # fmt: skip
+                             "round_iterations": k, "precision_so_far": so_far()}  # fmt: skip
             part = _measure(a, b, plan, {drawn[s]: n for s, n in todo.items()},
                             meta | planned_round, replace(recording, resume=resume), sources,
                             k, on_start=on_start, progress=progress, warn=warn_once)  # fmt: skip
@@ -565,7 +580,7 @@ def _to_precision(
             predicted = spent + max(layouts - len(reps), 0) * each
             # The layouts it needs scale with their variance, estimated from len(reps) of them.
             spread = levels.variance_ratio_range(len(reps) - 1, PREDICTION_CONFIDENCE)
-            predicted_range = [spent + max(layouts * k - len(reps), 0) * each for k in spread]
+            predicted_range = [spent + max(layouts * f - len(reps), 0) * each for f in spread]
             pilot_layouts = len(reps)
         more = min(max(layouts - len(reps), len(reps) // 4, 1), max(len(reps), PILOT[0]))
         cost = costs[0] + pairs * (costs[1] + (k * costs[2] if looped else 0.0))
@@ -580,19 +595,26 @@ def _to_precision(
         "confidence": CONFIDENCE,
         "reached": reason == "reached",
         "stopped": reason,
-        "seconds": spent,
-        "predicted_s": predicted,
-        "predicted_range_s": predicted_range,
-        "predicted_from_layouts": pilot_layouts,
+        **so_far(),
         "predicted_confidence": PREDICTION_CONFIDENCE,
         "budget_s": plan.budget,
-        "rounds": [vars(r) | {"planned": list(r.planned or ())} for r in rounds],
         "costs_s": {"layout": costs[0], "pair": costs[1], "iteration": costs[2]},
     }
-    final = results.attach(frame, {**results.metadata(frame), "precision": record})
+    kept = {k: v for k, v in results.metadata(frame).items() if k != "precision_so_far"}
+    final = results.attach(frame, {**kept, "precision": record})
     if recording.output is not None:
         results.save(final, recording.output)
     return final
+
+
+def _earlier(frame: pd.DataFrame | None) -> dict[str, Any]:
+    """The rounds, time and prediction of the sessions a resume goes on from: the finished
+    record of a complete file, or the one each round of an interrupted one left (the round
+    cut short is the resume's first)."""
+    if frame is None:
+        return {}
+    meta = results.metadata(frame)
+    return dict(meta.get("precision") or meta.get("precision_so_far") or {})
 
 
 def _costs_before(frame: pd.DataFrame | None) -> list[float]:
@@ -918,7 +940,8 @@ def _shares(parts: levels.Components, setups: pd.DataFrame) -> dict[str, float]:
     factor = float(np.mean([levels.median_factor(max(int(n), 1)) for n in setups["pairs"]]))
     var = parts.variances
     per_run = parts.units[2] / (2 * parts.units[1]) if len(var) > 2 else 1.0
-    iteration = var[2] / per_run * factor if len(var) > 2 else 0.0
+    each = levels.median_factor(max(round(per_run), 1))  # a run's value: its iterations' median
+    iteration = var[2] * each * factor if len(var) > 2 else 0.0
     layout, runs = var[0], var[1] * factor
     total = layout + runs + iteration
     if not total > 0:
@@ -1127,7 +1150,7 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
     target, took = record["target"], record["seconds"]
     rounds = record["rounds"]
     head = (
-        f"precision: ±{target:.1%} asked; "
+        f"precision: ±{target * 100:.3g}% asked; "
         + (f"reached in {_rounds(len(rounds))}" if record["reached"]
            else f"not reached ({record['stopped']}) after {_rounds(len(rounds))}")
         + f", {took:.1f} s"
@@ -1148,7 +1171,7 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
     planned = next((r["planned"] for r in reversed(rounds) if r["planned"]), None)
     if planned:
         loop = f" of {planned[2]} iterations" if len(planned) > 2 else ""
-        priced = f", {costs['iteration']:.4f} s an iteration of both" if looped else ""
+        priced = f", {costs['iteration'] * 1e3:.3g} ms an iteration of both" if looped else ""
         out.append(f"plan: {planned[0]} layouts of {planned[1]} A/B pairs each{loop} (Kalibera "
                    f"and Jones, from costs of {costs['layout']:.3f} s a layout, "
                    f"{costs['pair']:.3f} s a pair{priced})")  # fmt: skip

@@ -138,6 +138,12 @@ def test_rounds_journal_into_one_file_that_a_resume_extends(programs, runner, tm
     assert not after.duplicated(["setup", "rep", "side"]).any()
     kept = after.merge(before[["setup", "rep", "side", "wall_ns"]], on=["setup", "rep", "side"])
     assert len(kept) == len(before) and (kept["wall_ns_x"] == kept["wall_ns_y"]).all()
+    # The record holds both sessions: the first's rounds, time and prediction, then the resume's.
+    was, now = (results.metadata(f)["precision"] for f in (before, after))
+    assert now["rounds"][: len(was["rounds"])] == was["rounds"]
+    assert len(now["rounds"]) > len(was["rounds"]) and now["seconds"] > was["seconds"]
+    assert now["predicted_s"] == was["predicted_s"]
+    assert f"after {len(now['rounds'])} rounds" in again.output
     # Another precision is another comparison: refused in one line, the file untouched.
     other = runner.invoke(cli, [*args[:4], "1%", *args[5:], "--resume", str(out)])
     assert other.exit_code != 0 and "precision" in other.output

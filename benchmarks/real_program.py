@@ -16,6 +16,10 @@ Prints the two command lines, one per line, for `perflab compare`:
     mapfile -t ab < <(python benchmarks/real_program.py)
     perflab compare "${ab[0]}" "${ab[1]}" --setups 10 --repeat 10
     python benchmarks/real_program.py --b "-O2 -fno-tree-ch" --copy .   # ./brotli-A, ./brotli-B
+    python benchmarks/real_program.py --b "-O2 -fno-tree-ch" --looped   # for --iterations
+
+--looped builds benchmarks/brotli_loop.c's main instead of the tool's: the same encoder,
+called in perflab's repeat loop (PERFLAB_PROBE_LOOP) over the input read once into memory.
 """
 
 import argparse
@@ -99,23 +103,30 @@ def sources() -> Path:
     return root
 
 
-def build(flags: Sequence[str], cc: Sequence[str] | None = None) -> Path:
-    """The brotli tool built with cc (default $CC or cc) and flags, cached by both."""
+LOOP = Path(__file__).resolve().parent / "brotli_loop.c"
+
+
+def build(flags: Sequence[str], cc: Sequence[str] | None = None, looped: bool = False) -> Path:
+    """The brotli tool built with cc (default $CC or cc) and flags, cached by both; looped:
+    brotli_loop.c's main instead of the tool's, the library's encoder in perflab's repeat
+    loop."""
     cc = list(cc) if cc else compiler.compiler()
     root = sources()
+    main = LOOP if looped else root / "c" / "tools" / "brotli.c"
+    extra = [LOOP.read_text(), (compiler.WORKLOADS / "perflab_probe.h").read_text()] * looped
     key = hashlib.sha256(
-        "\0".join([SHA256, *cc, compiler.compiler_version(tuple(cc)), "", *flags]).encode()
+        "\0".join([SHA256, *cc, compiler.compiler_version(tuple(cc)), "", *flags, *extra]).encode()
     ).hexdigest()
     slug = re.sub(r"[^\w.+=-]+", "_", "".join(flags))[:40]
-    out = cache() / f"{PACKAGE}{slug}-{key[:8]}"
+    out = cache() / f"{PACKAGE}{'-loop' * looped}{slug}-{key[:8]}"
     if out.exists():
         return out
     c = root / "c"
     files = sorted(str(p) for d in ("common", "dec", "enc") for p in (c / d).glob("*.c"))
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     os.close(fd)
-    cmd = [*cc, *flags, "-I", str(c / "include"), *files, str(c / "tools" / "brotli.c"),
-           "-lm", "-o", tmp]  # fmt: skip
+    cmd = [*cc, *flags, "-I", str(c / "include"), "-I", str(compiler.WORKLOADS), *files,
+           str(main), "-lm", "-o", tmp]  # fmt: skip
     print(f"building {out.name}: {' '.join([*cc, *flags])}", file=sys.stderr)
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -139,8 +150,12 @@ def input_file() -> Path:
     return out
 
 
-def command(flags: Sequence[str], cc: Sequence[str] | None = None) -> list[str]:
-    """argv of one run: compress the input at QUALITY to stdout."""
+def command(
+    flags: Sequence[str], cc: Sequence[str] | None = None, looped: bool = False
+) -> list[str]:
+    """argv of one run: compress the input at QUALITY (to stdout, or looped in memory)."""
+    if looped:
+        return [str(build(flags, cc, looped=True)), str(QUALITY), str(input_file())]
     return [str(build(flags, cc)), "-c", "-q", str(QUALITY), str(input_file())]
 
 
@@ -162,12 +177,15 @@ def main() -> None:
     p.add_argument("--cc-b", help="B's compiler (default $CC or cc)")
     p.add_argument("--time", type=int, default=0, metavar="N",
                    help="also report on stderr the median time of N runs of each")  # fmt: skip
+    p.add_argument("--looped", action="store_true",
+                   help="build brotli_loop.c's main: the encoder in perflab's repeat loop, "
+                   "for compare --iterations")  # fmt: skip
     p.add_argument("--copy", metavar="DIR",
                    help="copy the builds (as brotli-A, brotli-B) and the input into DIR and "
                    "print command lines that name the copies relative to it")  # fmt: skip
     args = p.parse_args()
     try:
-        cmds = [command(shlex.split(flags), cc and shlex.split(cc))
+        cmds = [command(shlex.split(flags), cc and shlex.split(cc), args.looped)
                 for flags, cc in ((args.a, args.cc_a), (args.b, args.cc_b))]  # fmt: skip
     except PerflabError as e:
         sys.exit(f"real_program.py: {e}")
@@ -176,7 +194,7 @@ def main() -> None:
         shutil.copy2(cmds[0][-1], into / "input")
         for side, argv in zip("AB", cmds, strict=True):
             shutil.copy2(argv[0], into / f"brotli-{side}")
-            argv[0], argv[-1] = f"./brotli-{side}", "input"
+            argv[0], argv[-1] = f"./brotli-{side}", "input"  # both forms end with the input
     for side, argv in zip("AB", cmds, strict=True):
         if args.time:
             ms = run_ms(argv, args.time)

@@ -17,6 +17,7 @@ def _frame() -> pd.DataFrame:
             "rep": np.zeros(5, dtype=np.int64),
             "ticks": [1.5, 2.0, np.nan, 4.25, 5.0],
             "status": ["ok", "ok", "crash", "ok", "ok"],
+            "link_order": ["", "", "a,b", "", ""],  # compare's, where nothing is linked
         }
     )
     return results.attach(df, {"tsc_hz": 2.5e9, "aslr": "off", "nested": {"a": [1, 2]}})

@@ -172,9 +172,16 @@ def _load_csv(p: Path) -> pd.DataFrame:
                     if isinstance(dtype, dict)
                     else dtype
                 )
+                if dtype in TEXT_DTYPES:  # a CSV writes "" and a missing text alike: "" it was
+                    df[col] = df[col].fillna("")
     except Exception as exc:
         raise PerflabError(f"{p}: not a CSV file perflab can read ({_first(exc)})") from None
     return attach(df, side.get("metadata", {}) if isinstance(side.get("metadata"), dict) else {})
+
+
+# Text columns: perflab's frames hold "" where a text is absent (compare's link_order where
+# nothing is linked), never a missing value, which read back would print as "nan".
+TEXT_DTYPES = ("object", "str", "string")
 
 
 def _dtype(dtype: Any) -> str | dict[str, Any]:

@@ -2,6 +2,7 @@
 each round planned from the variance and the costs measured so far (Kalibera and Jones)."""
 
 import itertools
+import json
 import mmap
 import shutil
 
@@ -248,6 +249,10 @@ def test_iterations_are_planned_as_a_level_and_each_round_runs_its_own(programs,
     assert df["iteration_log_var"].notna().any()
     assert "the iterations within them" in r.output and "iterations a run" in r.output
     assert "(the interval covers: setup and run and iteration)" in r.output
+    # --json carries the record whole, not only as the text lines.
+    shown = runner.invoke(cli, ["report", str(out), "--json"])
+    values = json.loads(shown.output)
+    assert values["precision"]["rounds"] == rounds and values["iterations"] == 4
 
 
 def test_iterations_asked_of_a_program_without_the_loop_are_said_no_level(programs, runner):

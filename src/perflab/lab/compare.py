@@ -1205,6 +1205,8 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         "status": counts,
         "identical": meta.get("identical"),
         "interference": meta.get("interference"),
+        "iterations": int(meta.get("iterations") or 1),
+        "precision": meta.get("precision"),
     }
     if per.empty:
         lines.append("no setup has ok runs of both A and B: nothing to compare")

@@ -179,6 +179,22 @@ def test_no_layout_with_both_sides_ok_is_an_error_and_keeps_the_runs(runner, tmp
     assert len(results.load(out)) == 8
 
 
+def test_runs_that_fail_are_counted_by_side(program, runner, tmp_path):
+    """B fails every third run (a count kept in a file): the pooled status cannot say which
+    side failed; the line by side does."""
+    flaky = tmp_path / "flaky"
+    count = tmp_path / "count"
+    flaky.write_text(f"#!/bin/sh\nn=$(cat {count} 2>/dev/null || echo 0)\necho $((n + 1)) > {count}\n"
+                     f"[ $((n % 3)) -ne 2 ] && exec {program}\nexit 3\n")  # fmt: skip
+    flaky.chmod(0o755)
+    res = runner.invoke(cli, ["compare", program, str(flaky), "--setups", "3", "--repeat", "4",
+                              "--no-rt"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "runs not ok: A 0 of 12; B 4 of 12 (4 exit); a pair missing a run drops out" in (
+        res.output
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "match"),
     [

@@ -1111,6 +1111,22 @@ def _components_line(shares: dict[str, float] | None) -> list[str]:
     ]
 
 
+def _failed_by_side(frame: pd.DataFrame) -> list[str]:
+    """Which side's runs failed, and how: the pooled status cannot tell a B that fails one run
+    in five from both failing now and then. Its pairs drop out of the layouts' medians."""
+    bad = frame[frame["status"] != "ok"]
+    if bad.empty:
+        return []
+    sides = []
+    for side in ("A", "B"):
+        mine = frame["side"] == side
+        how = bad.loc[bad["side"] == side, "status"].astype(str).value_counts()
+        what = ", ".join(f"{n} {s}" for s, n in how.items())
+        sides.append(f"{side} {int(how.sum())} of {int(mine.sum())}"
+                     + (f" ({what})" if what else ""))  # fmt: skip
+    return [f"runs not ok: {'; '.join(sides)}; a pair missing a run drops out of its layout"]
+
+
 def _loopless(frame: pd.DataFrame, meta: dict[str, Any]) -> list[str]:
     """Iterations asked of programs whose ok runs never sent more than one probe record."""
     asked = int(meta.get("iterations") or 1)
@@ -1195,7 +1211,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     fixed = f"fixed layout: {meta['layout']}" if meta.get("layout") else ""
     lines.append(f"{len(frame)} runs, status {counts}; "
                  f"{fixed or 'randomized: ' + ', '.join(randomize)}")  # fmt: skip
-    lines += _loopless(frame, meta)
+    lines += _loopless(frame, meta) + _failed_by_side(frame)
     values: dict[str, Any] = {
         "a": meta.get("a"),
         "b": meta.get("b"),
@@ -1237,9 +1253,12 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
               *(c for c in LAYOUT[2:] if c in per and c.replace("_", "-") in varied)]  # fmt: skip
     cols = ["setup", *layout, "median_a", "median_b", "ratio", "ci_low", "ci_high", "verdict"]
     shown = per[cols].astype({"median_a": "int64", "median_b": "int64"})
-    title = f"B/A of {value} per setup: the median of its A/B pairs' ratios (-1: no padding)"
+    title = f"B/A of {value} per setup: the median of its A/B pairs' ratios"
     if len(shown) > SHOWN_SETUPS:  # a --precision run may hold thousands: the file has them all
         shown = shown.head(SHOWN_SETUPS)
         title += f"; the first {SHOWN_SETUPS} of {len(per)}, every one in the saved result"
+    sizes = [c for c in layout if c != "link_order"]
+    if (shown[sizes] == NO_PADDING).any(axis=None):  # a dimension this layout left out
+        title += f" ({NO_PADDING}: no padding)"
     table = Table("setups", title, per, "{:,.3f}", shown)
     return Summary(lines, [table], values, lambda p: plot(frame, p, per, total))

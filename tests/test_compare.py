@@ -184,7 +184,8 @@ def test_runs_that_fail_are_counted_by_side(program, runner, tmp_path):
     side failed; the line by side does."""
     flaky = tmp_path / "flaky"
     count = tmp_path / "count"
-    flaky.write_text(f"#!/bin/sh\nn=$(cat {count} 2>/dev/null || echo 0)\necho $((n + 1)) > {count}\n"
+    flaky.write_text(f"#!/bin/sh\nn=$(cat {count} 2>/dev/null || echo 0)\n"
+                     f"echo $((n + 1)) > {count}\n"
                      f"[ $((n % 3)) -ne 2 ] && exec {program}\nexit 3\n")  # fmt: skip
     flaky.chmod(0o755)
     res = runner.invoke(cli, ["compare", program, str(flaky), "--setups", "3", "--repeat", "4",

@@ -395,3 +395,23 @@ def test_one_setup_of_too_few_pairs_has_no_interval_and_says_so():
     df = _layouts([1.05], pairs=8)
     summary = compare.overall(df, compare.per_setup(df))
     assert summary["ci_low"] > 1 and "(the interval covers: run)" in summary["conclusion"]
+
+
+def test_a_figure_of_hundreds_of_setups_ranks_them_in_a_bounded_width(tmp_path):
+    """A --precision run's 400 layouts once drew a 17 000-pixel figure, a tick per layout."""
+    rng = np.random.default_rng(3)
+    n = 400
+    ratio = np.exp(rng.normal(0, 0.02, n))
+    setups = pd.DataFrame({"setup": np.arange(n), "env_size": rng.integers(0, 4096, n),
+                           "link_order": "", "ratio": ratio, "ci_low": np.nan,
+                           "ci_high": np.nan, "verdict": "unclear"})  # fmt: skip
+    frame = results.attach(pd.DataFrame({"setup": [0]}), {"randomize": ["env-size"]})
+    total = {"ratio": 1.0, "ci_low": 0.998, "ci_high": 1.002, "depends_on_setup": False}
+    fig = compare.plot(frame, tmp_path / "many.png", setups, total)
+    assert fig.get_size_inches()[0] <= 14 and (tmp_path / "many.png").stat().st_size > 0
+    ax = fig.axes[0]
+    assert len(ax.get_xticks()) < 20 and "in order of their B/A" in ax.get_xlabel()
+    drawn = np.concatenate([line.get_ydata() for line in ax.lines if len(line.get_ydata()) == n])
+    assert (np.diff(drawn) >= 0).all()  # ranked
+    few = compare.plot(frame, tmp_path / "few.png", setups.head(8), total)
+    assert [t.get_text() for t in few.axes[0].get_xticklabels()][0].startswith("env ")

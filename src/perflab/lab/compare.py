@@ -747,6 +747,7 @@ def _runs(
 
 
 SHOWN_SETUPS = 30  # setups a printed summary lists
+LABELLED_SETUPS = 40  # setups a figure names one by one; more are drawn ranked by B/A
 # The change a setup without a verdict is weighed against, as diff's --change: how many pairs
 # it would need to show one this large (`perflab report FILE --change PCT` asks for another).
 CHANGE = 0.02
@@ -1018,22 +1019,30 @@ def plot(
     """B/A per setup with its CI (red: B slower, blue: B faster), and the overall band."""
     from perflab.analysis import plot as plt
 
-    fig, ax = plt.figure(figsize=(max(7, 0.35 * len(setups) + 3), 5))
+    many = len(setups) > LABELLED_SETUPS  # a --precision run's hundreds: ranked, unlabelled
+    if many:
+        setups = setups.sort_values("ratio", kind="stable").reset_index(drop=True)
+    fig, ax = plt.figure(figsize=(min(max(7, 0.35 * len(setups) + 3), 14), 5))
     colour = {"B slower": plt.COLORS[0], "B faster": plt.COLORS[1], "unclear": "#888888"}
     x = np.arange(len(setups))
     for verdict, g in setups.groupby("verdict"):
         idx = x[setups["verdict"].to_numpy() == verdict]
         r, lo, hi = (g[c].to_numpy(float) for c in ("ratio", "ci_low", "ci_high"))
-        ax.errorbar(idx, r, yerr=[r - lo, hi - r], fmt="o", color=colour[verdict], capsize=3,
+        ax.errorbar(idx, r, yerr=[r - lo, hi - r], fmt="o", color=colour[verdict],
+                    capsize=0 if many else 3, ms=2 if many else 6, lw=0.6 if many else 1.5,
                     label=verdict)  # fmt: skip
     ax.axhline(1.0, color="black", lw=0.8, ls="--")
     ax.axhspan(summary["ci_low"], summary["ci_high"], color=plt.COLORS[2], alpha=0.2, lw=0,
                label=f"over all setups {summary['ratio']:.3f}")  # fmt: skip
-    ticks = ["\n".join(_layout_words(r)) or str(r["setup"]) for _, r in setups.iterrows()]
-    ax.set_xticks(x, ticks, rotation=90, fontsize=7)
-    ax.set_xlabel("setup")
+    if many:
+        ax.set_xlabel(f"{len(setups)} setups, in order of their B/A (each one's layout: the table)")
+    else:
+        ticks = ["\n".join(_layout_words(r)) or str(r["setup"]) for _, r in setups.iterrows()]
+        ax.set_xticks(x, ticks, rotation=90, fontsize=7)
+        ax.set_xlabel("setup")
     ax.set_ylabel("B / A (median of its pairs)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4, fontsize=8)
+    below = -0.15 if many else -0.3  # under the axis label, or under the layouts' names
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, below), ncol=4, fontsize=8)
     meta = results.metadata(df)
     title = "B/A over random setups" + (
         ": depends on the layout" if summary["depends_on_setup"] else ""

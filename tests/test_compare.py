@@ -414,4 +414,4 @@ def test_a_figure_of_hundreds_of_setups_ranks_them_in_a_bounded_width(tmp_path):
     drawn = np.concatenate([line.get_ydata() for line in ax.lines if len(line.get_ydata()) == n])
     assert (np.diff(drawn) >= 0).all()  # ranked
     few = compare.plot(frame, tmp_path / "few.png", setups.head(8), total)
-    assert [t.get_text() for t in few.axes[0].get_xticklabels()][0].startswith("env ")
+    assert few.axes[0].get_xticklabels()[0].get_text().startswith("env ")

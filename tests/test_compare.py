@@ -415,3 +415,13 @@ def test_a_figure_of_hundreds_of_setups_ranks_them_in_a_bounded_width(tmp_path):
     assert (np.diff(drawn) >= 0).all()  # ranked
     few = compare.plot(frame, tmp_path / "few.png", setups.head(8), total)
     assert few.axes[0].get_xticklabels()[0].get_text().startswith("env ")
+
+
+def test_setups_of_one_pair_are_said_to_hang_on_one_run(program, runner):
+    res = runner.invoke(cli, ["compare", program, program, "--setups", "3", "--repeat", "1",
+                              "--no-rt"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "note: every setup has one A/B pair: one disturbed run decides" in res.output
+    two = runner.invoke(cli, ["compare", program, program, "--setups", "3", "--repeat", "2",
+                              "--no-rt"])  # fmt: skip
+    assert two.exit_code == 0 and "one A/B pair" not in two.output

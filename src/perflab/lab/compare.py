@@ -1120,6 +1120,19 @@ def _components_line(shares: dict[str, float] | None) -> list[str]:
     ]
 
 
+def _single_pairs(setups: pd.DataFrame) -> list[str]:
+    """Setups whose B/A is one A/B pair: one run disturbed (a neighbour's burst) is then that
+    setup's B/A, where a median of four pairs or more outvotes it."""
+    if setups.empty or not (setups["pairs"] == 1).any():
+        return []
+    n = int((setups["pairs"] == 1).sum())
+    which = "every setup has" if n == len(setups) else f"{n} of {len(setups)} setups have"
+    return [
+        f"note: {which} one A/B pair: one disturbed run decides such a setup's B/A "
+        f"(--repeat {MIN_PAIRS} or more lets a median of pairs outvote it)"
+    ]
+
+
 def _failed_by_side(frame: pd.DataFrame) -> list[str]:
     """Which side's runs failed, and how: the pooled status cannot tell a B that fails one run
     in five from both failing now and then. Its pairs drop out of the layouts' medians."""
@@ -1220,7 +1233,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     fixed = f"fixed layout: {meta['layout']}" if meta.get("layout") else ""
     lines.append(f"{len(frame)} runs, status {counts}; "
                  f"{fixed or 'randomized: ' + ', '.join(randomize)}")  # fmt: skip
-    lines += _loopless(frame, meta) + _failed_by_side(frame)
+    lines += _loopless(frame, meta) + _failed_by_side(frame) + _single_pairs(per)
     values: dict[str, Any] = {
         "a": meta.get("a"),
         "b": meta.get("b"),

@@ -531,6 +531,13 @@ def _to_precision(
     # a new layout, a pair of runs (A and B) beyond their iterations, an iteration of both
     costs = _costs_before(frame)
     k = plan.iterations if frame is None else _round_iterations(frame, plan)
+
+    def started(todo: int, done: int = 0) -> Any:
+        """A resumed round's start, with every run the file holds as done, not only the cut
+        round's own."""
+        assert on_start is not None
+        return on_start(todo, len(frame) if done and frame is not None else done)
+
     while True:
         if todo:
             drawn = draw_setups(replace(plan, setups=max(todo) + 1), labels)
@@ -540,7 +547,8 @@ def _to_precision(
                              "round_iterations": k, "precision_so_far": so_far()}  # fmt: skip
             part = _measure(a, b, plan, {drawn[s]: n for s, n in todo.items()},
                             meta | planned_round, replace(recording, resume=resume), sources,
-                            k, on_start=on_start, progress=progress, warn=warn_once)  # fmt: skip
+                            k, on_start=on_start and started, progress=progress,
+                            warn=warn_once)  # fmt: skip
             seconds = time.perf_counter() - t0
             spent += seconds
             built = float(results.metadata(part).get("build_s", 0.0))

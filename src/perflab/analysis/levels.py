@@ -727,17 +727,29 @@ def _median_count(components: Components, c: np.ndarray, least: int) -> tuple[in
     return (int(n[np.argmin((c[0] + c[1] * n) * (top + rows * factors))]),)
 
 
-def _inner_count(var: np.ndarray, c: np.ndarray, least: int, most: int | None) -> tuple[int, float]:
-    """Iterations a row (least to most) minimising (c_row + r c_it)(v_row + v_it m(r)), m the
-    median's median_factor, searched; with Kalibera and Jones's real count for a mean, scaled
-    by the median's pi/2, r = sqrt(c_row / c_it * pi/2 v_it / v_row): the innermost count
-    depends on the two innermost levels alone (`most`: none beyond; None: the search's own)."""
+def _inner_counts(
+    components: Components, c: np.ndarray, least: Sequence[int], most: int | None
+) -> tuple[tuple[int, int], float]:
+    """Pairs and iterations a layout (each its least or more, iterations at most `most`)
+    minimising cost x variance of a layout's median of its pairs, each run's value its
+    iterations' median: for every count of iterations, the pairs searched at that run's cost
+    and variance, the best kept. With Kalibera and Jones's real count of iterations for means,
+    scaled by the median's pi/2, r = sqrt(c_run / c_it * pi/2 v_it / v_run), which the search
+    reaches beyond (most None: 4r + 20)."""
+    var = np.asarray(components.variances, dtype=float)
     real = math.sqrt(c[1] / c[2] * math.pi / 2 * var[2] / var[1])
-    most = most or int(min(4 * real + 20, 1e6))  # the search's reach, as _median_count's
-    r = np.arange(least, max(most, least) + 1)
-    factors = np.array([median_factor(int(n)) for n in r])
-    best = int(r[np.argmin((c[1] + r * c[2]) * (var[1] + var[2] * factors))])
-    return best, real
+    most = most or int(min(4 * real + 20, 1e4))
+    best: tuple[float, tuple[int, int]] | None = None
+    for k in range(least[2], max(most, least[2]) + 1):
+        row_v = (var[0], var[1] + var[2] * median_factor(k))  # a run: its k iterations' median
+        row_c = np.array([c[0], c[1] + k * c[2]])
+        rows = replace(components, levels=components.levels[:2], variances=row_v)
+        (n,) = _median_count(rows, row_c, least[1])
+        f = float((row_c[0] + n * row_c[1]) * (row_v[0] + row_v[1] * median_factor(n)))
+        if best is None or f < best[0]:
+            best = (f, (n, k))
+    assert best is not None  # the range holds least[2] at the least
+    return best[1], real
 
 
 def plan(
@@ -770,10 +782,9 @@ def plan(
     floored = replace(components, variances=tuple(var))
     least = tuple(least) if least is not None else (2,) + (1,) * (len(components.levels) - 1)
     if floored.statistic == "median" and var.size == 3:
-        k, real = _inner_count(var, c, least[2], most_inner)
-        row_c, row_v = np.array([c[0], c[1] + k * c[2]]), np.array([var[0], var[1] + var[2] / k])
-        rows = replace(floored, levels=floored.levels[:2], variances=tuple(row_v))
-        lower = (*_median_count(rows, row_c, least[1]), k)
+        lower, real = _inner_counts(floored, c, least, most_inner)
+        row_v = np.array([var[0], var[1] + var[2] * median_factor(lower[1])])
+        row_c = np.array([c[0], c[1] + lower[1] * c[2]])
         continuous = (*_closed_form(row_v * [1, math.pi / 2], row_c), real)
     elif floored.statistic == "median":
         lower = _median_count(floored, c, least[1])

@@ -9,7 +9,11 @@ in, which each layout draws afresh); the real difference is -O2 against
 `compare --precision` with its own seed, so each draws its own layouts.
 
     PYTHONPATH=src python benchmarks/rigorous_compare.py [--identical 40] [--copies 40]
-        [--different 20] [--precision 2%] [--plan 0.5%] [--plans 5]
+        [--different 20] [--precision 2%] [--plan 0.5%] [--plans 5] [--looped 4]
+
+--looped N runs every comparison on brotli's encoder in perflab's repeat loop instead
+(real_program.py --looped), N iterations a run: the fixed design is then 10 x 10 x N, and
+--precision pilots at N iterations a run and plans the rest's.
 """
 
 import argparse
@@ -26,11 +30,13 @@ from perflab.lab import compare
 from perflab.lab.plans.compare import parse_fraction
 
 
-def one(a: list[str], b: list[str], precision: float, seed: int) -> dict:
-    """One --precision comparison: its B/A, interval, verdict, time and plan."""
+def one(a: list[str], b: list[str], precision: float, seed: int, iterations: int = 1) -> dict:
+    """One --precision comparison: its B/A, interval, verdict, time and plan; iterations of
+    the repeat loop a run (1: the brotli tool, one region a run)."""
     t0 = time.perf_counter()
     df = compare.compare(compare.program_side("A", a), compare.program_side("B", b),
-                         precision=precision, seed=seed, progress=False)  # fmt: skip
+                         precision=precision, seed=seed, iterations=iterations,
+                         progress=False)  # fmt: skip
     took = time.perf_counter() - t0
     meta = results.metadata(df)
     total = compare.overall(df, compare.per_setup(df))
@@ -57,19 +63,22 @@ def main() -> None:
     p.add_argument("--plan", default="0.5%", help="a precision that needs a plan (0.5%%)")
     p.add_argument("--plans", type=int, default=5, help="seeds of: a fixed 10 x 10 design, "
                    "--precision at its half-width, and at --plan")  # fmt: skip
+    p.add_argument("--looped", type=int, default=0, metavar="N",
+                   help="brotli's encoder in the repeat loop, N iterations a run")  # fmt: skip
     args = p.parse_args()
+    looped, k = args.looped > 0, max(args.looped, 1)
     precision = parse_fraction(args.precision, "--precision")
-    o2 = real_program.command(["-O2"])
+    o2 = real_program.command(["-O2"], looped=looped)
     copy = Path(o2[0]).with_name(Path(o2[0]).name + "-copy")
     shutil.copy2(o2[0], copy)
     twin = [str(copy), *o2[1:]]
-    slower = real_program.command(["-O2", "-fno-tree-ch"])
+    slower = real_program.command(["-O2", "-fno-tree-ch"], looped=looped)
 
     for what, b, n in (("identical builds", o2, args.identical),
                        ("two copies of one build", twin, args.copies)):  # fmt: skip
         if not n:
             continue
-        same = [one(o2, b, precision, seed) for seed in range(n)]
+        same = [one(o2, b, precision, seed, k) for seed in range(n)]
         false = [r for r in same if r["claim"]]
         seconds = sorted(r["seconds"] for r in same)[len(same) // 2]
         layouts = sorted(r["setups"] for r in same)[len(same) // 2]
@@ -80,14 +89,14 @@ def main() -> None:
             print(f"  claimed {r['claim']}: B/A {r['ratio']:.4f} ({r['low']:.4f}-{r['high']:.4f})")
 
     if args.different:
-        different(o2, slower, precision, args.different)
+        different(o2, slower, precision, args.different, k)
     if args.plans:
-        planned(o2, slower, parse_fraction(args.plan, "--plan"), args.plans)
+        planned(o2, slower, parse_fraction(args.plan, "--plan"), args.plans, k)
 
 
-def different(o2: list[str], slower: list[str], precision: float, n: int) -> None:
+def different(o2: list[str], slower: list[str], precision: float, n: int, k: int) -> None:
     """A real difference at --precision: how often it is decided."""
-    diff = [one(o2, slower, precision, 1000 + seed) for seed in range(n)]
+    diff = [one(o2, slower, precision, 1000 + seed, k) for seed in range(n)]
     decided = [r for r in diff if r["claim"] == "B slower"]
     ratios = sorted(r["ratio"] for r in diff)
     print(f"-O2 against -O2 -fno-tree-ch at --precision {precision:.1%}: B slower decided in "
@@ -95,7 +104,7 @@ def different(o2: list[str], slower: list[str], precision: float, n: int) -> Non
           f"{ratios[len(ratios) // 2]:.4f}, from {ratios[0]:.4f} to {ratios[-1]:.4f}")  # fmt: skip
 
 
-def planned(o2: list[str], slower: list[str], fine: float, n: int) -> None:
+def planned(o2: list[str], slower: list[str], fine: float, n: int, k: int) -> None:
     """n fixed 10 x 10 designs; --precision at their median half-width (the precision the
     fixed design buys, one draw of it being luckier than another), its time against theirs;
     and --precision at `fine`, its time against what the pilot's plan predicted."""
@@ -103,15 +112,17 @@ def planned(o2: list[str], slower: list[str], fine: float, n: int) -> None:
     for seed in range(2000, 2000 + n):
         t0 = time.perf_counter()
         df = compare.compare(compare.program_side("A", o2), compare.program_side("B", slower),
-                             setups=10, repeat=10, seed=seed, progress=False)  # fmt: skip
+                             setups=10, repeat=10, seed=seed, iterations=k,
+                             progress=False)  # fmt: skip
         total = compare.overall(df, compare.per_setup(df))
         fixed.append((time.perf_counter() - t0, total["half_width"]))
-        print(f"fixed 10 x 10 (seed {seed}): {fixed[-1][0]:.1f} s, B/A {total['ratio']:.4f} "
+        design = "10 x 10" + f" x {k}" * (k > 1)
+        print(f"fixed {design} (seed {seed}): {fixed[-1][0]:.1f} s, B/A {total['ratio']:.4f} "
               f"({total['ci_low']:.4f}-{total['ci_high']:.4f}), "
               f"±{total['half_width']:.2%}")  # fmt: skip
     took = statistics.median(t for t, _ in fixed)
     target = math.ceil(statistics.median(h for _, h in fixed) * 1e4) / 1e4
-    same = [one(o2, slower, target, seed) for seed in range(2000, 2000 + n)]
+    same = [one(o2, slower, target, seed, k) for seed in range(2000, 2000 + n)]
     times = [r["seconds"] for r in same]
     print(f"--precision {target:.2%} (the fixed designs' median half-width): median "
           f"{statistics.median(times):.1f} s (from {min(times):.1f} to {max(times):.1f}) against "
@@ -119,7 +130,7 @@ def planned(o2: list[str], slower: list[str], fine: float, n: int) -> None:
           f"reached in {sum(r['record']['reached'] for r in same)} of {n}")  # fmt: skip
     ratios, inside = [], []
     for seed in range(2000, 2000 + n):
-        r = one(o2, slower, fine, seed)
+        r = one(o2, slower, fine, seed, k)
         rec = r["record"]
         plan = next((x["planned"] for x in rec["rounds"] if x["planned"]), None)
         if plan:

@@ -781,6 +781,7 @@ def plan(
     var = np.maximum(var, PLAN_FLOOR * components.total)
     floored = replace(components, variances=tuple(var))
     least = tuple(least) if least is not None else (2,) + (1,) * (len(components.levels) - 1)
+    lower: tuple[int, ...]
     if floored.statistic == "median" and var.size == 3:
         lower, real = _inner_counts(floored, c, least, most_inner)
         row_v = np.array([var[0], var[1] + var[2] * median_factor(lower[1])])

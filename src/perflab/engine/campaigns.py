@@ -148,8 +148,9 @@ def run(
         return _run_local(measure, points, journal, on_point)
     from distributed import Client
 
+    _reachable(address)
     try:
-        client = Client(address, timeout="10s")
+        client = Client(address, timeout=f"{CONNECT_S:g}s")
     except OSError as exc:
         raise PerflabError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     with client:
@@ -159,6 +160,23 @@ def run(
         if on_start:
             on_start(sum(len(_pending(points, h.label, journal)) for h in chosen))
         return _run_cluster(client, measure, points, chosen, refused, journal, on_point)
+
+
+CONNECT_S = 10.0  # how long a scheduler that does not answer is waited for
+
+
+def _reachable(address: str) -> None:
+    """A tcp:// scheduler that refuses the connection is said at once: the client would retry
+    it for all of CONNECT_S. Other schemes are left to the client."""
+    scheme, _, rest = address.partition("://")
+    host, _, port = rest.rpartition(":")
+    if scheme != "tcp" or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S).close()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise PerflabError(f"cannot reach the Dask scheduler at {address}: {why}") from None
 
 
 def run_journaled(

@@ -10,6 +10,7 @@ import pytest
 from conftest import compile_children
 
 from perflab.cli import cli
+from perflab.core import constants
 from perflab.engine import results
 from perflab.errors import PerflabWarning
 from perflab.lab import compare
@@ -263,3 +264,21 @@ def test_iterations_asked_of_a_program_without_the_loop_are_said_no_level(progra
     assert "without the probe's repeat loop (PERFLAB_PROBE_LOOP) iterations are no level" in (
         r.output
     )
+
+
+def test_real_time_runs_are_planned_no_longer_than_the_kernels_runtime_allows():
+    """An encoder iteration of 45 ms planned 64 times a run made 2.9 s real-time runs, which
+    the kernel paused inside every run; a run is held inside RT_SHARE of its runtime."""
+    from perflab.system import machine
+
+    costs = [0.0, 0.01, 0.09]  # a layout, a pair's starts, an iteration of both sides (s)
+    free = compare.Plan(rt=False)
+    assert compare._most_iterations(free, costs) == constants.MAX_ITERATIONS
+    bandwidth = machine.rt_bandwidth()
+    held = compare._most_iterations(compare.Plan(rt=True), costs)
+    if bandwidth is None:  # the kernel does not throttle: nothing to stay inside
+        assert held == constants.MAX_ITERATIONS
+    else:
+        assert held == int((compare.RT_SHARE * bandwidth[0] / 1e9 - 0.005) // 0.045)
+        inside = compare.RT_SHARE * bandwidth[0] / 1e9
+        assert 0.005 + held * 0.045 <= inside < 0.005 + (held + 1) * 0.045

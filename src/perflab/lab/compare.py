@@ -511,7 +511,7 @@ def _to_precision(
             warn(message)
 
     rounds: list[Round] = []
-    spent, reason = 0.0, ""
+    spent, reason, most = 0.0, "", constants.MAX_ITERATIONS
     earlier = _earlier(frame)  # what the sessions before a resume ran, predicted and spent
     predicted = earlier.get("predicted_s", math.nan)
     predicted_range = earlier.get("predicted_range_s", [math.nan, math.nan])
@@ -575,9 +575,10 @@ def _to_precision(
             reason = "reached"
             break
         looped = len(parts.levels) > 2
+        most = _most_iterations(plan, costs)
         planned = levels.plan(parts, costs[: len(parts.levels)], plan.precision, CONFIDENCE,
                               least=(*PILOT, 1)[: len(parts.levels)],
-                              most_inner=constants.MAX_ITERATIONS)  # fmt: skip
+                              most_inner=most)  # fmt: skip
         if rounds and rounds[-1].planned is None:
             rounds[-1].planned = planned.counts
         layouts, pairs = planned.counts[:2]
@@ -607,6 +608,7 @@ def _to_precision(
         "predicted_confidence": PREDICTION_CONFIDENCE,
         "budget_s": plan.budget,
         "costs_s": {"layout": costs[0], "pair": costs[1], "iteration": costs[2]},
+        "most_iterations": most,
     }
     kept = {k: v for k, v in results.metadata(frame).items() if k != "precision_so_far"}
     final = results.attach(frame, {**kept, "precision": record})
@@ -638,6 +640,19 @@ def _costs_before(frame: pd.DataFrame | None) -> list[float]:
     looping = _iteration_seconds(frame, hz) / max(len(frame) / 2, 1)
     pair = 2e-9 * float(frame["wall_ns"].median())
     return [0.0, max(pair - looping, 1e-9), max(looping / k, 1e-9)]
+
+
+def _most_iterations(plan: Plan, costs: Sequence[float]) -> int:
+    """The most iterations a run may be planned: what a run reports, and for real-time runs
+    what keeps one inside RT_SHARE of the kernel's real-time runtime. Past it the kernel
+    pauses the run for the rest of its period: brotli's encoder planned at 64 iterations of
+    45 ms ran 2.9 s a run and was throttled inside every run."""
+    bandwidth = machine.rt_bandwidth() if plan.rt else None
+    if bandwidth is None or not all(math.isfinite(c) for c in costs[1:]):
+        return constants.MAX_ITERATIONS
+    start, each = costs[1] / 2, max(costs[2] / 2, 1e-9)  # one side's: a pair is two runs
+    fits = int((RT_SHARE * bandwidth[0] / 1e9 - start) // each)
+    return min(max(fits, 1), constants.MAX_ITERATIONS)
 
 
 def _iteration_seconds(rows: pd.DataFrame, hz: float) -> float:
@@ -755,6 +770,7 @@ def _runs(
 
 
 SHOWN_SETUPS = 30  # setups a printed summary lists
+RT_SHARE = 0.8  # of the kernel's real-time runtime a planned real-time run may fill
 LABELLED_SETUPS = 40  # setups a figure names one by one; more are drawn ranked by B/A
 # The change a setup without a verdict is weighed against, as diff's --change: how many pairs
 # it would need to show one this large (`perflab report FILE --change PCT` asks for another).
@@ -1217,6 +1233,9 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
     planned = next((r["planned"] for r in reversed(rounds) if r["planned"]), None)
     if planned:
         loop = f" of {planned[2]} iterations" if len(planned) > 2 else ""
+        most = int(record.get("most_iterations") or constants.MAX_ITERATIONS)
+        if loop and planned[2] == most < constants.MAX_ITERATIONS:
+            loop += " (the most that keep a real-time run inside the kernel's runtime)"
         priced = f", {costs['iteration'] * 1e3:.3g} ms an iteration of both" if looped else ""
         out.append(f"plan: {planned[0]} layouts of {planned[1]} A/B pairs each{loop} (Kalibera "
                    f"and Jones, from costs of {costs['layout']:.3f} s a layout, "

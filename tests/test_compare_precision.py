@@ -282,3 +282,15 @@ def test_real_time_runs_are_planned_no_longer_than_the_kernels_runtime_allows():
         assert held == int((compare.RT_SHARE * bandwidth[0] / 1e9 - 0.005) // 0.045)
         inside = compare.RT_SHARE * bandwidth[0] / 1e9
         assert 0.005 + held * 0.045 <= inside < 0.005 + (held + 1) * 0.045
+
+
+def test_a_round_of_one_iteration_a_run_still_prices_the_iteration():
+    """A round the plan ran at 1 iteration a run used to price iterations at nothing, and the
+    next plan asked for 64 of them (2.7 s runs of brotli's encoder)."""
+    import pandas as pd
+
+    rows = pd.DataFrame({"ticks": [2.6e6, 2.6e6], "iterations": [1, 1]})
+    assert compare._iteration_seconds(rows, 2.6e9) == pytest.approx(2e-3)
+    rows["iterations"] = 4
+    assert compare._iteration_seconds(rows, 2.6e9) == pytest.approx(8e-3)
+    assert compare._iteration_seconds(rows.drop(columns="iterations"), 2.6e9) == 0.0

@@ -557,7 +557,7 @@ def _to_precision(
             pairs = max(len(new) / 2, 1)
             looping = _iteration_seconds(new, float(meta.get("tsc_hz") or 0.0))
             costs = [built / len(todo), max(seconds - built - looping, 1e-9) / pairs,
-                     max(looping, 1e-9) / pairs / k]  # fmt: skip
+                     looping / pairs / k if looping > 0 else _known(costs[2])]  # fmt: skip
             frame = part if recording.output is not None or frame is None else _joined(frame, part)
             rounds.append(Round(len(todo), max(todo.values()), seconds, iterations=k))
             reps.update(todo)
@@ -655,12 +655,19 @@ def _most_iterations(plan: Plan, costs: Sequence[float]) -> int:
     return min(max(fits, 1), constants.MAX_ITERATIONS)
 
 
+def _known(cost: float) -> float:
+    """An iteration's cost a round could not time (no loop's columns): what was known, or 0."""
+    return cost if math.isfinite(cost) else 0.0
+
+
 def _iteration_seconds(rows: pd.DataFrame, hz: float) -> float:
-    """The time these runs spent in their repeat loops' iterations (0 with one a run: the
-    region is then the pair's own cost), from the probe's ticks and the TSC's rate (hz)."""
+    """The time these runs spent in their repeat loops' iterations (0 without the loop's
+    columns: the region is then the pair's own cost), from the probe's ticks and the TSC's
+    rate (hz). A round planned at one iteration a run still times that one: left out, it
+    read iterations as free, and the next plan asked for 64 of them."""
     if "iterations" not in rows or rows.empty:
         return 0.0
-    spent = (rows["ticks"] * rows["iterations"]).where(rows["iterations"] >= 2).sum()
+    spent = (rows["ticks"] * rows["iterations"]).where(rows["iterations"] >= 1).sum()
     return float(spent) / hz if hz > 0 else 0.0
 
 

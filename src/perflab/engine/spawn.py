@@ -6,12 +6,10 @@ import array
 import atexit
 import contextlib
 import functools
-import math
 import os
 import shutil
 import socket
 import threading
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from perflab.analysis import levels
 from perflab.core import bindings
 from perflab.core.constants import RUNQ_MODES
 from perflab.core.lazy import pd
@@ -492,20 +491,6 @@ def tidy_columns(runs: np.ndarray, overhead: int = 0) -> dict[str, Any]:
 
 
 ITERATION_COLUMNS = ("iterations", "iteration_log_var")
-# The median of |x - y| over pairs of normal values is 0.6745 sqrt(2) sigma.
-PAIR_SPREAD = 0.6745 * math.sqrt(2)
-
-
-@functools.cache
-def _pairwise_factor(k: int) -> float:
-    """The median over draws of (median |x_i - x_j| / PAIR_SPREAD)^2, the pairs of k standard
-    normal values: what that squared spread reads a variance as at k (1.42 at 3, 1.09 at 8,
-    1.01 at 64), so that the median over runs of their spreads reads it. Drawn once, from a
-    fixed seed."""
-    rng = np.random.default_rng(k)
-    x = rng.normal(size=(max(2000, 400_000 // k**2), k))
-    i, j = np.triu_indices(k, 1)
-    return float(np.median((np.median(np.abs(x[:, i] - x[:, j]), axis=1) / PAIR_SPREAD) ** 2))
 
 
 def iteration_columns(runs: np.ndarray, ticks: np.ndarray, overhead: int = 0) -> dict[str, Any]:
@@ -513,29 +498,17 @@ def iteration_columns(runs: np.ndarray, ticks: np.ndarray, overhead: int = 0) ->
     median (each less the timer's cost; NaN where tidy's ticks is), which an iteration the host
     stretched cannot move as it moves a mean; iterations, the records the run sent (1: a
     program with a plain BEGIN and END); iteration_log_var, the variance of log ticks between
-    its iterations (NaN under two), the level iterations add within one process.
-
-    That variance is robust, from the median |difference| over the run's pairs of iterations
-    as compare's pairs are, and scaled so that its median over runs reads the variance of
-    normal logs at every count: this guest's host stretches one iteration in ten by 10-40 %,
-    and over runs of 8 iterations one in ten stretched 1.4x, the runs' classical variances
-    averaged 4.9 times the variance of the rest, the median of these 1.6 times. An iteration
-    cheaper than the timer counts as 1 tick."""
+    its iterations (NaN under two), the level iterations add within one process, robust
+    (levels.within_variances). An iteration cheaper than the timer counts as 1 tick there."""
     k = runs["iterations"].astype(np.int64)
-    width = runs["iteration_ticks"].shape[1]
-    raw = runs["iteration_ticks"].astype(np.float64)
-    each = np.maximum(raw - overhead, 1.0)
-    logs = np.where(np.arange(width)[None, :] < k[:, None], np.log(each), np.nan)
-    spread = np.full(k.size, np.nan)
-    for n in np.unique(k[k >= 2]):
-        i, j = np.triu_indices(int(n), 1)
+    raw = runs["iteration_ticks"].astype(np.float64) - overhead
+    per, spread = np.full(k.size, np.nan), np.full(k.size, np.nan)
+    for n in np.unique(k[k >= 1]):
         mine = k == n
-        m = np.median(np.abs(logs[mine][:, i] - logs[mine][:, j]), axis=1) / PAIR_SPREAD
-        spread[mine] = m**2 / _pairwise_factor(int(n))
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a run without a record: all NaN
-        per = np.nanmedian(np.where(np.isfinite(logs), raw - overhead, np.nan), axis=1)
-    per = np.maximum(per, 0.0)
+        each = raw[mine, :n]
+        per[mine] = np.maximum(np.median(each, axis=1), 0.0)
+        if n >= 2:
+            spread[mine] = levels.within_variances(np.log(np.maximum(each, 1.0)))
     return {
         "ticks": np.where(np.isfinite(ticks), per, np.nan),
         "iterations": k.astype(np.int32),

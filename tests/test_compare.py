@@ -76,7 +76,12 @@ def test_twice_the_work_is_a_ratio_near_two(program, alone):
         df, per, summary = _run(f"{program} 1", f"{program} 2", setups=4, repeat=12)
         assert 1.7 < summary["ratio"] < 2.3
         assert summary["ci_low"] > 1.0
-        assert (per["verdict"] == "B slower").all()
+        # A run lasts about 3 ms: a host that stalls an A run for as long flips that pair, and
+        # 2 flipped pairs of 12 leave a setup without a 99 % interval ("unclear"; the CI user
+        # leg saw it once). Never pointing the wrong way, and each setup's median near two,
+        # hold however the host stalls: that takes 10, or 6, of 12 pairs spoiled.
+        assert set(per["verdict"]) <= {"B slower", "unclear"}
+        assert (per["ratio"] > 1.3).all()
         assert summary["conclusion"].startswith("B is slower than A")
     assert not results.metadata(df)["identical"]
 

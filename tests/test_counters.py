@@ -151,10 +151,15 @@ def test_counting_a_command_keeps_the_json_valid_and_exits_with_its_status(tmp_p
 
 
 def test_counting_burns_cpu_where_the_command_does():
-    """cpu_ns comes from the command's rusage: a busy loop shows it, a sleep does not."""
-    busy = counters_experiment.run([sys.executable, "-c", "sum(range(3_000_000))"], ["task-clock"])
+    """cpu_ns comes from the command's rusage: a loop that burns 0.3 s of CPU by its own clock
+    shows at least that, a sleep of 0.2 s shows less than its length. No ratio between the two:
+    a slowed host once made `sleep`'s start cost 3.8 ms of CPU."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    busy = counters_experiment.run([sys.executable, "-c", burn], ["task-clock"])
     idle = counters_experiment.run(["sleep", "0.2"], ["task-clock"])
     busy_m, idle_m = results.metadata(busy), results.metadata(idle)
-    assert busy_m["cpu_ns"] > 10 * idle_m["cpu_ns"]
+    assert busy_m["cpu_ns"] >= 299_000_000  # rusage's microseconds, truncated twice
     assert idle_m["elapsed_ns"] >= 200_000_000  # a sleep lasts at least its length
+    assert idle_m["cpu_ns"] < idle_m["elapsed_ns"]
+    assert idle_m["cpus_utilised"] < busy_m["cpus_utilised"]
     assert idle_m["cpus_utilised"] < busy_m["cpus_utilised"]

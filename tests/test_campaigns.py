@@ -18,44 +18,50 @@ from perflab.lab import clocks
 from perflab.system import machine
 
 distributed = pytest.importorskip("distributed")
+dask = pytest.importorskip("dask")
 
 POINTS = [{"method": m} for m in ("rdtscp", "CLOCK_MONOTONIC", "rdtsc")]
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """A scheduler and two `dask worker` processes labelled host-a and host-b."""
-    lc = distributed.LocalCluster(
-        n_workers=0, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=":0"
-    )
-    env = {**os.environ, "PYTHONPATH": str(Path(perflab.__file__).parents[1])}
-    workers = {
-        name: subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "distributed.cli.dask_worker",
-                lc.scheduler_address,
-                "--name",
-                name,
-                "--nthreads",
-                "2",
-                "--no-nanny",
-                "--no-dashboard",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+def cluster(tmp_path_factory):
+    """A scheduler and two `dask worker` processes labelled host-a and host-b, their scratch
+    space in the test's own directory (killed workers leave it behind)."""
+    scratch = tmp_path_factory.mktemp("dask")
+    with dask.config.set({"temporary-directory": str(scratch)}):
+        lc = distributed.LocalCluster(
+            n_workers=0, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=":0"
         )
-        for name in ("host-a", "host-b")
-    }
-    with distributed.Client(lc) as client:
-        client.wait_for_workers(2, timeout=60)
-    yield lc, workers
-    for proc in workers.values():
-        proc.kill()
-        proc.wait()
-    lc.close()
+        env = {**os.environ, "PYTHONPATH": str(Path(perflab.__file__).parents[1])}
+        workers = {
+            name: subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_worker",
+                    lc.scheduler_address,
+                    "--name",
+                    name,
+                    "--nthreads",
+                    "2",
+                    "--no-nanny",
+                    "--no-dashboard",
+                    "--local-directory",
+                    str(scratch),
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for name in ("host-a", "host-b")
+        }
+        with distributed.Client(lc) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield lc, workers
+        for proc in workers.values():
+            proc.kill()
+            proc.wait()
+        lc.close()
 
 
 def test_rows_from_both_hosts_never_overlapping(cluster):

@@ -100,6 +100,7 @@ def test_notebook_runs_top_to_bottom(notebook: Path, tmp_path: Path, monkeypatch
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(not c.outputs and c.execution_count is None for c in code), "strip the outputs"
     monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the notebooks' mkdtemp() work directories
     before = _tree()
     client = nbclient.NotebookClient(
         nb,

@@ -5,7 +5,6 @@ say which levels they cover: Kalibera and Jones, "Rigorous Benchmarking in Reaso
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -36,6 +35,16 @@ def median_factor(n: int) -> float:
     return _MEDIAN_FACTOR[n - 1] if n <= len(_MEDIAN_FACTOR) else math.pi / (2 * n + 1)
 
 
+# The counts of iterations, below its own, at which a looped run's median is recorded too
+# (spawn.iteration_columns): what the run would have read had it been asked for that many.
+PREFIXES = (1, 2, 4, 8, 16, 32)
+
+
+def prefix_column(iterations: int) -> str:
+    """The column of a looped run's median of its first `iterations` iterations."""
+    return f"ticks_{iterations}"
+
+
 @dataclass(frozen=True)
 class Components:
     """What each level adds to the variance of one measurement of a log value, outermost level
@@ -51,6 +60,9 @@ class Components:
     # level (iterations) is a row's median too
     statistic: Literal["mean", "median"] = "mean"
     trim: float = 0.0  # the outermost units are averaged with this share cut at each end
+    # (iterations a run, variance of one row's log value) as the runs showed it, for a third
+    # level of iterations: what row() reads up to the most iterations measured
+    measured: tuple[tuple[int, float], ...] = ()
 
     def freedom(self, units: int) -> int:
         """Degrees of freedom of the t interval over this many outermost units (Yuen's for a
@@ -75,9 +87,25 @@ class Components:
         in each unit of the level above (counts[0]: units of the outermost level)."""
         var = self._check(counts)
         if self.statistic == "median":
-            row = var[1] + (var[2] * median_factor(counts[2]) if len(var) > 2 else 0.0)
+            row = self.row(counts[2]) if len(var) > 2 else var[1]
             return (var[0] + row * median_factor(counts[1])) / counts[0]
         return sum(v / math.prod(counts[: i + 1]) for i, v in enumerate(var))
+
+    def row(self, iterations: int) -> float:
+        """The variance of one row's log value (a pair's log B/A) when each run is the median of
+        this many iterations: as measured, and between two measured counts linear in their
+        median_factor; past the most measured (or with none), var[1] + var[2] x median_factor,
+        the two fitted through the two most (_fit_iterations)."""
+        f = median_factor(iterations)
+        below = [(k, v) for k, v in self.measured if k <= iterations]
+        above = [(k, v) for k, v in self.measured if k >= iterations]
+        if not below or not above:
+            return self.variances[1] + self.variances[2] * f
+        (k0, v0), (k1, v1) = below[-1], above[0]
+        if k0 == k1:
+            return v0
+        f0, f1 = median_factor(k0), median_factor(k1)
+        return v0 + (v1 - v0) * (f - f0) / (f1 - f0)
 
     def describe(self) -> str:
         """One line: the share of each level, largest first."""
@@ -281,30 +309,6 @@ def _spread_sample(v: np.ndarray) -> np.ndarray:
     return v[:: -(-v.size // SPREAD_VALUES)]
 
 
-@functools.cache
-def _within_factor(k: int) -> float:
-    """The median over draws of (median |x_i - x_j| / _PAIR_SPREAD)^2, the pairs of k standard
-    normal values: what that squared spread reads a variance as at k (1.42 at 3, 1.09 at 8,
-    1.01 at 64). Drawn once, from a fixed seed."""
-    rng = np.random.default_rng(k)
-    x = rng.normal(size=(max(2000, 400_000 // k**2), k))
-    i, j = np.triu_indices(k, 1)
-    return float(np.median((np.median(np.abs(x[:, i] - x[:, j]), axis=1) / _PAIR_SPREAD) ** 2))
-
-
-def within_variances(logs: np.ndarray) -> np.ndarray:
-    """Each row's variance (rows of two or more values each), robust: from the median
-    |difference| over the row's pairs, as the pairs' spread within a layout is, and scaled so
-    that its median over rows reads the variance of normal values at every row length. This
-    guest's host stretches one iteration of a repeat loop in ten by 10-40 %; over rows of 8
-    with one in ten stretched 1.4x, the rows' classical variances averaged 4.9 times the
-    variance of the rest, the median of these 1.6 times."""
-    k = logs.shape[1]
-    i, j = np.triu_indices(k, 1)
-    m = np.median(np.abs(logs[:, i] - logs[:, j]), axis=1) / _PAIR_SPREAD
-    return m**2 / _within_factor(k)
-
-
 def _robust_variance(logs: pd.Series, groups: list[pd.Series]) -> float:
     """The variance of one value within its groups, from the median absolute difference of all
     pairs inside a group: unlike deviations from a group's own median, it holds for groups of
@@ -399,39 +403,78 @@ def paired_ratio_components(
     top = trimmed_variance(per["log_ratio"], trim) - within
     of = f"median over pairs of log({sides[1]}/{sides[0]}) of {value}"
     units = (len(per), int(per["pairs"].sum()))
-    iteration = _iteration_variance(frame, value)
-    if iteration is None:
+    measured = _measured(frame, value, level, pair, side, sides, run, trim)
+    if len(measured) < 2:
         return Components(of, (level, "pair"), (max(top, 0.0), run), (top, run), units, "median",
                           trim)  # fmt: skip
-    per_iteration, factor, iterations = iteration
-    pair_part = run - per_iteration * factor
+    pair_part, per_iteration = _fit_iterations(measured)
+    most = measured[-1][1] / median_factor(measured[-1][0])  # all of the most measured's
+    kept = min(max(per_iteration, 0.0), most)
+    iterations = int(pd.to_numeric(frame["iterations"], errors="coerce").clip(lower=0).sum())
     return Components(
         of,
         (level, "pair", "iteration"),
-        (max(top, 0.0), max(pair_part, 0.0), per_iteration),
+        (max(top, 0.0), measured[-1][1] - kept * median_factor(measured[-1][0]), kept),
         (top, pair_part, per_iteration),
         (*units, iterations),
         "median",
         trim,
+        measured,
     )
 
 
-def _iteration_variance(frame: pd.DataFrame, value: str) -> tuple[float, float, int] | None:
-    """What one iteration of the probe's repeat loop adds to a pair's log B/A, where the runs
-    ran several (spawn.iteration_columns): both sides' variance of log ticks between the
-    iterations of one process, its median over the runs; with the mean median_factor of the runs'
-    iterations, by which a run's median iteration divides it, and the iterations in all.
-    None: one a run."""
-    if "iteration_log_var" not in frame or value != "ticks":
-        return None
-    v = pd.to_numeric(frame["iteration_log_var"], errors="coerce")
-    k = pd.to_numeric(frame["iterations"], errors="coerce")
-    has = v.notna() & (k >= 2)
-    if not has.any():
-        return None
-    pooled = float(v[has].median())  # a mean would let the runs the host stretched most rule
-    factor = float(np.mean([median_factor(int(n)) for n in k[k >= 1]]))
-    return 2 * pooled, factor, int(k[k >= 1].sum())
+def _measured(
+    frame: pd.DataFrame,
+    value: str,
+    level: str,
+    pair: str,
+    side: str,
+    sides: tuple[str, str],
+    run: float,
+    trim: float,
+) -> tuple[tuple[int, float], ...]:
+    """For runs of the probe's repeat loop, the variance of one pair's log B/A at each count of
+    iterations a run read, or recorded as a prefix (PREFIXES): `run` (the pairs' spread at the
+    most) plus what the layouts' B/A varied by more at that count, per pair. Measured between
+    processes, as compare's B/A varies, and at the layouts' medians: a host that stretches one
+    iteration in ten moves a layout's median of 4 pairs of single iterations more than a
+    robust spread of its pairs says (0.5 times the variance predicted). Their spread within a
+    process is no measure of it either: brotli's first iteration ran 4-7 %, up to 30 %, slower
+    than the rest in A and B alike, which B/A cancels; read as noise between iterations it put
+    100 % of the variance there, and plans of one iteration a run asked for 1.9 times the
+    layouts they needed. None below 0; empty: no run ran two."""
+    if value != "ticks" or "iterations" not in frame or prefix_column(1) not in frame:
+        return ()
+    k = pd.to_numeric(frame["iterations"], errors="coerce").fillna(0).astype(int)
+    if not (k >= 2).any():
+        return ()
+    seen = []
+    for j in sorted({*PREFIXES, *k[k >= 1]}):
+        if j > k.max():
+            break
+        at = frame[value].where(k == j)
+        if j in PREFIXES:
+            at = at.fillna(pd.to_numeric(frame[prefix_column(j)], errors="coerce").where(k > j))
+        d = pair_log_ratios(frame.assign(_at=at), "_at", level, pair, side, sides)
+        per = _layout_medians(d)
+        if len(per) < 2:
+            continue
+        seen.append((int(j), trimmed_variance(per["log_ratio"], trim), per["pairs"]))
+    if len(seen) < 2:
+        return ()
+    _, most, pairs = seen[-1]
+    factor = float(np.mean([median_factor(int(n)) for n in pairs]))
+    return tuple((j, max(run + (v - most) / factor, 0.0)) for j, v, _ in seen)
+
+
+def _fit_iterations(measured: Sequence[tuple[int, float]]) -> tuple[float, float]:
+    """A pair's part and an iteration's (per iteration, which a run's median of k divides by
+    median_factor(k)) through the two most iterations measured: what row() extrapolates with.
+    Unclipped, as moment estimates are; row() holds the measured counts themselves."""
+    (k0, v0), (k1, v1) = measured[-2:]
+    f0, f1 = median_factor(k0), median_factor(k1)
+    per_iteration = (v0 - v1) / (f0 - f1)
+    return v1 - per_iteration * f1, per_iteration
 
 
 def trimmed_means(x: np.ndarray, trim: float) -> np.ndarray:
@@ -766,7 +809,7 @@ def _inner_counts(
     most = most or int(min(4 * real + 20, 1e4))
     best: tuple[float, tuple[int, int]] | None = None
     for k in range(least[2], max(most, least[2]) + 1):
-        row_v = (var[0], var[1] + var[2] * median_factor(k))  # a run: its k iterations' median
+        row_v = (var[0], components.row(k))  # a run: its k iterations' median
         row_c = np.array([c[0], c[1] + k * c[2]])
         rows = replace(components, levels=components.levels[:2], variances=row_v)
         (n,) = _median_count(rows, row_c, least[1])
@@ -804,7 +847,9 @@ def plan(
     if components.total <= 0:
         raise PerflabError(f"no variance at any level of {components.of}: nothing to plan")
     var = np.maximum(var, PLAN_FLOOR * components.total)
-    floored = replace(components, variances=tuple(var))
+    floor = PLAN_FLOOR * components.total
+    measured = tuple((k, max(v, floor)) for k, v in components.measured)
+    floored = replace(components, variances=tuple(var), measured=measured)
     least = tuple(least) if least is not None else (2,) + (1,) * (len(components.levels) - 1)
     lower: tuple[int, ...]
     if floored.statistic == "median" and var.size == 3:

@@ -490,30 +490,29 @@ def tidy_columns(runs: np.ndarray, overhead: int = 0) -> dict[str, Any]:
     }
 
 
-ITERATION_COLUMNS = ("iterations", "iteration_log_var")
+ITERATION_COLUMNS = ("iterations", *map(levels.prefix_column, levels.PREFIXES))
 
 
 def iteration_columns(runs: np.ndarray, ticks: np.ndarray, overhead: int = 0) -> dict[str, Any]:
     """For runs asked for several iterations of the probe's repeat loop: ticks becomes their
     median (each less the timer's cost; NaN where tidy's ticks is), which an iteration the host
     stretched cannot move as it moves a mean; iterations, the records the run sent (1: a
-    program with a plain BEGIN and END); iteration_log_var, the variance of log ticks between
-    its iterations (NaN under two), the level iterations add within one process, robust
-    (levels.within_variances). An iteration cheaper than the timer counts as 1 tick there."""
+    program with a plain BEGIN and END); and for each of levels.PREFIXES below that, the
+    median of the first so many (NaN from the run's own count up): what a run asked for that
+    many reads, from which levels.paired_ratio_components learns what more iterations buy
+    between processes. An iteration cheaper than the timer counts as 1 tick."""
     k = runs["iterations"].astype(np.int64)
-    raw = runs["iteration_ticks"].astype(np.float64) - overhead
-    per, spread = np.full(k.size, np.nan), np.full(k.size, np.nan)
-    for n in np.unique(k[k >= 1]):
-        mine = k == n
-        each = raw[mine, :n]
-        per[mine] = np.maximum(np.median(each, axis=1), 0.0)
-        if n >= 2:
-            spread[mine] = levels.within_variances(np.log(np.maximum(each, 1.0)))
-    return {
-        "ticks": np.where(np.isfinite(ticks), per, np.nan),
-        "iterations": k.astype(np.int32),
-        "iteration_log_var": spread,
-    }
+    raw = np.maximum(runs["iteration_ticks"].astype(np.float64) - overhead, 1.0)
+    shown = np.isfinite(ticks) & (k >= 1)
+    out: dict[str, Any] = {}
+    for n in [*levels.PREFIXES, None]:
+        at = np.full(k.size, np.nan)
+        for m in np.unique(k[shown]):
+            mine = shown & (k == m)
+            if n is None or n < m:
+                at[mine] = np.median(raw[mine, : n or m], axis=1)
+        out[levels.prefix_column(n) if n else "ticks"] = at
+    return {"ticks": out.pop("ticks"), "iterations": k.astype(np.int32), **out}
 
 
 def runq_columns(runs: np.ndarray) -> dict[str, Any]:

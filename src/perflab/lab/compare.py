@@ -972,9 +972,10 @@ def _shares(parts: levels.Components, setups: pd.DataFrame) -> dict[str, float]:
     factor = float(np.mean([levels.median_factor(max(int(n), 1)) for n in setups["pairs"]]))
     var = parts.variances
     per_run = parts.units[2] / (2 * parts.units[1]) if len(var) > 2 else 1.0
-    each = levels.median_factor(max(round(per_run), 1))  # a run's value: its iterations' median
-    iteration = var[2] * each * factor if len(var) > 2 else 0.0
-    layout, runs = var[0], var[1] * factor
+    k = max(round(per_run), 1)
+    row = parts.row(k) if len(var) > 2 else var[1]  # a run's value: its iterations' median
+    iteration = min(var[2] * levels.median_factor(k), row) * factor if len(var) > 2 else 0.0
+    layout, runs = var[0], row * factor - iteration
     total = layout + runs + iteration
     if not total > 0:
         return {"setup": math.nan, "run": math.nan, "pairs": pairs}

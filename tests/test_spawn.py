@@ -461,11 +461,6 @@ def test_iterations_become_columns_and_a_plain_probe_sends_one(children):
     assert list(df["status"]) == ["ok", "ok", "ok", "ok"]
     assert list(df["iterations"]) == [4, 1, 4, 0]
     assert df["ticks"][0] == np.median(runs["iteration_ticks"][0][:4].astype(np.int64))
-    # What a run asked for 1 and 2 would read: its first, the median of its first two.
-    first = runs["iteration_ticks"][0][:2].astype(np.int64)
-    assert (df["ticks_1"][0], df["ticks_2"][0]) == (first[0], first.mean())
-    assert df["ticks_1"][2] > 0 and df[["ticks_4", "ticks_32"]].isna().all().all()
-    assert df[["ticks_1", "ticks_2"]].iloc[[1, 3]].isna().all().all()  # under two: no prefix
     runs = spawn.run_batch([[children["many"]]], np.zeros(1), None, "A", None,
                            spawn.SpawnOptions(iterations=3))  # fmt: skip
     assert spawn.STATUS[int(runs["status"][0])] == "bad_probe"

@@ -35,16 +35,6 @@ def median_factor(n: int) -> float:
     return _MEDIAN_FACTOR[n - 1] if n <= len(_MEDIAN_FACTOR) else math.pi / (2 * n + 1)
 
 
-# The counts of iterations, below its own, at which a looped run's median is recorded too
-# (spawn.iteration_columns): what the run would have read had it been asked for that many.
-PREFIXES = (1, 2, 4, 8, 16, 32)
-
-
-def prefix_column(iterations: int) -> str:
-    """The column of a looped run's median of its first `iterations` iterations."""
-    return f"ticks_{iterations}"
-
-
 @dataclass(frozen=True)
 class Components:
     """What each level adds to the variance of one measurement of a log value, outermost level
@@ -395,18 +385,22 @@ def paired_ratio_components(
     two add up to the variance the layouts showed at the pairs they ran: for a trimmed mean
     over layouts (`trim` of each end cut), its per-layout variance (trimmed_variance)."""
     d = pair_log_ratios(frame, value, level, pair, side, sides)
-    per = _layout_medians(d)
+    top, run, per = _split(d, trim)
     if len(per) < 2:
         raise PerflabError(f"one {level} holds both sides: B/A cannot vary between them")
-    run = _robust_variance(d.reset_index(drop=True), [pd.Series(d.index.get_level_values(0))])
-    within = run * float(np.mean([median_factor(int(n)) for n in per["pairs"]]))
-    top = trimmed_variance(per["log_ratio"], trim) - within
+    if not math.isfinite(run):
+        raise PerflabError("no layout holds two pairs of A and B: no spread within a layout")
     of = f"median over pairs of log({sides[1]}/{sides[0]}) of {value}"
     units = (len(per), int(per["pairs"].sum()))
-    measured = _measured(frame, value, level, pair, side, sides, run, trim)
-    if len(measured) < 2:
+    counts = _by_count(frame, value, level, pair, side, sides, trim)
+    if len(counts) < 2 or counts[-1][0] < 2:
         return Components(of, (level, "pair"), (max(top, 0.0), run), (top, run), units, "median",
                           trim)  # fmt: skip
+    # The layout's variance from the count most layouts ran: pooled with another count's, it
+    # takes in how differently single stretched iterations move the medians at each, and one
+    # iteration in ten stretched 1.4x read 3.3 times the variance the pilot's own count showed.
+    top = max(counts, key=lambda c: (c[3], c[0]))[2]
+    measured = tuple((k, v) for k, v, _, _ in counts)
     pair_part, per_iteration = _fit_iterations(measured)
     most = measured[-1][1] / median_factor(measured[-1][0])  # all of the most measured's
     kept = min(max(per_iteration, 0.0), most)
@@ -423,48 +417,50 @@ def paired_ratio_components(
     )
 
 
-def _measured(
+def _split(d: pd.Series, trim: float) -> tuple[float, float, pd.DataFrame]:
+    """Of pairs' log B/A (pair_log_ratios), the layout's variance (what the layouts' medians
+    vary by beyond their pairs'), the pairs' robust spread within layouts, and the layouts'
+    medians; nan for what fewer than two layouts, or no two pairs in one, cannot tell."""
+    per = _layout_medians(d)
+    if len(per) < 2:
+        return math.nan, math.nan, per
+    try:
+        run = _robust_variance(d.reset_index(drop=True), [pd.Series(d.index.get_level_values(0))])
+    except PerflabError:  # no layout holds two pairs
+        return math.nan, math.nan, per
+    within = run * float(np.mean([median_factor(int(n)) for n in per["pairs"]]))
+    return trimmed_variance(per["log_ratio"], trim) - within, run, per
+
+
+def _by_count(
     frame: pd.DataFrame,
     value: str,
     level: str,
     pair: str,
     side: str,
     sides: tuple[str, str],
-    run: float,
     trim: float,
-) -> tuple[tuple[int, float], ...]:
-    """For runs of the probe's repeat loop, the variance of one pair's log B/A at each count of
-    iterations a run read, or recorded as a prefix (PREFIXES): `run` (the pairs' spread at the
-    most) plus what the layouts' B/A varied by more at that count, per pair. Measured between
-    processes, as compare's B/A varies, and at the layouts' medians: a host that stretches one
-    iteration in ten moves a layout's median of 4 pairs of single iterations more than a
-    robust spread of its pairs says (0.5 times the variance predicted). Their spread within a
-    process is no measure of it either: brotli's first iteration ran 4-7 %, up to 30 %, slower
-    than the rest in A and B alike, which B/A cancels; read as noise between iterations it put
-    100 % of the variance there, and plans of one iteration a run asked for 1.9 times the
-    layouts they needed. None below 0; empty: no run ran two."""
-    if value != "ticks" or "iterations" not in frame or prefix_column(1) not in frame:
-        return ()
+) -> list[tuple[int, float, float, int]]:
+    """For runs of the probe's repeat loop, at each count of iterations a run ran (a --precision
+    pilot runs the user's count and one): the pairs' spread within layouts, the layout's
+    variance and the layouts, from the pairs run at that count. What the median of more
+    iterations buys is then measured between processes, as compare's B/A varies. Neither the
+    iterations' spread within a process nor a run's first iteration alone is a measure of
+    it on this guest: brotli's first iteration runs 4-7 % slower than the rest in A and B
+    alike, which B/A cancels, yet the spread within a process put 100 % of the variance in
+    the iterations; and the first iterations of runs of 4, each pair's 250 ms apart, varied
+    2.4 times as much in B/A as runs of one, 65 ms apart, which varied as runs of 4 (60
+    pairs of each, real-time, one CPU)."""
+    if value != "ticks" or "iterations" not in frame:
+        return []
     k = pd.to_numeric(frame["iterations"], errors="coerce").fillna(0).astype(int)
-    if not (k >= 2).any():
-        return ()
-    seen = []
-    for j in sorted({*PREFIXES, *k[k >= 1]}):
-        if j > k.max():
-            break
-        at = frame[value].where(k == j)
-        if j in PREFIXES:
-            at = at.fillna(pd.to_numeric(frame[prefix_column(j)], errors="coerce").where(k > j))
-        d = pair_log_ratios(frame.assign(_at=at), "_at", level, pair, side, sides)
-        per = _layout_medians(d)
-        if len(per) < 2:
-            continue
-        seen.append((int(j), trimmed_variance(per["log_ratio"], trim), per["pairs"]))
-    if len(seen) < 2:
-        return ()
-    _, most, pairs = seen[-1]
-    factor = float(np.mean([median_factor(int(n)) for n in pairs]))
-    return tuple((j, max(run + (v - most) / factor, 0.0)) for j, v, _ in seen)
+    out = []
+    for n in sorted(set(k[k >= 1])):
+        top, run, per = _split(pair_log_ratios(frame[k == n], value, level, pair, side, sides),
+                               trim)  # fmt: skip
+        if math.isfinite(run):
+            out.append((int(n), run, top, len(per)))
+    return out
 
 
 def _fit_iterations(measured: Sequence[tuple[int, float]]) -> tuple[float, float]:

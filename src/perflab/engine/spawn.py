@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from perflab.analysis import levels
 from perflab.core import bindings
 from perflab.core.constants import RUNQ_MODES
 from perflab.core.lazy import pd
@@ -490,29 +489,22 @@ def tidy_columns(runs: np.ndarray, overhead: int = 0) -> dict[str, Any]:
     }
 
 
-ITERATION_COLUMNS = ("iterations", *map(levels.prefix_column, levels.PREFIXES))
+ITERATION_COLUMNS = ("iterations",)
 
 
 def iteration_columns(runs: np.ndarray, ticks: np.ndarray, overhead: int = 0) -> dict[str, Any]:
     """For runs asked for several iterations of the probe's repeat loop: ticks becomes their
     median (each less the timer's cost; NaN where tidy's ticks is), which an iteration the host
     stretched cannot move as it moves a mean; iterations, the records the run sent (1: a
-    program with a plain BEGIN and END); and for each of levels.PREFIXES below that, the
-    median of the first so many (NaN from the run's own count up): what a run asked for that
-    many reads, from which levels.paired_ratio_components learns what more iterations buy
-    between processes. An iteration cheaper than the timer counts as 1 tick."""
+    program with a plain BEGIN and END). An iteration cheaper than the timer counts as 1 tick."""
     k = runs["iterations"].astype(np.int64)
     raw = np.maximum(runs["iteration_ticks"].astype(np.float64) - overhead, 1.0)
     shown = np.isfinite(ticks) & (k >= 1)
-    out: dict[str, Any] = {}
-    for n in [*levels.PREFIXES, None]:
-        at = np.full(k.size, np.nan)
-        for m in np.unique(k[shown]):
-            mine = shown & (k == m)
-            if n is None or n < m:
-                at[mine] = np.median(raw[mine, : n or m], axis=1)
-        out[levels.prefix_column(n) if n else "ticks"] = at
-    return {"ticks": out.pop("ticks"), "iterations": k.astype(np.int32), **out}
+    per = np.full(k.size, np.nan)
+    for n in np.unique(k[shown]):
+        mine = shown & (k == n)
+        per[mine] = np.median(raw[mine, :n], axis=1)
+    return {"ticks": per, "iterations": k.astype(np.int32)}
 
 
 def runq_columns(runs: np.ndarray) -> dict[str, Any]:

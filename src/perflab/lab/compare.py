@@ -401,6 +401,9 @@ MIN_LAYOUTS = 10
 MIN_PAIRS = 4
 PILOT = (MIN_LAYOUTS, MIN_PAIRS)  # the least any decision stands on, and the plan's first data
 PREDICTION_CONFIDENCE = 0.9  # the range said with the plan's predicted time
+# With the repeat loop, the pilot's second round: layouts of one iteration a run, so that what
+# more iterations buy is measured between processes at two counts (levels._measured).
+SINGLE_PILOT = 5
 # The share of layouts B/A over layouts would cut at each end: none. A 20 % trim reads a
 # loaded machine's wild layouts (±30 % in A/A runs at load 4) with a tenth of the layouts, but
 # where most layouts' medians tie (a loop whose runs take the same ticks), the trimmed mean's
@@ -574,6 +577,14 @@ def _to_precision(
         if reached <= plan.precision and len(reps) >= MIN_LAYOUTS:
             reason = "reached"
             break
+        if _one_count_looped(ok):
+            each = costs[0] + PILOT[1] * (costs[1] + costs[2])
+            if int((plan.budget - spent) // max(each, 1e-9)) < SINGLE_PILOT:
+                reason = "budget spent"
+                break
+            start = max(reps) + 1
+            todo, k = {s: PILOT[1] for s in range(start, start + SINGLE_PILOT)}, 1
+            continue
         looped = len(parts.levels) > 2
         most = _most_iterations(plan, costs)
         planned = levels.plan(parts, costs[: len(parts.levels)], plan.precision, CONFIDENCE,
@@ -615,6 +626,15 @@ def _to_precision(
     if recording.output is not None:
         results.save(final, recording.output)
     return final
+
+
+def _one_count_looped(ok: pd.DataFrame) -> bool:
+    """Whether the runs so far ran the repeat loop, all at one count of iterations: the pilot's
+    second round then runs one a run."""
+    if "iterations" not in ok:
+        return False
+    counts = set(ok["iterations"])
+    return len(counts) == 1 and min(counts) >= 2
 
 
 def _earlier(frame: pd.DataFrame | None) -> dict[str, Any]:

@@ -1218,6 +1218,11 @@ def _rounds(n: int) -> str:
     return f"{n} round" + ("s" if n != 1 else "")
 
 
+def _iterations(n: int) -> str:
+    """A plan's count of iterations in words: "1 iteration", "2 iterations"."""
+    return f"{n} iteration" + "s" * (n != 1)
+
+
 def _predicted(record: dict) -> str:
     """The time the pilot's plan predicted, with the range its variance estimate leaves."""
     predicted = record.get("predicted_s", math.nan)
@@ -1260,7 +1265,7 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
         return out
     planned = next((r["planned"] for r in reversed(rounds) if r["planned"]), None)
     if planned:
-        loop = f" of {planned[2]} iterations" if len(planned) > 2 else ""
+        loop = f" of {_iterations(planned[2])}" if len(planned) > 2 else ""
         most = int(record.get("most_iterations") or constants.MAX_ITERATIONS)
         if loop and planned[2] == most < constants.MAX_ITERATIONS:
             loop += " (the most that keep a real-time run inside the kernel's runtime)"

@@ -7,11 +7,12 @@ from setuptools.command.build_ext import build_ext
 from setuptools.errors import LinkError
 
 CSRC = Path("csrc")
-SPAWNER_SOURCES = [str(CSRC / "spawner" / n) for n in ("main.c", "supervise.c")] + [str(CSRC / "spawn.c")]
+SPAWNER_SOURCES = [str(CSRC / n) for n in ("spawner/main.c", "spawner/supervise.c", "spawn.c")]
 
 
 class BuildWithSpawner(build_ext):
-    """The C core, then perflab/core/_spawner: the helper that spawns children from a small process."""
+    """The C core, then perflab/core/_spawner: the helper that spawns children from a small
+    process."""
 
     def run(self):
         super().run()

@@ -449,8 +449,8 @@ def _by_count(
     it on this guest: brotli's first iteration runs 4-7 % slower than the rest in A and B
     alike, which B/A cancels, yet the spread within a process put 100 % of the variance in
     the iterations; and the first iterations of runs of 4, each pair's 250 ms apart, varied
-    2.4 times as much in B/A as runs of one, 65 ms apart, which varied as runs of 4 (60
-    pairs of each, real-time, one CPU)."""
+    2.4-3.7 times as much in B/A as runs of one, 65 ms apart, which varied as runs of 4
+    (benchmarks/iteration_counts.py)."""
     if value != "ticks" or "iterations" not in frame:
         return []
     k = pd.to_numeric(frame["iterations"], errors="coerce").fillna(0).astype(int)

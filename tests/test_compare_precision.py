@@ -271,6 +271,17 @@ def test_iterations_asked_of_a_program_without_the_loop_are_said_no_level(progra
     )
 
 
+def test_a_fixed_design_at_one_count_of_iterations_says_it_cannot_split_them(programs, runner):
+    """Without --precision every run runs --iterations' count: the iterations' share of B/A's
+    variance is not told apart from the runs', and the line says so."""
+    looped = programs["looped"]
+    r = runner.invoke(cli, ["compare", f"{looped} 1", f"{looped} 1", "--iterations", "3",
+                            "--setups", "3", "--repeat", "4"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "with their 3 iterations each (runs of one count of iterations cannot tell" in r.output
+    assert "(the interval covers: setup and run and iteration)" in r.output
+
+
 def test_real_time_runs_are_planned_no_longer_than_the_kernels_runtime_allows():
     """An encoder iteration of 45 ms planned 64 times a run made 2.9 s real-time runs, which
     the kernel paused inside every run; a run is held inside RT_SHARE of its runtime."""

@@ -911,7 +911,9 @@ def overall(
         "depends_on_setup": bool(sure["B slower"] and sure["B faster"]) or split is not None,
         "layouts_each_way": split,
         "family_confidence": family,
-        "components": _shares(parts, setups) if parts is not None else None,
+        "components": _shares(parts, setups, ok if "iteration" in covers else None)
+        if parts is not None
+        else None,
         "pair_variance": parts.variances[1] if parts is not None else math.nan,
         "conclusion": _conclusion(
             ratio,
@@ -984,9 +986,12 @@ def _family_verdicts(
     return each, sure
 
 
-def _shares(parts: levels.Components, setups: pd.DataFrame) -> dict[str, float]:
+def _shares(
+    parts: levels.Components, setups: pd.DataFrame, looped: pd.DataFrame | None = None
+) -> dict[str, float]:
     """What share of the variance of a setup's B/A its layout holds, and its pairs (with the
-    iterations within their runs, where there were several: their own share), at the median
+    iterations within their runs, where there were several: their own share where runs ran
+    two counts of them, else `within`, the iterations a run of `looped` ran), at the median
     number of pairs the setups ran."""
     pairs = float(np.median(setups["pairs"]))
     factor = float(np.mean([levels.median_factor(max(int(n), 1)) for n in setups["pairs"]]))
@@ -1002,6 +1007,8 @@ def _shares(parts: levels.Components, setups: pd.DataFrame) -> dict[str, float]:
     shares = {"setup": layout / total, "run": runs / total, "pairs": pairs}
     if len(var) > 2:
         shares |= {"iteration": iteration / total, "iterations": per_run}
+    elif looped is not None:
+        shares["within"] = float(looped["iterations"].mean())
     return shares
 
 
@@ -1166,6 +1173,9 @@ def _components_line(shares: dict[str, float] | None) -> list[str]:
     if "iteration" in shares:
         runs += f", the iterations within them {shares['iteration']:.0%}"
         at += f" and {shares['iterations']:.3g} iterations a run"
+    elif "within" in shares:
+        runs += (f" with their {shares['within']:.3g} iterations each (runs of one count of "
+                 "iterations cannot tell the two apart)")  # fmt: skip
     return [
         f"the layout explains {shares['setup']:.0%} of the variance of a setup's B/A here, "
         f"{runs} (variance components of a setup's median of its pairs' log B/A, {at})"

@@ -383,7 +383,9 @@ def paired_ratio_components(
     is a robust one within each layout (a disturbed pair counts as one, not as its square);
     the layout's is what the sample variance of the layouts' log B/A holds beyond it, so the
     two add up to the variance the layouts showed at the pairs they ran: for a trimmed mean
-    over layouts (`trim` of each end cut), its per-layout variance (trimmed_variance)."""
+    over layouts (`trim` of each end cut), its per-layout variance (trimmed_variance). Where
+    runs ran the repeat loop at two or more counts of iterations, "iteration" is a third
+    level, its variance at each count as measured there (_by_count, Components.row)."""
     d = pair_log_ratios(frame, value, level, pair, side, sides)
     top, run, per = _split(d, trim)
     if len(per) < 2:

@@ -402,7 +402,7 @@ MIN_PAIRS = 4
 PILOT = (MIN_LAYOUTS, MIN_PAIRS)  # the least any decision stands on, and the plan's first data
 PREDICTION_CONFIDENCE = 0.9  # the range said with the plan's predicted time
 # With the repeat loop, the pilot's second round: layouts of one iteration a run, so that what
-# more iterations buy is measured between processes at two counts (levels._measured).
+# more iterations buy is measured between processes at two counts (levels._by_count).
 SINGLE_PILOT = 5
 # The share of layouts B/A over layouts would cut at each end: none. A 20 % trim reads a
 # loaded machine's wild layouts (±30 % in A/A runs at load 4) with a tenth of the layouts, but

@@ -1224,13 +1224,9 @@ def _loopless(frame: pd.DataFrame, meta: dict[str, Any]) -> list[str]:
     ]
 
 
-def _rounds(n: int) -> str:
-    return f"{n} round" + ("s" if n != 1 else "")
-
-
-def _iterations(n: int) -> str:
-    """A plan's count of iterations in words: "1 iteration", "2 iterations"."""
-    return f"{n} iteration" + "s" * (n != 1)
+def _counted(n: int, thing: str) -> str:
+    """A count in words, singular for one: "1 round", "2 rounds"."""
+    return f"{n} {thing}" + "s" * (n != 1)
 
 
 def _predicted(record: dict) -> str:
@@ -1256,8 +1252,8 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
     rounds = record["rounds"]
     head = (
         f"precision: ±{target * 100:.3g}% asked; "
-        + (f"reached in {_rounds(len(rounds))}" if record["reached"]
-           else f"not reached ({record['stopped']}) after {_rounds(len(rounds))}")
+        + (f"reached in {_counted(len(rounds), 'round')}" if record["reached"]
+           else f"not reached ({record['stopped']}) after {_counted(len(rounds), 'round')}")
         + f", {took:.1f} s"
         + _predicted(record)
     )  # fmt: skip
@@ -1275,7 +1271,7 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
         return out
     planned = next((r["planned"] for r in reversed(rounds) if r["planned"]), None)
     if planned:
-        loop = f" of {_iterations(planned[2])}" if len(planned) > 2 else ""
+        loop = f" of {_counted(planned[2], 'iteration')}" if len(planned) > 2 else ""
         most = int(record.get("most_iterations") or constants.MAX_ITERATIONS)
         if loop and planned[2] == most < constants.MAX_ITERATIONS:
             loop += " (the most that keep a real-time run inside the kernel's runtime)"

@@ -395,7 +395,7 @@ def paired_ratio_components(
     of = f"median over pairs of log({sides[1]}/{sides[0]}) of {value}"
     units = (len(per), int(per["pairs"].sum()))
     counts = _by_count(frame, value, level, pair, side, sides, trim)
-    if len(counts) < 2 or counts[-1][0] < 2:
+    if len(counts) < 2:
         return Components(of, (level, "pair"), (max(top, 0.0), run), (top, run), units, "median",
                           trim)  # fmt: skip
     # The layout's variance from the count most layouts ran: pooled with another count's, it
@@ -452,12 +452,15 @@ def _by_count(
     alike, which B/A cancels, yet the spread within a process put 100 % of the variance in
     the iterations; and the first iterations of runs of 4, each pair's 250 ms apart, varied
     2.4-3.7 times as much in B/A as runs of one, 65 ms apart, which varied as runs of 4
-    (benchmarks/iteration_counts.py)."""
+    (benchmarks/iteration_counts.py). Empty where the runs ran one count, as without the loop."""
     if value != "ticks" or "iterations" not in frame:
         return []
     k = pd.to_numeric(frame["iterations"], errors="coerce").fillna(0).astype(int)
+    counts = sorted(set(k[k >= 1]))
+    if len(counts) < 2 or counts[-1] < 2:  # one count: the whole frame's split, no level
+        return []
     out = []
-    for n in sorted(set(k[k >= 1])):
+    for n in counts:
         top, run, per = _split(pair_log_ratios(frame[k == n], value, level, pair, side, sides),
                                trim)  # fmt: skip
         if math.isfinite(run):

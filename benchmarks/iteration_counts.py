@@ -15,16 +15,18 @@ import argparse
 import math
 
 import numpy as np
+import pandas as pd
 import real_program
 
+from perflab.analysis import levels
 from perflab.engine import spawn
 from perflab.system import machine
 
 
 def spread(log_ratios: np.ndarray) -> float:
-    """The variance of one value, from the median |difference| over all pairs of values."""
-    i, j = np.triu_indices(log_ratios.size, 1)
-    return float((np.median(np.abs(log_ratios[i] - log_ratios[j])) / (0.6745 * math.sqrt(2))) ** 2)
+    """The variance of one value as compare reads its pairs' (the median |difference|)."""
+    one = pd.Series(np.zeros(log_ratios.size))  # the pairs as one layout
+    return levels._robust_variance(pd.Series(log_ratios), [one])
 
 
 def _first(ticks: np.ndarray) -> float:

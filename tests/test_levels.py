@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from perflab.analysis import levels
 from perflab.errors import PerflabError
-from perflab.lab import compare
 
 
 def nested(rng, sds, counts, unbalanced=False) -> pd.DataFrame:
@@ -315,39 +314,15 @@ def test_chi2_quantiles_are_the_tables():
         levels.chi2_quantile(1.0, 9)
 
 
-def test_a_planned_runs_time_falls_in_its_predicted_range_at_its_rate():
-    # Layouts of normal B/A with a variance the pilot does not know; rounds sized as compare's
-    # add layouts until the t interval over all of them is narrow enough. The range predicted
-    # from the pilot's 10 holds the layouts run at least 9 times in 10 (95 % here: the
-    # variance's draws widen it), and its median splits them.
-    rng = np.random.default_rng(12)
-    target, pilot, sd = 0.5, 10, 1.2
-
-    def asked(x: np.ndarray) -> int:
-        n = 2
-        while levels.t_quantile(0.975, n - 1) * math.sqrt(x.var(ddof=1) / n) > target:
-            n += 1
-        return n
-
-    inside, below, plans = 0, 0, 0
-    while plans < 200:
-        x = rng.normal(0, sd, pilot)
-        layouts = asked(x)
-        if layouts <= pilot:
-            continue  # the pilot reached it: no plan, no prediction
-        plans += 1
-        mid, low, high = levels.sequential_time(
-            layouts, pilot, 1.0, 0.0, compare.next_round, 0.95, 0.9, draws=2000
-        )
-        while asked(x) > len(x):
-            x = np.append(x, rng.normal(0, sd, int(compare.next_round(len(x), asked(x)))))
-        run = len(x) - pilot
-        inside += low <= run <= high
-        below += run < mid
-    # 200 runs: 168 or more inside and 80-120 below hold with probability > 0.99 at 90 % and
-    # 50 %; a range wide enough to hold them all would say nothing.
-    assert 168 <= inside < 200
-    assert 80 <= below <= 120
+def test_a_variances_range_holds_the_true_one_at_its_rate():
+    # A pilot's 10 layouts estimate their variance with 9 degrees of freedom: true/estimated
+    # falls in the 90 % range 9 times in 10, whatever the true variance.
+    low, high = levels.variance_ratio_range(9, 0.9)
+    assert (low, high) == pytest.approx((0.5319, 2.7067), abs=1e-4)
+    rng = np.random.default_rng(11)
+    draws = rng.normal(0, 3.0, size=(20000, 10)).var(axis=1, ddof=1)
+    inside = np.mean((9.0 / draws >= low) & (9.0 / draws <= high))
+    assert 0.89 < inside < 0.91
 
 
 def test_the_hierarchical_interval_covers_the_true_ratio_at_its_rate():

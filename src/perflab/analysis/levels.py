@@ -6,7 +6,7 @@ say which levels they cover: Kalibera and Jones, "Rigorous Benchmarking in Reaso
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Literal
@@ -511,20 +511,6 @@ def trimmed_interval(
     return centre, centre - half, centre + half
 
 
-def _cornish_fisher(p: float, df: ArrayLike) -> np.ndarray:
-    """Student's t quantile by Cornish-Fisher's expansion (Abramowitz and Stegun 26.7.5), for
-    many df at once: what t_quantile serves beyond 200 degrees of freedom."""
-    z = NormalDist().inv_cdf(p)
-    g = (
-        (z**3 + z) / 4,
-        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
-        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
-        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
-    )
-    d = np.asarray(df, dtype=float)
-    return z + sum((gi / d ** (i + 1) for i, gi in enumerate(g)), np.zeros_like(d))
-
-
 def t_quantile(p: float, df: int) -> float:
     """Student's t quantile: for integer df up to 200 the exact CDF (the finite series of
     Abramowitz and Stegun 26.7.3-4) inverted by safeguarded Newton steps from Cornish-Fisher's
@@ -533,7 +519,14 @@ def t_quantile(p: float, df: int) -> float:
         raise PerflabError(f"no t quantile at p={p} with {df} degrees of freedom")
     if p < 0.5:
         return -t_quantile(1 - p, df)
-    guess = float(_cornish_fisher(p, df))
+    z = NormalDist().inv_cdf(p)
+    g = (
+        (z**3 + z) / 4,
+        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
+    )
+    guess = z + sum(gi / df ** (i + 1) for i, gi in enumerate(g))
     if df > 200:
         return guess
     target = 2 * p - 1
@@ -610,48 +603,12 @@ def chi2_quantile(p: float, df: int) -> float:
     return (lo + hi) / 2
 
 
-def sequential_time(
-    layouts: int,
-    have: int,
-    each: float,
-    spent: float,
-    step: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    confidence: float,
-    spread: float,
-    draws: int = 4000,
-) -> tuple[float, float, float]:
-    """What runs to a precision will take, as the pilot can know it: the median and the
-    equal-tailed range at `spread`. The pilot's `have` layouts ask for `layouts` (a t interval
-    at `confidence`); the true variance is drawn around their estimate (df/chi2), rounds of
-    `step(run, asked)` layouts of `each` seconds re-estimate it from every layout so far, and
-    stop once that estimate asks for no more. So the range holds the pilot's few degrees of
-    freedom, the later estimates' own noise and the last round's overshoot, which a time
-    scaled from the pilot's estimate alone leaves out. No budget: it says what the precision
-    takes, which a budget may cut short."""
-    rng = np.random.default_rng(0)
-    df = have - 1
-    truth = df / rng.chisquare(df, draws)  # the true variance over the pilot's estimate
-    squares = np.full(draws, float(df))  # the layouts' sum of squares, in those units
-    n = np.full(draws, have)
-    # n layouts reach the target where t(n)^2 / n times their variance is small enough: the
-    # pilot's estimate needed `layouts`, so an estimate v times it needs the first n with
-    # g(n) <= g(layouts) / v (g falls with n)
-    units = np.arange(2, min(64 * max(layouts, 2), 2**20) + 2)
-    p = 1 - (1 - confidence) / 2
-    t = _cornish_fisher(p, units - 1)
-    t[:200] = [t_quantile(p, int(u) - 1) for u in units[:200]]
-    g = t**2 / units
-    going = np.ones(draws, dtype=bool)
-    while going.any():
-        v = squares / (n - 1)
-        asked = units[np.minimum(np.searchsorted(-g, -g[max(layouts, 2) - 2] / v), len(g) - 1)]
-        going &= asked > n
-        more = np.where(going, step(n, asked), 0)
-        squares += truth * rng.chisquare(np.maximum(more, 1)) * (more > 0)
-        n += more
-    tail = (1 - spread) / 2
-    low, mid, high = np.quantile(spent + (n - have) * each, [tail, 0.5, 1 - tail])
-    return float(mid), float(low), float(high)
+def variance_ratio_range(df: int, confidence: float) -> tuple[float, float]:
+    """The range of true/estimated for a variance estimated with df degrees of freedom, at
+    `confidence` (equal tails): df/chi2 at its upper and lower quantiles. A plan's remaining
+    work scales with the variance it was made from, so its time carries this range."""
+    tail = (1 - confidence) / 2
+    return df / chi2_quantile(1 - tail, df), df / chi2_quantile(tail, df)
 
 
 def _t_inside(t: float, df: int) -> float:

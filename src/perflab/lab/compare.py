@@ -595,13 +595,15 @@ def _to_precision(
         layouts, pairs = planned.counts[:2]
         pairs += pairs % 2
         k = planned.counts[2] if looped else k
-        cost = costs[0] + pairs * (costs[1] + (k * costs[2] if looped else 0.0))
         if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
-            predicted, *predicted_range = levels.sequential_time(
-                layouts, len(reps), cost, spent, next_round, CONFIDENCE, PREDICTION_CONFIDENCE
-            )
+            each = costs[0] + pairs * (costs[1] + (k * costs[2] if looped else 0.0))
+            predicted = spent + max(layouts - len(reps), 0) * each
+            # The layouts it needs scale with their variance, estimated from len(reps) of them.
+            spread = levels.variance_ratio_range(len(reps) - 1, PREDICTION_CONFIDENCE)
+            predicted_range = [spent + max(layouts * f - len(reps), 0) * each for f in spread]
             pilot_layouts = len(reps)
-        more = int(next_round(len(reps), layouts))
+        more = min(max(layouts - len(reps), len(reps) // 4, 1), max(len(reps), PILOT[0]))
+        cost = costs[0] + pairs * (costs[1] + (k * costs[2] if looped else 0.0))
         afford = int((plan.budget - spent) // max(cost, 1e-9))
         if min(more, afford) < 1:
             reason = "budget spent"
@@ -624,13 +626,6 @@ def _to_precision(
     if recording.output is not None:
         results.save(final, recording.output)
     return final
-
-
-def next_round(run: Any, asked: Any) -> Any:
-    """Layouts the next round adds to those `run`, of ints or arrays: what the plan still
-    `asked` for, at least a quarter more (fewer barely move the estimate) and at most as many
-    again (a plan from few layouts is not trusted with many more)."""
-    return np.minimum(np.maximum(np.maximum(asked - run, run // 4), 1), np.maximum(run, PILOT[0]))
 
 
 def _one_count_looped(ok: pd.DataFrame) -> bool:

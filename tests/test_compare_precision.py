@@ -9,6 +9,7 @@ import shutil
 import pytest
 from conftest import compile_children
 
+from perflab.analysis import levels
 from perflab.cli import cli
 from perflab.core import constants
 from perflab.engine import results
@@ -259,6 +260,20 @@ def test_iterations_are_planned_as_a_level_and_each_round_runs_its_own(programs,
     shown = runner.invoke(cli, ["report", str(out), "--json"])
     values = json.loads(shown.output)
     assert values["precision"]["rounds"] == rounds and values["iterations"] == 4
+
+
+def test_a_plans_predicted_time_holds_the_round_about_to_run():
+    # 10 layouts asking for 25 at 0.2 s each: 15 more, 3 s. Its range scales the 25 by 0.53
+    # and 2.71 (a variance from 10 layouts, 9 degrees of freedom, at 90 %), but never below
+    # the round about to run, 10 more.
+    predicted, low, high = compare.predicted_time(4.0, 25, 10, 0.2)
+    assert predicted == pytest.approx(4.0 + 15 * 0.2)
+    assert (low, high) == pytest.approx((4.0 + 10 * 0.2, 4.0 + (25 * 2.7067 - 10) * 0.2), 1e-4)
+    # The looped pilot's 15 layouts did not reach, though the plan reads 11 as enough: the round
+    # that follows (a quarter more, 3 layouts) is in every outcome.
+    predicted, low, high = compare.predicted_time(17.0, 11, 15, 1.0)
+    most = levels.variance_ratio_range(14, 0.9)[1]
+    assert predicted == low == 20.0 and high == pytest.approx(17.0 + 11 * most - 15)
 
 
 def test_iterations_asked_of_a_program_without_the_loop_are_said_no_level(programs, runner):

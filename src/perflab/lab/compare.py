@@ -595,15 +595,11 @@ def _to_precision(
         layouts, pairs = planned.counts[:2]
         pairs += pairs % 2
         k = planned.counts[2] if looped else k
-        if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
-            each = costs[0] + pairs * (costs[1] + (k * costs[2] if looped else 0.0))
-            predicted = spent + max(layouts - len(reps), 0) * each
-            # The layouts it needs scale with their variance, estimated from len(reps) of them.
-            spread = levels.variance_ratio_range(len(reps) - 1, PREDICTION_CONFIDENCE)
-            predicted_range = [spent + max(layouts * f - len(reps), 0) * each for f in spread]
-            pilot_layouts = len(reps)
-        more = min(max(layouts - len(reps), len(reps) // 4, 1), max(len(reps), PILOT[0]))
         cost = costs[0] + pairs * (costs[1] + (k * costs[2] if looped else 0.0))
+        if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
+            predicted, *predicted_range = predicted_time(spent, layouts, len(reps), cost)
+            pilot_layouts = len(reps)
+        more = _next_round(len(reps), layouts)
         afford = int((plan.budget - spent) // max(cost, 1e-9))
         if min(more, afford) < 1:
             reason = "budget spent"
@@ -626,6 +622,23 @@ def _to_precision(
     if recording.output is not None:
         results.save(final, recording.output)
     return final
+
+
+def _next_round(run: int, layouts: int) -> int:
+    """Layouts the next round adds to those run: what the plan still asks for, at least a
+    quarter more (fewer barely move the estimate), at most as many again (a pilot's variance
+    is itself uncertain)."""
+    return min(max(layouts - run, run // 4, 1), max(run, PILOT[0]))
+
+
+def predicted_time(spent: float, layouts: int, run: int, cost: float) -> list[float]:
+    """The time a plan of `layouts` says the comparison takes, then its range at
+    PREDICTION_CONFIDENCE: the layouts it needs scale with their variance, estimated from the
+    `run` so far; and as the runs so far did not reach, the round about to run is part of any
+    outcome, even where the plan reads them as enough."""
+    spread = levels.variance_ratio_range(run - 1, PREDICTION_CONFIDENCE)
+    return [spent + max(layouts * f - run, _next_round(run, layouts)) * cost
+            for f in (1.0, *spread)]  # fmt: skip
 
 
 def _one_count_looped(ok: pd.DataFrame) -> bool:

@@ -578,7 +578,7 @@ def _to_precision(
             reason = "reached"
             break
         if _one_count_looped(ok):
-            each = costs[0] + PILOT[1] * (costs[1] + costs[2])
+            each = _layout_cost(costs, PILOT[1], 1)
             if int((plan.budget - spent) // max(each, 1e-9)) < SINGLE_PILOT:
                 reason = "budget spent"
                 break
@@ -595,7 +595,7 @@ def _to_precision(
         layouts, pairs = planned.counts[:2]
         pairs += pairs % 2
         k = planned.counts[2] if looped else k
-        cost = costs[0] + pairs * (costs[1] + (k * costs[2] if looped else 0.0))
+        cost = _layout_cost(costs, pairs, k if looped else 0)
         if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
             predicted, *predicted_range = predicted_time(spent, layouts, len(reps), cost)
             pilot_layouts = len(reps)
@@ -622,6 +622,12 @@ def _to_precision(
     if recording.output is not None:
         results.save(final, recording.output)
     return final
+
+
+def _layout_cost(costs: Sequence[float], pairs: int, iterations: int) -> float:
+    """Seconds one more layout takes, from the costs measured (a layout, a pair beyond its
+    iterations, an iteration of both sides): its pairs at that many iterations a run."""
+    return costs[0] + pairs * (costs[1] + iterations * costs[2])
 
 
 def _next_round(run: int, layouts: int) -> int:

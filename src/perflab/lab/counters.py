@@ -91,5 +91,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         title = f"perf events on {where} (count: a small Python region on this thread)"
         shown.insert(1, "kind", frame["kind"])
     lines.append(f"perf_event_paranoid={meta.get('perf_event_paranoid')}")
+    if frame["status"].astype(str).str.contains(machine.NO_PMU, regex=False).any():
+        lines.append(f"{machine.NO_PMU}: {machine.NO_PMU_WHY}")
     table = Table("events", title, frame, shown=shown)
     return Summary(lines, [table], values, lambda p: plot(frame, p))

@@ -173,6 +173,17 @@ def cpu_model() -> str:
     return info.get("model name") or info.get("Hardware") or platform.machine()
 
 
+def cpu_id() -> str:
+    """Which CPU design beyond its name (one "Intel Xeon Processor" name covers many):
+    x86's family and model, Arm's implementer and part; '' where the kernel says neither."""
+    info = cpuinfo()
+    if "cpu family" in info:
+        return f"family {int(info['cpu family']):X}h, model {int(info.get('model', '0')):X}h"
+    if "CPU implementer" in info:
+        return f"implementer {info['CPU implementer']}, part {info.get('CPU part', '?')}"
+    return ""
+
+
 def topology() -> pd.DataFrame:
     """One row per online CPU with logical core, socket, node and cache ids, as `lscpu -p` has."""
     rows: list[dict[str, Any]] = []
@@ -367,10 +378,13 @@ def perf_refusal(code: int) -> str:
     )
 
 
-NO_PMU = (
-    "no PMU exposed: the kernel lists no CPU event source in /sys/bus/event_source/devices "
-    "(a VM given no virtual PMU, or a kernel without the CPU's perf driver); run on bare metal "
-    "or give the VM a PMU"
+# Short, as tables and verbs repeat it; NO_PMU_WHY is said once, by `perflab machine` and
+# `perflab counters`.
+NO_PMU = "no PMU exposed"
+NO_PMU_WHY = (
+    "the kernel lists no CPU event source in /sys/bus/event_source/devices (a VM given no "
+    "virtual PMU, or a kernel without the CPU's perf driver): run on bare metal or give the VM "
+    "a PMU for cycles and instructions"
 )
 
 
@@ -410,6 +424,7 @@ def spoilers() -> list[Spoiler]:
     space = aslr()
     hv = hypervisor()
     invariant = {"constant_tsc", "nonstop_tsc"} <= flags
+    missing = counters_missing()
     return [
         Spoiler(
             "ASLR",
@@ -462,8 +477,10 @@ def spoilers() -> list[Spoiler]:
         Spoiler(
             "no hardware counters",
             not hardware_counters(),
-            counters_missing() or "cycles count",
-            "cycles/instructions unavailable; perflab reports ticks",
+            missing or "cycles count",
+            f"{NO_PMU_WHY}; perflab reports ticks"
+            if missing == NO_PMU
+            else "cycles/instructions unavailable; perflab reports ticks",
         ),
     ]
 
@@ -624,6 +641,7 @@ def metadata() -> dict:
     return {
         "hostname": socket.gethostname(),
         "cpu_model": cpu_model(),
+        "cpu_id": cpu_id(),
         "arch": platform.machine(),
         "online_cpus": len(online_cpus()),
         "kernel": platform.release(),

@@ -80,3 +80,15 @@ def save(
         if path is not None:
             fig.savefig(check_plot_path(path))
     return fig
+
+
+def stamp(fig: "Figure", label: str, path: str | os.PathLike | None = None) -> "Figure":
+    """Name in the figure's corner where and with what its data was measured, so a figure
+    shown apart from its output still says which machine it describes; write it if asked."""
+    if label:
+        fig.text(0.995, 0.004, label, ha="right", va="bottom", fontsize=6.5, color="0.35")
+    with style():
+        fig.tight_layout(rect=(0, 0.025 if label else 0, 1, 1))
+        if path is not None:
+            fig.savefig(check_plot_path(path))
+    return fig

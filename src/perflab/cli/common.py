@@ -27,6 +27,7 @@ from perflab.lab.plans import threads as plan
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
     from perflab.engine import campaigns
     from perflab.lab import threads
@@ -403,7 +404,10 @@ def journaled_run(
 
     def start(todo: int, done: int) -> Callable[[int], None]:
         if not named and not said:  # once: compare --precision starts a bar each round
-            said.append(f"recording to {output} (choose with -o FILE)")
+            # kept in the current directory, where a stopped run is resumed from, and named
+            # whole: one stderr line is all that says a file appeared there
+            where = Path(output or "").resolve()
+            said.append(f"recording to {where} (no -o FILE given: the current directory)")
             click.echo(said[0], err=True)
         return bars.open(label, todo, done)
 
@@ -508,20 +512,17 @@ def print_result(
     as_json: bool,
     output: str | None = None,
     plot_path: str | None = None,
-    draw: Callable[[report.Report, str], object] | None = None,
+    draw: Callable[[report.Report], Figure] | None = None,
 ) -> report.Report:
     """Print what a verb just measured as `perflab report` prints the file it saved: the
     summary's text after where the data and figure went, or the report's JSON document. The
-    figure is the summary's, or draw(report, path)'s when the verb has its own view of it."""
+    figure is the summary's, or draw(report)'s when the verb has its own view of it."""
     from perflab.reports import exporters
     from perflab.reports import report as reports
 
     shown = reports.of_frame(df, output)
     if plot_path:
-        if draw is None:
-            shown.plot(plot_path)
-        else:
-            draw(shown, plot_path)
+        shown.plot(plot_path, None if draw is None else draw(shown))
     if as_json:
         click.echo(exporters.JSON.report(shown))
         return shown
@@ -603,8 +604,21 @@ def write_export(path: str | None, render: Callable[[], str]) -> None:
         Path(path).write_text(render(), encoding="utf-8")
 
 
+def _markdown_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--md takes the next word as its file: a result's name there means it came first."""
+    if value not in (None, "-") and not value.endswith(".md"):
+        raise click.BadParameter(
+            f"{value!r} is not a FILE.md; --md alone writes to stdout, so put it after the "
+            "result files (perflab report FILE --md)",
+            ctx,
+            param,
+        )
+    return value
+
+
 def export_options(func: F) -> F:
-    """--md FILE and --html FILE ('-': stdout), checked before the files are read."""
+    """--md [FILE] and --html FILE ('-', or --md alone: stdout), checked before the files are
+    read."""
     func = click.option(
         "--html",
         "html_path",
@@ -615,9 +629,13 @@ def export_options(func: F) -> F:
     return click.option(
         "--md",
         "md_path",
-        metavar="FILE",
+        metavar="[FILE]",
+        is_flag=False,
+        flag_value="-",
         type=FileToWrite(allow_dash=True),
-        help="Write GitHub Markdown tables to FILE.md ('-': stdout), to paste into a PR.",
+        callback=_markdown_path,
+        help="Write GitHub Markdown tables to FILE.md, or to stdout without FILE (or with '-'), "
+        "to paste into a PR.",
     )(func)
 
 

@@ -73,7 +73,7 @@ def diff_cmd(
 
     \b
     perflab diff main.parquet branch.parquet --plot diff.png
-    perflab diff old.parquet new.parquet --md - >> pr.md
+    perflab diff old.parquet new.parquet --md >> pr.md
     """
     from perflab.reports import diff, exporters
 

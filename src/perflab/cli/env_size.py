@@ -28,6 +28,7 @@ from perflab.lab.plans import env_size as plan
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
     from perflab.reports import report
 
@@ -110,10 +111,10 @@ def _report(
             f"the {len(df)} runs are recorded in {output} (see its exit_code and signal columns)"
         )
 
-    def draw(shown: report.Report, path: str) -> None:
+    def draw(shown: report.Report) -> Figure:
         tables, value = shown.tables, shown.summary.values["value"]
-        env_size.plot(df, path, tables["windows"], zoom, value, tables["sizes"],
-                      tables.get("predicted"))  # fmt: skip
+        return env_size.plot(df, None, tables["windows"], zoom, value, tables["sizes"],
+                             tables.get("predicted"))  # fmt: skip
 
     print_result(df, as_json, output, plot_path, draw)
 

@@ -54,7 +54,7 @@ def show_cmd(
 
     \b
     perflab report env-size.parquet --plot env-size.png
-    perflab report sweep.parquet --md - >> pr.md
+    perflab report sweep.parquet --md >> pr.md
     perflab report sweep.parquet --html sweep.html
     """
     from perflab.reports import exporters, report

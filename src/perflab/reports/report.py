@@ -78,17 +78,32 @@ class Report:
         meta = self.meta
         return {label: meta[k] for k, label, _ in CONDITIONS if meta.get(k) not in (None, "", [])}
 
-    def plot(self, path: str | os.PathLike | None = None) -> Figure:
-        """Redraw the experiment's figure, written to path (.png, .svg, .pdf) when one is given."""
+    def plot(self, path: str | os.PathLike | None = None, figure: Figure | None = None) -> Figure:
+        """Redraw the experiment's figure (or stamp the figure given: a verb's own view),
+        labelled with the machine, written to path (.png, .svg, .pdf) when one is given."""
         from perflab.analysis import plot as plt
 
         target = None if path is None else plt.check_plot_path(path)
-        if self.summary.plot is None:
-            why = [n for n in self.summary.notes if n.startswith("no figure")] or self.summary.lines
-            raise PerflabError(
-                f"{self.path or self.experiment}: nothing to plot ({'; '.join(why)})"
-            )
-        return self.summary.plot(target)
+        if figure is None:
+            if self.summary.plot is None:
+                why = [n for n in self.summary.notes if n.startswith("no figure")]
+                raise PerflabError(
+                    f"{self.path or self.experiment}: nothing to plot "
+                    f"({'; '.join(why or self.summary.lines)})"
+                )
+            figure = self.summary.plot(None)
+        return plt.stamp(figure, figure_label(self.meta), target)
+
+
+def figure_label(meta: dict[str, Any]) -> str:
+    """perflab's version and the machine a result was measured on, for its figure's corner."""
+    if not meta.get("cpu_model"):
+        return ""  # a frame perflab did not write: no machine to name
+    cpu = str(meta["cpu_model"]).replace("(R)", "").replace("(TM)", "")
+    cpu += f" ({meta['cpu_id']})" if meta.get("cpu_id") else ""
+    cpus, hv = meta.get("online_cpus"), meta.get("hypervisor")
+    host = f"{cpus}-vCPU {hv} guest" if hv else f"{cpus}-CPU host"
+    return f"perflab {meta.get('perflab_version', '?')} · {cpu} · {host}"
 
 
 def experiment_of(df: pd.DataFrame, where: str) -> tuple[str, list[str]]:

@@ -6,6 +6,8 @@ DataFrame stays in .frame. The experiment is read from the frame's metadata, els
 its columns, as `perflab report` does.
 """
 
+import sys
+from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -59,11 +61,29 @@ class Result:
         head = f"<h2>perflab: {len(self.frame):,} rows (not a result perflab wrote)</h2>"
         return head + self.frame.to_html(max_rows=30, float_format="{:,.4g}".format)
 
+    def text(self) -> str:
+        """The summary as `perflab report` prints it, or the frame when perflab did not write it."""
+        from perflab.reports import exporters
+
+        if self.report is not None:
+            return exporters.TEXT.report(replace(self.report, path=self.report.path or "in memory"))
+        return f"perflab: {len(self.frame):,} rows (not a result perflab wrote)\n{self.frame}"
+
     def __repr__(self) -> str:
         name = self.report.experiment if self.report else "?"
         return f"<perflab result: {name}, {len(self.frame)} rows>"
 
 
 def show(frame: "pd.DataFrame") -> Result:
-    """The result as Jupyter shows it: summary, figure and conditions; .frame is the data."""
-    return Result(frame)
+    """The result as Jupyter shows it: summary, figure and conditions; .frame is the data.
+    Outside IPython nothing would display the returned object, so its text summary is printed."""
+    result = Result(frame)
+    if not _in_ipython():
+        print(result.text())
+    return result
+
+
+def _in_ipython() -> bool:
+    """Whether an IPython shell (Jupyter's kernel included) runs this: it displays values."""
+    ipython = sys.modules.get("IPython")
+    return ipython is not None and ipython.get_ipython() is not None

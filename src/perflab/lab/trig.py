@@ -239,6 +239,16 @@ def histogram(df: pd.DataFrame, step: int | None = None) -> pd.DataFrame:
     ]
 
 
+def most_frequent(hist: pd.DataFrame, per_call: int = 3) -> pd.DataFrame:
+    """The article's `| tail`, per call: each call's most frequent values, so a call with many
+    distinct values does not push the others out of the table."""
+    order = {call: i for i, call in enumerate(dict.fromkeys(hist["call"]))}
+    ranked = hist.assign(rank=hist["call"].map(order)).sort_values(
+        ["rank", "count"], ascending=[True, False], kind="stable"
+    )
+    return ranked.groupby("call", sort=False).head(per_call).drop(columns="rank")
+
+
 def convergence(df: pd.DataFrame, step: int | None = None) -> pd.DataFrame:
     """Running minimum of each call's ticks per call over the warm repeats the timer resolves:
     how fast the minimum settles."""
@@ -302,8 +312,8 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     tables = [
         Table("summary", "per call (ticks per call; calls per warm sample)", calls, "{:.1f}",
               calls.iloc[:0, :0]),
-        Table("histogram", "sort | uniq -c | sort | tail (ticks per call, nearest tick)", hist,
-              "{:.0f}", hist.tail(max(3, len(calls)))),
+        Table("histogram", "most frequent warm values of each call (count of samples; ticks "
+              "per call, nearest tick)", hist, "{:.0f}", most_frequent(hist)),
         Table("running_min", "running minimum per repeat (ticks per call)", conv, "{:.1f}"),
     ]  # fmt: skip
     values = {"repeat": meta.get("repeat"), "cold_runs": cold_runs, "timer_step_ticks": step}

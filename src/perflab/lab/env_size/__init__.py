@@ -365,7 +365,8 @@ def plot(
     clipped = _robust_ylim(ax, summary)
     ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
     if clipped:
-        ax.plot([], [], " ", label=f"means of {clipped} sizes off the top (a few slow runs)")
+        sizes = "size" if clipped == 1 else "sizes"
+        ax.plot([], [], " ", label=f"means of {clipped} {sizes} off the top (a few slow runs)")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize=8)
     meta = results.metadata(df)
     n = int(summary["n"].median()) if len(summary) else 0

@@ -219,7 +219,9 @@ def plot_summary(summary: pd.DataFrame, path: Any, loops: int) -> Figure:
             ax.text(i, top * 0.05, "not on\nthis machine", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, summary["placement"])
     ax.set_ylabel("time (ms)")
-    ax.legend(loc="upper left")
+    ax.set_ylim(0, top * 1.05)
+    # above the axes, in one row: inside, it covers the first placement's tallest bar
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=8, frameon=False)
     return plt.save(
         fig, path, title=f"core vs hyper-thread: {loops} loops({LOOP_FACTOR}) per thread"
     )

@@ -117,3 +117,23 @@ def test_a_sweep_without_o_names_the_whole_path_of_the_file_it_writes(
     assert len(written) == 1
     assert f"recording to {written[0].resolve()} " in res.stderr
     assert f"data: {written[0].name}" in res.stdout
+
+
+def test_diff_prints_tick_medians_whole_and_ratios_to_three_decimals(tmp_path: Path):
+    paths = []
+    for name in ("before", "after"):
+        paths.append(tmp_path / f"{name}.parquet")
+        perflab.results.save(
+            perflab.env_size.sweep(max_size=4, repeat=3, progress=False), paths[-1]
+        )
+    out = CliRunner().invoke(cli, ["diff", *map(str, paths), "--all"])
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split()[:1] == ["env_size"])
+    rows = [line.split() for line in lines[head + 1 : head + 6]]
+    assert len(rows) == 5
+    for row in rows:
+        before, after, ratio = row[3], row[4], row[5]
+        assert "." not in before and "." not in after  # ticks, whole
+        assert int(before.replace(",", "")) > 0
+        assert len(ratio.split(".")[1]) == 3

@@ -1,5 +1,8 @@
 """`perflab diff`: what changed from one saved result to another, with intervals."""
 
+import math
+from typing import TYPE_CHECKING
+
 import click
 
 from perflab.cli import cli
@@ -13,6 +16,9 @@ from perflab.cli.common import (
     table,
     write_export,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @cli.command("diff")
@@ -94,8 +100,20 @@ def diff_cmd(
     shown = d.table if show_all else d.flagged
     if len(shown):
         level = d.table.attrs["level"]
-        table(shown, "{:,.3f}", title=f"after/before of median {d.value} ({level:.4%} per point)")
+        title = f"after/before of median {d.value} ({level:.4%} per point)"
+        table(_whole_medians(shown), "{:,.3f}", title=title)
     click.echo(d.verdict)
     for done, what in ((plot_path, "plot"), (md_path, "markdown"), (html_path, "page")):
         if done:
             click.echo(f"{what}: {done}")
+
+
+def _whole_medians(shown: "pd.DataFrame") -> "pd.DataFrame":
+    """Medians of 100 and more as whole numbers: '196,378.000 ticks' shows digits no clock has;
+    the ratios keep their three decimals."""
+    out = shown.copy()
+    for col in ("median_before", "median_after"):
+        values = out[col].dropna() if col in out else None
+        if values is not None and len(values) and (values.abs() >= 100).all():
+            out[col] = [f"{v:,.0f}" if math.isfinite(v) else "" for v in out[col]]
+    return out

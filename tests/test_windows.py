@@ -226,7 +226,8 @@ def test_cli_prints_the_prediction_and_a_verdict_per_window(tmp_path):
     w = predicted.iloc[0]
     assert f"predicted: {w.start}-{w.end}: &" in done.output
     assert "verdicts (median_excess: " in done.output
-    assert "this CPU: the paper's loop" in done.output
+    stack, static = w.pair.split(" (stack) ≡ ")[0], w.pair.split(" ≡ ")[1].split(" (static)")[0]
+    assert f"this CPU: the paper's loop with {stack} ≡ {static} mod 4096" in done.output
     assert len(meta["alias_check"]) == 2
 
 

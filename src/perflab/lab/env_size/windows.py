@@ -449,25 +449,34 @@ def explain_meta(argv: Sequence[str], plan: Any, base_env: Mapping) -> dict:
     env_size.Plan `plan`), and whether this CPU pays for 4K aliasing at all."""
     from perflab.lab.env_size import aliasing
 
-    meta = {}
+    meta: dict = {}
+    pairs: list[str] = []
     if plan.aslr == "off":
         workload = None if plan.program else plan.workload
         meta = sweep_meta(argv, workload, plan.var, base_env, plan.opt)
-    return meta | {"alias_check": aliasing.check_all(trials=11)}
+        if "stack_layout" in meta:
+            layout = Layout.from_meta(meta["stack_layout"])
+            pairs = predict(layout, plan.sizes())["pair"].tolist()
+    return meta | {"alias_check": aliasing.check_all(pairs)}
 
 
 def _ranges(df: pd.DataFrame) -> str:
     return ", ".join(f"{w.start}-{w.end}" for w in df.itertuples())
 
 
-def _cpu_line(meta: Mapping) -> tuple[str, bool | None]:
-    """The CPU check's sentence for the paper's loop shape, and whether it shows a penalty."""
+def _cpu_lines(meta: Mapping) -> tuple[list[str], bool | str | None]:
+    """The CPU check's sentences for the paper's loop shape (one per pair it placed), and
+    whether it shows a penalty: True, False, "unstable", or None without a check."""
     from perflab.lab.env_size import aliasing
 
-    for c in meta.get("alias_check", []):
-        if c["kernel"] == "loop":
-            return "this CPU: " + aliasing.AliasCheck(**c).sentence(), c["shows"]
-    return "", None
+    checks = [aliasing.AliasCheck(**c) for c in meta.get("alias_check", [])]
+    loops = [c for c in checks if c.kernel == "loop"]
+    lines = ["this CPU: " + c.sentence() for c in loops]
+    if any(c.shows for c in loops):
+        return lines, True
+    if any(not c.stable for c in loops):
+        return lines, "unstable"
+    return lines, False if loops else None
 
 
 def explain(
@@ -480,7 +489,7 @@ def explain(
     """Predicted windows, a verdict for each window, and sentences that say why; with the
     sweep's runs the verdicts' intervals cover time, and say where a window is unstable."""
     sizes = summary["env_size"].to_numpy()
-    cpu, pays = _cpu_line(meta)
+    cpu, pays = _cpu_lines(meta)
     values = summary[column].dropna().to_numpy(dtype=float)
     spread = ""
     if values.size:
@@ -517,8 +526,7 @@ def explain(
         lines.append("predicted: " + "; ".join(causes))
     table = verdicts(summary, predicted if predicted is not None else measured.iloc[:0], measured,
                      runs=runs)  # fmt: skip
-    if cpu:
-        lines.append(cpu)
+    lines += cpu
     seen = table[table["verdict"] == "predicted and seen"] if len(table) else table
     if predicted is not None and len(predicted) and seen.empty:
         why = {
@@ -526,6 +534,8 @@ def explain(
             "else in the loop hides it",
             False: "this CPU does not hold the loop's loads behind stores that match mod 4096 "
             "(its check agrees)",
+            "unstable": "this CPU does not pay for this aliasing in this loop (its check was "
+            "unstable, so it cannot say whether the CPU pays elsewhere)",
             None: "this CPU does not pay for this aliasing in this loop (the record has no "
             "alias check to say whether it pays elsewhere)",
         }[pays]

@@ -132,10 +132,11 @@ def test_cli_saves_counts_with_nan_for_unsupported(tmp_path):
 
 
 def test_counting_a_command_keeps_the_json_valid_and_exits_with_its_status(tmp_path):
-    """The command's output stays out of the JSON, and perflab exits as the command did."""
+    """The command's output stays out of the JSON (discarded unless sent to a file), and
+    perflab exits as the command did."""
     argv = [sys.executable, "-m", "perflab", "counters", "--json", "-e", "task-clock", "--"]
     proc = subprocess.run([*argv, "sh", "-c", "echo hi; exit 3"], capture_output=True, text=True)
-    assert proc.returncode == 3 and "hi" in proc.stderr, proc.stderr
+    assert proc.returncode == 3 and "hi\n" not in proc.stderr, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["returncode"] == 3 and doc["signal"] is None
     assert doc["elapsed_ns"] > 0 and doc["cpu_ns"] >= 0
@@ -147,7 +148,7 @@ def test_counting_a_command_keeps_the_json_valid_and_exits_with_its_status(tmp_p
         text=True,
     )
     assert proc.returncode == 128 + 15 and child.read_text() == "there\n", proc.stderr
-    assert "exit status 143" in proc.stdout and "CPUs utilised" in proc.stdout
+    assert proc.stdout == "" and "exit status 143" in proc.stderr and "CPUs utilised" in proc.stderr
 
 
 def test_counting_burns_cpu_where_the_command_does():

@@ -86,7 +86,7 @@ VALID = {
     "threads_env": "N",
     "cpus": CPU,
     "runq": "proc",
-    "output_child": "{tmp}/child.out",
+    "program_output": "{tmp}/child.out",
 }
 # Options whose text holds a number: walked as the numeric ones are.
 NUMERIC_TEXT = {"permutations", "counts"}

@@ -73,6 +73,53 @@ class FileToWrite(click.Path):
         return super().convert(value, param, ctx)
 
 
+class ProgramOutput(FileToWrite):
+    """null, inherit, or a file to write (checked as -o's files are: a directory's name, an
+    unwritable file or a missing directory is refused before anything runs)."""
+
+    name = "null|inherit|FILE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from perflab.engine import program_output, results
+
+        if value in (program_output.NULL, program_output.INHERIT):
+            return value
+        path = super().convert(value, param, ctx)
+        try:  # as -o's file is checked, whatever its suffix
+            results.check_output(path, (Path(path).suffix,))
+        except PerflabError as exc:
+            self.fail(str(exc), param, ctx)
+        return path
+
+
+def program_output_option(default: str, why: str, *aliases: str) -> Callable[[F], F]:
+    """--program-output WHERE: where the measured program's stdout and stderr go, the same
+    choice in every verb that runs a program (as hyperfine's --output)."""
+    return click.option(
+        "--program-output",
+        *aliases,
+        "program_output",
+        type=ProgramOutput(writable=True),
+        default=None,
+        help="Where the program's stdout and stderr go: null (discarded), inherit (perflab's "
+        f"own), or FILE (both streams). [default: {default}: {why}]",
+    )
+
+
+def program_where(given: str | None, as_json: bool) -> str:
+    """Where a profiled or counted program's streams go: as given, else perflab's own (its
+    report goes to stderr), or null when --json prints on stdout; inherit beside --json is
+    refused, since the program's bytes would break the JSON."""
+    from perflab.engine import program_output
+
+    if given == program_output.INHERIT and as_json:
+        raise click.UsageError(
+            "--program-output inherit would mix the program's stdout into --json's: "
+            "give null or a FILE"
+        )
+    return given or (program_output.NULL if as_json else program_output.INHERIT)
+
+
 class Needs(click.Option):
     """An option that means something only beside another (`needs`, a parameter's name, shown
     as `shown` or its flag): given without it, it is refused in one line, not ignored."""
@@ -513,10 +560,12 @@ def print_result(
     output: str | None = None,
     plot_path: str | None = None,
     draw: Callable[[report.Report], Figure] | None = None,
+    err: bool = False,
 ) -> report.Report:
     """Print what a verb just measured as `perflab report` prints the file it saved: the
     summary's text after where the data and figure went, or the report's JSON document. The
-    figure is the summary's, or draw(report)'s when the verb has its own view of it."""
+    figure is the summary's, or draw(report)'s when the verb has its own view of it.
+    err: the text on stderr, where a verb leaves stdout to the program it ran."""
     from perflab.reports import exporters
     from perflab.reports import report as reports
 
@@ -527,10 +576,10 @@ def print_result(
         click.echo(exporters.JSON.report(shown))
         return shown
     if output:
-        click.echo(f"data: {output}")
+        click.echo(f"data: {output}", err=err)
     if plot_path:
-        click.echo(f"plot: {plot_path}")
-    click.echo(exporters.TEXT.summary(shown.summary))
+        click.echo(f"plot: {plot_path}", err=err)
+    click.echo(exporters.TEXT.summary(shown.summary), err=err)
     return shown
 
 

@@ -10,7 +10,15 @@ from typing import Any, NoReturn
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import Number, check_paths, cpu_list, output_options, print_result
+from perflab.cli.common import (
+    Number,
+    check_paths,
+    cpu_list,
+    output_options,
+    print_result,
+    program_output_option,
+    program_where,
+)
 from perflab.errors import Stopped
 from perflab.lab.plans import defaults
 
@@ -80,6 +88,10 @@ def _progress() -> Callable[[float, int], None] | None:
     type=click.IntRange(1, defaults.CONTENTION_MAX_THREADS),
     help="Worker threads of --workload. [default: the usable CPUs, at least 2]",
 )
+@program_output_option(
+    "inherit, or null with --json",
+    "the profile goes to stderr, or as JSON to stdout, never into the program's stream",
+)
 @output_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def profile_cmd(
@@ -92,6 +104,7 @@ def profile_cmd(
     sample_hz: int | None,
     workload: str | None,
     threads: int | None,
+    program_output: str | None,
     output: str | None,
     as_json: bool,
     plot_path: str | None,
@@ -102,16 +115,20 @@ def profile_cmd(
     `perflab profile -- ./app -t 8`: per thread, CPU (user/system), lifetime, utilisation,
     context switches, run-queue wait and time blocked, split by the call each thread was seen
     sleeping in (futex, io, poll, sleep, wait, other; sampled at the readings, no ptrace); the
-    program's utilisation (CPU / wall: threads busy on average); exits with the program's status
+    program's utilisation (CPU / wall: threads busy on average), on stderr, so that the
+    program's own stdout stays whole (`perflab profile -- xz -c data > data.xz`); exits with the
+    program's status
     (130 at Ctrl-C: the program killed, its profile up to then kept). `perflab profile
     --workload mutex --threads 4 --samples`: the built-in lock contention, profiled by symbol
     too."""
+    from perflab.engine import program_output as streams
     from perflab.engine import results
     from perflab.lab import profile
 
     check_paths(output, plot_path)
+    where = program_where(program_output, as_json)
     stopped: int | None = None
-    with _sigterm_stops():
+    with _sigterm_stops(), streams.opened(where) as fd:
         try:
             df = profile.run(
                 _command(command, workload, threads),
@@ -119,7 +136,8 @@ def profile_cmd(
                 cpus=cpus or (),
                 timeout=timeout,
                 strace=use_strace,
-                stdout=2 if as_json else None,  # the program's output must not break the JSON
+                stdout=fd,
+                stderr=fd,
                 progress=_progress(),
                 exit_records=not no_exit_records,
                 sample_hz=sample_hz or (defaults.SAMPLE_HZ if use_samples else None),
@@ -133,7 +151,7 @@ def profile_cmd(
         click.echo("\r\033[K", err=True, nl=False)
     if output:
         results.save(df, output)
-    over = print_result(df, as_json, output, plot_path).summary.values["program"]
+    over = print_result(df, as_json, output, plot_path, err=True).summary.values["program"]
     if stopped:
         click.echo(
             f"perflab: interrupted by signal {stopped}: the program was killed; "

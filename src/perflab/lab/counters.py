@@ -20,14 +20,16 @@ if TYPE_CHECKING:
 def run(
     command: Sequence[str] | None = None,
     events: Iterable[str] | None = None,
-    stdout: Any = None,
+    stdout: int | None = None,
+    stderr: int | None = None,
 ) -> pd.DataFrame:
     """Which events count here (no command), or the counts of a command and its children; one row
     per event, with the machine and what was counted in metadata (for a command also its exit
-    status, elapsed_ns, cpu_ns and cpus_utilised). stdout: where the command's output goes."""
+    status, elapsed_ns, cpu_ns and cpus_utilised). stdout, stderr: fds for the command's
+    streams (None: perflab's own)."""
     wanted = list(events) if events else None
     if command:
-        out = count_command(list(command), wanted, stdout)
+        out = count_command(list(command), wanted, stdout, stderr)
         keys = ("returncode", "signal", "elapsed_ns", "cpu_ns", "cpus_utilised")
         extra: dict[str, Any] = {"counted": list(command), **{k: out.attrs[k] for k in keys}}
     else:

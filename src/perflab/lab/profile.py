@@ -317,6 +317,7 @@ def run(
     strace: bool = False,
     env: Mapping[str, str] | None = None,
     stdout: int | None = None,
+    stderr: int | None = None,
     progress: Progress | None = None,
     exit_records: bool = True,
     sample_hz: int | None = None,
@@ -324,7 +325,8 @@ def run(
     """Profile one run of argv: one row per thread it ever had (and a "(between readings)" row
     for what no reading saw), with the program's totals, syscalls and timeline in metadata.
 
-    env None inherits perflab's environment; stdout an fd for the program's output (else ours);
+    env None inherits perflab's environment; stdout and stderr fds for the program's streams
+    (None: ours);
     exit_records: also take taskstats exit records where the kernel allows (CAP_NET_ADMIN);
     sample_hz: also sample each thread's CPU by symbol with perf record (perfsamples).
     """
@@ -354,8 +356,8 @@ def run(
         t0 = time.monotonic_ns()
         try:
             with _deferred(signal.SIGINT, signal.SIGTERM) as came:
-                child = under.start(spawned, env, (0, 1 if stdout is None else stdout, 2), cpus,
-                                    sigdef=True)  # fmt: skip
+                fds = (0, 1 if stdout is None else stdout, 2 if stderr is None else stderr)
+                child = under.start(spawned, env, fds, cpus, sigdef=True)
                 pid = child.pid
                 sampler = _Sampler(pid, boot0, t0, traced=tracer_path is not None)
             try:

@@ -145,7 +145,10 @@ def exit_status(returncode: int) -> int:
 
 
 def count_command(
-    argv: list[str], events: Iterable[str] | None = None, stdout: Any = None
+    argv: list[str],
+    events: Iterable[str] | None = None,
+    stdout: int | None = None,
+    stderr: int | None = None,
 ) -> pd.DataFrame:
     """Count a command and every thread and child it starts (inherited counters, read at exit).
 
@@ -153,17 +156,17 @@ def count_command(
     are opened before it starts it: they count the command and what it starts, and the
     supervisor's own few instructions between, never perflab's; in perflab's process group,
     as a shell would run it, and it ends with perflab however perflab ends.
-    stdout: where the command's output goes (None: perflab's own stdout; a file or fd).
+    stdout, stderr: fds for the command's streams (None: perflab's own).
     attrs: returncode (as a shell reports it), elapsed_ns, cpu_ns (its and its waited
     children's user+system time, from rusage) and cpus_utilised = cpu_ns / elapsed_ns."""
     if not argv:
         raise PerflabError("no command to count")
-    out_fd = 1 if stdout is None else stdout if isinstance(stdout, int) else stdout.fileno()
+    fds = (0, 1 if stdout is None else stdout, 2 if stderr is None else stderr)
     with supervisor.Supervisor() as under:
         with Counters(events, pid=under.pid, inherit=True) as c:
             t0 = time.monotonic_ns()
             try:
-                child = under.start(argv, fds=(0, out_fd, 2), group=os.getpgrp())
+                child = under.start(argv, fds=fds, group=os.getpgrp())
             except FileNotFoundError:
                 raise PerflabError(f"{argv[0]}: command not found") from None
             except PermissionError:

@@ -1,8 +1,9 @@
 """Files written whole or not at all: a reader never sees a torn result, cache or journal chunk."""
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -39,3 +40,23 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@contextlib.contextmanager
+def replacing(path: Path) -> Iterator[int]:
+    """An fd on a private new file beside path (mkstemp: never a planted name or link),
+    renamed to path when the block ends without an error: a stream written while a program
+    runs, which a reader never sees half-made and no other user can redirect."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    tmp = Path(name)
+    try:
+        yield fd
+        os.close(fd)
+        fd = -1
+        _publish(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        if fd >= 0:
+            os.close(fd)

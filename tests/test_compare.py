@@ -265,7 +265,7 @@ def test_resume_with_other_parameters_is_refused(program, runner, tmp_path):
     assert len(results.load(out)) == 8
 
 
-@pytest.mark.parametrize(("pairs", "decided"), [(4, "unclear"), (6, "B slower")])
+@pytest.mark.parametrize(("pairs", "decided"), [(4, compare.TOO_FEW), (6, "B slower")])
 def test_few_pairs_are_never_beyond_doubt_over_many_setups(pairs, decided):
     """n pairs cannot exclude chance below 2 / 2^n however they fall (all n one way): a layout
     20 % slower is decided at 95 % from 6 pairs (1 in 32) and not from 4 (1 in 8), and no
@@ -354,7 +354,7 @@ def test_layouts_of_four_pairs_that_point_both_ways_make_the_conclusion_depend_o
     df = _layouts(effects)
     per = compare.per_setup(df)
     summary = compare.overall(df, per)
-    assert (per["verdict"] == "unclear").all()
+    assert (per["verdict"] == compare.TOO_FEW).all()
     assert summary["depends_on_setup"] is depends
     assert summary["conclusion"].startswith("the conclusion depends on the layout") is depends
     if depends:
@@ -381,7 +381,7 @@ def test_a_setup_without_a_pair_a_stalled_run_and_pooled_results_are_not_average
     df.loc[(df["setup"] == 0) & (df["side"] == "B") & (df["rep"] == 0), "ticks"] *= 20
     per = compare.per_setup(df)
     assert per.set_index("setup")["pairs"].to_dict() == {0: 5, 1: 6, 2: 6, 3: 0}
-    assert math.isnan(per["ratio"].iloc[3]) and per["verdict"].iloc[3] == "unclear"
+    assert math.isnan(per["ratio"].iloc[3]) and per["verdict"].iloc[3] == compare.TOO_FEW
     assert per["ratio"].iloc[:3].to_numpy() == pytest.approx(1.05, rel=0.01)
     summary = compare.overall(df, per)
     assert summary["setups"] == 3 and summary["stalled"] == 1

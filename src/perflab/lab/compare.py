@@ -837,10 +837,14 @@ def pair_interval(d: pd.Series, confidence: float) -> tuple[float, float, float]
     return math.exp(centre), math.exp(lo), math.exp(hi)
 
 
+# A setup's verdict where its pairs are too few for an interval of its own (pair_interval).
+TOO_FEW = "too few pairs"
+
+
 def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
     """Each setup's B/A, the median of its A/B pairs' ratios, with its interval (pair_interval)
-    and which way it points: unclear without an interval. Of the steady runs, as overall()'s:
-    a run stalled 10x its side's median is no layout's doing."""
+    and which way it points: unclear where the interval holds 1, TOO_FEW without one. Of the
+    steady runs, as overall()'s: a run stalled 10x its side's median is no layout's doing."""
     value = value or value_column(df)
     ok = df[df["status"] == "ok"].copy()
     ok.attrs = {}  # every slice below would copy the metadata: most of the time at 1000 setups
@@ -858,7 +862,7 @@ def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.
         if a.empty or b.empty:
             continue
         d = pairs.get(setup, none)
-        ratio, lo, hi = pair_interval(d, confidence)  # no pair of both sides: nan, unclear
+        ratio, lo, hi = pair_interval(d, confidence)  # no pair of both sides: nan, TOO_FEW
         first = g.iloc[0]
         rows.append(
             {
@@ -873,7 +877,13 @@ def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.
                 "ratio": ratio,
                 "ci_low": lo,
                 "ci_high": hi,
-                "verdict": "B slower" if lo > 1 else "B faster" if hi < 1 else "unclear",
+                "verdict": "B slower"
+                if lo > 1
+                else "B faster"
+                if hi < 1
+                else "unclear"
+                if math.isfinite(lo)
+                else TOO_FEW,
             }
         )
     return pd.DataFrame(rows)
@@ -925,6 +935,7 @@ def overall(
         "b_slower": slower,
         "b_faster": faster,
         "unclear": int(counts.get("unclear", 0)),
+        "too_few_pairs": int(counts.get(TOO_FEW, 0)),
         "min_ratio": float(setups["ratio"].min()),
         "max_ratio": float(setups["ratio"].max()),
         "depends_on_setup": bool(sure["B slower"] and sure["B faster"]) or split is not None,
@@ -993,7 +1004,7 @@ def _family_verdicts(
     median's interval at that confidence (pair_interval), which n pairs cannot give below
     2 / 2^n (a bootstrap of 4 runs a side read 7 of 200 setups of identical programs "beyond
     doubt" at 1 - 0.05/200: a new user's trial)."""
-    decided = setups[setups["verdict"] != "unclear"]
+    decided = setups[setups["verdict"].isin(("B slower", "B faster"))]
     n = max(int(setups["ci_low"].notna().sum()), 1)
     each = 1 - (1 - confidence) / n
     sure = {"B slower": 0, "B faster": 0}
@@ -1101,7 +1112,8 @@ def plot(
     if many:
         setups = setups.sort_values("ratio", kind="stable").reset_index(drop=True)
     fig, ax = plt.figure(figsize=(min(max(7, 0.35 * len(setups) + 3), 14), 5))
-    colour = {"B slower": plt.COLORS[0], "B faster": plt.COLORS[1], "unclear": "#888888"}
+    colour = {"B slower": plt.COLORS[0], "B faster": plt.COLORS[1], "unclear": "#888888",
+              TOO_FEW: "#888888"}  # fmt: skip
     x = np.arange(len(setups))
     for verdict, g in setups.groupby("verdict"):
         idx = x[setups["verdict"].to_numpy() == verdict]
@@ -1154,11 +1166,18 @@ def pairs_needed(pair_variance: float, change: float, confidence: float = 0.95) 
     return max(need, fewest_pairs(confidence))
 
 
+def shown_change(total: dict, change: float) -> bool:
+    """Whether the interval over all setups already lies beyond a `change` either way: then
+    no setup needs more pairs to show that much."""
+    return total["ci_low"] > 1 + change or total["ci_high"] < 1 / (1 + change)
+
+
 def _undecided_line(setups: pd.DataFrame, total: dict, change: float) -> list[str]:
     """How many pairs the setups without a verdict would need to show a `change` (from the
-    pairs' spread this comparison measured), or that they had enough."""
-    open_ = setups[setups["verdict"] == "unclear"]
-    if open_.empty or not total["pair_variance"] > 0:
+    pairs' spread this comparison measured), or that they had enough; nothing where the
+    setups together have shown more than that change already."""
+    open_ = setups[setups["verdict"].isin(("unclear", TOO_FEW))]
+    if open_.empty or not total["pair_variance"] > 0 or shown_change(total, change):
         return []
     need = pairs_needed(total["pair_variance"], change)
     have = int(open_["pairs"].median())
@@ -1173,6 +1192,44 @@ def _undecided_line(setups: pd.DataFrame, total: dict, change: float) -> list[st
         f"the {len(open_)} setups without a verdict had pairs enough to show {what} "
         f"({strength}): a layout's effect there is likely smaller"
     ]
+
+
+def _per_setup_line(per: pd.DataFrame, total: dict, confidence: float = 0.95) -> str:
+    """The setups one by one, and where some cannot decide alone what they read as a group
+    (how many put B/A above 1 and below), the interval over them all deciding."""
+    n, few = total["setups"], total["too_few_pairs"]
+    head = (
+        f"per setup: B/A, the median of its pairs' ratios, from {total['min_ratio']:.3f} to "
+        f"{total['max_ratio']:.3f}; "
+    )
+    if few:
+        have = per.loc[per["verdict"] == TOO_FEW, "pairs"]
+        least, most = int(have.min()), int(have.max())
+        pairs = f"{least}-{most}" if least != most else f"{most}"
+        why = (
+            f"{pairs} pair{'s' * (most != 1)} each, where an interval of its own at "
+            f"{confidence:.0%} needs {fewest_pairs(confidence)}"
+        )
+    if few == n:
+        head += f"no setup can decide alone ({why})"
+    else:
+        head += (
+            f"B slower in {total['b_slower']}, faster in {total['b_faster']}, unclear in "
+            f"{total['unclear']}" + (f", too few pairs in {few} ({why})" if few else "")
+            + f" of {n}"
+        )  # fmt: skip
+    head += _pairless(per)
+    if not (few or total["unclear"]):
+        return head
+    ratios = per.loc[per["pairs"] > 0, "ratio"]
+    above, below = int((ratios > 1).sum()), int((ratios < 1).sum())
+    counted = f"all {len(ratios)}" if len(ratios) in (above, below) else ""
+    if counted:
+        group = f"{counted} read B/A {'above' if above else 'below'} 1"
+    else:
+        group = f"B/A reads above 1 in {above} of {len(ratios)} and below in {below}"
+    decides = "decides" if math.isfinite(total["ci_low"]) else "would decide, with more pairs"
+    return f"{head}; as a group {group}, and the interval over them all {decides}:"
 
 
 def _pairless(setups: pd.DataFrame) -> str:
@@ -1306,6 +1363,14 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
     return out
 
 
+def _intervals(per: pd.DataFrame) -> list[str]:
+    """Each setup's interval as text, or why it has none: never a bare nan."""
+    return [
+        f"{lo:.3f}-{hi:.3f}" if math.isfinite(lo) else f"none: {n} pair{'s' * (n != 1)}"
+        for lo, hi, n in zip(per["ci_low"], per["ci_high"], per["pairs"], strict=True)
+    ]
+
+
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """A and B, B/A per setup with its interval and verdict, and over all setups."""
     value = value_column(frame)
@@ -1336,10 +1401,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         return Summary(lines, [Table("setups", "setups", per)], values)
     total = overall(frame, per, value, change=float(meta.get("change") or CHANGE))
     lines += [
-        f"per setup: B/A, the median of its pairs' ratios, from {total['min_ratio']:.3f} to "
-        f"{total['max_ratio']:.3f}; "
-        f"B slower in {total['b_slower']}, faster in {total['b_faster']}, "
-        f"unclear in {total['unclear']} of {total['setups']}" + _pairless(per),
+        _per_setup_line(per, total),
         total["conclusion"],
         *(
             [
@@ -1358,8 +1420,10 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     varied = set(randomize) | set(parse_layout(meta["layout"]) if meta.get("layout") else ())
     layout = ["env_size", "link_order",
               *(c for c in LAYOUT[2:] if c in per and c.replace("_", "-") in varied)]  # fmt: skip
-    cols = ["setup", *layout, "median_a", "median_b", "ratio", "ci_low", "ci_high", "verdict"]
-    shown = per[cols].astype({"median_a": "int64", "median_b": "int64"})
+    cols = ["setup", *layout, "median_a", "median_b", "ratio", "interval", "verdict"]
+    shown = per.assign(interval=_intervals(per))[cols].astype(
+        {"median_a": "int64", "median_b": "int64"}
+    )
     title = f"B/A of {value} per setup: the median of its A/B pairs' ratios"
     if len(shown) > SHOWN_SETUPS:  # a --precision run may hold thousands: the file has them all
         shown = shown.head(SHOWN_SETUPS)

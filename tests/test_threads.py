@@ -330,7 +330,8 @@ def test_fauxplat_json_reports_change_vs_alone():
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)["fauxplat"]
     assert [r["condition"] for r in rows] == ["alone", f"cpu@{C0}"]
-    assert rows[0]["change_pct"] == 0.0 and rows[0]["median"] > 0
+    assert rows[0]["change_pct"] == 0.0 and rows[0]["median_per_cpu_s"] > 0
+    assert rows[0]["result"] == "baseline" and rows[1]["result"] != "baseline"
     assert children() == []
 
 

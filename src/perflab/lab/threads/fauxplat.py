@@ -98,8 +98,19 @@ def point(rep: int, **options: Any) -> pd.DataFrame:
     return run(repeat=1, progress=False, **options)  # the campaign shows progress per point
 
 
+# Alone, the pinned thread should have its CPU to itself: elapsed time this much over its CPU
+# time means other tasks (or the host, as steal) took the CPU from it, and the index alone is
+# then no baseline a perturbation can be weighed against. The same bound as the CLI's hint.
+BUSY_WALL_OVER_CPU = 1.2
+PER_CPU = "per_cpu_s"  # FauxPlat (loops) per CPU second of the thread: the post's index
+PER_WALL = "per_wall_s"  # per elapsed second: what a user waiting on the thread would see
+
+
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
-    """Spread of the index per condition and its median change vs alone (the post: 10 %, 20 %)."""
+    """Spread of the index per condition, its median change vs alone (the post: 10 %, 20 %),
+    and whether the perturbation's change is a result: void where it read faster than alone
+    beyond alone's own spread (a perturbation cannot speed the thread: alone was disturbed),
+    or where alone did not have its CPU to itself (busy())."""
     rows = []
     for cond, g in df.groupby("condition", sort=False):
         s = stats.summary(g["fauxplat_per_s"])
@@ -107,18 +118,55 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
             {
                 "condition": cond,
                 "n": s["n"],
-                "median": s["median"],
-                "min": s["min"],
-                "max": s["max"],
-                "mad": s["mad"],
-                "wall_median": float(np.median(g["fauxplat_wall_per_s"])),
+                f"median_{PER_CPU}": s["median"],
+                f"min_{PER_CPU}": s["min"],
+                f"max_{PER_CPU}": s["max"],
+                f"mad_{PER_CPU}": s["mad"],
+                f"median_{PER_WALL}": float(np.median(g["fauxplat_wall_per_s"])),
+                "wall_over_cpu": float(np.median(g["wall_ns"] / g["cpu_ns"])),
             }
         )
     out = pd.DataFrame(rows)
     alone = out.loc[out["condition"] == "alone"].iloc[0]
-    out["change_pct"] = (out["median"] / alone["median"] - 1) * 100
-    out["wall_change_pct"] = (out["wall_median"] / alone["wall_median"] - 1) * 100
+    median = f"median_{PER_CPU}"
+    out["change_pct"] = (out[median] / alone[median] - 1) * 100
+    out["wall_change_pct"] = (out[f"median_{PER_WALL}"] / alone[f"median_{PER_WALL}"] - 1) * 100
+    busy = alone["wall_over_cpu"] > BUSY_WALL_OVER_CPU
+    faster = out[median] > alone[median] + alone[f"mad_{PER_CPU}"]
+    out["result"] = np.where(
+        out["condition"] == "alone",
+        "baseline",
+        np.where(busy, "void: CPU busy alone",
+                 np.where(faster, "void: faster than alone",
+                          np.where(out["change_pct"] < 0, "slower", "no change shown"))),
+    )  # fmt: skip
     return out
+
+
+def void_lines(table: pd.DataFrame) -> list[str]:
+    """Why the perturbations' changes are no result, where they are not, in one line."""
+    alone = table.iloc[0]
+    why = []
+    if alone["wall_over_cpu"] > BUSY_WALL_OVER_CPU:
+        why.append(
+            f"alone, elapsed time was {alone['wall_over_cpu']:.1f}x the thread's CPU time (over "
+            f"{BUSY_WALL_OVER_CPU:g}x: other tasks, or the host, took its CPU)"
+        )
+    median = f"median_{PER_CPU}"
+    faster = table.iloc[1:][table[median].iloc[1:] > alone[median] + alone[f"mad_{PER_CPU}"]]
+    if len(faster):
+        said = ", ".join(f"{r.condition} {r.change_pct:+.1f}%" for r in faster.itertuples())
+        why.append(
+            f"{said} read faster than alone beyond alone's spread, which a perturbation "
+            "cannot make the thread"
+        )
+    if not why:
+        return []
+    return [
+        "void: the changes under perturbation below are no result: "
+        + "; and ".join(why)
+        + ". Rerun on a quiet CPU (--cpu), or with --rt to keep other tasks off it."
+    ]
 
 
 def plot(df: pd.DataFrame, path: Any = None) -> Figure:
@@ -143,9 +191,17 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     kernel = str(frame["kernel"].iloc[0])  # the workload's (meta's "kernel" may be the OS's)
     lines = [
         f"{meta.get('loops', '?')} loops({meta.get('loop_factor', '?')}) of {kernel} "
-        f"on cpu {meta.get('cpu', '?')}: {alone['median']:.2f} FauxPlat/sec "
+        f"on cpu {meta.get('cpu', '?')}: {alone[f'median_{PER_CPU}']:.2f} FauxPlat/sec "
         f"(median of {reps}, loops / CPU second)"
     ]
-    title = "FauxPlat/sec per condition (change vs alone in %)"
+    lines += void_lines(table)
+    title = (
+        f"FauxPlat/sec per condition (n: runs; {PER_CPU}: loops per CPU second of the thread; "
+        f"{PER_WALL}: per elapsed second; wall_over_cpu: elapsed over CPU time, x; changes in % "
+        "vs alone)"
+    )
+    void = table["result"].str.startswith("void")
+    if void.any():
+        title += f": void for {int(void.sum())} of {len(table) - 1} perturbations"
     values = {k: meta.get(k) for k in ("loops", "cpu")} | {"kernel": kernel}
     return Summary(lines, [Table("fauxplat", title, table)], values, lambda p: plot(frame, p))

@@ -65,3 +65,43 @@ def test_json_discards_the_program_by_default_and_refuses_to_mix_it_in(tmp_path,
 def test_a_file_in_no_directory_is_refused_before_anything_runs(tmp_path):
     got, err, rc = _run(tmp_path, "counters", "--program-output", str(tmp_path / "no/x"))
     assert rc == 2 and got == b"" and "does not exist" in err and "Traceback" not in err
+
+
+# A sweep's runs: each writes "x" on stdout and "y" on stderr.
+MARK = ["sh", "-c", "printf x; printf y >&2"]
+SWEEPS = {
+    "env-size": ["sweep", "env-size", "--min", "0", "--max", "4", "--step", "2", "--repeat", "1",
+                 "--no-rt", "--", *MARK],
+    "threads": ["sweep", "threads", "--threads", "1", "--repeat", "2", "--", *MARK],
+    "compare": ["compare", "sh -c 'printf x; printf y >&2'", "sh -c 'printf x; printf y >&2'",
+                "--setups", "1", "--repeat", "2", "--no-rt"],
+}  # fmt: skip
+RUNS = {"env-size": 3, "threads": 2, "compare": 4}
+
+
+def _sweep(tmp_path, verb, *options):
+    out = tmp_path / f"{verb}.out"
+    args = [*SWEEPS[verb][:2], *options, *SWEEPS[verb][2:]]
+    with out.open("wb") as f:
+        argv = [*PERFLAB, *args, "-o", str(tmp_path / f"{verb}.parquet")]
+        done = subprocess.run(argv, stdout=f, stderr=subprocess.PIPE, cwd=tmp_path, check=False)
+    return out.read_bytes(), done.stderr.decode(), done.returncode
+
+
+@pytest.mark.parametrize("verb", SWEEPS)
+def test_a_sweep_discards_the_programs_streams_unless_told(tmp_path, verb):
+    got, err, rc = _sweep(tmp_path, verb)
+    assert rc == 0, err
+    assert b"xy" not in got  # perflab's text alone
+    child = tmp_path / "runs.txt"
+    got, err, rc = _sweep(tmp_path, verb, "--program-output", str(child))
+    assert rc == 0, err
+    runs = child.read_bytes()
+    assert runs == b"xy" * (len(runs) // 2) and len(runs) // 2 >= RUNS[verb]
+    assert b"xy" not in got
+
+
+def test_the_built_in_kernels_refuse_an_output_they_would_not_use(tmp_path):
+    done = subprocess.run([*PERFLAB, "sweep", "threads", "--program-output", "null"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 2 and "--program-output needs a PROGRAM" in done.stderr

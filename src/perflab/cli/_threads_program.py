@@ -23,6 +23,7 @@ def program_sweep(
     resume: str | None,
     as_json: bool,
     plot_path: str | None,
+    program_output: str | None = None,
     **params: Any,
 ) -> None:
     """Check, measure (journaled when -o or --resume names a file), then report."""
@@ -33,5 +34,5 @@ def program_sweep(
     run = functools.partial(program.run, command, counts, perturb=perturb, output=output,
                             resume=resuming, repeat=repeat,
                             oversubscribe=oversubscribe, **params)  # fmt: skip
-    df = journaled_run(run, output, True, "threads")
+    df = journaled_run(run, output, True, "threads", program_output=program_output)
     print_result(df, as_json, output, plot_path)

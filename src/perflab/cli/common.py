@@ -92,7 +92,7 @@ class ProgramOutput(FileToWrite):
         return path
 
 
-def program_output_option(default: str, why: str, *aliases: str) -> Callable[[F], F]:
+def program_output_option(default: str, why: str, *aliases: str, **kwargs: Any) -> Callable[[F], F]:
     """--program-output WHERE: where the measured program's stdout and stderr go, the same
     choice in every verb that runs a program (as hyperfine's --output)."""
     return click.option(
@@ -102,8 +102,14 @@ def program_output_option(default: str, why: str, *aliases: str) -> Callable[[F]
         type=ProgramOutput(writable=True),
         default=None,
         help="Where the program's stdout and stderr go: null (discarded), inherit (perflab's "
-        f"own), or FILE (both streams). [default: {default}: {why}]",
+        f"own), or FILE (both streams, every run's). [default: {default}: {why}]",
+        **kwargs,
     )
+
+
+# What the sweeps say of --program-output's default: they print on stdout, and run thousands.
+SWEEP_OUTPUT = ("null", "perflab prints its report on stdout, and a sweep runs the program "
+                "thousands of times")  # fmt: skip
 
 
 def program_where(given: str | None, as_json: bool) -> str:
@@ -438,8 +444,10 @@ def journaled_run(
     named: bool,
     label: str,
     bars: Bars | None = None,
+    program_output: str | None = None,
 ) -> pd.DataFrame:
     """A journaled run with progress bars: where it records, how to resume, complete or error.
+    Its child runs' stdout and stderr go to program_output (--program-output; /dev/null).
 
     run(on_start=, progress=) measures; on_start(todo, done) opens the bar once the input has
     proved valid, and says where the rows go when no -o named the file. Without an output
@@ -458,8 +466,11 @@ def journaled_run(
             click.echo(said[0], err=True)
         return bars.open(label, todo, done)
 
+    from perflab.engine import program_output as streams
+
     try:
-        df = run(on_start=start, progress=bars.update)
+        with streams.directed(program_output or streams.NULL):
+            df = run(on_start=start, progress=bars.update)
     except KeyboardInterrupt as exc:
         bars.close()
         raise interrupted(output, exc) from None

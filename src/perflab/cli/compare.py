@@ -11,6 +11,7 @@ import click
 
 from perflab.cli import cli
 from perflab.cli.common import (
+    SWEEP_OUTPUT,
     WORDS,
     Needs,
     check_paths,
@@ -19,6 +20,7 @@ from perflab.cli.common import (
     output_options,
     plan_options,
     print_result,
+    program_output_option,
     record_path,
     run_controls,
 )
@@ -125,6 +127,7 @@ def _paths(words: str) -> list[str]:
                      "heap_max", "code_max"))  # fmt: skip
 @run_controls
 @journal_options
+@program_output_option(*SWEEP_OUTPUT)
 @output_options
 @click.argument("a", required=False, type=WORDS)
 @click.argument("b", required=False, type=WORDS)
@@ -134,7 +137,8 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
                 build_cmd_b: str | None, program_a: str | None, program_b: str | None,
                 cc: str | None, ldflags: str, run_args: str,
                 randomize: tuple[str, ...] | None, layout: str | None, resume: str | None,
-                discard_bad: bool, output: str | None, as_json: bool, plot_path: str | None,
+                discard_bad: bool, program_output: str | None, output: str | None,
+                as_json: bool, plot_path: str | None,
                 a: str | None, b: str | None, **params: Any) -> None:  # fmt: skip
     """Run A and B interleaved in random setups; report B/A per setup and over all of them.
 
@@ -208,7 +212,7 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
         side_a, side_b = compare.program_side("A", a), compare.program_side("B", b)
     run = functools.partial(compare.compare, side_a, side_b, randomize=randomize, output=output,
                             resume=resuming, discard_bad=discard_bad, **params)  # fmt: skip
-    df = journaled_run(run, output, named, "compare")
+    df = journaled_run(run, output, named, "compare", program_output=program_output)
     ok = df[df["status"] == "ok"]
     if not (ok.groupby(["setup", "rep"])["side"].nunique() == 2).any():  # no A/B pair
         from perflab.engine.childruns import status_counts

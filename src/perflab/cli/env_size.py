@@ -10,6 +10,7 @@ import click
 
 from perflab.cli import sweep
 from perflab.cli.common import (
+    SWEEP_OUTPUT,
     Needs,
     Number,
     campaign_verb,
@@ -21,6 +22,7 @@ from perflab.cli.common import (
     output_options,
     plan_options,
     print_result,
+    program_output_option,
     record_path,
     table,
 )
@@ -64,11 +66,13 @@ def _zoom(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
     "runs inside and outside each predicted window: did the CPU count the aliasing? Says why "
     "not where the CPU or VM has no such counter.",
 )
+@program_output_option(*SWEEP_OUTPUT)
 @output_options
 @cluster_options
 @click.argument("program", nargs=-1, type=click.UNPROCESSED)
 def env_size_cmd(program: tuple[str, ...], resume: str | None, discard_bad: bool,
-                 zoom: tuple[int, int] | None, k: float, counters: bool, output: str | None,
+                 zoom: tuple[int, int] | None, k: float, counters: bool,
+                 program_output: str | None, output: str | None,
                  as_json: bool, plot_path: str | None, cluster: str | None,
                  hosts: tuple[str, ...], **params: Any) -> None:  # fmt: skip
     """Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times each.
@@ -83,12 +87,14 @@ def env_size_cmd(program: tuple[str, ...], resume: str | None, discard_bad: bool
     output, resuming = record_path(output, resume, "env-size")
     check_paths(output, plot_path)
     if cluster:
+        if program_output:
+            raise click.UsageError("--program-output is for runs here, not on a --cluster")
         _fleet(cluster, hosts, program, params, (output, resuming), k, as_json)
         return
     sweep_it = functools.partial(env_size.sweep, program, output=output, resume=resuming,
                                  discard_bad=discard_bad, counters=counters,
                                  extra_meta={"window_k": k}, **params)  # fmt: skip
-    df = journaled_run(sweep_it, output, named, "env-size")
+    df = journaled_run(sweep_it, output, named, "env-size", program_output=program_output)
     _report(df, output, plot_path, zoom, k, as_json)
 
 

@@ -11,6 +11,7 @@ import click
 from perflab.cli import sweep
 from perflab.cli.common import (
     SECONDS,
+    SWEEP_OUTPUT,
     Count,
     Needs,
     check_paths,
@@ -21,6 +22,7 @@ from perflab.cli.common import (
     output_options,
     print_result,
     priority,
+    program_output_option,
     resume_option,
 )
 from perflab.engine import controls
@@ -142,6 +144,7 @@ if TYPE_CHECKING:
 )
 @click.option("--oversubscribe", is_flag=True, help="Allow more threads than online CPUs.")
 @interference_options
+@program_output_option(*SWEEP_OUTPUT, cls=Needs, needs="command", shown="a PROGRAM")
 @output_options
 def sweep_threads_cmd(
     counts: tuple[int, ...] | None,
@@ -164,6 +167,7 @@ def sweep_threads_cmd(
     nice: int,
     rt: bool,
     rt_limit: float,
+    program_output: str | None,
     output: str | None,
     as_json: bool,
     plot_path: str | None,
@@ -193,7 +197,7 @@ def sweep_threads_cmd(
         return program_sweep(command, counts, repeat or 7, oversubscribe, perturb, output,
                              resume, as_json, plot_path, cpus=cpus, threads_env=threads_env,
                              seed=seed, timeout=timeout, inherit_env=inherit_env,
-                             runq=runq)  # fmt: skip
+                             runq=runq, program_output=program_output)  # fmt: skip
     repeat = repeat or 3
     max_threads = max_threads or len(machine.usable_cpus())
     threads.check_placement([None] * max_threads, oversubscribe)

@@ -188,9 +188,13 @@ def base_env(inherit: bool, var: str | None = None) -> dict[str, str]:
 
 @contextlib.contextmanager
 def quiet_options(controls: Controls) -> Iterator[spawn.SpawnOptions]:
-    """Spawn options for these controls with the child's stdio on /dev/null, opened once:
-    800 000 runs must not print 800 000 lines."""
+    """Spawn options for these controls with the child's stdin on /dev/null, opened once, and
+    its stdout and stderr there too (800 000 runs must not print 800 000 lines) unless the
+    sweep directed them elsewhere (program_output.directed)."""
+    from perflab.engine import program_output
+
     devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    out = program_output.child_fd(devnull)
     try:
         yield spawn.SpawnOptions(
             aslr=controls.aslr,
@@ -199,8 +203,8 @@ def quiet_options(controls: Controls) -> Iterator[spawn.SpawnOptions]:
             mlock=controls.mlock,
             timeout=controls.timeout,
             stdin=devnull,
-            stdout=devnull,
-            stderr=devnull,
+            stdout=out,
+            stderr=out,
         )
     finally:
         os.close(devnull)

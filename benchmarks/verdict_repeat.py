@@ -4,9 +4,16 @@ Runs the README's quick-start sweep (`perflab sweep env-size --aslr off --step 2
 --times times in a row, each a fresh perflab process, and prints the machine, then each run's
 "this CPU:" lines (the in-process 4K-aliasing check) and its prediction, then whether the
 verdicts agree. --repeat lowers the sweep's repeat for a quicker look (the check is the same).
+
+--fresh N instead looks at why one check can differ from the next: N fresh processes each
+time the loop kernel (aliased as the quick start's prediction, &inc ≡ &k, and not) in 8
+rounds of 11 pairs 50 ms apart, and print the first pair's ticks per iteration beside the
+medians of each round: a cold first reading shows in the first column, a core whose speed
+changes over time in the rounds.
 """
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -31,12 +38,46 @@ def machine_line() -> str:
     )
 
 
+FRESH = """
+import json, time
+import numpy as np
+from perflab.core import bindings
+from perflab.lab.env_size import aliasing as al
+apart = al.loop_distances(["&inc (stack) ≡ &k (static)"])[0]
+n = 65536
+first = bindings.alias_time("loop", apart, apart + al.LINE, n, 1)
+rounds = []
+for r in range(8):
+    time.sleep(0.05)
+    a, d = bindings.alias_time("loop", apart, apart + al.LINE, n, 11)
+    rounds.append([float(np.median(a)) / n, float(np.median(d)) / n])
+print(json.dumps({"first": [int(first[0][0]) / n, int(first[1][0]) / n], "rounds": rounds}))
+"""
+
+
+def fresh(count: int) -> None:
+    """The first reading and each round's medians, in `count` fresh processes."""
+    print(f"{count} fresh processes: loop kernel, &inc ≡ &k aliased/not, ticks per iteration")
+    print("first pair      | medians of 8 rounds of 11 pairs, 50 ms apart (aliased/not)")
+    for _ in range(count):
+        done = subprocess.run([sys.executable, "-c", FRESH], capture_output=True, text=True,
+                              check=True)  # fmt: skip
+        got = json.loads(done.stdout)
+        a, d = got["first"]
+        rounds = " ".join(f"{x:.1f}/{y:.1f}" for x, y in got["rounds"])
+        print(f"{a:6.1f}/{d:<6.1f}   | {rounds}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--times", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=20, help="the sweep's --repeat")
+    parser.add_argument("--fresh", type=int, default=0, help="first readings in N processes")
     args = parser.parse_args()
-    print(machine_line())
+    print(machine_line(), flush=True)
+    if args.fresh:
+        fresh(args.fresh)
+        return
     seen = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(1, args.times + 1):
@@ -51,7 +92,7 @@ def main() -> None:
             found = [m.group(0) for x in checks if (m := VERDICT.search(x))]
             verdict = " / ".join(found) if found else f"no verdict (exit {done.returncode})"
             seen.append(verdict)
-            print(f"run {n} ({took:.0f} s): {verdict}")
+            print(f"run {n} ({took:.0f} s): {verdict}", flush=True)
             for x in [*(y for y in lines if y.startswith("predicted:")), *checks]:
                 print(f"    {x}")
             if done.returncode:

@@ -50,7 +50,7 @@ def test_four_setups_of_three_pairs_ten_times_slower_read_as_a_group():
         "no setup can decide alone (3 pairs each, where an interval of its own at 95% "
         "needs 6)" in per
     )
-    assert "as a group all 4 read B/A above 1, and the interval over them all decides" in per
+    assert "as a group all 4 read B/A above 1, and the interval over them all weighs" in per
     assert (shown["interval"] == "none: 3 pairs").all()
     assert (shown["verdict"] == compare.TOO_FEW).all()
     assert said.values["overall"]["too_few_pairs"] == 4 and said.values["overall"]["unclear"] == 0

@@ -105,3 +105,10 @@ def test_the_built_in_kernels_refuse_an_output_they_would_not_use(tmp_path):
     done = subprocess.run([*PERFLAB, "sweep", "threads", "--program-output", "null"],
                           capture_output=True, text=True, check=False)  # fmt: skip
     assert done.returncode == 2 and "--program-output needs a PROGRAM" in done.stderr
+
+
+def test_counters_without_a_command_refuse_an_output_for_it():
+    done = subprocess.run([*PERFLAB, "counters", "--program-output", "null"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 2 and "--program-output needs a COMMAND" in done.stderr
+    assert "Traceback" not in done.stderr

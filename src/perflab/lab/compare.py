@@ -841,6 +841,15 @@ def pair_interval(d: pd.Series, confidence: float) -> tuple[float, float, float]
 TOO_FEW = "too few pairs"
 
 
+def _verdict(lo: float, hi: float) -> str:
+    """Which way a setup's interval points: beyond 1, holding it, or none to point."""
+    if lo > 1:
+        return "B slower"
+    if hi < 1:
+        return "B faster"
+    return "unclear" if math.isfinite(lo) else TOO_FEW
+
+
 def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
     """Each setup's B/A, the median of its A/B pairs' ratios, with its interval (pair_interval)
     and which way it points: unclear where the interval holds 1, TOO_FEW without one. Of the
@@ -877,13 +886,7 @@ def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.
                 "ratio": ratio,
                 "ci_low": lo,
                 "ci_high": hi,
-                "verdict": "B slower"
-                if lo > 1
-                else "B faster"
-                if hi < 1
-                else "unclear"
-                if math.isfinite(lo)
-                else TOO_FEW,
+                "verdict": _verdict(lo, hi),
             }
         )
     return pd.DataFrame(rows)
@@ -1196,7 +1199,7 @@ def _undecided_line(setups: pd.DataFrame, total: dict, change: float) -> list[st
 
 def _per_setup_line(per: pd.DataFrame, total: dict, confidence: float = 0.95) -> str:
     """The setups one by one, and where some cannot decide alone what they read as a group
-    (how many put B/A above 1 and below), the interval over them all deciding."""
+    (how many put B/A above 1 and below), which the interval over them all weighs together."""
     n, few = total["setups"], total["too_few_pairs"]
     head = (
         f"per setup: B/A, the median of its pairs' ratios, from {total['min_ratio']:.3f} to "
@@ -1228,8 +1231,8 @@ def _per_setup_line(per: pd.DataFrame, total: dict, confidence: float = 0.95) ->
         group = f"{counted} read B/A {'above' if above else 'below'} 1"
     else:
         group = f"B/A reads above 1 in {above} of {len(ratios)} and below in {below}"
-    decides = "decides" if math.isfinite(total["ci_low"]) else "would decide, with more pairs"
-    return f"{head}; as a group {group}, and the interval over them all {decides}:"
+    weighs = "weighs them together" if math.isfinite(total["ci_low"]) else "needs more pairs"
+    return f"{head}; as a group {group}, and the interval over them all {weighs}:"
 
 
 def _pairless(setups: pd.DataFrame) -> str:

@@ -325,6 +325,8 @@ class Journal:
         self._keys = _Keys(self.expect)
         self._merged: list[str] = []
         self._written: dict[str, pd.DataFrame] = {}  # this run's chunks: merged without a re-read
+        self._unsaved: list[pd.DataFrame] = []  # chunks the disk refused: finish() saves them
+        self._failure: str | None = None  # why the first of them could not be written
         self._token = uuid.uuid4().hex[:12]
         self._seq = 0
         self.journal_id = uuid.uuid4().hex
@@ -390,6 +392,11 @@ class Journal:
             raise PerflabError(f"{self.path}: refusing to resume: {'; '.join(changes)}")
         if done is not None:  # its rows are checked against the plan of the same parameters
             frames.append(self._accept_previous(done))
+        if self.parts.exists() and not self.parts.is_dir():
+            raise PerflabError(
+                f"{self.parts}: not a directory, where the journal keeps its chunks: move it "
+                f"away, then run the same command with --resume {self.path}"
+            )
         self.parts.mkdir(exist_ok=True)
         chunks = self._chunks()
         if isinstance(merged, int):  # a journal of perflab < 0.2 counted its merged chunks
@@ -529,8 +536,21 @@ class Journal:
         self._write_chunk(chunk)
 
     def _write_chunk(self, chunk: pd.DataFrame) -> None:
+        """One more chunk on disk; one the disk refuses stays in memory, and so does every
+        later one (the run stops: finish() saves them all elsewhere and says where)."""
+        if self._failure is not None:
+            self._unsaved.append(chunk)
+            return
         target = self.parts / f"chunk-{self._seq:06d}-{self._token}.parquet"
-        self._write(target, lambda t: chunk.to_parquet(t, index=False), exclusive=True)
+        try:
+            files.atomic(target, lambda t: chunk.to_parquet(t, index=False), exclusive=True)
+        except OSError as exc:
+            self._unsaved.append(chunk)
+            self._failure = f"{target}: cannot write ({_why(exc)})"
+            raise ChunkUnwritten(
+                f"{self._failure}; its runs are kept in memory and saved when the journal "
+                f"finishes, where it says; complete them with --resume {self.path}"
+            ) from None
         self._written[target.name] = chunk
         self._seq += 1
 
@@ -558,11 +578,14 @@ class Journal:
         columns (in plan order, with the columns that depend on neighbouring rows recomputed).
         """
         try:
-            self.flush()
+            with contextlib.suppress(ChunkUnwritten):  # kept in memory, saved below
+                self.flush()
             frames = [] if self._previous is None else [self._previous]
-            mine = [c for c in self._chunks() if c.name.endswith(f"-{self._token}.parquet")]
-            kept, self._written = self._written, {}
-            frames.extend(kept[c.name] if c.name in kept else pd.read_parquet(c) for c in mine)
+            # This run's rows from memory, its chunks on disk or not: a chunk a removed or
+            # replaced directory took with it is saved all the same.
+            frames.extend([*self._written.values(), *self._unsaved])
+            mine = list(self._written)
+            self._written, self._unsaved = {}, []
             frames = [f for f in frames if not f.empty]
             df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=self.key)
             if arrange is not None and not df.empty:
@@ -575,20 +598,74 @@ class Journal:
                     complete, meta["incomplete"] = False, problem
             if annotate is not None:
                 meta.update(annotate(df))
-            meta.update(
-                complete=complete,
-                journal=self.journal_id,
-                merged_chunks=self._merged + [c.name for c in mine],
-            )
-            try:
-                results.save(results.attach(df, meta), self.path)
-            except OSError as exc:
-                why = exc.strerror or str(exc).splitlines()[0]
-                raise PerflabError(
-                    f"{self.path}: cannot write ({why}); the runs are kept in {self.parts}: "
-                    f"free space, then run the same command with --resume {self.path}"
-                ) from None
-            shutil.rmtree(self.parts, ignore_errors=True)
+            meta.update(complete=complete, journal=self.journal_id,
+                        merged_chunks=self._merged + mine)  # fmt: skip
+            self._save(results.attach(df, meta), complete, on_disk=self._on_disk(mine))
             return df
         finally:
             filelock.release(self.path)
+
+    def _on_disk(self, mine: list[str]) -> bool:
+        """Whether every row of this run is in a chunk still on disk, where a resume finds it."""
+        return self._failure is None and all((self.parts / name).is_file() for name in mine)
+
+    def _save(self, df: pd.DataFrame, complete: bool, on_disk: bool) -> None:
+        """Every row to PATH; else, unless every one is in a chunk on disk, to the user's
+        cache: never dropped while a disk takes them. Raises with where they are when the run
+        could not end as asked."""
+        runs = f"{'all the runs' if complete else 'the runs measured'} ({len(df)})"
+        try:
+            results.save(df, self.path)
+        except (OSError, PerflabError) as exc:
+            failed = f"{self.path}: cannot write ({_why(exc, self.path)})"
+            if on_disk:
+                raise PerflabError(
+                    f"{failed}; the runs are kept in {self.parts}: free space, then run the "
+                    f"same command with --resume {self.path}"
+                ) from None
+        else:
+            shutil.rmtree(self.parts, ignore_errors=True)
+            if self._failure is not None and not complete:
+                raise PerflabError(
+                    f"{self._failure}; {runs} are kept in {self.path} (incomplete): "
+                    f"run the same command with --resume {self.path} to complete them"
+                )
+            return
+        failed = failed if self._failure is None else f"{self._failure}, nor {failed}"
+        try:
+            spare = _spare_path(self.path, self._token)
+            results.save(df, spare)
+        except (OSError, PerflabError) as exc:
+            raise PerflabError(
+                f"{failed}, nor in the cache ({_why(exc)}): the runs not yet in {self.parts} "
+                f"are lost; free space, then run the same command with --resume {self.path}"
+            ) from None
+        then = (
+            f"copy it to {self.path}"
+            if complete
+            else f"complete them with the same command, --resume {spare} in place of -o"
+        )
+        raise PerflabError(f"{failed}; {runs} are kept in {spare}: {then}")
+
+
+class ChunkUnwritten(PerflabError):
+    """A chunk the disk refused: its rows stay with the journal, which saves them on finish()."""
+
+
+def _why(exc: BaseException, path: Path | None = None) -> str:
+    """An OSError's reason (its strerror), else the first line of the error less the path
+    it starts with (the message names that path already)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return first.removeprefix(f"{path}: ") if path is not None else first
+
+
+def _spare_path(path: Path, token: str) -> Path:
+    """Where rows go when PATH's directory refuses them: the user's private cache, a name no
+    other run takes (the journal's token), PATH's format."""
+    from perflab.system import compiler
+
+    spare = compiler.cache_dir() / "unsaved"
+    spare.mkdir(mode=0o700, exist_ok=True)
+    return spare / f"{path.stem}-{token}{path.suffix}"

@@ -17,6 +17,7 @@ from click.shell_completion import CompletionItem
 from perflab import __version__
 from perflab.errors import PerflabError, warnings_as_lines
 from perflab.lab.registry import EXPERIMENTS
+from perflab.system import limits
 
 QUIET = "perflab.quiet"  # ctx.meta key: --quiet, read by cli.common.progressbar
 
@@ -134,6 +135,8 @@ class Group(click.Group):
         except Exception as exc:
             if os.environ.get("PERFLAB_DEBUG"):
                 raise
+            if limits.out_of_memory(exc):  # a limit or a full machine, not a bug
+                raise click.ClickException(limits.out_of_memory_text()) from None
             # A bug, not a user mistake: still one line, with the way to the traceback.
             first = (str(exc).strip().splitlines() or [""])[0][:200]
             raise click.ClickException(

@@ -24,6 +24,7 @@ from perflab.engine.progress import Progress
 from perflab.errors import OtherExperiment, PerflabError
 from perflab.lab import registry
 from perflab.lab.plans import threads as plan
+from perflab.system import limits
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -228,6 +229,8 @@ class Count(click.ParamType):
             return controls.check_count(
                 flag, n, self.least, self.each_bytes, self.each_s, self.what, self.most()
             )
+        except limits.LimitTooSmall:  # no count would do: the limit's line, not --help's
+            raise
         except PerflabError as exc:
             raise click.UsageError(str(exc), ctx) from None
 

@@ -7,7 +7,6 @@ import what a plan's methods need only when they run.
 """
 
 import math
-import os
 import re
 import shlex
 from collections.abc import Iterable, Sequence
@@ -16,7 +15,7 @@ from typing import Any
 
 from perflab.core import constants
 from perflab.errors import PerflabError
-from perflab.system import compiler
+from perflab.system import compiler, limits
 
 # The C core counts a timeout in int64 nanoseconds, and 0 ns would mean none at all.
 TIMEOUT_S = (1e-6, 1e6)
@@ -30,6 +29,10 @@ RUNQ_MODES = constants.RUNQ_MODES
 # refused before it starts: the bounds are lower ones (a real row or run costs more), so what
 # they refuse is surely absurd, typos such as --repeat 1000000000000.
 ROW_BYTES = 64  # a recorded row: a frame's 4 to 20 columns take 40 to 100 bytes a row
+# A row an in-process plan records, at the run's peak: its key row, the plan's index of keys,
+# its chunk, the merged rows and the saved table each hold a copy (measured: `clocks`, kept in
+# memory, 90 bytes a row; `run syscalls` 230 in memory, 300 journaled).
+PLANNED_ROW_BYTES = 200
 SPAWN_S = 50e-6  # a child run: fork (or vfork), exec and wait
 CALL_S = 50e-9  # a system call or a clock read in a loop
 LOOP_S = 10e-6  # a kernel loop of LOOP_FACTOR (100,000) iterations
@@ -197,11 +200,6 @@ def check_cpu_list(flag: str, cpus: Sequence[int], allow_empty: bool = False) ->
         raise PerflabError(f"{flag} {listed} names CPU {', '.join(map(str, twice))} twice")
 
 
-def memory_bytes() -> int:
-    """This machine's memory: the most a run may hold."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
 def most_threads() -> tuple[int, str]:
     """The most threads a count may ask for, and why: what this kernel allows at once."""
     try:
@@ -232,12 +230,8 @@ def check_count(
     name = f"{flag} {value}".strip()
     if least is not None and value < least:
         raise PerflabError(f"{flag} must be at least {least}, not {value}".strip())
-    memory = memory_bytes()
-    if value * each_bytes > memory:
-        raise PerflabError(
-            f"{name} would need {size_text(value * each_bytes)} for {what}; this machine has "
-            f"{size_text(memory)} (at most {count_text(memory // each_bytes)})"
-        )
+    if each_bytes:
+        check_memory(name, value * each_bytes, what, each_bytes)
     if value * each_s > LONGEST_S:
         raise PerflabError(
             f"{name} would take at least {_duration(value * each_s)} ({_duration(each_s)} each); "
@@ -249,13 +243,32 @@ def check_count(
     return value
 
 
-def check_rows(factors: dict[str, int], per: int = 1, each_s: float = SPAWN_S) -> None:
-    """Refuse a plan whose rows (one a run: the product of factors and per) would not fit this
-    machine's memory or a week, named by its largest factor, with that factor's bound."""
+def check_memory(name: str, nbytes: float, what: str, each_bytes: float) -> None:
+    """Refuse what needs more than the memory available, or than ulimit -v or -d leaves
+    above what perflab holds: one line naming that bound and the count it stops at."""
+    room = limits.memory_room()
+    if nbytes <= room.nbytes:
+        return
+    if room.limit is None:
+        bound = f"this machine has {size_text(room.nbytes)} available"
+    else:
+        bound = (f"{room.bound} leaves {size_text(room.nbytes)} (it is {size_text(room.limit)}; "
+                 f"perflab holds {size_text(room.held)})")  # fmt: skip
+    raise PerflabError(
+        f"{name} would need {size_text(nbytes)} for {what}; {bound} "
+        f"(at most {count_text(room.nbytes // each_bytes)})"
+    )
+
+
+def check_rows(
+    factors: dict[str, int], per: int = 1, each_s: float = SPAWN_S, row_bytes: float = ROW_BYTES
+) -> None:
+    """Refuse a plan whose rows (one a run: the product of factors and per) would not fit the
+    memory it may take or a week, named by its largest factor, with that factor's bound."""
     flag = max(factors, key=lambda k: factors[k])
     rest = per * math.prod(v for k, v in factors.items() if k != flag)
     rows = count_text(factors[flag] * rest)
-    check_count(flag, factors[flag], None, rest * ROW_BYTES, rest * each_s, f"its {rows} rows")
+    check_count(flag, factors[flag], None, rest * row_bytes, rest * each_s, f"its {rows} rows")
 
 
 def size_text(nbytes: float) -> str:

@@ -24,7 +24,7 @@ from perflab.core.constants import RUNQ_MODES
 from perflab.core.lazy import pd
 from perflab.engine import controls
 from perflab.errors import PerflabError, Stopped
-from perflab.system import supervisor
+from perflab.system import limits, supervisor
 
 STATUS = bindings.RUN_STATUS
 STATUS_NAMES = [STATUS[i] for i in range(len(STATUS))]
@@ -58,6 +58,7 @@ class SpawnOptions:
     iterations: int = 1
 
     def __post_init__(self) -> None:
+        limits.check_open_files()  # every child gets the probe's descriptor
         controls.check_iterations(self.iterations)
         if self.runq not in RUNQ_MODES:
             raise PerflabError(f"runq must be one of {', '.join(RUNQ_MODES)}, not {self.runq!r}")

@@ -12,6 +12,7 @@ from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
+from perflab.engine import controls
 from perflab.engine.timing import STEPS_PER_SAMPLE
 from perflab.errors import PerflabError
 from perflab.lab import resolution
@@ -68,9 +69,11 @@ def read_costs(samples: int = 1000, names: Iterable[str] | None = None) -> pd.Da
     """ClockBench: one row per read, its cost as the step between consecutive reads."""
     if samples < 1:
         raise PerflabError(f"--samples must be at least 1, not {samples}")
+    chosen = available(names)
+    controls.check_rows({"--samples": samples}, len(chosen), controls.CALL_S)
     hz, _ = machine.tsc_hz()
     frames = []
-    for name in available(names):
+    for name in chosen:
         steps = np.diff(sample(name, samples).astype(np.int64))
         if name in COUNTERS:
             ticks, ns = steps, steps / hz * 1e9

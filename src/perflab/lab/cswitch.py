@@ -11,7 +11,7 @@ import numpy as np
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, inprocess
+from perflab.engine import childruns, controls, inprocess
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.system import machine
@@ -108,6 +108,9 @@ def run(
         raise PerflabError(f"--reps must be at least 1, not {reps}")
     places = {p.name: p for p in placements(cpus)}
     priorities = (False, True) if realtime else (False,)
+    controls.check_rows(
+        {"--reps": reps}, len(places) * len(priorities), 0, controls.PLANNED_ROW_BYTES
+    )
     keys = pd.DataFrame(
         [(name, rt, rep) for name in places for rt in priorities for rep in range(reps)],
         columns=["placement", "realtime", "rep"],

@@ -14,7 +14,7 @@ import numpy as np
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, inprocess, results
+from perflab.engine import childruns, controls, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.lab import resolution
@@ -47,6 +47,7 @@ def run(
         raise PerflabError(f"--pages must be between 1 and {1 << 22}, not {pages}")
     if reps < 1:
         raise PerflabError(f"--reps must be at least 1, not {reps}")
+    controls.check_rows({"--reps": reps}, len(CONDITIONS), 0, controls.PLANNED_ROW_BYTES)
     check_lockable(pages)
     hz, _ = machine.tsc_hz()
     floor = resolution.min_sample_ticks()

@@ -17,7 +17,7 @@ import numpy as np
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, inprocess, results
+from perflab.engine import childruns, controls, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.lab import resolution
@@ -92,6 +92,9 @@ def run(
     names = resolve(calls)
     if trials < 1:
         raise PerflabError(f"--trials must be at least 1, not {trials}")
+    controls.check_rows(
+        {"--trials": trials}, len(names), controls.CALL_S, controls.PLANNED_ROW_BYTES
+    )
     hz, _ = machine.tsc_hz()
     path = _scratch_file(directory)
     meta = {

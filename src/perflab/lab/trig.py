@@ -16,7 +16,7 @@ import numpy as np
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, inprocess, results
+from perflab.engine import childruns, controls, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.lab import resolution
@@ -160,6 +160,10 @@ def run(
         raise PerflabError(f"--repeat must be at least 1, not {repeat}")
     if cold_runs < 0:
         raise PerflabError(f"--cold must be at least 0, not {cold_runs}")
+    rows = (repeat + cold_runs) * len(calls)
+    each = len(calls) * controls.PLANNED_ROW_BYTES
+    name = f"--repeat {repeat} with --cold {cold_runs}"
+    controls.check_memory(name, rows * controls.PLANNED_ROW_BYTES, f"its {rows} rows", each)
     native = _native_calls(calls)
     hz, _ = machine.tsc_hz()
     meta = {

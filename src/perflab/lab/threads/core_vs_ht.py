@@ -13,7 +13,7 @@ import numpy as np
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, inprocess, results
+from perflab.engine import childruns, controls, inprocess, results
 from perflab.engine.progress import OnStart
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, perturbed
@@ -101,6 +101,8 @@ def run(
     if loops < 1 or repeat < 1:
         raise PerflabError("--loops and --repeat must be at least 1")
     places = {p.name: p for p in ([given_placement(cpus)] if cpus else placements())}
+    # Three thread runs a repeat per placement: 1 thread, then 2.
+    controls.check_rows({"--repeat": repeat}, 3 * len(places), 0, controls.PLANNED_ROW_BYTES)
     params = {"loops": loops, "cpus": list(cpus), "repeat": repeat, **prio(priority),
               "perturb": [str(p) for p in perturb],
               "placements": [[p.name, *p.cpus] for p in places.values()]}  # fmt: skip

@@ -13,7 +13,7 @@ import perflab.lab.threads as threads  # the package's run_threads: callers may 
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, inprocess
+from perflab.engine import childruns, controls, inprocess
 from perflab.engine.progress import OnStart
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, default_perturbations, perturbed
@@ -54,6 +54,7 @@ def run(
     machine.check_cpus([cpu])
     chosen = list(perturb) if perturb is not None else default_perturbations(cpu)
     conditions: dict[str, Perturbation | None] = {"alone": None, **{str(p): p for p in chosen}}
+    controls.check_rows({"--repeat": repeat}, len(conditions), 0, controls.PLANNED_ROW_BYTES)
 
     def timed(keys: pd.DataFrame) -> pd.DataFrame:
         rows = []

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, inprocess
+from perflab.engine import childruns, controls, inprocess
 from perflab.engine.progress import OnStart
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, perturbed
@@ -61,6 +61,9 @@ def run(
     kernel_id(kernel)
     if max_threads < 1 or loops < 1 or repeat < 1:
         raise PerflabError("--max, --loops and --repeat must be at least 1")
+    controls.check_rows(
+        {"--repeat": repeat}, max_threads * (max_threads + 1) // 2, 0, controls.PLANNED_ROW_BYTES
+    )
     usable = machine.usable_cpus()
     check_placement([None] * max_threads, oversubscribe)
     if loops < max_threads:

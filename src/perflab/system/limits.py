@@ -1,0 +1,147 @@
+"""The process limits a run must fit, named before anything is measured: the descriptor the
+probe reports on (ulimit -n), and the memory a plan holds (available memory, ulimit -v, -d).
+
+A limit that cannot work otherwise surfaces mid-run as the wrong error: a child whose probe
+descriptor is beyond RLIMIT_NOFILE fails its dup2 with EBADF, which reads as the program's
+fault, and an address-space limit as a MemoryError or a library that cannot map its code.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import resource
+from dataclasses import dataclass
+
+from perflab.errors import PerflabError
+from perflab.system import compiler
+
+# The libraries a measurement loads: under an address-space limit they are loaded before the
+# room left is read, so that what they map counts as held, not as room.
+LIBRARIES = ("numpy", "pandas", "pyarrow", "pyarrow.parquet")
+UNLIMITED = resource.RLIM_INFINITY
+
+
+class LimitTooSmall(PerflabError):
+    """A process limit no run can work under, whatever was asked: not a usage mistake."""
+
+
+@functools.cache
+def probe_fd() -> int:
+    """The descriptor every child's probe reports on, as the probe's header defines it (the C
+    core and the workloads are built from that header: one number, read where it is set)."""
+    header = compiler.WORKLOADS / "perflab_probe.h"
+    found = re.search(r"^#define PERFLAB_PROBE_FD (\d+)$", header.read_text(), re.MULTILINE)
+    if found is None:  # pragma: no cover - the header ships with perflab
+        raise PerflabError(f"{header}: defines no PERFLAB_PROBE_FD; reinstall perflab")
+    return int(found.group(1))
+
+
+def check_open_files() -> None:
+    """Refuse to start children when the probe's descriptor is beyond ulimit -n: every child
+    would fail to set it up, each reported as a failed run of the program."""
+    need = probe_fd() + 1
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == UNLIMITED or soft >= need:
+        return
+    how = (
+        f"raise it with ulimit -n {need}"
+        if hard == UNLIMITED or hard >= need
+        else f"the hard limit is {hard} too: raise it (as root) with ulimit -Hn {need}"
+    )
+    raise LimitTooSmall(
+        f"perflab needs {need} open files (the probe's descriptor is {need - 1}); "
+        f"ulimit -n is {soft}: {how}"
+    )
+
+
+@dataclass(frozen=True)
+class Room:
+    """The bytes this process may still take, and the bound that sets it."""
+
+    nbytes: int
+    bound: str  # "available memory", "ulimit -v" or "ulimit -d"
+    limit: int | None = None  # the ulimit's value in bytes (None: available memory)
+    held: int = 0  # what the process holds of that ulimit already
+
+
+def _status() -> dict[str, int]:
+    """This process's VmSize and VmData in bytes (/proc/self/status counts them in kB)."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            name, _, value = line.partition(":")
+            if name in ("VmSize", "VmData"):
+                out[name] = int(value.split()[0]) * 1024
+    return out
+
+
+def _limited() -> list[tuple[str, int, str]]:
+    """The finite address-space and data limits: (ulimit flag, soft limit, /proc field)."""
+    found = []
+    for res, flag, field in (
+        (resource.RLIMIT_AS, "ulimit -v", "VmSize"),
+        (resource.RLIMIT_DATA, "ulimit -d", "VmData"),
+    ):
+        soft, _ = resource.getrlimit(res)
+        if soft != UNLIMITED:
+            found.append((flag, soft, field))
+    return found
+
+
+def load_libraries() -> None:
+    """Load what a measurement maps under a finite ulimit -v or -d, so that the room read
+    after counts it; a limit too small for them is one line, not a failed import mid-run."""
+    limited = _limited()
+    if not limited:
+        return
+    import importlib
+
+    try:
+        for name in LIBRARIES:
+            importlib.import_module(name)
+    except (MemoryError, ImportError) as exc:
+        if isinstance(exc, ImportError) and not out_of_memory(exc):
+            raise
+        flag, soft, _ = limited[0]
+        raise LimitTooSmall(
+            f"{flag} is {soft // 2**20} MiB: too little for perflab's libraries (numpy, "
+            f"pandas, pyarrow) to load; raise it ({flag} unlimited)"
+        ) from None
+
+
+def memory_room() -> Room:
+    """What a plan may still allocate: the memory available now, or less where ulimit -v or
+    -d leaves less above what the process holds (its libraries loaded first)."""
+    import psutil
+
+    load_libraries()
+    room = Room(int(psutil.virtual_memory().available), "available memory")
+    limited = _limited()
+    status = _status() if limited else {}
+    for flag, soft, field in limited:
+        held = status.get(field, 0)
+        if soft - held < room.nbytes:
+            room = Room(max(soft - held, 0), flag, soft, held)
+    return room
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether an error is memory running out: a MemoryError, or a library whose code could
+    not be mapped (what an address-space limit does to an import)."""
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, ImportError) and (
+        "failed to map segment" in text or "cannot allocate memory" in text.lower()
+    )
+
+
+def out_of_memory_text() -> str:
+    """The one line for memory that ran out: which bound it met, and what to do."""
+    for flag, soft, _ in _limited():
+        return (
+            f"out of memory: {flag} allows {soft // 2**20} MiB of "
+            f"{'address space' if flag.endswith('-v') else 'data'}; raise it, or ask for less"
+        )
+    return "out of memory: this machine has no more to give; ask for less, or free some"

@@ -114,6 +114,7 @@ class Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
+            limits.load_libraries()  # an address-space limit they cannot load under: one line
             with warnings_as_lines(lambda line: click.echo(line, err=True)):
                 return super().invoke(ctx)
         except click.UsageError as exc:

@@ -9,8 +9,12 @@ fault, and an address-space limit as a MemoryError or a library that cannot map 
 from __future__ import annotations
 
 import functools
+import importlib
+import json
+import os
 import re
 import resource
+import sys
 from dataclasses import dataclass
 
 from perflab.errors import PerflabError
@@ -89,25 +93,43 @@ def _limited() -> list[tuple[str, int, str]]:
     return found
 
 
-def load_libraries() -> None:
-    """Load what a measurement maps under a finite ulimit -v or -d, so that the room read
-    after counts it; a limit too small for them is one line, not a failed import mid-run."""
+def load_libraries() -> dict[str, int]:
+    """Under a finite ulimit -v or -d, the address space and data this process holds once a
+    measurement's libraries are loaded (VmSize, VmData; none without such a limit); a limit
+    too small for them is one line. They load in a forked child: an OpenBLAS that cannot
+    allocate its buffers prints and exits the process it loads in."""
     limited = _limited()
     if not limited:
-        return
-    import importlib
+        return {}
+    if all(name in sys.modules for name in LIBRARIES):
+        return _status()
+    return _held_with_libraries(limited[0][0], limited[0][1])
 
-    try:
-        for name in LIBRARIES:
-            importlib.import_module(name)
-    except (MemoryError, ImportError) as exc:
-        if isinstance(exc, ImportError) and not out_of_memory(exc):
-            raise
-        flag, soft, _ = limited[0]
+
+@functools.cache
+def _held_with_libraries(flag: str, soft: int) -> dict[str, int]:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe, then exits
+        try:
+            os.close(read)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)  # OpenBLAS's own complaint: the parent says it in one line
+            for name in LIBRARIES:
+                importlib.import_module(name)
+            os.write(write, json.dumps(_status()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        said = f.read()
+    os.waitpid(pid, 0)
+    if not said:
         raise LimitTooSmall(
             f"{flag} is {soft // 2**20} MiB: too little for perflab's libraries (numpy, "
             f"pandas, pyarrow) to load; raise it ({flag} unlimited)"
-        ) from None
+        )
+    return dict(json.loads(said))
 
 
 def memory_room() -> Room:
@@ -115,12 +137,12 @@ def memory_room() -> Room:
     -d leaves less above what the process holds (its libraries loaded first)."""
     import psutil
 
-    load_libraries()
+    libraries = load_libraries()
     room = Room(int(psutil.virtual_memory().available), "available memory")
     limited = _limited()
     status = _status() if limited else {}
     for flag, soft, field in limited:
-        held = status.get(field, 0)
+        held = max(status.get(field, 0), libraries.get(field, 0))
         if soft - held < room.nbytes:
             room = Room(max(soft - held, 0), flag, soft, held)
     return room
@@ -129,12 +151,16 @@ def memory_room() -> Room:
 def out_of_memory(exc: BaseException) -> bool:
     """Whether an error is memory running out: a MemoryError, or a library whose code could
     not be mapped (what an address-space limit does to an import)."""
-    if isinstance(exc, MemoryError):
-        return True
-    text = str(exc)
-    return isinstance(exc, ImportError) and (
-        "failed to map segment" in text or "cannot allocate memory" in text.lower()
-    )
+    seen: BaseException | None = exc
+    while seen is not None:  # pandas re-raises numpy's failed import as its own
+        text = str(seen)
+        if isinstance(seen, MemoryError) or (
+            isinstance(seen, ImportError)
+            and ("failed to map segment" in text or "cannot allocate memory" in text.lower())
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def out_of_memory_text() -> str:

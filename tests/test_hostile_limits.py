@@ -13,11 +13,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from perflab.cli import cli
-from perflab.engine import results
+from perflab.engine import childruns, results
+from perflab.engine.journal import Expect
 from perflab.errors import PerflabError
 from perflab.lab import syscalls
 from perflab.system import limits
@@ -120,6 +122,20 @@ def test_a_removed_output_directory_keeps_every_row_in_the_users_cache(tmp_path,
     res = CliRunner().invoke(cli, [*argv, "--resume", str(spare)])
     assert res.exit_code == 0, res.output
     _completed(spare, before)
+
+
+def test_a_last_chunk_refused_at_the_end_still_completes_the_output(tmp_path):
+    out = tmp_path / "r.parquet"
+    expect = Expect(columns=("k", "v"), planned=pd.DataFrame({"k": range(10)}), unique=("k",))
+    rec = childruns.Recorder(childruns.Recording(out), ["k"], expect, {"p": 1},
+                             {"experiment": "x"}, warn=print, flush_s=1e9)  # fmt: skip
+    rec.add(pd.DataFrame({"k": range(5), "v": 0.0}))
+    rec.flush()
+    rec.add(pd.DataFrame({"k": range(5, 10), "v": 1.0}))  # buffered: finish() writes it
+    shutil.rmtree(_parts(out))
+    rec.finish(True, {})  # no error: every row is in the file, complete
+    df = results.load(out)
+    assert sorted(df["k"]) == list(range(10)) and results.metadata(df)["complete"] is True
 
 
 def _limited_run(argv: list[str], cwd: Path, **soft: int) -> tuple[int, list[str], int]:

@@ -440,7 +440,9 @@ class Recorder:
 
         if self.journal:
             try:
-                self.flush()
+                # A chunk the disk refuses stays with the journal, which saves it below.
+                with contextlib.suppress(journal.ChunkUnwritten):
+                    self.flush()
             finally:
                 df = self.journal.finish(complete=complete, extra_meta=extra, annotate=note,
                                          arrange=self.arrange)  # fmt: skip

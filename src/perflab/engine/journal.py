@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -667,5 +668,9 @@ def _spare_path(path: Path, token: str) -> Path:
     from perflab.system import compiler
 
     spare = compiler.cache_dir() / "unsaved"
-    spare.mkdir(mode=0o700, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        spare.mkdir(mode=0o700)
+    st = os.lstat(spare)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        raise PerflabError(f"{spare}: not a directory of this user's alone")
     return spare / f"{path.stem}-{token}{path.suffix}"

@@ -33,6 +33,9 @@ ROW_BYTES = 64  # a recorded row: a frame's 4 to 20 columns take 40 to 100 bytes
 # its chunk, the merged rows and the saved table each hold a copy (measured: `clocks`, kept in
 # memory, 90 bytes a row; `run syscalls` 230 in memory, 300 journaled).
 PLANNED_ROW_BYTES = 200
+# A child run's row at a sweep's peak, its plan's arrays too (measured: `sweep env-size --max 0`,
+# 30,000 to 150,000 runs of /bin/true, 515 bytes a run for its 19 columns).
+RUN_ROW_BYTES = 400
 SPAWN_S = 50e-6  # a child run: fork (or vfork), exec and wait
 CALL_S = 50e-9  # a system call or a clock read in a loop
 LOOP_S = 10e-6  # a kernel loop of LOOP_FACTOR (100,000) iterations
@@ -261,7 +264,10 @@ def check_memory(name: str, nbytes: float, what: str, each_bytes: float) -> None
 
 
 def check_rows(
-    factors: dict[str, int], per: int = 1, each_s: float = SPAWN_S, row_bytes: float = ROW_BYTES
+    factors: dict[str, int],
+    per: int = 1,
+    each_s: float = SPAWN_S,
+    row_bytes: float = RUN_ROW_BYTES,
 ) -> None:
     """Refuse a plan whose rows (one a run: the product of factors and per) would not fit the
     memory it may take or a week, named by its largest factor, with that factor's bound."""

@@ -70,7 +70,7 @@ def read_costs(samples: int = 1000, names: Iterable[str] | None = None) -> pd.Da
     if samples < 1:
         raise PerflabError(f"--samples must be at least 1, not {samples}")
     chosen = available(names)
-    controls.check_rows({"--samples": samples}, len(chosen), controls.CALL_S)
+    controls.check_rows({"--samples": samples}, len(chosen), controls.CALL_S, controls.ROW_BYTES)
     hz, _ = machine.tsc_hz()
     frames = []
     for name in chosen:

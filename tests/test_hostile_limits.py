@@ -224,3 +224,12 @@ def test_an_address_space_too_small_for_perflab_is_one_line(argv, rlimit, flag, 
     code, err, _ = _limited_run(argv, tmp_path, **{rlimit: 96 * MiB})
     _one_line(code, err, flag)
     assert os.listdir(tmp_path) == []
+
+
+def test_more_threads_than_their_stacks_fit_under_ulimit_v_is_one_line(tmp_path):
+    limit = 1536 * MiB
+    most = limit // limits.thread_stack_bytes() + 1  # their stacks alone exceed the limit
+    argv = ["sweep", "threads", "--max", str(most), "--loops", str(most), "--repeat", "1"]
+    code, err, _ = _limited_run([*argv, "--oversubscribe"], tmp_path, AS=limit)
+    _one_line(code, err, f"--max {most}", "stacks", "ulimit -v leaves")
+    assert os.listdir(tmp_path) == []

@@ -148,6 +148,53 @@ def memory_room() -> Room:
     return room
 
 
+def thread_stack_bytes() -> int:
+    """The address space each new thread's stack reserves: glibc's default thread attributes
+    (RLIMIT_STACK's soft limit when finite), read from the C library itself."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    attr = ctypes.create_string_buffer(256)  # a pthread_attr_t is 56 bytes on 64-bit glibc
+    size = ctypes.c_size_t()
+    if libc.pthread_getattr_default_np(attr) != 0:  # pragma: no cover - glibc >= 2.18 has it
+        return 0
+    try:
+        libc.pthread_attr_getstacksize(attr, ctypes.byref(size))
+    finally:
+        libc.pthread_attr_destroy(attr)
+    return int(size.value)
+
+
+def check_threads(flag: str, threads: int) -> None:
+    """Refuse, under ulimit -v, more threads at once than their stacks alone can fit in
+    (pthread_create would fail with EAGAIN, which says nothing of the limit)."""
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == UNLIMITED:
+        return
+    stack = thread_stack_bytes()
+    held = max(_status()["VmSize"], load_libraries().get("VmSize", 0))
+    room = max(limit - held, 0)
+    if threads * stack > room:
+        raise PerflabError(
+            f"{flag} {threads}: its threads' stacks take {threads * stack // 2**20} MiB of "
+            f"address space ({stack // 2**20} MiB each, ulimit -s); ulimit -v leaves "
+            f"{room // 2**20} MiB: raise it, or lower ulimit -s"
+        )
+
+
+def threads_failed(exc: PerflabError, threads: int) -> PerflabError:
+    """A failure to start threads, the address-space limit named when one is set and the
+    failure is the kernel's EAGAIN: each thread's stack and malloc arena take address space."""
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == UNLIMITED or "EAGAIN" not in str(exc):
+        return exc
+    return PerflabError(
+        f"{exc}: {threads} threads at once do not fit in ulimit -v {limit // 2**20} MiB (each "
+        f"reserves a {thread_stack_bytes() // 2**20} MiB stack, ulimit -s, and may take a "
+        "malloc arena): raise it"
+    )
+
+
 def out_of_memory(exc: BaseException) -> bool:
     """Whether an error is memory running out: a MemoryError, or a library whose code could
     not be mapped (what an address-space limit does to an import)."""

@@ -25,7 +25,7 @@ from perflab.lab.threads.runner import (
     kernel_id,
     prio,
 )
-from perflab.system import machine
+from perflab.system import limits, machine
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -64,6 +64,7 @@ def run(
     controls.check_rows(
         {"--repeat": repeat}, max_threads * (max_threads + 1) // 2, 0, controls.PLANNED_ROW_BYTES
     )
+    limits.check_threads("--max", max_threads)
     usable = machine.usable_cpus()
     check_placement([None] * max_threads, oversubscribe)
     if loops < max_threads:
@@ -73,7 +74,10 @@ def run(
         frames = []
         for (rep, n), _ in keys.groupby(["rep", "threads"], sort=False):
             cpus = [usable[i % len(usable)] if pin else None for i in range(n)]
-            df = threads.run_threads(cpus, split(loops, n), kernel, size, **prio(priority))
+            try:
+                df = threads.run_threads(cpus, split(loops, n), kernel, size, **prio(priority))
+            except PerflabError as exc:
+                raise limits.threads_failed(exc, n) from None
             df.insert(0, "threads", n)
             df.insert(1, "rep", rep)
             df["bytes"] = size if kernel == "stream" else 0

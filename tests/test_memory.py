@@ -12,13 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import psutil
 import pytest
 
 from perflab.cli import cli
 from perflab.engine import results
 from perflab.errors import PerflabError, PerflabWarning
 from perflab.lab import memcpy, pagefault, resolution
-from perflab.system import timer
+from perflab.system import machine, timer
 
 
 @contextlib.contextmanager
@@ -45,6 +46,23 @@ def test_incr_is_the_articles_32_steps_per_octave():
     assert set(np.diff(octave)) == {1024}
     assert memcpy.incr(65536) == 65536 + 2048
     assert s[-1] == 1 << 20
+
+
+def test_the_default_max_is_on_the_grid_within_the_cache_memory_and_time_it_names():
+    """The default reaches 4x the last-level cache at most, on the 32-steps-an-octave grid, its
+    two buffers within a quarter of the memory available, its copies within the time budget at
+    the rate the pilot measured; the sentence says which bound held."""
+    table = machine.caches()
+    reach = memcpy.LLC_TIMES * table["size_bytes"].max() if len(table) else memcpy.NO_LLC
+    for trials in (1, 10):
+        bound = memcpy.default_max("libc", trials)
+        assert bound.bytes == memcpy.on_grid(bound.bytes)
+        assert bound.bytes <= reach
+        assert 2 * bound.bytes <= psutil.virtual_memory().total // memcpy.MEMORY_SHARE
+        assert bound.why.startswith(f"default --max {memcpy.human_bytes(bound.bytes)}: ")
+        assert f"{trials} trial{'s' if trials > 1 else ''} at " in bound.why
+    assert memcpy.on_grid(1_258_291_200) == 1_241_513_984  # 4x 300 MiB, down to the grid
+    assert memcpy.on_grid(1 << 20) == 1 << 20
 
 
 @pytest.mark.parametrize(
@@ -410,7 +428,11 @@ def test_the_default_sweep_holds_its_two_buffers_and_at_most_100_mb_more(tmp_pat
             time.sleep(0.005)
     assert child.returncode == 0, (tmp_path / "stderr").read_text()
     meta = results.metadata(results.load(out))
-    assert meta["buffer_bytes"] == memcpy.default_max() + 2 * memcpy.PAGE
+    # The plan's largest size, as the sweep rounds --max down to its grid (issue 48: 4x a 300 MiB
+    # L3 is not on it), and the bound the output names.
+    assert meta["buffer_bytes"] == memcpy.on_grid(meta["max_bytes"]) + 2 * memcpy.PAGE
+    assert meta["max_from"].startswith(f"default --max {memcpy.human_bytes(meta['max_bytes'])}:")
+    assert meta["max_from"] in (tmp_path / "stdout").read_text()
     buffers_kib = 2 * meta["buffer_bytes"] >> 10
     bound_kib = buffers_kib + 100_000_000 // 1024
     assert peak <= bound_kib

@@ -37,7 +37,8 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
     "max_bytes",
     metavar="SIZE",
     callback=_size,
-    help="Largest copy, e.g. 64M (default: 4x the last-level cache, so its knee shows).",
+    help="Largest copy, e.g. 64M (default: 4x the last-level cache, so its knee shows, within a "
+    "quarter of the memory available and 30 s of copying; the output says which bound held).",
 )
 @click.option(
     "--trials",
@@ -102,15 +103,19 @@ def memcpy_cmd(
 
     memcpy.check_kernel(kernel)
     memcpy.Placement(align, offset).check()
-    top = memcpy.default_max() if max_bytes is None else max_bytes
-    if top > memcpy.MAX_BYTES:
+    if max_bytes is not None and max_bytes > memcpy.MAX_BYTES:
         raise click.BadParameter(f"at most {memcpy.MAX_BYTES >> 30} GiB", param_hint="--max")
+    if max_bytes is None:
+        bound = memcpy.default_max(kernel, trials)
+        top, chosen = bound.bytes, {"max_from": bound.why}
+    else:
+        top, chosen = max_bytes, {}
     output, resuming = optional_record(output, resume)
     check_paths(output, plot_path)
     # --small is how the summary reads the sweep: the file keeps it, so a report agrees.
     copies = functools.partial(memcpy.run, top, trials, kernel, align, offset, lock=not no_mlock,
                                output=output, resume=resuming, discard_bad=discard_bad,
-                               extra_meta={"small": small})  # fmt: skip
+                               extra_meta={"small": small, **chosen})  # fmt: skip
     df = journaled_run(copies, output, True, f"memcpy 1..{top} B")
     if df["gb_per_s"].isna().all():
         saved = f" (the {len(df)} sizes are saved in {output})" if output else ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
 import socket
 from collections.abc import Callable, Mapping
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import psutil
 from numpy.typing import ArrayLike
 
 from perflab.analysis.summary import Summary, Table
@@ -57,11 +59,72 @@ def sizes(max_bytes: int, min_bytes: int = 1) -> np.ndarray:
     return np.array(out, dtype=np.uint64)
 
 
-def default_max() -> int:
-    """Four times the last-level cache (so the last knee has room), 64 MiB if none is declared."""
+LLC_TIMES = 4  # the default reaches 4x the last-level cache: its knee (at half) shows with room
+NO_LLC = 64 << 20  # the default's reach where no cache is declared
+MEMORY_SHARE = 4  # the default's two buffers take at most a quarter of the memory available
+BUDGET_S = 30.0  # the default sweep's copying, as a pilot copy's rate predicts it, at most
+PILOT_COPIES = 3
+
+
+@dataclass(frozen=True)
+class DefaultMax:
+    """The default largest copy and the sentence the output gives of where it comes from."""
+
+    bytes: int
+    why: str
+
+
+def on_grid(limit: int) -> int:
+    """The largest size incr() visits up to limit: the last a sweep to limit copies."""
+    return int(sizes(limit)[-1])
+
+
+def pilot_rate(kernel: str, nbytes: int) -> float:
+    """Bytes per second of the fastest of PILOT_COPIES copies of nbytes with this kernel, in
+    fresh buffers (freed after): at twice the last-level cache it is the memory's rate, which
+    the largest sizes pay; one copy a preemption cuts short would shrink the default."""
+    hz, _ = machine.tsc_hz()
+    one = np.array([nbytes], dtype=np.uint64)
+    with Buffers(nbytes) as bufs:
+        copies, ticks = bufs.sweep(
+            check_kernel(kernel), Placement(), one, PILOT_COPIES, "memcpy pilot"
+        )
+    return float(nbytes * copies[0] / (ticks[0] / hz)) if ticks[0] > 0 else math.inf
+
+
+def default_max(kernel: str = "libc", trials: int = 10) -> DefaultMax:
+    """LLC_TIMES x the last-level cache (NO_LLC if none is declared), on the grid, bounded by
+    MEMORY_SHARE of the memory available and by BUDGET_S of copying at a pilot copy's rate: a
+    hypervisor may declare a 300 MiB L3, whose 4x took two 1.2 GB buffers and 107 s."""
     table = machine.caches()
     llc = int(table["size_bytes"].max()) if not table.empty else 0
-    return 4 * llc if llc else 64 << 20
+    if llc:
+        name = str(table.loc[table["size_bytes"].idxmax(), "cache"])
+        wanted, reach = LLC_TIMES * llc, f"{LLC_TIMES} x the {human_bytes(llc)} {name}"
+    else:
+        wanted, reach = NO_LLC, f"{human_bytes(NO_LLC)}, no cache declared"
+    free = int(psutil.virtual_memory().available)
+    top = on_grid(max(1, min(wanted, free // (2 * MEMORY_SHARE))))
+    limits = []
+    if top < on_grid(wanted):
+        limits.append(f"1/{MEMORY_SHARE} of the {free / 1e9:.1f} GB available, for two buffers")
+    pilot = on_grid(max(1, top // 2))
+    rate = pilot_rate(kernel, pilot)
+    grid = sizes(top).astype(float)
+    fits = np.flatnonzero(np.cumsum(grid) * trials / rate <= BUDGET_S)
+    each = f"{trials} trial{'s' if trials > 1 else ''}"
+    budget = (
+        f"{BUDGET_S:g} s of copying ({each} at {rate / 1e9:.1f} GB/s, "
+        f"a pilot copy of {human_bytes(pilot)})"
+    )
+    if not fits.size or int(grid[fits[-1]]) < top:
+        top = int(grid[fits[-1]]) if fits.size else int(grid[0])
+        limits.append(budget)
+    head = f"default --max {human_bytes(top)}: {reach}"
+    if limits:
+        return DefaultMax(top, f"{head} would exceed " + " and ".join(limits))
+    share = f"1/{MEMORY_SHARE} of the memory available"
+    return DefaultMax(top, f"{head}, within {share} and {budget}")
 
 
 def parse_size(text: str | int) -> int:
@@ -301,14 +364,19 @@ def run(
     resume=True completes an interrupted one (inprocess.measure). progress counts work();
     extra_meta joins the metadata (the CLI records its --small there)."""
 
-    top = default_max() if max_bytes is None else max_bytes
-    if not 1 <= top <= MAX_BYTES:
-        raise PerflabError(f"--max must be between 1 byte and {MAX_BYTES >> 30} GiB, not {top}")
     place = Placement(align, offset)
     place.check()
     kid = check_kernel(kernel)
     if trials < 1:
         raise PerflabError(f"--trials must be at least 1, not {trials}")
+    chosen = {}
+    if max_bytes is None:
+        bound = default_max(kernel, trials)
+        top, chosen = bound.bytes, {"max_from": bound.why}
+    else:
+        top = max_bytes
+    if not 1 <= top <= MAX_BYTES:
+        raise PerflabError(f"--max must be between 1 byte and {MAX_BYTES >> 30} GiB, not {top}")
     todo = sizes(top).astype(np.int64)
     hz, _ = machine.tsc_hz()
     params = {"max_bytes": top, "trials": trials, "kernel": kernel, "align": align,
@@ -322,6 +390,7 @@ def run(
         meta = {
             **machine.metadata(),
             "experiment": "memcpy",
+            **chosen,
             **(extra_meta or {}),
             "max_bytes": top,
             "trials": trials,
@@ -613,6 +682,8 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     if "mlockall" in meta:
         line += f"; mlockall {'on' if meta['mlockall'] else 'off'}"
     lines = [line]
+    if "max_from" in meta:
+        lines.append(str(meta["max_from"]))
     if "copies" in frame:
         lines.append(
             f"each sample: {int(frame['copies'].min()):,} to {int(frame['copies'].max()):,} "

@@ -9,6 +9,10 @@ import subprocess
 import time
 from pathlib import Path
 
+# Imported before pytester's in-process runs snapshot sys.modules: a pandas first imported inside
+# one is dropped after it, and the next run's fresh copy meets the old one's classes
+# ("AssertionError: <class 'pandas.arrays.ArrowStringArray'>" when a file runs alone).
+import pandas  # noqa: F401
 import pytest
 from click.testing import CliRunner
 

@@ -259,26 +259,56 @@ def sweep(slow, tmp_path_factory) -> Path:
     return _probe_sweep(slow, tmp_path_factory.mktemp("sweep") / "before.parquet")
 
 
-def test_diff_flags_the_sizes_made_twice_as_slow(slow, tmp_path, alone):
+def _recorded(sweep: Path, out: Path, factor: float, seed: int) -> Path:
+    """A real sweep's file (its columns, runs and metadata) with ticks of a known spread drawn
+    anew (5 %, lognormal, seeded), `factor` times as many at the CHANGED sizes: what diff must
+    flag then follows from the frames, not from this machine's noise (a sweep under load here
+    spread so far that no interval showed a doubling)."""
+    df = results.load(sweep)
+    meta = results.metadata(df)
+    rng = np.random.default_rng(seed)
+    scale = np.where(df["env_size"].isin(CHANGED), factor, 1.0)
+    df["ticks"] = np.round(100_000 * scale * rng.lognormal(0.0, 0.05, len(df)))
+    return results.save(results.attach(df, meta), out)
+
+
+def test_diff_flags_the_sizes_a_recorded_sweep_made_twice_as_slow(sweep, tmp_path):
     png, page = tmp_path / "d.png", tmp_path / "d.html"
-    with alone():
-        before = _probe_sweep(slow, tmp_path / "before.parquet")
-        after = _probe_sweep(slow, tmp_path / "after.parquet", str(CHANGED[0]), str(CHANGED[-1]))
-        argv = ["diff", str(before), str(after), "--json", "--plot", str(png), "--html", str(page)]
-        out = _json(CliRunner().invoke(cli, argv))
-        t = pd.DataFrame(out["points_table"]).set_index("env_size")
-        changed, same = t.loc[list(CHANGED)], t.drop(index=list(CHANGED))
-        assert (changed["change"] == "slower").all(), t
-        assert (changed["ci_low"] > 1).all() and (changed["ratio"] > 1.3).all(), t
-        # The drift moves every size alike; the code moves these.
-        assert changed["ratio"].min() > same["ratio"].median() * 1.25, t
+    before = _recorded(sweep, tmp_path / "before.parquet", 1.0, seed=1)
+    after = _recorded(sweep, tmp_path / "after.parquet", 2.0, seed=2)
+    argv = ["diff", str(before), str(after), "--json", "--plot", str(png), "--html", str(page)]
+    out = _json(CliRunner().invoke(cli, argv))
+    t = pd.DataFrame(out["points_table"]).set_index("env_size")
+    changed, same = t.loc[list(CHANGED)], t.drop(index=list(CHANGED))
+    assert (changed["change"] == "slower").all() and (changed["ci_low"] > 1.5).all(), t
+    assert changed["ratio"].between(1.8, 2.2).all() and same["ratio"].between(0.9, 1.1).all(), t
+    assert (same["change"] == "").all() and (same["ci_low"] < 1).all(), t
     assert out["points"] == 8 and out["level_per_point"] == pytest.approx(1 - 0.05 / 8)
-    assert out["verdict"].startswith("after is slower at")
+    assert out["verdict"].startswith("after is slower at 4 (")
     assert _png(_page(page).images[0]) == png.read_bytes()[: len(_png(_page(page).images[0]))]
     rows = _page(page).tables[0]
     assert rows[0][:2] == ["env_size", "n_before"] and len(rows) == 1 + 8
     text = CliRunner().invoke(cli, ["diff", str(before), str(after)])
     assert text.exit_code == 0 and text.output.strip().splitlines()[-1] == out["verdict"]
+
+
+def test_diff_of_real_sweeps_reads_the_code_made_twice_as_slow_where_it_is(slow, tmp_path, alone):
+    """Two real sweeps, the second with the CHANGED sizes' loop doubled: their ratios stand
+    above the others' (a drift of the host between the sweeps moves every size alike, a spell
+    a minority of 25 runs), and the verdict counts what the table flags. Which sizes an
+    interval decides follows this machine's noise (issue 48): the flags are tested above."""
+    with alone():
+        before = _probe_sweep(slow, tmp_path / "before.parquet")
+        after = _probe_sweep(slow, tmp_path / "after.parquet", str(CHANGED[0]), str(CHANGED[-1]))
+        out = _json(CliRunner().invoke(cli, ["diff", str(before), str(after), "--json"]))
+        t = pd.DataFrame(out["points_table"]).set_index("env_size")
+        changed, same = t.loc[list(CHANGED)], t.drop(index=list(CHANGED))
+        assert changed["ratio"].median() > 1.5 * same["ratio"].median(), t
+    for moved in ("slower", "faster"):
+        n = int((t["change"] == moved).sum())
+        assert (f"{moved} at {n} (" in out["verdict"]) == (n > 0), (out["verdict"], t)
+    if not (t["change"] != "").any():
+        assert out["verdict"].startswith("no change shown at any of 8 env_size values")
 
 
 def test_diff_of_two_halves_of_one_sweep_flags_nothing_95_percent_of_the_time(sweep):

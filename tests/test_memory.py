@@ -440,3 +440,42 @@ def test_the_default_sweep_holds_its_two_buffers_and_at_most_100_mb_more(tmp_pat
     assert buffers_kib <= meta["peak_private_kib"] <= bound_kib
     assert meta["peak_resident_kib"] > meta["peak_private_kib"]
     assert "peak memory: " in (tmp_path / "stdout").read_text()
+
+
+def test_repeat_sweeps_the_same_sizes_and_diff_compares_the_kernels_on_a_log_axis(
+    runner, tmp_path, caplog
+):
+    """--repeat N: N sweeps of the same sizes, each size's median in the summary; diff compares
+    libc with the loop kernel size by size (the kernel is a condition, named), N runs a point,
+    drawn along a log size axis without a tick warning (512 category labels made a black bar)."""
+    files = {}
+    for kernel in ("libc", "loop"):
+        files[kernel] = tmp_path / f"{kernel}.parquet"
+        argv = ["sweep", "memcpy", "--max", "64K", "--trials", "1", "--repeat", "5", "--kernel",
+                kernel, "--no-mlock", "--json", "-o", str(files[kernel])]  # fmt: skip
+        res = runner.invoke(cli, argv)
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.stdout)["repeat"] == 5
+    df = results.load(files["libc"])
+    grid = memcpy.sizes(64 << 10).astype(np.int64)
+    assert list(df["repeat"]) == list(np.repeat(range(5), grid.size))
+    assert (df.groupby("repeat")["size"].apply(list) == [list(grid)] * 5).all()
+    assert results.metadata(df)["params"]["repeat"] == 5
+    one = df[df["repeat"] == 2].reset_index(drop=True)
+    assert np.allclose(one["derivative"].iloc[1:], memcpy.derivative(one["size"], one["ticks"])[1:])
+    per = memcpy.per_size(df)
+    assert list(per["size"]) == list(grid)
+    assert np.allclose(per["ticks"], df.groupby("size")["ticks"].median().to_numpy())
+
+    from perflab.reports import diff
+
+    d = diff.diff(files["libc"], files["loop"])
+    assert d.params == ("size",) and len(d.table) == grid.size
+    assert (d.table["n_before"] == 5).all() and (d.table["n_after"] == 5).all()
+    assert "measured with another kernel: 'libc' before, 'loop' after" in d.notes[0]
+    with caplog.at_level("WARNING", logger="matplotlib"):
+        fig = d.plot(tmp_path / "d.png")
+    assert fig.axes[0].get_xscale() == "log" and not caplog.records
+    assert (tmp_path / "d.png").stat().st_size > 10000
+    res = runner.invoke(cli, ["diff", str(files["libc"]), str(files["loop"])])
+    assert res.exit_code == 0 and "another kernel" in res.output, res.output

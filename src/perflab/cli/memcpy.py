@@ -48,6 +48,14 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
     help="Samples per size, each of enough copies to last 100 timer steps; the minimum is kept.",
 )
 @click.option(
+    "--repeat",
+    default=1,
+    show_default=True,
+    type=Count(1, each_s=controls.CALL_S, what="its sweeps"),
+    help="Sweeps of the same sizes, one after the other: runs per size that `perflab diff` "
+    "compares (the summary takes each size's median).",
+)
+@click.option(
     "--kernel",
     type=click.Choice(defaults.COPY_KERNEL_NAMES),
     default="libc",
@@ -86,6 +94,7 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
 def memcpy_cmd(
     max_bytes: int | None,
     trials: int,
+    repeat: int,
     kernel: str,
     align: int,
     offset: int,
@@ -106,7 +115,7 @@ def memcpy_cmd(
     if max_bytes is not None and max_bytes > memcpy.MAX_BYTES:
         raise click.BadParameter(f"at most {memcpy.MAX_BYTES >> 30} GiB", param_hint="--max")
     if max_bytes is None:
-        bound = memcpy.default_max(kernel, trials)
+        bound = memcpy.default_max(kernel, trials, repeat)
         top, chosen = bound.bytes, {"max_from": bound.why}
     else:
         top, chosen = max_bytes, {}
@@ -115,7 +124,8 @@ def memcpy_cmd(
     # --small is how the summary reads the sweep: the file keeps it, so a report agrees.
     copies = functools.partial(memcpy.run, top, trials, kernel, align, offset, lock=not no_mlock,
                                output=output, resume=resuming, discard_bad=discard_bad,
-                               extra_meta={"small": small, **chosen})  # fmt: skip
+                               extra_meta={"small": small, **chosen},
+                               repeat=repeat)  # fmt: skip
     df = journaled_run(copies, output, True, f"memcpy 1..{top} B")
     if df["gb_per_s"].isna().all():
         saved = f" (the {len(df)} sizes are saved in {output})" if output else ""

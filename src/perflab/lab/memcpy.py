@@ -92,7 +92,7 @@ def pilot_rate(kernel: str, nbytes: int) -> float:
     return float(nbytes * copies[0] / (ticks[0] / hz)) if ticks[0] > 0 else math.inf
 
 
-def default_max(kernel: str = "libc", trials: int = 10) -> DefaultMax:
+def default_max(kernel: str = "libc", trials: int = 10, repeat: int = 1) -> DefaultMax:
     """LLC_TIMES x the last-level cache (NO_LLC if none is declared), on the grid, bounded by
     MEMORY_SHARE of the memory available and by BUDGET_S of copying at a pilot copy's rate: a
     hypervisor may declare a 300 MiB L3, whose 4x took two 1.2 GB buffers and 107 s."""
@@ -111,8 +111,9 @@ def default_max(kernel: str = "libc", trials: int = 10) -> DefaultMax:
     pilot = on_grid(max(1, top // 2))
     rate = pilot_rate(kernel, pilot)
     grid = sizes(top).astype(float)
-    fits = np.flatnonzero(np.cumsum(grid) * trials / rate <= BUDGET_S)
+    fits = np.flatnonzero(np.cumsum(grid) * trials * repeat / rate <= BUDGET_S)
     each = f"{trials} trial{'s' if trials > 1 else ''}"
+    each += f" x {repeat} sweeps" if repeat > 1 else ""
     budget = (
         f"{BUDGET_S:g} s of copying ({each} at {rate / 1e9:.1f} GB/s, "
         f"a pilot copy of {human_bytes(pilot)})"
@@ -336,8 +337,27 @@ def resolved_rows(frame: pd.DataFrame, meta: Mapping[str, Any]) -> tuple[np.ndar
 
 
 def _rederive(df: pd.DataFrame) -> pd.DataFrame:
-    """Every size's derivative again, across the chunks' edges (rows in size order)."""
-    return df.assign(derivative=derivative(df["size"], df["ticks"]))
+    """Every size's derivative again, across the chunks' edges (rows in size order within each
+    sweep of --repeat)."""
+    if "repeat" not in df:
+        return df.assign(derivative=derivative(df["size"], df["ticks"]))
+    out = df.copy()
+    for _, rows in df.groupby("repeat", sort=False):
+        out.loc[rows.index, "derivative"] = derivative(rows["size"], rows["ticks"])
+    return out
+
+
+def per_size(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per size: the median over the sweeps of --repeat (each the minimum of its
+    trials), the per-byte figures and the derivative from it; a frame of one sweep as it is."""
+    if "repeat" not in df:
+        return df
+    out = df.drop(columns="repeat").groupby("size", sort=True).median(numeric_only=True)
+    out = out.reset_index()
+    out.insert(0, "kernel", df["kernel"].iloc[0])
+    out["ticks_per_byte"] = out["ticks"] / out["size"]
+    out.attrs = dict(df.attrs)
+    return _rederive(out)
 
 
 def run(
@@ -354,8 +374,11 @@ def run(
     resume: bool = False,
     discard_bad: bool = False,
     extra_meta: Mapping[str, Any] | None = None,
+    repeat: int = 1,
 ) -> pd.DataFrame:
-    """moremem: the tidy sweep from 1 byte to max_bytes, with its run conditions in metadata.
+    """moremem: the tidy sweep from 1 byte to max_bytes, with its run conditions in metadata;
+    repeat > 1 sweeps the same sizes that many times, one after the other (a `repeat` column):
+    runs per size that diff can compare.
 
     A refused mlockall warns (PerflabWarning) and the sweep goes on: page faults may show.
     The buffers and the lock are released before the rows are merged and written, and the
@@ -369,9 +392,11 @@ def run(
     kid = check_kernel(kernel)
     if trials < 1:
         raise PerflabError(f"--trials must be at least 1, not {trials}")
+    if repeat < 1:
+        raise PerflabError(f"--repeat must be at least 1, not {repeat}")
     chosen = {}
     if max_bytes is None:
-        bound = default_max(kernel, trials)
+        bound = default_max(kernel, trials, repeat)
         top, chosen = bound.bytes, {"max_from": bound.why}
     else:
         top = max_bytes
@@ -380,7 +405,7 @@ def run(
     todo = sizes(top).astype(np.int64)
     hz, _ = machine.tsc_hz()
     params = {"max_bytes": top, "trials": trials, "kernel": kernel, "align": align,
-              "offset": offset, "lock": lock}  # fmt: skip
+              "offset": offset, "lock": lock, "repeat": repeat}  # fmt: skip
     with contextlib.ExitStack() as held:
         locked = held.enter_context(MemoryLock(lock))
         bufs = held.enter_context(Buffers(int(todo.max()) + place.offset))
@@ -394,6 +419,7 @@ def run(
             **(extra_meta or {}),
             "max_bytes": top,
             "trials": trials,
+            "repeat": repeat,
             "align": align,
             "offset": offset,
             "mlockall": locked.locked,
@@ -406,6 +432,8 @@ def run(
             part = np.ascontiguousarray(keys["size"], dtype=np.uint64)
             copies, ticks = bufs.sweep(kid, place, part, trials, f"memcpy sweep ({kernel})")
             rows = tidy(part, copies, ticks, hz, meta["timer_step_ticks"]).assign(kernel=kernel)
+            if "repeat" in keys:
+                rows["repeat"] = keys["repeat"].to_numpy()
             peak.sample()
             return rows
 
@@ -414,9 +442,17 @@ def run(
             held.close()
             return extra
 
-        weight = (todo + 64) * trials  # work() of each size
-        plan = inprocess.Plan("memcpy", pd.DataFrame({"size": todo}), COLUMNS, params, meta,
-                              weight=weight, derive=_rederive)  # fmt: skip
+        weight = np.tile((todo + 64) * trials, repeat)  # work() of each size
+        columns: tuple[str, ...] = COLUMNS
+        phase: tuple[str, ...] = ()
+        if repeat == 1:
+            keys = pd.DataFrame({"size": todo})
+        else:
+            keys = pd.DataFrame({"repeat": np.repeat(np.arange(repeat), todo.size),
+                                 "size": np.tile(todo, repeat)})  # fmt: skip
+            columns, phase = (COLUMNS[0], "repeat", *COLUMNS[1:]), ("repeat",)
+        plan = inprocess.Plan("memcpy", keys, columns, params, meta, phase=phase, weight=weight,
+                              derive=_rederive)  # fmt: skip
         return inprocess.measure(plan, copied, childruns.Recording(output, resume, discard_bad),
                                  on_start=on_start, progress=progress,
                                  release=release)  # fmt: skip
@@ -600,6 +636,7 @@ def plot(
 
     from perflab.analysis import plot as plt
 
+    df = per_size(df)
     shown = rated(df, meta)
     fig, ax = plt.figure(figsize=(9, 5.5))
     red, blue, green = plt.COLORS[:3]
@@ -648,7 +685,9 @@ def plot(
 
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """The small-size table (Riquadro 3), the cache knees and the peak rate, of the sizes whose
-    samples the timer resolves."""
+    samples the timer resolves; of --repeat sweeps, each size's median."""
+    sweeps = int(frame["repeat"].nunique()) if "repeat" in frame else 1
+    frame = per_size(frame)
     keep, step = resolved_rows(frame, meta)
     fit = rated(frame, meta)
     knees = detect_knees(fit["size"], fit["ticks_per_byte"])
@@ -675,6 +714,9 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     line = f"{len(frame)} sizes, {kernel}" + (
         f", min of {meta['trials']}" if "trials" in meta else ""
     )
+    if sweeps > 1:
+        values["repeat"] = sweeps
+        line += f", median of {sweeps} sweeps"
     if "gb_per_s" in fit and fit["gb_per_s"].notna().any():
         peak = fit.loc[fit["gb_per_s"].idxmax()]
         values["peak"] = {"size": int(peak["size"]), "gb_per_s": float(peak["gb_per_s"])}

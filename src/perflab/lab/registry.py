@@ -45,6 +45,9 @@ class Experiment:
     # loop count, a page count): diff refuses two results that differ in one. The program is
     # not one of them: comparing two builds of it is what diff is for.
     defines: tuple[str, ...] = ()
+    # Run parameters that are conditions of the whole run, not points (memcpy's kernel): diff
+    # compares two results that differ in one point by point, and names it.
+    conditions: tuple[str, ...] = ()
     ok: str = "ok"  # the status of a row diff may compare
     help: str = ""  # the first paragraph of its verb's help (on one experiment per verb)
 
@@ -108,9 +111,10 @@ EXPERIMENTS: dict[str, Experiment] = {
             module="perflab.lab.memcpy",
             verb="sweep memcpy",
             columns=frozenset({"kernel", "size", "ticks", "ticks_per_byte"}),
-            points=("kernel", "size"),
+            points=("size",),
             value="ticks",
             defines=("trials", "align", "offset"),
+            conditions=("kernel",),
             help=(
                 "Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees "
                 "found."

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 
 CHANGE = 0.02  # the smallest change of interest unless the user names one (--change)
+SPAN = 100  # a numeric parameter from x to SPAN * x or more is drawn on a log axis
+MAX_LABELS = 40  # category labels on a diff plot's axis, at most (512 made a black bar)
 POWER = 0.8  # how often the runs said to be needed show that change
 
 
@@ -72,13 +74,16 @@ class Diff:
             )
             ax.plot(x, t["ratio"], color=plt.COLORS[1], lw=0.9, label="after / before")
             ax.set_xlabel(self.params[0])
+            if x.size and x.min() > 0 and x.max() >= SPAN * x.min():
+                self._log_x(ax)
         else:
             err = [t["ratio"] - lo.fillna(t["ratio"]), hi.fillna(t["ratio"]) - t["ratio"]]
             ax.errorbar(
                 x, t["ratio"], yerr=err, fmt="o", color=plt.COLORS[1], label="after / before"
             )
             labels = [" ".join(map(str, r)) for r in t[list(self.params)].itertuples(index=False)]
-            ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+            every = max(1, math.ceil(len(x) / MAX_LABELS))  # a label each, up to MAX_LABELS
+            ax.set_xticks(x[::every], labels[::every], rotation=30, ha="right", fontsize=8)
         hot = t["change"] != ""
         ax.plot(x[hot.to_numpy()], t.loc[hot, "ratio"], "o", color=plt.COLORS[0], label="changed")
         ax.axhline(1.0, color="black", lw=0.6, ls="--")
@@ -87,6 +92,19 @@ class Diff:
         names = f"{Path(str(self.after.path)).name} / {Path(str(self.before.path)).name}"
         title = f"{self.before.experiment}: {names}"
         return plt.save(fig, target, title=title)
+
+    def _log_x(self, ax: Any) -> None:
+        """A log x axis for a parameter that spans decades (memcpy's sizes: 1 B to a GB), in
+        bytes where the parameter is a size."""
+        from matplotlib.ticker import FuncFormatter
+
+        from perflab.analysis import plot as plt
+
+        plt.log_axes(ax, x=True, y=False)
+        if self.params[0] == "size":
+            from perflab.lab.memcpy import human_bytes
+
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v)))
 
 
 def _value(experiment: registry.Experiment, df: pd.DataFrame) -> str:
@@ -124,6 +142,15 @@ def points_differ(experiment: registry.Experiment, a: dict, b: dict) -> dict[str
     if not isinstance(pa, dict) or not isinstance(pb, dict):
         return {}
     return {k: (pa.get(k), pb.get(k)) for k in experiment.defines if pa.get(k) != pb.get(k)}
+
+
+def conditions_changed(experiment: registry.Experiment, a: dict, b: dict) -> dict[str, tuple]:
+    """The run parameters that are conditions of the whole run (memcpy's kernel) the two
+    results recorded with different values: name -> (before, after)."""
+    pa, pb = a.get("params"), b.get("params")
+    if not isinstance(pa, dict) or not isinstance(pb, dict):
+        return {}
+    return {k: (pa.get(k), pb.get(k)) for k in experiment.conditions if pa.get(k) != pb.get(k)}
 
 
 def _grid(df: pd.DataFrame, params: tuple[str, ...]) -> set[tuple]:
@@ -402,6 +429,10 @@ def diff(
             errors.warning("points_differ", before=before, after=after, names=names, detail=detail)
         )
     params = experiment.points
+    notes = [
+        f"measured with another {k}: {va!r} before, {vb!r} after (the ratios are its effect)"
+        for k, (va, vb) in conditions_changed(experiment, ra.meta, rb.meta).items()
+    ]
     value = _value(experiment, ra.frame)
     if _value(experiment, rb.frame) != value:
         raise PerflabError(
@@ -412,7 +443,7 @@ def diff(
         raise PerflabError(
             f"{before if a.empty else after}: no row with status {experiment.ok!r} and a {value}"
         )
-    notes = _check_grids(a, b, params, intersect)
+    notes += _check_grids(a, b, params, intersect)
     warnings += conditions_differ(ra.meta, rb.meta)
     scale = _tsc_scale(ra.meta, rb.meta, value)
     if scale != 1.0:

@@ -64,7 +64,14 @@ def both(window):
     for r in range(ROUNDS):
         for engine in ENGINES if r % 2 == 0 else ENGINES[::-1]:
             busy, ours, began = _busy_s(), _ours_s(), time.monotonic()
-            part = env_size.sweep(engine=engine, seed=r, **plan)
+            try:
+                part = env_size.sweep(engine=engine, seed=r, **plan)
+            except PerflabError as exc:
+                # Its timing check saw the engines differ here (issue 48: a Xeon with AMX read
+                # 8-14 % high at 21 of 48 sizes): a refusal is what the engine owes this CPU.
+                if "than exec'd runs at the same frames" not in str(exc):
+                    raise
+                pytest.skip(f"the shift engine refuses on this CPU: {exc}")
             took[engine] += (_busy_s() - busy) - (_ours_s() - ours)
             spent[engine] += time.monotonic() - began
             parts[engine].append(part.assign(rep=part["rep"] + r * plan["repeat"]))
@@ -159,6 +166,37 @@ def test_medians_outside_windows_agree_as_the_exec_engine_agrees_with_itself(bot
     with judged(both):
         assert len(beyond) <= 0.05 * len(ratio), (bound, beyond)  # a spell's few sizes
         assert abs(np.log(ratio).median()) <= np.log1p(0.02)
+
+
+def test_the_timing_check_refuses_a_bias_of_many_sizes_one_way_and_not_the_hosts_noise():
+    """On recorded ticks of a known answer: the shift child 10 % slower than exec'd runs at 8
+    of 17 sizes, exec'd runs within 1 % of each other, is refused in one line; the same bias
+    where exec'd runs disagree with themselves by 20 % is not (the check cannot tell), nor are
+    ticks drawn alike for both engines."""
+    rng = np.random.default_rng(3)
+    base = rng.uniform(1e5, 2e5, 17)
+
+    def drawn(spread: float, bias=1.0) -> np.ndarray:
+        return base * bias * rng.lognormal(0, spread, (shifted.TIMING_ROUNDS, 17))
+
+    bias = np.where(np.arange(17) < 8, 1.10, 1.0)
+    found = shifted.agreement(drawn(0.003), drawn(0.003, bias), drawn(0.003))
+    assert (found["sizes"], found["slower"], found["faster"]) == (17, 8, 0)
+    line = shifted.disagreement(found)
+    assert line is not None and "\n" not in line and line.endswith("; use --engine exec")
+    assert line.startswith("--engine shift: at 8 of 17 sizes its loop ran 10% slower than exec")
+    noisy = shifted.agreement(drawn(0.003), drawn(0.003, bias), drawn(0.003) * 1.2)
+    assert noisy["bound"] > 0.15 and shifted.disagreement(noisy) is None
+    alike = shifted.agreement(drawn(0.003), drawn(0.003), drawn(0.003))
+    assert alike["slower"] + alike["faster"] <= 1 and shifted.disagreement(alike) is None
+
+
+def test_the_timing_check_ran_at_sixteen_frame_steps_and_let_the_sweep_measure(both):
+    timing = results.metadata(both["shift"])["shift_check"]["timing"]
+    start, end = int(both["shift"]["env_size"].min()), int(both["shift"]["env_size"].max())
+    sizes = shifted.timing_sizes(Plan(min_size=start, max_size=end))
+    assert timing["sizes"] == sizes.size and sizes.size >= shifted.TIMING_FRAMES
+    assert shifted.disagreement(timing) is None
 
 
 def test_rows_carry_the_exec_engines_columns_and_say_what_they_cannot_be(both):

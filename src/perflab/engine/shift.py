@@ -20,6 +20,7 @@ child at a time), every child under perflab's supervisor.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -29,7 +30,7 @@ import subprocess
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -275,18 +276,33 @@ def _set_rt(child: Child) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def started(placement: Placement, cpus: Sequence[int], timeout: float = 10.0, mlock: bool = False,
+            rt: bool = False) -> Iterator[Child]:  # fmt: skip
+    """One shift child for checks before a sweep, under its own supervisor, ended after."""
+    with supervisor.Supervisor() as sup:
+        child = Child(sup, placement, cpus, mlock=mlock, timeout=timeout)
+        try:
+            if rt:
+                _set_rt(child)
+            yield child
+        finally:
+            child.close()
+
+
+def run_frames(child: Child, frames: np.ndarray) -> np.ndarray:
+    """One call of the loop at each of these frames, in order: their records (RECORD)."""
+    child.submit(frames)
+    return child.collect()
+
+
 def placed_frames(
     placement: Placement, cpus: Sequence[int], timeout: float = 10.0
 ) -> tuple[int, np.ndarray]:
     """Run the placement's points once in a shift child: where its own main would have been
     exec'd (its entry frame), and each point's frame as main's prologue saw it (0: not there)."""
-    with supervisor.Supervisor() as sup:
-        child = Child(sup, placement, cpus, mlock=False, timeout=timeout)
-        try:
-            child.submit(placement.frames)
-            got = child.collect()
-        finally:
-            child.close()
+    with started(placement, cpus, timeout) as child:
+        got = run_frames(child, placement.frames)
     return child.entry_frame, got["frame"].astype(np.int64)
 
 

@@ -31,7 +31,7 @@ from perflab.system import compiler
 CHECK_SPREAD = 9  # sizes spread over the plan's range, checked
 CHECK_STEPS = 16  # and the first STACK_STEP consecutive sizes: every 16-byte rounding
 TIMING_FRAMES = 16  # sizes a frame step (16 bytes) apart whose ticks the timing check compares
-TIMING_ROUNDS = 5  # rounds of exec'd run, shift call, exec'd run at each of them
+TIMING_ROUNDS = 9  # rounds of exec'd run, shift call, exec'd run at each of them
 AGREE = math.log1p(0.02)  # engines whose medians are this near agree, however near exec's are
 # Sizes beyond exec's own agreement, one way, that make the engines differ: a bias of the
 # engine moves many sizes one way; the host's noise moves a few, either way.

@@ -2,16 +2,22 @@
 
 flock belongs to the open file, so the kernel drops it when the holder dies however it dies:
 a lock file left by a dead process is stale by construction and simply taken over.
+
+The lock sits beside the result, often in a directory others can write (/tmp): it is opened
+without following a link, and used only when it is a regular file of this user's with one
+name, so nobody can plant it to have perflab write its pid into their choice of file.
 """
 
 import contextlib
 import errno
 import fcntl
 import os
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from perflab.core import files
 from perflab.errors import PerflabError
 
 _held: dict[Path, list] = {}  # lock path -> [fd, depth]: re-entrant within this process
@@ -39,6 +45,42 @@ def _refuse(path: Path, who: str) -> PerflabError:
     )
 
 
+def _planted(lp: Path, st: os.stat_result) -> PerflabError | None:
+    """Why a lock file is not one perflab may use, if it is not: a link, a FIFO or device, a
+    file with other names (a hard link), or another user's."""
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+        what = files.kind(st.st_mode)
+    elif st.st_nlink != 1:
+        what = f"a file with {st.st_nlink} names (a hard link)"
+    elif st.st_uid != os.geteuid():
+        what = f"a file of another user (uid {st.st_uid})"
+    else:
+        return None
+    return PerflabError(
+        f"{lp}: is {what}, not a lock perflab made; refusing to use it (remove it, or choose "
+        "another -o in a directory only you can write)"
+    )
+
+
+def _open(lp: Path, flags: int) -> int:
+    """The lock file opened without following a link nor waiting on a FIFO, checked."""
+    with contextlib.suppress(FileNotFoundError):
+        err = _planted(lp, os.lstat(lp))  # a device is refused before it is ever opened
+        if err is not None:
+            raise err
+    try:
+        fd = os.open(lp, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a link planted since the lstat
+            raise PerflabError(f"{lp}: is a symbolic link, not a lock perflab made") from None
+        raise
+    err = _planted(lp, os.fstat(fd))
+    if err is not None:
+        os.close(fd)
+        raise err
+    return fd
+
+
 def acquire(path: str | os.PathLike) -> None:
     """Take the lock of `path` for this process, or refuse with the pid holding it."""
     lp = lock_path(path)
@@ -47,7 +89,7 @@ def acquire(path: str | os.PathLike) -> None:
             _held[lp][1] += 1
             return
         while True:
-            fd = os.open(lp, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            fd = _open(lp, os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -60,7 +102,7 @@ def acquire(path: str | os.PathLike) -> None:
             # The previous holder may have unlinked the file between our open and our flock:
             # then we locked an orphan inode, and must lock the file now at that path.
             try:
-                same = os.stat(lp).st_ino == os.fstat(fd).st_ino
+                same = _same(os.lstat(lp), os.fstat(fd))
             except FileNotFoundError:
                 same = False
             if same:
@@ -84,17 +126,22 @@ def release(path: str | os.PathLike) -> None:
             return
         del _held[lp]
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(lp)
+            if _same(os.lstat(lp), os.fstat(entry[0])):  # never what was put at its name since
+                os.unlink(lp)
         os.close(entry[0])
+
+
+def _same(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def writer(path: str | os.PathLike) -> str | None:
     """Who is writing a result file now ("pid N"), if another process is; None if nobody."""
     lp = lock_path(path)
-    if lp in _held or not lp.exists():
+    if lp in _held or not os.path.lexists(lp):
         return None
     try:
-        fd = os.open(lp, os.O_RDONLY | os.O_CLOEXEC)
+        fd = _open(lp, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:

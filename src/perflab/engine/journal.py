@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 
 from perflab import __version__, errors
+from perflab.core import files
 from perflab.core.bindings import core_digest
 from perflab.core.lazy import pd, pq
 from perflab.engine import filelock, results
 from perflab.errors import OtherExperiment, PerflabError
-from perflab.system import files
 
 
 @dataclass(frozen=True)
@@ -432,7 +432,7 @@ class Journal:
     def _read_params(self) -> dict:
         where = self.parts / "params.json"
         try:
-            journal = json.loads(where.read_bytes())
+            journal = json.loads(files.read(where))
             if not isinstance(journal, dict) or not isinstance(journal.get("params"), dict):
                 raise ValueError("no parameters in it")
         except FileNotFoundError:
@@ -461,7 +461,8 @@ class Journal:
         """A chunk's rows, or None when it is bad and discard_bad says drop it."""
         problem: str | None
         try:
-            df = pq.read_table(chunk).to_pandas()
+            with files.open_read(chunk) as f:  # a FIFO planted as a chunk: refused, not waited on
+                df = pq.read_table(f).to_pandas()
         except Exception as exc:
             problem = f"unreadable ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})"
         else:

@@ -25,7 +25,7 @@ def opened(where: str) -> Iterator[int | None]:
     """The fd the program's stdout and stderr go to (None: perflab's own) while the block
     runs; a file is written privately beside its name and takes the name when the block ends
     without an error."""
-    from perflab.system import files
+    from perflab.core import files
 
     if where == INHERIT:
         yield None

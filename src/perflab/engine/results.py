@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from perflab import __version__, errors
+from perflab.core import files
+from perflab.core.files import _publish, _temporary, atomic
 from perflab.core.lazy import pa, pd, pq
 from perflab.engine import filelock
 from perflab.errors import PerflabError
-from perflab.system.files import _publish, _temporary, atomic
 from perflab.system.frames import META_KEY as META_KEY
 from perflab.system.frames import attach as attach
 from perflab.system.frames import metadata as metadata
@@ -55,13 +56,29 @@ def check_output(path: str | os.PathLike, formats: tuple[str, ...] = FORMATS) ->
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise PerflabError(f"{p}: directory {parent} does not exist")
-    if p.is_dir():
-        raise PerflabError(f"{p}: is a directory")
+    files.check_target(p)
     if p.exists() and not os.access(p, os.W_OK):
         raise PerflabError(f"{p}: not writable")
     _probe_write(parent, p)
+    _check_parts(p)
     filelock.check_free(p)
     return p
+
+
+def _check_parts(p: Path) -> None:
+    """Refuse a journal directory (PATH.parts) that perflab would write chunks into through
+    someone else's link or directory."""
+    parts = p.with_name(p.name + ".parts")
+    try:
+        st = os.lstat(parts)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        what = files.kind(st.st_mode) if not stat.S_ISDIR(st.st_mode) else "another user's"
+        raise PerflabError(
+            f"{parts}: is {what}, not a journal perflab made for {p.name}; remove it or "
+            "choose another -o"
+        )
 
 
 def _probe_write(parent: Path, p: Path) -> None:
@@ -79,12 +96,8 @@ def _sidecar(path: Path) -> Path:
 
 
 def file_digest(path: str | os.PathLike) -> str:
-    """The sha256 of a file's bytes, read in blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """The sha256 of a file's bytes, read in blocks (a FIFO or device refused, never read)."""
+    return files.digest(path)
 
 
 def save(df: pd.DataFrame, path: str | os.PathLike) -> Path:
@@ -125,6 +138,7 @@ def load(path: str | os.PathLike) -> pd.DataFrame:
         raise PerflabError(f"{p}: is a directory")
     if p.suffix not in FORMATS:
         raise PerflabError(f"{p}: unknown format {p.suffix!r}; use one of {', '.join(FORMATS)}")
+    files.open_read(p).close()  # a FIFO or a device: refused here, never waited on
     if p.stat().st_size == 0:
         raise PerflabError(f"{p}: empty file (not a result perflab wrote)")
     return _load_parquet(p) if p.suffix == ".parquet" else _load_csv(p)
@@ -132,7 +146,8 @@ def load(path: str | os.PathLike) -> pd.DataFrame:
 
 def _load_parquet(p: Path) -> pd.DataFrame:
     try:
-        table = pq.read_table(p)
+        with files.open_read(p) as f:
+            table = pq.read_table(f)
         df = table.to_pandas()
     except Exception as exc:
         raise PerflabError(f"{p}: not a Parquet file perflab can read ({_first(exc)})") from None
@@ -154,7 +169,7 @@ def _load_csv(p: Path) -> pd.DataFrame:
     side_path = _sidecar(p)
     side = {}
     if side_path.exists():
-        side = _meta(side_path.read_bytes(), side_path)
+        side = _meta(files.read(side_path), side_path)
         if "sha256" not in side:
             errors.warn(errors.warning("sidecar_unchecked", path=p, sidecar=side_path))
         elif side["sha256"] != file_digest(p):
@@ -163,7 +178,8 @@ def _load_csv(p: Path) -> pd.DataFrame:
                 f"was cut short); delete {side_path} to load it without metadata"
             )
     try:
-        df = pd.read_csv(p, keep_default_na=False, na_values=[""])
+        with files.open_read(p) as f:
+            df = pd.read_csv(f, keep_default_na=False, na_values=[""])
         dtypes = side.get("dtypes", {})
         for col, dtype in dtypes.items() if isinstance(dtypes, dict) else ():
             if col in df:
@@ -200,9 +216,10 @@ def stored(path: str | os.PathLike) -> tuple[dict, int | None] | None:
     p = Path(path)
     try:
         if p.suffix == ".parquet":
-            info = pq.read_metadata(p)
+            with files.open_read(p) as f:
+                info = pq.read_metadata(f)
             return _meta((info.metadata or {})[META_KEY.encode()], p), info.num_rows
-        side = _meta(_sidecar(p).read_bytes(), p)
+        side = _meta(files.read(_sidecar(p)), p)
         return (side["metadata"], None) if isinstance(side.get("metadata"), dict) else None
     except (OSError, KeyError, PerflabError, pa.ArrowException):
         return None

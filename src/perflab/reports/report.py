@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from perflab import __version__, errors
 from perflab.analysis.summary import Summary
+from perflab.core import files
 from perflab.core.lazy import pd, pq
 from perflab.engine import filelock, journal, results
 from perflab.errors import PerflabError
@@ -148,15 +149,16 @@ def partial_of(meta: dict) -> str | None:
 def _journal(parts: Path) -> pd.DataFrame:
     """The rows and metadata of an interrupted run's journal (PATH.parts/), read only."""
     try:
-        recorded = json.loads((parts / "params.json").read_bytes())
+        recorded = json.loads(files.read(parts / "params.json"))
         meta = dict(recorded["meta"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, PerflabError):
         raise PerflabError(f"{parts}: a journal without readable params.json") from None
     chunks = sorted(parts.glob("chunk-*.parquet"))
     frames, bad = [], 0
     for chunk in chunks:
         try:
-            frames.append(pq.read_table(chunk).to_pandas())
+            with files.open_read(chunk) as f:  # a FIFO: refused, never waited on
+                frames.append(pq.read_table(f).to_pandas())
         except Exception:  # a chunk torn by a kill: the others still count
             bad += 1
     frames = [f for f in frames if not f.empty]

@@ -14,9 +14,10 @@ import struct
 import subprocess
 from collections.abc import Sequence
 
+from perflab.core import files
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
-from perflab.system import compiler, files
+from perflab.system import compiler
 
 MODULI = (16, 32, 64)
 

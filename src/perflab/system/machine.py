@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from perflab import __version__
-from perflab.core import bindings
+from perflab.core import bindings, files
 from perflab.core.bindings import core_digest
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
-from perflab.system import compiler, files
+from perflab.system import compiler
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 CLOCKSOURCE = Path("/sys/devices/system/clocksource/clocksource0")

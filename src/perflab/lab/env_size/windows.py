@@ -25,13 +25,14 @@ from typing import Any
 
 import numpy as np
 
+from perflab.core import files
 from perflab.core.lazy import pd
 from perflab.engine import spawn
 from perflab.engine.childruns import value_column
 from perflab.errors import PerflabError
 from perflab.lab.env_size import excess
 from perflab.lab.plans.env_size import BUILTIN as BUILTIN
-from perflab.system import binlayout, compiler, files
+from perflab.system import binlayout, compiler
 
 PAGE = 4096  # the low 12 address bits a store/load check compares
 STACK_STEP = 16  # the kernel's alignment of the initial stack pointer

@@ -17,6 +17,7 @@ from perflab.analysis.style import FORMATS as FORMATS
 from perflab.analysis.style import STYLE as STYLE
 from perflab.analysis.style import png as png
 from perflab.analysis.style import style as style
+from perflab.core import files
 from perflab.errors import PerflabError
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ def check_plot_path(path: str | os.PathLike) -> Path:
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise PerflabError(f"{p}: directory {parent} does not exist or is not writable")
+    files.check_target(p)
     try:  # a file made and removed: os.access says yes to root even on /proc
         fd, probe = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
     except OSError as exc:
@@ -78,7 +80,8 @@ def save(
     with style():
         fig.tight_layout()
         if path is not None:
-            fig.savefig(check_plot_path(path))
+            p = check_plot_path(path)  # written beside, then renamed: never through a link
+            files.atomic(p, lambda tmp: fig.savefig(tmp, format=p.suffix[1:]))
     return fig
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from perflab.cli import QUIET
+from perflab.core import files
 from perflab.engine import controls, filelock
 from perflab.engine.progress import Progress
 from perflab.errors import OtherExperiment, PerflabError
@@ -62,7 +63,8 @@ def output_options(func: F) -> F:
 
 class FileToWrite(click.Path):
     """A file perflab writes: an empty name, or one ending in '/' (which pathlib would quietly
-    strip, writing `x.parquet` for `x.parquet/`), is refused in one line."""
+    strip, writing `x.parquet` for `x.parquet/`), is refused in one line; so is a FIFO, a device
+    or a directory already there (the write would block on the FIFO, or go to the device)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(dir_okay=False, **kwargs)
@@ -71,7 +73,13 @@ class FileToWrite(click.Path):
         if isinstance(value, str) and (not value or value.endswith("/")):
             why = "an empty name" if not value else "a directory's name (it ends with /)"
             self.fail(f"{value!r} is {why}: give a file's name", param, ctx)
-        return super().convert(value, param, ctx)
+        value = super().convert(value, param, ctx)
+        if value != "-":
+            try:
+                files.check_target(value)
+            except PerflabError as exc:
+                self.fail(str(exc), param, ctx)
+        return value
 
 
 class ProgramOutput(FileToWrite):
@@ -664,7 +672,7 @@ def write_export(path: str | None, render: Callable[[], str]) -> None:
     if path == "-":
         sys.stdout.write(render())
     elif path:
-        Path(path).write_text(render(), encoding="utf-8")
+        files.write_bytes(path, render().encode("utf-8"))  # renamed into place: never via a link
 
 
 def _markdown_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

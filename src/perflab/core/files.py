@@ -77,12 +77,12 @@ def digest(path: str | os.PathLike) -> str:
 
 def read_private(path: str | os.PathLike) -> bytes:
     """A file perflab itself wrote into a private directory (a cache entry, a calibration):
-    not a link, a regular file of this user that no one else may write; else PerflabError."""
+    not a link, a regular file of this user's; else PerflabError."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-            raise PerflabError(f"{path}: not a file of this user's that only it can write")
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            raise PerflabError(f"{path}: not a regular file of this user's")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as f:
             return f.read()

@@ -6,6 +6,7 @@ address and its alignment (mod 16/32/64), cached beside the program (named by it
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -86,8 +87,8 @@ def layout(program: compiler.Program, symbols: Sequence[str]) -> pd.DataFrame:
     """
     tag = hashlib.sha256("\0".join(symbols).encode()).hexdigest()[:12]
     cached = program.path.with_name(f"{program.path.name}.layout-{tag}.json")
-    if cached.exists():
-        return pd.DataFrame(json.loads(cached.read_text()))
+    with contextlib.suppress(OSError, ValueError, PerflabError):  # absent, or not ours: again
+        return pd.DataFrame(json.loads(files.read_private(cached)))
     df = _locate(program, symbols)
     files.atomic(cached, lambda t: t.write_text(json.dumps(records(df))))
     return df

@@ -2,6 +2,7 @@
 
 import functools
 import hashlib
+import hmac
 import os
 import re
 import shlex
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perflab.core import files
 from perflab.errors import PerflabError
 
 OPT_LEVELS = ("0", "1", "2", "3", "s", "g", "fast")
@@ -47,23 +49,48 @@ class Workload:
 
 def cache_dir() -> Path:
     """$XDG_CACHE_HOME/perflab, else ~/.cache/perflab; a per-user temporary directory where
-    neither can be created (a read-only or missing HOME, as for service accounts)."""
+    neither can be made (a read-only or missing HOME, as for service accounts) or the home one
+    is another user's to change (root under a sudo that keeps HOME). perflab executes what it
+    finds here, so each is a private directory (core/files.private_dir) or refused."""
     xdg = os.environ.get("XDG_CACHE_HOME")
-    path = Path(xdg or os.path.join(os.path.expanduser("~"), ".cache")) / "perflab"
+    if xdg:  # a cache the user named is made whole, and refused rather than replaced
+        return _private(Path(xdg) / "perflab", parents=True)
+    home = Path(os.path.expanduser("~"))
+    try:  # ~/.cache may be made, a missing HOME is not ours to create
+        return files.private_dir(home / ".cache" / "perflab", parents=home.is_dir())
+    except (OSError, PerflabError):
+        return _private(Path(tempfile.gettempdir()) / f"perflab-cache-{os.geteuid()}")
+
+
+def _private(path: Path, parents: bool = False) -> Path:
+    """files.private_dir, its refusal one line naming the way out."""
     try:
-        if xdg:  # a cache the user named is made whole
-            path.mkdir(parents=True, exist_ok=True)
-        else:  # ~/.cache may be made, a missing HOME is not ours to create
-            path.parent.mkdir(exist_ok=True)
-            path.mkdir(exist_ok=True)
-    except OSError:
-        path = Path(tempfile.gettempdir()) / f"perflab-cache-{os.getuid()}"
-        path.mkdir(mode=0o700, exist_ok=True)
-        if path.stat().st_uid != os.getuid():  # someone else's: never run binaries from it
-            raise PerflabError(f"{path} belongs to another user: set XDG_CACHE_HOME") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise PerflabError(f"cache directory {path} is not writable: set XDG_CACHE_HOME")
-    return path
+        return files.private_dir(path, parents)
+    except PerflabError as exc:
+        raise PerflabError(f"cache directory: {exc}: set XDG_CACHE_HOME") from None
+    except OSError as exc:
+        raise PerflabError(f"cache directory {path}: {exc.strerror}: set XDG_CACHE_HOME") from None
+
+
+def _seal(out: Path) -> None:
+    """Record the sha256 of a build perflab just made, beside it in the private cache."""
+    files.write_bytes(_record(out), files.digest(out).encode())
+
+
+def _record(out: Path) -> Path:
+    return out.with_name(f".{out.name}.sha256")
+
+
+def cached(out: Path) -> bool:
+    """Whether a cache entry is one perflab built, byte for byte: its name is computable by
+    anyone, so it is trusted by its content (the sha256 recorded when it was built), never
+    by its name; anything else is built again."""
+    try:
+        recorded = files.read_private(_record(out))
+        found = hashlib.sha256(files.read_private(out)).hexdigest().encode()
+    except (OSError, PerflabError):
+        return False
+    return hmac.compare_digest(recorded, found)
 
 
 def compiler() -> list[str]:
@@ -103,6 +130,7 @@ def _compile(cc: list[str], flags: list[str], source: Path, out: Path) -> str:
         Path(tmp).unlink(missing_ok=True)
         return done.stderr.strip() or f"{shlex.join(cmd)} failed"
     os.replace(tmp, out)
+    _seal(out)
     return ""
 
 
@@ -125,7 +153,7 @@ def build(
         flags = [f"-O{opt}", "-Wall", "-Werror", *link, *extra]
         digest = _key(source, flags, version)
         out = cache / f"{source.stem}-{digest[:16]}"
-        if out.exists() or not (err := _compile(cc, flags, source, out)):
+        if cached(out) or not (err := _compile(cc, flags, source, out)):
             return Workload(out, source.name, digest, version, tuple(flags), bool(link))
         errors.append(err)
     raise PerflabError(f"{source.name}: compilation failed: {errors[-1].splitlines()[0]}")
@@ -175,7 +203,7 @@ def compile_object(
     flags = [*cflags, "-Wall", "-Werror", "-c"]
     digest = _key(source, flags, compiler_version(tuple(cc)))
     out = cache_dir() / f"{source.stem}-{digest[:16]}.o"
-    if not out.exists():
+    if not cached(out):
         BUILDS["compile"] += 1
         if err := _compile(cc, flags, source, out):
             raise PerflabError(f"{source.name}: compilation failed: {err.splitlines()[0]}")
@@ -260,15 +288,21 @@ def builtin_linker(cc: Sequence[str] | None = None) -> Linker:
     cc = tuple(cc or compiler())
     tag = hashlib.sha256(compiler_version(cc).encode()).hexdigest()[:12]
     probe = cache_dir() / f".static-ok-{tag}"
-    if not probe.exists():
+    try:
+        found = files.read_private(probe)
+    except (OSError, PerflabError):
+        found = b""
+    if found not in (b"0", b"1"):
         fd, tmp = tempfile.mkstemp(suffix=".c", dir=probe.parent)
         with os.fdopen(fd, "w") as f:
             f.write("int main(void) { return 0; }\n")
         ok = not _compile(list(cc), ["-static"], Path(tmp), Path(tmp + ".out"))
         Path(tmp).unlink()
         Path(tmp + ".out").unlink(missing_ok=True)
-        probe.write_text("1" if ok else "0")
-    return Linker(cc=cc, static=probe.read_text() == "1")
+        _record(Path(tmp + ".out")).unlink(missing_ok=True)
+        found = b"1" if ok else b"0"
+        files.write_bytes(probe, found)
+    return Linker(cc=cc, static=found == b"1")
 
 
 def _first_error(stderr: str) -> str:
@@ -296,7 +330,7 @@ def link(objects: list[Object], linker: Linker) -> Program:
     digest = h.hexdigest()
     out = cache_dir() / f"linked-{digest[:16]}"
     order = tuple(o.label for o in objects)
-    if out.exists():
+    if cached(out):
         return Program(out, order, digest)
     BUILDS["link"] += 1
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
@@ -313,6 +347,7 @@ def link(objects: list[Object], linker: Linker) -> Program:
         raise PerflabError(f"link of {','.join(order)} failed: {why}")
     os.chmod(tmp, 0o755)
     os.replace(tmp, out)
+    _seal(out)
     return Program(out, order, digest)
 
 
@@ -383,10 +418,11 @@ def relink(
     data = target.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     out = cache_dir() / f"linked-{digest[:16]}"
-    if not out.exists():
+    if not cached(out):
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.chmod(tmp, 0o755)
         os.replace(tmp, out)
+        _seal(out)
     return Program(out, tuple(o.label for o in objects), digest), objects

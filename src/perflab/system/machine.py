@@ -273,7 +273,7 @@ def _cached_tsc_hz(boot: str) -> tuple[float, str] | None:
     """This boot's calibration on this machine and core; None when there is none, or the file
     is unreadable, corrupt or another boot's or machine's: never trusted."""
     try:
-        doc = json.loads(calibration_path(TSC_CALIBRATION).read_text())
+        doc = json.loads(files.read_private(calibration_path(TSC_CALIBRATION)))
         hz, how = doc["hz"], doc["how"]
         mine = boot and doc["boot_id"] == boot and doc["identity"] == identity()
     except (OSError, ValueError, TypeError, KeyError, PerflabError):
@@ -573,7 +573,7 @@ def cached_placement_floor() -> PlacementFloor | None:
     """The floor measured earlier on this machine and core; None when none is cached or the
     file is unreadable, corrupt or another machine's: it is then measured again, never trusted."""
     try:
-        doc = json.loads(calibration_path(PLACEMENT_FLOOR).read_text())
+        doc = json.loads(files.read_private(calibration_path(PLACEMENT_FLOOR)))
         floor = PlacementFloor(**doc["floor"])
     except (OSError, ValueError, TypeError, KeyError, PerflabError):
         return None

@@ -125,8 +125,8 @@ def loop_accesses(path: str | Path, function: str = "main") -> list[Access]:
         h.update(f.read_bytes() + b"\0")
     h.update(function.encode())
     cached = compiler.cache_dir() / f"{Path(path).name}.loop-{h.hexdigest()[:16]}.json"
-    with contextlib.suppress(OSError, ValueError, TypeError):
-        return [Access(**a) for a in json.loads(cached.read_text())]
+    with contextlib.suppress(OSError, ValueError, TypeError, PerflabError):
+        return [Access(**a) for a in json.loads(files.read_private(cached))]
     found = _read_accesses(path, function)
     files.atomic(cached, lambda tmp: tmp.write_text(json.dumps([asdict(a) for a in found])))
     return found

@@ -9,6 +9,7 @@ import base64
 import html
 import json
 import math
+import re
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -82,16 +83,36 @@ def text_table(df: pd.DataFrame, floatfmt: str = "{:,.2f}", title: str | None = 
     return "\n".join(lines)
 
 
+# What Markdown would read as markup rather than text: a cell's end, raw HTML, a code span, a
+# link or image (a page fetching an address a result file chose), an escape of our own.
+_MD_MARKUP = re.compile(r"([\\`|<>\[\]])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _visible(text: str) -> str:
+    """Control characters as their escapes (\\x1b), a line break as a space: one line, as typed."""
+    return _CONTROL.sub(lambda m: " " if m[0] in "\n\r\t" else f"\\x{ord(m[0]):02x}", text)
+
+
+def md_text(text: Any) -> str:
+    """Text from a result file or its metadata as Markdown shows it: literally, whatever it is."""
+    return _visible(_MD_MARKUP.sub(r"\\\1", str(text)))
+
+
+def md_code(text: Any) -> str:
+    """Text as one inline code span that no backtick inside it can close."""
+    text = _visible(str(text))
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def md_table(df: pd.DataFrame, floatfmt: str = "{:,.2f}") -> str:
-    """A GitHub-flavoured Markdown table, numbers right-aligned."""
-
-    def esc(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
-
+    """A GitHub-flavoured Markdown table, numbers right-aligned, every value shown as text."""
     numeric = [pd.api.types.is_numeric_dtype(t) for t in df.dtypes]
-    head = "| " + " | ".join(esc(str(c)) or " " for c in df.columns) + " |"
+    head = "| " + " | ".join(md_text(c) or " " for c in df.columns) + " |"
     rule = "|" + "|".join("---:" if n else "---" for n in numeric) + "|"
-    body = ["| " + " | ".join(esc(c) for c in r) + " |" for r in _rows(df, floatfmt)]
+    body = ["| " + " | ".join(md_text(c) for c in r) + " |" for r in _rows(df, floatfmt)]
     return "\n".join([head, rule, *body])
 
 
@@ -178,16 +199,16 @@ class Markdown:
     """GitHub Markdown: sentences as a list, each table under its title in bold."""
 
     def summary(self, s: Summary) -> str:
-        out = [f"- {line}" for line in s.lines + s.notes]
+        out = [f"- {md_text(line)}" for line in s.lines + s.notes]
         for t in _shown(s):
-            out += ["", f"**{t.title}**", "", md_table(t.display, t.floatfmt)]
+            out += ["", f"**{md_text(t.title)}**", "", md_table(t.display, t.floatfmt)]
         return "\n".join(out)
 
     def report(self, r: Report) -> str:
-        out = [f"## perflab report: {r.experiment} (`{r.path}`)", ""]
+        out = [f"## perflab report: {md_text(r.experiment)} ({md_code(r.path)})", ""]
         if r.partial:
-            out += [f"> **Partial result:** {r.partial}", ""]
-        out += [f"- {note}" for note in r.notes]
+            out += [f"> **Partial result:** {md_text(r.partial)}", ""]
+        out += [f"- {md_text(note)}" for note in r.notes]
         out += [self.summary(r.summary), "", "**measured on**", ""]
         return "\n".join([*out, md_table(_conditions(r.conditions())), ""])
 
@@ -258,15 +279,16 @@ def diff_markdown(d: Diff, rows: pd.DataFrame | None = None) -> str:
     """The diff as Markdown: verdict, warnings, the changed points (or every point given)."""
     shown = d.flagged if rows is None else rows
     out = [
-        f"## perflab diff: {d.before.experiment}",
+        f"## perflab diff: {md_text(d.before.experiment)}",
         "",
-        f"before `{d.before.path}`, after `{d.after.path}`; "
-        f"ratio = median {d.value} after / before",
+        f"before {md_code(d.before.path)}, after {md_code(d.after.path)}; "
+        f"ratio = median {md_text(d.value)} after / before",
         "",
-        f"**{d.verdict}**",
+        f"**{md_text(d.verdict)}**",
         "",
     ]
-    out += [f"> warning: {w}" for w in d.warnings] + [f"- {n}" for n in d.notes]
+    out += [f"> warning: {md_text(w)}" for w in d.warnings]
+    out += [f"- {md_text(n)}" for n in d.notes]
     if len(shown):
         out += ["", md_table(shown, "{:,.3f}")]
     return "\n".join(out) + "\n"

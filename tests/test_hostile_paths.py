@@ -341,8 +341,12 @@ def test_files_perflab_did_not_create_are_unchanged(result, victims, shared, tmp
     targets = sorted(p for p in victims.iterdir() if p.is_file())
     for i, name in enumerate(at_files):
         _plant(name, targets[i % len(targets)], "symbolic")
-    for name in at_dirs:
-        _plant(name, victims / "dir", "symbolic")
+    _plant(at_dirs[0], victims / "dir", "symbolic")
+    if ROOT:  # the planter's link
+        _plant(at_dirs[1], victims / "dir", "symbolic")
+    else:  # the user's own link is theirs to make: into a directory anyone may change, then
+        (victims / "dir").chmod(0o777)
+        _plant(at_dirs[1], victims / "dir", "symbolic")
     sweep = [*TINY_SWEEP, "-o", str(out), "--plot", str(plot)]
     for planted in [at_files[-1], *at_dirs]:  # each refuses the run; then the next is tried
         _one_line(CliRunner().invoke(cli, sweep))

@@ -127,7 +127,10 @@ def stream(path: str | os.PathLike) -> Iterator[BinaryIO]:
 
 def _temporary(path: Path) -> Path:
     # mkstemp creates with O_EXCL, which follows no link: the name is new, and ours (0600)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    except OSError as exc:  # said of the file asked for, not of a name it never saw
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     os.close(fd)
     return Path(tmp)
 

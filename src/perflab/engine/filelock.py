@@ -45,14 +45,15 @@ def _refuse(path: Path, who: str) -> PerflabError:
     )
 
 
-def _planted(lp: Path, st: os.stat_result) -> PerflabError | None:
+def _planted(lp: Path, st: os.stat_result, writing: bool) -> PerflabError | None:
     """Why a lock file is not one perflab may use, if it is not: a link, a FIFO or device, a
-    file with other names (a hard link), or another user's."""
+    file with other names (a hard link), or, to write, another user's (theirs may be read: it
+    says who holds it)."""
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
         what = files.kind(st.st_mode)
     elif st.st_nlink != 1:
         what = f"a file with {st.st_nlink} names (a hard link)"
-    elif st.st_uid != os.geteuid():
+    elif writing and st.st_uid != os.geteuid():
         what = f"a file of another user (uid {st.st_uid})"
     else:
         return None
@@ -65,7 +66,7 @@ def _planted(lp: Path, st: os.stat_result) -> PerflabError | None:
 def _open(lp: Path, flags: int) -> int:
     """The lock file opened without following a link nor waiting on a FIFO, checked."""
     with contextlib.suppress(FileNotFoundError):
-        err = _planted(lp, os.lstat(lp))  # a device is refused before it is ever opened
+        err = _planted(lp, os.lstat(lp), flags != os.O_RDONLY)  # a device: never opened
         if err is not None:
             raise err
     try:
@@ -74,7 +75,7 @@ def _open(lp: Path, flags: int) -> int:
         if exc.errno == errno.ELOOP:  # a link planted since the lstat
             raise PerflabError(f"{lp}: is a symbolic link, not a lock perflab made") from None
         raise
-    err = _planted(lp, os.fstat(fd))
+    err = _planted(lp, os.fstat(fd), flags != os.O_RDONLY)
     if err is not None:
         os.close(fd)
         raise err

@@ -12,7 +12,6 @@ import os
 import stat
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -158,14 +157,16 @@ def test_every_export_replaces_a_planted_link_and_leaves_its_target(how, result,
 
 
 def _perflab(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """perflab in its own process: a wait on a FIFO cannot then hang the test run."""
+    """perflab in its own process: a wait on a FIFO cannot then hang the test run, and nothing
+    built earlier in this one is reused. env: variables to set, or to unset (None)."""
+    merged = {**os.environ, **(env or {})}
     try:
         return subprocess.run(
             [sys.executable, "-m", "perflab", *argv],
             capture_output=True,
             text=True,
             timeout=HANG_GUARD_S,
-            env={**os.environ, **(env or {})},
+            env={k: v for k, v in merged.items() if v is not None},
         )
     except subprocess.TimeoutExpired:
         pytest.fail(f"perflab {' '.join(argv)} blocked")
@@ -243,11 +244,11 @@ def _planted_program(where: Path, name: str, marker: Path) -> Path:
     return path
 
 
-def _cache_fallback(monkeypatch, tmp: Path) -> None:
-    """No usable HOME nor XDG_CACHE_HOME: the cache falls back to TMPDIR/perflab-cache-UID."""
-    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    monkeypatch.setenv("HOME", "/nonexistent-perflab-home")
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+def _fallback(tmp: Path) -> dict:
+    """No usable HOME nor XDG_CACHE_HOME: the cache falls back to TMPDIR/perflab-cache-UID.
+    A HOME under a file, as matplotlib makes a missing one for its own cache."""
+    return {"XDG_CACHE_HOME": None, "HOME": os.devnull, "TMPDIR": str(tmp),
+            "MPLCONFIGDIR": str(tmp / "matplotlib")}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -262,12 +263,9 @@ def workload_name(tmp_path_factory) -> str:
 
 
 @pytest.mark.parametrize("owner", ["world-writable", "another user's"])
-def test_a_planted_executable_in_a_shared_cache_is_not_run(
-    owner, workload_name, shared, tmp_path, monkeypatch
-):
+def test_a_planted_executable_in_a_shared_cache_is_not_run(owner, workload_name, shared, tmp_path):
     if owner == "another user's" and not ROOT:
         pytest.skip("planting a directory as another user needs root")
-    _cache_fallback(monkeypatch, shared)
     evil = shared / "evil"
     evil.mkdir()
     marker = tmp_path / MARKER
@@ -277,19 +275,18 @@ def test_a_planted_executable_in_a_shared_cache_is_not_run(
     else:
         evil.chmod(0o777)
     _plant(shared / f"perflab-cache-{os.geteuid()}", evil, "symbolic")
-    res = CliRunner().invoke(cli, TINY_SWEEP)
-    _one_line(res, "cache directory", "XDG_CACHE_HOME")
+    done = _perflab(*TINY_SWEEP, "-o", str(tmp_path / "out.parquet"), env=_fallback(shared))
+    _refused(done, "cache directory", "XDG_CACHE_HOME")
     assert not marker.exists()
 
 
-def test_a_world_writable_temporary_directory_holds_no_cache(tmp_path, monkeypatch):
+def test_a_world_writable_temporary_directory_holds_no_cache(tmp_path):
     """TMPDIR writable by all and not sticky: anyone could swap the cache under perflab."""
     open_dir = tmp_path / "open"
     open_dir.mkdir()
     open_dir.chmod(0o777)
-    _cache_fallback(monkeypatch, open_dir)
-    res = CliRunner().invoke(cli, TINY_SWEEP)
-    _one_line(res, "cache directory", "another user can change")
+    done = _perflab(*TINY_SWEEP, "-o", str(tmp_path / "out.parquet"), env=_fallback(open_dir))
+    _refused(done, "cache directory", "another user can change")
     assert not list(open_dir.iterdir())
 
 
@@ -302,8 +299,9 @@ def test_a_cached_build_whose_bytes_changed_is_built_again_not_run(tmp_path, mon
     built.unlink()
     _planted_program(built.parent, built.name, marker)
     assert not compiler.cached(built)
-    res = CliRunner().invoke(cli, TINY_SWEEP)
-    assert res.exit_code == 0, res.output
+    done = _perflab(*TINY_SWEEP, "-o", str(tmp_path / "out.parquet"), env={
+        "XDG_CACHE_HOME": str(tmp_path / "cache")})  # fmt: skip
+    assert done.returncode == 0, done.stderr
     assert not marker.exists() and compiler.cached(built)
     assert stat.S_IMODE(built.parent.stat().st_mode) == 0o700
 
@@ -328,10 +326,9 @@ def test_a_forged_tsc_calibration_is_not_trusted(tmp_path, monkeypatch):
         machine.tsc_hz.cache_clear()
 
 
-def test_files_perflab_did_not_create_are_unchanged(result, victims, shared, tmp_path, monkeypatch):
+def test_files_perflab_did_not_create_are_unchanged(victims, shared):
     """The issue's test: another user plants links to root's files at every path perflab writes
     in a shared directory, perflab sweeps with exports, and root's files hash as before."""
-    _cache_fallback(monkeypatch, shared)
     before = _digests(victims)
     out = shared / "out.csv"
     plot, page, md = shared / "out.png", shared / "r.html", shared / "r.md"
@@ -349,13 +346,13 @@ def test_files_perflab_did_not_create_are_unchanged(result, victims, shared, tmp
         _plant(at_dirs[1], victims / "dir", "symbolic")
     sweep = [*TINY_SWEEP, "-o", str(out), "--plot", str(plot)]
     for planted in [at_files[-1], *at_dirs]:  # each refuses the run; then the next is tried
-        _one_line(CliRunner().invoke(cli, sweep))
+        _refused(_perflab(*sweep, env=_fallback(shared)))
         assert _digests(victims) == before, planted
         planted.unlink()
-    res = CliRunner().invoke(cli, sweep)
-    assert res.exit_code == 0, res.output
-    res = CliRunner().invoke(cli, ["report", str(out), "--html", str(page), "--md", str(md)])
-    assert res.exit_code == 0, res.output
+    done = _perflab(*sweep, env=_fallback(shared))
+    assert done.returncode == 0, done.stderr
+    done = _perflab("report", str(out), "--html", str(page), "--md", str(md), env=_fallback(shared))
+    assert done.returncode == 0, done.stderr
     assert _digests(victims) == before
     assert all(stat.S_ISREG(os.lstat(p).st_mode) for p in written)
     cache = shared / f"perflab-cache-{os.geteuid()}"

@@ -1,0 +1,53 @@
+"""Text from a result file reaches an exported page as text (issue 47): metadata holding HTML,
+a table's cell separator, backticks, a link or terminal escapes cannot add markup to --md or
+--html, end a table cell, or reach the page raw."""
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from perflab.cli import cli
+from perflab.engine import results
+
+HOSTILE = "<script>alert(1)</script> | `x` [link](http://example.invalid) \x1b[2J\x1b]0;t\x07"
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """A real result whose recorded host name and whose path hold markup."""
+    where = tmp_path_factory.mktemp("escaping")
+    out = where / "result.parquet"
+    argv = ["run", "pagefault", "--pages", "1", "--reps", "2", "-o", str(out)]
+    done = CliRunner().invoke(cli, argv)
+    assert done.exit_code == 0, done.output
+    df = results.load(out)
+    results.attach(df, {**results.metadata(df), "hostname": HOSTILE})
+    evil = where / "a`b<i>.parquet"
+    results.save(df, evil)
+    return evil
+
+
+def _cells(line: str) -> list[str]:
+    """A Markdown table row's cells: split at the pipes no backslash escapes."""
+    return re.split(r"(?<!\\)\|", line.strip().strip("|"))
+
+
+def test_markdown_shows_the_text_and_adds_no_markup(hostile):
+    res = CliRunner().invoke(cli, ["report", str(hostile), "--md", "-"])
+    assert res.exit_code == 0, res.output
+    md = res.stdout
+    assert "<script>" not in md and "[link](" not in md  # the path's <i> is in a code span
+    assert "\x1b" not in md and "\x07" not in md and "\\x1b" in md
+    host = next(line for line in md.splitlines() if line.startswith("| host |"))
+    assert len(_cells(host)) == 2, host  # the host's | did not open a third cell
+    # the path's backtick cannot close its code span: a fence of two
+    assert md.splitlines()[0].endswith(f"(``{hostile}``)"), md.splitlines()[0]
+
+
+def test_html_escapes_every_value(hostile):
+    res = CliRunner().invoke(cli, ["report", str(hostile), "--html", "-"])
+    assert res.exit_code == 0, res.output
+    page = res.stdout
+    assert "<script>" not in page and "<i>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page

@@ -90,16 +90,19 @@ def read_private(path: str | os.PathLike) -> bytes:
         os.close(fd)
 
 
-def atomic(path: Path, write: Callable[[Path], object], exclusive: bool = False) -> None:
+def atomic(
+    path: Path, write: Callable[[Path], object], exclusive: bool = False, mode: int = 0o666
+) -> None:
     """Write through a new temporary file in the same directory, then rename: never a torn
     file, and never written through what is at `path` (a planted link is replaced, not followed).
 
     exclusive: fail rather than replace an existing file (a journal chunk is never rewritten).
+    mode: its permissions before the umask (0o755 for a program a compiler or linker wrote).
     """
     tmp = _temporary(path)
     try:
         write(tmp)
-        _publish(tmp, path, exclusive)
+        _publish(tmp, path, exclusive, mode)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -135,8 +138,8 @@ def _temporary(path: Path) -> Path:
     return Path(tmp)
 
 
-def _publish(tmp: Path, path: Path, exclusive: bool = False) -> None:
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would outlive the rename
+def _publish(tmp: Path, path: Path, exclusive: bool = False, mode: int = 0o666) -> None:
+    os.chmod(tmp, mode & ~_umask())  # mkstemp's 0600 would outlive the rename
     if exclusive:
         os.link(tmp, path)
         tmp.unlink()

@@ -23,6 +23,7 @@ OPT_LEVELS = ("0", "1", "2", "3", "s", "g", "fast")
 # i += inc << 16: 8 ticks, nothing to measure.
 DEFAULT_OPT = "0"
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
+PROGRAM = 0o755  # what a build in the cache is given (before the umask): run by its owner
 
 
 @dataclass(frozen=True)
@@ -120,16 +121,23 @@ def _key(source: Path, flags: list[str], version: str) -> str:
     return h.hexdigest()
 
 
+class _Failed(Exception):
+    """A compiler's complaint, carried out of the write it failed."""
+
+
 def _compile(cc: list[str], flags: list[str], source: Path, out: Path) -> str:
     """Run the compiler into a temporary name, then rename: a cache entry is never torn."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    os.close(fd)
-    cmd = [*cc, *flags, "-I", str(WORKLOADS), str(source), "-o", tmp]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        Path(tmp).unlink(missing_ok=True)
-        return done.stderr.strip() or f"{shlex.join(cmd)} failed"
-    os.replace(tmp, out)
+
+    def run(tmp: Path) -> None:
+        cmd = [*cc, *flags, "-I", str(WORKLOADS), str(source), "-o", str(tmp)]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise _Failed(done.stderr.strip() or f"{shlex.join(cmd)} failed")
+
+    try:
+        files.atomic(out, run, mode=PROGRAM)
+    except _Failed as exc:
+        return str(exc)
     _seal(out)
     return ""
 
@@ -333,20 +341,18 @@ def link(objects: list[Object], linker: Linker) -> Program:
     if cached(out):
         return Program(out, order, digest)
     BUILDS["link"] += 1
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    os.close(fd)
-    cmd = linker.argv(objects, tmp)
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise PerflabError(f"link failed: {cmd[0]}: {exc.strerror}") from None
-    if done.returncode != 0 or not Path(tmp).stat().st_size:
-        Path(tmp).unlink(missing_ok=True)
-        why = _first_error(done.stderr) or f"{shlex.join(cmd)} exited {done.returncode}"
-        raise PerflabError(f"link of {','.join(order)} failed: {why}")
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, out)
+
+    def run(tmp: Path) -> None:
+        cmd = linker.argv(objects, str(tmp))
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        except OSError as exc:
+            raise PerflabError(f"link failed: {cmd[0]}: {exc.strerror}") from None
+        if done.returncode != 0 or not tmp.stat().st_size:
+            why = _first_error(done.stderr) or f"{shlex.join(cmd)} exited {done.returncode}"
+            raise PerflabError(f"link of {','.join(order)} failed: {why}")
+
+    files.atomic(out, run, mode=PROGRAM)
     _seal(out)
     return Program(out, order, digest)
 
@@ -419,10 +425,6 @@ def relink(
     digest = hashlib.sha256(data).hexdigest()
     out = cache_dir() / f"linked-{digest[:16]}"
     if not cached(out):
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, out)
+        files.atomic(out, lambda tmp: tmp.write_bytes(data), mode=PROGRAM)
         _seal(out)
     return Program(out, tuple(o.label for o in objects), digest), objects

@@ -133,7 +133,7 @@ def _exports(result: Path, shared: Path) -> list[tuple[list[str], list[Path]]]:
          [r_html, r_md, r_png]),
         (["diff", str(result), str(result), "--html", str(d_html), "--md", str(d_md),
           "--plot", str(d_png)], [d_html, d_md, d_png]),
-        (["counters", "--output-child", str(child), "--", sys.executable, "-c", "print('out')"],
+        (["counters", "--program-output", str(child), "--", sys.executable, "-c", "print('out')"],
          [child]),
     ]  # fmt: skip
 
@@ -193,7 +193,7 @@ def fifo(shared) -> Path:
         (["report", "{result}", "--html", "{fifo}"], "is a FIFO"),
         (["report", "{result}", "--md", "{fifo}"], "is a FIFO"),
         (["report", "{result}", "--plot", "{fifo}"], "is a FIFO"),
-        (["counters", "--output-child", "{fifo}", "--", "true"], "is a FIFO"),
+        (["counters", "--program-output", "{fifo}", "--", "true"], "is a FIFO"),
         (["report", "{fifo}"], "is a FIFO"),
         (["diff", "{result}", "{fifo}"], "is a FIFO"),
         (["report", "{device}"], "is a character device"),

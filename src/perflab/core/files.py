@@ -113,21 +113,6 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
     atomic(Path(path), lambda tmp: tmp.write_bytes(data))
 
 
-@contextlib.contextmanager
-def stream(path: str | os.PathLike) -> Iterator[BinaryIO]:
-    """A file written as it comes (a program's output), published at `path` when the block
-    ends: renamed into place like atomic(), never opened through what is at `path`."""
-    p = Path(path)
-    tmp = _temporary(p)
-    try:
-        with open(tmp, "r+b") as f:
-            yield f
-        _publish(tmp, p)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def _temporary(path: Path) -> Path:
     # mkstemp creates with O_EXCL, which follows no link: the name is new, and ours (0600)
     try:

@@ -80,9 +80,14 @@ def save(
     with style():
         fig.tight_layout()
         if path is not None:
-            p = check_plot_path(path)  # written beside, then renamed: never through a link
-            files.atomic(p, lambda tmp: fig.savefig(tmp, format=p.suffix[1:]))
+            _write(fig, path)
     return fig
+
+
+def _write(fig: "Figure", path: str | os.PathLike) -> None:
+    """The figure written beside its name, then renamed: never through a link planted there."""
+    p = check_plot_path(path)
+    files.atomic(p, lambda tmp: fig.savefig(tmp, format=p.suffix[1:]))
 
 
 def stamp(fig: "Figure", label: str, path: str | os.PathLike | None = None) -> "Figure":
@@ -93,5 +98,5 @@ def stamp(fig: "Figure", label: str, path: str | os.PathLike | None = None) -> "
     with style():
         fig.tight_layout(rect=(0, 0.025 if label else 0, 1, 1))
         if path is not None:
-            fig.savefig(check_plot_path(path))
+            _write(fig, path)
     return fig

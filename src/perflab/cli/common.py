@@ -323,7 +323,8 @@ def plan_options(plan: type, names: Sequence[str]) -> Callable[[F], F]:
 
 def run_controls(func: F) -> F:
     """The run controls every child-run verb shares (controls.Controls), as click options."""
-    names = [f.name for f in dataclasses.fields(controls.Controls) if f.name != "mlock"]
+    names = [f.name for f in dataclasses.fields(controls.Controls)
+             if f.name != "mlock" and "cli" in f.metadata]  # fmt: skip
     return plan_options(controls.Controls, names)(func)
 
 

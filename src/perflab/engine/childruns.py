@@ -174,11 +174,6 @@ def rt_throttled_once(
     extra["rt_throttled"] = said
 
 
-def default_cpus() -> tuple[int, ...]:
-    """The last usable CPU: away from CPU 0, where most interrupts land."""
-    return (machine.usable_cpus()[-1],)
-
-
 def base_env(inherit: bool, var: str | None = None) -> dict[str, str]:
     """The children's environment: empty (the post's `env -i`) or ours, minus the padding."""
     if not inherit:

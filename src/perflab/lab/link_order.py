@@ -181,7 +181,7 @@ def sweep(
         digests=tuple(o.digest for o in source.objects),
         link=source.linker.key().replace("\0", " "),
     )
-    plan = lanes.with_cpus(plan, cpus).check()
+    plan = lanes.with_cpus(plan, cpus, output if resume else None).check()
     perms = orders(len(source.objects), plan.permutations, plan.seed)
     links_before = compiler.BUILDS["link"]
     programs = link_all(source, perms, on_build(len(perms)) if on_build else None)

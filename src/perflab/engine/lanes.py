@@ -203,7 +203,7 @@ def _measure_lanes(
                 raise
             finally:
                 extra.update(spawn.maxrss_meta(engine))
-                df = recorder.finish(complete, extra, annotate=lambda rows: _verdict(rows, runs))
+                df = recorder.finish(complete, extra, annotate=lambda rows: judged(rows, runs))
     return df
 
 
@@ -225,6 +225,11 @@ def _verdict(df: pd.DataFrame, runs: childruns.Runs) -> dict:
         return {}
     group = [k for k in runs.key if k != "rep"]
     return {"interference": interference(df, childruns.value_column(df), group)}
+
+
+def judged(df: pd.DataFrame, runs: childruns.Runs) -> dict:
+    """The interference check and the shared disturbance rule, each child on its one CPU."""
+    return {**_verdict(df, runs), **childruns.disturbance_meta(df, runs, 1)}
 
 
 def _iqr(x: np.ndarray) -> float:

@@ -414,6 +414,5 @@ def measure(
         finally:
             for child in children:
                 child.close()
-            verdict = (lambda rows: lanes._verdict(rows, runs)) if lanes_run else None
-            df = recorder.finish(complete, extra, annotate=verdict)
+            df = recorder.finish(complete, extra, annotate=lambda rows: lanes.judged(rows, runs))
     return df

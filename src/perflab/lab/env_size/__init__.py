@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from perflab import errors
+from perflab.analysis import disturbance
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.engine import childruns, lanes, results, shift, spawn
@@ -460,6 +461,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
                 columns={"excess": "peak_excess"}
             )
     lines += why + alias_counters.summary_lines(meta) + lanes.describe(meta.get("interference", {}))
+    lines += disturbance.lines(meta)
     if meta.get("engine") == "shift":
         checked = len(meta.get("shift_check", {}).get("sizes", []))
         lines.append(
@@ -498,6 +500,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
             if key in meta
         },
         **({"interference": meta.get("interference")} if "cpu" in frame else {}),
+        **({"disturbed": meta["disturbed"]} if "disturbed" in meta else {}),
     }
     return Summary(
         lines, tables, values, lambda p: plot(frame, p, windows, None, value, sizes, predicted)

@@ -164,7 +164,10 @@ def points(frame: pd.DataFrame, group: Sequence[str]) -> pd.Series:
     """Each row's point as one label ('512' or '512/1'), all one point when group is empty."""
     if not group:
         return pd.Series("all", index=frame.index)
-    return frame[list(group)].astype(str).agg("/".join, axis=1)
+    label = frame[group[0]].astype(str)
+    for name in group[1:]:  # column by column: a row-wise join costs seconds per 5 000 rows
+        label = label + "/" + frame[name].astype(str)
+    return label
 
 
 def kinds(why: pd.Series) -> dict[str, int]:

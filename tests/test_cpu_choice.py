@@ -97,7 +97,7 @@ def test_cpus_asked_for_warn_only_of_a_busy_real_time_task():
     said = cpuchoice.asked_warning([1], [0, 1], HOG_ON_1)
     assert said is not None
     assert said.startswith("cpu 1 runs pid 1234 (hog) SCHED_FIFO 50 (95% busy) over 150 ms")
-    assert said.endswith("--cpu 0 is quieter")
+    assert said.endswith("choose another CPU with --cpu (cpu 0 was quiet), or stop that task")
     assert cpuchoice.asked_warning([0], [0, 1], HOG_ON_1) is None
     ordinary = load({0: 0.0, 1: 1.0}, task(9, "make", 1, 1.0))
     assert cpuchoice.asked_warning([1], [0, 1], ordinary) is None

@@ -76,7 +76,7 @@ WARNINGS = {
     "newer_perflab": "{path}: written by perflab {theirs}, newer than this perflab {ours}: what "
     "it added is not read (pip install --upgrade perflab)",
     "cpu_busy_rt": "{what} over {window} ms, a real-time task: runs pinned there wait for it; "
-    "{hint}",
+    "choose another CPU with --cpu{quieter}, or stop that task",
     "sidecar_unchecked": "{path}: its sidecar {sidecar} records no checksum, so a change to the "
     "CSV since it was saved cannot be seen (measure again with --output FILE, or save it again "
     "with perflab.results.save)",

@@ -102,12 +102,12 @@ def asked_warning(asked: Sequence[int], eligible: Sequence[int], load: cpuload.L
         return None
     rest = [c for c in eligible if c not in asked]
     other = choose(rest, load).cpus[0] if rest else None
-    quieter = f"--cpu {other} is quieter" if other is not None and not _busy(other, load) else ""
+    quiet = other is not None and not _busy(other, load)
     return errors.warning(
         "cpu_busy_rt",
         what="; ".join(_what(c, load) for c in hit),
         window=f"{load.window_s * 1e3:.0f}",
-        hint=quieter or "choose another with --cpu, or stop that task",
+        quieter=f" (cpu {other} was quiet)" if quiet else "",
     )
 
 

@@ -92,7 +92,7 @@ class Controls:
     jobs: int = field(
         default=1,
         metadata=_cli("--jobs", "Children at once, each pinned to its own CPU (the --cpu list, "
-                      "else the last usable CPUs); 0: one per CPU. Rows then carry cpu and "
+                      "else the quietest usable CPUs); 0: one per CPU. Rows then carry cpu and "
                       "parallel columns, and a sequential reference slice checks the result.",
                       min=0),
     )  # fmt: skip

@@ -27,7 +27,7 @@ from perflab import errors
 from perflab.analysis import disturbance
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import cpuchoice, journal, results, spawn
+from perflab.engine import journal, results, spawn
 from perflab.engine.controls import Controls as Controls
 from perflab.engine.journal import Expect
 from perflab.errors import PerflabError, Stopped
@@ -117,12 +117,9 @@ class Interrupt:
 
 @contextlib.contextmanager
 def away_from(cpus: tuple[int, ...]) -> Iterator[None]:
-    """Keep perflab's own threads off the child's CPUs while it measures, when others exist
-    that no real-time task holds (there they would wait, and the children for them)."""
+    """Keep perflab's own threads off the child's CPUs while it measures, when others exist."""
     before = os.sched_getaffinity(0)
     others = before - set(cpus)
-    if cpus and others:
-        others -= cpuchoice.realtime_busy(sorted(others))
     if cpus and others:
         os.sched_setaffinity(0, others)
     try:

@@ -131,13 +131,6 @@ def check_asked(cpus: Sequence[int]) -> Choice:
     return Choice(tuple(cpus), f"cpu {','.join(map(str, cpus))}: asked (--cpu)", busy)
 
 
-def realtime_busy(cpus: Sequence[int]) -> set[int]:
-    """Those of the CPUs where a real-time task is busy now: perflab's own threads, at normal
-    priority, would get only what the kernel's throttling leaves them there."""
-    load = cpuload.read(ASKED_WINDOW_S)
-    return {c for c in cpus if _realtime(c, load)}
-
-
 def recorded_cpus(output: str | os.PathLike) -> tuple[int, ...] | None:
     """The CPUs an interrupted or finished sweep at `output` recorded, so that its resume
     measures where it began (None when it records none)."""

@@ -30,10 +30,6 @@ class Choice:
     line: str
     busy: dict[int, str]  # per CPU read, what kept it busy ('' for a quiet one)
 
-    def meta(self) -> dict:
-        """What a result records of the choice."""
-        return {"cpu_choice": self.line, "cpus_busy": {str(c): w for c, w in self.busy.items()}}
-
 
 def _culprit(cpu: int, load: cpuload.Load) -> cpuload.Task | None:
     """The task that kept a CPU busiest, a real-time one first; None when none took more of

@@ -82,6 +82,7 @@ WARNINGS = {
     "with perflab.results.save)",
 }
 _warned: set[str] = set()
+_noted: set[str] = set()
 
 
 def warning(name: str, **fields: object) -> str:
@@ -94,9 +95,12 @@ def warn(message: str) -> None:
     warnings.warn(message, PerflabWarning, stacklevel=3)
 
 
-def note(message: str) -> None:
-    """Say what perflab chose and why: a PerflabNote (the CLI prints it as 'perflab: ...')."""
-    warnings.warn(message, PerflabNote, stacklevel=3)
+def note_once(message: str) -> None:
+    """Say what perflab chose and why, once per distinct message in this process (compare's
+    rounds measure one plan again and again): a PerflabNote, printed as 'perflab: ...'."""
+    if message not in _noted:
+        _noted.add(message)
+        warnings.warn(message, PerflabNote, stacklevel=3)
 
 
 def warn_once(message: str) -> None:

@@ -109,11 +109,16 @@ def asked_warning(asked: Sequence[int], eligible: Sequence[int], load: cpuload.L
 
 def pick(count: int = 1) -> Choice:
     """The quietest `count` CPUs perflab may use now (online, in the affinity mask it was
-    started with), said in one line (errors.note)."""
+    started with); say(choice.line) tells it once the plan has passed its checks."""
     eligible = machine.usable_cpus()
-    choice = choose(eligible, cpuload.read(WINDOW_S), min(count, len(eligible)))
-    errors.note(choice.line)
-    return choice
+    return choose(eligible, cpuload.read(WINDOW_S), min(count, len(eligible)))
+
+
+def say(line: str) -> None:
+    """The choice's one line, as a measurement starts: after every check of its input, so that
+    bad input stays one line (errors.note_once: compare's rounds measure one plan repeatedly)."""
+    if line:
+        errors.note_once(line)
 
 
 def check_asked(cpus: Sequence[int]) -> Choice:

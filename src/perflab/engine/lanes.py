@@ -298,7 +298,6 @@ def with_cpus(
     recorded = cpuchoice.recorded_cpus(resume) if cpus is None and resume else None
     if recorded is not None and not set(recorded) - set(machine.usable_cpus()):
         line = f"cpu {','.join(map(str, recorded))}: where {os.fspath(resume or '')} was measured"
-        errors.note(line)
         planned = with_lanes(plan, recorded) if plan.jobs != 1 else replace(plan, cpus=recorded)
         return replace(planned, cpu_choice=line)
     if plan.jobs != 1:
@@ -327,6 +326,7 @@ def measure(
     where it runs (a notebook line in Jupyter, a bar in a terminal, a line every 10 s or 5 %
     in a log)."""
     how = _measure_lanes if controls.jobs > 1 else childruns.measure_sequential
+    cpuchoice.say(controls.cpu_choice)
     with shown(meta.get("experiment", "runs"), on_start, progress) as (start, step):
         return how(runs, controls, meta, recording, chunk_runs=chunk_runs, flush_s=flush_s,
                    on_start=start, progress=step, warn=warn)  # fmt: skip

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from spawn_overhead import bare
 
-from perflab.engine import childruns, results
+from perflab.engine import cpuchoice, results
 from perflab.lab import env_size
 from perflab.lab.env_size import windows
 from perflab.system import machine
@@ -77,7 +77,7 @@ def main() -> None:
     runs = len(range(args.min, args.max + 1, args.step)) * args.repeat
     bare_runs = min(runs, args.bare_runs) if args.full else runs
     workload = str(windows.build_loop().path)
-    cpu = childruns.default_cpus()[0]
+    cpu = cpuchoice.pick().cpus[0]
     pinned_rt = ("taskset", "-c", str(cpu), "chrt", "-f", "1")
     methods = ("bare", "exec", "shift")
     per_run: dict[str, list[float]] = {m: [] for m in methods}

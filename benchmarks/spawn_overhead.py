@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perflab.engine import childruns
+from perflab.engine import cpuchoice
 from perflab.lab import env_size
 from perflab.lab.plans.env_size import Plan
 from perflab.system import compiler
@@ -197,14 +197,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=100, help="With --whole: runs per size.")
     ap.add_argument("--pin-perflab", action="store_true",
                     help="With --whole: perflab's own process on the child's CPU too.")  # fmt: skip
-    ap.add_argument("--cpu", default=str(childruns.default_cpus()[0]),
+    ap.add_argument("--cpu", default=str(cpuchoice.pick().cpus[0]),
                     help="With --whole: the children's CPU (default: perflab's).")  # fmt: skip
     args = ap.parse_args()
     if args.whole:
         whole(args.repeat, args.rounds, args.pin_perflab, args.cpu)
         return
     workload = str(compiler.mytkowicz().path)
-    cpu = childruns.default_cpus()[0]
+    cpu = cpuchoice.pick().cpus[0]
     pinned_rt = ("taskset", "-c", str(cpu), "chrt", "-f", "1")
     bare_plain, bare_rt = "bare C posix_spawn+waitpid", f"bare C, taskset -c {cpu} chrt -f 1"
     plain, tuned, hf = (

@@ -38,6 +38,11 @@ class PerflabWarning(UserWarning):
     """Something was not as asked (no permission for a priority, no mlock) but the run went on."""
 
 
+class PerflabNote(UserWarning):
+    """What perflab chose where nothing was asked (the CPU it measures on) and why: said once,
+    not a warning (a test that turns PerflabWarning into errors is not failed by a busy CPU)."""
+
+
 # Every warning perflab gives: what went otherwise than asked, and the option or step that
 # fixes or silences it (tests/test_cli_foundation.py checks each names one).
 WARNINGS = {
@@ -70,11 +75,14 @@ WARNINGS = {
     "it; measure again with --output FILE)",
     "newer_perflab": "{path}: written by perflab {theirs}, newer than this perflab {ours}: what "
     "it added is not read (pip install --upgrade perflab)",
+    "cpu_busy_rt": "{what} over {window} ms, a real-time task: runs pinned there wait for it; "
+    "choose another CPU with --cpu{quieter}, or stop that task",
     "sidecar_unchecked": "{path}: its sidecar {sidecar} records no checksum, so a change to the "
     "CSV since it was saved cannot be seen (measure again with --output FILE, or save it again "
     "with perflab.results.save)",
 }
 _warned: set[str] = set()
+_noted: set[str] = set()
 
 
 def warning(name: str, **fields: object) -> str:
@@ -85,6 +93,14 @@ def warning(name: str, **fields: object) -> str:
 def warn(message: str) -> None:
     """The one way a measurement warns: a PerflabWarning (the CLI prints it as one line)."""
     warnings.warn(message, PerflabWarning, stacklevel=3)
+
+
+def note_once(message: str) -> None:
+    """Say what perflab chose and why, once per distinct message in this process (compare's
+    rounds measure one plan again and again): a PerflabNote, printed as 'perflab: ...'."""
+    if message not in _noted:
+        _noted.add(message)
+        warnings.warn(message, PerflabNote, stacklevel=3)
 
 
 def warn_once(message: str) -> None:
@@ -99,10 +115,13 @@ def warnings_as_lines(echo: Callable[[str], None]) -> Iterator[None]:
     """Hand every PerflabWarning of the block to echo as one line (faces: 'perflab: warning:')."""
     with warnings.catch_warnings():
         warnings.simplefilter("always", PerflabWarning)
+        warnings.simplefilter("always", PerflabNote)
         shown = warnings.showwarning
 
         def show(message: Warning | str, category: type[Warning], *rest: object) -> None:
-            if issubclass(category, PerflabWarning):
+            if issubclass(category, PerflabNote):
+                echo(f"perflab: {message}")
+            elif issubclass(category, PerflabWarning):
                 echo(f"perflab: warning: {message}")
             else:
                 shown(message, category, *rest)  # type: ignore[arg-type]

@@ -331,7 +331,8 @@ def plan_options(plan: type, names: Sequence[str]) -> Callable[[F], F]:
 
 def run_controls(func: F) -> F:
     """The run controls every child-run verb shares (controls.Controls), as click options."""
-    names = [f.name for f in dataclasses.fields(controls.Controls) if f.name != "mlock"]
+    names = [f.name for f in dataclasses.fields(controls.Controls)
+             if f.name != "mlock" and "cli" in f.metadata]  # fmt: skip
     return plan_options(controls.Controls, names)(func)
 
 
@@ -711,8 +712,11 @@ def export_options(func: F) -> F:
 
 
 def busy_hint(wall_over_cpu: float, rt: bool) -> None:
-    """Say when other tasks shared the CPUs alone, and which flag keeps them off."""
-    if wall_over_cpu > 1.2 and not rt:
+    """Say when other tasks shared the CPUs alone, and which flag keeps them off: utilisation
+    below the share the disturbance rule every verb shares allows (analysis/disturbance.py)."""
+    from perflab.analysis import disturbance
+
+    if wall_over_cpu * (1 - disturbance.DROP) > 1 and not rt:
         click.echo(
             f"note: alone, elapsed time was {wall_over_cpu:.1f}x the CPU time: other tasks shared "
             "these CPUs; --rt (or --nice -20) keeps them off, as the post's high priority did",

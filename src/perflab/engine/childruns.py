@@ -24,6 +24,7 @@ from typing import Any, Self, TypeVar
 import numpy as np
 
 from perflab import errors
+from perflab.analysis import disturbance
 from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.engine import journal, results, spawn
@@ -174,9 +175,17 @@ def rt_throttled_once(
     extra["rt_throttled"] = said
 
 
-def default_cpus() -> tuple[int, ...]:
-    """The last usable CPU: away from CPU 0, where most interrupts land."""
-    return (machine.usable_cpus()[-1],)
+def disturbance_meta(df: pd.DataFrame, runs: Runs, ncpus: int) -> dict:
+    """The disturbance rule every verb shares (analysis/disturbance.py) on every ok row
+    recorded (a resumed sweep's earlier ones too), each run on `ncpus` CPUs."""
+    ok = df[df["status"] == "ok"] if "status" in df else df.iloc[:0]
+    needed = {"utime_ns", "stime_ns", "wall_ns", "nivcsw"}
+    if ok.empty or not needed <= set(ok.columns):
+        return {}
+    group = [k for k in runs.key if k != "rep"]
+    value = value_column(ok)
+    why = disturbance.child_runs(ok, group, value, max(ncpus, 1))
+    return {"disturbed": disturbance.verdict(why, ok[value], disturbance.points(ok, group))}
 
 
 def base_env(inherit: bool, var: str | None = None) -> dict[str, str]:
@@ -615,7 +624,10 @@ def measure_sequential(
             finally:
                 if recorder is not None:
                     extra.update(spawn.maxrss_meta(engine))
-                    df = recorder.finish(complete, extra)
+                    df = recorder.finish(
+                        complete, extra,
+                        annotate=lambda rows: disturbance_meta(rows, runs, len(controls.cpus)),
+                    )  # fmt: skip
     return df
 
 

@@ -65,7 +65,8 @@ class Controls:
     cpus: tuple[int, ...] = field(
         default=(),
         metadata=_cli("--cpu", "Pin the child to these CPUs (e.g. 1 or 0-1), as taskset did. "
-                      "[default: last usable: online, inside the affinity mask]", kind="cpus"),
+                      "[default: the quietest usable one (online, inside the affinity mask), "
+                      "said at the start]", kind="cpus"),
     )  # fmt: skip
     seed: int = field(default=0, metadata=_cli("--seed", "Seed of every random draw.", min=0))
     inherit_env: bool = field(
@@ -91,7 +92,7 @@ class Controls:
     jobs: int = field(
         default=1,
         metadata=_cli("--jobs", "Children at once, each pinned to its own CPU (the --cpu list, "
-                      "else the last usable CPUs); 0: one per CPU. Rows then carry cpu and "
+                      "else the quietest usable CPUs); 0: one per CPU. Rows then carry cpu and "
                       "parallel columns, and a sequential reference slice checks the result.",
                       min=0),
     )  # fmt: skip
@@ -107,6 +108,9 @@ class Controls:
         metadata=_cli("--allow-siblings", "With --jobs: let two children share a core (SMT "
                       "siblings), which perflab otherwise refuses.", needs="jobs"),
     )  # fmt: skip
+    # Why perflab measures on `cpus` when no --cpu chose them (engine/cpuchoice.py): recorded
+    # with the result, not an option, and no part of the plan a resume must repeat.
+    cpu_choice: str = field(default="", compare=False)
 
     def check_controls(self) -> None:
         """Refuse controls the C core cannot honour, before anything is built or measured."""
@@ -135,6 +139,7 @@ class Controls:
     def params(self) -> dict:
         """The plan as a journal stores it: a resume must match it field for field."""
         plan = asdict(self)
+        del plan["cpu_choice"]
         if self.jobs == 1:  # as before --jobs existed, so journals of that time still resume
             for name in ("jobs", "reference", "allow_siblings"):
                 del plan[name]
@@ -145,6 +150,7 @@ class Controls:
         return {
             "aslr": self.aslr,
             "cpus": list(self.cpus),
+            **({"cpu_choice": self.cpu_choice} if self.cpu_choice else {}),
             "seed": self.seed,
             "inherit_env": self.inherit_env,
             "rt_requested": self.rt,

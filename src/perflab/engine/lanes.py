@@ -9,6 +9,7 @@ parallel runs can be compared with sequential runs taken under the same conditio
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -18,7 +19,7 @@ import numpy as np
 from perflab import errors
 from perflab.analysis import stats
 from perflab.core.lazy import pd
-from perflab.engine import childruns, spawn
+from perflab.engine import childruns, cpuchoice, spawn
 from perflab.engine.progress import ProgressArg, shown
 from perflab.errors import PerflabError
 from perflab.system import machine
@@ -34,7 +35,13 @@ MIN_REFERENCE = 20  # fewer sequential runs on a CPU than this: no verdict for i
 
 
 def lane_cpus(jobs: int, cpus: Sequence[int] | None) -> tuple[int, ...]:
-    """The CPUs of `jobs` lanes: those listed (all of them for jobs 0), else the last usable."""
+    """The CPUs of `jobs` lanes: those listed (all of them for jobs 0), else the quietest."""
+    return lane_choice(jobs, cpus).cpus
+
+
+def lane_choice(jobs: int, cpus: Sequence[int] | None) -> cpuchoice.Choice:
+    """The CPUs of `jobs` lanes and why: those listed (all for jobs 0), else the `jobs`
+    quietest usable ones (engine/cpuchoice.py), said in one line."""
     if jobs < 0:
         raise PerflabError(f"--jobs must be 0 (one per CPU) or more, not {jobs}")
     if cpus is not None:
@@ -43,14 +50,16 @@ def lane_cpus(jobs: int, cpus: Sequence[int] | None) -> tuple[int, ...]:
                 f"--jobs {jobs} runs {jobs} children at once, one per CPU, but --cpu lists "
                 f"{len(cpus)} CPU{'s' * (len(cpus) != 1)}: list {jobs}, or use --jobs 0"
             )
-        return tuple(cpus)
+        return cpuchoice.check_asked(cpus)
     usable = machine.usable_cpus()
     if jobs > len(usable):
         raise PerflabError(
             f"--jobs {jobs}: only {len(usable)} usable CPUs "
             f"({machine.format_cpu_list(usable)}); one child per CPU at a time"
         )
-    return tuple(usable[-jobs:] if jobs else usable)
+    if jobs in (0, len(usable)):
+        return cpuchoice.Choice(tuple(usable), "", {})  # every CPU: nothing to choose
+    return cpuchoice.pick(jobs)
 
 
 def default_reference(lanes: int) -> float:
@@ -66,8 +75,9 @@ def reference_share(plan: childruns.Controls) -> float:
 def with_lanes(plan: childruns.PlanT, cpus: Sequence[int] | None) -> childruns.PlanT:
     """The plan with its lanes' CPUs, jobs = how many (a --jobs 0 resumes as the count) and
     its reference share (the default for that many lanes unless one was asked)."""
-    chosen = lane_cpus(plan.jobs, cpus)
-    chosen_plan = replace(plan, cpus=chosen, jobs=len(chosen))
+    chosen = lane_choice(plan.jobs, cpus)
+    chosen_plan = replace(plan, cpus=chosen.cpus, jobs=len(chosen.cpus),
+                          cpu_choice=chosen.line if cpus is None else "")  # fmt: skip
     return replace(chosen_plan, reference=reference_share(chosen_plan))
 
 
@@ -193,7 +203,7 @@ def _measure_lanes(
                 raise
             finally:
                 extra.update(spawn.maxrss_meta(engine))
-                df = recorder.finish(complete, extra, annotate=lambda rows: _verdict(rows, runs))
+                df = recorder.finish(complete, extra, annotate=lambda rows: judged(rows, runs))
     return df
 
 
@@ -215,6 +225,11 @@ def _verdict(df: pd.DataFrame, runs: childruns.Runs) -> dict:
         return {}
     group = [k for k in runs.key if k != "rep"]
     return {"interference": interference(df, childruns.value_column(df), group)}
+
+
+def judged(df: pd.DataFrame, runs: childruns.Runs) -> dict:
+    """The interference check and the shared disturbance rule, each child on its one CPU."""
+    return {**_verdict(df, runs), **childruns.disturbance_meta(df, runs, 1)}
 
 
 def _iqr(x: np.ndarray) -> float:
@@ -274,11 +289,24 @@ def describe(verdict: dict) -> list[str]:
     return lines
 
 
-def with_cpus(plan: childruns.PlanT, cpus: Sequence[int] | None) -> childruns.PlanT:
-    """The plan with its CPUs: those asked for, else the default one."""
+def with_cpus(
+    plan: childruns.PlanT, cpus: Sequence[int] | None, resume: str | os.PathLike | None = None
+) -> childruns.PlanT:
+    """The plan with its CPUs: those asked for (warned when a real-time task is busy there),
+    else those the sweep being resumed from `resume` recorded, else the quietest usable ones,
+    chosen by reading what each CPU does now and said in one line (engine/cpuchoice.py)."""
+    recorded = cpuchoice.recorded_cpus(resume) if cpus is None and resume else None
+    if recorded is not None and not set(recorded) - set(machine.usable_cpus()):
+        line = f"cpu {','.join(map(str, recorded))}: where {os.fspath(resume or '')} was measured"
+        planned = with_lanes(plan, recorded) if plan.jobs != 1 else replace(plan, cpus=recorded)
+        return replace(planned, cpu_choice=line)
     if plan.jobs != 1:
         return with_lanes(plan, cpus)
-    return replace(plan, cpus=tuple(cpus) if cpus is not None else childruns.default_cpus())
+    if cpus is not None:
+        cpuchoice.check_asked(cpus)
+        return replace(plan, cpus=tuple(cpus))
+    chosen = cpuchoice.pick()
+    return replace(plan, cpus=chosen.cpus, cpu_choice=chosen.line)
 
 
 def measure(
@@ -298,6 +326,7 @@ def measure(
     where it runs (a notebook line in Jupyter, a bar in a terminal, a line every 10 s or 5 %
     in a log)."""
     how = _measure_lanes if controls.jobs > 1 else childruns.measure_sequential
+    cpuchoice.say(controls.cpu_choice)
     with shown(meta.get("experiment", "runs"), on_start, progress) as (start, step):
         return how(runs, controls, meta, recording, chunk_runs=chunk_runs, flush_s=flush_s,
                    on_start=start, progress=step, warn=warn)  # fmt: skip

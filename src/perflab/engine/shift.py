@@ -40,7 +40,7 @@ import numpy as np
 from perflab import errors
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, journal, lanes, spawn
+from perflab.engine import childruns, cpuchoice, journal, lanes, spawn
 from perflab.errors import PerflabError
 from perflab.system import binlayout, compiler, supervisor
 
@@ -371,6 +371,7 @@ def measure(
     One unrecorded point per child first brings its pages in. A KeyboardInterrupt leaves the
     journal complete up to the last chunk collected and marked incomplete."""
     lanes_run = controls.jobs > 1
+    cpuchoice.say(controls.cpu_choice)
     if lanes_run:
         runs = lanes.LaneRuns(**vars(runs))
     ref = lanes.reference_mask(runs.prog.size, lanes.reference_share(controls), controls.seed)
@@ -430,6 +431,5 @@ def measure(
         finally:
             for child in children:
                 child.close()
-            verdict = (lambda rows: lanes._verdict(rows, runs)) if lanes_run else None
-            df = recorder.finish(complete, extra, annotate=verdict)
+            df = recorder.finish(complete, extra, annotate=lambda rows: lanes.judged(rows, runs))
     return df

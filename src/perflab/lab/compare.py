@@ -324,7 +324,9 @@ def compare(
     randomize = tuple(params.pop("randomize", () if params.get("layout") else ("env-size",)))
     plan = Plan(a=a.label, b=b.label, digests=(_digests(a), _digests(b)), randomize=randomize,
                 **params)  # fmt: skip
-    plan = lanes.with_cpus(plan, cpus).check((len(a.objects), len(b.objects)))
+    plan = lanes.with_cpus(plan, cpus, output if resume else None).check(
+        (len(a.objects), len(b.objects))
+    )
     recording = childruns.Recording(output, resume, discard_bad)
     recording.check()
     if "heap-offset" in plan.varied():

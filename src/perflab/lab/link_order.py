@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from perflab import errors
-from perflab.analysis import stats
+from perflab.analysis import disturbance, stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.engine import childruns, lanes, results
@@ -181,7 +181,7 @@ def sweep(
         digests=tuple(o.digest for o in source.objects),
         link=source.linker.key().replace("\0", " "),
     )
-    plan = lanes.with_cpus(plan, cpus).check()
+    plan = lanes.with_cpus(plan, cpus, output if resume else None).check()
     perms = orders(len(source.objects), plan.permutations, plan.seed)
     links_before = compiler.BUILDS["link"]
     programs = link_all(source, perms, on_build(len(perms)) if on_build else None)
@@ -446,7 +446,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
             f"best: {best['feature']} {verdict} fast from slow orders (score {best['score']:.2f}, "
             f"p {best['p']:.3f}; fast at {best['fast_value']}, slow at {best['slow_value']})"
         )
-    lines += lanes.describe(meta.get("interference", {}))
+    lines += lanes.describe(meta.get("interference", {})) + disturbance.lines(meta)
     cols = ["link_order", "n", "median", "mad", "min", "p95"]
     shown = effects.head(8).assign(same_split=effects["same_split"].head(8).map(_short))
     tables = [
@@ -458,4 +458,5 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     values = {"value": value, "runs": len(frame), "status": counts, "spread": gap}
     values.update({k: meta.get(k) for k in ("hardware_counters", "links", "build_s", "run_s")})
     values["interference"] = meta.get("interference")
+    values["disturbed"] = meta.get("disturbed")
     return Summary(lines, tables, values, lambda p: plot(frame, p, orders, effects, value))

@@ -37,6 +37,7 @@ CONDITIONS = (
     ("aslr_system", "ASLR (system, 0-2)", "system ASLR"),
     ("aslr", "ASLR (runs)", "ASLR"),
     ("cpus", "CPUs used", "CPUs"),
+    ("cpu_choice", "CPU chosen", None),
     ("governor", "governor", "governor"),
     ("hardware_counters", "hardware counters", None),
     ("rt_requested", "real-time asked", None),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from perflab import errors
+from perflab.analysis import disturbance
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.engine import childruns, lanes, results, shift, spawn
@@ -78,10 +79,10 @@ def sweep(
     the built-in Mytkowicz loop (compiled at -O`opt`), whose probe times its hot region.
     params: any field of Plan: min_size, max_size, step (bytes of padding in the variable
     `var`, default "A"), repeat (runs per size), aslr ("off", "on", "system"), cpus (None: the
-    last usable CPU), order ("random" or "sequential"), seed, inherit_env, opt, timeout (s),
-    rt, mlock, engine ("exec": a fresh child per run; "shift": for a built-in loop with ASLR
-    off, one child per CPU with the loop's frame placed where an exec'd child's would be,
-    checked before it measures: lab/env_size/shifted.py).
+    quietest usable CPU, said in one line), order ("random" or "sequential"), seed,
+    inherit_env, opt, timeout (s), rt, mlock, engine ("exec": a fresh child per run; "shift":
+    for a built-in loop with ASLR off, one child per CPU with the loop's frame placed where an
+    exec'd child's would be, checked before it measures: lab/env_size/shifted.py).
     output: a .parquet/.csv journal, flushed as runs finish; resume=True completes it.
     progress: by default a display that suits where it runs (a line updated in Jupyter, a
     bar in a terminal, a line every 10 s or 5 % in a log), False for none, or a callable
@@ -103,7 +104,8 @@ def sweep(
     the metadata (the CLI records its -k there, so `perflab report` finds the same windows).
     """
     cpus = params.pop("cpus", None)
-    plan = lanes.with_cpus(Plan(program=tuple(program), **params), cpus).check()
+    plan = Plan(program=tuple(program), **params)
+    plan = lanes.with_cpus(plan, cpus, output if resume else None).check()
     recording = childruns.Recording(output, resume, discard_bad)
     recording.check()
     argv, workload_meta = resolve_program(plan.program, plan.opt, plan.workload)
@@ -459,6 +461,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
                 columns={"excess": "peak_excess"}
             )
     lines += why + alias_counters.summary_lines(meta) + lanes.describe(meta.get("interference", {}))
+    lines += disturbance.lines(meta)
     if meta.get("engine") == "shift":
         checked = len(meta.get("shift_check", {}).get("sizes", []))
         lines.append(
@@ -497,6 +500,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
             if key in meta
         },
         **({"interference": meta.get("interference")} if "cpu" in frame else {}),
+        **({"disturbed": meta["disturbed"]} if "disturbed" in meta else {}),
     }
     return Summary(
         lines, tables, values, lambda p: plot(frame, p, windows, None, value, sizes, predicted)

@@ -138,4 +138,6 @@ class Plan(Controls):
         return self.sizes()[item], rep
 
 
-PARAMS = tuple(f.name for f in fields(Plan) if f.name not in ("program", "workload_digest"))
+PARAMS = tuple(
+    f.name for f in fields(Plan) if f.name not in ("program", "workload_digest", "cpu_choice")
+)

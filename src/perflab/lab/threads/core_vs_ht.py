@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
+from perflab.analysis import disturbance
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.engine import childruns, controls, inprocess, results
@@ -251,4 +252,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
             lines += [line for placement, line in runs if placement == name]
     title = "per placement (ms; ratio = 2 threads / 1 thread)"
     table = Table("placements", title, summarize(frame))
-    return Summary(lines, [table], {}, lambda p: plot(frame, p))
+    ncpus = len(machine.usable_cpus())
+    disturbed = disturbance.worker_verdict(frame, ["placement", "rep", "threads"], ncpus, meta)
+    lines += [f"warning: {disturbed['line']}"] if disturbed["line"] else []
+    return Summary(lines, [table], {"disturbed": disturbed}, lambda p: plot(frame, p))

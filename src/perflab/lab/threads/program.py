@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from perflab import errors
-from perflab.analysis import stats
+from perflab.analysis import disturbance, stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.engine import childruns, lanes, results
@@ -80,8 +80,8 @@ def run(
     **params: Any,
 ) -> pd.DataFrame:
     """Run `command` `repeat` times at each thread count in a seeded random order; one row per
-    run with cpu_ns, utilisation and why a run looks disturbed, and the trust warnings (also
-    given to warn) in the metadata.
+    run with cpu_ns, utilisation and why a run looks disturbed, and the trust warnings in the
+    metadata (its summary says them; warn has what went otherwise than asked).
 
     params: cpus, threads_env, repeat, order, oversubscribe, seed, aslr, inherit_env, timeout,
     rt, runq (any field of Plan). Journaled to `output` and resumable like every child-run sweep;
@@ -116,9 +116,9 @@ def run(
             warn=warn,
         )
     df = annotate(df)
+    # Recorded, and said by the summary that shows the result: given to warn too, the verb
+    # printed each twice (issue 48).
     found = trust_warnings(df, limit)
-    for line in found:
-        warn(line)
     return results.attach(df, {**results.metadata(df), "trust_warnings": found})
 
 
@@ -145,13 +145,12 @@ def annotate(df: pd.DataFrame) -> pd.DataFrame:
     ok = out["status"] == "ok"
     ncpus = len(meta.get("cpus") or machine.usable_cpus())
     if "cpus_busy_ns" in out:
-        out["others_share"] = trust.others_share(out["cpus_busy_ns"], out["cpu_ns"], wall, ncpus)
+        out["others_share"] = disturbance.others_share(out["cpus_busy_ns"], out["cpu_ns"], wall,
+                                                       ncpus)  # fmt: skip
     why = pd.Series("", index=out.index, dtype=object)
     if ok.any():
         g = out[ok]
-        alone = g["threads"] <= ncpus
-        why[ok] = trust.disturbed(g["cpu_ns"], g["wall_ns"], g["nivcsw"], g["threads"], alone,
-                                  g.get("runq_ns"), g.get("others_share"))  # fmt: skip
+        why[ok] = disturbance.child_runs(g, ["threads"], childruns.value_column(g), ncpus)
     out["disturbed"] = why != ""
     out["disturbed_why"] = why
     return results.attach(out, meta)
@@ -176,14 +175,8 @@ def trust_warnings(df: pd.DataFrame, limit: trust.Floor | None = None) -> list[s
             f"{', '.join(map(str, over))} threads on {ncpus} CPUs: those points measure "
             "time-sharing, not parallel speedup"
         )
-    bad = ok[ok["disturbed"]]
-    if len(bad):
-        counts = ", ".join(f"{int(n)} thread(s): {len(g)}" for n, g in bad.groupby("threads"))
-        lines.append(
-            f"{len(bad)} of {len(ok)} runs look disturbed by other tasks ({counts}; column "
-            "disturbed_why): run on a quiet machine, or repeat more and compare medians"
-        )
-    return lines
+    said = disturbance.verdict(ok["disturbed_why"], column="disturbed_why")["line"]
+    return lines + ([said] if said else [])
 
 
 def _interval(values: pd.Series) -> tuple[float, float, float]:

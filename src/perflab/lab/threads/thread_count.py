@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import perflab.lab.threads as threads  # the package's run_threads: callers may substitute it
+from perflab.analysis import disturbance
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.engine import childruns, controls, inprocess
@@ -186,5 +187,8 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         f"shared, median of {reps}"
     )
     shown = Table("scaling", title, table, shown=table.drop(columns=hidden))
-    values = {"kernel": kernel, "counters": counters}
+    ncpus = len(meta.get("cpus") or machine.usable_cpus())
+    disturbed = disturbance.worker_verdict(frame, ["threads", "rep"], ncpus, meta)
+    lines += [f"warning: {disturbed['line']}"] if disturbed["line"] else []
+    values = {"kernel": kernel, "counters": counters, "disturbed": disturbed}
     return Summary(lines, [shown], values, lambda p: plot(frame, p))

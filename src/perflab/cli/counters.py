@@ -45,9 +45,9 @@ def counters_cmd(
     command: tuple[str, ...],
 ) -> None:
     """List the perf events that count here (with a sample count), or count COMMAND
-    (`perflab counters -- make -j2`) with every thread and child it starts; its counts go to
-    stderr, as perf stat's, so that COMMAND's own stdout stays whole.
+    (`perflab counters -- make -j2`) with every thread and child it starts.
 
+    Its counts go to stderr, as perf stat's, so that COMMAND's own stdout stays whole.
     With COMMAND, perflab exits with its status (128+N when signal N killed it), as perf stat."""
     from perflab.engine import program_output as streams
     from perflab.engine import results

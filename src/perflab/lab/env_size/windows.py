@@ -306,16 +306,23 @@ def pairs(accesses: Sequence[Access]) -> list[tuple[Access, Access]]:
     return [(s, t) for s in stack for t in static if (s.store and t.load) or (t.store and s.load)]
 
 
+PREDICTED = ["start", "end", "width", "pair", "stack_address", "static_address"]
+
+
 def predict(layout: Layout, sizes: np.ndarray) -> pd.DataFrame:
     """Windows 4K aliasing predicts over these sizes: start, end, width, pair, addresses.
 
     A window is a run of consecutive sizes (on the sizes' grid) where at least one stack
     slot shares a byte with a static modulo 4096; `pair` names every such pair in it.
     """
+    return pd.DataFrame(predicted_rows(layout, sizes), columns=PREDICTED)
+
+
+def predicted_rows(layout: Layout, sizes: np.ndarray) -> list[dict]:
+    """predict's windows as plain rows: a sweep reads them before it loads pandas."""
     sizes = np.unique(np.asarray(sizes, dtype=np.int64))
-    cols = ["start", "end", "width", "pair", "stack_address", "static_address"]
     if sizes.size == 0:
-        return pd.DataFrame(columns=cols)
+        return []
     frames = layout.frames(sizes)
     hits: dict[int, list[str]] = {}
     addr: dict[int, tuple[int, int]] = {}
@@ -345,7 +352,7 @@ def predict(layout: Layout, sizes: np.ndarray) -> pd.DataFrame:
             "stack_address": hex(addr[first][0]),
             "static_address": hex(addr[first][1]) if addr[first][1] >= 0 else "",
         })  # fmt: skip
-    return pd.DataFrame(rows, columns=cols)
+    return rows
 
 
 def verdicts(
@@ -457,7 +464,7 @@ def explain_meta(argv: Sequence[str], plan: Any, base_env: Mapping) -> dict:
         meta = sweep_meta(argv, workload, plan.var, base_env, plan.opt)
         if "stack_layout" in meta:
             layout = Layout.from_meta(meta["stack_layout"])
-            pairs = predict(layout, plan.sizes())["pair"].tolist()
+            pairs = [row["pair"] for row in predicted_rows(layout, plan.sizes())]
     return meta | {"alias_check": aliasing.check_all(pairs)}
 
 

@@ -14,12 +14,18 @@ from typing import Any
 import click
 from click.shell_completion import CompletionItem
 
-from perflab import __version__
+from perflab import __version__, terminal
 from perflab.errors import PerflabError, warnings_as_lines
 from perflab.lab.registry import EXPERIMENTS
 from perflab.system import limits
 
 QUIET = "perflab.quiet"  # ctx.meta key: --quiet, read by cli.common.progressbar
+
+
+def echo(text: str, err: bool = False) -> None:
+    """Print a line that may carry text from a file (a result's metadata, a path), its control
+    characters escaped so the file cannot drive the terminal."""
+    click.echo(terminal.escape(text), err=err)
 
 
 class UsageMistake(click.ClickException):
@@ -115,13 +121,13 @@ class Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             limits.load_libraries()  # an address-space limit they cannot load under: one line
-            with warnings_as_lines(lambda line: click.echo(line, err=True)):
+            with warnings_as_lines(lambda line: echo(line, err=True)):
                 return super().invoke(ctx)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx else "perflab"
             raise UsageMistake(f"{exc.format_message()} (see '{where} --help')") from None
         except PerflabError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(terminal.escape(str(exc))) from None
         except BrokenPipeError:
             raise click.exceptions.Exit(_reader_gone()) from None
         except KeyboardInterrupt as exc:  # where no verb said more (before or after measuring)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from perflab.cli import QUIET
+from perflab.cli import QUIET, echo
 from perflab.core import files
 from perflab.engine import controls, filelock
 from perflab.engine.progress import Progress
@@ -574,7 +574,7 @@ def table(df: pd.DataFrame, floatfmt: str = "{:,.2f}", title: str | None = None)
     """Print a text table as reports render it."""
     from perflab.reports import exporters
 
-    click.echo(exporters.text_table(df, floatfmt, title))
+    echo(exporters.text_table(df, floatfmt, title))
 
 
 def print_result(
@@ -599,10 +599,10 @@ def print_result(
         click.echo(exporters.JSON.report(shown))
         return shown
     if output:
-        click.echo(f"data: {output}", err=err)
+        echo(f"data: {output}", err=err)
     if plot_path:
-        click.echo(f"plot: {plot_path}", err=err)
-    click.echo(exporters.TEXT.summary(shown.summary), err=err)
+        echo(f"plot: {plot_path}", err=err)
+    echo(exporters.TEXT.summary(shown.summary), err=err)
     return shown
 
 

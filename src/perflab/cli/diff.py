@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from perflab.cli import cli
+from perflab.cli import cli, echo
 from perflab.cli.common import (
     FileToWrite,
     check_paths,
@@ -96,16 +96,16 @@ def diff_cmd(
         emit_json({**diff.summary_values(d), "points_table": d.table})
         return
     for n in d.notes:
-        click.echo(n)
+        echo(n)
     shown = d.table if show_all else d.flagged
     if len(shown):
         level = d.table.attrs["level"]
         title = f"after/before of median {d.value} ({level:.4%} per point)"
         table(_whole_medians(shown), "{:,.3f}", title=title)
-    click.echo(d.verdict)
+    echo(d.verdict)
     for done, what in ((plot_path, "plot"), (md_path, "markdown"), (html_path, "page")):
         if done:
-            click.echo(f"{what}: {done}")
+            echo(f"{what}: {done}")
 
 
 def _whole_medians(shown: "pd.DataFrame") -> "pd.DataFrame":

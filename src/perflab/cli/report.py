@@ -2,7 +2,7 @@
 
 import click
 
-from perflab.cli import cli
+from perflab.cli import cli, echo
 from perflab.cli.common import (
     FileToWrite,
     check_paths,
@@ -68,12 +68,12 @@ def show_cmd(
     write_export(html_path, lambda: exporters.HTML.report(r))
     if "-" in (md_path, html_path):
         return
-    click.echo(exporters.JSON.report(r) if as_json else exporters.TEXT.report(r))
+    echo(exporters.JSON.report(r) if as_json else exporters.TEXT.report(r))
     if as_json:
         return
     for done, what in ((plot_path, "plot"), (md_path, "markdown"), (html_path, "page")):
         if done:
-            click.echo(f"{what}: {done}")
+            echo(f"{what}: {done}")
 
 
 @report.command("hosts")
@@ -116,11 +116,11 @@ def hosts_cmd(
         return
     cols = ["host", "n", "min", "median", "mean", "stdev", "mad", "vs_fleet_pct", "outlier"]
     table(per_host[cols], title=f"per host ({value})")
-    click.echo(
+    echo(
         f"fleet: {summary['hosts']} hosts, median {summary['fleet_median']:,.2f}, "
         f"spread {summary['spread_pct']:.1f} % ({summary['lowest']} lowest, "
         f"{summary['highest']} highest); outliers: "
         f"{', '.join(summary['outliers']) or 'none'}"
     )
     for m in missing:
-        click.echo(f"missing: {m}")
+        echo(f"missing: {m}")

@@ -14,10 +14,10 @@ from typing import Any
 import click
 from click.shell_completion import CompletionItem
 
-from perflab import __version__, terminal
+from perflab import __version__
 from perflab.errors import PerflabError, warnings_as_lines
 from perflab.lab.registry import EXPERIMENTS
-from perflab.system import limits
+from perflab.system import limits, terminal
 
 QUIET = "perflab.quiet"  # ctx.meta key: --quiet, read by cli.common.progressbar
 

@@ -15,7 +15,7 @@ from perflab import __version__, errors
 from perflab.core import files
 from perflab.core.files import _publish, _temporary, atomic
 from perflab.core.lazy import pa, pd, pq
-from perflab.engine import filelock
+from perflab.engine import filelock, schema
 from perflab.errors import PerflabError
 from perflab.system.frames import META_KEY as META_KEY
 from perflab.system.frames import attach as attach
@@ -130,7 +130,9 @@ def save(df: pd.DataFrame, path: str | os.PathLike) -> Path:
 
 
 def load(path: str | os.PathLike) -> pd.DataFrame:
-    """Load a frame saved by save(), metadata back in attrs; a damaged file is one clear error."""
+    """Load a frame saved by save(), metadata back in attrs; a damaged file, or one whose
+    columns or metadata break the types and ranges perflab writes (schema.py), is one clear
+    error."""
     p = Path(path)
     if not p.exists():
         raise PerflabError(f"{p}: no such file")
@@ -141,7 +143,9 @@ def load(path: str | os.PathLike) -> pd.DataFrame:
     files.open_read(p).close()  # a FIFO or a device: refused here, never waited on
     if p.stat().st_size == 0:
         raise PerflabError(f"{p}: empty file (not a result perflab wrote)")
-    return _load_parquet(p) if p.suffix == ".parquet" else _load_csv(p)
+    df = _load_parquet(p) if p.suffix == ".parquet" else _load_csv(p)
+    schema.check(df, metadata(df), p)
+    return df
 
 
 def _load_parquet(p: Path) -> pd.DataFrame:
@@ -183,16 +187,42 @@ def _load_csv(p: Path) -> pd.DataFrame:
         dtypes = side.get("dtypes", {})
         for col, dtype in dtypes.items() if isinstance(dtypes, dict) else ():
             if col in df:
-                df[col] = df[col].astype(
-                    pd.CategoricalDtype(dtype["categories"], dtype["ordered"])
-                    if isinstance(dtype, dict)
-                    else dtype
-                )
+                df[col] = _as_recorded(df[col], dtype, side_path)
                 if dtype in TEXT_DTYPES:  # a CSV writes "" and a missing text alike: "" it was
                     df[col] = df[col].fillna("")
+    except PerflabError:
+        raise
     except Exception as exc:
         raise PerflabError(f"{p}: not a CSV file perflab can read ({_first(exc)})") from None
     return attach(df, side.get("metadata", {}) if isinstance(side.get("metadata"), dict) else {})
+
+
+def _as_recorded(values: pd.Series, dtype: Any, side_path: Path) -> pd.Series:
+    """A CSV column in the dtype its sidecar records, refused where that dtype does not hold
+    the column's values: a sidecar that lies (categories without "ok", float16 for ticks)
+    would otherwise turn them into missing, infinite or wrapped ones."""
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        typed = values.astype(
+            pd.CategoricalDtype(dtype["categories"], dtype["ordered"])
+            if isinstance(dtype, dict)
+            else dtype
+        )
+    lost = typed.isna().to_numpy() & values.notna().to_numpy()
+    if not lost.any() and all(map(pd.api.types.is_numeric_dtype, (values, typed))):
+        a = values.to_numpy(dtype=float, na_value=np.nan)
+        b = typed.to_numpy(dtype=float, na_value=np.nan)
+        lost = (a != b) & ~(np.isnan(a) & np.isnan(b))
+    if lost.any():
+        first = values.to_numpy(dtype=object)[lost.nonzero()[0][0]]
+        said = "categories " + repr(dtype["categories"]) if isinstance(dtype, dict) else dtype
+        raise PerflabError(
+            f"{side_path}: records column {values.name} as {said}, which does not hold its "
+            f"value {first!r} (changed after perflab saved it); delete {side_path} to load "
+            "the CSV without metadata"
+        )
+    return typed
 
 
 # Text columns: perflab's frames hold "" where a text is absent (compare's link_order where

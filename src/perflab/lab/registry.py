@@ -67,7 +67,17 @@ class Experiment:
             )
         if frame.empty:
             return Summary([f"no rows: the {self.name} run recorded nothing"], [])
-        return self.load().summary(frame, meta)
+        try:
+            return self.load().summary(frame, meta)
+        except KeyError as exc:  # a column some runs' summary reads (outer_ticks without a probe)
+            key = str(exc.args[0]) if exc.args else ""
+            absent = key not in map(str, frame.columns) and key.isidentifier()
+            if not (absent or key.endswith(" not in index")):
+                raise
+            raise PerflabError(
+                f"a {self.name} result without the {key.removesuffix(' not in index')} (a "
+                "column or metadata key) its summary needs: damaged, or not written by perflab"
+            ) from None
 
 
 EXPERIMENTS: dict[str, Experiment] = {

@@ -13,7 +13,7 @@ from perflab import __version__, errors
 from perflab.analysis.summary import Summary
 from perflab.core import files
 from perflab.core.lazy import pd, pq
-from perflab.engine import filelock, journal, results
+from perflab.engine import filelock, journal, results, schema
 from perflab.errors import PerflabError
 from perflab.lab import registry
 
@@ -180,6 +180,7 @@ def _journal(parts: Path) -> pd.DataFrame:
         why += f"; the same command plus --resume {target} completes it"
     meta.update(params=recorded.get("params"), identity=recorded.get("identity"), complete=False,
                 incomplete=why)  # fmt: skip
+    schema.check(df, meta, parts)
     return results.attach(df, meta)
 
 

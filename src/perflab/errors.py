@@ -10,6 +10,11 @@ class PerflabError(Exception):
     """A problem the user can fix (bad input, missing tool, unwritable path)."""
 
 
+class WrongType(PerflabError, TypeError):
+    """An argument of the wrong type (the Python API's max_size='128'): one line as the CLI says
+    it, and a TypeError to code that catches one."""
+
+
 class NativeUnavailable(PerflabError):
     """The machine lacks what a measurement needs (a counter, a permission, a CPU)."""
 

@@ -6,15 +6,22 @@ builds every option without them; the experiment modules re-export their Plan fr
 import what a plan's methods need only when they run.
 """
 
+import dataclasses
+import functools
+import inspect
 import math
+import numbers
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+import types
+import typing
+from collections import abc
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from perflab.core import constants
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, WrongType
 from perflab.system import compiler, limits
 
 # The C core counts a timeout in int64 nanoseconds, and 0 ns would mean none at all.
@@ -112,6 +119,11 @@ class Controls:
     # with the result, not an option, and no part of the plan a resume must repeat.
     cpu_choice: str = field(default="", compare=False)
 
+    def __post_init__(self) -> None:
+        """Every field of the type it is declared (check_types): the Python API's keywords are
+        refused as the CLI's options are, not passed on to a raw TypeError or truncated."""
+        check_types(self)
+
     def check_controls(self) -> None:
         """Refuse controls the C core cannot honour, before anything is built or measured."""
         from perflab.system import machine
@@ -157,6 +169,135 @@ class Controls:
             "mlock": self.mlock,
             "timeout_s": self.timeout,
         }
+
+
+def flag_of(f: dataclasses.Field) -> str:
+    """How an error names a plan's field: its keyword, and its CLI option where it has one
+    ("max_size (--max)")."""
+    cli = f.metadata.get("cli")
+    return f"{f.name} ({cli['flag'].split('/')[0]})" if cli else f.name
+
+
+def check_types(plan: Any) -> None:
+    """Refuse a plan field whose value is not of its declared type, in the CLI's words ("'128'
+    is not a whole number"); sequences become tuples, numpy scalars Python ones, and a CPU
+    list given as text ("0-1,3") is read as --cpu reads it."""
+    hints = typing.get_type_hints(type(plan))
+    for f in dataclasses.fields(plan):
+        value = getattr(plan, f.name)
+        if f.name == "cpus":
+            typed: Any = cpu_tuple(value, flag_of(f))
+        else:
+            typed = typed_value(value, hints[f.name], flag_of(f))
+        if typed is not value:
+            object.__setattr__(plan, f.name, typed)
+
+
+def typed_value(value: Any, kind: Any, flag: str) -> Any:
+    """value as `kind` (bool, int, float, str, X | None, tuple[X, ...], tuple[X, Y]), else one
+    WrongType naming the flag; kinds it does not know pass unchecked."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        refusals = []
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return typed_value(value, option, flag)
+            except PerflabError as exc:
+                refusals.append(exc)
+        raise refusals[0]
+    if origin in (list, abc.Sequence, abc.Iterable):  # checked, not copied: it may be filled
+        _sequence(value, flag)
+        if isinstance(value, (list, tuple)) and args:
+            for v in value:
+                typed_value(v, args[0], flag)
+        return value
+    if origin is tuple:
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+            raise WrongType(
+                f"{flag}: {value!r} is not a sequence (a list or tuple"
+                + (", not one string: ('./a.out', 'arg') for a program" if isinstance(value, str)
+                   else "")
+                + ")"
+            )  # fmt: skip
+        items = tuple(value)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(typed_value(v, args[0], flag) for v in items)
+        if len(items) != len(args):
+            raise WrongType(f"{flag}: {value!r} is not {len(args)} values")
+        return tuple(typed_value(v, a, flag) for v, a in zip(items, args, strict=True))
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise WrongType(f"{flag}: {value!r} is not True or False")
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise WrongType(f"{flag}: {value!r} is not a whole number")
+        return value if type(value) is int else int(value)
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise WrongType(f"{flag}: {value!r} is not a number")
+        return value if type(value) is float else float(value)
+    if kind is str and not isinstance(value, str):
+        raise WrongType(f"{flag}: {value!r} is not a text")
+    return value
+
+
+def _sequence(value: Any, flag: str) -> None:
+    """Refuse a value that is not a sequence, or that is one string (iterated per character)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise WrongType(f"{flag}: {value!r} is not a sequence (a list or tuple)")
+
+
+F = typing.TypeVar("F", bound=Callable[..., Any])
+
+
+def typed_arguments(fn: F) -> F:
+    """An API function whose arguments are checked against their annotations (typed_value)
+    before it runs: pages='1' is the CLI's one line, not a TypeError from inside."""
+    signature = inspect.signature(fn)
+
+    @functools.cache
+    def kinds() -> dict[str, Any]:
+        """The annotations, read at the first call (they may name what loads pandas)."""
+        found = {}
+        for name, param in signature.parameters.items():
+            kind = param.annotation
+            if isinstance(kind, str):
+                try:
+                    kind = eval(kind, fn.__globals__)
+                except Exception:  # a name only type checkers import: left unchecked
+                    continue
+            if kind is not inspect.Parameter.empty:
+                found[name] = kind
+        return found
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as exc:  # an unknown keyword, a missing argument
+            raise WrongType(f"{fn.__name__}(): {exc}") from None
+        for name, value in bound.arguments.items():
+            if name in kinds():
+                bound.arguments[name] = typed_value(value, kinds()[name], name)
+        return fn(*bound.args, **bound.kwargs)
+
+    return typing.cast(F, checked)
+
+
+def cpu_tuple(value: Any, flag: str = "cpus (--cpu)") -> tuple[int, ...]:
+    """CPUs as a tuple of numbers: a sequence of them, or a list such as "0-1,3" read as --cpu
+    reads it; anything else one line in the CLI's words."""
+    from perflab.system import machine
+
+    if isinstance(value, str):
+        try:
+            return tuple(machine.parse_cpu_list(value))
+        except ValueError:
+            raise WrongType(f"{flag}: {value!r} is not a CPU list such as 1 or 0-3,6") from None
+    return typed_value(value, tuple[int, ...], flag)
 
 
 def order_field() -> Any:

@@ -19,7 +19,7 @@ import numpy as np
 from perflab import errors
 from perflab.analysis import stats
 from perflab.core.lazy import pd
-from perflab.engine import childruns, cpuchoice, spawn
+from perflab.engine import childruns, controls, cpuchoice, spawn
 from perflab.engine.progress import ProgressArg, shown
 from perflab.errors import PerflabError
 from perflab.system import machine
@@ -45,6 +45,7 @@ def lane_choice(jobs: int, cpus: Sequence[int] | None) -> cpuchoice.Choice:
     if jobs < 0:
         raise PerflabError(f"--jobs must be 0 (one per CPU) or more, not {jobs}")
     if cpus is not None:
+        cpus = controls.cpu_tuple(cpus)
         if jobs not in (0, len(cpus)):
             raise PerflabError(
                 f"--jobs {jobs} runs {jobs} children at once, one per CPU, but --cpu lists "
@@ -303,8 +304,9 @@ def with_cpus(
     if plan.jobs != 1:
         return with_lanes(plan, cpus)
     if cpus is not None:
-        cpuchoice.check_asked(cpus)
-        return replace(plan, cpus=tuple(cpus))
+        asked = controls.cpu_tuple(cpus)
+        cpuchoice.check_asked(asked)
+        return replace(plan, cpus=asked)
     chosen = cpuchoice.pick()
     return replace(plan, cpus=chosen.cpus, cpu_choice=chosen.line)
 

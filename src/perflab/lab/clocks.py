@@ -65,6 +65,7 @@ def batch_ns(name: str, n: int, hz: float) -> float:
     return bindings.clock_batch_ticks(SOURCES[name], n, f"batch {name}") / n / hz * 1e9
 
 
+@controls.typed_arguments
 def read_costs(samples: int = 1000, names: Iterable[str] | None = None) -> pd.DataFrame:
     """ClockBench: one row per read, its cost as the step between consecutive reads."""
     if samples < 1:

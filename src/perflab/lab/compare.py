@@ -201,7 +201,11 @@ def identical(a: Side, b: Side) -> bool:
 
 def program_side(name: str, command: str | Sequence[str]) -> Side:
     """A program given as a command line (split like a shell would, run without one)."""
-    argv = controls.words(command, f"program {name}") if isinstance(command, str) else list(command)
+    argv = (
+        controls.words(command, f"program {name}")
+        if isinstance(command, str)
+        else list(controls.typed_value(command, tuple[str, ...], f"program {name}"))
+    )
     if not argv:
         raise PerflabError(f"program {name} is empty")
     return Side(name, (spawn.check_program(argv[0]), *argv[1:]), label=shlex.join(argv))

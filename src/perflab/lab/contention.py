@@ -12,7 +12,7 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import results
+from perflab.engine import controls, results
 from perflab.errors import PerflabError
 from perflab.lab import profile
 from perflab.lab.plans import defaults
@@ -45,6 +45,7 @@ def command(kind: str, threads: int, iterations: int = ITERATIONS, work: int = W
 WAITING = ("spin_lock", "__lll_lock_wait", "__GI___lll_lock_wait", "pthread_mutex_lock")
 
 
+@controls.typed_arguments
 def run(
     threads: Sequence[int] = (1, 2, 4),
     kinds: Sequence[str] = KINDS,

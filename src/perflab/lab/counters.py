@@ -9,7 +9,7 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import results
+from perflab.engine import controls, results
 from perflab.system import machine
 from perflab.system.counters import available, count_command
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+@controls.typed_arguments
 def run(
     command: Sequence[str] | None = None,
     events: Iterable[str] | None = None,

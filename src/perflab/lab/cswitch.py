@@ -86,6 +86,7 @@ def realtime_wanted(flag: bool | None) -> bool:
     return not os.environ.get("BENCH_NORT")
 
 
+@controls.typed_arguments
 def run(
     n: int = 20000,
     reps: int = 3,

@@ -22,7 +22,7 @@ from perflab import errors
 from perflab.analysis import disturbance, stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, lanes, results
+from perflab.engine import childruns, controls, lanes, results
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
 from perflab.errors import PerflabError
@@ -166,7 +166,9 @@ def sweep(
     """
     recording = childruns.Recording(output, resume, discard_bad)
     recording.check()
-    cpus, args = params.pop("cpus", None), tuple(params.pop("args", ()))
+    objects = controls.typed_value(objects, tuple[str | os.PathLike, ...], "objects")
+    args = controls.typed_value(params.pop("args", ()), tuple[str, ...], "args")
+    cpus = params.pop("cpus", None)
     probe = Plan(args=args, **params)  # refuses unknown parameters before anything is built
     orders(len(objects) or len(compiler.LINKORDER_SOURCES), probe.permutations, probe.seed)
     t0 = time.perf_counter()

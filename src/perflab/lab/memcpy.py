@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, inprocess, results
+from perflab.engine import childruns, controls, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError, warn_once, warning
 from perflab.lab import resolution
@@ -360,6 +360,7 @@ def per_size(df: pd.DataFrame) -> pd.DataFrame:
     return _rederive(out)
 
 
+@controls.typed_arguments
 def run(
     max_bytes: int | None = None,
     trials: int = 10,

@@ -28,6 +28,7 @@ CONDITIONS = bindings.TOUCH_CONDITIONS
 COLUMNS = ("condition", "pages", "rep", "passes", "ticks", "ticks_per_page", "ns_per_page")
 
 
+@controls.typed_arguments
 def run(
     pages: int = 1024,
     reps: int = 20,

@@ -309,6 +309,7 @@ def _perf_note() -> str:
     )
 
 
+@controls.typed_arguments
 def run(
     argv: Sequence[str],
     interval: float = INTERVAL_S,

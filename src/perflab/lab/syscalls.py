@@ -72,6 +72,7 @@ def calls_per_sample(call: str, path: Path) -> int:
     return resolution.calls_per_sample(lambda calls: time_call(call, PROBES, path, calls))
 
 
+@controls.typed_arguments
 def run(
     calls: Iterable[str] = DEFAULT_CALLS,
     trials: int = 10000,

@@ -139,6 +139,7 @@ def _frame(
     return pd.DataFrame(rows)
 
 
+@controls.typed_arguments
 def run(
     call_texts: Sequence[str] = DEFAULT_CALLS,
     repeat: int = 10,

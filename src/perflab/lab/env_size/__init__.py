@@ -17,7 +17,7 @@ from perflab import errors
 from perflab.analysis import disturbance
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, lanes, results, shift, spawn
+from perflab.engine import childruns, controls, lanes, results, shift, spawn
 from perflab.engine.childruns import status_counts as status_counts
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg, shown
@@ -104,7 +104,8 @@ def sweep(
     the metadata (the CLI records its -k there, so `perflab report` finds the same windows).
     """
     cpus = params.pop("cpus", None)
-    plan = Plan(program=tuple(program), **params)
+    given = controls.typed_value(program, tuple[str, ...], "program")  # not one string's letters
+    plan = Plan(program=given, **params)
     plan = lanes.with_cpus(plan, cpus, output if resume else None).check()
     recording = childruns.Recording(output, resume, discard_bad)
     recording.check()

@@ -81,6 +81,7 @@ def given_placement(cpus: Sequence[int]) -> Placement:
     return Placement("given", pair, " + ".join("free" if c is None else f"cpu {c}" for c in pair))
 
 
+@controls.typed_arguments
 def run(
     loops: int = DEFAULT_LOOPS,
     cpus: Sequence[int] = (),

@@ -28,6 +28,7 @@ COLUMNS = ("condition", "rep", "cpu", "kernel", "loops", "cpu_ns", "wall_ns", "t
            "status")  # fmt: skip
 
 
+@controls.typed_arguments
 def run(
     loops: int = DEFAULT_LOOPS,
     repeat: int = 5,

@@ -19,7 +19,7 @@ from perflab import errors
 from perflab.analysis import disturbance, stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, lanes, results
+from perflab.engine import childruns, controls, lanes, results
 from perflab.engine.progress import ProgressArg
 from perflab.errors import PerflabError
 from perflab.lab.plans.threads import DEFAULT_ENV as DEFAULT_ENV
@@ -43,15 +43,19 @@ def plan(
 ) -> Plan:
     """The checked plan: counts default to 1..the CPUs, the CPUs to every usable one, and the
     count goes through OMP_NUM_THREADS when no argument holds the placeholder."""
-    command = tuple(command)
-    cpus = tuple(cpus) if cpus is not None else tuple(machine.usable_cpus())
-    counts = tuple(counts) if counts else tuple(range(1, len(cpus) + 1))
+    argv = controls.typed_value(command, tuple[str, ...], "command")
+    cpus = controls.cpu_tuple(cpus) if cpus is not None else tuple(machine.usable_cpus())
+    counts = (
+        controls.typed_value(counts, tuple[int, ...], "counts (--threads)")
+        if counts
+        else tuple(range(1, len(cpus) + 1))
+    )
     if any(n < 1 for n in counts):
         raise PerflabError(f"thread counts must be at least 1, not {list(counts)}")
     if "threads_env" not in params or params["threads_env"] is None:
-        has = any(PLACEHOLDER in a for a in command[1:])
+        has = any(PLACEHOLDER in a for a in argv[1:])
         params["threads_env"] = None if has else DEFAULT_ENV
-    return Plan(command=command, counts=counts, cpus=cpus, **params).check()
+    return Plan(command=argv, counts=counts, cpus=cpus, **params).check()
 
 
 def _runs(p: Plan) -> childruns.Runs:

@@ -37,6 +37,7 @@ def split(total: int, n: int) -> list[int]:
     return [total // n + (1 if i < total % n else 0) for i in range(n)]
 
 
+@controls.typed_arguments
 def run(
     max_threads: int,
     kernel: str = "loop",

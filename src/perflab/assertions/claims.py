@@ -19,9 +19,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import math
+import numbers
 import os
 import re
+import stat
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,13 +36,12 @@ import numpy as np
 from perflab.analysis import stats
 from perflab.core.lazy import pd
 from perflab.engine import placement, timing
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, WrongType
 
 DEFAULT_CONFIDENCE = 0.95
 FIRST_ROUND = 20
 MIN_ROUND = 5
 DISTURBED = 1.5
-LOCK_PATH = Path(tempfile.gettempdir()) / "perflab-measure.lock"
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 
@@ -93,19 +95,100 @@ def as_budget(budget: BudgetLike) -> Budget:
     return budget if isinstance(budget, Budget) else Budget.parse(budget)
 
 
+LOCK_NAME = "perflab-measure.lock"
+_held = threading.local()  # how deep this thread is inside measuring_lock (a target's assertion)
+
+
+def lock_dir() -> Path:
+    """A directory only this user can write, for the measuring lock: $XDG_RUNTIME_DIR when it
+    is this user's and private, else $TMPDIR/perflab-UID, created 0700 and checked. In a
+    shared directory another user could plant the lock as a link, or hold it to block every
+    assertion."""
+    uid = os.geteuid()
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime) and _private(Path(runtime), uid):
+        return Path(runtime)
+    made = Path(tempfile.gettempdir()) / f"perflab-{uid}"
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(made, 0o700)
+    if not _private(made, uid):
+        raise PerflabError(
+            f"{made}: not a directory private to this user (uid {uid}), so perflab will not "
+            "keep its measuring lock there; remove it, or set XDG_RUNTIME_DIR to one"
+        )
+    return made
+
+
+def _private(directory: Path, uid: int) -> bool:
+    """A real directory (not a link), owned by uid, that no one else may enter or write."""
+    try:
+        st = os.lstat(directory)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o077
+
+
+def lock_holder(fd: int) -> str:
+    """Who holds the flock on this open file, as /proc/locks says: 'pid N (command)'."""
+    inode = os.fstat(fd).st_ino
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return "another process"
+    for line in lines:
+        words = line.split()
+        if len(words) > 5 and words[1] == "FLOCK" and words[5].rsplit(":", 1)[-1] == str(inode):
+            pid = words[4]
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                name = " ".join(b" ".join(argv).decode(errors="replace").split())[:80]
+            except OSError:
+                name = ""
+            return f"pid {pid}" + (f" ({name})" if name else "")
+    return "another process"
+
+
 @contextlib.contextmanager
-def measuring_lock(path: Path = LOCK_PATH) -> Iterator[float]:
-    """Hold the machine-wide lock that keeps perf measurements (pytest-xdist workers, other
-    sessions) from running at the same time; yields the seconds spent waiting for it."""
+def measuring_lock(path: Path | None = None, wait_s: float = math.inf) -> Iterator[float]:
+    """Hold the lock that keeps this user's perf measurements (pytest-xdist workers, other
+    sessions) from running at the same time; yields the seconds spent waiting for it.
+
+    The lock lives in lock_dir() and is opened without following a link. Waiting ends after
+    wait_s seconds with one line naming who holds it. Inside a measurement already holding
+    it (a target that itself asserts) it is held already: entered at once, not waited for."""
+    if getattr(_held, "depth", 0):
+        _held.depth += 1
+        try:
+            yield 0.0
+        finally:
+            _held.depth -= 1
+        return
+    where = path if path is not None else lock_dir() / LOCK_NAME
     t0 = time.monotonic()
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    except PermissionError:
-        # Created by another user under their umask: flock works on a read-only descriptor.
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(where, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise PerflabError(f"{where}: cannot open the measuring lock ({exc.strerror})") from None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield time.monotonic() - t0
+        pause = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                waited = time.monotonic() - t0
+                if waited >= wait_s:
+                    raise PerflabError(
+                        f"{where}: the measuring lock is held by {lock_holder(fd)}; waited "
+                        f"{waited:.1f} s, the budget's {wait_s:g} s, for it to be free"
+                    ) from None
+                time.sleep(min(pause, max(wait_s - waited, 0.0)))
+                pause = min(pause * 2, 0.05)
+        _held.depth = 1
+        try:
+            yield time.monotonic() - t0
+        finally:
+            _held.depth = 0
     finally:
         os.close(fd)
 
@@ -322,7 +405,7 @@ def _measure(
     nets: list[list[np.ndarray]] = [[] for _ in targets]
     cpus: list[list[np.ndarray]] = [[] for _ in targets]
     rounds, total, size, last = 0, 0, FIRST_ROUND, False
-    with measuring_lock() as waited:
+    with measuring_lock(wait_s=budget.seconds) as waited:
         t0 = time.monotonic()
         timing.calibrate(*targets)
         while True:
@@ -473,7 +556,9 @@ class FloorBasis(NamedTuple):
 NO_FLOOR = FloorBasis(0.0, "", "", "")  # one target, or targets that share their code
 
 
-def _placement_floor(targets: Sequence[timing.Target], given: float | None) -> FloorBasis:
+def _placement_floor(
+    targets: Sequence[timing.Target], given: float | None, wait_s: float = math.inf
+) -> FloorBasis:
     """The floor for a ratio of these targets: none unless they are distinct C functions or
     distinct Python callables; then `given`, else the machine's floor for C (measured under
     the lock on first use and cached) or this interpreter's for Python (measured once per
@@ -490,7 +575,7 @@ def _placement_floor(targets: Sequence[timing.Target], given: float | None) -> F
         return FloorBasis(
             float(given), f"placement_floor={given:g} was given", "placement floor as given", kind
         )
-    with measuring_lock():
+    with measuring_lock(wait_s=wait_s):
         floor, cached = placement.python_floor() if python else placement.floor()
     when = f"measured {floor.measured_at}" if cached else f"measured now in {floor.seconds:.1f} s"
     if floor.disturbed:
@@ -504,9 +589,12 @@ def _placement_floor(targets: Sequence[timing.Target], given: float | None) -> F
 
 
 def _finite(**thresholds: float) -> None:
-    """Refuse a NaN or infinite threshold: no interval can decide against it, so the claim
-    would spend its whole budget (NaN) or be settled before any run (infinity)."""
+    """Refuse a threshold that is not a number, or is NaN or infinite: no interval can decide
+    against it, so the claim would spend its whole budget (NaN) or be settled before any run
+    (infinity)."""
     for name, value in thresholds.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise WrongType(f"{name} must be a finite number, not {value!r}")
         if not math.isfinite(value):
             raise PerflabError(f"{name} must be a finite number, not {value}")
 
@@ -523,11 +611,16 @@ def check_faster(
 
     placement_floor: the share a ratio between two distinct C functions is widened by (None:
     this machine's measured floor; 0 trusts code placement)."""
-    _finite(min_ratio=min_ratio)
+    _finite(min_ratio=min_ratio, confidence=confidence)
+    if min_ratio <= 0:
+        raise PerflabError(
+            f"min_ratio must be above 0, not {min_ratio:g}: a ratio of two medians of times is "
+            "positive, so the claim could never fail"
+        )
     budget = as_budget(budget)
     targets = (timing.as_target(fast), timing.as_target(slow))
     claim = f"median(slow)/median(fast) > {min_ratio:g}"
-    basis = _placement_floor(targets, placement_floor)
+    basis = _placement_floor(targets, placement_floor, budget.seconds)
     out = _measure(
         targets, _ratio, _above(min_ratio, "slow/fast"), budget, confidence, basis.share,
         basis.sentence,
@@ -547,14 +640,14 @@ def check_no_slower(
 ) -> Comparison:
     """Decide whether median(candidate)/median(baseline) < 1 + tolerance, without raising
     (placement_floor as in check_faster)."""
-    _finite(tolerance=tolerance)
+    _finite(tolerance=tolerance, confidence=confidence)
     if tolerance < 0:
         raise PerflabError(f"tolerance must be >= 0, not {tolerance}")
     budget = as_budget(budget)
     targets = (timing.as_target(baseline), timing.as_target(candidate))
     limit = 1 + tolerance
     claim = f"median(candidate)/median(baseline) < {limit:g}"
-    basis = _placement_floor(targets, placement_floor)
+    basis = _placement_floor(targets, placement_floor, budget.seconds)
     out = _measure(
         targets, _ratio, _below(limit, "candidate/baseline"), budget, confidence, basis.share,
         basis.sentence,
@@ -576,7 +669,7 @@ def check_ticks_below(
     fn: Any, limit: float, confidence: float = DEFAULT_CONFIDENCE, budget: BudgetLike = None
 ) -> Comparison:
     """Decide whether fn's median net ticks per call is below limit, without raising."""
-    _finite(limit=limit)
+    _finite(limit=limit, confidence=confidence)
     budget = as_budget(budget)
     targets = (timing.as_target(fn),)
     claim = f"median ticks per call < {limit:g}"

@@ -11,6 +11,7 @@ has one, else from clone to wait4.
 
 import dataclasses
 import functools
+import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,15 +86,32 @@ def python_callable(fn: Callable[[], object], name: str | None = None) -> CallTa
     """A Python callable, called from C through the shared entry (its return value dropped)."""
     if not callable(fn):
         raise PerflabError(f"{fn!r} is not callable")
+    said = name or getattr(fn, "__name__", None) or repr(fn)
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        raise _asynchronous(said)
     errors: list[BaseException] = []
-    fn()  # once from Python first: a broken workload fails here with its own traceback
+    made = fn()  # once from Python first: a broken workload fails here with its own traceback
+    if inspect.isawaitable(made):  # an object whose __call__ is async, a lambda making one
+        if inspect.iscoroutine(made):
+            made.close()  # never awaited, on purpose: no warning about it
+        raise _asynchronous(said)
     return CallTarget(
-        name=name or getattr(fn, "__name__", None) or repr(fn),
+        name=said,
         shape=("python", False),
         call=bindings.python_call(bindings.PyEntry(fn, errors)),
         empty=bindings.python_call(bindings.PyEntry(_noop, errors)),
         errors=errors,
         function=fn,
+    )
+
+
+def _asynchronous(name: str) -> PerflabError:
+    """The refusal of an async target: calling it makes a coroutine and runs none of its body,
+    so its time would be the making's."""
+    return PerflabError(
+        f"{name} is asynchronous: calling it only makes a coroutine, so perflab would time that "
+        "and none of its work; give a plain callable that runs it, e.g. "
+        "lambda: asyncio.run(target())"
     )
 
 

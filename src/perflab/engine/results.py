@@ -7,6 +7,7 @@ import os
 import re
 import stat
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -203,7 +204,8 @@ def _as_recorded(values: pd.Series, dtype: Any, side_path: Path) -> pd.Series:
     would otherwise turn them into missing, infinite or wrapped ones."""
     import numpy as np
 
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # what the cast loses is said below, in one line
         typed = values.astype(
             pd.CategoricalDtype(dtype["categories"], dtype["ordered"])
             if isinstance(dtype, dict)

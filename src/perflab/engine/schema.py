@@ -27,6 +27,13 @@ NON_NEGATIVE = frozenset(
         "loops", "iterations", "env_size", "rep", "threads", "perm", "setup", "n",
     }
 )  # fmt: skip
+# Where a negative value is a measurement: the step between two reads of a clock that NTP set
+# back, an in-process sample less the timer's calibrated cost (its minimum) that came in under it.
+SIGNED = {
+    "clocks": frozenset({"ns", "ticks"}),
+    "syscalls": frozenset({"ns", "ticks"}),
+    "trig": frozenset({"ns", "ticks"}),
+}
 # What a run's status says besides a child run's (the C core's, engine/spawn.py): an
 # in-process run's, an event's.
 STATUSES = frozenset({"ok", "unavailable", "counts"})
@@ -102,7 +109,8 @@ DAMAGED = "changed after perflab saved it, or not a result perflab wrote"
 def check(df: pd.DataFrame, meta: Mapping[str, Any], where: object) -> None:
     """Refuse, in one line, a frame or metadata that breaks the types and ranges perflab
     writes (see NON_NEGATIVE, STATUSES, META)."""
-    problem = meta_problem(meta) or frame_problem(df)
+    experiment = str(meta.get("experiment") or "").removesuffix(" campaign")
+    problem = meta_problem(meta) or frame_problem(df, SIGNED.get(experiment, frozenset()))
     if problem:
         raise PerflabError(f"{where}: {problem} ({DAMAGED})")
 
@@ -116,11 +124,12 @@ def meta_problem(meta: Mapping[str, Any]) -> str | None:
     return None
 
 
-def frame_problem(df: pd.DataFrame) -> str | None:
-    """The first column that breaks its type or range, said; else None."""
+def frame_problem(df: pd.DataFrame, signed: frozenset[str] = frozenset()) -> str | None:
+    """The first column that breaks its type or range (the `signed` ones may be negative),
+    said; else None."""
     for col in map(str, df.columns):
         if col in NON_NEGATIVE:
-            said = _numbers_problem(df[col])
+            said = _numbers_problem(df[col], col not in signed)
         elif col == "status":
             said = _status_problem(df[col])
         else:
@@ -130,7 +139,7 @@ def frame_problem(df: pd.DataFrame) -> str | None:
     return None
 
 
-def _numbers_problem(column: pd.Series) -> str | None:
+def _numbers_problem(column: pd.Series, non_negative: bool) -> str | None:
     import numpy as np
 
     if pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
@@ -139,7 +148,7 @@ def _numbers_problem(column: pd.Series) -> str | None:
     infinite, negative = int(np.isinf(x).sum()), int((x < 0).sum())
     if infinite:
         return f"holds {infinite} infinite values"
-    if negative:
+    if negative and non_negative:
         return f"holds {negative} negative values (lowest {np.nanmin(x):g})"
     return None
 

@@ -136,8 +136,11 @@ class Group(click.Group):
             raise click.exceptions.Exit(128 + signum) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
-            raise click.ClickException(f"{where}{exc.strerror or exc}") from None
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise click.ClickException(terminal.escape(f"{where}{exc.strerror or exc}")) from None
+        except click.ClickException as exc:  # its line may quote a file (check_complete's)
+            exc.message = terminal.escape(exc.message)
+            raise
+        except (click.exceptions.Exit, click.Abort):
             raise
         except Exception as exc:
             if os.environ.get("PERFLAB_DEBUG"):
@@ -145,7 +148,7 @@ class Group(click.Group):
             if limits.out_of_memory(exc):  # a limit or a full machine, not a bug
                 raise click.ClickException(limits.out_of_memory_text()) from None
             # A bug, not a user mistake: still one line, with the way to the traceback.
-            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            first = terminal.escape((str(exc).strip().splitlines() or [""])[0][:200])
             raise click.ClickException(
                 f"internal error ({type(exc).__name__}: {first}); "
                 "PERFLAB_DEBUG=1 shows the traceback, please report it"

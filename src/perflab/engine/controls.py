@@ -214,13 +214,7 @@ def typed_value(value: Any, kind: Any, flag: str) -> Any:
                 typed_value(v, args[0], flag)
         return value
     if origin is tuple:
-        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-            raise WrongType(
-                f"{flag}: {value!r} is not a sequence (a list or tuple"
-                + (", not one string: ('./a.out', 'arg') for a program" if isinstance(value, str)
-                   else "")
-                + ")"
-            )  # fmt: skip
+        _sequence(value, flag)
         items = tuple(value)
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(typed_value(v, args[0], flag) for v in items)
@@ -247,7 +241,8 @@ def typed_value(value: Any, kind: Any, flag: str) -> Any:
 def _sequence(value: Any, flag: str) -> None:
     """Refuse a value that is not a sequence, or that is one string (iterated per character)."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise WrongType(f"{flag}: {value!r} is not a sequence (a list or tuple)")
+        one = ", not one string: ('./a.out', 'arg') for a program" if isinstance(value, str) else ""
+        raise WrongType(f"{flag}: {value!r} is not a sequence (a list or tuple{one})")
 
 
 F = typing.TypeVar("F", bound=Callable[..., Any])
@@ -265,7 +260,7 @@ def typed_arguments(fn: F) -> F:
         for name, param in signature.parameters.items():
             kind = param.annotation
             if isinstance(kind, str):
-                try:
+                try:  # as typing.get_type_hints would, one at a time
                     kind = eval(kind, fn.__globals__)
                 except Exception:  # a name only type checkers import: left unchecked
                     continue

@@ -138,7 +138,7 @@ class Group(click.Group):
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(terminal.escape(f"{where}{exc.strerror or exc}")) from None
         except click.ClickException as exc:  # its line may quote a file (check_complete's)
-            exc.message = terminal.escape(exc.message)  # type: ignore[misc]  # Final in click
+            exc.message = terminal.escape(exc.message)  # type: ignore[misc,unused-ignore]
             raise
         except (click.exceptions.Exit, click.Abort):
             raise

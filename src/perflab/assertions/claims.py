@@ -139,6 +139,8 @@ def lock_holder(fd: int) -> str:
         words = line.split()
         if len(words) > 5 and words[1] == "FLOCK" and words[5].rsplit(":", 1)[-1] == str(inode):
             pid = words[4]
+            if pid == str(os.getpid()):
+                return f"this process (pid {pid}: another thread's measurement)"
             try:
                 argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
                 name = " ".join(b" ".join(argv).decode(errors="replace").split())[:80]

@@ -130,14 +130,15 @@ def _private(directory: Path, uid: int) -> bool:
 
 def lock_holder(fd: int) -> str:
     """Who holds the flock on this open file, as /proc/locks says: 'pid N (command)'."""
-    inode = os.fstat(fd).st_ino
+    st = os.fstat(fd)
+    file = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"  # as the kernel
     try:
         lines = Path("/proc/locks").read_text().splitlines()
     except OSError:
         return "another process"
     for line in lines:
         words = line.split()
-        if len(words) > 5 and words[1] == "FLOCK" and words[5].rsplit(":", 1)[-1] == str(inode):
+        if len(words) > 5 and words[1] == "FLOCK" and words[5] == file:
             pid = words[4]
             if pid == str(os.getpid()):
                 return f"this process (pid {pid}: another thread's measurement)"

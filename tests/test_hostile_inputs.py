@@ -299,3 +299,16 @@ def test_an_assertion_inside_a_target_does_not_deadlock(private_runtime):
 
     outer = claims.check_ticks_below(target, 1e12, budget="2s,20")
     assert outer.passed and inner and inner[0].passed
+
+
+def test_a_hand_edited_journal_is_one_line(made, tmp_path):
+    """An interrupted run's journal (PATH.parts/) is read as a file is: a chunk with negative
+    ticks is refused, not reported."""
+    df = results.load(made / "env.parquet")
+    parts = tmp_path / "run.parquet.parts"
+    parts.mkdir()
+    recorded = {"meta": results.metadata(df), "params": {}, "identity": {}}
+    (parts / "params.json").write_text(json.dumps(recorded))
+    _with_ticks(-1.0)(df.copy()).to_parquet(parts / "chunk-000000.parquet")
+    line = _one_line(CliRunner().invoke(cli, ["report", str(parts)]))
+    assert str(parts) in line and "column ticks" in line, line

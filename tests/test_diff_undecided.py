@@ -76,8 +76,8 @@ def test_each_point_is_told_the_runs_its_measured_spread_needs(sweeps):
     for size, row in t.iterrows():
         x, y = (f.loc[f["env_size"] == size, "ticks"].to_numpy(float) for f in (a, b))
         spread = 1.4826 * np.median(np.concatenate([_spread(x), _spread(y)]))
-        want = levels.runs_needed(spread=spread, change=0.1, confidence=out["level_per_point"],
-                                  statistic="median")  # fmt: skip
+        want = levels.runs_for_spreads(np.array([spread]), 0.1, out["level_per_point"],
+                                       out["power"], "median")[0]  # fmt: skip
         assert row["runs_needed"] == max(want, fewest), (size, spread)
     open_ = t[(t["change"] == "") & (t["runs_needed"] > 6)]
     assert len(open_), t  # a 7 % spread in 6 runs cannot show 10 % at 98.75 % a point

@@ -1,7 +1,8 @@
-"""Variance by level of a nested benchmark design (layouts, processes, iterations), the
-repetitions each level needs for a wanted precision at the least cost, and B/A intervals that
-say which levels they cover: Kalibera and Jones, "Rigorous Benchmarking in Reasonable Time"
-(ISMM 2013), as a random-effects model of log(value)."""
+"""Variance by level of a nested benchmark design (layouts, pairs, iterations), the
+repetitions each level needs for a wanted precision at the least cost, and the intervals and
+tests over layouts: Kalibera and Jones, "Rigorous Benchmarking in Reasonable Time" (ISMM 2013),
+as a random-effects model of log(value). Distributions come from scipy.stats, imported where
+used so that perflab starts without it."""
 
 from __future__ import annotations
 
@@ -64,14 +65,6 @@ class Components:
         """The variance of one measurement: the components' sum."""
         return float(sum(self.variances))
 
-    def shares(self) -> dict[str, float]:
-        """Each level's fraction of the total variance (nan everywhere when there is none)."""
-        total = self.total
-        return {
-            n: v / total if total > 0 else math.nan
-            for n, v in zip(self.levels, self.variances, strict=True)
-        }
-
     def variance(self, counts: Sequence[int]) -> float:
         """The variance of the mean log value from a balanced design: counts[i] units of level i
         in each unit of the level above (counts[0]: units of the outermost level)."""
@@ -97,13 +90,6 @@ class Components:
         f0, f1 = median_factor(k0), median_factor(k1)
         return v0 + (v1 - v0) * (f - f0) / (f1 - f0)
 
-    def describe(self) -> str:
-        """One line: the share of each level, largest first."""
-        shares = self.shares()
-        order = sorted(zip(self.variances, self.levels, strict=True), reverse=True)
-        parts = ", ".join(f"{name} {shares[name]:.0%}" for _, name in order)
-        return f"variance of {self.of} by level: {parts}"
-
     def _check(self, counts: Sequence[int]) -> tuple[float, ...]:
         if len(counts) != len(self.levels) or min(counts) < 1:
             raise PerflabError(
@@ -111,111 +97,6 @@ class Components:
                 f"not {tuple(counts)}"
             )
         return self.variances
-
-
-class _Tree:
-    """The nesting of rows in units: for each level the unit of every row (codes 0..n-1,
-    level 0 the outermost, the last level the rows themselves) and each unit's parent."""
-
-    def __init__(self, frame: pd.DataFrame, levels: Sequence[str]):
-        rows = len(frame)
-        self.codes = [
-            frame.groupby(list(levels[: i + 1]), sort=True, dropna=False).ngroup().to_numpy()
-            for i in range(len(levels))
-        ] + [np.arange(rows)]
-        self.sizes = [np.bincount(c) for c in self.codes]
-        self.parents = [np.zeros(self.sizes[0].size, dtype=np.int64)]
-        for upper, lower in zip(self.codes, self.codes[1:], strict=False):
-            first = np.unique(lower, return_index=True)[1]
-            self.parents.append(upper[first])
-
-    def means(self, y: np.ndarray) -> list[np.ndarray]:
-        """Each unit's mean of its children's means (every child weighs alike), per level."""
-        out = [y]
-        for level in range(len(self.codes) - 1, 0, -1):
-            parent = self.parents[level]
-            out.append(np.bincount(parent, out[-1]) / np.bincount(parent))
-        return out[::-1]
-
-    def mean_variance(self, variances: Sequence[float]) -> np.ndarray:
-        """The variance of each outermost unit's mean from the components below it."""
-        var = np.zeros(self.sizes[-1].size)
-        for level in range(len(self.codes) - 1, 0, -1):
-            parent = self.parents[level]
-            k = np.bincount(parent)
-            var = np.bincount(parent, variances[level] + var) / k**2
-        return var
-
-
-def _logs(
-    frame: pd.DataFrame, value: str, columns: Sequence[str]
-) -> tuple[pd.DataFrame, np.ndarray]:
-    """The rows with a finite value and the log of it; a value <= 0 has no log."""
-    missing = [c for c in (value, *columns) if c not in frame]
-    if missing:
-        raise PerflabError(f"no column {', '.join(map(repr, missing))} in the frame")
-    x = pd.to_numeric(frame[value], errors="coerce").to_numpy(float)
-    keep = np.isfinite(x)
-    if (x[keep] <= 0).any():
-        raise PerflabError(f"{value} holds values <= 0: variance by level is of its log")
-    return frame.loc[keep], np.log(x[keep])
-
-
-def _moments(y: np.ndarray, tree: _Tree, names: Sequence[str]) -> np.ndarray:
-    """The components by the method of moments (ANOVA, Henderson's method I): each level's sum
-    of squares about its parent's mean set equal to its expectation, which for unbalanced data
-    weighs each component by tr(Q_l Z_m Z_m') (Searle, Casella and McCulloch, Variance
-    Components, 1992, ch. 4); with balanced data these are Kalibera and Jones's T_i^2."""
-    codes = [np.zeros(y.size, dtype=np.int64), *tree.codes]
-    sizes = [np.array([y.size]), *tree.sizes]
-    for i, name in enumerate(names):
-        if sizes[i + 1].size <= sizes[i].size:
-            above = f"each {names[i - 1]}" if i else "the data"
-            raise PerflabError(
-                f"{above} holds one {name}: its variance cannot be told from the level below"
-            )
-    means = [np.bincount(c, y) / n for c, n in zip(codes, sizes, strict=True)]
-    depth = len(codes) - 1
-    ss = np.array(
-        [
-            np.sum((means[i][codes[i]] - means[i - 1][codes[i - 1]]) ** 2)
-            for i in range(1, depth + 1)
-        ]
-    )
-
-    def trace(i: int, m: int) -> float:  # tr(P_i Z_m Z_m'): sum over m's units of n_v^2 / n_u
-        if m < i:
-            return float(y.size)
-        first = np.unique(codes[m], return_index=True)[1]
-        return float(np.sum(sizes[m].astype(float) ** 2 / sizes[i][codes[i][first]]))
-
-    k = np.zeros((depth, depth))
-    for i in range(1, depth + 1):
-        for m in range(i, depth + 1):
-            k[i - 1, m - 1] = trace(i, m) - trace(i - 1, m)
-    return np.linalg.solve(k, ss)
-
-
-def components(
-    frame: pd.DataFrame, value: str, levels: Sequence[str], row: str = "row"
-) -> Components:
-    """Variance components of log(value) for a nested design whose levels are columns,
-    outermost first (["setup", "process"] when each row is one iteration, ["setup"] when each
-    row is one process run; a unit is named by its column within the units above it); `row`
-    names what one row is. Unbalanced data is fine; each level needs some unit with two."""
-    levels = list(levels)
-    if not levels:
-        raise PerflabError("variance by level needs at least one level column")
-    frame, y = _logs(frame, value, levels)
-    tree = _Tree(frame, levels)
-    est = _moments(y, tree, [*levels, row])
-    return Components(
-        f"log({value})",
-        (*levels, row),
-        tuple(float(max(v, 0.0)) for v in est),
-        tuple(float(v) for v in est),
-        tuple(int(s.size) for s in tree.sizes),
-    )
 
 
 def _sides(
@@ -232,58 +113,6 @@ def _sides(
     if not both:
         raise PerflabError(f"no {top} holds both {sides[0]} and {sides[1]}")
     return a[a[top].isin(both)], b[b[top].isin(both)]
-
-
-def _unit_means(
-    frame: pd.DataFrame, value: str, levels: Sequence[str]
-) -> tuple[pd.Series, _Tree, np.ndarray]:
-    """Each outermost unit's mean log value (its children's means weighing alike) by label, the
-    nesting, and the log values."""
-    frame, y = _logs(frame, value, levels)
-    tree = _Tree(frame, levels)
-    labels = frame.groupby(levels[0], sort=True, dropna=False).size().index
-    return pd.Series(tree.means(y)[0], index=labels), tree, y
-
-
-def ratio_components(
-    frame: pd.DataFrame,
-    value: str,
-    levels: Sequence[str],
-    side: str = "side",
-    sides: tuple[str, str] = ("A", "B"),
-    row: str = "row",
-) -> Components:
-    """Variance components of log(B/A) where A and B run interleaved within each outermost
-    unit (a layout): the outermost component is how much the unit moves B/A (what it does to
-    A and B alike cancels), the others are A's and B's own summed, so `variance(counts)` is
-    that of the B/A estimate with counts per side. Each side needs two units at every level
-    below the outermost in some outermost unit."""
-    levels = list(levels)
-    if not levels:
-        raise PerflabError("variance by level needs at least one level column")
-    a, b = _sides(frame, levels, side, sides)
-    per_side = [components(f, value, levels, row) for f in (a, b)]
-    (mean_a, tree_a, _), (mean_b, tree_b, _) = (_unit_means(f, value, levels) for f in (a, b))
-    d = mean_b - mean_a
-    if d.size < 2:
-        raise PerflabError(f"one {levels[0]} holds both sides: B/A cannot vary between them")
-    noise = tree_a.mean_variance(per_side[0].estimates) + tree_b.mean_variance(
-        per_side[1].estimates
-    )
-    # E[sample variance of d] = between-unit variance + mean of each d's own noise variance.
-    top = float(np.var(d.to_numpy(), ddof=1) - noise.mean())
-    lower = [
-        ca + cb for ca, cb in zip(per_side[0].estimates[1:], per_side[1].estimates[1:], strict=True)
-    ]
-    est = [top, *lower]
-    units = tuple(min(x, y) for x, y in zip(per_side[0].units, per_side[1].units, strict=True))
-    return Components(
-        f"log({sides[1]}/{sides[0]}) of {value}",
-        (*levels, row),
-        tuple(float(max(v, 0.0)) for v in est),
-        tuple(float(v) for v in est),
-        units,
-    )
 
 
 # The median of |x - y| over pairs of normal values is 0.6745 sqrt(2) sigma.
@@ -505,69 +334,12 @@ def trimmed_interval(
     k = math.floor(trim * x.size)
     if x.size - 2 * k < 2:
         raise PerflabError("an interval over units needs two of them kept")
+    from scipy import stats
+
     centre = float(trimmed_means(x, trim))
-    q = t_quantile(1 - (1 - confidence) / 2, x.size - 2 * k - 1)
+    q = float(stats.t.ppf(1 - (1 - confidence) / 2, x.size - 2 * k - 1))
     half = q * math.sqrt(trimmed_variance(x, trim) / x.size)
     return centre, centre - half, centre + half
-
-
-def t_quantile(p: float, df: int) -> float:
-    """Student's t quantile: for integer df up to 200 the exact CDF (the finite series of
-    Abramowitz and Stegun 26.7.3-4) inverted by safeguarded Newton steps from Cornish-Fisher's
-    expansion (26.7.5), which alone serves beyond."""
-    if not 0 < p < 1 or df < 1:
-        raise PerflabError(f"no t quantile at p={p} with {df} degrees of freedom")
-    if p < 0.5:
-        return -t_quantile(1 - p, df)
-    z = NormalDist().inv_cdf(p)
-    g = (
-        (z**3 + z) / 4,
-        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
-        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
-        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
-    )
-    guess = z + sum(gi / df ** (i + 1) for i, gi in enumerate(g))
-    if df > 200:
-        return guess
-    target = 2 * p - 1
-    lo, hi = 0.0, 1.0
-    while _t_inside(hi, df) < target:
-        lo, hi = hi, hi * 2
-    density = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
-    t = min(max(guess, lo), hi)
-    for _ in range(100):
-        miss = _t_inside(t, df) - target
-        lo, hi = (t, hi) if miss < 0 else (lo, t)
-        step = t - miss / (2 * density * (1 + t * t / df) ** (-(df + 1) / 2))
-        step = step if lo < step < hi else (lo + hi) / 2
-        if abs(step - t) <= 1e-13 * t:
-            return step
-        t = step
-    return t
-
-
-def _chi2_cdf(x: float, df: int) -> float:
-    """P(X <= x) for X chi-squared with df degrees of freedom: the regularised lower incomplete
-    gamma P(df/2, x/2) by its power series (Abramowitz and Stegun 6.5.29), which converges for
-    every x; its terms are summed until they no longer change the sum."""
-    if x <= 0:
-        return 0.0
-    a, h = df / 2, x / 2
-    term = total = 1 / a
-    n = 0
-    while term > 1e-17 * total:
-        n += 1
-        term *= h / (a + n)
-        total += term
-    return min(math.exp(a * math.log(h) - h - math.lgamma(a)) * total, 1.0)
-
-
-def chi2_sf(x: float, df: int) -> float:
-    """P(X > x) for X chi-squared with df degrees of freedom; 0 far beyond the distribution's
-    bulk, where the power series would overflow and the truth is below any float's meaning."""
-    if x > df + 40 * math.sqrt(df) + 200:
-        return 0.0
-    return max(1.0 - _chi2_cdf(x, df), 0.0)
 
 
 def layouts_differ(d: pd.Series) -> float:
@@ -579,54 +351,26 @@ def layouts_differ(d: pd.Series) -> float:
     k, n = groups.ngroups, d.size
     if k < 2 or n <= k:
         raise PerflabError("fewer than two layouts, or one value each: nothing to test")
-    ranks = pd.Series(d.rank().to_numpy(), index=d.index)
-    by = ranks.groupby(level=0)
-    h = 12 / (n * (n + 1)) * float((by.sum() ** 2 / by.size()).sum()) - 3 * (n + 1)
-    ties = d.value_counts().to_numpy(float)
-    correction = 1 - float((ties**3 - ties).sum()) / (n**3 - n)
-    return chi2_sf(h / correction, k - 1) if correction > 0 else 1.0
+    if d.nunique() == 1:  # all tied: no ranks to tell layouts apart (scipy raises)
+        return 1.0
+    from scipy import stats
 
-
-def chi2_quantile(p: float, df: int) -> float:
-    """The chi-squared quantile: its CDF inverted by bisection from Wilson and Hilferty's
-    approximation, to 1e-12 of the value."""
-    if not 0 < p < 1 or df < 1:
-        raise PerflabError(f"no chi-squared quantile at p={p} with {df} degrees of freedom")
-    z, c = NormalDist().inv_cdf(p), 2 / (9 * df)
-    guess = df * max(1 - c + z * math.sqrt(c), 0.05) ** 3
-    lo, hi = 0.0, guess
-    while _chi2_cdf(hi, df) < p:
-        lo, hi = hi, hi * 2
-    while hi - lo > 1e-12 * hi:
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _chi2_cdf(mid, df) < p else (lo, mid)
-    return (lo + hi) / 2
+    return float(stats.kruskal(*(g.to_numpy(float) for _, g in groups)).pvalue)
 
 
 def variance_ratio_range(df: int, confidence: float) -> tuple[float, float]:
     """The range of true/estimated for a variance estimated with df degrees of freedom, at
     `confidence` (equal tails): df/chi2 at its upper and lower quantiles. A plan's remaining
     work scales with the variance it was made from, so its time carries this range."""
+    if df < 1 or not 0 < confidence < 1:
+        raise PerflabError(
+            f"no variance range at confidence {confidence} with {df} degrees of freedom"
+        )
+    from scipy import stats
+
     tail = (1 - confidence) / 2
-    return df / chi2_quantile(1 - tail, df), df / chi2_quantile(tail, df)
-
-
-def _t_inside(t: float, df: int) -> float:
-    """P(|T| <= t) for integer df, Abramowitz and Stegun 26.7.3 (odd df) and 26.7.4 (even)."""
-    theta = math.atan(t / math.sqrt(df))
-    c2 = math.cos(theta) ** 2
-    term = total = 1.0
-    if df % 2:
-        if df == 1:
-            return 2 * theta / math.pi
-        for k in range(1, (df - 1) // 2):
-            term *= 2 * k / (2 * k + 1) * c2
-            total += term
-        return 2 / math.pi * (theta + math.sin(theta) * math.cos(theta) * total)
-    for k in range(1, df // 2):
-        term *= (2 * k - 1) / (2 * k) * c2
-        total += term
-    return math.sin(theta) * total
+    high, low = stats.chi2.ppf([1 - tail, tail], df)
+    return df / float(high), df / float(low)
 
 
 @dataclass(frozen=True)
@@ -693,9 +437,11 @@ def predict(
     components._check(counts)
     if counts[0] < 2:
         raise PerflabError("a design needs two outermost units for an interval")
+    from scipy import stats
+
     counts = tuple(int(n) for n in counts)
     spread = math.sqrt(components.variance((1, *counts[1:])) / counts[0])
-    q = t_quantile(1 - (1 - confidence) / 2, components.freedom(counts[0]))
+    q = float(stats.t.ppf(1 - (1 - confidence) / 2, components.freedom(counts[0])))
     time = float(sum(ci * math.prod(counts[: i + 1]) for i, ci in enumerate(c)))
     return Design(counts, math.expm1(q * spread), time)
 
@@ -868,7 +614,9 @@ def plan(
     h = math.log1p(half_width)
     p = 1 - (1 - confidence) / 2
     top = max(2, least[0], math.ceil(NormalDist().inv_cdf(p) ** 2 * per_unit / h**2))
-    while t_quantile(p, floored.freedom(top)) * math.sqrt(per_unit / top) > h:
+    from scipy import stats
+
+    while stats.t.ppf(p, floored.freedom(top)) * math.sqrt(per_unit / top) > h:
         top += 1
     fixed = tuple(fixed) if fixed is not None else (10,) * len(components.levels)
     return Plan(
@@ -879,143 +627,6 @@ def plan(
         predict(floored, c, fixed, confidence),
         continuous,
     )
-
-
-@dataclass(frozen=True)
-class RatioInterval:
-    """B/A with its interval, and the levels whose variation the interval covers."""
-
-    ratio: float
-    low: float
-    high: float
-    confidence: float
-    covers: tuple[str, ...]  # the resampled level and those below it
-    resampled: str  # the level whose units were drawn with replacement
-    units: int  # how many units of it (on the smaller side, when drawn per side)
-    per_unit: pd.Series  # B/A of each outermost unit (geometric means), by its label
-
-
-def _expanded(boot: np.ndarray, confidence: float, n: int) -> tuple[float, float]:
-    """The expanded percentile interval (Hesterberg, "What Teachers Should Know About the
-    Bootstrap", The American Statistician 69, 2015): the bootstrap's quantiles at
-    Phi(-sqrt(n/(n-1)) t_{n-1}), since the percentile interval of a mean of n units is too
-    narrow by sqrt((n-1)/n) and by the normal quantile standing for the t."""
-    alpha = (1 - confidence) / 2
-    z = math.sqrt(n / (n - 1)) * t_quantile(1 - alpha, n - 1)
-    tail = NormalDist().cdf(-z)
-    lo, hi = np.quantile(boot, [tail, 1 - tail])
-    return float(lo), float(hi)
-
-
-def ratio_interval(
-    frame: pd.DataFrame,
-    value: str,
-    levels: Sequence[str],
-    side: str = "side",
-    confidence: float = 0.95,
-    n_boot: int = 2000,
-    seed: int = 0,
-    sides: tuple[str, str] = ("A", "B"),
-    row: str = "row",
-) -> RatioInterval:
-    """B/A (geometric: each unit's mean log, its children weighing alike) with a hierarchical
-    bootstrap interval, A and B interleaved within each outermost unit.
-
-    The outermost units are drawn with replacement and everything below them kept as measured:
-    a unit's mean already carries the variation of its processes and iterations once, and
-    drawing again at every level counts it twice, which makes the interval conservative
-    (Davison and Hinkley, Bootstrap Methods and their Application, 1997, sec. 3.8; Ren et al.,
-    "Nonparametric bootstrapping for hierarchical data", J. Applied Statistics 37, 2010). With
-    one outermost unit the first level below it with two units per side is drawn instead, and
-    the interval covers only the levels from there down: it says nothing about other layouts.
-    The quantiles are the expanded percentile interval's, so ten units keep the stated rate."""
-    if not 0 < confidence < 1:
-        raise PerflabError(f"confidence must be between 0 and 1, not {confidence}")
-    levels = list(levels)
-    if not levels:
-        raise PerflabError("a hierarchical interval needs at least one level column")
-    names = (*levels, row)
-    a, b = _sides(frame, levels, side, sides)
-    (mean_a, tree_a, y_a), (mean_b, tree_b, y_b) = (_unit_means(f, value, levels) for f in (a, b))
-    d = (mean_b - mean_a).to_numpy()
-    rng = np.random.default_rng(seed)
-    if d.size >= 2:
-        boot = d[rng.integers(0, d.size, size=(n_boot, d.size))].mean(axis=1)
-        depth, n, estimate = 0, d.size, float(d.mean())
-    else:
-        (ua, ja), (ub, jb) = _first_replicated(tree_a, y_a), _first_replicated(tree_b, y_b)
-        if ua is None or ub is None:
-            raise PerflabError(f"one {levels[0]} and one run of a side: no interval")
-        boot = ub[rng.integers(0, ub.size, size=(n_boot, ub.size))].mean(axis=1) - ua[
-            rng.integers(0, ua.size, size=(n_boot, ua.size))
-        ].mean(axis=1)
-        depth, n, estimate = max(ja, jb), min(ua.size, ub.size), float(d[0])
-    lo, hi = _expanded(boot, confidence, n)
-    return RatioInterval(
-        math.exp(estimate),
-        math.exp(lo),
-        math.exp(hi),
-        confidence,
-        names[depth:],
-        names[depth],
-        n,
-        np.exp(mean_b - mean_a).rename(f"{sides[1]}/{sides[0]}"),
-    )
-
-
-def _first_replicated(tree: _Tree, y: np.ndarray) -> tuple[np.ndarray | None, int]:
-    """In a side of one outermost unit: the means of the units of the first level holding two
-    or more, and that level."""
-    means = tree.means(y)
-    for level in range(1, len(means)):
-        if means[level].size >= 2:
-            return means[level], level
-    return None, 0
-
-
-def log_spread(
-    values_a: ArrayLike, values_b: ArrayLike | None = None, robust: bool = False
-) -> float:
-    """The standard deviation of log values, pooled over the two samples about their own
-    centres; robust: 1.4826 x their median absolute deviation, which outliers cannot inflate."""
-    samples = [np.log(_positive(v)) for v in (values_a, values_b) if v is not None]
-    if robust:
-        dev = np.concatenate([np.abs(s - np.median(s)) for s in samples])
-        return float(1.4826 * np.median(dev))
-    free = sum(s.size - 1 for s in samples)
-    if free < 1:
-        raise PerflabError("a spread needs two values of one sample")
-    return float(math.sqrt(sum(float(np.sum((s - s.mean()) ** 2)) for s in samples) / free))
-
-
-def _positive(values: ArrayLike) -> np.ndarray:
-    x = np.asarray(values, dtype=float)
-    x = x[np.isfinite(x)]
-    if x.size == 0 or (x <= 0).any():
-        raise PerflabError("a spread of log values needs values, all above 0")
-    return x
-
-
-def runs_needed(
-    values_a: ArrayLike | None = None,
-    values_b: ArrayLike | None = None,
-    *,
-    spread: float | None = None,
-    change: float = 0.02,
-    confidence: float = 0.95,
-    power: float = 0.8,
-    statistic: Literal["mean", "median"] = "mean",
-) -> int:
-    """Runs per side for an interval of B/A at `confidence` to exclude 1 with probability
-    `power` when B is `change` slower (0.02: 2 %): the normal approximation
-    n = 2 (z_{(1+confidence)/2} + z_power)^2 s^2 / log(1+change)^2, s the spread of log values
-    (log_spread of the values given, or `spread`); for medians the variance is pi/2 that of a
-    mean (the median's efficiency at the normal), and the spread the robust one."""
-    if spread is None and values_a is not None:
-        spread = log_spread(values_a, values_b, robust=statistic == "median")
-    elif spread is None or values_a is not None:
-        raise PerflabError("runs_needed takes the measured values or their spread, one of them")
-    return int(runs_for_spreads(np.array([spread]), change, confidence, power, statistic)[0])
 
 
 def runs_for_spreads(

@@ -51,6 +51,8 @@ def test_spearman_shares_ranks_between_ties():
     # x ranks 1, 2.5, 2.5, 4 against y ranks 1, 3, 2, 4: Pearson gives sqrt(0.9)
     assert stats.spearman([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(0.9**0.5)
     assert np.isnan(stats.spearman([5, 5, 5], [1, 2, 3]))
+    # a pair with a nan on either side drops out whole
+    assert stats.spearman([1, np.nan, 2, 3], [3, 1, 2, 4]) == pytest.approx(0.5)
 
 
 def _quantized_twins(rng, step, calls, n):

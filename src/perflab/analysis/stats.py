@@ -73,16 +73,18 @@ def describe(df: pd.DataFrame, by: str | Sequence[str], value: str, trim: int = 
 
 
 def spearman(x: ArrayLike, y: ArrayLike) -> float:
-    """Spearman's rho as Pearson on average ranks (ties shared), so no scipy; nan if constant."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.shape != y.shape:
-        raise PerflabError(f"spearman needs equal lengths, got {x.size} and {y.size}")
-    keep = ~(np.isnan(x) | np.isnan(y))
-    rx = pd.Series(x[keep]).rank(method="average").to_numpy()
-    ry = pd.Series(y[keep]).rank(method="average").to_numpy()
-    if rx.size < 2 or rx.std() == 0 or ry.std() == 0:
+    """Spearman's rho over the pairs with neither value nan; nan if either side is constant,
+    where scipy would warn."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if a.shape != b.shape:
+        raise PerflabError(f"spearman needs equal lengths, got {a.size} and {b.size}")
+    keep = ~(np.isnan(a) | np.isnan(b))
+    a, b = a[keep], b[keep]
+    if a.size < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return float("nan")
-    return float(np.corrcoef(rx, ry)[0, 1])
+    from scipy import stats
+
+    return float(stats.spearmanr(a, b)[0])
 
 
 def boot_medians(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:

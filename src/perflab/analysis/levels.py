@@ -636,7 +636,11 @@ def runs_for_spreads(
     power: float,
     statistic: Literal["mean", "median"] = "mean",
 ) -> np.ndarray:
-    """runs_needed for many spreads at once (a sweep's points), at least 2 each."""
+    """Runs per side, at least 2, for an interval of B/A at `confidence` to exclude 1 with
+    probability `power` when B is `change` slower (0.02: 2 %), for each spread s of log values
+    (a sweep's points): the normal approximation n = 2 (z_{(1+confidence)/2} + z_power)^2 s^2 /
+    log(1+change)^2; for medians the variance is pi/2 that of a mean (the median's efficiency
+    at the normal)."""
     if not change > 0 or not 0 < confidence < 1 or not 0 < power < 1:
         raise PerflabError(
             f"runs needed: a change above 0 ({change}), confidence ({confidence}) and power "

@@ -106,15 +106,6 @@ def _interval(boot: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def median_ci(
-    values: ArrayLike, confidence: float = 0.95, n_boot: int = 2000, seed: int = 0
-) -> tuple[float, float, float]:
-    """Percentile-bootstrap confidence interval of the median: (median, lo, hi)."""
-    x = _array(values)
-    boot = boot_medians(x, n_boot, np.random.default_rng(seed))
-    return (float(np.median(x)), *_interval(boot, confidence))
-
-
 def ratio_ci(
     baseline: ArrayLike,
     candidate: ArrayLike,

@@ -4,6 +4,8 @@ them against values known without scipy."""
 
 import itertools
 import math
+import subprocess
+import sys
 from statistics import NormalDist
 
 import numpy as np
@@ -441,3 +443,18 @@ def test_the_interval_over_layouts_covers_the_true_ratio_at_its_rate_with_iterat
         hits += lo < 0.03 < hi
     # 200 experiments at 90 %: 80-97 % holds with probability > 0.999 for a correct interval.
     assert 160 <= hits <= 194
+
+
+def test_scipy_loads_only_when_a_distribution_is_asked_for():
+    """scipy.stats takes a second to import: the modules that use it, and compare over them,
+    import it inside the functions, so neither `perflab --help` nor a verb's start waits."""
+    code = (
+        "import sys\nimport perflab.analysis.levels, perflab.analysis.stats, perflab.lab.compare\n"
+        "print('scipy' in sys.modules)\n"
+        "perflab.analysis.levels.variance_ratio_range(3, 0.9)\nprint('scipy' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "True"]

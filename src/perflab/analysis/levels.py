@@ -384,8 +384,9 @@ class Design:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """The least-time design to reach a half-width, and a fixed design to weigh it against."""
+class RepetitionPlan:
+    """The repetitions per level of the least-time design to reach a half-width, and a fixed
+    design to weigh it against (not lab.plans' Plan, which holds a verb's parameters)."""
 
     levels: tuple[str, ...]
     target: float  # the half-width asked for
@@ -575,7 +576,7 @@ def plan(
     fixed: Sequence[int] | None = None,
     least: Sequence[int] | None = None,
     most_inner: int | None = None,
-) -> Plan:
+) -> RepetitionPlan:
     """The counts per level reaching a B/A interval of this half-width (ratio scale: 0.01 for
     1 %) in the least expected time, with costs[i] the time one repetition of level i adds
     beyond its lower levels (for B/A: of both sides; the outermost may cost nothing). Below the
@@ -619,7 +620,7 @@ def plan(
     while stats.t.ppf(p, floored.freedom(top)) * math.sqrt(per_unit / top) > h:
         top += 1
     fixed = tuple(fixed) if fixed is not None else (10,) * len(components.levels)
-    return Plan(
+    return RepetitionPlan(
         components.levels,
         half_width,
         confidence,

@@ -22,12 +22,12 @@ def test_trimmed_drops_exactly_k_from_each_end():
         stats.trimmed([1, 2, 3], 2)
 
 
-def test_ratio_ci_sees_a_doubling_and_no_change():
+def test_ratio_bootstrap_interval_sees_a_doubling_and_no_change():
     rng = np.random.default_rng(3)
     a = rng.normal(100, 5, 300)
-    ratio, lo, hi = stats.ratio_ci(a, rng.normal(200, 10, 300))
+    ratio, lo, hi = stats.ratio_bootstrap_interval(a, rng.normal(200, 10, 300))
     assert 1.9 < lo < ratio < hi < 2.1
-    _, lo, hi = stats.ratio_ci(a, rng.normal(100, 5, 300))
+    _, lo, hi = stats.ratio_bootstrap_interval(a, rng.normal(100, 5, 300))
     assert lo < 1.0 < hi
 
 
@@ -77,7 +77,7 @@ def test_a_one_step_gap_between_tied_medians_decides_nothing():
     # a point and excludes 1; the interval that knows the step does not.
     a = np.full(60, 25_600 / 32)
     b = np.full(60, 25_620 / 32)
-    _, lo, hi = stats.ratio_ci(a, b, 0.99)
+    _, lo, hi = stats.ratio_bootstrap_interval(a, b, 0.99)
     assert lo == hi != 1.0
     _, lo, hi = stats.ratio_interval(a, b, 0.99, (20 / 32, 20 / 32))
     assert lo < 1 < hi

@@ -106,7 +106,7 @@ def _interval(boot: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def ratio_ci(
+def ratio_bootstrap_interval(
     baseline: ArrayLike,
     candidate: ArrayLike,
     confidence: float = 0.95,

@@ -261,7 +261,7 @@ def spread(df: pd.DataFrame, summary: pd.DataFrame, value: str | None = None) ->
     ok = df[df["status"] == "ok"]
     a = ok.loc[ok["perm"] == fast["perm"], value]
     b = ok.loc[ok["perm"] == slow["perm"], value]
-    ratio, lo, hi = stats.ratio_ci(a, b)
+    ratio, lo, hi = stats.ratio_bootstrap_interval(a, b)
     return {
         "fastest": fast["link_order"],
         "fastest_median": float(fast["median"]),

@@ -259,7 +259,7 @@ def _interval(
         return ratio, 0.0, math.inf
     try:
         if method == "bootstrap":
-            return stats.ratio_ci(a, b, level, n_boot=boot_count(level), seed=seed)
+            return stats.ratio_bootstrap_interval(a, b, level, n_boot=boot_count(level), seed=seed)
         return _order_ratio(a, b, level, steps)
     except PerflabError:  # a baseline median of 0: no ratio
         return math.nan, math.nan, math.nan

@@ -35,8 +35,8 @@ from perflab.lab.compare.precision import SINGLE_PILOT as SINGLE_PILOT
 from perflab.lab.compare.precision import Round as Round
 from perflab.lab.compare.precision import _iteration_seconds as _iteration_seconds
 from perflab.lab.compare.precision import _most_iterations as _most_iterations
-from perflab.lab.compare.precision import _to_precision
 from perflab.lab.compare.precision import predicted_time as predicted_time
+from perflab.lab.compare.precision import to_precision
 from perflab.lab.compare.runs import HEAP_VAR as HEAP_VAR
 from perflab.lab.compare.sides import Side as Side
 from perflab.lab.compare.sides import _digests, _dynamic
@@ -148,7 +148,7 @@ def compare(
         meta["aslr"] = fixed or "drawn per setup (column aslr)"
     measure = partial(runs.measure, chunk_runs=CHUNK_RUNS, flush_s=FLUSH_S)
     if plan.precision:
-        return _to_precision(a, b, plan, meta, recording, on_start, progress, warn, measure)
+        return to_precision(a, b, plan, meta, recording, on_start, progress, warn, measure)
     setups = draw_setups(plan, [o.label for o in a.objects])
     return measure(a, b, plan, {s: plan.repeat for s in setups}, meta, recording,
                    on_start=on_start, progress=progress, warn=warn)  # fmt: skip

@@ -56,7 +56,158 @@ class Round:
     iterations: int = 1  # of the repeat loop, in each of its runs
 
 
-def _to_precision(
+@dataclass(frozen=True)
+class Step:
+    """A round the design proposes: `layouts` new layouts of `pairs` A/B pairs at `iterations`
+    a run, each costing `cost` seconds; it runs as many of them as the budget affords, none
+    (the comparison stops) where that is fewer than `least`."""
+
+    layouts: int
+    pairs: int
+    iterations: int
+    cost: float
+    least: int = 1
+
+
+class Design:
+    """Where a --precision comparison stands between rounds, and what it runs next: a pilot of
+    PILOT, then as many layouts of as many pairs as Kalibera and Jones's plan asks from the
+    variance of the layouts' B/A and the costs measured so far (analysis/levels.py), re-planned
+    after every round (next_round), until B/A's interval reaches plan.precision or the budget
+    is spent (_why_stop). A resume goes on from the rows and record its file holds, with the
+    budget anew. It runs nothing: each round's rows are given to it (ran)."""
+
+    def __init__(self, plan: Plan, frame: pd.DataFrame | None, journaled: bool) -> None:
+        self.plan = plan
+        self.frame = frame  # every round's rows so far (None: none yet)
+        self.journaled = journaled  # each round's frame is then the whole file's
+        self.reps = _reps(frame)  # pairs recorded per layout
+        self.todo = {s: PILOT[1] for s in range(PILOT[0])} if frame is None else _unfinished(frame)
+        self.iterations = plan.iterations if frame is None else _round_iterations(frame, plan)
+        self.rounds: list[Round] = []
+        self.spent, self.reason, self.most = 0.0, "", constants.MAX_ITERATIONS
+        self.earlier = _earlier(frame)  # what the sessions before a resume ran and predicted
+        self.predicted = self.earlier.get("predicted_s", math.nan)
+        self.predicted_range = self.earlier.get("predicted_range_s", [math.nan, math.nan])
+        self.pilot_layouts = self.earlier.get("predicted_from_layouts", 0)
+        # a new layout, a pair of runs (A and B) beyond their iterations, an iteration of both
+        self.costs = _costs_before(frame)
+
+    def ran(self, part: pd.DataFrame, seconds: float, tsc_hz: float) -> None:
+        """Take the rows of the round self.todo asked for (the whole file's, when journaled)
+        and what it cost."""
+        todo, k = self.todo, self.iterations
+        self.spent += seconds
+        built = float(results.metadata(part).get("build_s", 0.0))
+        before = len(self.frame) if self.frame is not None and self.journaled else 0
+        new = part.iloc[before:]  # a resumed round runs what is missing
+        pairs = max(len(new) / 2, 1)
+        looping = _iteration_seconds(new, tsc_hz)
+        self.costs = [built / len(todo), max(seconds - built - looping, 1e-9) / pairs,
+                      looping / pairs / k if looping > 0 else _known(self.costs[2])]  # fmt: skip
+        joined = self.journaled or self.frame is None
+        self.frame = part if joined else _joined(self.frame, part)
+        self.rounds.append(Round(len(todo), max(todo.values()), seconds, iterations=k))
+        self.reps.update(todo)
+
+    def next_round(self) -> bool:
+        """Choose the next round (self.todo, self.iterations), or stop (False, self.reason
+        saying why): from B/A's interval over the rows so far, the pilot's second round where
+        the runs so far ran the loop at one count, else the plan."""
+        assert self.frame is not None  # the pilot ran, now or before the resume
+        value = value_column(self.frame)
+        ok = steady(self.frame[self.frame["status"] == "ok"], value)
+        try:
+            reached = half_width(*interval(ok, value))
+            parts = levels.paired_ratio_components(ok, value, trim=TRIM)
+        except PerflabError as exc:
+            return self._stop(f"no interval: {exc}")
+        if self.rounds:
+            self.rounds[-1].half_width = reached
+        if reason := self._why_stop(reached):
+            return self._stop(reason)
+        step = self._single_pilot() if _one_count_looped(ok) else self._planned(parts)
+        if reason := self._why_stop(reached, step):
+            return self._stop(reason)
+        start = max(self.reps) + 1
+        layouts = min(step.layouts, self._afford(step))
+        self.todo = {s: step.pairs for s in range(start, start + layouts)}
+        self.iterations = step.iterations
+        return True
+
+    def _why_stop(self, reached: float, step: Step | None = None) -> str:
+        """The stop rule ('' to go on): B/A's interval as narrow as asked over MIN_LAYOUTS
+        layouts or more; or the budget left short of the least of the next step."""
+        if reached <= self.plan.precision and len(self.reps) >= MIN_LAYOUTS:
+            return "reached"
+        if step is not None and self._afford(step) < step.least:
+            return "budget spent"
+        return ""
+
+    def _afford(self, step: Step) -> int:
+        """How many of the step's layouts the budget left pays for."""
+        return int((self.plan.budget - self.spent) // max(step.cost, 1e-9))
+
+    def _stop(self, reason: str) -> bool:
+        """Stop, saying why."""
+        self.reason, self.todo = reason, {}
+        return False
+
+    def _single_pilot(self) -> Step:
+        """The pilot's second round with the repeat loop: SINGLE_PILOT layouts of one iteration
+        a run, all of them or none."""
+        cost = _layout_cost(self.costs, PILOT[1], 1)
+        return Step(SINGLE_PILOT, PILOT[1], 1, cost, least=SINGLE_PILOT)
+
+    def _planned(self, parts: levels.Components) -> Step:
+        """The round the plan from the variance so far asks for; the first plan made after a
+        round is that round's record, and the first of all (after the pilot) predicts the
+        comparison's time."""
+        looped = len(parts.levels) > 2
+        self.most = _most_iterations(self.plan, self.costs)
+        planned = levels.plan(parts, self.costs[: len(parts.levels)], self.plan.precision,
+                              CONFIDENCE, least=(*PILOT, 1)[: len(parts.levels)],
+                              most_inner=self.most)  # fmt: skip
+        if self.rounds and self.rounds[-1].planned is None:
+            self.rounds[-1].planned = planned.counts
+        layouts, pairs = planned.counts[:2]
+        pairs += pairs % 2
+        k = planned.counts[2] if looped else self.iterations
+        cost = _layout_cost(self.costs, pairs, k if looped else 0)
+        run = len(self.reps)
+        if math.isnan(self.predicted):  # the first plan, from the pilot: what the docs weigh
+            self.predicted, *self.predicted_range = predicted_time(self.spent, layouts, run, cost)
+            self.pilot_layouts = run
+        return Step(_next_round(run, layouts), pairs, k, cost)
+
+    def so_far(self) -> dict[str, Any]:
+        """The record of every round run so far, this session's after the earlier ones'."""
+        return {
+            "seconds": self.earlier.get("seconds", 0.0) + self.spent,
+            "predicted_s": self.predicted,
+            "predicted_range_s": self.predicted_range,
+            "predicted_from_layouts": self.pilot_layouts,
+            "rounds": [*self.earlier.get("rounds", []),
+                       *(vars(r) | {"planned": list(r.planned or ())} for r in self.rounds)],
+        }  # fmt: skip
+
+    def record(self) -> dict[str, Any]:
+        """What the comparison asked, reached, took and predicted: the result's 'precision'."""
+        costs = self.costs
+        return {
+            "target": self.plan.precision,
+            "confidence": CONFIDENCE,
+            "reached": self.reason == "reached",
+            "stopped": self.reason,
+            **self.so_far(),
+            "predicted_confidence": PREDICTION_CONFIDENCE,
+            "budget_s": self.plan.budget,
+            "costs_s": {"layout": costs[0], "pair": costs[1], "iteration": costs[2]},
+            "most_iterations": self.most,
+        }
+
+
+def to_precision(
     a: Side,
     b: Side,
     plan: Plan,
@@ -67,19 +218,15 @@ def _to_precision(
     warn: Callable[[str], None],
     measure: Callable[..., pd.DataFrame],
 ) -> pd.DataFrame:
-    """Rounds of new layouts until B/A's interval reaches plan.precision or the budget is
-    spent: a pilot of PILOT, then as many layouts of as many pairs as Kalibera and Jones's plan
-    asks from the variance of the layouts' B/A and the costs measured so far
-    (analysis/levels.py), re-planned after every round. Journaled round by round into one
-    file; a resume goes on from its rows, with the budget anew. measure: runs.measure."""
+    """Run the rounds a Design chooses (measure: runs.measure), journaled round by round into
+    one file, and attach its record; a resume goes on from the file's rows."""
     labels = [o.label for o in a.objects]
     sources = _sources(a, b)
     meta = {**meta, "setups": None, "repeat": None}
-    frame = _resumed(recording)
-    if frame is not None:
-        _same_plan(results.metadata(frame).get("params") or {}, plan.params(), recording.output)
-    reps = _reps(frame)
-    todo = {s: PILOT[1] for s in range(PILOT[0])} if frame is None else _unfinished(frame)
+    resumed = _resumed(recording)
+    if resumed is not None:
+        _same_plan(results.metadata(resumed).get("params") or {}, plan.params(), recording.output)
+    design = Design(plan, resumed, journaled=recording.output is not None)
     said: set[str] = set()
 
     def warn_once(message: str) -> None:
@@ -88,112 +235,34 @@ def _to_precision(
             said.add(message)
             warn(message)
 
-    rounds: list[Round] = []
-    spent, reason, most = 0.0, "", constants.MAX_ITERATIONS
-    earlier = _earlier(frame)  # what the sessions before a resume ran, predicted and spent
-    predicted = earlier.get("predicted_s", math.nan)
-    predicted_range = earlier.get("predicted_range_s", [math.nan, math.nan])
-    pilot_layouts = earlier.get("predicted_from_layouts", 0)
-
-    def so_far() -> dict[str, Any]:
-        """The record of every round run so far, this session's after the earlier ones'."""
-        return {
-            "seconds": earlier.get("seconds", 0.0) + spent,
-            "predicted_s": predicted,
-            "predicted_range_s": predicted_range,
-            "predicted_from_layouts": pilot_layouts,
-            "rounds": [*earlier.get("rounds", []),
-                       *(vars(r) | {"planned": list(r.planned or ())} for r in rounds)],
-        }  # fmt: skip
-
-    # a new layout, a pair of runs (A and B) beyond their iterations, an iteration of both
-    costs = _costs_before(frame)
-    k = plan.iterations if frame is None else _round_iterations(frame, plan)
-
     def started(todo: int, done: int = 0) -> Any:
         """A resumed round's start, with every run the file holds as done, not only the cut
         round's own."""
         assert on_start is not None
+        frame = design.frame
         return on_start(todo, len(frame) if done and frame is not None else done)
 
     while True:
-        if todo:
+        if design.todo:
+            todo, k = design.todo, design.iterations
             drawn = draw_setups(replace(plan, setups=max(todo) + 1), labels)
             t0 = time.perf_counter()
-            resume = recording.resume or frame is not None
-            planned_round = {"round_pairs": {str(s): n for s, n in todo.items()},
-                             "round_iterations": k, "precision_so_far": so_far()}  # fmt: skip
+            resume = recording.resume or design.frame is not None
+            planned_round = {
+                "round_pairs": {str(s): n for s, n in todo.items()},
+                "round_iterations": k,
+                "precision_so_far": design.so_far(),
+            }
             part = measure(a, b, plan, {drawn[s]: n for s, n in todo.items()},
-                            meta | planned_round, replace(recording, resume=resume), sources,
-                            k, on_start=on_start and started, progress=progress,
-                            warn=warn_once)  # fmt: skip
-            seconds = time.perf_counter() - t0
-            spent += seconds
-            built = float(results.metadata(part).get("build_s", 0.0))
-            before = len(frame) if frame is not None and recording.output is not None else 0
-            new = part.iloc[before:]  # a resumed round runs what is missing
-            pairs = max(len(new) / 2, 1)
-            looping = _iteration_seconds(new, float(meta.get("tsc_hz") or 0.0))
-            costs = [built / len(todo), max(seconds - built - looping, 1e-9) / pairs,
-                     looping / pairs / k if looping > 0 else _known(costs[2])]  # fmt: skip
-            frame = part if recording.output is not None or frame is None else _joined(frame, part)
-            rounds.append(Round(len(todo), max(todo.values()), seconds, iterations=k))
-            reps.update(todo)
-        assert frame is not None  # the pilot ran, now or before the resume
-        ok = steady(frame[frame["status"] == "ok"], value_column(frame))
-        try:
-            reached = half_width(*interval(ok, value_column(frame)))
-            parts = levels.paired_ratio_components(ok, value_column(frame), trim=TRIM)
-        except PerflabError as exc:
-            reason = f"no interval: {exc}"
+                           meta | planned_round, replace(recording, resume=resume), sources,
+                           k, on_start=on_start and started, progress=progress,
+                           warn=warn_once)  # fmt: skip
+            design.ran(part, time.perf_counter() - t0, float(meta.get("tsc_hz") or 0.0))
+        if not design.next_round():
             break
-        if rounds:
-            rounds[-1].half_width = reached
-        if reached <= plan.precision and len(reps) >= MIN_LAYOUTS:
-            reason = "reached"
-            break
-        if _one_count_looped(ok):
-            each = _layout_cost(costs, PILOT[1], 1)
-            if int((plan.budget - spent) // max(each, 1e-9)) < SINGLE_PILOT:
-                reason = "budget spent"
-                break
-            start = max(reps) + 1
-            todo, k = {s: PILOT[1] for s in range(start, start + SINGLE_PILOT)}, 1
-            continue
-        looped = len(parts.levels) > 2
-        most = _most_iterations(plan, costs)
-        planned = levels.plan(parts, costs[: len(parts.levels)], plan.precision, CONFIDENCE,
-                              least=(*PILOT, 1)[: len(parts.levels)],
-                              most_inner=most)  # fmt: skip
-        if rounds and rounds[-1].planned is None:
-            rounds[-1].planned = planned.counts
-        layouts, pairs = planned.counts[:2]
-        pairs += pairs % 2
-        k = planned.counts[2] if looped else k
-        cost = _layout_cost(costs, pairs, k if looped else 0)
-        if math.isnan(predicted):  # the first plan, from the pilot: what the docs weigh
-            predicted, *predicted_range = predicted_time(spent, layouts, len(reps), cost)
-            pilot_layouts = len(reps)
-        more = _next_round(len(reps), layouts)
-        afford = int((plan.budget - spent) // max(cost, 1e-9))
-        if min(more, afford) < 1:
-            reason = "budget spent"
-            break
-        start = max(reps) + 1
-        todo = {s: pairs for s in range(start, start + min(more, afford))}
-    record = {
-        "target": plan.precision,
-        "confidence": CONFIDENCE,
-        "reached": reason == "reached",
-        "stopped": reason,
-        **so_far(),
-        "predicted_confidence": PREDICTION_CONFIDENCE,
-        "budget_s": plan.budget,
-        "costs_s": {"layout": costs[0], "pair": costs[1], "iteration": costs[2]},
-        "most_iterations": most,
-    }
-    kept = {k: v for k, v in results.metadata(frame).items() if k != "precision_so_far"}
-    final = results.attach(frame, {**kept, "precision": record})
+    assert design.frame is not None
+    kept = {k: v for k, v in results.metadata(design.frame).items() if k != "precision_so_far"}
+    final = results.attach(design.frame, {**kept, "precision": design.record()})
     if recording.output is not None:
         results.save(final, recording.output)
     return final

@@ -28,11 +28,13 @@ NON_NEGATIVE = frozenset(
     }
 )  # fmt: skip
 # Where a negative value is a measurement: the step between two reads of a clock that NTP set
-# back, an in-process sample less the timer's calibrated cost (its minimum) that came in under it.
+# back, an in-process sample less the timer's calibrated cost (its minimum) that came in under it;
+# or compare's -1 for a size a setup leaves out (lab/compare/layouts.NO_PADDING).
 SIGNED = {
     "clocks": frozenset({"ns", "ticks"}),
     "syscalls": frozenset({"ns", "ticks"}),
     "trig": frozenset({"ns", "ticks"}),
+    "compare": frozenset({"env_size"}),
 }
 # What a run's status says besides a child run's (the C core's, engine/spawn.py): an
 # in-process run's, an event's.

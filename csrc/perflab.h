@@ -128,6 +128,8 @@ struct perflab_run {
 #define PERFLAB_BATCH_VERSION 2
 #define PERFLAB_MAX_ITERATIONS 64       /* a run's probe records: iteration_ticks' length */
 #define PERFLAB_STOP_BYTE 83            /* 'S' on the spawner's socket: stop between runs */
+#define PERFLAB_KEPT_HEAD 64            /* a batch's memfd: its count of finished runs (int64),
+                                           then from this offset its records (spawner/main.c) */
 
 struct perflab_batch {
     uint32_t magic;

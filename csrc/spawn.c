@@ -1150,7 +1150,8 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
             b.pad[b.prefix + size] = 'a';
         if (rc)
             break;
-        *done = i + 1;
+        /* after the record: a helper killed now leaves both in perflab's memfd */
+        __atomic_store_n(done, (int64_t)i + 1, __ATOMIC_RELEASE);
     }
     watch_end(c.watch);
     parent_rt_leave(&saved);
@@ -1174,6 +1175,8 @@ struct lanes {
     atomic_llong next; /* the next run a free lane takes */
     unsigned char *finished;
     struct perflab_run *out;
+    int64_t *done;     /* the finished runs before the first unfinished one, as they end */
+    pthread_mutex_t done_lock;
 };
 
 struct lane {
@@ -1258,7 +1261,11 @@ static void *lane_main(void *arg)
             pad[b->prefix + size] = 'a';
         if (stopped)
             break;
+        pthread_mutex_lock(&l->done_lock);
         l->finished[i] = 1;
+        for (int64_t d = *l->done; d < b->hdr.nruns && l->finished[d]; d++)
+            __atomic_store_n(l->done, d + 1, __ATOMIC_RELEASE); /* as a serial batch's */
+        pthread_mutex_unlock(&l->done_lock);
     }
     parent_rt_leave(&saved);
     ctx_free(&c);
@@ -1271,7 +1278,8 @@ static int spawn_parallel(const struct batch *b, const int stdio[3], int stop_fd
                           struct perflab_run *out, int64_t *done)
 {
     int n = b->hdr.ncpus, started = 0, rc = 0;
-    struct lanes l = {.b = b, .stdio = stdio, .stop_fd = stop_fd, .out = out};
+    struct lanes l = {.b = b, .stdio = stdio, .stop_fd = stop_fd, .out = out, .done = done,
+                      .done_lock = PTHREAD_MUTEX_INITIALIZER};
     struct spawn_opts o = {.flags = b->hdr.flags, .rt_policy = b->hdr.rt_policy,
                            .rt_priority = b->hdr.rt_priority};
     struct saved_sched saved;

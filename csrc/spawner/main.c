@@ -12,6 +12,14 @@
  * It is a child subreaper: what a run leaves outside its process group (a setsid daemon)
  * becomes its child, killed and reaped once no run is in flight (spawn.c, strays).
  *
+ * The programs it runs may signal it (their parent, and its process group): every catchable
+ * signal but its wake signal is blocked, so none ends it (the children start with an empty
+ * mask; a blocked fault's signal still ends it, as the kernel forces it).  Blocked, not
+ * ignored: the children's dispositions stay as inherited, nothing to reset per run.  SIGSTOP
+ * its supervisor undoes, and SIGKILL perflab reports with the runs the batch had finished:
+ * each batch's records are written into a memfd perflab sent with it (the fourth fd), its
+ * count of finished runs first, updated as each run ends.
+ *
  * `_spawner supervise ...` is the same binary as perflab's supervisor (supervise.c), the
  * parent of every process perflab starts, this helper included.
  */
@@ -22,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "perflab.h"
@@ -56,10 +65,10 @@ int write_full(int fd, const void *buf, size_t n)
 }
 
 /* The first byte of a request and the fds sent with it; stop bytes before it skipped. */
-static int read_start(int sock, unsigned char *first, int fds[3])
+static int read_start(int sock, unsigned char *first, int fds[4])
 {
     union {
-        char buf[CMSG_SPACE(3 * sizeof(int))];
+        char buf[CMSG_SPACE(4 * sizeof(int))];
         struct cmsghdr align;
     } u;
 
@@ -75,8 +84,11 @@ static int read_start(int sock, unsigned char *first, int fds[3])
         if (r <= 0)
             return -1;
         if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-            c->cmsg_len == CMSG_LEN(3 * sizeof(int)))
-            memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
+            c->cmsg_len == CMSG_LEN(4 * sizeof(int)))
+            memcpy(fds, CMSG_DATA(c), 4 * sizeof(int));
+        else if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
+                close(((int *)CMSG_DATA(c))[i]); /* not perflab's: closed, the batch refused */
         if (*first != PERFLAB_STOP_BYTE)
             return 0;
     }
@@ -102,9 +114,10 @@ static int serve(int sock, int stop_fd)
 {
     struct perflab_batch h;
     struct perflab_batch_reply reply = {.magic = PERFLAB_BATCH_MAGIC};
-    int fds[3] = {-1, -1, -1};
+    int fds[4] = {-1, -1, -1, -1};
     uint64_t body;
-    char *req;
+    size_t shared;
+    char *req, *kept;
     struct perflab_run *out;
 
     if (read_start(sock, (unsigned char *)&h, fds) || read_full(sock, (char *)&h + 1, sizeof h - 1))
@@ -113,26 +126,32 @@ static int serve(int sock, int stop_fd)
     if (h.magic != PERFLAB_BATCH_MAGIC || h.ncpus < 0 || h.nprogs < 0 || h.nruns < 0 ||
         body > MAX_REQUEST)
         return -1; /* out of step with perflab: end, perflab sees the socket close */
+    /* The records, and the count of finished ones before them, in perflab's memfd. */
+    shared = PERFLAB_KEPT_HEAD + (size_t)(h.nruns ? h.nruns : 1) * sizeof *out;
     req = malloc(sizeof h + body);
-    out = calloc(h.nruns ? (size_t)h.nruns : 1, sizeof *out);
-    if (!req || !out || read_full(sock, req + sizeof h, body)) {
+    kept = fds[3] < 0 ? MAP_FAILED
+                      : mmap(NULL, shared, PROT_READ | PROT_WRITE, MAP_SHARED, fds[3], 0);
+    if (!req || kept == MAP_FAILED || read_full(sock, req + sizeof h, body)) {
         free(req);
-        free(out);
-        return -1;
+        if (kept != MAP_FAILED)
+            munmap(kept, shared);
+        return -1; /* a batch without its memfd is out of step too */
     }
+    out = (struct perflab_run *)(kept + PERFLAB_KEPT_HEAD);
     memcpy(req, &h, sizeof h);
     reply.floor_kb = own_peak_kb();
-    reply.error = perflab_spawn_batch(req, sizeof h + body, fds, stop_fd, out, &reply.done);
-    for (int i = 0; i < 3; i++)
+    reply.error = perflab_spawn_batch(req, sizeof h + body, fds, stop_fd, out, (int64_t *)kept);
+    reply.done = *(int64_t *)kept;
+    for (int i = 0; i < 4; i++)
         if (fds[i] >= 0)
             close(fds[i]);
     free(req);
     if (write_full(sock, &reply, sizeof reply) ||
         write_full(sock, out, (size_t)reply.done * sizeof *out)) {
-        free(out);
+        munmap(kept, shared);
         return -1;
     }
-    free(out);
+    munmap(kept, shared);
     return 0;
 }
 
@@ -149,6 +168,11 @@ int main(int argc, char **argv)
         fputs("perflab-spawner: started by perflab only\n", stderr);
         return 2;
     }
+    sigset_t all;
+
+    sigfillset(&all);
+    sigdelset(&all, SIGUSR1); /* the wake signal, below */
+    sigprocmask(SIG_BLOCK, &all, NULL);
     signal(SIGPIPE, SIG_IGN);
     perflab_spawn_reaper(); /* refused: strays go to the supervisor above, killed at its end */
     perflab_spawn_wait_signal(SIGUSR1); /* refused: each child's pidfd is polled */

@@ -7,7 +7,19 @@
  * SIGTERM, SIGINT, SIGHUP) it kills every descendant, by its cgroup's cgroup.kill first where
  * it could make one, reaps them, removes its temporary directory and its cgroup, and exits.
  * Each process it starts has PR_SET_PDEATHSIG(SIGKILL) on it, for the one case it cannot
- * handle: its own SIGKILL.  It has no parent-death signal itself: that fires when the thread
+ * handle: its own SIGKILL.
+ *
+ * What it runs cannot stop it or end it, short of SIGKILL: a program may signal its parent
+ * or its parent's process group (this one, or the spawner helper it started), and kill()
+ * checks only uids, so under one uid (root above all, CAP_KILL) no process group, session or
+ * credential keeps a signal out; a PID namespace would, but makes the program its init (other
+ * signal rules) and costs every run its setup and teardown.  So every catchable signal is
+ * read here (signalfd) and one sent by a process under this supervisor is dropped; SIGSTOP,
+ * which none can catch, is undone: a child stopped by anyone (the helper a program stopped)
+ * is resumed at once (SIGCHLD reports it), nothing here doing job control.  Children in
+ * perflab's own process group (a counted command, as a shell runs it) are left to perflab,
+ * which resumes them when it is not stopped itself (Ctrl-Z stops the group together).  A
+ * stopped supervisor perflab resumes (system/supervisor.py); one killed, perflab reports.  It has no parent-death signal itself: that fires when the thread
  * that started it ends, and perflab may start it from a thread that ends long before perflab.
  * The protocol is in perflab.h (PERFLAB_SUP_*).
  *
@@ -48,6 +60,7 @@
 
 struct sup {
     int sock;
+    pid_t perflab, perflab_pgrp;
     int parent_fd;     /* perflab's pidfd, readable when it has ended (-1: kernel < 5.3) */
     int sig_fd;
     int cg_procs;      /* the cgroup's cgroup.procs, written "0" by each child (-1: none) */
@@ -305,15 +318,66 @@ done:
     return rc;
 }
 
-/* The strays that died reaped; 1 on a signal that ends the supervisor. */
+/* Whether pid is this process's descendant: its parents, read from /proc, lead here.  A
+ * sender that is gone already (reaped) cannot be placed: it counts as from outside. */
+static int below(pid_t pid)
+{
+    pid_t self = getpid();
+
+    for (int depth = 0; pid > 1 && depth < 4096; depth++) {
+        char path[64], buf[512], *end;
+        int fd, ppid;
+        ssize_t got;
+
+        if (pid == self)
+            return depth > 0;
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+            return 0;
+        got = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (got <= 0)
+            return 0;
+        buf[got] = '\0';
+        if (!(end = strrchr(buf, ')')) || sscanf(end + 1, " %*c %d", &ppid) != 1)
+            return 0;
+        pid = ppid;
+    }
+    return 0;
+}
+
+/* Whether a signal's default action ends a process (the ones this supervisor obeys). */
+static int ends(int sig)
+{
+    return sig != SIGCHLD && sig != SIGCONT && sig != SIGURG && sig != SIGWINCH &&
+           sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU;
+}
+
+/* Every child stopped since the last look resumed, unless it is in perflab's process group. */
+static void resume_stopped(const struct sup *s)
+{
+    siginfo_t si;
+
+    for (;;) {
+        memset(&si, 0, sizeof si);
+        if (waitid(P_ALL, 0, &si, WSTOPPED | WNOHANG) != 0 || si.si_pid == 0)
+            return;
+        if (s->perflab_pgrp <= 0 || getpgid(si.si_pid) != s->perflab_pgrp)
+            kill(si.si_pid, SIGCONT); /* a child, not reaped: its pid cannot be reused */
+    }
+}
+
+/* The strays that died reaped, stopped children resumed; 1 on a signal that ends the
+ * supervisor: one whose default action ends a process, from outside what it runs. */
 static int on_signals(const struct sup *s)
 {
     struct signalfd_siginfo si;
     int stop = 0;
 
     while (read(s->sig_fd, &si, sizeof si) == (ssize_t)sizeof si)
-        if (si.ssi_signo != SIGCHLD)
+        if (ends((int)si.ssi_signo) && !below((pid_t)si.ssi_pid))
             stop = 1;
+    resume_stopped(s);
     reap_dead_strays(s);
     return stop;
 }
@@ -455,16 +519,18 @@ static int hello(struct sup *s)
 
 int supervise(int sock, pid_t perflab, const char *tmp_parent)
 {
-    struct sup s = {.sock = sock, .parent_fd = -1, .sig_fd = -1, .cg_procs = -1, .cg_kill = -1};
+    struct sup s = {.sock = sock, .perflab = perflab, .parent_fd = -1, .sig_fd = -1,
+                    .cg_procs = -1, .cg_kill = -1};
     sigset_t mask;
     void *stack;
 
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGCHLD);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    sigprocmask(SIG_BLOCK, &mask, NULL); /* an ignored one (nohup) stays ignored */
+    /* Every signal read, none acted on by default (see the top): an ignored one (nohup) stays
+     * ignored; a fault's own signal, blocked, still ends the process as the kernel forces it. */
+    sigfillset(&mask);
+    sigdelset(&mask, SIGKILL);
+    sigdelset(&mask, SIGSTOP);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    s.perflab_pgrp = getpgid(perflab);
     fcntl(sock, F_SETFD, FD_CLOEXEC);
     s.sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -15,6 +15,11 @@ class WrongType(PerflabError, TypeError):
     it, and a TypeError to code that catches one."""
 
 
+class Lost(PerflabError):
+    """A helper perflab waited on ended under it (a program it ran may have killed it); the
+    runs finished before are kept, and the faces say where and how to resume."""
+
+
 class NativeUnavailable(PerflabError):
     """The machine lacks what a measurement needs (a counter, a permission, a CPU)."""
 

@@ -22,7 +22,7 @@ from perflab.cli import QUIET, echo
 from perflab.core import files
 from perflab.engine import controls, filelock
 from perflab.engine.progress import Progress
-from perflab.errors import OtherExperiment, PerflabError
+from perflab.errors import Lost, OtherExperiment, PerflabError
 from perflab.lab import registry
 from perflab.lab.plans import threads as plan
 from perflab.system import limits
@@ -486,6 +486,8 @@ def journaled_run(
     except KeyboardInterrupt as exc:
         bars.close()
         raise interrupted(output, exc) from None
+    except Lost as exc:
+        raise PerflabError(f"{exc}; {kept(output)}") from None
     except OtherExperiment as exc:
         raise PerflabError(exc.said(registry.describe)) from None
     finally:
@@ -542,14 +544,21 @@ def interrupted(output: str | None, exc: BaseException | None = None) -> click.C
     elif not Path(output).exists() and not Path(output + ".parts").exists():
         error = click.ClickException("interrupted before any run was recorded")
     else:
-        error = click.ClickException(
-            f"interrupted: finished runs are in {output}; complete them with the same "
-            f"command plus --resume {output}"
-        )
+        error = click.ClickException(f"interrupted: {kept(output)}")
     # Newer click declares exit_code a class variable (8.2 does not, hence unused-ignore);
     # this one error carries the signal's status.
     error.exit_code = 128 + getattr(exc, "signum", signal.SIGINT)  # type: ignore[misc,unused-ignore]
     return error
+
+
+def kept(output: str | None) -> str:
+    """Where a sweep cut short left its finished runs, and how to complete them."""
+    if output is None:
+        return "a run without -o FILE keeps nothing"
+    if not Path(output).exists() and not Path(output + ".parts").exists():
+        return "no run was recorded"
+    return (f"finished runs are in {output}; complete them with the same command plus "
+            f"--resume {output}")  # fmt: skip
 
 
 def check_paths(output: str | None, plot_path: str | None) -> None:

@@ -446,6 +446,7 @@ RUNQ_SOURCES = {
     lib.PERFLAB_RUNQ_PROC: "proc",
 }
 STOP_BYTE: int = lib.PERFLAB_STOP_BYTE
+KEPT_HEAD: int = lib.PERFLAB_KEPT_HEAD
 BATCH_REPLY_BYTES: int = ffi.sizeof("struct perflab_batch_reply")
 
 

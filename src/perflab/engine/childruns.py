@@ -592,7 +592,11 @@ def measure_sequential(
                 assert recorder is not None
                 for i in range(len(chunks)):
                     at, before = queued.popleft()
-                    batch = pipe.collect()  # fewer than the chunk when a stop cut it short
+                    try:
+                        batch = pipe.collect()  # fewer than the chunk when a stop cut it short
+                    except spawn.HelperLost as lost:  # what its batch finished is recorded
+                        recorder.add(runs.rows(lost.runs, at[: len(lost.runs)], overhead))
+                        raise
                     # one figure per batch: a run's own only when the batch is that one run
                     mine = runs.busy and len(batch) == 1
                     busy = machine.busy_ns(controls.cpus) - before if mine else np.nan

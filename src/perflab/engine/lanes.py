@@ -131,12 +131,19 @@ def _send_chunk(pipe: spawn.Pipeline, runs: LaneRuns, at: np.ndarray, ref: np.nd
 def _collect_chunk(pipe: spawn.Pipeline, parts: list[Part]) -> list[tuple]:
     """(records, positions, parallel) per batch of a chunk, in the order they were queued;
     after a stop, the runs each batch made before it (none for those queued behind it)."""
-    out = []
+    out: list[tuple] = []
     for at, parallel, cpu in parts:
-        got = pipe.collect()
+        lost = None
+        try:
+            got = pipe.collect()
+        except spawn.HelperLost as exc:  # the helper died: it carries what the chunk finished
+            got, lost = exc.runs, exc
         if cpu is not None:
             got["cpu"] = cpu
         out.append((got, at[: len(got)], parallel))
+        if lost is not None:
+            lost.parts = out
+            raise lost
     return out
 
 
@@ -184,8 +191,12 @@ def _measure_lanes(
                     parts = _collect_chunk(pipe, queued.popleft())
                     stopping = stop.hit  # read once: every chunk queued is collected
                     if stopping:
-                        while queued:
-                            parts += _collect_chunk(pipe, queued.popleft())
+                        try:
+                            while queued:
+                                parts += _collect_chunk(pipe, queued.popleft())
+                        except spawn.HelperLost as lost:
+                            lost.parts = parts + lost.parts
+                            raise
                     elif i + childruns.AHEAD < len(chunks):
                         queued.append(_send_chunk(pipe, runs, chunks[i + childruns.AHEAD], ref,
                                                   sizes, options))  # fmt: skip
@@ -199,6 +210,10 @@ def _measure_lanes(
                     if stopping:
                         raise KeyboardInterrupt
                 complete = True
+            except spawn.HelperLost as lost:
+                for got, at, parallel in lost.parts:
+                    recorder.add(runs.lane_rows(got, at, overhead, parallel))
+                raise
             except BaseException:
                 engine.request_stop()
                 raise

@@ -211,6 +211,9 @@ class Spawner(InProcess):
     The helper runs under a supervisor of its own (system/supervisor.py) and is a child
     subreaper itself: what a run leaves outside its process group is killed once no run is in
     flight, and everything it started when perflab ends, however perflab ends.
+    A program it runs cannot stop it for long (its supervisor resumes it) nor end it short of
+    SIGKILL; killed, it leaves the runs its batch had finished in the batch's memfd (its
+    fourth fd), which HelperLost carries.
     """
 
     method = "spawner helper (children exec'd from a small process; maxrss includes its peak)"
@@ -233,6 +236,7 @@ class Spawner(InProcess):
             raise
         self.sock, self.pid, self.floor_kb = ours, os.getpid(), None
         self.lock = threading.RLock()  # one caller's requests and replies at a time
+        self.kept: deque[int] = deque()  # each queued batch's memfd, oldest first
         self.queued = 0
         self.most_queued = 0  # the most requests waiting at once in the last pipeline or batch
         atexit.register(self.close)  # no helper outlives perflab, nor warns that it was left
@@ -256,14 +260,18 @@ class Spawner(InProcess):
                     self.close()
 
     def _submit(self, request: bytes, nruns: int, stdio: list[int]) -> None:
+        kept = os.memfd_create("perflab-batch", os.MFD_CLOEXEC)
         try:
-            sent = self.sock.sendmsg(
-                [request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", stdio))]
-            )
+            os.ftruncate(kept, bindings.KEPT_HEAD + max(nruns, 1) * RUN_DTYPE.itemsize)
+            fds = array.array("i", [*stdio, kept])
+            sent = self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
             self.sock.sendall(request[sent:])
+            self.kept.append(kept)
             self.queued += 1
             self.most_queued = max(self.most_queued, self.queued)
         except BaseException:
+            if kept not in self.kept:
+                os.close(kept)
             self.close()  # out of step with the helper now: the next batch starts a new one
             raise
 
@@ -275,14 +283,33 @@ class Spawner(InProcess):
             out = np.zeros(done, dtype=RUN_DTYPE)
             self._recv_into(out.data.cast("B"))
             self.queued -= 1
+            os.close(self.kept.popleft())
+        except (OSError, supervisor.Lost):
+            lost = self._lost()
+            self.close()
+            raise lost from None
         except BaseException:
             self.close()
             raise
         self.floor_kb = max(self.floor_kb or 0, floor_kb) if floor_kb > 0 else None
         return out
 
+    def _lost(self) -> HelperLost:
+        """The helper ended under a batch: how, and the runs that batch finished (its memfd)."""
+        runs = np.zeros(0, dtype=RUN_DTYPE)
+        if self.kept:
+            kept = self.kept[0]
+            done = int.from_bytes(os.pread(kept, 8, 0), "little", signed=True)
+            size = max(0, done) * RUN_DTYPE.itemsize
+            raw = os.pread(kept, size, bindings.KEPT_HEAD) if size else b""
+            runs = np.frombuffer(raw, dtype=RUN_DTYPE)[: len(raw) // RUN_DTYPE.itemsize].copy()
+        code = None
+        with contextlib.suppress(OSError, PerflabError):  # its supervisor may be gone too
+            code = self.proc.wait(1.0)
+        return HelperLost(f"the spawner helper {supervisor.ending(code)}", runs)
+
     def _recv_into(self, buf: bytearray | memoryview) -> None:
-        supervisor.recv_exactly(self.sock, buf, f"the spawner helper {supervisor.HELPER}")
+        supervisor.recv_exactly(self.sock, buf, self.supervisor.watch)
 
     def request_stop(self) -> None:
         """Safe from a signal handler: the batch in flight and every queued one stop."""
@@ -305,10 +332,20 @@ class Spawner(InProcess):
         if self.pid != os.getpid():
             return
         self.supervisor.close()
-        for fd in (self.stop_r, self.stop_w):
+        for fd in (self.stop_r, self.stop_w, *self.kept):
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.stop_r = self.stop_w = -1
+        self.kept.clear()
+
+
+class HelperLost(supervisor.Lost):
+    """The spawner helper ended under a batch: the records of the runs it had finished."""
+
+    def __init__(self, message: str, runs: np.ndarray):
+        super().__init__(message)
+        self.runs = runs
+        self.parts: list[tuple] = []  # a caller's batches collected with it (engine/lanes.py)
 
 
 @dataclass(frozen=True)

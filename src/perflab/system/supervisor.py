@@ -6,6 +6,12 @@ double fork) becomes its child too. When the run closes it, and when perflab die
 dies (SIGKILL included: it watches perflab's pidfd), it kills everything left, by a cgroup of
 its own where one can be made, reaps it and removes its temporary directory. docs/processes.md
 says what holds where (root or not, cgroup or not, which kernel).
+
+What it runs may signal it or the helper, and kill() asks only for the same uid: both drop
+the signals their programs send them, and a stop (which none can refuse) is undone, by the
+supervisor for its children, by perflab for the supervisor and for children in perflab's own
+process group, whenever it waits on them (WATCH_S); a helper or supervisor a program killed is
+said as such (Lost).
 """
 
 import array
@@ -25,10 +31,45 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from perflab.core import bindings
-from perflab.errors import PerflabError
+from perflab.errors import Lost, PerflabError
 
 HELPER = Path(bindings.__file__).resolve().parent / "_spawner"  # built beside the C core
 CGROUP_EMPTY_TRIES = 100  # a killed cgroup is removable once its last task has fully exited
+# How often perflab looks, while it waits on a helper, whether a program stopped it: the
+# supervisor resumes its children at once, this is for the supervisor itself.
+WATCH_S = 0.1
+
+
+def stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (state T; a ptrace stop, t, is its tracer's)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"T"
+
+
+def _resume(pidfd: int, pid: int) -> bool:
+    """SIGCONT to a stopped process through its pidfd (its pid cannot be reused meanwhile)."""
+    if pidfd < 0 or not stopped(pid):
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        signal.pidfd_send_signal(pidfd, signal.SIGCONT)
+    return True
+
+
+def ending(returncode: int | None) -> str:
+    """How a helper ended, in a phrase: killed by which signal, or its exit status."""
+    if returncode is None:
+        return "closed its socket"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"was killed by {name} (a program it ran may have signalled it)"
+    return f"exited with status {returncode}"
 
 
 class Usage(NamedTuple):
@@ -53,17 +94,26 @@ class Child:
         self.status: int | None = None
         self.returncode: int | None = None
         self.usage: Usage | None = None
+        self.resumed = 0  # how often it was found stopped (by itself or another) and resumed
 
     def ended(self, timeout: float | None = None) -> bool:
         """Whether it has ended, waiting up to timeout seconds (None: until it does); a zombie
-        still, its figures final (what it counted, what /proc says of it)."""
+        still, its figures final (what it counted, what /proc says of it). While it waits, a
+        stop of it or of its supervisor is undone (Supervisor.watch)."""
         if self.returncode is not None:
             return True
         if self.pidfd < 0:
             raise PerflabError(f"process {self.pid} was ended with its supervisor")
         poller = select.poll()
         poller.register(self.pidfd, select.POLLIN)
-        return bool(poller.poll(None if timeout is None else max(timeout, 0.0) * 1000))
+        until = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        while True:
+            left = WATCH_S if until is None else min(WATCH_S, until - time.monotonic())
+            if poller.poll(max(left, 0.0) * 1000):
+                return True
+            if until is not None and time.monotonic() >= until:
+                return False
+            self.supervisor.watch()
 
     def wait(self, timeout: float | None = None) -> int | None:
         """Its return code as Popen's (-N: killed by signal N), once it has ended and been
@@ -132,6 +182,7 @@ class Supervisor:
                 ours.close()
                 raise
         self.sock, self.owner = ours, os.getpid()
+        self.proc_fd = os.pidfd_open(self.proc.pid)  # Popen may reap it: this pins its pid
         self.lock = threading.Lock()  # one request and its reply at a time
         self.children: set[Child] = set()
         self.tmpdir: Path | None = None
@@ -208,6 +259,17 @@ class Supervisor:
         self.children.add(child)
         return child
 
+    def watch(self) -> None:
+        """Undo a stop of the supervisor, and of any child it started: nothing under perflab
+        is stopped on purpose, and perflab, running this, is not stopped itself (a Ctrl-Z
+        that stops a child in its group stops perflab too, and `fg` resumes them together)."""
+        if self.owner != os.getpid():
+            return
+        _resume(self.proc_fd, self.proc.pid)
+        for child in list(self.children):
+            if _resume(child.pidfd, child.pid):
+                child.resumed += 1
+
     def reap(self, child: Child) -> tuple[int, Usage]:
         """The wait status and rusage of a child that has ended, which the supervisor reaps."""
         reply = self._exchange(bindings.sup_reap(child.pid), [])
@@ -230,7 +292,14 @@ class Supervisor:
         self.children.clear()
         if self.owner != os.getpid():
             return
-        if self.proc.wait() != 0:
+        while True:  # its end takes a stop a program gave it undone, as every wait here does
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = self.proc.wait(WATCH_S)
+                break
+            _resume(self.proc_fd, self.proc.pid)
+        os.close(self.proc_fd)
+        self.proc_fd = -1
+        if code != 0:
             self._after_crash()
 
     def _after_crash(self) -> None:
@@ -267,17 +336,32 @@ class Supervisor:
 
     def _recv(self, n: int) -> bytes:
         buf = bytearray(n)
-        recv_exactly(self.sock, buf, f"perflab's supervisor {HELPER}")
+        try:
+            recv_exactly(self.sock, buf, lambda: _resume(self.proc_fd, self.proc.pid))
+        except (OSError, Lost):
+            raise Lost(f"perflab's supervisor {HELPER} {self._end()}") from None
         return bytes(buf)
 
+    def _end(self) -> str:
+        """How the supervisor ended, once its socket did."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return ending(self.proc.wait(1.0))
+        return ending(None)
 
-def recv_exactly(sock: socket.socket, buf: bytearray | memoryview, peer: str) -> None:
-    """Fill buf from a helper's socket: a short read means the helper died mid-reply."""
+
+def recv_exactly(sock: socket.socket, buf: bytearray | memoryview, watch: Any = None) -> None:
+    """Fill buf from a helper's socket, calling watch() every WATCH_S while none comes (to
+    undo a stop of the helper); Lost when it ends, or OSError (ECONNRESET), before it is full."""
     view = memoryview(buf).cast("B")
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
     while view.nbytes:
+        if watch is not None and not poller.poll(WATCH_S * 1000):
+            watch()
+            continue
         got = sock.recv_into(view)
         if got == 0:
-            raise PerflabError(f"{peer} ended unexpectedly")
+            raise Lost("its socket closed")
         view = view[got:]
 
 

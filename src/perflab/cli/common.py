@@ -8,6 +8,7 @@ pandas or matplotlib.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import signal
 import sys
@@ -284,6 +285,29 @@ def resume_option(func: F) -> F:
         type=FileToWrite(),
         help="Complete an interrupted run recorded in FILE (same parameters required).",
     )(func)
+
+
+BUILD_TIMEOUT_S = 600.0  # system/supervisor.py's default, not imported: it loads the C core
+
+
+def build_timeout_option(func: F) -> F:
+    """--build-timeout: the verb's build and link commands run within it (a build or link
+    command that never returns is killed, with what it started, and said in one line)."""
+
+    @functools.wraps(func)
+    def bounded(*args: Any, build_timeout: float, **kwargs: Any) -> Any:
+        from perflab.system import supervisor
+
+        with supervisor.build_timeout(build_timeout):
+            return func(*args, **kwargs)
+
+    return click.option(
+        "--build-timeout",
+        type=SECONDS,
+        default=BUILD_TIMEOUT_S,
+        show_default=True,
+        help="Seconds each build or link command may take before it is killed.",
+    )(bounded)  # type: ignore[return-value]
 
 
 def journal_options(func: F) -> F:

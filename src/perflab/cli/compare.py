@@ -14,6 +14,7 @@ from perflab.cli.common import (
     SWEEP_OUTPUT,
     WORDS,
     Needs,
+    build_timeout_option,
     check_paths,
     journal_options,
     journaled_run,
@@ -128,6 +129,7 @@ def _paths(words: str) -> list[str]:
 @run_controls
 @journal_options
 @program_output_option(*SWEEP_OUTPUT)
+@build_timeout_option
 @output_options
 @click.argument("a", required=False, type=WORDS)
 @click.argument("b", required=False, type=WORDS)

@@ -13,6 +13,7 @@ from perflab.cli.common import (
     WORDS,
     Bars,
     Words,
+    build_timeout_option,
     check_paths,
     journal_options,
     journaled_run,
@@ -59,6 +60,7 @@ PARAMS = ("permutations", "repeat", "order", "mlock")
 @plan_options(Plan, PARAMS)
 @run_controls
 @journal_options
+@build_timeout_option
 @output_options
 @click.argument("objects", nargs=-1, type=click.Path(dir_okay=False))
 def link_order_cmd(objects_flag: bool, cflags: str, resume: str | None, discard_bad: bool,

@@ -264,8 +264,10 @@ class Spawner(InProcess):
         try:
             os.ftruncate(kept, bindings.KEPT_HEAD + max(nruns, 1) * RUN_DTYPE.itemsize)
             fds = array.array("i", [*stdio, kept])
-            sent = self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
-            self.sock.sendall(request[sent:])
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                # the helper died under an earlier batch: collecting that one says so
+                sent = self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+                self.sock.sendall(request[sent:])
             self.kept.append(kept)
             self.queued += 1
             self.most_queued = max(self.most_queued, self.queued)

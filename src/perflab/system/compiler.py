@@ -7,7 +7,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from perflab.core import files
 from perflab.errors import PerflabError
+from perflab.system import supervisor
 
 OPT_LEVELS = ("0", "1", "2", "3", "s", "g", "fast")
 # The post shows no flags for this program; its other listings compile with a
@@ -108,8 +108,12 @@ def compiler() -> list[str]:
 @functools.cache
 def compiler_version(cc: tuple[str, ...]) -> str:
     """First line of `cc --version`: part of the cache key, since it decides the code."""
-    done = subprocess.run([*cc, "--version"], capture_output=True, text=True, check=False)
-    return (done.stdout or done.stderr).splitlines()[0].strip() if done.returncode == 0 else ""
+    try:  # a link command's tool is the user's: bounded, and it may print nothing
+        done = supervisor.run_bounded([*cc, "--version"])
+    except OSError:
+        return ""
+    lines = (done.stdout or done.stderr).splitlines()
+    return lines[0].strip() if done.returncode == 0 and lines else ""
 
 
 def _key(source: Path, flags: list[str], version: str) -> str:
@@ -130,7 +134,7 @@ def _compile(cc: list[str], flags: list[str], source: Path, out: Path) -> str:
 
     def run(tmp: Path) -> None:
         cmd = [*cc, *flags, "-I", str(WORKLOADS), str(source), "-o", str(tmp)]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        done = supervisor.run_bounded(cmd)
         if done.returncode != 0:
             raise _Failed(done.stderr.strip() or f"{shlex.join(cmd)} failed")
 
@@ -345,7 +349,7 @@ def link(objects: list[Object], linker: Linker) -> Program:
     def run(tmp: Path) -> None:
         cmd = linker.argv(objects, str(tmp))
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            done = supervisor.run_bounded(cmd)
         except OSError as exc:
             raise PerflabError(f"link failed: {cmd[0]}: {exc.strerror}") from None
         if done.returncode != 0 or not tmp.stat().st_size:
@@ -401,7 +405,7 @@ def relink(
     shown = shlex.join(command)
     try:
         BUILDS["link"] += 1
-        done = subprocess.run(list(command), env=env, capture_output=True, text=True, check=False)
+        done = supervisor.run_bounded(list(command), env)
         linked = Path(log).read_text().splitlines()
     except OSError as exc:
         raise PerflabError(f"{shown}: {exc.strerror}") from None

@@ -18,7 +18,7 @@ import numpy as np
 
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, warn
 from perflab.system import machine, supervisor
 
 # Event name -> (index in the C counter set, kind, column name with its unit).
@@ -174,6 +174,11 @@ def count_command(
             child.ended()  # its counts are in at its exit: the reap is not counted
             elapsed = time.monotonic_ns() - t0
         status, usage = child.outcome()
+    if child.resumed:  # nothing resumes a stopped command here but perflab (Child.ended)
+        warn(
+            f"{argv[0]} was found stopped {child.resumed} time(s) (SIGSTOP, by itself or "
+            "another process) and resumed by perflab: its elapsed time holds the stops"
+        )
     rc = os.waitstatus_to_exitcode(status)
     cpu = round((usage.ru_utime + usage.ru_stime) * 1e9)
     out = c.frame()

@@ -19,6 +19,7 @@ import contextlib
 import errno
 import os
 import select
+import shlex
 import shutil
 import signal
 import socket
@@ -26,7 +27,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -324,8 +325,11 @@ class Supervisor:
         with self.lock:
             try:
                 rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
-                sent = self.sock.sendmsg([request], rights if fds else [])
-                self.sock.sendall(request[sent:])
+                try:
+                    sent = self.sock.sendmsg([request], rights if fds else [])
+                    self.sock.sendall(request[sent:])
+                except (BrokenPipeError, ConnectionResetError):
+                    raise Lost(f"perflab's supervisor {HELPER} {self._end()}") from None
                 return self._reply()
             except BaseException:
                 self.close()  # out of step with the supervisor: the run ends here
@@ -347,6 +351,92 @@ class Supervisor:
         with contextlib.suppress(subprocess.TimeoutExpired):
             return ending(self.proc.wait(1.0))
         return ending(None)
+
+
+class Finished(NamedTuple):
+    """A bounded command's end, as subprocess.run's: its return code and its output."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+# How long a build or link command may take before perflab kills it (--build-timeout).
+BUILD_TIMEOUT_S = 600.0
+_build_timeout = [BUILD_TIMEOUT_S]
+
+
+@contextlib.contextmanager
+def build_timeout(seconds: float) -> Iterator[None]:
+    """Build and link commands (run_bounded) killed after `seconds` within the block."""
+    before = _build_timeout[0]
+    _build_timeout[0] = seconds
+    try:
+        yield
+    finally:
+        _build_timeout[0] = before
+
+
+def run_bounded(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Finished:
+    """Run a build or link command (no shell) to its end, its output captured, under a
+    supervisor of its own: past the build timeout it and everything it started are killed
+    (it stopped, or never returns) and PerflabError says so. An execve that fails raises
+    OSError as subprocess does."""
+    timeout = _build_timeout[0]
+    with Supervisor() as under:
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            try:
+                child = under.start(argv, env, fds=(None, out_w, err_w))
+            finally:
+                os.close(out_w)
+                os.close(err_w)
+            got = _drain({out_r: bytearray(), err_r: bytearray()}, child, timeout)
+        finally:
+            os.close(out_r)
+            os.close(err_r)
+        if got is None:
+            raise PerflabError(
+                f"{shlex.join(argv)} did not finish within {timeout:g} s (--build-timeout "
+                "SECONDS allows more): it and what it started were killed"
+            )
+        code = child.wait()
+        assert code is not None
+    return Finished(code, *(os.fsdecode(bytes(b)) for b in got.values()))
+
+
+def _drain(bufs: dict[int, bytearray], child: Child, timeout: float) -> dict[int, bytearray] | None:
+    """Read the pipes into bufs until the child has ended and they are dry (what it left
+    running may hold them open), undoing stops; None once timeout seconds have passed."""
+    until = time.monotonic() + timeout
+    poller = select.poll()
+    for fd in bufs:
+        os.set_blocking(fd, False)
+        poller.register(fd, select.POLLIN)
+    open_fds = set(bufs)
+    while open_fds:
+        left = until - time.monotonic()
+        if left <= 0:
+            return None
+        ready = poller.poll(min(left, WATCH_S) * 1000)
+        for fd, _ in ready:
+            chunk = os.read(fd, 65536)
+            bufs[fd] += chunk
+            if not chunk:
+                poller.unregister(fd)
+                open_fds.discard(fd)
+        if not ready:
+            child.supervisor.watch()
+            if child.ended(0):  # ended, its pipes held by what it left: what they hold is read
+                for fd in list(open_fds):
+                    with contextlib.suppress(BlockingIOError):
+                        while chunk := os.read(fd, 65536):
+                            bufs[fd] += chunk
+                return bufs
+    if not child.ended(max(until - time.monotonic(), 0.0)):
+        return None
+    return bufs
 
 
 def recv_exactly(sock: socket.socket, buf: bytearray | memoryview, watch: Any = None) -> None:

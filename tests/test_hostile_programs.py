@@ -285,6 +285,14 @@ def test_counters_with_a_hostile_command(hostile, what):
     nothing_left(hostile)
 
 
+def test_counters_kills_a_command_at_its_timeout(hostile):
+    done = perflab("counters", "-e", "task-clock", "--timeout", "2", "--", hostile, "ignore-term")
+    assert done.returncode == 128 + signal.SIGKILL, done.stderr  # as a shell reports it
+    assert "ran past --timeout 2 s and was killed" in done.stderr
+    assert "task-clock" in done.stdout
+    nothing_left(hostile)
+
+
 @pytest.mark.parametrize("what", ["stop-parent", "term-parent", "stop-self", "ignore-term",
                                   *KILLERS])  # fmt: skip
 def test_profile_with_a_hostile_program(hostile, what):

@@ -4,7 +4,9 @@ import click
 
 from perflab.cli import cli
 from perflab.cli.common import (
+    SECONDS,
     FileToWrite,
+    Needs,
     check_paths,
     print_result,
     program_output_option,
@@ -34,6 +36,14 @@ from perflab.lab.plans import defaults
     "the counts go to stderr, or as JSON to stdout, never into the program's stream",
     "--output-child",
 )
+@click.option(
+    "--timeout",
+    type=SECONDS,
+    cls=Needs,
+    needs="command",
+    shown="a COMMAND",
+    help="Seconds before COMMAND is killed (its counts up to then are reported).",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def counters_cmd(
@@ -42,6 +52,7 @@ def counters_cmd(
     output: str | None,
     events: tuple[str, ...],
     program_output: str | None,
+    timeout: float | None,
     command: tuple[str, ...],
 ) -> None:
     """List the perf events that count here (with a sample count), or count COMMAND
@@ -57,7 +68,7 @@ def counters_cmd(
     if program_output and not command:
         raise click.UsageError("--program-output needs a COMMAND")
     with streams.opened(program_where(program_output, as_json)) as fd:
-        out = counters.run(command, events, fd, fd)
+        out = counters.run(command, events, fd, fd, timeout)
     if output:
         results.save(out, output)
     print_result(out, as_json, output, err=bool(command))

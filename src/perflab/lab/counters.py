@@ -23,15 +23,19 @@ def run(
     events: Iterable[str] | None = None,
     stdout: int | None = None,
     stderr: int | None = None,
+    timeout: float | None = None,
 ) -> pd.DataFrame:
     """Which events count here (no command), or the counts of a command and its children; one row
     per event, with the machine and what was counted in metadata (for a command also its exit
-    status, elapsed_ns, cpu_ns and cpus_utilised). stdout, stderr: fds for the command's
-    streams (None: perflab's own)."""
+    status, elapsed_ns, cpu_ns, cpus_utilised and timed_out). stdout, stderr: fds for the
+    command's streams (None: perflab's own); timeout: seconds before the command is killed
+    (None: none)."""
     wanted = list(events) if events else None
+    if timeout is not None:
+        controls.check_timeout(timeout)
     if command:
-        out = count_command(list(command), wanted, stdout, stderr)
-        keys = ("returncode", "signal", "elapsed_ns", "cpu_ns", "cpus_utilised")
+        out = count_command(list(command), wanted, stdout, stderr, timeout)
+        keys = ("returncode", "signal", "elapsed_ns", "cpu_ns", "cpus_utilised", "timed_out")
         extra: dict[str, Any] = {"counted": list(command), **{k: out.attrs[k] for k in keys}}
     else:
         out = available()

@@ -149,6 +149,7 @@ def count_command(
     events: Iterable[str] | None = None,
     stdout: int | None = None,
     stderr: int | None = None,
+    timeout: float | None = None,
 ) -> pd.DataFrame:
     """Count a command and every thread and child it starts (inherited counters, read at exit).
 
@@ -156,9 +157,11 @@ def count_command(
     are opened before it starts it: they count the command and what it starts, and the
     supervisor's own few instructions between, never perflab's; in perflab's process group,
     as a shell would run it, and it ends with perflab however perflab ends.
-    stdout, stderr: fds for the command's streams (None: perflab's own).
+    stdout, stderr: fds for the command's streams (None: perflab's own); timeout: seconds
+    after which it is killed (None: none), its counts then up to its end.
     attrs: returncode (as a shell reports it), elapsed_ns, cpu_ns (its and its waited
-    children's user+system time, from rusage) and cpus_utilised = cpu_ns / elapsed_ns."""
+    children's user+system time, from rusage), cpus_utilised = cpu_ns / elapsed_ns and
+    timed_out."""
     if not argv:
         raise PerflabError("no command to count")
     fds = (0, 1 if stdout is None else stdout, 2 if stderr is None else stderr)
@@ -171,6 +174,9 @@ def count_command(
                 raise PerflabError(f"{argv[0]}: command not found") from None
             except PermissionError:
                 raise PerflabError(f"{argv[0]}: not an executable file") from None
+            timed_out = not child.ended(timeout)
+            if timed_out:  # itself only: its group is perflab's; what it started, at close
+                child.kill()
             child.ended()  # its counts are in at its exit: the reap is not counted
             elapsed = time.monotonic_ns() - t0
         status, usage = child.outcome()
@@ -179,6 +185,8 @@ def count_command(
             f"{argv[0]} was found stopped {child.resumed} time(s) (SIGSTOP, by itself or "
             "another process) and resumed by perflab: its elapsed time holds the stops"
         )
+    if timed_out:
+        warn(f"{argv[0]} ran past --timeout {timeout:g} s and was killed: its counts end there")
     rc = os.waitstatus_to_exitcode(status)
     cpu = round((usage.ru_utime + usage.ru_stime) * 1e9)
     out = c.frame()
@@ -188,6 +196,7 @@ def count_command(
         elapsed_ns=elapsed,
         cpu_ns=cpu,
         cpus_utilised=cpu / elapsed if elapsed else float("nan"),
+        timed_out=timed_out,
     )
     return out
 

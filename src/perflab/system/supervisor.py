@@ -293,11 +293,11 @@ class Supervisor:
         self.children.clear()
         if self.owner != os.getpid():
             return
-        while True:  # its end takes a stop a program gave it undone, as every wait here does
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                code = self.proc.wait(WATCH_S)
-                break
+        poller = select.poll()
+        poller.register(self.proc_fd, select.POLLIN)
+        while not poller.poll(WATCH_S * 1000):  # a stop a program gave it is undone meanwhile
             _resume(self.proc_fd, self.proc.pid)
+        code = self.proc.wait()
         os.close(self.proc_fd)
         self.proc_fd = -1
         if code != 0:

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "perflab.h"
 #include "wire.h"
@@ -117,6 +118,7 @@ static int serve(int sock, int stop_fd)
     int fds[4] = {-1, -1, -1, -1};
     uint64_t body;
     size_t shared;
+    struct stat st;
     char *req, *kept;
     struct perflab_run *out;
 
@@ -129,8 +131,9 @@ static int serve(int sock, int stop_fd)
     /* The records, and the count of finished ones before them, in perflab's memfd. */
     shared = PERFLAB_KEPT_HEAD + (size_t)(h.nruns ? h.nruns : 1) * sizeof *out;
     req = malloc(sizeof h + body);
-    kept = fds[3] < 0 ? MAP_FAILED
-                      : mmap(NULL, shared, PROT_READ | PROT_WRITE, MAP_SHARED, fds[3], 0);
+    kept = fds[3] < 0 || fstat(fds[3], &st) != 0 || (uint64_t)st.st_size < shared
+               ? MAP_FAILED /* a short one would fault (SIGBUS) past its end */
+               : mmap(NULL, shared, PROT_READ | PROT_WRITE, MAP_SHARED, fds[3], 0);
     if (!req || kept == MAP_FAILED || read_full(sock, req + sizeof h, body)) {
         free(req);
         if (kept != MAP_FAILED)
@@ -163,13 +166,12 @@ int main(int argc, char **argv)
     int sock = argc == 2 || argc == 3 ? atoi(argv[1]) : -1;
     int stop_fd = argc == 3 ? atoi(argv[2]) : sock;
     int sndbuf = 8 << 20; /* replies queue up while perflab records earlier ones (capped) */
+    sigset_t all;
 
     if (sock < 3 || stop_fd < 3) {
         fputs("perflab-spawner: started by perflab only\n", stderr);
         return 2;
     }
-    sigset_t all;
-
     sigfillset(&all);
     sigdelset(&all, SIGUSR1); /* the wake signal, below */
     sigprocmask(SIG_BLOCK, &all, NULL);

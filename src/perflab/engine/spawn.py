@@ -301,8 +301,9 @@ class Spawner(InProcess):
         runs = np.zeros(0, dtype=RUN_DTYPE)
         if self.kept:
             kept = self.kept[0]
-            done = int.from_bytes(os.pread(kept, 8, 0), "little", signed=True)
-            size = max(0, done) * RUN_DTYPE.itemsize
+            done = int(np.frombuffer(os.pread(kept, 8, 0), np.int64)[0])
+            most = (os.fstat(kept).st_size - bindings.KEPT_HEAD) // RUN_DTYPE.itemsize
+            size = min(max(done, 0), most) * RUN_DTYPE.itemsize
             raw = os.pread(kept, size, bindings.KEPT_HEAD) if size else b""
             runs = np.frombuffer(raw, dtype=RUN_DTYPE)[: len(raw) // RUN_DTYPE.itemsize].copy()
         code = None

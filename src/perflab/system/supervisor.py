@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -439,7 +439,9 @@ def _drain(bufs: dict[int, bytearray], child: Child, timeout: float) -> dict[int
     return bufs
 
 
-def recv_exactly(sock: socket.socket, buf: bytearray | memoryview, watch: Any = None) -> None:
+def recv_exactly(
+    sock: socket.socket, buf: bytearray | memoryview, watch: Callable[[], object] | None = None
+) -> None:
     """Fill buf from a helper's socket, calling watch() every WATCH_S while none comes (to
     undo a stop of the helper); Lost when it ends, or OSError (ECONNRESET), before it is full."""
     view = memoryview(buf).cast("B")

@@ -162,8 +162,9 @@ def nothing_left(program: str) -> None:
 
 
 def one_line(done: subprocess.CompletedProcess) -> str:
-    """perflab failed in exactly one error line, no traceback."""
-    lines = [s for s in done.stderr.splitlines() if not s.startswith("perflab: warning:")]
+    """perflab failed in exactly one error line, no traceback (its own notes and warnings,
+    `perflab: ...` lines, aside)."""
+    lines = [s for s in done.stderr.splitlines() if not s.startswith("perflab: ")]
     assert done.returncode != 0, done.stderr
     assert len(lines) == 1 and lines[0].startswith("Error: "), done.stderr
     assert "Traceback" not in done.stderr

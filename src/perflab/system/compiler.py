@@ -11,10 +11,13 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perflab.core import files
 from perflab.errors import PerflabError
-from perflab.system import supervisor
+
+if TYPE_CHECKING:
+    from perflab.system import supervisor
 
 OPT_LEVELS = ("0", "1", "2", "3", "s", "g", "fast")
 # The post shows no flags for this program; its other listings compile with a
@@ -109,7 +112,7 @@ def compiler() -> list[str]:
 def compiler_version(cc: tuple[str, ...]) -> str:
     """First line of `cc --version`: part of the cache key, since it decides the code."""
     try:  # a link command's tool is the user's: bounded, and it may print nothing
-        done = supervisor.run_bounded([*cc, "--version"])
+        done = _bounded([*cc, "--version"])
     except OSError:
         return ""
     lines = (done.stdout or done.stderr).splitlines()
@@ -125,6 +128,14 @@ def _key(source: Path, flags: list[str], version: str) -> str:
     return h.hexdigest()
 
 
+def _bounded(argv: Sequence[str], env: dict[str, str] | None = None) -> "supervisor.Finished":
+    """supervisor.run_bounded, imported when a build runs: the supervisor loads the C core and
+    numpy, which the limits checked at every verb's door (system/limits.py) must come before."""
+    from perflab.system import supervisor
+
+    return supervisor.run_bounded(argv, env)
+
+
 class _Failed(Exception):
     """A compiler's complaint, carried out of the write it failed."""
 
@@ -134,7 +145,7 @@ def _compile(cc: list[str], flags: list[str], source: Path, out: Path) -> str:
 
     def run(tmp: Path) -> None:
         cmd = [*cc, *flags, "-I", str(WORKLOADS), str(source), "-o", str(tmp)]
-        done = supervisor.run_bounded(cmd)
+        done = _bounded(cmd)
         if done.returncode != 0:
             raise _Failed(done.stderr.strip() or f"{shlex.join(cmd)} failed")
 
@@ -349,7 +360,7 @@ def link(objects: list[Object], linker: Linker) -> Program:
     def run(tmp: Path) -> None:
         cmd = linker.argv(objects, str(tmp))
         try:
-            done = supervisor.run_bounded(cmd)
+            done = _bounded(cmd)
         except OSError as exc:
             raise PerflabError(f"link failed: {cmd[0]}: {exc.strerror}") from None
         if done.returncode != 0 or not tmp.stat().st_size:
@@ -405,7 +416,7 @@ def relink(
     shown = shlex.join(command)
     try:
         BUILDS["link"] += 1
-        done = supervisor.run_bounded(list(command), env)
+        done = _bounded(list(command), env)
         linked = Path(log).read_text().splitlines()
     except OSError as exc:
         raise PerflabError(f"{shown}: {exc.strerror}") from None

@@ -24,12 +24,13 @@ _KINDS = {
     stat.S_IFBLK: "a block device",
     stat.S_IFSOCK: "a socket",
     stat.S_IFLNK: "a symbolic link",
+    stat.S_IFREG: "a regular file",
 }
 MAX_LINKS = 40  # what the kernel follows in one path before ELOOP
 
 
 def kind(mode: int) -> str:
-    """What a file that is not a regular file is, in words."""
+    """What kind of file a mode says, in words."""
     return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 

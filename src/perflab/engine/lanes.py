@@ -22,7 +22,7 @@ from perflab.core.lazy import pd
 from perflab.engine import childruns, controls, cpuchoice, spawn
 from perflab.engine.progress import ProgressArg, shown
 from perflab.errors import PerflabError
-from perflab.system import machine
+from perflab.system import limits, machine
 
 # Share of runs made one at a time, by default: about a tenth of the parallel time is spent
 # on proof whatever the CPU count (5 % of the runs on 2 CPUs; on 64, 5 % would take 3.4 times
@@ -310,7 +310,9 @@ def with_cpus(
 ) -> childruns.PlanT:
     """The plan with its CPUs: those asked for (warned when a real-time task is busy there),
     else those the sweep being resumed from `resume` recorded, else the quietest usable ones,
-    chosen by reading what each CPU does now and said in one line (engine/cpuchoice.py)."""
+    chosen by reading what each CPU does now and said in one line (engine/cpuchoice.py).
+    A child run needs the probe's descriptor: a limit that cannot hold it is said first."""
+    limits.check_open_files()
     recorded = cpuchoice.recorded_cpus(resume) if cpus is None and resume else None
     if recorded is not None and not set(recorded) - set(machine.usable_cpus()):
         line = f"cpu {','.join(map(str, recorded))}: where {os.fspath(resume or '')} was measured"

@@ -93,6 +93,7 @@ WARNINGS = {
 }
 _warned: set[str] = set()
 _noted: set[str] = set()
+_notes_shown = False  # inside warnings_as_lines: a face prints notes; a notebook reads metadata
 
 
 def warning(name: str, **fields: object) -> str:
@@ -107,8 +108,9 @@ def warn(message: str) -> None:
 
 def note_once(message: str) -> None:
     """Say what perflab chose and why, once per distinct message in this process (compare's
-    rounds measure one plan again and again): a PerflabNote, printed as 'perflab: ...'."""
-    if message not in _noted:
+    rounds measure one plan again and again): a PerflabNote, printed as 'perflab: ...' where a
+    face shows lines (warnings_as_lines); the API keeps it in the result's metadata alone."""
+    if _notes_shown and message not in _noted:
         _noted.add(message)
         warnings.warn(message, PerflabNote, stacklevel=3)
 
@@ -136,11 +138,14 @@ def warnings_as_lines(echo: Callable[[str], None]) -> Iterator[None]:
             else:
                 shown(message, category, *rest)  # type: ignore[arg-type]
 
+        global _notes_shown
         warnings.showwarning = show  # type: ignore[assignment]
+        showing, _notes_shown = _notes_shown, True
         try:
             yield
         finally:
             warnings.showwarning = shown
+            _notes_shown = showing
 
 
 class RealTimeOverrun(PerflabError):

@@ -345,7 +345,19 @@ def measure(
     where it runs (a notebook line in Jupyter, a bar in a terminal, a line every 10 s or 5 %
     in a log)."""
     how = _measure_lanes if controls.jobs > 1 else childruns.measure_sequential
-    cpuchoice.say(controls.cpu_choice)
     with shown(meta.get("experiment", "runs"), on_start, progress) as (start, step):
+        started = saying(controls.cpu_choice, start)
         return how(runs, controls, meta, recording, chunk_runs=chunk_runs, flush_s=flush_s,
-                   on_start=start, progress=step, warn=warn)  # fmt: skip
+                   on_start=started, progress=step, warn=warn)  # fmt: skip
+
+
+def saying(line: str, start: Callable[[int, int], None] | None) -> Callable[[int, int], None]:
+    """on_start that first says the CPU choice: once the journal has accepted the runs, so that
+    a refused resume or bad input stays one line."""
+
+    def started(todo: int, done: int) -> None:
+        cpuchoice.say(line)
+        if start:
+            start(todo, done)
+
+    return started

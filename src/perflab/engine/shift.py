@@ -40,7 +40,7 @@ import numpy as np
 from perflab import errors
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, cpuchoice, journal, lanes, spawn
+from perflab.engine import childruns, journal, lanes, spawn
 from perflab.errors import PerflabError
 from perflab.system import binlayout, compiler, supervisor
 
@@ -371,7 +371,7 @@ def measure(
     One unrecorded point per child first brings its pages in. A KeyboardInterrupt leaves the
     journal complete up to the last chunk collected and marked incomplete."""
     lanes_run = controls.jobs > 1
-    cpuchoice.say(controls.cpu_choice)
+    on_start = lanes.saying(controls.cpu_choice, on_start)
     if lanes_run:
         runs = lanes.LaneRuns(**vars(runs))
     ref = lanes.reference_mask(runs.prog.size, lanes.reference_share(controls), controls.seed)
@@ -410,8 +410,8 @@ def measure(
             for child in children if todo.size else ():
                 child.submit(placement.frames[todo[:1]])
                 check_placed(child.collect(), placement.frames[todo[:1]])
-            if on_start:  # after the children's start, as the exec engine's after its preflight
-                on_start(int(todo.size), runs.prog.size - int(todo.size))
+            # after the children's start, as the exec engine's after its preflight
+            on_start(int(todo.size), runs.prog.size - int(todo.size))
 
             def add(k: int, at: np.ndarray, got: np.ndarray, parallel: bool) -> None:
                 check_placed(got, placement.frames[at])

@@ -55,6 +55,9 @@ def test_quiet_cpus_tie_within_one_step_and_the_last_wins():
     choice = cpuchoice.choose([0, 1, 2], quiet)
     assert choice.cpus == (2,) and "quiet" in choice.line and "0-2" in choice.line
     assert set(choice.busy.values()) == {""}
+    # over half a step on the last CPU is still quiet: it wins, as the line says
+    choice = cpuchoice.choose([0, 1], load({0: 0.0, 1: STEP * 0.6}))
+    assert choice.cpus == (1,) and "the last" in choice.line
 
 
 def test_an_ordinary_hog_sends_the_sweep_to_the_quieter_cpu():

@@ -49,6 +49,11 @@ def _busy(cpu: int, load: cpuload.Load) -> bool:
     return load.busy.get(cpu, 0.0) > load.step or _realtime(cpu, load)
 
 
+def _steps_busy(cpu: int, load: cpuload.Load) -> int:
+    """How busy, in /proc/stat steps: 0 for a quiet CPU, so that quiet ones rank as equal."""
+    return round(load.busy.get(cpu, 0.0) / load.step) if _busy(cpu, load) else 0
+
+
 def _what(cpu: int, load: cpuload.Load) -> str:
     """'cpu 1 runs pid 1234 (hog) SCHED_FIFO 50 (95 % busy)', '' for a quiet CPU."""
     if not _busy(cpu, load):
@@ -64,7 +69,7 @@ def choose(eligible: Sequence[int], load: cpuload.Load, count: int = 1) -> Choic
     equal, and then the last CPU wins (away from CPU 0, where most interrupts land)."""
     ranked = sorted(
         eligible,
-        key=lambda c: (_realtime(c, load), round(load.busy.get(c, 0.0) / load.step), -c),
+        key=lambda c: (_realtime(c, load), _steps_busy(c, load), -c),
     )
     chosen = tuple(sorted(ranked[:count]))
     busy = {c: _what(c, load) for c in eligible}

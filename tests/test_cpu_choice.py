@@ -256,6 +256,13 @@ def test_a_run_far_above_its_point_drags_the_mean_and_is_flagged():
     assert said["worst_point"] == "64" and said["worst_mean_over_median"] > 20
     assert said["line"].startswith("1 of 8 runs look disturbed by other tasks (far above: 1); ")
     assert "point 64's mean is 25.7x its median" in said["line"]
+    # one run of eight: the median stands, said as a note; half of them slow: a warning
+    assert said["medians_hold"] and "so the medians stand" in said["line"]
+    assert disturbance.lines({"disturbed": said}) == [f"note: {said['line']}"]
+    frame = child_frame([1e6] * 4 + [1.5e6] * 4, nivcsw=[0, 0, 0, 0, 2, 2, 2, 2])
+    why = disturbance.child_runs(frame, ["env_size"], "ticks", 1)
+    said = disturbance.verdict(why, frame["ticks"], disturbance.points(frame, ["env_size"]))
+    assert said["runs"] == 4 and said["medians_moved"] == 1 and not said["medians_hold"]
     assert disturbance.lines({"disturbed": said}) == [f"warning: {said['line']}"]
 
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from perflab.engine import filelock
 from perflab.errors import PerflabError
-from perflab.system import machine
+from perflab.system import compiler, machine
 
 
 @pytest.fixture
@@ -170,3 +170,15 @@ def lock_free(out: Path) -> bool:
     except PerflabError:
         return False
     return True
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory) -> str:
+    """The built-in link-order workload in its default order, built in the session's own cache;
+    argument 2 makes it do twice the work (compare's real A/B runs)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+    try:
+        return str(compiler.link(compiler.linkorder_objects(), compiler.builtin_linker()).path)
+    finally:
+        mp.undo()

@@ -23,7 +23,6 @@ from perflab.cli import cli
 from perflab.engine import results
 from perflab.errors import PerflabError, PerflabWarning
 from perflab.lab import compare
-from perflab.system import compiler
 
 DATA = Path(__file__).parent / "data"
 
@@ -32,17 +31,6 @@ DATA = Path(__file__).parent / "data"
 def cache(tmp_path_factory, monkeypatch):
     """One build cache for the module, away from the user's."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
-
-
-@pytest.fixture(scope="module")
-def program(tmp_path_factory) -> str:
-    """The built-in workload in its default order; argument 2 makes it do twice the work."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
-    try:
-        return str(compiler.link(compiler.linkorder_objects(), compiler.builtin_linker()).path)
-    finally:
-        mp.undo()
 
 
 def _run(a: str, b: str, **kw):

@@ -7,12 +7,10 @@ import math
 
 import numpy as np
 import pandas as pd
-import pytest
 from click.testing import CliRunner
 
 from perflab.cli import cli
 from perflab.lab import compare
-from perflab.system import compiler
 
 
 def _frame(effects, pairs, noise, seed=5):
@@ -89,17 +87,6 @@ def test_decided_setups_keep_their_count_and_mix_with_undecided_ones():
     assert "B slower in 2, faster in 0, unclear in 0, too few pairs in 1 (2 pairs each" in per
     assert "of 3" in per and "as a group all 3 read B/A above 1" in per
     assert shown["interval"].iloc[2] == "none: 2 pairs" and "-" in shown["interval"].iloc[0]
-
-
-@pytest.fixture(scope="module")
-def program(tmp_path_factory) -> str:
-    """The built-in workload; argument 2 makes it do twice the work."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
-    try:
-        return str(compiler.link(compiler.linkorder_objects(), compiler.builtin_linker()).path)
-    finally:
-        mp.undo()
 
 
 def test_a_real_comparison_of_too_few_pairs_a_setup_prints_no_contradiction(program, tmp_path):

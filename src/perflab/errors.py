@@ -138,14 +138,17 @@ def warnings_as_lines(echo: Callable[[str], None]) -> Iterator[None]:
             else:
                 shown(message, category, *rest)  # type: ignore[arg-type]
 
-        global _notes_shown
+        global _notes_shown, _noted
         warnings.showwarning = show  # type: ignore[assignment]
+        # each face's command says its notes once: a second command in one process (a test's
+        # CliRunner, a notebook's) says its own again
         showing, _notes_shown = _notes_shown, True
+        noted, _noted = _noted, set()
         try:
             yield
         finally:
             warnings.showwarning = shown
-            _notes_shown = showing
+            _notes_shown, _noted = showing, noted
 
 
 class RealTimeOverrun(PerflabError):

@@ -48,22 +48,23 @@ def _edited(made: Path, tmp: Path, frame=None, **meta) -> Path:
     return out
 
 
-def _with_ticks(value: float):
+def _first(column: str, value: float | str):
+    """An edit that sets the first row's column to value (the column cast to value's type)."""
+
     def edit(df):
-        df["ticks"] = df["ticks"].astype(float)
-        df.loc[df.index[0], "ticks"] = value
+        df[column] = df[column].astype(type(value))
+        df.loc[df.index[0], column] = value
         return df
 
     return edit
+
+
+def _with_ticks(value: float):
+    return _first("ticks", value)
 
 
 def _status(value: str):
-    def edit(df):
-        df["status"] = df["status"].astype(str)
-        df.loc[df.index[0], "status"] = value
-        return df
-
-    return edit
+    return _first("status", value)
 
 
 # name -> (how the file is made from the good one, what the one line must name)

@@ -14,6 +14,7 @@ import time
 import numpy as np
 import psutil
 import pytest
+from conftest import compile_children
 
 from perflab.engine import results, spawn
 from perflab.errors import PerflabError
@@ -126,10 +127,7 @@ KILLERS = ("kill-parent", "kill-parent-group")
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory) -> str:
-    d = tmp_path_factory.mktemp("hostile")
-    (d / "hostile.c").write_text(HOSTILE)
-    subprocess.run(["cc", "-O1", str(d / "hostile.c"), "-o", str(d / "hostile")], check=True)
-    return str(d / "hostile")
+    return compile_children(tmp_path_factory.mktemp("hostile"), {"hostile": HOSTILE})["hostile"]
 
 
 def perflab(*args: str, timeout: float = HANG_S) -> subprocess.CompletedProcess:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import psutil
 import pytest
-from conftest import wait_for
+from conftest import compile_children, wait_for
 
 from perflab.engine import childruns, results, spawn
 
@@ -22,10 +22,7 @@ SLOW = (
 
 @pytest.fixture(scope="module")
 def slow(tmp_path_factory) -> str:
-    d = tmp_path_factory.mktemp("slow")
-    (d / "slow.c").write_text(SLOW)
-    subprocess.run(["cc", "-O1", str(d / "slow.c"), "-o", str(d / "slow")], check=True)
-    return str(d / "slow")
+    return compile_children(tmp_path_factory.mktemp("slow"), {"slow": SLOW})["slow"]
 
 
 def _wait_for_third_run(pid: int, name: str) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import wait_for
 
 import perflab
 from perflab.cli import cli
@@ -21,6 +22,17 @@ distributed = pytest.importorskip("distributed")
 dask = pytest.importorskip("dask")
 
 POINTS = [{"method": m} for m in ("rdtscp", "CLOCK_MONOTONIC", "rdtsc")]
+HOSTS = ("host-a", "host-b")
+
+
+def _worker(address: str, name: str, scratch: Path) -> subprocess.Popen:
+    """A `dask worker` process labelled name, standing in for a host."""
+    env = {**os.environ, "PYTHONPATH": str(Path(perflab.__file__).parents[1])}
+    return subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_worker", address, "--name", name,
+         "--nthreads", "2", "--no-nanny", "--no-dashboard", "--local-directory", str(scratch)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -32,32 +44,10 @@ def cluster(tmp_path_factory):
         lc = distributed.LocalCluster(
             n_workers=0, processes=False, protocol="tcp", host="127.0.0.1", dashboard_address=":0"
         )
-        env = {**os.environ, "PYTHONPATH": str(Path(perflab.__file__).parents[1])}
-        workers = {
-            name: subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "distributed.cli.dask_worker",
-                    lc.scheduler_address,
-                    "--name",
-                    name,
-                    "--nthreads",
-                    "2",
-                    "--no-nanny",
-                    "--no-dashboard",
-                    "--local-directory",
-                    str(scratch),
-                ],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            for name in ("host-a", "host-b")
-        }
+        workers = {name: _worker(lc.scheduler_address, name, scratch) for name in HOSTS}
         with distributed.Client(lc) as client:
-            client.wait_for_workers(2, timeout=60)
-        yield lc, workers
+            client.wait_for_workers(len(HOSTS), timeout=60)
+        yield lc, scratch
         for proc in workers.values():
             proc.kill()
             proc.wait()
@@ -196,25 +186,37 @@ def test_fauxplat_on_two_hosts(cluster, runner):
     assert all(h["n"] == 2 and h["median"] > 0 for h in hosts)
 
 
-# Last: it kills host-b, which the module's other tests need.
 def test_killed_worker_is_reported_and_costs_only_its_points(cluster):
-    lc, workers = cluster
+    """A third worker of its own, killed after two points, so the tests in any order keep
+    host-a and host-b."""
+    lc, scratch = cluster
+    doomed = _worker(lc.scheduler_address, "host-c", scratch)
+    with distributed.Client(lc.scheduler_address) as client:
+        client.wait_for_workers(len(HOSTS) + 1, timeout=60)
     done = []
 
-    def kill_b_after_two():
+    def kill_c_after_two():
         done.append(1)
         if len(done) == 2:
-            workers["host-b"].send_signal(signal.SIGKILL)
+            doomed.send_signal(signal.SIGKILL)
 
     measure = functools.partial(clocks.cost_of, samples=20_000)
-    out = campaigns.run(
-        measure, POINTS * 4, address=lc.scheduler_address, on_point=kill_b_after_two
-    )
+    try:
+        out = campaigns.run(
+            measure, POINTS * 4, address=lc.scheduler_address, hosts=["host-a", "host-c"],
+            on_point=kill_c_after_two,
+        )  # fmt: skip
+    finally:
+        doomed.kill()
+        doomed.wait()
+        with distributed.Client(lc.scheduler_address) as client:
+            workers = client.scheduler_info()["workers"].values
+            wait_for(lambda: all(w.get("name") != "host-c" for w in workers()), "host-c gone")
     measured = out.frame.groupby("host")["method"].count() // 20_000
     assert measured["host-a"] == len(POINTS) * 4
     lost = pd.DataFrame(out.missing)
-    assert set(lost["host"]) == {"host-b"}
-    assert measured.get("host-b", 0) + len(lost) == len(POINTS) * 4
+    assert set(lost["host"]) == {"host-c"}
+    assert measured.get("host-c", 0) + len(lost) == len(POINTS) * 4
     assert lost["reason"].str.contains("died|lost").all()
 
 
@@ -228,6 +230,6 @@ def test_cpu_is_checked_on_every_host_not_on_the_driver(cluster, runner, tmp_pat
     assert res.exit_code == 1 and "Traceback" not in res.output
     line = res.output.strip().splitlines()[-1]
     assert line.startswith("Error: no host can measure: host-a: CPU " + cpu)
-    assert "affinity mask:" in line and "online CPUs:" in line  # host-b may be gone by now
+    assert "affinity mask:" in line and "online CPUs:" in line
     local = runner.invoke(cli, [*args, "-o", str(tmp_path / "g.parquet")])
     assert local.exit_code != 0 and f"CPU {cpu} does not exist or is offline" in local.output

@@ -191,6 +191,26 @@ def test_the_timing_check_refuses_a_bias_of_many_sizes_one_way_and_not_the_hosts
     assert alike["slower"] + alike["faster"] <= 1 and shifted.disagreement(alike) is None
 
 
+def test_the_timing_check_refuses_a_small_bias_at_every_size_unless_exec_drifts_as_much():
+    """On recorded ticks: the shift child 3 % fast at all 17 sizes, inside exec'd runs' largest
+    per-size gap (5 %) so no size reads beyond it, is refused on the median over sizes; where
+    exec'd runs' second run drifts 3 % from their first, the check cannot tell, and lets it by."""
+    rng = np.random.default_rng(5)
+    base = rng.uniform(1e5, 2e5, 17)
+
+    def drawn(spread: float, bias=1.0) -> np.ndarray:
+        return base * bias * rng.lognormal(0, spread, (shifted.TIMING_ROUNDS, 17))
+
+    wide = drawn(0.003) * np.where(np.arange(17) == 3, 1.05, 1.0)  # one size's gap sets the bound
+    found = shifted.agreement(drawn(0.003), drawn(0.003, 0.97), wide)
+    assert found["slower"] + found["faster"] <= 2 and found["drift"] < 0.005
+    line = shifted.disagreement(found)
+    assert line is not None and "\n" not in line and line.endswith("; use --engine exec")
+    assert line.startswith("--engine shift: over 17 sizes its loop ran 3% faster than exec'd")
+    drifting = shifted.agreement(drawn(0.003), drawn(0.003, 0.985), drawn(0.003, 1.03))
+    assert drifting["drift"] > 0.02 and shifted.disagreement(drifting) is None
+
+
 def test_the_timing_check_ran_at_sixteen_frame_steps_and_let_the_sweep_measure(both):
     timing = results.metadata(both["shift"])["shift_check"]["timing"]
     start, end = int(both["shift"]["env_size"].min()), int(both["shift"]["env_size"].max())

@@ -205,7 +205,8 @@ class InProcess:
 class Spawner(InProcess):
     """csrc/spawner: a small freshly exec'd helper spawns the children, so their maxrss is theirs.
 
-    Its own peak (VmHWM, a few hundred KiB) is carried into every child it spawns: floor_kb.
+    Its own peak (VmHWM, 0.9-2 MiB by machine: recorded, not assumed) is carried into every
+    child it spawns: floor_kb.
     A stop is a byte in a pipe the helper polls (not on the request socket), so requests can
     wait queued in the socket while a batch runs: the helper starts the next one at once.
     The helper runs under a supervisor of its own (system/supervisor.py) and is a child

@@ -142,32 +142,6 @@ def test_the_shift_engine_sees_the_exec_engines_windows_edge_for_edge(both):
         assert _windows(both["shift"]) == seen
 
 
-def test_medians_outside_windows_agree_as_the_exec_engine_agrees_with_itself(both, window):
-    """Size by size, the shift engine's median is as near the exec engine's as the exec
-    engine's first two rounds are to its last two (each a median of fewer runs, so a wider
-    yardstick; 2 % where they are nearer), but at a twentieth of the sizes at most, which a
-    spell of the host reaches in one engine's rounds; over all sizes, their medians' ratio is
-    within 2 % of 1. The host's noise differs by CPU: a Xeon guest read single sizes 5 % apart
-    where an EPYC read 2 %; a bias of the engine moves every size."""
-    med = {e: env_size.summarize(both[e]).set_index("env_size")["median"] for e in ENGINES}
-    outside = [s for s in med["exec"].index if not window[0] <= s <= window[1]]
-    for start, end in _windows(both["exec"]) + _windows(both["shift"]):
-        outside = [s for s in outside if not start <= s <= end]
-    per_round = REPEAT // ROUNDS
-    rounds = both["exec"]["rep"] // per_round
-    halves = [
-        env_size.summarize(both["exec"][rounds.isin(r)]).set_index("env_size")["median"]
-        for r in ((0, 1), (ROUNDS - 2, ROUNDS - 1))
-    ]
-    itself = np.abs(np.log(halves[1][outside] / halves[0][outside])).max()
-    bound = max(itself, np.log1p(0.02))
-    ratio = med["shift"][outside] / med["exec"][outside]
-    beyond = ratio[np.abs(np.log(ratio)) > bound]
-    with judged(both):
-        assert len(beyond) <= 0.05 * len(ratio), (bound, beyond)  # a spell's few sizes
-        assert abs(np.log(ratio).median()) <= np.log1p(0.02)
-
-
 def test_the_timing_check_refuses_a_bias_of_many_sizes_one_way_and_not_the_hosts_noise():
     """On recorded ticks of a known answer: the shift child 10 % slower than exec'd runs at 8
     of 17 sizes, exec'd runs within 1 % of each other, is refused in one line; the same bias
@@ -192,23 +166,24 @@ def test_the_timing_check_refuses_a_bias_of_many_sizes_one_way_and_not_the_hosts
 
 
 def test_the_timing_check_refuses_a_small_bias_at_every_size_unless_exec_drifts_as_much():
-    """On recorded ticks: the shift child 3 % fast at all 17 sizes, inside exec'd runs' largest
-    per-size gap (5 %) so no size reads beyond it, is refused on the median over sizes; where
-    exec'd runs' second run drifts 3 % from their first, the check cannot tell, and lets it by."""
+    """On recorded ticks: the shift child 7 % fast at all 17 sizes, inside exec'd runs' largest
+    per-size gap (9 %) so no size reads beyond it, is refused on the median over sizes; where
+    exec'd runs' second run drifts 10 % from their first, the check cannot tell, and lets it by."""
     rng = np.random.default_rng(5)
     base = rng.uniform(1e5, 2e5, 17)
 
     def drawn(spread: float, bias=1.0) -> np.ndarray:
         return base * bias * rng.lognormal(0, spread, (shifted.TIMING_ROUNDS, 17))
 
-    wide = drawn(0.003) * np.where(np.arange(17) == 3, 1.05, 1.0)  # one size's gap sets the bound
-    found = shifted.agreement(drawn(0.003), drawn(0.003, 0.97), wide)
+    wide = drawn(0.003) * np.where(np.arange(17) == 3, 1.09, 1.0)  # one size's gap sets the bound
+    found = shifted.agreement(drawn(0.003), drawn(0.003, 0.93), wide)
     assert found["slower"] + found["faster"] <= 2 and found["drift"] < 0.005
     line = shifted.disagreement(found)
     assert line is not None and "\n" not in line and line.endswith("; use --engine exec")
-    assert line.startswith("--engine shift: over 17 sizes its loop ran 3% faster than exec'd")
-    drifting = shifted.agreement(drawn(0.003), drawn(0.003, 0.985), drawn(0.003, 1.03))
-    assert drifting["drift"] > 0.02 and shifted.disagreement(drifting) is None
+    assert line.startswith("--engine shift: over 17 sizes its loop ran 7% faster than exec'd")
+    drifting = shifted.agreement(drawn(0.003), drawn(0.003, 0.97), drawn(0.003, 1.10))
+    assert drifting["drift"] > 0.05 and drifting["ratio"] < 0.95
+    assert shifted.disagreement(drifting) is None
 
 
 def test_the_timing_check_ran_at_sixteen_frame_steps_and_let_the_sweep_measure(both):

@@ -436,21 +436,42 @@ def test_property_env_size_numeric_options(option, value):
             _one_error(res)
 
 
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """Made once per kind, copied per example: a finished Parquet result, a finished CSV result
+    with its sidecar, a sweep killed after 3 chunks (the copy sits at the same name in another
+    directory, as a user's moved file would)."""
+    made: dict[str, Path] = {}
+
+    def copy(target: str, into: Path) -> Path:
+        kind = {"params": "killed", "chunk": "killed"}.get(target, target)
+        name = "r.csv" if kind == "sidecar" else "r.parquet"
+        if kind not in made:
+            home = tmp_path_factory.mktemp(kind)
+            if kind == "killed":
+                _killed_run(home / name, kills=3)
+            else:
+                res = _cli(*SWEEP, "-o", home / name)
+                assert res.exit_code == 0, res.output
+            made[kind] = home
+        shutil.copytree(made[kind], into, dirs_exist_ok=True)
+        return into / name
+
+    return copy
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     target=st.sampled_from(["chunk", "params", "result", "sidecar"]),
     data=st.binary(max_size=300),
     cut=st.integers(0, 4000),
 )
-def test_property_journal_and_result_readers(target, data, cut):
+def test_property_journal_and_result_readers(pristine, target, data, cut):
     with tempfile.TemporaryDirectory() as d:
-        out = Path(d) / ("r.csv" if target == "sidecar" else "r.parquet")
+        out = pristine(target, Path(d))
         if target in ("result", "sidecar"):
-            res = _cli(*SWEEP, "-o", out)
-            assert res.exit_code == 0, res.output
             victim = Path(f"{out}.json") if target == "sidecar" else out
         else:
-            _killed_run(out, kills=3)
             parts = Path(f"{out}.parts")
             victim = parts / "params.json" if target == "params" else _chunks(parts)[1]
         raw = victim.read_bytes()

@@ -11,9 +11,9 @@ import numpy as np
 from perflab import env_size
 
 FULL = {"min_size": 0, "max_size": 8192, "step": 1, "repeat": 100}
-QUICK = {"min_size": 0, "max_size": 8192, "step": 4, "repeat": 3}
-QUICK_ON_STEP = 8  # showing that nothing stands out needs no finer grid
-ZOOM_REPEAT = {True: 10, False: 100}
+QUICK = {"min_size": 0, "max_size": 8192, "step": 8, "repeat": 3}
+QUICK_ON_STEP = 16  # showing that nothing stands out needs no finer grid
+ZOOM_REPEAT = {True: 5, False: 100}
 
 
 def main(argv=None) -> None:

@@ -11,7 +11,7 @@ import _common
 from perflab import env_size
 
 FULL = {"min_size": 0, "max_size": 8192, "step": 1, "repeat": 100}
-QUICK = {"min_size": 0, "max_size": 8192, "step": 4, "repeat": 5}
+QUICK = {"min_size": 0, "max_size": 8192, "step": 8, "repeat": 3}
 
 
 def main(argv=None) -> None:

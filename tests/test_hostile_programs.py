@@ -187,7 +187,8 @@ def test_a_sweep_shrugs_off_a_program_that_signals_its_parent(hostile, tmp_path,
 @pytest.mark.parametrize("what", ["stop-self", "ignore-term", "stop-helpers"])
 def test_a_sweep_ends_a_program_that_hangs_at_its_timeout(hostile, tmp_path, what):
     out = tmp_path / "r.parquet"
-    done = perflab(*env_size([hostile, what], "--timeout", "1", "-o", str(out)))
+    sweep = ["sweep", "env-size", "--max", "0", "--repeat", "2", "--no-rt", "--timeout", "0.3"]
+    done = perflab(*sweep, "-o", str(out), "--", hostile, what)
     assert "no run ended 'ok'" in one_line(done)
     assert set(results.load(out)["status"]) == {"timeout"}
     nothing_left(hostile)

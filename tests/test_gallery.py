@@ -1,4 +1,5 @@
-"""The reproduction gallery runs: every experiment script in --quick mode, every notebook."""
+"""The reproduction gallery runs: every experiment script in --quick mode, every notebook.
+Two minutes of demos, not the suite's: CI runs them as its own step (`pytest -m gallery`)."""
 
 import os
 import re
@@ -13,6 +14,7 @@ from perflab.engine import results
 
 ROOT = Path(__file__).resolve().parents[1]
 CANNOT_RUN_HERE = 77  # experiments/_common.py: a tool the script needs is missing here
+pytestmark = pytest.mark.gallery
 SCRIPTS = sorted(p for p in (ROOT / "experiments").glob("*.py") if not p.name.startswith("_"))
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 # The directory perflab is imported from (src/ in a checkout, site-packages once installed):

@@ -52,12 +52,32 @@ def cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
+# One real killed sweep per number of chunks, made once in this directory; each test damages a
+# copy of its journal (a crash leaves exactly these files), not a sweep of its own.
+_KILLED: dict[tuple[int, str], Path] = {}
+
+
 def _killed_run(out: Path, kills: int = 4) -> list[Path]:
-    proc = subprocess.run([sys.executable, "-c", KILLED, str(out), str(kills)], env=os.environ)
-    assert proc.returncode == -signal.SIGKILL
-    # A child cloned just before the kill holds the lock until its close_range, pre-exec.
-    wait_for(lambda: lock_free(out), "the release of a killed sweep's lock")
+    key = (kills, out.name)
+    if key not in _KILLED:
+        made = Path(tempfile.mkdtemp(prefix="perflab-killed-")) / out.name
+        proc = subprocess.run([sys.executable, "-c", KILLED, str(made), str(kills)],
+                              env=os.environ)  # fmt: skip
+        assert proc.returncode == -signal.SIGKILL
+        # A child cloned just before the kill holds the lock until its close_range, pre-exec.
+        wait_for(lambda: lock_free(made), "the release of a killed sweep's lock")
+        _KILLED[key] = made
+    shutil.copytree(f"{_KILLED[key]}.parts", f"{out}.parts")
     return sorted(Path(f"{out}.parts").glob("chunk-*.parquet"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forget_killed_runs():
+    """The killed sweeps' directories go with the module."""
+    yield
+    for made in _KILLED.values():
+        shutil.rmtree(made.parent, ignore_errors=True)
+    _KILLED.clear()
 
 
 def _cli(*args: str):

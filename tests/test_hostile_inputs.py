@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import perflab
-from perflab.assertions import claims
+from perflab.assertions import claims, comparison, lock
 from perflab.cli import cli
 from perflab.engine import results, timing
 from perflab.errors import PerflabError, WrongType
@@ -254,26 +254,26 @@ def private_runtime(tmp_path, monkeypatch) -> Path:
 
 
 def test_the_lock_lives_in_a_private_directory(private_runtime, tmp_path, monkeypatch):
-    assert claims.lock_dir() == private_runtime
+    assert lock.lock_dir() == private_runtime
     private_runtime.chmod(0o755)  # others may enter: not private, so the fallback
     shared = tmp_path / "tmp"
     shared.mkdir()
-    monkeypatch.setattr(claims.tempfile, "gettempdir", lambda: str(shared))
-    mine = claims.lock_dir()
+    monkeypatch.setattr(lock.tempfile, "gettempdir", lambda: str(shared))
+    mine = lock.lock_dir()
     assert mine == shared / f"perflab-{os.geteuid()}" and (mine.stat().st_mode & 0o777) == 0o700
     mine.rmdir()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o700)
     mine.symlink_to(elsewhere)  # planted: a link, even to a private directory, is refused
     with pytest.raises(PerflabError, match="not a directory private to this user"):
-        claims.lock_dir()
+        lock.lock_dir()
 
 
 def test_a_lock_held_elsewhere_ends_at_the_budget_naming_its_holder(private_runtime):
-    lock = private_runtime / claims.LOCK_NAME
+    path = private_runtime / lock.LOCK_NAME
     hold = (
         "import fcntl, os, sys, time\n"
-        f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT, 0o600)\n"
+        f"fd = os.open({str(path)!r}, os.O_RDWR | os.O_CREAT, 0o600)\n"
         "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(60)\n"
     )
     with subprocess.Popen(
@@ -292,7 +292,7 @@ def test_a_lock_held_elsewhere_ends_at_the_budget_naming_its_holder(private_runt
 
 
 def test_an_assertion_inside_a_target_does_not_deadlock(private_runtime):
-    inner: list[claims.Comparison] = []
+    inner: list[comparison.Comparison] = []
 
     def target() -> None:
         if not inner:

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from perflab.assertions import claims
+from perflab.assertions import claims, table
 from perflab.engine import results, timing
 from perflab.errors import PerflabError
 from perflab.system import machine
@@ -50,7 +50,7 @@ def test_a_comparison_side_by_side_tags_each_sample_with_its_cpu():
     a, b = (timing.program([TRUE], jobs=0, cpus=TWO, name=n) for n in ("a", "b"))
     c = claims.check_no_slower(a, b, tolerance=10.0, budget="30s,40runs")
     assert c.lanes == tuple(TWO) and c.summary()["lane_cpus"] == TWO
-    assert c.summary()["jobs"] == 2 and "side by side, one child per CPU" in c.table()
+    assert c.summary()["jobs"] == 2 and "side by side, one child per CPU" in table.render(c)
     df = c.frame()
     assert len(df) == 2 * c.runs and set(df["cpu"]) == set(TWO)
     for role in ("baseline", "candidate"):

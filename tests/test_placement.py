@@ -99,7 +99,7 @@ def test_perflab_machine_without_a_compiler_says_the_floor_is_not_measured(
 def test_distinct_python_callables_get_this_interpreters_floor_once_per_process(monkeypatch):
     """Function objects of one loop, timed in pairs: a floor of their own, measured on first
     use and kept; a callable compared with itself is not widened."""
-    from perflab.assertions import claims
+    from perflab.assertions import claims, table
     from perflab.engine import timing
 
     monkeypatch.setattr(placement, "_python_floor", None)
@@ -111,11 +111,11 @@ def test_distinct_python_callables_get_this_interpreters_floor_once_per_process(
     assert kept and floor.kind == "python" and c.floor == floor.share >= 0
     assert floor.placements == placement.PYTHON_TWINS and floor.pairs == 6 and floor.copies == 1
     assert floor.worst.startswith("twin_") and "Python" in floor.compiler
-    assert "in two function objects" in floor.sentence() and floor.sentence() in c.table()
-    assert c.floor_kind == "python" and "(distinct Python callables)" in c.table()
+    assert "in two function objects" in floor.sentence() and floor.sentence() in table.render(c)
+    assert c.floor_kind == "python" and "(distinct Python callables)" in table.render(c)
     given = claims.check_faster(a, b, budget="30s,40", placement_floor=0.5)
     assert given.summary()["placement_floor_kind"] == "python"
-    assert "(distinct Python callables)" in given.table()
+    assert "(distinct Python callables)" in table.render(given)
     assert machine.cached_placement_floor() != floor  # never written to the C floor's cache
     same = timing.python_callable(placement._loop)
     assert not timing.distinct_callables(same, same)

@@ -10,7 +10,7 @@ import cffi
 import numpy as np
 import pytest
 
-from perflab.assertions import claims
+from perflab.assertions import claims, comparison, lock, table
 from perflab.core import _core
 from perflab.engine import placement, results, timing
 from perflab.errors import PerflabError
@@ -170,7 +170,7 @@ def test_false_claims_stay_within_the_confidence(make, trials):
         claims.check_faster(make(), make(), confidence=confidence, budget="30s,80").verdict
         for _ in range(trials)
     ]
-    claimed = sum(v != claims.INCONCLUSIVE for v in verdicts)
+    claimed = sum(v != comparison.INCONCLUSIVE for v in verdicts)
     assert claimed < binomial_tail_limit(trials, 1 - confidence), verdicts
 
 
@@ -209,7 +209,7 @@ def test_distinct_c_twins_claim_within_the_confidence(c_twins):
     ]
     floor = machine.cached_placement_floor()
     assert floor is not None and {c.floor for c in comparisons} == {floor.share}
-    claimed = [c.estimate for c in comparisons if c.verdict != claims.INCONCLUSIVE]
+    claimed = [c.estimate for c in comparisons if c.verdict != comparison.INCONCLUSIVE]
     limit = binomial_tail_limit(trials, 0.005)
     assert limit == 3 and len(claimed) < limit, claimed
 
@@ -219,19 +219,19 @@ def test_the_measured_placement_floor_widens_only_distinct_functions(c_twins):
     c = claims.check_faster(a, double, budget="30s,2000")
     floor = machine.cached_placement_floor()  # measured by the first such check, then cached
     assert floor is not None and c.floor == floor.share >= 0
-    assert floor.sentence() in c.table() and c.summary()["placement_floor"] == floor.share
-    assert c.floor_kind == "c" and "(distinct C functions)" in c.table()
+    assert floor.sentence() in table.render(c) and c.summary()["placement_floor"] == floor.share
+    assert c.floor_kind == "c" and "(distinct C functions)" in table.render(c)
     # Still decided: 2x is far beyond the floor. The interval holds the estimate, widened.
     assert c.passed and c.ci[0] * (1 + c.floor) <= c.estimate <= c.ci[1] / (1 + c.floor)
     trusted = claims.check_faster(a, double, budget="30s,2000", placement_floor=0)
-    assert trusted.floor == 0 and "placement_floor=0" in trusted.table()
+    assert trusted.floor == 0 and "placement_floor=0" in table.render(trusted)
     # A floor wider than the difference: undecided, and saying that no budget would decide it.
     within = claims.check_faster(a, double, budget="30s,80", placement_floor=1.5)
-    assert within.verdict == claims.INCONCLUSIVE and within.within_floor
+    assert within.verdict == comparison.INCONCLUSIVE and within.within_floor
     assert "placement_floor=1.5 was given" in within.reason
-    assert "no budget decides it" in within.table()
+    assert "no budget decides it" in table.render(within)
     same = claims.check_faster(timing.spin(300), timing.spin(600), budget="30s,2000")
-    assert same.floor == 0 and "placement" not in same.table()
+    assert same.floor == 0 and "placement" not in table.render(same)
     python = claims.check_faster(lambda: sum(range(50)), lambda: sum(range(100)))
     assert python.floor == placement.python_floor()[0].share  # tests/test_placement.py
     with pytest.raises(PerflabError, match="placement_floor must be a share >= 0"):
@@ -251,7 +251,7 @@ def test_program_twins_make_no_claim(tmp_path):
         paths[-1].chmod(0o755)
     twins = [timing.program([str(p), "20000"]) for p in paths]
     c = claims.check_faster(*twins, confidence=0.99, budget="30s,80")
-    assert c.verdict == claims.INCONCLUSIVE, c.table()
+    assert c.verdict == comparison.INCONCLUSIVE, table.render(c)
     assert c.step == timing.timer_step() and c.resolutions == (c.step, c.step)
 
 
@@ -409,15 +409,15 @@ def test_runs_under_xdist(pytester):
 
 
 def test_measuring_lock_excludes_other_holders(tmp_path):
-    lock = tmp_path / "lock"
-    with claims.measuring_lock(lock):
-        fd = os.open(lock, os.O_RDWR)
+    path = tmp_path / "lock"
+    with lock.measuring_lock(path):
+        fd = os.open(path, os.O_RDWR)
         try:
             with pytest.raises(BlockingIOError):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         finally:
             os.close(fd)
-    fd = os.open(lock, os.O_RDWR)
+    fd = os.open(path, os.O_RDWR)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     os.close(fd)
 
@@ -427,7 +427,7 @@ def test_time_budget_stops_the_rounds():
     r = claims.check_faster(
         lambda: time.sleep(0.001), lambda: time.sleep(0.001), budget="0.3s,2000"
     )
-    assert r.verdict == claims.INCONCLUSIVE and r.runs < 2000
+    assert r.verdict == comparison.INCONCLUSIVE and r.runs < 2000
     assert "budget spent" in r.reason
 
 

@@ -16,34 +16,27 @@ between two distinct Python callables by the interpreter's own floor (measured o
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import math
 import numbers
 import os
 import re
-import stat
-import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from perflab.analysis import stats
-from perflab.core.lazy import pd
+from perflab.assertions import table
+from perflab.assertions.comparison import DISTURBED, FAIL, INCONCLUSIVE, PASS, Comparison
+from perflab.assertions.lock import measuring_lock
 from perflab.engine import placement, timing
 from perflab.errors import PerflabError, WrongType
 
 DEFAULT_CONFIDENCE = 0.95
 FIRST_ROUND = 20
 MIN_ROUND = 5
-DISTURBED = 1.5
-
-PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 
 
 @dataclass(frozen=True)
@@ -95,291 +88,11 @@ def as_budget(budget: BudgetLike) -> Budget:
     return budget if isinstance(budget, Budget) else Budget.parse(budget)
 
 
-LOCK_NAME = "perflab-measure.lock"
-_held = threading.local()  # how deep this thread is inside measuring_lock (a target's assertion)
-
-
-def lock_dir() -> Path:
-    """A directory only this user can write, for the measuring lock: $XDG_RUNTIME_DIR when it
-    is this user's and private, else $TMPDIR/perflab-UID, created 0700 and checked. In a
-    shared directory another user could plant the lock as a link, or hold it to block every
-    assertion."""
-    uid = os.geteuid()
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isabs(runtime) and _private(Path(runtime), uid):
-        return Path(runtime)
-    made = Path(tempfile.gettempdir()) / f"perflab-{uid}"
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(made, 0o700)
-    if not _private(made, uid):
-        raise PerflabError(
-            f"{made}: not a directory private to this user (uid {uid}), so perflab will not "
-            "keep its measuring lock there; remove it, or set XDG_RUNTIME_DIR to one"
-        )
-    return made
-
-
-def _private(directory: Path, uid: int) -> bool:
-    """A real directory (not a link), owned by uid, that no one else may enter or write."""
-    try:
-        st = os.lstat(directory)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == uid and not st.st_mode & 0o077
-
-
-def lock_holder(fd: int) -> str:
-    """Who holds the flock on this open file, as /proc/locks says: 'pid N (command)'."""
-    st = os.fstat(fd)
-    file = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"  # as the kernel
-    try:
-        lines = Path("/proc/locks").read_text().splitlines()
-    except OSError:
-        return "another process"
-    for line in lines:
-        words = line.split()
-        if len(words) > 5 and words[1] == "FLOCK" and words[5] == file:
-            pid = words[4]
-            if pid == str(os.getpid()):
-                return f"this process (pid {pid}: another thread's measurement)"
-            try:
-                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                name = " ".join(b" ".join(argv).decode(errors="replace").split())[:80]
-            except OSError:
-                name = ""
-            return f"pid {pid}" + (f" ({name})" if name else "")
-    return "another process"
-
-
-@contextlib.contextmanager
-def measuring_lock(path: Path | None = None, wait_s: float = math.inf) -> Iterator[float]:
-    """Hold the lock that keeps this user's perf measurements (pytest-xdist workers, other
-    sessions) from running at the same time; yields the seconds spent waiting for it.
-
-    The lock lives in lock_dir() and is opened without following a link. Waiting ends after
-    wait_s seconds with one line naming who holds it. Inside a measurement already holding
-    it (a target that itself asserts) it is held already: entered at once, not waited for."""
-    if getattr(_held, "depth", 0):
-        _held.depth += 1
-        try:
-            yield 0.0
-        finally:
-            _held.depth -= 1
-        return
-    where = path if path is not None else lock_dir() / LOCK_NAME
-    t0 = time.monotonic()
-    try:
-        fd = os.open(where, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError as exc:
-        raise PerflabError(f"{where}: cannot open the measuring lock ({exc.strerror})") from None
-    try:
-        pause = 0.001
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                waited = time.monotonic() - t0
-                if waited >= wait_s:
-                    raise PerflabError(
-                        f"{where}: the measuring lock is held by {lock_holder(fd)}; waited "
-                        f"{waited:.1f} s, the budget's {wait_s:g} s, for it to be free"
-                    ) from None
-                time.sleep(min(pause, max(wait_s - waited, 0.0)))
-                pause = min(pause * 2, 0.05)
-        _held.depth = 1
-        try:
-            yield time.monotonic() - t0
-        finally:
-            _held.depth = 0
-    finally:
-        os.close(fd)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """What a perf assertion measured and decided: medians, ratio, its CI, runs, verdict."""
-
-    assertion: str
-    claim: str
-    verdict: str
-    reason: str
-    roles: tuple[str, ...]
-    names: tuple[str, ...]
-    medians: tuple[float, ...]
-    estimate: float
-    ci: tuple[float, float]
-    threshold: float
-    confidence: float
-    level: float
-    runs: int
-    rounds: int
-    calls: tuple[int, ...]
-    overheads: tuple[float, ...]
-    resolutions: tuple[float, ...]
-    step: int
-    floor: float
-    floor_note: str
-    floor_kind: str
-    within_floor: bool
-    seconds: float
-    lock_wait: float
-    budget: str
-    disturbed: tuple[float, ...]
-    load: float
-    samples: tuple[np.ndarray, ...] = field(repr=False, compare=False)
-    raw: tuple[np.ndarray, ...] = field(repr=False, compare=False)
-    round_of: np.ndarray = field(repr=False, compare=False)
-    cpu: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
-    lanes: tuple[int, ...] = ()
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict == PASS
-
-    @property
-    def ratio(self) -> float | None:
-        """The ratio of medians a two-target comparison decided on (None for ticks_below)."""
-        return self.estimate if len(self.roles) == 2 else None
-
-    def summary(self) -> dict[str, Any]:
-        """Plain numbers, for test reports and the saved file's metadata."""
-        return {
-            "assertion": self.assertion,
-            "verdict": self.verdict,
-            "claim": self.claim,
-            **{f"{r}_name": n for r, n in zip(self.roles, self.names, strict=True)},
-            **{f"{r}_median_ticks": m for r, m in zip(self.roles, self.medians, strict=True)},
-            "estimate": self.estimate,
-            "ratio": self.ratio,
-            "ci_lo": self.ci[0],
-            "ci_hi": self.ci[1],
-            "threshold": self.threshold,
-            "confidence": self.confidence,
-            "level": self.level,
-            "runs": self.runs,
-            "timer_step_ticks": self.step,
-            "placement_floor": self.floor,
-            "placement_floor_note": self.floor_note,
-            "placement_floor_kind": self.floor_kind,
-            "within_placement_floor": self.within_floor,
-            **{f"{r}_resolution": q for r, q in zip(self.roles, self.resolutions, strict=True)},
-            "rounds": self.rounds,
-            "seconds": self.seconds,
-            "budget": self.budget,
-            **{f"{r}_disturbed": d for r, d in zip(self.roles, self.disturbed, strict=True)},
-            "load": self.load,
-            "jobs": max(len(self.lanes), 1),
-            "lane_cpus": list(self.lanes),
-        }
-
-    def table(self) -> str:
-        """The readable report a failing assertion prints."""
-        head = f"perflab.{self.assertion}: {self.verdict.upper()} - {self.reason}"
-        lines = [head, f"claim: {self.claim} at {self.confidence:.0%} confidence"]
-        width = max(len(n) for n in self.names) + 2
-        lines.append(
-            f"  {'role':<10}{'target':<{width}}{'median ticks/call':>18}"
-            f"{'+/- step/call':>14}{'calls/run':>11}{'overhead/call':>15}{'runs':>7}"
-        )
-        for role, name, med, res, calls, ovh in zip(
-            self.roles,
-            self.names,
-            self.medians,
-            self.resolutions,
-            self.calls,
-            self.overheads,
-            strict=True,
-        ):
-            lines.append(
-                f"  {role:<10}{name:<{width}}{med:>18.1f}{res:>14.3g}{calls:>11}{ovh:>15.1f}"
-                f"{self.runs:>7}"
-            )
-        what = "ratio" if len(self.roles) == 2 else "median"
-        lines.append(
-            f"  {what} {self.estimate:.4g}, {self.level:.2%} CI [{self.ci[0]:.4g}, "
-            f"{self.ci[1]:.4g}] vs threshold {self.threshold:.4g}"
-        )
-        kind = "Python callables" if self.floor_kind == "python" else "C functions"
-        lines.append(
-            f"  basis: order-statistic interval of each median, widened by one timer step "
-            f"({self.step} ticks) per run"
-            + (
-                f", and by the placement floor {100 * self.floor:.2g} % (distinct {kind})"
-                if self.floor
-                else ""
-            )
-        )
-        if self.floor_note:
-            lines.append(f"  {self.floor_note}")
-        lines.append(
-            f"  {self.rounds} round(s), {self.runs} runs per target, {self.seconds:.2f} s, "
-            f"budget {self.budget}"
-            + (
-                f", waited {self.lock_wait:.2f} s for other perf tests"
-                if self.lock_wait > 0.1
-                else ""
-            )
-        )
-        shares = ", ".join(
-            f"{role} {share:.0%}" for role, share in zip(self.roles, self.disturbed, strict=True)
-        )
-        lines.append(
-            f"  runs over {DISTURBED}x the target's fastest: {shares}; "
-            f"load average {self.load:.1f} on {os.cpu_count()} CPUs"
-        )
-        if self.lanes and self.cpu:
-            lines.append(f"  side by side, one child per CPU {', '.join(map(str, self.lanes))}; "
-                         f"median per CPU: {self._per_cpu()}")  # fmt: skip
-        if self.within_floor:
-            lines.append(
-                "  the difference lies within the placement floor: no budget decides it; compare "
-                "one function's variants through one pointer, or pass placement_floor=0 to "
-                "trust placement"
-            )
-        elif self.verdict == INCONCLUSIVE:
-            lines.append(
-                "  the budget ran out before the interval decided: raise --perflab-budget, "
-                "lower --perflab-confidence, or quieten the machine"
-            )
-        return "\n".join(lines)
-
-    def _per_cpu(self) -> str:
-        """Each role's median ticks per call on each lane CPU: a CPU that favours one is seen."""
-        parts = []
-        for role, s, cpu in zip(self.roles, self.samples, self.cpu, strict=True):
-            meds = [f"{c}: {np.median(s[cpu == c]):.1f}" for c in self.lanes if (cpu == c).any()]
-            parts.append(f"{role} " + ", ".join(meds))
-        return "; ".join(parts)
-
-    def frame(self) -> pd.DataFrame:
-        """Tidy rows, one per run of each target: raw ticks per run and net ticks per call."""
-        parts = []
-        for i, role in enumerate(self.roles):
-            parts.append(
-                pd.DataFrame(
-                    {
-                        "assertion": self.assertion,
-                        "role": role,
-                        "target": self.names[i],
-                        "rep": np.arange(self.runs),
-                        "round": self.round_of,
-                        "cpu": self.cpu[i] if self.cpu else timing.NOT_PINNED,
-                        "calls": self.calls[i],
-                        "ticks": self.raw[i],
-                        "ticks_per_call": self.samples[i],
-                        "verdict": self.verdict,
-                    }
-                )
-            )
-        return pd.concat(parts, ignore_index=True)
-
-
 class PerfAssertionError(AssertionError):
     """A perf claim that failed or could not be decided; carries the Comparison."""
 
     def __init__(self, comparison: Comparison) -> None:
-        super().__init__(comparison.table())
+        super().__init__(table.render(comparison))
         self.comparison = comparison
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the plugin loads in every pytest run: nothing heavy at impo
     import pandas as pd
     from _pytest.terminal import TerminalReporter
 
-    from perflab.assertions.claims import Comparison
+    from perflab.assertions.comparison import Comparison
 
 SESSION = pytest.StashKey["PerflabSession"]()
 MARKER_KWARGS = ("budget", "confidence")
@@ -129,8 +129,10 @@ class PerflabSession:
         self.summaries.append({"test": node.nodeid, "index": index, **comparison.summary()})
         node.user_properties.append(("perflab", comparison.summary()))
         if comparison.passed:
+            from perflab.assertions import table
+
             # A failing comparison's table is the exception message already.
-            node.add_report_section("call", "perflab", comparison.table())
+            node.add_report_section("call", "perflab", table.render(comparison))
 
     def save(self) -> Path | None:
         """Write the session's measurements with metadata; None when nothing was measured."""

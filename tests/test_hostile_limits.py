@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from perflab.cli import cli
 from perflab.engine import childruns, results
-from perflab.engine.journal import Expect
+from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError
 from perflab.lab import syscalls
 from perflab.system import limits

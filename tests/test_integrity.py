@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from perflab.cli import cli
 from perflab.engine import filelock, results
-from perflab.engine.journal import Expect, Journal
+from perflab.engine.journal import Journal
+from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError
 from perflab.lab import env_size
 from perflab.system import compiler

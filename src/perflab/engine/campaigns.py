@@ -20,7 +20,8 @@ from perflab import __version__
 from perflab.core.bindings import core_digest
 from perflab.core.lazy import pd
 from perflab.engine import results
-from perflab.engine.journal import Expect, Journal
+from perflab.engine.journal import Journal
+from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError
 from perflab.system import machine
 

@@ -29,7 +29,8 @@ from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.engine import journal, results, spawn
 from perflab.engine.controls import Controls as Controls
-from perflab.engine.journal import Expect
+from perflab.engine.identity import Executes, identity
+from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError, Stopped
 from perflab.system import machine
 
@@ -290,7 +291,7 @@ class Runs:
     # A sweep that plans as it goes (compare --precision) journals these runs as one round of
     # many: its plan is open, and its identity names what every round runs (`sources`), not
     # the programs this round linked.
-    sources: journal.Executes | None = None
+    sources: Executes | None = None
 
     @property
     def columns(self) -> list[str]:
@@ -310,9 +311,9 @@ class Runs:
         expect = run_expect(self.key, tuple(self.labels[k] for k in self.key), self.columns)
         return replace(expect, planned=None) if self.sources is not None else expect
 
-    def executes(self) -> journal.Executes:
+    def executes(self) -> Executes:
         """What its runs execute, for the identity a resume must repeat."""
-        return self.sources or journal.Executes(self.programs, self.env, self.var)
+        return self.sources or Executes(self.programs, self.env, self.var)
 
     def rows(self, runs: np.ndarray, at: np.ndarray, overhead: int, **more: Any) -> pd.DataFrame:
         """The records of the planned runs at positions `at` as tidy rows (`more` columns
@@ -395,7 +396,7 @@ class Recorder:
     def __init__(self, recording: Recording, key: Iterable[str], expect: Expect, params: dict,
                  meta: dict, warn: Warn, flush_s: float = FLUSH_S,
                  arrange: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
-                 executes: journal.Executes | None = None):  # fmt: skip
+                 executes: Executes | None = None):  # fmt: skip
         self.meta, self.params, self.flush_s, self.arrange = meta, params, flush_s, arrange
         self.columns = list(expect.columns)
         self.journal = (
@@ -408,7 +409,7 @@ class Recorder:
         self.identity = (
             self.journal.identity
             if self.journal
-            else journal.identity(meta.get("experiment"), params, expect, executes)
+            else identity(meta.get("experiment"), params, expect, executes)
         )
         self.frames: list[pd.DataFrame] = []
         self.buffer: list[pd.DataFrame] = []

@@ -20,8 +20,8 @@ import numpy as np
 from perflab import errors
 from perflab.core.lazy import pd
 from perflab.engine import childruns
-from perflab.engine.journal import Expect
 from perflab.engine.progress import OnStart, ProgressArg, shown
+from perflab.engine.rowchecks import Expect
 
 CHUNK_S = childruns.FLUSH_S  # a chunk takes about this long: a kill -9 loses about that much
 GROWTH = 4  # a chunk weighs at most this many times the last: a costlier stretch shows soon

@@ -3,258 +3,32 @@
 Rows go to disk in chunks as they are measured, under PATH.parts/; finish() merges them into
 PATH. Chunk names carry a per-run token, so no two runs can write the same name; a resume
 reads every chunk back and refuses (or, asked to, drops) one that is unreadable, has other
-columns, repeats a key, holds a key outside the plan or a value out of range; and complete=True
-is written only once the merged rows hold every planned key exactly once.
+columns, repeats a key, holds a key outside the plan or a value out of range (rowchecks.py);
+and complete=True is written only once the merged rows hold every planned key exactly once.
 
-Every journal and the result it becomes records an identity: the digest of all that defines its
-points (the experiment, its parameters, the bytes and arguments of the programs it runs, the
-environment they start from, its plan and the C core), each component kept too, so a resume that
+Every journal and the result it becomes records an identity (identity.py), so a resume that
 would measure something else is refused with what changed.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
 import stat
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from perflab import __version__, errors
 from perflab.core import files
-from perflab.core.bindings import core_digest
 from perflab.core.lazy import pd, pq
 from perflab.engine import filelock, results
+from perflab.engine.identity import Executes, identity, identity_changes
+from perflab.engine.rowchecks import Expect, PlannedKeys, rows_problem
 from perflab.errors import OtherExperiment, PerflabError
-
-
-@dataclass(frozen=True)
-class Expect:
-    """What every journaled row must be: its columns, its key planned and unique, values in range.
-
-    planned: one row per planned key (the journal's key columns), or None when the plan is open
-    (a campaign learns its hosts as it runs); unique: key columns that name one row.
-    """
-
-    columns: tuple[str, ...] = ()
-    planned: pd.DataFrame | None = None
-    unique: tuple[str, ...] = ()
-    ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
-    categories: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Executes:
-    """What child runs execute, for their identity: each program's argv (argv[0] resolved) and
-    the environment every run starts from, less the variable `var` a sweep pads."""
-
-    programs: Sequence[Sequence[str]] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    var: str | None = None
-
-
-def _sha(obj: Any) -> str:
-    """sha256 of a JSON value, keys sorted: the same value always gives the same digest."""
-    text = json.dumps(obj, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _file_sha(path: str) -> str:
-    try:
-        return results.file_digest(path)
-    except OSError as exc:
-        return f"unreadable ({exc.strerror or type(exc).__name__})"
-
-
-def _executed(programs: Sequence[Sequence[str]]) -> dict[str, str]:
-    """sha256 of each file a run executes: argv[0], and an argument that names an executable
-    file by its absolute path (the program env(1) runs for `sweep threads`)."""
-    found: dict[str, str] = {}
-    for argv in programs:
-        for i, arg in enumerate(argv):
-            if arg in found:
-                continue
-            if i == 0 or (os.path.isabs(arg) and os.path.isfile(arg) and os.access(arg, os.X_OK)):
-                found[arg] = _file_sha(arg)
-    return found
-
-
-def key_digest(frame: pd.DataFrame, key: Sequence[str]) -> str:
-    """sha256 of the distinct values of the key columns, in no particular row order and whatever
-    the width of their dtypes: a plan and the rows that fulfil it give the same digest."""
-    cols = {
-        c: frame[c].to_numpy(dtype=np.float64, na_value=np.nan)
-        if pd.api.types.is_numeric_dtype(frame[c])
-        else frame[c].astype(str).to_numpy()
-        for c in key
-    }
-    distinct = pd.DataFrame(cols).drop_duplicates()
-    distinct = distinct.sort_values(list(key), na_position="last", kind="stable")
-    h = hashlib.sha256()
-    for c in key:
-        h.update(f"{c}\0".encode())
-        v = distinct[c].to_numpy()
-        if v.dtype == np.float64:
-            h.update(np.where(np.isnan(v), np.nan, v).tobytes())
-        else:
-            h.update("\0".join(v).encode())
-    return h.hexdigest()
-
-
-def plan_of(expect: Expect) -> dict[str, Any]:
-    """The plan as an identity records it: its key columns, how many runs, their digest (an open
-    plan, a campaign's, has neither)."""
-    key = list(expect.unique)
-    if expect.planned is None or not key:
-        return {"key": key, "runs": None, "sha256": None}
-    return {"key": key, "runs": len(expect.planned), "sha256": key_digest(expect.planned, key)}
-
-
-def identity(
-    experiment: str | None,
-    params: Mapping[str, Any],
-    expect: Expect,
-    executes: Executes | None = None,
-) -> dict[str, Any]:
-    """The digest of everything that defines a result's points, and each component: what a
-    resume must repeat (environment variables by name only, their values by digest)."""
-    ex = executes or Executes()
-    parts = {
-        "experiment": experiment,
-        "params": _sha(params),
-        "programs": _sha([list(argv) for argv in ex.programs]),
-        "files": _executed(ex.programs),
-        "env": {"sha256": _sha([sorted(ex.env.items()), ex.var]), "names": sorted(ex.env)},
-        "core": core_digest(),
-        "plan": plan_of(expect),
-    }
-    return {"sha256": _sha(parts), **parts}
-
-
-def _short(digest: object) -> str:
-    return f"{str(digest)[:12]}…"
-
-
-def identity_changes(recorded: Mapping[str, Any], asked: Mapping[str, Any]) -> list[str]:
-    """What differs between the identity a file records and a run's, one phrase each (the
-    parameters and the experiment are compared by the caller, by name)."""
-    out = []
-    old, new = recorded.get("files"), asked["files"]
-    old = old if isinstance(old, dict) else {}
-    for path in sorted(set(old) & set(new)):
-        if old[path] != new[path]:
-            out.append(
-                f"the program {path} changed since the file was started "
-                f"(sha256 {_short(old[path])} → {_short(new[path])})"
-            )
-    if set(old) != set(new):
-        gone, added = sorted(set(old) - set(new)), sorted(set(new) - set(old))
-        out.append(
-            f"the programs changed since the file was started (it ran {', '.join(gone) or '-'}; "
-            f"this run would run {', '.join(added) or '-'})"
-        )
-    elif recorded.get("programs") != asked["programs"]:
-        out.append("the programs' arguments changed since the file was started")
-    env_old, env_new = recorded.get("env"), asked["env"]
-    env_old = env_old if isinstance(env_old, dict) else {}
-    if env_old.get("sha256") != env_new["sha256"]:
-        names_old, names_new = set(env_old.get("names") or ()), set(env_new["names"])
-        moved = (("without", names_old - names_new), ("with", names_new - names_old))
-        said = [f"{label} {', '.join(sorted(names))}" for label, names in moved if names]
-        out.append(
-            "the environment the runs start from changed since the file was started ("
-            + ("now " + "; ".join(said) if said else "the values of its variables differ")
-            + ")"
-        )
-    plan_old, plan_new = recorded.get("plan"), asked["plan"]
-    plan_old = plan_old if isinstance(plan_old, dict) else {}
-    if plan_old.get("sha256") != plan_new["sha256"] or plan_old.get("key") != plan_new["key"]:
-        out.append(
-            f"the planned runs differ ({plan_old.get('runs')} recorded, {plan_new['runs']} now; "
-            f"sha256 {_short(plan_old.get('sha256'))} → {_short(plan_new['sha256'])})"
-        )
-    if recorded.get("core") != asked["core"]:
-        out.append(
-            f"the C core changed since the file was started ({recorded.get('core')} → "
-            f"{asked['core']}): resume with the perflab that started it"
-        )
-    if not out and recorded.get("sha256") != asked["sha256"]:
-        out.append(
-            f"its identity differs (sha256 {_short(recorded.get('sha256'))} → "
-            f"{_short(asked['sha256'])})"
-        )
-    return out
-
-
-class _Keys:
-    """The keys seen so far, checked against the plan in O(rows) per chunk."""
-
-    def __init__(self, expect: Expect):
-        self.cols = list(expect.unique)
-        self.planned = None
-        if expect.planned is not None and self.cols:
-            self.planned = pd.MultiIndex.from_frame(expect.planned[self.cols])
-            self.count = np.zeros(len(self.planned), dtype=np.int64)
-        self.seen: set[tuple] = set()
-
-    def problem(self, df: pd.DataFrame) -> str | None:
-        """Why these rows cannot join the ones already seen (None: they can)."""
-        if not self.cols:
-            return None
-        if self.planned is None:
-            keys = list(df[self.cols].itertuples(index=False, name=None))
-            if len(set(keys)) != len(keys) or self.seen.intersection(keys):
-                return "repeats runs recorded already"
-            return None
-        try:
-            pos = self.planned.get_indexer(pd.MultiIndex.from_frame(df[self.cols]))
-        except (TypeError, ValueError):
-            return f"its {', '.join(self.cols)} values are not of the planned types"
-        if (pos < 0).any():
-            return f"{int((pos < 0).sum())} rows outside the plan"
-        if np.unique(pos).size != pos.size or self.count[pos].any():
-            return "repeats runs recorded already"
-        return None
-
-    def add(self, df: pd.DataFrame) -> None:
-        if not self.cols:
-            return
-        if self.planned is None:
-            self.seen.update(df[self.cols].itertuples(index=False, name=None))
-        else:
-            self.count[self.planned.get_indexer(pd.MultiIndex.from_frame(df[self.cols]))] += 1
-
-    def missing(self) -> int:
-        """Planned keys with no row (0 when the plan is open)."""
-        return 0 if self.planned is None else int((self.count == 0).sum())
-
-
-def rows_problem(df: pd.DataFrame, expect: Expect, columns: list[str] | None) -> str | None:
-    """Why a frame's rows are not the journal's (None: they are): columns and value ranges."""
-    want = list(expect.columns) or columns
-    if want is not None and sorted(map(str, df.columns)) != sorted(want):
-        return f"its columns ({', '.join(map(str, df.columns)) or 'none'}) are not the journal's"
-    for col, (lo, hi) in expect.ranges.items():
-        try:
-            v = pd.to_numeric(df[col], errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError):
-            return f"column {col} is not numeric"
-        bad = ~(np.isnan(v) | ((v >= lo) & (v <= hi)))
-        if bad.any():
-            return f"{int(bad.sum())} values of {col} outside [{lo:g}, {hi:g}] (e.g. {v[bad][0]:g})"
-    for col, allowed in expect.categories.items():
-        bad = ~df[col].astype(str).isin(allowed)
-        if bad.any():
-            return f"unknown {col} {df[col][bad].iloc[0]!r}"
-    return None
 
 
 def _refuse_unfinished(path: Path) -> None:
@@ -323,7 +97,7 @@ class Journal:
         self.discard_bad, self.warn = discard_bad, warn
         self._rows: list[dict[str, Any]] = []
         self._columns: list[str] | None = None
-        self._keys = _Keys(self.expect)
+        self._keys = PlannedKeys(self.expect)
         self._merged: list[str] = []
         self._written: dict[str, pd.DataFrame] = {}  # this run's chunks: merged without a re-read
         self._unsaved: list[pd.DataFrame] = []  # chunks the disk refused: finish() saves them
@@ -558,7 +332,7 @@ class Journal:
 
     def _verify(self, df: pd.DataFrame) -> str | None:
         """Why the merged rows are not every planned key exactly once (None: they are)."""
-        keys = _Keys(self.expect)
+        keys = PlannedKeys(self.expect)
         problem = keys.problem(df)
         if problem is None and keys.planned is not None:
             keys.add(df)

@@ -40,7 +40,8 @@ import numpy as np
 from perflab import errors
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, journal, lanes, spawn
+from perflab.engine import childruns, lanes, spawn
+from perflab.engine.identity import Executes
 from perflab.errors import PerflabError
 from perflab.system import binlayout, compiler, supervisor
 
@@ -376,7 +377,7 @@ def measure(
         runs = lanes.LaneRuns(**vars(runs))
     ref = lanes.reference_mask(runs.prog.size, lanes.reference_share(controls), controls.seed)
     sizes = np.asarray(runs.sizes, dtype=np.int64)
-    executes = journal.Executes([*runs.programs, (placement.binary,)], runs.env, runs.var)
+    executes = Executes([*runs.programs, (placement.binary,)], runs.env, runs.var)
     overhead = spawn.timer_overhead()
     recorder = childruns.Recorder(recording or childruns.Recording(), runs.key, runs.expect(),
                                   controls.params(), meta, warn, flush_s,

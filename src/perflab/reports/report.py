@@ -13,7 +13,8 @@ from perflab import __version__, errors
 from perflab.analysis.summary import Summary
 from perflab.core import files
 from perflab.core.lazy import pd, pq
-from perflab.engine import filelock, journal, results, schema
+from perflab.engine import filelock, results, schema
+from perflab.engine.identity import key_digest
 from perflab.errors import PerflabError
 from perflab.lab import registry
 
@@ -258,7 +259,7 @@ def plan_problems(df: pd.DataFrame, meta: dict[str, Any], where: str) -> list[st
         said = ", ".join(key)
         out.append(errors.warning("rows_duplicated", path=where, rows=repeated, key=said))
     runs, distinct = plan.get("runs"), len(df) - repeated
-    if not isinstance(runs, int) or journal.key_digest(df, key) == plan.get("sha256"):
+    if not isinstance(runs, int) or key_digest(df, key) == plan.get("sha256"):
         return out
     if distinct > runs:
         what = f"{distinct - runs} more distinct ({', '.join(key)}) than the {runs} planned"

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from perflab.engine import controls, journal, spawn
+from perflab.engine import controls, spawn
+from perflab.engine.identity import Executes
 from perflab.errors import PerflabError
 from perflab.lab.compare.layouts import NO_PADDING, Setup
 from perflab.system import binlayout, compiler
@@ -165,9 +166,7 @@ def refuse_static(programs: Sequence[tuple[str, ...]]) -> None:
             )
 
 
-def _sources(a: Side, b: Side) -> journal.Executes:
+def _sources(a: Side, b: Side) -> Executes:
     """What every round of a --precision comparison runs, whatever it links: the sides'
     programs, or their objects (each round links its own setups)."""
-    return journal.Executes(
-        [tuple(map(str, (o.path for o in s.objects))) or s.argv for s in (a, b)]
-    )
+    return Executes([tuple(map(str, (o.path for o in s.objects))) or s.argv for s in (a, b)])

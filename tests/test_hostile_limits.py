@@ -18,7 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from perflab.cli import cli
-from perflab.engine import childruns, results
+from perflab.engine import results
+from perflab.engine.recording import Recorder, Recording
 from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError
 from perflab.lab import syscalls
@@ -132,8 +133,8 @@ def test_a_removed_output_directory_keeps_every_row_in_the_users_cache(tmp_path,
 def test_a_last_chunk_refused_at_the_end_still_completes_the_output(tmp_path):
     out = tmp_path / "r.parquet"
     expect = Expect(columns=("k", "v"), planned=pd.DataFrame({"k": range(10)}), unique=("k",))
-    rec = childruns.Recorder(childruns.Recording(out), ["k"], expect, {"p": 1},
-                             {"experiment": "x"}, warn=print, flush_s=1e9)  # fmt: skip
+    rec = Recorder(Recording(out), ["k"], expect, {"p": 1},
+                   {"experiment": "x"}, warn=print, flush_s=1e9)  # fmt: skip
     rec.add(pd.DataFrame({"k": range(5), "v": 0.0}))
     rec.flush()
     rec.add(pd.DataFrame({"k": range(5, 10), "v": 1.0}))  # buffered: finish() writes it

@@ -4,22 +4,19 @@ Each experiment only says what varies: its programs, and per planned run which p
 padding and which key columns its row carries (`Runs`). This module does the rest the same
 way for all of them: the run controls and their checks, the seeded run order, one unrecorded
 preflight run per program, children on /dev/null, the runs in C batches (spawn.run_batch, one
-C loop for a list of programs), Ctrl-C and SIGTERM as a stop between runs, and a chunked
-journal that a resume checks against the plan.
+C loop for a list of programs), Ctrl-C and SIGTERM as a stop between runs (interrupt.py), and
+a chunked journal that a resume checks against the plan (recording.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from types import FrameType, TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 import numpy as np
 
@@ -27,15 +24,16 @@ from perflab import errors
 from perflab.analysis import disturbance
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import journal, results, spawn
-from perflab.engine.controls import Controls as Controls
-from perflab.engine.identity import Executes, identity
+from perflab.engine import journal, spawn
+from perflab.engine.controls import Controls
+from perflab.engine.identity import Executes
+from perflab.engine.interrupt import Interrupt, interruptible
+from perflab.engine.recording import FLUSH_S, Recorder, Recording, Warn
 from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError, Stopped
 from perflab.system import machine
 
 CHUNK_RUNS = 512  # runs per C call: ~0.3 s of short runs; a stop ends a batch between two runs
-FLUSH_S = 1.0  # rows reach the disk at least this often: a kill -9 loses about a second
 # Batches queued in the spawner helper: it starts the next the moment one ends, without waiting
 # for perflab's thread to be scheduled (on a loaded machine that wait idled the CPUs between
 # every two batches) while that thread journals the last one.
@@ -49,11 +47,6 @@ RUN_RANGES = {
                 "minflt", "majflt", "nvcsw", "nivcsw", "cycles", "instructions", "runq_ns",
                 "runq_cover")
 }  # fmt: skip
-Warn = Callable[[str], None]
-
-
-PlanT = TypeVar("PlanT", bound=Controls)
-R = TypeVar("R")
 
 
 def run_order(items: int, repeat: int, order: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -65,55 +58,6 @@ def run_order(items: int, repeat: int, order: str, seed: int) -> tuple[np.ndarra
         shuffle = np.random.default_rng(seed).permutation(item.size)
         item, rep = item[shuffle], rep[shuffle]
     return item, rep
-
-
-class Interrupt:
-    """Ctrl-C and SIGTERM as a flag that also stops the C batch in flight between runs.
-
-    The batch sees the stop at once: the helper gets a stop byte, and an in-process batch
-    polls the pipe that Python's own C-level handler writes to (signal.set_wakeup_fd).
-    Finished runs are kept; the run cut short is not recorded.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.hit = False
-        self.signum: int = signal.SIGINT
-        self._old: dict[int, Any] = {}
-        self._old_wakeup: int | None = None
-
-    def __enter__(self) -> Interrupt:
-        spawn.clear_stop()
-        if threading.current_thread() is threading.main_thread():
-            self._old = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
-            self._old_wakeup = signal.set_wakeup_fd(
-                spawn.stop_wakeup_fd(), warn_on_full_buffer=False
-            )
-        return self
-
-    def _handler(self, signum: int, frame: FrameType | None) -> None:
-        self.hit = True
-        self.signum = signum
-        spawn.request_stop()
-
-    def stopped(self) -> Stopped:
-        """The exception that ends the sweep, naming the signal that stopped it."""
-        return Stopped(self.signum)
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._old_wakeup is not None:
-            signal.set_wakeup_fd(self._old_wakeup)
-        for s, old in self._old.items():
-            signal.signal(s, old)
-        spawn.clear_stop()
-        if self.hit and exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
-            raise self.stopped() from None
 
 
 @contextlib.contextmanager
@@ -361,118 +305,6 @@ class Runs:
         return env, options
 
 
-@dataclass(frozen=True)
-class Recording:
-    """Where a sweep's rows go: a journal at `output` (resumed if asked), else memory."""
-
-    output: str | os.PathLike | None = None
-    resume: bool = False
-    discard_bad: bool = False
-
-    def check(self) -> None:
-        """Refuse an output that cannot be written, and a resume of a file that no journal
-        wrote, before a sweep builds anything (link-order links first, then opens its journal)."""
-        if self.output is None:
-            if self.resume:
-                raise PerflabError("resume needs the output file of the interrupted sweep")
-            return
-        results.check_output(self.output)
-        if not self.resume or not os.path.exists(self.output):
-            return
-        if not isinstance(results.metadata(results.load(self.output)).get("params"), dict):
-            raise PerflabError(
-                f"{self.output}: not a journaled perflab result (no parameters recorded); "
-                "cannot resume from it"
-            )
-
-
-class Recorder:
-    """Buffers rows and writes them as one chunk per flush_s (to a journal, or memory).
-
-    key: the columns naming a row; expect: what each row must be (its columns too); arrange:
-    the merged rows as returned and saved (journal.Journal.finish).
-    """
-
-    def __init__(self, recording: Recording, key: Iterable[str], expect: Expect, params: dict,
-                 meta: dict, warn: Warn, flush_s: float = FLUSH_S,
-                 arrange: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
-                 executes: Executes | None = None):  # fmt: skip
-        self.meta, self.params, self.flush_s, self.arrange = meta, params, flush_s, arrange
-        self.columns = list(expect.columns)
-        self.journal = (
-            journal.Journal(recording.output, params, meta, key, recording.resume,
-                            expect=expect, discard_bad=recording.discard_bad, warn=warn,
-                            executes=executes)
-            if recording.output is not None
-            else None
-        )  # fmt: skip
-        self.identity = (
-            self.journal.identity
-            if self.journal
-            else identity(meta.get("experiment"), params, expect, executes)
-        )
-        self.frames: list[pd.DataFrame] = []
-        self.buffer: list[pd.DataFrame] = []
-        self.flushed = time.monotonic()
-
-    def done_keys(self) -> set[tuple]:
-        return self.journal.done_keys() if self.journal else set()
-
-    def add(self, rows: pd.DataFrame) -> None:
-        self.buffer.append(rows)
-        if time.monotonic() - self.flushed >= self.flush_s:
-            self.flush()
-
-    def flush(self) -> None:
-        self.flushed = time.monotonic()
-        if not self.buffer:
-            return
-        frame = pd.concat(self.buffer, ignore_index=True)
-        self.buffer = []
-        if self.journal:
-            self.journal.extend_frame(frame)
-        else:
-            self.frames.append(frame)
-
-    def finish(
-        self,
-        complete: bool,
-        extra: dict,
-        annotate: Callable[[pd.DataFrame], dict] | None = None,
-    ) -> pd.DataFrame:
-        """Every row, with the metadata: complete only when the journal verified it, and what
-        annotate(every row) adds, in the file's one final write."""
-        added: dict = {}
-
-        def note(rows: pd.DataFrame) -> dict:
-            added.update(annotate(rows) if annotate is not None else {})
-            return added
-
-        if self.journal:
-            try:
-                # A chunk the disk refuses stays with the journal, which saves it below.
-                with contextlib.suppress(journal.ChunkUnwritten):
-                    self.flush()
-            finally:
-                df = self.journal.finish(complete=complete, extra_meta=extra, annotate=note,
-                                         arrange=self.arrange)  # fmt: skip
-            stored = results.metadata(df)  # what finish() verified, not what was assumed
-            complete = stored.get("complete", False)
-            checked = {k: v for k, v in stored.items() if k == "incomplete"}
-        else:
-            self.flush()
-            df = pd.concat(self.frames, ignore_index=True) if self.frames else None
-            checked = {}
-            if df is not None:
-                df = self.arrange(df) if self.arrange is not None else df
-                note(df)
-        if df is None or df.empty:
-            df = pd.DataFrame({c: pd.Series(dtype=object) for c in self.columns})
-        final = {**self.meta, **extra, **added, "params": self.params, "complete": complete,
-                 "identity": self.identity, **checked}  # fmt: skip
-        return results.attach(df, final)
-
-
 def _todo(runs: Runs, done: set[tuple]) -> np.ndarray:
     """Positions of the planned runs not measured yet, in run order."""
     everything = np.arange(runs.prog.size)
@@ -505,16 +337,6 @@ def preflight(runs: Runs, options: spawn.SpawnOptions) -> float:
             argv0 = runs.programs[int(run["prog"])][0]
             raise PerflabError(f"cannot run {argv0}: {status.replace('_', ' ')}, {why}")
     return float(out["wall_ns"].max()) / 1e9 if out.size else 0.0
-
-
-def interruptible(measure: Callable[..., R], *args: Any) -> R:
-    """measure(*args) with Ctrl-C and SIGTERM stopping it alike (the preflight, before the
-    sweep's own handlers): without this, SIGTERM there ended perflab by its default action."""
-    with Interrupt() as stop:
-        done = measure(*args)
-    if stop.hit:
-        raise stop.stopped()
-    return done
 
 
 def runs_per_batch(longest_s: float, most: int, flush_s: float) -> int:

@@ -19,11 +19,12 @@ import numpy as np
 
 from perflab import errors
 from perflab.core.lazy import pd
-from perflab.engine import childruns
+from perflab.engine.interrupt import Interrupt
 from perflab.engine.progress import OnStart, ProgressArg, shown
+from perflab.engine.recording import FLUSH_S, Recorder, Recording, Warn
 from perflab.engine.rowchecks import Expect
 
-CHUNK_S = childruns.FLUSH_S  # a chunk takes about this long: a kill -9 loses about that much
+CHUNK_S = FLUSH_S  # a chunk takes about this long: a kill -9 loses about that much
 GROWTH = 4  # a chunk weighs at most this many times the last: a costlier stretch shows soon
 
 Measure = Callable[["pd.DataFrame"], "pd.DataFrame"]
@@ -119,11 +120,11 @@ class _Todo:
 def measure(
     plan: Plan,
     measure_chunk: Measure,
-    recording: childruns.Recording | None = None,
+    recording: Recording | None = None,
     *,
     on_start: OnStart | None = None,
     progress: ProgressArg = None,
-    warn: childruns.Warn = errors.warn,
+    warn: Warn = errors.warn,
     chunk_s: float = CHUNK_S,
     release: Callable[[], Mapping[str, Any]] | None = None,
 ) -> pd.DataFrame:
@@ -137,13 +138,13 @@ def measure(
     held before the rows are merged and written, and returns metadata for the file: memcpy's
     buffers are not held while pandas and pyarrow build and write the frame.
     """
-    recording = recording or childruns.Recording()
+    recording = recording or Recording()
     recording.check()
     with shown(plan.experiment, on_start, progress) as (start, step), \
-            childruns.Interrupt() as stop:  # fmt: skip
-        recorder = childruns.Recorder(recording, plan.key, plan.expect(), dict(plan.params),
-                                      dict(plan.meta), warn, flush_s=0.0,
-                                      arrange=plan.arrange)  # fmt: skip
+            Interrupt() as stop:  # fmt: skip
+        recorder = Recorder(recording, plan.key, plan.expect(), dict(plan.params),
+                            dict(plan.meta), warn, flush_s=0.0,
+                            arrange=plan.arrange)  # fmt: skip
         complete = False
         try:
             todo = _Todo.of(plan, recorder.done_keys())

@@ -13,6 +13,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -20,7 +21,10 @@ from perflab import errors
 from perflab.analysis import stats
 from perflab.core.lazy import pd
 from perflab.engine import childruns, controls, cpuchoice, spawn
+from perflab.engine.controls import Controls
+from perflab.engine.interrupt import Interrupt, interruptible
 from perflab.engine.progress import ProgressArg, shown
+from perflab.engine.recording import FLUSH_S, Recorder, Recording, Warn
 from perflab.errors import PerflabError
 from perflab.system import limits, machine
 
@@ -32,6 +36,8 @@ REFERENCE_MAX = 0.05
 SLOWER_TOL = 0.02  # parallel runs' median may exceed the sequential one by this much
 NOISIER_TOL = 0.25  # and their spread (IQR) by this much, before perflab says so
 MIN_REFERENCE = 20  # fewer sequential runs on a CPU than this: no verdict for it
+
+PlanT = TypeVar("PlanT", bound=Controls)  # a verb's plan: its run controls and more
 
 
 def lane_cpus(jobs: int, cpus: Sequence[int] | None) -> tuple[int, ...]:
@@ -68,12 +74,12 @@ def default_reference(lanes: int) -> float:
     return min(REFERENCE_MAX, REFERENCE_COST / max(lanes, 1))
 
 
-def reference_share(plan: childruns.Controls) -> float:
+def reference_share(plan: Controls) -> float:
     """The plan's reference share, or the default for its lanes."""
     return default_reference(plan.jobs) if plan.reference is None else plan.reference
 
 
-def with_lanes(plan: childruns.PlanT, cpus: Sequence[int] | None) -> childruns.PlanT:
+def with_lanes(plan: PlanT, cpus: Sequence[int] | None) -> PlanT:
     """The plan with its lanes' CPUs, jobs = how many (a --jobs 0 resumes as the count) and
     its reference share (the default for that many lanes unless one was asked)."""
     chosen = lane_choice(plan.jobs, cpus)
@@ -149,27 +155,27 @@ def _collect_chunk(pipe: spawn.Pipeline, parts: list[Part]) -> list[tuple]:
 
 def _measure_lanes(
     runs: childruns.Runs,
-    controls: childruns.Controls,
+    controls: Controls,
     meta: dict,
-    recording: childruns.Recording | None = None,
+    recording: Recording | None = None,
     *,
     chunk_runs: int = childruns.CHUNK_RUNS,
-    flush_s: float = childruns.FLUSH_S,
+    flush_s: float = FLUSH_S,
     on_start: Callable[[int, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
-    warn: childruns.Warn = errors.warn,
+    warn: Warn = errors.warn,
 ) -> pd.DataFrame:
     """measure with one child per CPU at a time and a sequential reference slice."""
     runs = LaneRuns(**vars(runs))
     ref = reference_mask(runs.prog.size, reference_share(controls), controls.seed)
-    recording = recording or childruns.Recording()
+    recording = recording or Recording()
     with childruns.quiet_options(controls) as options:
         options = replace(options, iterations=runs.iterations)
-        longest = childruns.interruptible(childruns.preflight, runs, options)
+        longest = interruptible(childruns.preflight, runs, options)
         chunk_runs = childruns.runs_per_batch(longest, chunk_runs, flush_s)
         overhead = spawn.timer_overhead()
-        recorder = childruns.Recorder(recording, runs.key, runs.expect(), controls.params(),
-                                      meta, warn, flush_s, executes=runs.executes())  # fmt: skip
+        recorder = Recorder(recording, runs.key, runs.expect(), controls.params(),
+                            meta, warn, flush_s, executes=runs.executes())  # fmt: skip
         todo = childruns._todo(runs, recorder.done_keys())
         runs = runs.starting(todo)
         if on_start:
@@ -181,7 +187,7 @@ def _measure_lanes(
         chunks = [todo[i : i + chunk] for i in range(0, todo.size, chunk)]
         sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
         complete = False
-        with childruns.Interrupt() as stop, childruns.away_from(controls.cpus), \
+        with Interrupt() as stop, childruns.away_from(controls.cpus), \
                 engine.pipeline() as pipe:  # fmt: skip
             try:
                 # Chunks queued in the helper AHEAD at a time: no gap waits for this thread.
@@ -223,7 +229,7 @@ def _measure_lanes(
     return df
 
 
-def lane_meta(controls: childruns.Controls) -> dict:
+def lane_meta(controls: Controls) -> dict:
     """What a parallel result records about its lanes and the tolerances it is judged by."""
     return {
         "jobs": controls.jobs,
@@ -306,8 +312,8 @@ def describe(verdict: dict) -> list[str]:
 
 
 def with_cpus(
-    plan: childruns.PlanT, cpus: Sequence[int] | None, resume: str | os.PathLike | None = None
-) -> childruns.PlanT:
+    plan: PlanT, cpus: Sequence[int] | None, resume: str | os.PathLike | None = None
+) -> PlanT:
     """The plan with its CPUs: those asked for (warned when a real-time task is busy there),
     else those the sweep being resumed from `resume` recorded, else the quietest usable ones,
     chosen by reading what each CPU does now and said in one line (engine/cpuchoice.py).
@@ -330,15 +336,15 @@ def with_cpus(
 
 def measure(
     runs: childruns.Runs,
-    controls: childruns.Controls,
+    controls: Controls,
     meta: dict,
-    recording: childruns.Recording | None = None,
+    recording: Recording | None = None,
     *,
     chunk_runs: int = childruns.CHUNK_RUNS,
-    flush_s: float = childruns.FLUSH_S,
+    flush_s: float = FLUSH_S,
     on_start: Callable[[int, int], None] | None = None,
     progress: ProgressArg = None,
-    warn: childruns.Warn = errors.warn,
+    warn: Warn = errors.warn,
 ) -> pd.DataFrame:
     """Run every planned run not yet recorded, in one lane or one per CPU (--jobs), showing
     progress: the caller's callbacks, nothing with progress=False, else a display that suits

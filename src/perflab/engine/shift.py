@@ -41,7 +41,10 @@ from perflab import errors
 from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.engine import childruns, lanes, spawn
+from perflab.engine.controls import Controls
 from perflab.engine.identity import Executes
+from perflab.engine.interrupt import Interrupt
+from perflab.engine.recording import FLUSH_S, Recorder, Recording, Warn
 from perflab.errors import PerflabError
 from perflab.system import binlayout, compiler, supervisor
 
@@ -311,7 +314,7 @@ Add = Callable[[int, np.ndarray, np.ndarray, bool], None]
 
 
 def _sequential(child: Child, chunks: list[np.ndarray], frames: np.ndarray, add: Add,
-                stop: childruns.Interrupt) -> None:  # fmt: skip
+                stop: Interrupt) -> None:  # fmt: skip
     """One child, chunks queued AHEAD: it starts the next the moment one ends."""
     queued: deque[np.ndarray] = deque()
     following = iter(chunks)
@@ -334,7 +337,7 @@ def _sequential(child: Child, chunks: list[np.ndarray], frames: np.ndarray, add:
 
 
 def _lanes(children: list[Child], chunks: list[np.ndarray], ref: np.ndarray, frames: np.ndarray,
-           add: Add, stop: childruns.Interrupt) -> None:  # fmt: skip
+           add: Add, stop: Interrupt) -> None:  # fmt: skip
     """Per chunk: its parallel points shared among the children, all running at once, then
     each child's share of the reference points alone, one child after the other."""
     n = len(children)
@@ -355,16 +358,16 @@ def _lanes(children: list[Child], chunks: list[np.ndarray], ref: np.ndarray, fra
 
 def measure(
     runs: childruns.Runs,
-    controls: childruns.Controls,
+    controls: Controls,
     meta: dict,
     placement: Placement,
-    recording: childruns.Recording | None = None,
+    recording: Recording | None = None,
     *,
     chunk_points: int = CHUNK_POINTS,
-    flush_s: float = childruns.FLUSH_S,
+    flush_s: float = FLUSH_S,
     on_start: Callable[[int, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
-    warn: childruns.Warn = errors.warn,
+    warn: Warn = errors.warn,
 ) -> pd.DataFrame:
     """Run every planned point not yet recorded in shift children (one, or one per lane with
     --jobs and its sequential reference slice), journaled as the exec engine's runs are.
@@ -379,9 +382,9 @@ def measure(
     sizes = np.asarray(runs.sizes, dtype=np.int64)
     executes = Executes([*runs.programs, (placement.binary,)], runs.env, runs.var)
     overhead = spawn.timer_overhead()
-    recorder = childruns.Recorder(recording or childruns.Recording(), runs.key, runs.expect(),
-                                  controls.params(), meta, warn, flush_s,
-                                  executes=executes)  # fmt: skip
+    recorder = Recorder(recording or Recording(), runs.key, runs.expect(),
+                        controls.params(), meta, warn, flush_s,
+                        executes=executes)  # fmt: skip
     todo = childruns._todo(runs, recorder.done_keys())
     extra: dict[str, Any] = {
         "timer_overhead_ticks": overhead,
@@ -397,7 +400,7 @@ def measure(
     step = max(chunk_points, 1) * len(per_child)
     chunks = [todo[i : i + step] for i in range(0, todo.size, step)]
     complete = False
-    with supervisor.Supervisor() as sup, childruns.Interrupt() as stop, \
+    with supervisor.Supervisor() as sup, Interrupt() as stop, \
             childruns.away_from(controls.cpus):  # fmt: skip
         children: list[Child] = []
         try:

@@ -11,8 +11,9 @@ import numpy as np
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, inprocess
+from perflab.engine import controls, inprocess
 from perflab.engine.progress import OnStart, ProgressArg
+from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.system import machine
 
@@ -127,7 +128,7 @@ def run(
         )  # fmt: skip
 
     plan = inprocess.Plan("cswitch", keys, COLUMNS, params, meta)
-    return inprocess.measure(plan, timed, childruns.Recording(output, resume, discard_bad),
+    return inprocess.measure(plan, timed, Recording(output, resume, discard_bad),
                              on_start=on_start, progress=progress)  # fmt: skip
 
 

@@ -25,6 +25,7 @@ from perflab.core.lazy import pd
 from perflab.engine import childruns, controls, lanes, results
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
+from perflab.engine.recording import FLUSH_S, Recording
 from perflab.errors import PerflabError
 from perflab.lab.plans.link_order import MAX_PERMUTATIONS as MAX_PERMUTATIONS
 from perflab.lab.plans.link_order import Plan as Plan
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 KEY = ("perm", "rep")
 BUILTIN_HOT = ("lo_drive", "lo_a", "lo_b", "lo_c")
 CHUNK_RUNS = 64  # ~0.1 s of link-order runs per C call (read at each sweep)
-FLUSH_S = childruns.FLUSH_S
 # Each order's binary is read afresh into the page cache before its first run: one linked now
 # sits in large contiguous folios, one from the cache that exec read back in scattered pages,
 # and that difference between two copies of one binary reads as 1 % (docs/rigorous-compare.md).
@@ -164,7 +164,7 @@ def sweep(
     utime_ns, stime_ns, maxrss_kb, minflt, majflt, nvcsw, nivcsw, cycles, instructions (NaN
     where not counted), exit_code, signal, status, child_errno, strays (docs/env-size.md).
     """
-    recording = childruns.Recording(output, resume, discard_bad)
+    recording = Recording(output, resume, discard_bad)
     recording.check()
     objects = controls.typed_value(objects, tuple[str | os.PathLike, ...], "objects")
     args = controls.typed_value(params.pop("args", ()), tuple[str, ...], "args")

@@ -23,8 +23,9 @@ from numpy.typing import ArrayLike
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, inprocess, results
+from perflab.engine import controls, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
+from perflab.engine.recording import Recording
 from perflab.errors import PerflabError, warn_once, warning
 from perflab.lab import resolution
 from perflab.lab.plans.defaults import PAGE as PAGE
@@ -454,7 +455,7 @@ def run(
             columns, phase = (COLUMNS[0], "repeat", *COLUMNS[1:]), ("repeat",)
         plan = inprocess.Plan("memcpy", keys, columns, params, meta, phase=phase, weight=weight,
                               derive=_rederive)  # fmt: skip
-        return inprocess.measure(plan, copied, childruns.Recording(output, resume, discard_bad),
+        return inprocess.measure(plan, copied, Recording(output, resume, discard_bad),
                                  on_start=on_start, progress=progress,
                                  release=release)  # fmt: skip
 

@@ -14,8 +14,9 @@ import numpy as np
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, inprocess, results
+from perflab.engine import controls, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
+from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab import resolution
 from perflab.lab.plans.defaults import PAGE
@@ -81,7 +82,7 @@ def run(
             "min_sample_steps": resolution.MIN_STEPS}  # fmt: skip
     plan = inprocess.Plan("pagefault", keys, COLUMNS, {"pages": pages, "reps": reps}, meta,
                           unit=("rep",))  # fmt: skip
-    return inprocess.measure(plan, touched, childruns.Recording(output, resume, discard_bad),
+    return inprocess.measure(plan, touched, Recording(output, resume, discard_bad),
                              on_start=on_start, progress=progress)  # fmt: skip
 
 

@@ -17,8 +17,9 @@ import numpy as np
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, inprocess, results
+from perflab.engine import controls, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
+from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab import resolution
 from perflab.system import machine
@@ -116,7 +117,7 @@ def run(
     per: dict[str, int] = {}
     try:
         return inprocess.measure(plan, functools.partial(_timed, path=path, hz=hz, per=per),
-                                 childruns.Recording(output, resume, discard_bad),
+                                 Recording(output, resume, discard_bad),
                                  on_start=on_start, progress=progress)  # fmt: skip
     finally:
         path.unlink(missing_ok=True)

@@ -16,8 +16,9 @@ import numpy as np
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, inprocess, results
+from perflab.engine import controls, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
+from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab import resolution
 from perflab.system import machine
@@ -200,7 +201,7 @@ def run(
             df = _frame(calls, native.warm(len(reps), per), "warm", reps, per)
         return df.assign(ns=df["ticks"] / hz * 1e9)
 
-    return inprocess.measure(plan, timed, childruns.Recording(output, resume, discard_bad),
+    return inprocess.measure(plan, timed, Recording(output, resume, discard_bad),
                              on_start=on_start, progress=progress)  # fmt: skip
 
 

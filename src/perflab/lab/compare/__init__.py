@@ -18,6 +18,7 @@ from perflab.core.lazy import pd
 from perflab.engine import childruns, lanes
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
+from perflab.engine.recording import FLUSH_S, Recording
 from perflab.lab.compare import runs
 from perflab.lab.compare.layouts import LAYOUT as LAYOUT
 from perflab.lab.compare.layouts import NO_PADDING as NO_PADDING
@@ -75,7 +76,6 @@ from perflab.lab.plans.compare import parse_layout
 from perflab.system import machine
 
 CHUNK_RUNS = childruns.CHUNK_RUNS  # read at each comparison: a test may make chunks smaller
-FLUSH_S = childruns.FLUSH_S
 
 # Where a program's file sits in physical memory is whatever its first reader left (large
 # contiguous folios after a copy's write, scattered pages after an exec's faults), the same
@@ -121,7 +121,7 @@ def compare(
     plan = lanes.with_cpus(plan, cpus, output if resume else None).check(
         (len(a.objects), len(b.objects))
     )
-    recording = childruns.Recording(output, resume, discard_bad)
+    recording = Recording(output, resume, discard_bad)
     recording.check()
     if "heap-offset" in plan.varied():
         a, b = _dynamic(a), _dynamic(b)

@@ -13,9 +13,10 @@ from typing import Any
 from perflab.analysis import levels
 from perflab.core import constants
 from perflab.core.lazy import pd
-from perflab.engine import childruns, results
+from perflab.engine import results
 from perflab.engine.childruns import value_column
 from perflab.engine.progress import ProgressArg
+from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab.compare.layouts import draw_setups
 from perflab.lab.compare.sides import Side, _sources
@@ -212,7 +213,7 @@ def to_precision(
     b: Side,
     plan: Plan,
     meta: dict,
-    recording: childruns.Recording,
+    recording: Recording,
     on_start: Callable[[int, int], None] | None,
     progress: ProgressArg,
     warn: Callable[[str], None],
@@ -371,7 +372,7 @@ def _same_plan(recorded: dict, asked: dict, output: object) -> None:
         )
 
 
-def _resumed(recording: childruns.Recording) -> pd.DataFrame | None:
+def _resumed(recording: Recording) -> pd.DataFrame | None:
     """The rows of the interrupted --precision comparison a resume goes on from (None: new)."""
     if recording.resume and recording.output is not None and os.path.exists(recording.output):
         return results.load(recording.output)

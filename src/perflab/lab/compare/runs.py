@@ -11,6 +11,7 @@ import numpy as np
 from perflab.core.lazy import pd
 from perflab.engine import childruns, lanes
 from perflab.engine.identity import Executes
+from perflab.engine.recording import Recording
 from perflab.lab.compare.layouts import LAYOUT, NO_PADDING, Setup
 from perflab.lab.compare.sides import Side, refuse_static
 from perflab.lab.plans.compare import HEAP_DIGITS, RANDOMIZE, Plan
@@ -25,7 +26,7 @@ def measure(
     plan: Plan,
     setups: dict[Setup, int],
     meta: dict,
-    recording: childruns.Recording,
+    recording: Recording,
     sources: Executes | None = None,
     iterations: int | None = None,
     **shown: Any,

@@ -21,6 +21,7 @@ from perflab.engine import childruns, controls, lanes, results, shift, spawn
 from perflab.engine.childruns import status_counts as status_counts
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg, shown
+from perflab.engine.recording import FLUSH_S, Recording
 from perflab.errors import PerflabError
 from perflab.lab.env_size import windows as windows_mod
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN as MAX_ARG_STRLEN
@@ -35,7 +36,6 @@ KEY = ("env_size", "rep")
 COLUMNS = list(KEY) + list(childruns.MEASURED)
 CHUNK_RUNS = childruns.CHUNK_RUNS  # read at each sweep: a test may make chunks smaller
 SHIFT_CHUNK_POINTS = shift.CHUNK_POINTS  # the shift engine's, likewise
-FLUSH_S = childruns.FLUSH_S
 
 
 def resolve_program(
@@ -107,7 +107,7 @@ def sweep(
     given = controls.typed_value(program, tuple[str, ...], "program")  # not one string's letters
     plan = Plan(program=given, **params)
     plan = lanes.with_cpus(plan, cpus, output if resume else None).check()
-    recording = childruns.Recording(output, resume, discard_bad)
+    recording = Recording(output, resume, discard_bad)
     recording.check()
     argv, workload_meta = resolve_program(plan.program, plan.opt, plan.workload)
     plan = replace(plan, workload_digest=workload_meta.get("workload_digest", ""))

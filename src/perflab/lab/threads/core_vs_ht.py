@@ -14,8 +14,9 @@ import perflab.lab.threads as threads  # the package's run_threads: callers may 
 from perflab.analysis import disturbance
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, inprocess, results
+from perflab.engine import controls, inprocess, results
 from perflab.engine.progress import OnStart
+from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, perturbed
 from perflab.lab.threads.runner import COLUMNS, DEFAULT_LOOPS, LOOP_FACTOR, Priority, Progress, prio
@@ -130,7 +131,7 @@ def run(
     plan = inprocess.Plan("core-vs-ht", _keys(list(places.values()), repeat), columns, params,
                           meta, unit=("placement", "rep", "threads"))  # fmt: skip
     with perturbed(perturb):
-        return inprocess.measure(plan, timed, childruns.Recording(output, resume, discard_bad),
+        return inprocess.measure(plan, timed, Recording(output, resume, discard_bad),
                                  on_start=on_start, progress=progress)  # fmt: skip
 
 

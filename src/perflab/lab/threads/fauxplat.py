@@ -13,8 +13,9 @@ import perflab.lab.threads as threads  # the package's run_threads: callers may 
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, inprocess
+from perflab.engine import controls, inprocess
 from perflab.engine.progress import OnStart
+from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, default_perturbations, perturbed
 from perflab.lab.threads.runner import DEFAULT_LOOPS, DEFAULT_STREAM_BYTES, Priority, Progress, prio
@@ -90,7 +91,7 @@ def run(
               **prio(priority), "kernel": kernel, "size": size}  # fmt: skip
     meta = threads.run_metadata("fauxplat", loops, priority, chosen, cpu=cpu, kernel=kernel)
     plan = inprocess.Plan("fauxplat", keys, COLUMNS, params, meta)
-    return inprocess.measure(plan, timed, childruns.Recording(output, resume, discard_bad),
+    return inprocess.measure(plan, timed, Recording(output, resume, discard_bad),
                              on_start=on_start, progress=progress)  # fmt: skip
 
 

@@ -21,6 +21,7 @@ from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.engine import childruns, controls, lanes, results
 from perflab.engine.progress import ProgressArg
+from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab.plans.threads import DEFAULT_ENV as DEFAULT_ENV
 from perflab.lab.plans.threads import PLACEHOLDER as PLACEHOLDER
@@ -92,7 +93,7 @@ def run(
     progress shows on stderr or in Jupyter unless progress=False (or a callable takes it).
     """
     p = plan(command, counts, **params)
-    recording = childruns.Recording(output, resume)
+    recording = Recording(output, resume)
     recording.check()
     limit = trust.floor(p.cpus)
     meta = {

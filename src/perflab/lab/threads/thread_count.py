@@ -11,8 +11,9 @@ import perflab.lab.threads as threads  # the package's run_threads: callers may 
 from perflab.analysis import disturbance
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, inprocess
+from perflab.engine import controls, inprocess
 from perflab.engine.progress import OnStart
+from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, perturbed
 from perflab.lab.threads.runner import (
@@ -101,7 +102,7 @@ def run(
     columns = ("threads", "rep", *COLUMNS, "bytes", "status")
     plan = inprocess.Plan("threads", keys, columns, params, meta, unit=("rep", "threads"))
     with perturbed(perturb):
-        return inprocess.measure(plan, timed, childruns.Recording(output, resume, discard_bad),
+        return inprocess.measure(plan, timed, Recording(output, resume, discard_bad),
                                  on_start=on_start, progress=progress)  # fmt: skip
 
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 from conftest import compile_children
 
-from perflab.analysis import levels
+from perflab.analysis import repetitions
 from perflab.cli import cli
 from perflab.core import constants
 from perflab.engine import results
@@ -272,7 +272,7 @@ def test_a_plans_predicted_time_holds_the_round_about_to_run():
     # The looped pilot's 15 layouts did not reach, though the plan reads 11 as enough: the round
     # that follows (a quarter more, 3 layouts) is in every outcome.
     predicted, low, high = compare.predicted_time(17.0, 11, 15, 1.0)
-    most = levels.variance_ratio_range(14, 0.9)[1]
+    most = repetitions.variance_ratio_range(14, 0.9)[1]
     assert predicted == low == 20.0 and high == pytest.approx(17.0 + 11 * most - 15)
 
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import compile_children
 
-from perflab.analysis import levels
+from perflab.analysis import repetitions
 from perflab.cli import cli
 from perflab.engine import results
 from perflab.reports import diff
@@ -76,7 +76,7 @@ def test_each_point_is_told_the_runs_its_measured_spread_needs(sweeps):
     for size, row in t.iterrows():
         x, y = (f.loc[f["env_size"] == size, "ticks"].to_numpy(float) for f in (a, b))
         spread = 1.4826 * np.median(np.concatenate([_spread(x), _spread(y)]))
-        want = levels.runs_for_spreads(np.array([spread]), 0.1, out["level_per_point"],
+        want = repetitions.runs_for_spreads(np.array([spread]), 0.1, out["level_per_point"],
                                        out["power"], "median")[0]  # fmt: skip
         assert row["runs_needed"] == max(want, fewest), (size, spread)
     open_ = t[(t["change"] == "") & (t["runs_needed"] > 6)]

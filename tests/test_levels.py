@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from perflab.analysis import levels
+from perflab.analysis import levels, repetitions
+from perflab.analysis.trimmed import trimmed_interval, trimmed_means, trimmed_variance
 from perflab.errors import PerflabError
 
 
@@ -52,7 +53,7 @@ def test_the_median_plan_is_the_closed_form_from_recovered_components():
     """Layouts that cost 100 pairs: sqrt(c_L / c_p * var_pair / var_layout) pairs a layout."""
     rng = np.random.default_rng(12)
     c = levels.paired_ratio_components(pairs(rng, 3000, 4, 0.01, 0.03, 0.0), "ticks")
-    p = levels.plan(c, (1.0, 0.01), 0.005)
+    p = repetitions.plan(c, (1.0, 0.01), 0.005)
     closed = math.sqrt(1.0 / 0.01 * math.pi / 2 * c.variances[1] / c.variances[0])
     assert p.optimum == pytest.approx((closed,))
     true = math.sqrt(100 * math.pi / 2 * 2 * 0.03**2 / 0.01**2)  # the same from the true ones
@@ -70,7 +71,7 @@ def test_the_mean_of_layouts_covers_the_true_ratio_at_its_rate_through_disturbed
     for _ in range(200):
         df = pairs(rng, layouts, 3, 0.01, 0.02, 0.03, disturbed=0.05)
         d = levels.paired_ratios(df, "ticks", "setup")["log_ratio"]
-        _, lo, hi = levels.trimmed_interval(d, 0.9)
+        _, lo, hi = trimmed_interval(d, 0.9)
         hits += lo < 0.03 < hi
     # 200 experiments at 90 %: 80-97 % holds with probability > 0.999 for a correct interval.
     assert 160 <= hits <= 194
@@ -83,12 +84,12 @@ def test_a_trimmed_mean_over_layouts_covers_through_wild_layouts_and_plans_from_
     hits = 0
     for _ in range(200):
         d = 0.03 + rng.normal(0, 0.01, 20) + rng.choice([-0.3, 0.3], 20) * (rng.random(20) < 0.1)
-        _, lo, hi = levels.trimmed_interval(d, 0.9, trim=0.2)
+        _, lo, hi = trimmed_interval(d, 0.9, trim=0.2)
         hits += lo < 0.03 < hi
     assert 160 <= hits <= 194
     x = 0.03 + rng.normal(0, 0.01, (4000, 20))
-    assert levels.trimmed_variance(x.ravel(), 0.2) / 20 == pytest.approx(
-        np.var(levels.trimmed_means(x, 0.2)), rel=0.1
+    assert trimmed_variance(x.ravel(), 0.2) / 20 == pytest.approx(
+        np.var(trimmed_means(x, 0.2)), rel=0.1
     )
 
 
@@ -124,7 +125,7 @@ def test_pairs_cancel_what_a_host_spell_does_to_both_of_their_runs():
     hits = 0
     for _ in range(200):
         d = levels.paired_ratios(spells(rng, 10, 4, 0.01, 0.03), "ticks", "setup")["log_ratio"]
-        _, lo, hi = levels.trimmed_interval(d, 0.9)
+        _, lo, hi = trimmed_interval(d, 0.9)
         hits += lo < 0.03 < hi
     assert 160 <= hits <= 194
 
@@ -161,7 +162,7 @@ def test_planned_counts_are_the_integer_optimum_and_the_fewest_outermost_units(
         costs[0] = 0.0
     names = tuple(f"l{i}" for i in range(var.size))
     comp = levels.Components("log(x)", names, tuple(var), tuple(var), (1,) * var.size)
-    p = levels.plan(comp, costs, half_width, confidence=0.95)
+    p = repetitions.plan(comp, costs, half_width, confidence=0.95)
     bound = {2: 60, 3: 30, 4: 12}[var.size]
     lower = p.counts[1:]
     if max(lower) > bound // 2 or max(p.optimum) > bound // 2:
@@ -185,7 +186,7 @@ def test_the_closed_form_is_the_real_optimum():
     """r_i = sqrt(c_{i-1}/c_i * T_i^2 / T_{i-1}^2): no point of a fine grid does better."""
     var, costs = np.array([4e-4, 9e-4, 1e-4]), np.array([5.0, 0.2, 0.001])
     comp = levels.Components("log(x)", ("a", "b", "c"), tuple(var), tuple(var), (1, 1, 1))
-    r = levels.plan(comp, costs, 0.01).optimum
+    r = repetitions.plan(comp, costs, 0.01).optimum
     assert r == pytest.approx([math.sqrt(5 / 0.2 * 9 / 4), math.sqrt(0.2 / 0.001 * 1 / 9)])
     x, y = np.meshgrid(np.geomspace(1, 50, 400), np.geomspace(1, 50, 400))
     q = np.stack([np.ones_like(x), x, x * y], axis=-1)
@@ -196,17 +197,17 @@ def test_the_closed_form_is_the_real_optimum():
 def test_a_plan_beats_the_fixed_design_it_is_weighed_against():
     """Layouts dominate and cost little: many layouts of one run each, not 10 x 10."""
     comp = levels.Components("log(B/A)", ("layout", "run"), (8e-4, 1e-4), (8e-4, 1e-4), (1, 1))
-    p = levels.plan(comp, (0.01, 1.0), 0.01)
+    p = repetitions.plan(comp, (0.01, 1.0), 0.01)
     assert p.counts[1] == 1 and p.fixed.counts == (10, 10)
     assert p.half_width <= 0.01 < p.fixed.half_width and p.time < p.fixed.time
-    same = levels.predict(comp, (0.01, 1.0), (10, 10))
+    same = repetitions.predict(comp, (0.01, 1.0), (10, 10))
     assert same == p.fixed and same.time == pytest.approx(10 * 0.01 + 100)
 
 
 def test_a_variances_range_holds_the_true_one_at_its_rate():
     # A pilot's 10 layouts estimate their variance with 9 degrees of freedom: true/estimated
     # falls in the 90 % range 9 times in 10, whatever the true variance.
-    low, high = levels.variance_ratio_range(9, 0.9)
+    low, high = repetitions.variance_ratio_range(9, 0.9)
     assert (low, high) == pytest.approx((0.5319, 2.7067), abs=1e-4)
     rng = np.random.default_rng(11)
     draws = rng.normal(0, 3.0, size=(20000, 10)).var(axis=1, ddof=1)
@@ -233,7 +234,7 @@ def test_the_distributions_are_the_closed_forms_and_the_tables():
 
     def t_of(p: float, df: int) -> float:  # the t a trimmed_interval over df + 1 units used
         x = np.arange(df + 1.0) ** 1.5
-        _, lo, hi = levels.trimmed_interval(x, 2 * p - 1)
+        _, lo, hi = trimmed_interval(x, 2 * p - 1)
         return (hi - lo) / 2 / math.sqrt(np.var(x, ddof=1) / x.size)
 
     for df, p in itertools.product((1, 2, 4), (0.6, 0.9, 0.95, 0.975, 0.995, 0.9995)):
@@ -248,12 +249,14 @@ def test_the_distributions_are_the_closed_forms_and_the_tables():
         tail = (1 - c) / 2
         exact_1 = (1 / normal.inv_cdf(1 - tail / 2) ** 2, 1 / normal.inv_cdf(0.5 + tail / 2) ** 2)
         exact_2 = (1 / -math.log(tail), 1 / -math.log(1 - tail))  # chi2(2) is exponential
-        assert levels.variance_ratio_range(1, c) == pytest.approx(exact_1, rel=1e-9)
-        assert levels.variance_ratio_range(2, c) == pytest.approx(exact_2, rel=1e-9)
+        assert repetitions.variance_ratio_range(1, c) == pytest.approx(exact_1, rel=1e-9)
+        assert repetitions.variance_ratio_range(2, c) == pytest.approx(exact_2, rel=1e-9)
     table = {(9, 0.9): (3.3251, 16.9190), (30, 0.9): (18.4927, 43.7730),
              (100, 0.95): (74.2219, 129.5612), (200, 0.95): (162.7280, 241.0579)}  # fmt: skip
     for (df, c), (lo, hi) in table.items():
-        assert levels.variance_ratio_range(df, c) == pytest.approx((df / hi, df / lo), rel=1e-5)
+        assert repetitions.variance_ratio_range(df, c) == pytest.approx(
+            (df / hi, df / lo), rel=1e-5
+        )
 
     def layouts(*groups: list[float]) -> pd.Series:
         index = [(g, i) for g, values in enumerate(groups) for i in range(len(values))]
@@ -275,7 +278,7 @@ def test_the_distributions_are_the_closed_forms_and_the_tables():
 
 
 def runs_needed(spread: float, change: float, statistic: str = "mean") -> int:
-    return int(levels.runs_for_spreads(np.array([spread]), change, 0.95, 0.8, statistic)[0])
+    return int(repetitions.runs_for_spreads(np.array([spread]), change, 0.95, 0.8, statistic)[0])
 
 
 def test_runs_needed_is_the_normal_approximation_and_has_its_power():
@@ -301,12 +304,12 @@ def test_what_cannot_be_estimated_is_one_line():
     with pytest.raises(PerflabError, match="no column 'side'"):
         levels.paired_ratio_components(df, "ticks")
     with pytest.raises(PerflabError, match="no variance range"):
-        levels.variance_ratio_range(0, 0.9)
+        repetitions.variance_ratio_range(0, 0.9)
     with pytest.raises(PerflabError, match="runs needed"):
-        levels.runs_for_spreads(np.array([0.1]), 0.0, 0.95, 0.8)
+        repetitions.runs_for_spreads(np.array([0.1]), 0.0, 0.95, 0.8)
     comp = levels.Components("log(x)", ("a", "b"), (1e-4, 1e-4), (1e-4, 1e-4), (1, 1))
     with pytest.raises(PerflabError, match="costs"):
-        levels.plan(comp, (1.0, 0.0), 0.01)
+        repetitions.plan(comp, (1.0, 0.0), 0.01)
 
 
 def looped(rng, layouts, n, k, sds, delta, spiked=0.0, warm=0.0) -> pd.DataFrame:
@@ -412,7 +415,7 @@ def test_the_planned_iterations_and_pairs_are_the_integer_optimum_of_the_three_l
     comp = levels.Components("log(B/A)", ("setup", "pair", "iteration"), (1e-4, 4e-4, 2e-3),
                              (1e-4, 4e-4, 2e-3), (1, 1, 1), "median")  # fmt: skip
     costs = (0.5, 0.05, 0.01)
-    p = levels.plan(comp, costs, 0.005, least=(10, 4, 1), most_inner=64)
+    p = repetitions.plan(comp, costs, 0.005, least=(10, 4, 1), most_inner=64)
     assert p.optimum[1] == pytest.approx(math.sqrt(0.05 / 0.01 * math.pi / 2 * 2e-3 / 4e-4))
     per_layout = [
         ((costs[0] + n * (costs[1] + r * costs[2])) * comp.variance((1, n, r)), n, r)
@@ -429,7 +432,7 @@ def test_the_planned_iterations_and_pairs_are_the_integer_optimum_of_the_three_l
         + costs[1] * p.counts[0] * p.counts[1]
         + costs[2] * math.prod(p.counts)
     )
-    capped = levels.plan(comp, (0.5, 50.0, 0.01), 0.005, least=(10, 4, 1), most_inner=64)
+    capped = repetitions.plan(comp, (0.5, 50.0, 0.01), 0.005, least=(10, 4, 1), most_inner=64)
     assert capped.counts[2] == 64  # an expensive process asks for more than a run can report
 
 
@@ -439,7 +442,7 @@ def test_the_interval_over_layouts_covers_the_true_ratio_at_its_rate_with_iterat
     for _ in range(200):
         df = looped(rng, 10, 4, 6, (0.01, 0.01, 0.03), 0.03, spiked=0.1)
         d = levels.paired_ratios(df, "ticks", "setup")["log_ratio"]
-        _, lo, hi = levels.trimmed_interval(d, 0.9)
+        _, lo, hi = trimmed_interval(d, 0.9)
         hits += lo < 0.03 < hi
     # 200 experiments at 90 %: 80-97 % holds with probability > 0.999 for a correct interval.
     assert 160 <= hits <= 194
@@ -449,9 +452,10 @@ def test_scipy_loads_only_when_a_distribution_is_asked_for():
     """scipy.stats takes a second to import: the modules that use it, and compare over them,
     import it inside the functions, so neither `perflab --help` nor a verb's start waits."""
     code = (
-        "import sys\nimport perflab.analysis.levels, perflab.analysis.stats, perflab.lab.compare\n"
+        "import sys\nimport perflab.lab.compare\n"
+        "from perflab.analysis import levels, repetitions, stats, trimmed\n"
         "print('scipy' in sys.modules)\n"
-        "perflab.analysis.levels.variance_ratio_range(3, 0.9)\nprint('scipy' in sys.modules)"
+        "repetitions.variance_ratio_range(3, 0.9)\nprint('scipy' in sys.modules)"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from perflab import errors
-from perflab.analysis import levels, stats
+from perflab.analysis import repetitions, stats
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab import registry
@@ -304,7 +304,7 @@ def compare_frames(
     spread = out.pop("spread").to_numpy(float)
     known = np.isfinite(spread)
     runs = np.zeros(len(out), dtype=np.int64)
-    runs[known] = levels.runs_for_spreads(spread[known], change, level, POWER, "median")
+    runs[known] = repetitions.runs_for_spreads(spread[known], change, level, POWER, "median")
     out["runs_needed"] = np.where(known, np.maximum(runs, fewest_runs(level, method)), 0)
     out.attrs.update(level=level, confidence=confidence, points=len(keys), method=method,
                      change=change, power=POWER)  # fmt: skip

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from perflab.analysis import levels
+from perflab.analysis import levels, repetitions
 from perflab.core import constants
 from perflab.core.lazy import pd
 from perflab.engine import results
@@ -73,7 +73,7 @@ class Step:
 class Design:
     """Where a --precision comparison stands between rounds, and what it runs next: a pilot of
     PILOT, then as many layouts of as many pairs as Kalibera and Jones's plan asks from the
-    variance of the layouts' B/A and the costs measured so far (analysis/levels.py), re-planned
+    variance of the layouts' B/A and the costs measured so far (analysis/repetitions.py), re-planned
     after every round (next_round), until B/A's interval reaches plan.precision or the budget
     is spent (_why_stop). A resume goes on from the rows and record its file holds, with the
     budget anew. It runs nothing: each round's rows are given to it (ran)."""
@@ -166,9 +166,9 @@ class Design:
         comparison's time."""
         looped = len(parts.levels) > 2
         self.most = _most_iterations(self.plan, self.costs)
-        planned = levels.plan(parts, self.costs[: len(parts.levels)], self.plan.precision,
-                              CONFIDENCE, least=(*PILOT, 1)[: len(parts.levels)],
-                              most_inner=self.most)  # fmt: skip
+        planned = repetitions.plan(parts, self.costs[: len(parts.levels)], self.plan.precision,
+                                   CONFIDENCE, least=(*PILOT, 1)[: len(parts.levels)],
+                                   most_inner=self.most)  # fmt: skip
         if self.rounds and self.rounds[-1].planned is None:
             self.rounds[-1].planned = planned.counts
         layouts, pairs = planned.counts[:2]
@@ -287,7 +287,7 @@ def predicted_time(spent: float, layouts: int, run: int, cost: float) -> list[fl
     PREDICTION_CONFIDENCE: the layouts it needs scale with their variance, estimated from the
     `run` so far; and as the runs so far did not reach, the round about to run is part of any
     outcome, even where the plan reads them as enough."""
-    spread = levels.variance_ratio_range(run - 1, PREDICTION_CONFIDENCE)
+    spread = repetitions.variance_ratio_range(run - 1, PREDICTION_CONFIDENCE)
     return [spent + max(layouts * f - run, _next_round(run, layouts)) * cost
             for f in (1.0, *spread)]  # fmt: skip
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from perflab.analysis import levels, stats
+from perflab.analysis import levels, repetitions, stats
+from perflab.analysis.trimmed import trimmed_interval
 from perflab.core.lazy import pd
 from perflab.engine import results
 from perflab.engine.childruns import value_column
@@ -58,7 +59,7 @@ def interval(
     interval is its pairs' median's, from order statistics: an interval of that layout."""
     per = levels.paired_ratios(ok, value, "setup")
     if len(per) >= 2:
-        centre, lo, hi = levels.trimmed_interval(per["log_ratio"], confidence, TRIM)
+        centre, lo, hi = trimmed_interval(per["log_ratio"], confidence, TRIM)
         return math.exp(centre), math.exp(lo), math.exp(hi)
     d = levels.pair_log_ratios(ok, value, "setup")
     centre, lo, hi = stats.median_interval(d, confidence)
@@ -364,10 +365,10 @@ def fewest_pairs(confidence: float) -> int:
 def pairs_needed(pair_variance: float, change: float, confidence: float = 0.95) -> int:
     """Pairs a setup would need for its interval (pair_interval) to exclude 1 with probability
     POWER when B is `change` slower, from the variance of one pair's log B/A: the normal
-    approximation for a median (levels.runs_for_spreads, whose per-side spread is half the
+    approximation for a median (repetitions.runs_for_spreads, whose per-side spread is half the
     pair's variance), and never fewer than fewest_pairs."""
     spread = np.array([math.sqrt(pair_variance / 2)])
-    need = int(levels.runs_for_spreads(spread, change, confidence, POWER, "median")[0])
+    need = int(repetitions.runs_for_spreads(spread, change, confidence, POWER, "median")[0])
     return max(need, fewest_pairs(confidence))
 
 

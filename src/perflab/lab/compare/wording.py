@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from perflab.analysis import levels
+from perflab.analysis import levels, repetitions
 from perflab.analysis.summary import Summary, Table
 from perflab.core import constants
 from perflab.core.lazy import pd
@@ -210,8 +210,8 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
         each = [costs["layout"], costs["pair"], costs.get("iteration", 0.0)]
         looped = len(parts.levels) > 2
         pilot = int(rounds[0].get("iterations", 1)) if rounds else 1
-        fixed = levels.predict(parts, each[: len(parts.levels)], (10, 10, pilot)[: len(each)]
-                               if looped else (10, 10))  # fmt: skip
+        fixed = repetitions.predict(parts, each[: len(parts.levels)], (10, 10, pilot)[: len(each)]
+                                    if looped else (10, 10))  # fmt: skip
     except PerflabError:
         return out
     planned = next((r["planned"] for r in reversed(rounds) if r["planned"]), None)

@@ -8,18 +8,10 @@ from collections.abc import Sequence
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import (
-    Count,
-    campaign_verb,
-    check_paths,
-    cluster_options,
-    emit_json,
-    output_options,
-    print_result,
-    record_path,
-    resume_option,
-    table,
-)
+from perflab.cli.options import check_paths, cluster_options, output_options, resume_option
+from perflab.cli.params import Count
+from perflab.cli.printing import emit_json, print_result, table
+from perflab.cli.running import campaign_verb, record_path
 from perflab.engine import controls
 
 

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import emit_json, table
+from perflab.cli.printing import emit_json, table
 from perflab.errors import PerflabError
 
 if TYPE_CHECKING:

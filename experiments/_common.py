@@ -9,7 +9,7 @@ from typing import NoReturn
 
 import pandas as pd
 
-from perflab import machine, results
+from perflab import machine, provenance, results
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 SHARED_NOTE = "2-CPU KVM guest shared with other work: expect noise"
@@ -50,7 +50,7 @@ def save(df: pd.DataFrame, args, stem: str, **extra) -> Path:
     """Save a tidy frame with the metadata its run() attached plus the gallery's run mode."""
     # clocks.read_costs still returns a bare frame (issue 14 gives it run()): only such a frame
     # gets the machine's metadata here.
-    base = results.metadata(df) or machine.metadata()
+    base = results.metadata(df) or provenance.metadata()
     meta = {**base, "gallery": stem, "quick": args.quick}
     meta.update(extra)
     path = results.save(results.attach(df, meta), args.out / f"{stem}.parquet")

@@ -45,7 +45,7 @@ def clocks_cmd(
     """Resolution, value and read cost of every clock and TSC method; TSC trust verdict."""
     from perflab.engine import results
     from perflab.lab import clocks
-    from perflab.system import machine
+    from perflab.system import provenance
 
     selected = clocks.resolve(names) if names else None
     check_paths(output, plot_path)
@@ -60,7 +60,7 @@ def clocks_cmd(
     table = clocks.cost_table(costs)
     # What the verb measures beside the reads goes in the file too, so a report shows it all.
     meta = {
-        **machine.metadata(),
+        **provenance.metadata(),
         "experiment": "clocks",
         "unit": "ns",
         "resolution": res.to_dict(orient="records"),

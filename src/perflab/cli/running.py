@@ -149,11 +149,11 @@ def campaign_verb(
 ) -> tuple[pd.DataFrame, campaigns.Outcome]:
     """A --cluster run of any verb: journaled by (host, point), resumable, refusals said once."""
     from perflab.engine import campaigns
-    from perflab.system import machine
+    from perflab.system import provenance
 
     output, resuming = record
     bars = Bars()
-    meta = {**machine.metadata(), **(extra_meta or {}), "experiment": f"{experiment} campaign"}
+    meta = {**provenance.metadata(), **(extra_meta or {}), "experiment": f"{experiment} campaign"}
     try:
         df, out = campaigns.run_journaled(
             measure, points, cluster, hosts, output, {**params, "cluster": cluster,

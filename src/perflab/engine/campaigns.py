@@ -22,7 +22,7 @@ from perflab.core.lazy import pd
 from perflab.engine import results
 from perflab.engine.journal import Expect, Journal
 from perflab.errors import PerflabError
-from perflab.system import machine
+from perflab.system import provenance
 
 # A loaded scheduler can miss a heartbeat: a worker is dead once gone this long.
 WORKER_GRACE_S = 2.0
@@ -73,7 +73,7 @@ def measure_point(measure: Measure, point: Mapping[str, Any], label: str) -> pd.
         start = time.time_ns()
         df = measure(**point)
         end = time.time_ns()
-    meta = machine.metadata()
+    meta = provenance.metadata()
     df = df.copy()
     for key, value in point.items():
         df[key] = value

@@ -31,7 +31,7 @@ from perflab.engine import journal, results, spawn
 from perflab.engine.controls import Controls as Controls
 from perflab.engine.journal import Expect
 from perflab.errors import PerflabError, Stopped
-from perflab.system import machine
+from perflab.system import machine, settings
 
 CHUNK_RUNS = 512  # runs per C call: ~0.3 s of short runs; a stop ends a batch between two runs
 FLUSH_S = 1.0  # rows reach the disk at least this often: a kill -9 loses about a second
@@ -163,7 +163,7 @@ def rt_throttled_once(
     """Real-time runs longer than the kernel's real-time runtime: no rest between runs keeps
     its throttle out of them (csrc/spawn.c, rest_before), so say so once and record it."""
     granted = runs["wall_ns"][runs["rt_errno"] == 0]
-    bandwidth = machine.rt_bandwidth() if options.rt and granted.size else None
+    bandwidth = settings.rt_bandwidth() if options.rt and granted.size else None
     if bandwidth is None or "rt_throttled" in extra or granted.max() <= bandwidth[0]:
         return
     said = {

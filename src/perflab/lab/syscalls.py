@@ -21,7 +21,7 @@ from perflab.engine import childruns, controls, inprocess, results
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError
 from perflab.lab import resolution
-from perflab.system import machine
+from perflab.system import machine, provenance
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -99,7 +99,7 @@ def run(
     hz, _ = machine.tsc_hz()
     path = _scratch_file(directory)
     meta = {
-        **machine.metadata(),
+        **provenance.metadata(),
         "experiment": "syscalls",
         "trials": trials,
         "io_bytes": IO_BYTES,

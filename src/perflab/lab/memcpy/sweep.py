@@ -22,7 +22,7 @@ from perflab.engine.progress import OnStart, ProgressArg
 from perflab.errors import PerflabError, warn_once, warning
 from perflab.lab import resolution
 from perflab.lab.plans.defaults import PAGE
-from perflab.system import machine
+from perflab.system import machine, provenance
 
 KERNELS = bindings.COPY_KERNELS
 MAX_BYTES = 1 << 34
@@ -379,7 +379,7 @@ def run(
         if lock and not locked.locked:
             warn_once(warning("mlock_refused", error=locked.error))
         meta = {
-            **machine.metadata(),
+            **provenance.metadata(),
             "experiment": "memcpy",
             **chosen,
             **(extra_meta or {}),

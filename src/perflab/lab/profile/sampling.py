@@ -27,6 +27,7 @@ from perflab.system import (
     machine,
     perfsamples,
     proctasks,
+    provenance,
     stracelog,
     supervisor,
     taskstats,
@@ -378,7 +379,7 @@ def run(
         tgid = {r["tid"]: r["pid"] for r in rows}
         syscalls.insert(0, "pid", [tgid.get(t, -1) for t in syscalls["tid"]])
     meta = {
-        **machine.metadata(),
+        **provenance.metadata(),
         "experiment": "profile",
         "profiled": list(argv),
         "mechanism": "/proc readings every interval, the leader read as a zombie, wait4 totals"

@@ -25,10 +25,11 @@ from perflab.lab.profile.report import (
     syscalls,
     timeline,
 )
-from perflab.lab.profile.sampling import BETWEEN, Interrupted, run
+from perflab.lab.profile.sampling import BETWEEN, INTERVAL_S, Interrupted, run
 
 __all__ = [
     "BETWEEN",
+    "INTERVAL_S",
     "Interrupted",
     "causes",
     "overview",

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from perflab.assertions import claims, comparison
+from perflab.assertions import claims
 from perflab.engine import placement, timing
 from perflab.errors import PerflabError
 from perflab.system import compiler
@@ -218,7 +218,7 @@ def main() -> None:
                 print(f"{case}: {len(errors)} trials refused: {errors[0]['verdict']}")
             rows = [r for r in rows if r not in errors]
             n = len(rows)
-            decided = [r for r in rows if r["verdict"] != comparison.INCONCLUSIVE]
+            decided = [r for r in rows if r["verdict"] != claims.INCONCLUSIVE]
             if case in TWINS:
                 lo, hi = clopper_pearson(len(decided), n)
                 print(
@@ -226,7 +226,7 @@ def main() -> None:
                     f"{f'[{lo:.1%}, {hi:.1%}]':>17}"
                 )
             else:
-                right = [r for r in rows if r["verdict"] == comparison.PASS]
+                right = [r for r in rows if r["verdict"] == claims.PASS]
                 secs = statistics.median(r["seconds"] for r in right) if right else math.nan
                 print(f"{case:<18}{'':>9}{'':>8}{'':>17}{len(right) / n:>9.1%}{secs:>10.4f}")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")

@@ -300,12 +300,12 @@ def test_a_fixed_design_at_one_count_of_iterations_says_it_cannot_split_them(pro
 def test_real_time_runs_are_planned_no_longer_than_the_kernels_runtime_allows():
     """An encoder iteration of 45 ms planned 64 times a run made 2.9 s real-time runs, which
     the kernel paused inside every run; a run is held inside RT_SHARE of its runtime."""
-    from perflab.system import machine
+    from perflab.system import settings
 
     costs = [0.0, 0.01, 0.09]  # a layout, a pair's starts, an iteration of both sides (s)
     free = compare.Plan(rt=False)
     assert compare._most_iterations(free, costs) == constants.MAX_ITERATIONS
-    bandwidth = machine.rt_bandwidth()
+    bandwidth = settings.rt_bandwidth()
     held = compare._most_iterations(compare.Plan(rt=True), costs)
     if bandwidth is None:  # the kernel does not throttle: nothing to stay inside
         assert held == constants.MAX_ITERATIONS

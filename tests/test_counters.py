@@ -17,9 +17,9 @@ from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import counters as counters_experiment
 from perflab.lab import threads
-from perflab.system import counters, machine
+from perflab.system import counters, machine, pmu
 
-NO_PMU = not machine.hardware_counters()
+NO_PMU = not pmu.hardware_counters()
 HARDWARE = ["cycles", "instructions", "ref-cycles"]
 # perf_event_paranoid 3 (Debian's default) or 4 refuse even software events to a plain user.
 SOFTWARE = bool(counters.available().set_index("event").loc["task-clock", "supported"])
@@ -37,10 +37,10 @@ def test_hardware_events_are_reported_unsupported_never_zero():
             r"not supported here \((ENOENT|EOPNOTSUPP|EACCES)", table.loc[name, "status"]
         )
         # the real cause: no PMU where the kernel lists none, paranoid only where it forbids
-        if not machine.core_pmu():
-            assert machine.NO_PMU in table.loc[name, "status"]
+        if not pmu.core_pmu():
+            assert pmu.NO_PMU in table.loc[name, "status"]
         if "paranoid" in table.loc[name, "status"]:
-            assert machine.perf_paranoid() > 2 and not machine.perf_privileged()
+            assert pmu.perf_paranoid() > 2 and not pmu.perf_privileged()
 
 
 @pytest.mark.skipif(not NO_PMU, reason="this machine has hardware counters")

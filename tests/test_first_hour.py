@@ -14,7 +14,7 @@ import perflab
 from perflab.cli import cli
 from perflab.lab import pagefault, trig
 from perflab.reports import report
-from perflab.system import machine
+from perflab.system import machine, pmu
 
 IMPORT_ROOT = str(Path(perflab.__file__).resolve().parents[1])
 
@@ -55,10 +55,10 @@ def test_md_alone_writes_markdown_to_stdout_and_a_result_after_it_is_refused(sav
 def test_the_no_pmu_reason_is_short_in_tables_and_said_once():
     out = CliRunner().invoke(cli, ["counters"])
     assert out.exit_code == 0, out.output
-    assert out.output.count(machine.NO_PMU_WHY) == (0 if machine.core_pmu() else 1)
-    table = [line for line in out.output.splitlines() if machine.NO_PMU_WHY not in line]
+    assert out.output.count(pmu.NO_PMU_WHY) == (0 if pmu.core_pmu() else 1)
+    table = [line for line in out.output.splitlines() if pmu.NO_PMU_WHY not in line]
     assert max(map(len, table)) < 120  # no column padded to a paragraph
-    assert len(machine.NO_PMU) < 20
+    assert len(pmu.NO_PMU) < 20
 
 
 def test_every_call_is_in_the_table_of_most_frequent_values():

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from perflab.assertions import claims
 from perflab.cli import VERBS, cli
-from perflab.cli.common import Count, Needs, Number
+from perflab.cli.params import Count, Needs, Number
 from perflab.engine import timing
 from perflab.errors import PerflabError
 from perflab.system import machine

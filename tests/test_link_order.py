@@ -13,7 +13,7 @@ from perflab.cli import cli
 from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import link_order
-from perflab.system import compiler, machine
+from perflab.system import compiler, pmu
 
 SYMBOL_OF = {"main": "lo_drive", "a": "lo_a", "b": "lo_b", "c": "lo_c"}
 
@@ -65,7 +65,7 @@ def test_every_order_is_linked_once_with_its_symbols_in_that_order(tmp_path, mon
     assert len(df) == 48 and set(df["status"]) == {"ok"}
     assert df.groupby("link_order").size().eq(2).all()
     assert (df["ticks"] > 0).all()
-    if not machine.hardware_counters():
+    if not pmu.hardware_counters():
         assert df["cycles"].isna().all()
         assert meta["hardware_counters"].startswith("not supported here")
 

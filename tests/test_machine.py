@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from perflab.cli import cli
 from perflab.core import bindings
 from perflab.errors import PerflabError
-from perflab.system import compiler, machine
+from perflab.system import compiler, machine, pmu, provenance, settings
 
 
 def test_topology_matches_cpu_count_and_sysfs():
@@ -105,7 +105,7 @@ def test_a_calibrated_tsc_rate_is_kept_for_the_boot_only(tmp_path, monkeypatch):
 
 
 def test_metadata_records_the_conditions():
-    meta = machine.metadata()
+    meta = provenance.metadata()
     for key in ("cpu_model", "kernel", "clocksource", "tsc_hz", "aslr_system", "core_digest"):
         assert key in meta
     assert meta["tsc_hz"] > 1e6
@@ -119,27 +119,27 @@ def test_core_pmu_is_the_cpus_own_event_source(tmp_path):
     (x86 / "cpu").mkdir()
     (arm / "armv8_pmuv3_0").mkdir()
     (arm / "armv8_pmuv3_0" / "cpus").write_text("0-3\n")
-    assert machine.core_pmu(vm) == ""  # this machine's kind: a VM given no PMU
-    assert machine.core_pmu(x86) == "cpu"
-    assert machine.core_pmu(arm) == "armv8_pmuv3_0"
-    assert machine.core_pmu(tmp_path / "absent") == ""
+    assert pmu.core_pmu(vm) == ""  # this machine's kind: a VM given no PMU
+    assert pmu.core_pmu(x86) == "cpu"
+    assert pmu.core_pmu(arm) == "armv8_pmuv3_0"
+    assert pmu.core_pmu(tmp_path / "absent") == ""
 
 
 def test_missing_counters_name_their_real_cause():
     """What this machine really has decides the reason: never perf_event_paranoid where no PMU
     is exposed, nor where this user may open events whatever its value."""
-    reason = machine.counters_missing()
-    if machine.hardware_counters():
+    reason = pmu.counters_missing()
+    if pmu.hardware_counters():
         assert reason == ""
-    elif not machine.core_pmu():
-        assert reason == machine.NO_PMU and "paranoid" not in reason
-    forbids = (machine.perf_paranoid() or 0) > 2 and not machine.perf_privileged()
-    refusal = machine.perf_refusal(errno.EACCES)
+    elif not pmu.core_pmu():
+        assert reason == pmu.NO_PMU and "paranoid" not in reason
+    forbids = (pmu.perf_paranoid() or 0) > 2 and not pmu.perf_privileged()
+    refusal = pmu.perf_refusal(errno.EACCES)
     assert refusal.startswith("perf_event_paranoid=") == forbids
     assert refusal.startswith("permission: ") == (not forbids)
-    spoiler = {s.name: s for s in machine.spoilers()}["no hardware counters"]
+    spoiler = {s.name: s for s in settings.spoilers()}["no hardware counters"]
     assert spoiler.present == bool(reason) and (spoiler.detail == reason or not reason)
-    assert machine.report()["hardware_counters_missing"] == reason
+    assert provenance.report()["hardware_counters_missing"] == reason
     shown = CliRunner().invoke(cli, ["machine"]).output
     assert f"hardware counters  {f'not supported here: {reason}' if reason else 'work'}" in shown
 
@@ -147,4 +147,4 @@ def test_missing_counters_name_their_real_cause():
 def test_privilege_is_read_from_the_capabilities():
     status = Path("/proc/self/status").read_text().splitlines()
     caps = next(int(line.split()[1], 16) for line in status if line.startswith("CapEff:"))
-    assert machine.perf_privileged() == bool(caps & (1 << 21 | 1 << 38))
+    assert pmu.perf_privileged() == bool(caps & (1 << 21 | 1 << 38))

@@ -8,7 +8,7 @@ import pytest
 
 from perflab.cli import cli
 from perflab.engine import placement
-from perflab.system import machine
+from perflab.system import machine, placement_floor, provenance
 
 
 @pytest.fixture(scope="module")
@@ -16,11 +16,11 @@ def measured(tmp_path_factory):
     """One real measurement in a cache of this module's own: (the floor, its cache file's text)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-        assert machine.cached_placement_floor() is None
-        assert machine.metadata()["placement_floor_measured"] == "not measured"
+        assert placement_floor.cached_placement_floor() is None
+        assert provenance.metadata()["placement_floor_measured"] == "not measured"
         floor, cached = placement.floor()
         assert not cached
-        yield floor, machine.calibration_path(machine.PLACEMENT_FLOOR).read_text()
+        yield floor, machine.calibration_path(placement_floor.PLACEMENT_FLOOR).read_text()
 
 
 @pytest.fixture
@@ -37,12 +37,12 @@ def test_the_floor_is_measured_once_cached_and_reused(measured, cache):
     assert floor.copies == placement.COPIES > 1  # the library mapped that many times over
     assert floor.timer_step_ticks >= 1 and floor.worst.startswith("placed_")
     assert json.loads(text)["identity"] == machine.identity()
-    path = machine.calibration_path(machine.PLACEMENT_FLOOR)
+    path = machine.calibration_path(placement_floor.PLACEMENT_FLOOR)
     assert path.parent == cache
     path.write_text(text)
     again, cached = placement.floor()
     assert cached and again == floor
-    meta = machine.metadata()
+    meta = provenance.metadata()
     assert meta["placement_floor"] == floor.share
     assert meta["placement_floor_measured"] == floor.measured_at
 
@@ -57,26 +57,26 @@ def test_a_cache_file_that_cannot_be_trusted_is_remeasured(measured, cache, dama
         doc["floor"]["share"] = "0.5"
     elif damage == "one mapping":  # from a perflab that timed the library in one mapping only
         del doc["floor"]["copies"]
-    path = machine.calibration_path(machine.PLACEMENT_FLOOR)
+    path = machine.calibration_path(placement_floor.PLACEMENT_FLOOR)
     path.write_text(text[: len(text) // 2] if damage == "torn" else json.dumps(doc))
-    assert machine.cached_placement_floor() is None
-    assert machine.metadata()["placement_floor"] is None
+    assert placement_floor.cached_placement_floor() is None
+    assert provenance.metadata()["placement_floor"] is None
     if damage != "torn":  # every rejected cache takes the one path measured below
         return
     again, cached = placement.floor()
     assert not cached and again.measured_at >= floor.measured_at
-    assert machine.cached_placement_floor() == again
+    assert placement_floor.cached_placement_floor() == again
 
 
 def test_perflab_machine_shows_the_floor_and_when_it_was_measured(measured, cache, runner):
     floor, text = measured
-    machine.calibration_path(machine.PLACEMENT_FLOOR).write_text(text)
+    machine.calibration_path(placement_floor.PLACEMENT_FLOOR).write_text(text)
     res = runner.invoke(cli, ["machine"])
     assert res.exit_code == 0, res.output
     assert f"placement floor  {floor.sentence()}" in res.output
     assert f"measured {floor.measured_at}, cached" in res.output and "8 placements" in res.output
     res = runner.invoke(cli, ["machine", "--remeasure-floor"])
-    again = machine.cached_placement_floor()
+    again = placement_floor.cached_placement_floor()
     assert again is not None and again != floor and "measured now in" in res.output
     doc = json.loads(runner.invoke(cli, ["machine", "--json"]).output)
     assert doc["placement_floor"]["share"] == again.share and doc["placement_floor"]["cached"]
@@ -93,7 +93,7 @@ def test_perflab_machine_without_a_compiler_says_the_floor_is_not_measured(
         in res.output
         and "placement_floor=" in res.output
     )
-    assert machine.cached_placement_floor() is None
+    assert placement_floor.cached_placement_floor() is None
 
 
 def test_distinct_python_callables_get_this_interpreters_floor_once_per_process(monkeypatch):
@@ -116,7 +116,7 @@ def test_distinct_python_callables_get_this_interpreters_floor_once_per_process(
     given = claims.check_faster(a, b, budget="30s,40", placement_floor=0.5)
     assert given.summary()["placement_floor_kind"] == "python"
     assert "(distinct Python callables)" in table.render(given)
-    assert machine.cached_placement_floor() != floor  # never written to the C floor's cache
+    assert placement_floor.cached_placement_floor() != floor  # never written to the C floor's cache
     same = timing.python_callable(placement._loop)
     assert not timing.distinct_callables(same, same)
     assert claims.check_faster(same, same, budget="30s,40").floor == 0

@@ -13,6 +13,7 @@ import pytest
 from perflab.cli import cli
 from perflab.engine import results
 from perflab.lab import profile
+from perflab.lab.profile import sampling
 from perflab.reports import exporters
 from perflab.system import proctasks, stracelog, taskstats
 from tests.conftest import compile_children
@@ -356,15 +357,16 @@ def test_utilisation_is_never_taken_over_less_than_a_reading():
     (a clock tick) falls after that reading, so its life measures 0; one read twice 3 ms apart."""
     ms = 1_000_000
     tick = proctasks.TICK_NS
-    sampler = profile._Sampler(100, 0, 0)
+    sampler = sampling._Sampler(100, 0, 0)
     for at in range(10, 70, 10):
         _read(sampler, at * ms, 100, 0, at * ms // 2)
     _read(sampler, 33 * ms, 101, 33 * ms // tick * tick + tick, 3 * ms)
     _read(sampler, 45 * ms, 102, 42 * ms, 1 * ms)
     _read(sampler, 48 * ms, 102, 42 * ms, 2 * ms)
     sampler.running_ns = 60 * ms
-    rows = {r["tid"]: r for r in profile._thread_rows(sampler, 70 * ms, set(), interval_ns=10 * ms)}
-    leader, once, brief = rows[100], rows[101], rows[102]
+    rows = sampling._thread_rows(sampler, 70 * ms, set(), interval_ns=10 * ms)
+    by_tid = {r["tid"]: r for r in rows}
+    leader, once, brief = by_tid[100], by_tid[101], by_tid[102]
     assert leader["utilisation"] == pytest.approx(0.5) and not leader["seen_once"]
     assert once["seen_once"] and np.isnan(once["utilisation"]) and once["lifetime_ns"] == 0
     assert not brief["seen_once"] and np.isnan(brief["utilisation"])

@@ -14,6 +14,7 @@ import pytest
 
 from perflab.engine import results
 from perflab.lab import profile as prof
+from perflab.lab.profile import sampling
 from perflab.system import blockcause, proctasks
 from tests.conftest import compile_children, wait_for
 
@@ -196,13 +197,13 @@ def test_ctrl_c_kills_the_program_keeps_its_profile_and_exits_130(tmp_path):
 def test_ctrl_c_as_the_program_starts_stops_its_profile_as_later(monkeypatch):
     """A Ctrl-C between the program's start and the first reading (where the CI host once
     delivered one) kills the program and keeps its profile, as one a moment later does."""
-    sampler = prof._Sampler
+    sampler = sampling._Sampler
 
     def interrupted_as_it_starts(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGINT)
         return sampler(*args, **kwargs)
 
-    monkeypatch.setattr(prof, "_Sampler", interrupted_as_it_starts)
+    monkeypatch.setattr(sampling, "_Sampler", interrupted_as_it_starts)
     with pytest.raises(prof.Interrupted) as stopped:
         prof.run(["sleep", "30"], exit_records=False)
     assert stopped.value.signum == signal.SIGINT

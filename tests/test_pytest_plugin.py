@@ -14,7 +14,7 @@ from perflab.assertions import claims, comparison, lock, table
 from perflab.core import _core
 from perflab.engine import placement, results, timing
 from perflab.errors import PerflabError
-from perflab.system import compiler, machine
+from perflab.system import compiler, placement_floor
 
 pytest_plugins = ["pytester"]
 
@@ -207,7 +207,7 @@ def test_distinct_c_twins_claim_within_the_confidence(c_twins):
         for first, second in [(c_twins.twin_a, c_twins.twin_b), (c_twins.twin_b, c_twins.twin_a)]
         * (trials // 2)
     ]
-    floor = machine.cached_placement_floor()
+    floor = placement_floor.cached_placement_floor()
     assert floor is not None and {c.floor for c in comparisons} == {floor.share}
     claimed = [c.estimate for c in comparisons if c.verdict != comparison.INCONCLUSIVE]
     limit = binomial_tail_limit(trials, 0.005)
@@ -217,7 +217,9 @@ def test_distinct_c_twins_claim_within_the_confidence(c_twins):
 def test_the_measured_placement_floor_widens_only_distinct_functions(c_twins):
     a, double = timing.c_function(c_twins.twin_a), timing.c_function(c_twins.twin_2x)
     c = claims.check_faster(a, double, budget="30s,2000")
-    floor = machine.cached_placement_floor()  # measured by the first such check, then cached
+    floor = (
+        placement_floor.cached_placement_floor()
+    )  # measured by the first such check, then cached
     assert floor is not None and c.floor == floor.share >= 0
     assert floor.sentence() in table.render(c) and c.summary()["placement_floor"] == floor.share
     assert c.floor_kind == "c" and "(distinct C functions)" in table.render(c)

@@ -22,7 +22,7 @@ from perflab.analysis import stats
 from perflab.cli import cli
 from perflab.engine import filelock, journal, results
 from perflab.reports import diff, report
-from perflab.system import machine
+from perflab.system import machine, provenance
 
 DATA = Path(__file__).parent / "data"
 SRC = str(Path(perflab.__file__).resolve().parents[1])
@@ -79,7 +79,7 @@ def test_report_repeats_the_tables_each_verb_printed(verb, tmp_path):
     assert shown["experiment"] == verb and shown["partial"] is None
     for key in keys:
         assert _same(ran[key], shown[key]), key
-    assert shown["conditions"]["host"] == machine.metadata()["hostname"]
+    assert shown["conditions"]["host"] == provenance.metadata()["hostname"]
     text = CliRunner().invoke(cli, ["report", str(out), "--plot", str(tmp_path / "f.png")])
     assert text.exit_code == 0, text.output
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -337,7 +337,7 @@ def test_report_html_and_markdown_of_an_env_size_sweep(sweep, tmp_path):
     html_rows = next(t for t in parsed.tables if t[0][:2] == ["env_size", "n"])
     assert [int(row[0]) for row in html_rows[1:]] == slowest["env_size"].tolist()
     conditions = dict(row for row in parsed.tables[-1][1:])
-    assert conditions["host"] == machine.metadata()["hostname"]
+    assert conditions["host"] == provenance.metadata()["hostname"]
     assert conditions["timer step (ticks)"] == f"{r.meta['timer_step_ticks']:,}"
     text = md.read_text()
     assert "| env_size | n | min | median | mean | stdev | mad | failed |" in text

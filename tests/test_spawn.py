@@ -20,7 +20,7 @@ from perflab.core.bindings import lib
 from perflab.engine import childruns, results, spawn
 from perflab.errors import PerflabError
 from perflab.lab import env_size
-from perflab.system import compiler, machine, supervisor
+from perflab.system import compiler, machine, settings, supervisor
 
 WORKLOADS = compiler.WORKLOADS
 CAP_IPC_LOCK = 14  # linux/capability.h
@@ -171,7 +171,7 @@ def test_aslr_off_fixes_the_stack_and_env_moves_it_down(children, tmp_path):
     assert 4096 - 16 <= stacks[0] - bigger <= 4096 + 16
 
 
-@pytest.mark.skipif(machine.aslr() == 0, reason="ASLR is off system-wide here")
+@pytest.mark.skipif(settings.aslr() == 0, reason="ASLR is off system-wide here")
 def test_aslr_on_moves_the_stack(children, tmp_path):
     stacks = {report(children, tmp_path, {"A": ""}, aslr="on")[1]["stack"] for _ in range(5)}
     assert len(stacks) > 1
@@ -559,7 +559,7 @@ def test_real_time_runs_longer_than_the_kernels_runtime_are_said_once(rt_errno):
     for _ in range(2):
         childruns.rt_throttled_once(options, runs, extra, said.append)
     childruns.rt_throttled_once(spawn.SpawnOptions(rt=False), runs, {}, said.append)
-    bandwidth = machine.rt_bandwidth()
+    bandwidth = settings.rt_bandwidth()
     if rt_errno or bandwidth is None or bandwidth[0] >= 3_000_000_000:
         assert said == [] and extra == {}
     else:

@@ -25,7 +25,7 @@ from perflab.core.bindings import ffi, lib
 from perflab.errors import PerflabError
 from perflab.lab import threads
 from perflab.lab.threads import thread_count
-from perflab.system import machine
+from perflab.system import machine, pmu
 
 LOOPS = 60
 ONLINE = machine.usable_cpus()
@@ -319,7 +319,7 @@ def test_sweep_threads_json(tmp_path):
     assert rows[0]["speedup"] == 1.0 and rows[0]["cas_retries"] == 0
     for r in rows:
         assert 0 < r["utilisation"] <= r["threads"] * 1.01
-    if not machine.hardware_counters():
+    if not pmu.hardware_counters():
         assert rows[0]["ipc"] is None
         assert doc["counters"]["instructions"].startswith("not supported here")
 

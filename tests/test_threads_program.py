@@ -15,7 +15,7 @@ from perflab.cli import cli
 from perflab.engine import childruns, results
 from perflab.lab import threads
 from perflab.lab.threads import program, trust
-from perflab.system import machine
+from perflab.system import machine, pmu
 
 WORK = "4000000"  # iterations per thread: tens of ms of CPU, enough to be preempted
 
@@ -52,7 +52,7 @@ def test_summary_frame_and_plot(worker, tmp_path):
         table["wall_ms"] <= table["wall_hi"]
     ).all()
     assert (table["efficiency"] == table["speedup"] / table["threads"]).all()
-    if not machine.hardware_counters():
+    if not pmu.hardware_counters():
         assert table["ipc"].isna().all()
     program.plot(df, tmp_path / "s.png")
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

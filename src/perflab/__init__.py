@@ -38,7 +38,9 @@ Services:
     results      save/load with metadata (Parquet, or CSV with a JSON sidecar), attach, metadata
     stats        robust summaries, intervals of medians and of their ratios
     plot         the figure style, figure() and save()
-    machine      CPUs, topology, caches, TSC, ASLR and what spoils a measurement
+    machine      CPUs (online, usable, SMT siblings), topology, caches, the TSC's rate
+    provenance   metadata() every result carries, report() of the machine and what spoils a
+                 measurement
     compiler     the C workloads, built with the system compiler and cached by content
     timing       what a perf assertion times: C functions, Python callables, programs
     perfsamples  perf record samples: each thread's CPU time by symbol
@@ -88,7 +90,8 @@ MODULES = {
     "progress": "perflab.engine.progress",
     "stats": "perflab.analysis.stats",
     "plot": "perflab.analysis.plot",
-    "machine": "perflab.system.machine",
+    "machine": "perflab.system.public_machine",
+    "provenance": "perflab.system.provenance",
     "compiler": "perflab.system.compiler",
     "perfsamples": "perflab.system.perfsamples",
     "exporters": "perflab.reports.exporters",

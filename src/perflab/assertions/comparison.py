@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from perflab.assertions import table as report_table
+from perflab.assertions.verdicts import DISTURBED, FAIL, INCONCLUSIVE, PASS
 from perflab.core.lazy import pd
 from perflab.engine import timing
 
-DISTURBED = 1.5  # a run over this many times its target's fastest counts as disturbed
-
-PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+__all__ = ["DISTURBED", "FAIL", "INCONCLUSIVE", "PASS", "Comparison"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,10 @@ class Comparison:
     def ratio(self) -> float | None:
         """The ratio of medians a two-target comparison decided on (None for ticks_below)."""
         return self.estimate if len(self.roles) == 2 else None
+
+    def table(self) -> str:
+        """The readable report, what a failing assertion prints (assertions/table.py)."""
+        return report_table.render(self)
 
     def summary(self) -> dict[str, Any]:
         """Plain numbers, for test reports and the saved file's metadata."""

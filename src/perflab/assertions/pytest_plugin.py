@@ -142,11 +142,11 @@ class PerflabSession:
 
         from perflab.assertions import claims
         from perflab.engine import results
-        from perflab.system import machine
+        from perflab.system import provenance
 
         df = pd.concat(self.frames, ignore_index=True)
         meta = {
-            **machine.metadata(),
+            **provenance.metadata(),
             "perflab_budget": str(claims.as_budget(self.budget)),
             "perflab_confidence": self.confidence or claims.DEFAULT_CONFIDENCE,
             "perflab_jobs": 1 if self.jobs is None else self.jobs,

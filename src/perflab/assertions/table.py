@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
-from perflab.assertions.comparison import DISTURBED, INCONCLUSIVE, Comparison
+from perflab.assertions.verdicts import DISTURBED, INCONCLUSIVE
 
 
-def render(c: Comparison) -> str:
-    """The readable report of a comparison, the message of a failing assertion."""
+def render(c: Any) -> str:
+    """The readable report of a comparison.Comparison (which calls this module, so it is not
+    named here), the message of a failing assertion."""
     head = f"perflab.{c.assertion}: {c.verdict.upper()} - {c.reason}"
     lines = [head, f"claim: {c.claim} at {c.confidence:.0%} confidence"]
     width = max(len(n) for n in c.names) + 2
@@ -76,7 +78,7 @@ def render(c: Comparison) -> str:
     return "\n".join(lines)
 
 
-def _per_cpu(comparison: Comparison) -> str:
+def _per_cpu(comparison: Any) -> str:
     """Each role's median ticks per call on each lane CPU: a CPU that favours one is seen."""
     parts = []
     for role, s, cpu in zip(comparison.roles, comparison.samples, comparison.cpu, strict=True):

@@ -19,7 +19,7 @@ from perflab.errors import PerflabError, warnings_as_lines
 from perflab.lab.registry import EXPERIMENTS
 from perflab.system import limits, terminal
 
-QUIET = "perflab.quiet"  # ctx.meta key: --quiet, read by cli.common.progressbar
+QUIET = "perflab.quiet"  # ctx.meta key: --quiet, read by cli.running.progressbar
 
 
 def echo(text: str, err: bool = False) -> None:

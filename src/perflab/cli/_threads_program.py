@@ -7,7 +7,9 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from perflab.cli.common import check_paths, journaled_run, optional_record, print_result
+from perflab.cli.options import check_paths
+from perflab.cli.printing import print_result
+from perflab.cli.running import journaled_run, optional_record
 
 if TYPE_CHECKING:
     from perflab.lab import threads

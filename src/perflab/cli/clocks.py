@@ -8,18 +8,10 @@ from collections.abc import Sequence
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import (
-    Count,
-    campaign_verb,
-    check_paths,
-    cluster_options,
-    emit_json,
-    output_options,
-    print_result,
-    record_path,
-    resume_option,
-    table,
-)
+from perflab.cli.options import check_paths, cluster_options, output_options, resume_option
+from perflab.cli.params import Count
+from perflab.cli.printing import emit_json, print_result, table
+from perflab.cli.running import campaign_verb, record_path
 from perflab.engine import controls
 
 
@@ -53,7 +45,7 @@ def clocks_cmd(
     """Resolution, value and read cost of every clock and TSC method; TSC trust verdict."""
     from perflab.engine import results
     from perflab.lab import clocks
-    from perflab.system import machine
+    from perflab.system import provenance
 
     selected = clocks.resolve(names) if names else None
     check_paths(output, plot_path)
@@ -68,7 +60,7 @@ def clocks_cmd(
     table = clocks.cost_table(costs)
     # What the verb measures beside the reads goes in the file too, so a report shows it all.
     meta = {
-        **machine.metadata(),
+        **provenance.metadata(),
         "experiment": "clocks",
         "unit": "ns",
         "resolution": res.to_dict(orient="records"),

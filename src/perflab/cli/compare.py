@@ -10,21 +10,19 @@ from typing import Any
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import (
+from perflab.cli.options import (
     SWEEP_OUTPUT,
-    WORDS,
-    Needs,
     build_timeout_option,
     check_paths,
     journal_options,
-    journaled_run,
     output_options,
     plan_options,
-    print_result,
     program_output_option,
-    record_path,
     run_controls,
 )
+from perflab.cli.params import WORDS, Needs
+from perflab.cli.printing import print_result
+from perflab.cli.running import journaled_run, record_path
 from perflab.lab.plans.compare import Plan
 
 

@@ -8,18 +8,11 @@ from typing import TYPE_CHECKING
 import click
 
 from perflab.cli import run
-from perflab.cli.common import (
-    Count,
-    check_paths,
-    cpu_values,
-    interference_options,
-    journal_options,
-    journaled_run,
-    optional_record,
-    output_options,
-    print_result,
-    priority,
-)
+from perflab.cli.interference import interference_options, priority
+from perflab.cli.options import check_paths, journal_options, output_options
+from perflab.cli.params import Count, cpu_values
+from perflab.cli.printing import print_result
+from perflab.cli.running import journaled_run, optional_record
 from perflab.engine import controls
 from perflab.lab.plans import threads as plan
 

@@ -3,15 +3,9 @@
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import (
-    SECONDS,
-    FileToWrite,
-    Needs,
-    check_paths,
-    print_result,
-    program_output_option,
-    program_where,
-)
+from perflab.cli.options import check_paths, program_output_option, program_where
+from perflab.cli.params import SECONDS, FileToWrite, Needs
+from perflab.cli.printing import print_result
 from perflab.lab.plans import defaults
 
 

@@ -9,23 +9,18 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perflab.cli import sweep
-from perflab.cli.common import (
+from perflab.cli.options import (
     SWEEP_OUTPUT,
-    Needs,
-    Number,
-    campaign_verb,
     check_paths,
     cluster_options,
-    emit_json,
     journal_options,
-    journaled_run,
     output_options,
     plan_options,
-    print_result,
     program_output_option,
-    record_path,
-    table,
 )
+from perflab.cli.params import Needs, Number
+from perflab.cli.printing import emit_json, print_result, table
+from perflab.cli.running import campaign_verb, journaled_run, record_path
 from perflab.lab.plans import env_size as plan
 
 if TYPE_CHECKING:

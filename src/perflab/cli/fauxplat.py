@@ -8,21 +8,11 @@ from typing import TYPE_CHECKING
 import click
 
 from perflab.cli import run
-from perflab.cli.common import (
-    Count,
-    campaign_verb,
-    check_paths,
-    cluster_options,
-    emit_json,
-    interference_options,
-    journaled_run,
-    optional_record,
-    output_options,
-    print_result,
-    priority,
-    resume_option,
-    table,
-)
+from perflab.cli.interference import interference_options, priority
+from perflab.cli.options import check_paths, cluster_options, output_options, resume_option
+from perflab.cli.params import Count
+from perflab.cli.printing import emit_json, print_result, table
+from perflab.cli.running import campaign_verb, journaled_run, optional_record
 from perflab.engine import controls
 from perflab.lab.plans import threads as plan
 

@@ -9,20 +9,17 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perflab.cli import sweep
-from perflab.cli.common import (
-    WORDS,
-    Bars,
-    Words,
+from perflab.cli.options import (
     build_timeout_option,
     check_paths,
     journal_options,
-    journaled_run,
     output_options,
     plan_options,
-    print_result,
-    record_path,
     run_controls,
 )
+from perflab.cli.params import WORDS, Words
+from perflab.cli.printing import print_result
+from perflab.cli.running import Bars, journaled_run, record_path
 from perflab.lab.plans.link_order import Plan
 
 if TYPE_CHECKING:

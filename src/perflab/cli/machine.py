@@ -5,11 +5,11 @@ from typing import TYPE_CHECKING
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import emit_json, table
+from perflab.cli.printing import emit_json, table
 from perflab.errors import PerflabError
 
 if TYPE_CHECKING:
-    from perflab.system.machine import PlacementFloor
+    from perflab.system.placement_floor import PlacementFloor
 
 
 @cli.command("machine")
@@ -30,9 +30,9 @@ def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
     import pandas as pd
 
     from perflab.engine import placement
-    from perflab.system import machine
+    from perflab.system import provenance
 
-    rep = machine.report()
+    rep = provenance.report()
     floor, cached, missing = None, False, ""
     try:
         floor, cached = placement.floor(remeasure=remeasure_floor)

@@ -5,16 +5,10 @@ import functools
 import click
 
 from perflab.cli import sweep
-from perflab.cli.common import (
-    Count,
-    check_paths,
-    journal_options,
-    journaled_run,
-    optional_record,
-    output_options,
-    print_result,
-    table,
-)
+from perflab.cli.options import check_paths, journal_options, output_options
+from perflab.cli.params import Count
+from perflab.cli.printing import print_result, table
+from perflab.cli.running import journaled_run, optional_record
 from perflab.engine import controls
 from perflab.errors import PerflabError
 from perflab.lab.plans import defaults

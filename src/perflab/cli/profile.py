@@ -10,15 +10,9 @@ from typing import Any, NoReturn
 import click
 
 from perflab.cli import cli
-from perflab.cli.common import (
-    Number,
-    check_paths,
-    cpu_list,
-    output_options,
-    print_result,
-    program_output_option,
-    program_where,
-)
+from perflab.cli.options import check_paths, output_options, program_output_option, program_where
+from perflab.cli.params import Number, cpu_list
+from perflab.cli.printing import print_result
 from perflab.errors import Stopped
 from perflab.lab.plans import defaults
 

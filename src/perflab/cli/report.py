@@ -3,16 +3,10 @@
 import click
 
 from perflab.cli import cli, echo
-from perflab.cli.common import (
-    FileToWrite,
-    check_paths,
-    emit_json,
-    export_options,
-    export_path,
-    fraction,
-    table,
-    write_export,
-)
+from perflab.cli.exports import export_options, export_path, write_export
+from perflab.cli.options import check_paths
+from perflab.cli.params import FileToWrite, fraction
+from perflab.cli.printing import emit_json, table
 from perflab.errors import PerflabError
 
 

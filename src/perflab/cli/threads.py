@@ -9,22 +9,17 @@ from typing import TYPE_CHECKING
 import click
 
 from perflab.cli import sweep
-from perflab.cli.common import (
-    SECONDS,
+from perflab.cli.interference import interference_options, priority
+from perflab.cli.options import (
     SWEEP_OUTPUT,
-    Count,
-    Needs,
     check_paths,
-    cpu_list,
-    interference_options,
-    journaled_run,
-    optional_record,
     output_options,
-    print_result,
-    priority,
     program_output_option,
     resume_option,
 )
+from perflab.cli.params import SECONDS, Count, Needs, cpu_list
+from perflab.cli.printing import print_result
+from perflab.cli.running import journaled_run, optional_record
 from perflab.engine import controls
 from perflab.lab.plans import threads as plan
 

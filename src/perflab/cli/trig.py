@@ -5,15 +5,10 @@ import functools
 import click
 
 from perflab.cli import run
-from perflab.cli.common import (
-    Count,
-    check_paths,
-    journal_options,
-    journaled_run,
-    optional_record,
-    output_options,
-    print_result,
-)
+from perflab.cli.options import check_paths, journal_options, output_options
+from perflab.cli.params import Count
+from perflab.cli.printing import print_result
+from perflab.cli.running import journaled_run, optional_record
 from perflab.engine import controls
 
 

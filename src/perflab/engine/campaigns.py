@@ -23,7 +23,7 @@ from perflab.engine import results
 from perflab.engine.journal import Journal
 from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError
-from perflab.system import machine
+from perflab.system import provenance
 
 # A loaded scheduler can miss a heartbeat: a worker is dead once gone this long.
 WORKER_GRACE_S = 2.0
@@ -74,7 +74,7 @@ def measure_point(measure: Measure, point: Mapping[str, Any], label: str) -> pd.
         start = time.time_ns()
         df = measure(**point)
         end = time.time_ns()
-    meta = machine.metadata()
+    meta = provenance.metadata()
     df = df.copy()
     for key, value in point.items():
         df[key] = value

@@ -31,7 +31,7 @@ from perflab.engine.interrupt import Interrupt, interruptible
 from perflab.engine.recording import FLUSH_S, Recorder, Recording, Warn
 from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError, Stopped
-from perflab.system import machine
+from perflab.system import machine, settings
 
 CHUNK_RUNS = 512  # runs per C call: ~0.3 s of short runs; a stop ends a batch between two runs
 # Batches queued in the spawner helper: it starts the next the moment one ends, without waiting
@@ -108,7 +108,7 @@ def rt_throttled_once(
     """Real-time runs longer than the kernel's real-time runtime: no rest between runs keeps
     its throttle out of them (csrc/spawn.c, rest_before), so say so once and record it."""
     granted = runs["wall_ns"][runs["rt_errno"] == 0]
-    bandwidth = machine.rt_bandwidth() if options.rt and granted.size else None
+    bandwidth = settings.rt_bandwidth() if options.rt and granted.size else None
     if bandwidth is None or "rt_throttled" in extra or granted.max() <= bandwidth[0]:
         return
     said = {

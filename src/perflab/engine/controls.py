@@ -158,7 +158,7 @@ class Controls:
         return plan
 
     def conditions(self) -> dict:
-        """The run conditions every result records next to machine.metadata()."""
+        """The run conditions every result records next to provenance.metadata()."""
         return {
             "aslr": self.aslr,
             "cpus": list(self.cpus),

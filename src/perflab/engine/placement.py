@@ -12,7 +12,7 @@ on where the library is mapped (the same pair read 1.0040 in one mapping and 1.0
 on an EPYC guest, and a floor of 0.28 % from one mapping let two twins 0.40 % apart claim 9 of
 20 times), so the library is loaded as COPIES separate files, each mapped at its own addresses,
 and the floor is the farthest over every copy's pairs. Measured once per machine and C core (a
-few seconds) and cached beside the build cache (system/machine.py); assertions widen a ratio
+few seconds) and cached beside the build cache (system/placement_floor.py); assertions widen a ratio
 between distinct C functions by it.
 
 Distinct Python callables have a floor of their own: the interpreter runs identical code
@@ -40,7 +40,7 @@ import cffi
 from perflab.analysis import stats
 from perflab.engine import timing
 from perflab.errors import PerflabError
-from perflab.system import compiler, machine
+from perflab.system import compiler, placement_floor
 
 SOURCE = compiler.WORKLOADS / "placement_twins.c"
 TWINS = tuple(f"placed_{i}" for i in range(8))
@@ -59,7 +59,7 @@ ATTEMPTS = 4
 PYTHON_TWINS = 4  # function objects of one loop: 6 pairs, each timed in both slots
 PYTHON_RUNS = 400
 
-_python_floor: machine.PlacementFloor | None = None
+_python_floor: placement_floor.PlacementFloor | None = None
 
 
 def _width(lo: float, hi: float) -> float:
@@ -91,7 +91,7 @@ def _timed(
 
 def _farthest(
     copies: list[dict[str, Callable[[], timing.CallTarget]]], runs: int, compiler: str, kind: str
-) -> machine.PlacementFloor:
+) -> placement_floor.PlacementFloor:
     """Every pair of twins of each copy timed in both slots; the floor is the farthest from 1
     any pair's interval reaches (that pair named), with how many timings stayed disturbed."""
     t0 = time.monotonic()
@@ -106,7 +106,7 @@ def _farthest(
                 reach = far
                 where = f" (copy {k + 1})" if len(copies) > 1 else ""
                 worst = f"{second}/{first} {ratio:.4f} [{lo:.4f}, {hi:.4f}]{where}"
-    return machine.PlacementFloor(
+    return placement_floor.PlacementFloor(
         share=math.expm1(max(reach, 0.0)),
         placements=len(copies[0]),
         copies=len(copies),
@@ -122,7 +122,7 @@ def _farthest(
     )
 
 
-def measure(runs: int = RUNS) -> machine.PlacementFloor:
+def measure(runs: int = RUNS) -> placement_floor.PlacementFloor:
     """Time every pair of the twins now and say how far apart identical code ran."""
     try:
         built = compiler.build(SOURCE, opt="2", static=False, extra=FLAGS)
@@ -143,14 +143,14 @@ def measure(runs: int = RUNS) -> machine.PlacementFloor:
     return _farthest(copies, runs, built.compiler, "c")
 
 
-def floor(remeasure: bool = False) -> tuple[machine.PlacementFloor, bool]:
+def floor(remeasure: bool = False) -> tuple[placement_floor.PlacementFloor, bool]:
     """This machine's floor and whether it came from the cache; measured and cached when none
     is cached, the cached one is unreadable or another machine's, or when asked to."""
-    cached = None if remeasure else machine.cached_placement_floor()
+    cached = None if remeasure else placement_floor.cached_placement_floor()
     if cached is not None:
         return cached, True
     measured = measure()
-    machine.store_placement_floor(measured)
+    placement_floor.store_placement_floor(measured)
     return measured, False
 
 
@@ -169,7 +169,7 @@ def _python_twin(name: str) -> Callable[[], timing.CallTarget]:
     return lambda: timing.python_callable(fn, name)
 
 
-def python_floor() -> tuple[machine.PlacementFloor, bool]:
+def python_floor() -> tuple[placement_floor.PlacementFloor, bool]:
     """This interpreter's floor for distinct Python callables and whether this process had
     measured it already (it is measured on first use, then kept until the process ends)."""
     global _python_floor

@@ -2,7 +2,7 @@
 
 As hyperfine's --output: "null" (/dev/null), "inherit" (perflab's own stdout and stderr), or a
 file's name (both streams, in the order the program writes them). Every verb that runs a
-program takes the same choice (cli.common.program_output_option) and opens it here: profile
+program takes the same choice (cli.options.program_output_option) and opens it here: profile
 and counters hand the fd to their one run; the sweeps' child runs (childruns.quiet_options)
 take it from directed(), whose block is the sweep, and /dev/null outside one.
 """

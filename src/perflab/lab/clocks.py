@@ -16,7 +16,7 @@ from perflab.engine import controls
 from perflab.engine.timing import STEPS_PER_SAMPLE
 from perflab.errors import PerflabError
 from perflab.lab import resolution
-from perflab.system import machine
+from perflab.system import machine, settings
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -129,7 +129,7 @@ def cost_table(costs: pd.DataFrame, batch: int = 10000) -> pd.DataFrame:
 def tsc_report() -> dict[str, Any]:
     """TSC flags, clocksources, frequency and a one-line verdict on TSC timing here."""
     flags = machine.cpu_flags()
-    current, available_cs = machine.clocksources()
+    current, available_cs = settings.clocksources()
     hz, how = machine.tsc_hz()
     present = {f: f in flags for f in machine.TSC_FLAGS}
     return {

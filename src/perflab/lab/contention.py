@@ -16,7 +16,7 @@ from perflab.engine import controls, results
 from perflab.errors import PerflabError
 from perflab.lab import profile
 from perflab.lab.plans import defaults
-from perflab.system import compiler, machine, perfsamples
+from perflab.system import compiler, perfsamples, provenance
 
 KINDS = defaults.CONTENTION_KINDS
 ITERATIONS = 100_000  # critical sections in all, split over the threads
@@ -72,7 +72,7 @@ def run(
                     profiles.append(df)
     out = pd.DataFrame(rows)
     meta = {
-        **machine.metadata(),
+        **provenance.metadata(),
         "experiment": "contention",
         "iterations": iterations,
         "work": work,

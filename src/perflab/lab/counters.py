@@ -10,7 +10,7 @@ import numpy as np
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.engine import controls, results
-from perflab.system import machine
+from perflab.system import pmu, provenance
 from perflab.system.counters import available, count_command
 
 if TYPE_CHECKING:
@@ -43,9 +43,9 @@ def run(
             out = out[out["event"].isin(wanted)].reset_index(drop=True)
         extra = {"counted": "a small Python region"}
     meta = {
-        **machine.metadata(),
+        **provenance.metadata(),
         "experiment": "counters",
-        "perf_event_paranoid": machine.perf_paranoid(),
+        "perf_event_paranoid": pmu.perf_paranoid(),
         **extra,
     }
     return results.attach(out, meta)
@@ -98,7 +98,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         title = f"perf events on {where} (count: a small Python region on this thread)"
         shown.insert(1, "kind", frame["kind"])
     lines.append(f"perf_event_paranoid={meta.get('perf_event_paranoid')}")
-    if frame["status"].astype(str).str.contains(machine.NO_PMU, regex=False).any():
-        lines.append(f"{machine.NO_PMU}: {machine.NO_PMU_WHY}")
+    if frame["status"].astype(str).str.contains(pmu.NO_PMU, regex=False).any():
+        lines.append(f"{pmu.NO_PMU}: {pmu.NO_PMU_WHY}")
     table = Table("events", title, frame, shown=shown)
     return Summary(lines, [table], values, lambda p: plot(frame, p))

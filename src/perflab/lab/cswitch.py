@@ -15,7 +15,7 @@ from perflab.engine import controls, inprocess
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
-from perflab.system import machine
+from perflab.system import machine, provenance
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -119,7 +119,7 @@ def run(
     )
     params = {"n": n, "reps": reps, "realtime": realtime,
               "placements": [[p.name, p.parent, p.child] for p in places.values()]}  # fmt: skip
-    meta = {**machine.metadata(), "experiment": "cswitch", "n": n, "reps": reps}
+    meta = {**provenance.metadata(), "experiment": "cswitch", "n": n, "reps": reps}
 
     def timed(keys: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(

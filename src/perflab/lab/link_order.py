@@ -31,7 +31,7 @@ from perflab.lab.plans.link_order import MAX_PERMUTATIONS as MAX_PERMUTATIONS
 from perflab.lab.plans.link_order import Plan as Plan
 from perflab.lab.plans.link_order import orders as orders
 from perflab.lab.plans.link_order import parse_permutations as parse_permutations
-from perflab.system import compiler, machine
+from perflab.system import compiler, pmu, provenance
 from perflab.system.binlayout import MODULI as MODULI
 from perflab.system.binlayout import functions, layout
 from perflab.system.binlayout import records as results_records
@@ -126,7 +126,7 @@ def link_all(
 
 def counters_note() -> str:
     """What the cycles/instructions columns hold on this machine."""
-    if machine.hardware_counters():
+    if pmu.hardware_counters():
         return "cycles and instructions from perf_event (user mode)"
     return "not supported here (no perf_event hardware counters): cycles/instructions are NaN"
 
@@ -195,7 +195,7 @@ def sweep(
     )  # fmt: skip
     layout_s = time.perf_counter() - t0 - build_s
     meta = {
-        **machine.metadata(),
+        **provenance.metadata(),
         **run_conditions(plan),
         **source.meta,
         "objects": list(source.labels),
@@ -230,7 +230,7 @@ def sweep(
 
 
 def run_conditions(plan: Plan) -> dict:
-    """The run conditions every result of this sweep records next to machine.metadata()."""
+    """The run conditions every result of this sweep records next to provenance.metadata()."""
     return {
         "experiment": "link-order",
         **plan.conditions(),

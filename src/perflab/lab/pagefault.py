@@ -20,7 +20,7 @@ from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab import resolution
 from perflab.lab.plans.defaults import PAGE
-from perflab.system import machine
+from perflab.system import machine, provenance
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -78,7 +78,7 @@ def run(
     keys = pd.DataFrame(
         [(rep, name) for rep in range(reps) for name in CONDITIONS], columns=["rep", "condition"]
     )
-    meta = {**machine.metadata(), "experiment": "pagefault", "page_bytes": 4096,
+    meta = {**provenance.metadata(), "experiment": "pagefault", "page_bytes": 4096,
             "min_sample_steps": resolution.MIN_STEPS}  # fmt: skip
     plan = inprocess.Plan("pagefault", keys, COLUMNS, {"pages": pages, "reps": reps}, meta,
                           unit=("rep",))  # fmt: skip

@@ -22,7 +22,7 @@ from perflab.engine.progress import OnStart, ProgressArg
 from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab import resolution
-from perflab.system import machine
+from perflab.system import machine, provenance
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -100,7 +100,7 @@ def run(
     hz, _ = machine.tsc_hz()
     path = _scratch_file(directory)
     meta = {
-        **machine.metadata(),
+        **provenance.metadata(),
         "experiment": "syscalls",
         "trials": trials,
         "io_bytes": IO_BYTES,

@@ -21,7 +21,7 @@ from perflab.engine.progress import OnStart, ProgressArg
 from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab import resolution
-from perflab.system import machine
+from perflab.system import machine, provenance
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -169,7 +169,7 @@ def run(
     native = _native_calls(calls)
     hz, _ = machine.tsc_hz()
     meta = {
-        **machine.metadata(),
+        **provenance.metadata(),
         "experiment": "trig",
         "repeat": repeat,
         "cold_runs": cold_runs,

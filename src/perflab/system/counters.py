@@ -19,7 +19,7 @@ import numpy as np
 from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError, warn
-from perflab.system import machine, supervisor
+from perflab.system import pmu, supervisor
 
 # Event name -> (index in the C counter set, kind, column name with its unit).
 _KINDS = {
@@ -54,9 +54,9 @@ def reason(status: int) -> str:
     code = -status
     name = bindings.errno_name(code)
     if code in (errno.EACCES, errno.EPERM):
-        why = machine.perf_refusal(code)
-    elif code in (errno.ENOENT, errno.ENODEV, errno.EOPNOTSUPP) and not machine.core_pmu():
-        why = machine.NO_PMU
+        why = pmu.perf_refusal(code)
+    elif code in (errno.ENOENT, errno.ENODEV, errno.EOPNOTSUPP) and not pmu.core_pmu():
+        why = pmu.NO_PMU
     else:
         why = _WHY.get(code, os.strerror(code))
     return f"not supported here ({name}: {why})"

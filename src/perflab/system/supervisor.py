@@ -31,10 +31,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from perflab.core import bindings
+from perflab.core import bindings, constants
 from perflab.errors import Lost, PerflabError
 
-HELPER = Path(bindings.__file__).resolve().parent / "_spawner"  # built beside the C core
+HELPER = Path(constants.__file__).resolve().parent / "_spawner"  # built beside the C core
 CGROUP_EMPTY_TRIES = 100  # a killed cgroup is removable once its last task has fully exited
 # How often perflab looks, while it waits on a helper, whether a program stopped it: the
 # supervisor resumes its children at once, this is for the supervisor itself.

@@ -73,7 +73,7 @@ from perflab.lab.plans.compare import HEAP_DIGITS as HEAP_DIGITS
 from perflab.lab.plans.compare import RANDOMIZE as RANDOMIZE
 from perflab.lab.plans.compare import Plan as Plan
 from perflab.lab.plans.compare import parse_layout
-from perflab.system import machine
+from perflab.system import provenance
 
 CHUNK_RUNS = childruns.CHUNK_RUNS  # read at each comparison: a test may make chunks smaller
 
@@ -126,7 +126,7 @@ def compare(
     if "heap-offset" in plan.varied():
         a, b = _dynamic(a), _dynamic(b)
     meta = {
-        **machine.metadata(),
+        **provenance.metadata(),
         "experiment": "compare",
         **plan.conditions(),
         "a": a.label,

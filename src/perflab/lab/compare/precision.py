@@ -22,7 +22,7 @@ from perflab.lab.compare.layouts import draw_setups
 from perflab.lab.compare.sides import Side, _sources
 from perflab.lab.compare.verdict import CONFIDENCE, TRIM, half_width, interval, steady
 from perflab.lab.plans.compare import Plan
-from perflab.system import machine
+from perflab.system import settings
 
 # No precision is called reached over fewer layouts: a bootstrap over a handful of units
 # misses more often than it says, and an interval that happens to be narrow stops the run.
@@ -331,7 +331,7 @@ def _most_iterations(plan: Plan, costs: Sequence[float]) -> int:
     what keeps one inside RT_SHARE of the kernel's real-time runtime. Past it the kernel
     pauses the run for the rest of its period: brotli's encoder planned at 64 iterations of
     45 ms ran 2.9 s a run and was throttled inside every run."""
-    bandwidth = machine.rt_bandwidth() if plan.rt else None
+    bandwidth = settings.rt_bandwidth() if plan.rt else None
     if bandwidth is None or not all(math.isfinite(c) for c in costs[1:]):
         return constants.MAX_ITERATIONS
     start, each = costs[1] / 2, max(costs[2] / 2, 1e-9)  # one side's: a pair is two runs

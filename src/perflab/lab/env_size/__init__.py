@@ -27,7 +27,7 @@ from perflab.lab.env_size import windows as windows_mod
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN as MAX_ARG_STRLEN
 from perflab.lab.plans.env_size import PARAMS as PARAMS
 from perflab.lab.plans.env_size import Plan as Plan
-from perflab.system import machine
+from perflab.system import provenance
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -111,7 +111,7 @@ def sweep(
     recording.check()
     argv, workload_meta = resolve_program(plan.program, plan.opt, plan.workload)
     plan = replace(plan, workload_digest=workload_meta.get("workload_digest", ""))
-    meta = {**machine.metadata(), **run_conditions(plan), **workload_meta}
+    meta = {**provenance.metadata(), **run_conditions(plan), **workload_meta}
     meta |= windows_mod.explain_meta(argv, plan, childruns.base_env(plan.inherit_env, plan.var))
     if counters:
         meta |= _count_aliasing(argv, plan, meta)
@@ -156,7 +156,7 @@ def _count_aliasing(argv: Sequence[str], plan: Plan, meta: dict) -> dict:
 
 
 def run_conditions(plan: Plan) -> dict:
-    """The run conditions every result of this sweep records next to machine.metadata()."""
+    """The run conditions every result of this sweep records next to provenance.metadata()."""
     return {
         "experiment": "env-size",
         **plan.conditions(),

@@ -30,7 +30,7 @@ from perflab.lab.plans.threads import parse_counts as parse_counts
 from perflab.lab.threads import trust
 from perflab.lab.threads.hogs import Perturbation, perturbed
 from perflab.lab.threads.runner import counter_status
-from perflab.system import machine
+from perflab.system import machine, provenance
 
 CONFIDENCE = 0.95
 LENGTHEN = "give the program more work (a larger input, more iterations) so each run is longer"
@@ -97,7 +97,7 @@ def run(
     recording.check()
     limit = trust.floor(p.cpus)
     meta = {
-        **machine.metadata(),
+        **provenance.metadata(),
         "experiment": "threads-program",
         **p.conditions(),
         "command": label(p.command),

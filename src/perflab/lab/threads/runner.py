@@ -19,7 +19,7 @@ from perflab.lab.plans.threads import DEFAULT_STREAM_BYTES as DEFAULT_STREAM_BYT
 from perflab.lab.plans.threads import LOOP_FACTOR as LOOP_FACTOR
 from perflab.lab.plans.threads import POST_LOOPS as POST_LOOPS
 from perflab.lab.threads.hogs import RT_LIMIT_S, RT_PRIORITY, Perturbation, rt_watchdog
-from perflab.system import counters, machine
+from perflab.system import counters, machine, provenance
 
 KERNELS = bindings.THREAD_KERNELS
 Progress = ProgressArg  # a callback per unit done, False for silence, None for a display
@@ -171,7 +171,7 @@ def run_metadata(
     """What a threads experiment records beside its rows: machine, conditions, counters."""
     p = priority or Priority()
     return {
-        **machine.metadata(),
+        **provenance.metadata(),
         "experiment": experiment,
         "loops": loops,
         "loop_factor": LOOP_FACTOR,

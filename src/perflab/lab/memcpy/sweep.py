@@ -1,38 +1,29 @@
-"""Rubini's moremem: copy time vs size, 32 steps per octave, and the cache knees it shows.
-
-Each sample times enough back-to-back copies to last MIN_STEPS timer steps (resolution.py), the
-minimum of `trials` samples is kept, and the rows say how many copies a sample held: a copy of a
-few bytes is far shorter than one step of a coarse TSC (26 ticks on some AMD guests)."""
+"""The sweep: the sizes moremem visits, the default largest copy, the buffers and their
+placement, the copies timed in C, and the journaled run that records them."""
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 import os
-import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import psutil
 from numpy.typing import ArrayLike
 
-from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import controls, inprocess, results
+from perflab.engine import controls, inprocess
 from perflab.engine.progress import OnStart, ProgressArg
 from perflab.engine.recording import Recording
 from perflab.errors import PerflabError, warn_once, warning
 from perflab.lab import resolution
-from perflab.lab.plans.defaults import PAGE as PAGE
-from perflab.system import machine
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+from perflab.lab.plans.defaults import PAGE
+from perflab.system import machine, provenance
 
 KERNELS = bindings.COPY_KERNELS
 MAX_BYTES = 1 << 34
@@ -145,6 +136,14 @@ def parse_size(text: str | int) -> int:
     return int(value)
 
 
+def human_bytes(v: float) -> str:
+    """1024 -> '1K', 1048576 -> '1M': axis labels in the units caches are declared in."""
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if v >= scale:
+            return f"{v / scale:g}{unit}"
+    return f"{v:g}"
+
+
 def work(size_list: ArrayLike, trials: int) -> int:
     """Progress units of a sweep: bytes copied plus a fixed cost per size, so large sizes weigh."""
     arr = np.asarray(size_list, dtype=np.int64)
@@ -235,18 +234,6 @@ class PeakMemory:
                 "peak_resident_kib": status_kib("VmHWM")}  # fmt: skip
 
 
-def memory_line(meta: Mapping[str, Any]) -> str:
-    """The summary's line on the sweep's peak memory, in MB (10^6 bytes), the resident beside
-    the private."""
-    mb = 1e6
-    private, buffers = meta["peak_private_kib"] * 1024, meta["buffer_bytes"]
-    return (
-        f"peak memory: {private / mb:.1f} MB private (two buffers of {buffers / mb:.1f} MB each "
-        f"+ {(private - 2 * buffers) / mb:.1f} MB), {meta['peak_resident_kib'] * 1024 / mb:.1f} "
-        "MB resident with shared libraries"
-    )
-
-
 class MemoryLock:
     """mlockall for the duration of a measurement, munlockall after; `error` says why not."""
 
@@ -328,16 +315,7 @@ def tidy(
     )
 
 
-def resolved_rows(frame: pd.DataFrame, meta: Mapping[str, Any]) -> tuple[np.ndarray, int]:
-    """Which rows' samples lasted MIN_STEPS timer steps, and the step: a file from before
-    perflab batched copies has no `copies` (one copy per sample) and may lack the step."""
-    copies = frame.get("copies", 1)
-    sample = frame["ticks"].to_numpy(dtype=float) * np.asarray(copies, dtype=float)
-    step = resolution.recorded_step(meta, sample)
-    return resolution.resolved(sample, step), step
-
-
-def _rederive(df: pd.DataFrame) -> pd.DataFrame:
+def rederive(df: pd.DataFrame) -> pd.DataFrame:
     """Every size's derivative again, across the chunks' edges (rows in size order within each
     sweep of --repeat)."""
     if "repeat" not in df:
@@ -346,19 +324,6 @@ def _rederive(df: pd.DataFrame) -> pd.DataFrame:
     for _, rows in df.groupby("repeat", sort=False):
         out.loc[rows.index, "derivative"] = derivative(rows["size"], rows["ticks"])
     return out
-
-
-def per_size(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per size: the median over the sweeps of --repeat (each the minimum of its
-    trials), the per-byte figures and the derivative from it; a frame of one sweep as it is."""
-    if "repeat" not in df:
-        return df
-    out = df.drop(columns="repeat").groupby("size", sort=True).median(numeric_only=True)
-    out = out.reset_index()
-    out.insert(0, "kernel", df["kernel"].iloc[0])
-    out["ticks_per_byte"] = out["ticks"] / out["size"]
-    out.attrs = dict(df.attrs)
-    return _rederive(out)
 
 
 @controls.typed_arguments
@@ -415,7 +380,7 @@ def run(
         if lock and not locked.locked:
             warn_once(warning("mlock_refused", error=locked.error))
         meta = {
-            **machine.metadata(),
+            **provenance.metadata(),
             "experiment": "memcpy",
             **chosen,
             **(extra_meta or {}),
@@ -454,297 +419,7 @@ def run(
                                  "size": np.tile(todo, repeat)})  # fmt: skip
             columns, phase = (COLUMNS[0], "repeat", *COLUMNS[1:]), ("repeat",)
         plan = inprocess.Plan("memcpy", keys, columns, params, meta, phase=phase, weight=weight,
-                              derive=_rederive)  # fmt: skip
+                              derive=rederive)  # fmt: skip
         return inprocess.measure(plan, copied, Recording(output, resume, discard_bad),
                                  on_start=on_start, progress=progress,
                                  release=release)  # fmt: skip
-
-
-def small_table(df: pd.DataFrame, upto: int = 64) -> pd.DataFrame:
-    """Riquadro 3: size, copies per sample, ticks per copy (red) and per byte (blue) for the
-    smallest sizes (a file from before perflab batched copies has no copies column)."""
-    cols = [c for c in ("size", "copies", "ticks", "ticks_per_byte") if c in df]
-    return df.loc[df["size"] <= upto, cols].reset_index(drop=True)
-
-
-def _segment_costs(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    c1 = np.concatenate([[0.0], np.cumsum(y)])
-    c2 = np.concatenate([[0.0], np.cumsum(y * y)])
-    return c1, c2
-
-
-def segments(y: ArrayLike, penalty: float, min_len: int) -> list[int]:
-    """Optimal partition of y into constant segments (least squares + penalty per segment).
-
-    Returns the start index of every segment after the first. Exact dynamic programming,
-    O(n^2) with prefix sums: a few hundred points per sweep make this instant.
-    """
-    y = np.asarray(y, dtype=float)
-    n = y.size
-    c1, c2 = _segment_costs(y)
-    best = np.full(n + 1, np.inf)
-    best[0] = -penalty
-    prev = np.zeros(n + 1, dtype=int)
-    for end in range(min_len, n + 1):
-        starts = np.arange(0, end - min_len + 1)
-        starts = starts[np.isfinite(best[starts])]
-        if starts.size == 0:
-            continue
-        length = end - starts
-        s1 = c1[end] - c1[starts]
-        sse = (c2[end] - c2[starts]) - s1 * s1 / length
-        total = best[starts] + sse + penalty
-        i = int(np.argmin(total))
-        best[end], prev[end] = total[i], starts[i]
-    cuts, end = [], n
-    while end > 0:
-        end = int(prev[end])
-        if end > 0:
-            cuts.append(end)
-    return sorted(cuts)
-
-
-def _noise(y: np.ndarray) -> float:
-    """Robust noise level of a series from its first differences (MAD, scaled for a normal)."""
-    d = np.diff(y)
-    if d.size == 0:
-        return 0.0
-    return float(1.4826 * np.median(np.abs(d - np.median(d))) / np.sqrt(2))
-
-
-def running_median(y: np.ndarray, width: int = 5) -> np.ndarray:
-    """Median of each point's neighbourhood: one interrupted copy must not make a segment."""
-    half = width // 2
-    padded = np.pad(y, half, mode="edge")
-    windows = np.lib.stride_tricks.sliding_window_view(padded, width)
-    return np.median(windows, axis=1)
-
-
-def detect_knees(
-    sizes_copied: ArrayLike,
-    ticks_per_byte: ArrayLike,
-    min_size: int = 2048,
-    min_rise: float = 1.5,
-    min_len: int = 12,
-    ramp_len: int = 32,
-) -> pd.DataFrame:
-    """Sizes where ticks per byte steps up for good: the caches' edges.
-
-    Change points of log(ticks per byte) against log size (piecewise-constant fit, penalty
-    from the robust noise level), keeping rises of at least `min_rise` between neighbouring
-    levels; a rise spread over segments shorter than `ramp_len` points (a gradual edge,
-    32 points = one octave) counts once, at its start. Sizes below `min_size` are left
-    out: there the call's fixed cost dominates.
-    Columns: size (S, bytes copied), touched (2*S, bytes the copy touches), level_before,
-    level_after (median ticks per byte of the neighbouring segments), rise.
-    """
-    size = np.asarray(sizes_copied, dtype=float)
-    tpb = np.asarray(ticks_per_byte, dtype=float)
-    keep = (size >= min_size) & np.isfinite(tpb) & (tpb > 0)
-    size, tpb = size[keep], tpb[keep]
-    cols = ["size", "touched", "level_before", "level_after", "rise"]
-    if size.size < 2 * min_len:
-        return pd.DataFrame(columns=cols)
-    raw = np.log(tpb)
-    sigma = max(_noise(raw), 1e-3)
-    y = running_median(raw)
-    cuts = segments(y, penalty=8 * sigma**2 * np.log(y.size), min_len=min_len)
-    bounds = [0, *cuts, y.size]
-    levels = [float(np.median(tpb[a:b])) for a, b in itertools.pairwise(bounds)]
-    rows, i = [], 0
-    while i < len(cuts):
-        if levels[i + 1] <= levels[i]:
-            i += 1
-            continue
-        j = i
-        while (
-            j + 1 < len(cuts) and levels[j + 2] > levels[j + 1] and cuts[j + 1] - cuts[j] < ramp_len
-        ):
-            j += 1
-        rise = levels[j + 1] / levels[i]
-        if rise >= min_rise:
-            s = float(size[cuts[i]])
-            rows.append(
-                {
-                    "size": int(s),
-                    "touched": int(2 * s),
-                    "level_before": levels[i],
-                    "level_after": levels[j + 1],
-                    "rise": rise,
-                }
-            )
-        i = j + 1
-    return pd.DataFrame(rows, columns=cols)
-
-
-def recorded_caches(df: pd.DataFrame) -> pd.DataFrame:
-    """The caches of the machine that measured df (its metadata), this machine's if unrecorded:
-    a file read elsewhere, or here on another CPU, keeps its own cache sizes."""
-    saved = results.metadata(df).get("caches")
-    return pd.DataFrame(saved) if saved else machine.caches()
-
-
-def knee_report(knees: pd.DataFrame, caches: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Each detected knee beside the declared data cache nearest to the bytes it touches."""
-    table = machine.caches() if caches is None else caches
-    data = table[table["cache"].isin(["L1d", "L2", "L3", "L4"])] if not table.empty else table
-    rows = []
-    for k in knees.itertuples(index=False):
-        row = {"knee_size": k.size, "touched": k.touched, "rise": k.rise}
-        if len(data):
-            ratio = np.abs(np.log2(data["size_bytes"].to_numpy() / k.touched))
-            near = data.iloc[int(np.argmin(ratio))]
-            row.update(cache=near["cache"], cache_bytes=int(near["size_bytes"]))
-            row["touched_over_cache"] = k.touched / near["size_bytes"]
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def human_bytes(v: float) -> str:
-    """1024 -> '1K', 1048576 -> '1M': axis labels in the units caches are declared in."""
-    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if v >= scale:
-            return f"{v / scale:g}{unit}"
-    return f"{v:g}"
-
-
-def summarize(
-    df: pd.DataFrame, upto: int = 32, meta: Mapping[str, Any] | None = None
-) -> pd.DataFrame:
-    """The table the article printed (Riquadro 3): ticks per copy and per byte, small sizes;
-    ticks per byte is left blank where the sample was too short for the timer to resolve."""
-    keep, _ = resolved_rows(df, results.metadata(df) if meta is None else meta)
-    table = small_table(df, upto)
-    table["ticks_per_byte"] = table["ticks_per_byte"].where(keep[df["size"].to_numpy() <= upto])
-    return table
-
-
-def rated(df: pd.DataFrame, meta: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """The rows whose samples the timer resolves, their derivative taken between them only:
-    every figure of copy time (rate, knees, plot) comes from these."""
-    keep, _ = resolved_rows(df, results.metadata(df) if meta is None else meta)
-    return _rederive(df[keep].reset_index(drop=True))
-
-
-def plot(
-    df: pd.DataFrame,
-    path: Any = None,
-    knees: pd.DataFrame | None = None,
-    meta: Mapping[str, Any] | None = None,
-) -> Figure:
-    """Rubini's figure: log-log, red ticks per copy, blue ticks per byte, green derivative, of
-    the sizes the timer resolves."""
-    from matplotlib.ticker import FuncFormatter
-
-    from perflab.analysis import plot as plt
-
-    df = per_size(df)
-    shown = rated(df, meta)
-    fig, ax = plt.figure(figsize=(9, 5.5))
-    red, blue, green = plt.COLORS[:3]
-    pos = shown["derivative"] > 0
-    ax.plot(shown["size"], shown["ticks"], color=red, label="ticks per copy")
-    ax.plot(shown["size"], shown["ticks_per_byte"], color=blue, label="ticks per byte")
-    ax.plot(
-        shown.loc[pos, "size"],
-        shown.loc[pos, "derivative"],
-        ".",
-        color=green,
-        markersize=2,
-        label="derivative (point to point)",
-    )
-    plt.log_axes(ax, x=True, y=True)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human_bytes(v)))
-    for c in recorded_caches(df).itertuples(index=False):
-        if c.cache in ("L1d", "L2", "L3") and c.size_bytes / 2 <= df["size"].max():
-            ax.axvline(c.size_bytes / 2, color="#777777", linestyle="--", linewidth=0.8)
-            ax.annotate(
-                f"{c.cache}/2",
-                (c.size_bytes / 2, 0.98),
-                xycoords=("data", "axes fraction"),
-                fontsize=8,
-                ha="right",
-                va="top",
-                rotation=90,
-            )
-    if knees is not None:
-        for k in knees.itertuples(index=False):
-            ax.axvline(k.size, color="black", linestyle=":", linewidth=1)
-    ax.set_xlabel("bytes copied (S; the copy touches 2·S)")
-    ax.set_ylabel("TSC ticks")
-    ax.legend(loc="upper left")
-    kernel = df["kernel"].iloc[0] if "kernel" in df else "libc"
-    hz, _ = machine.tsc_hz()
-    left_out = len(df) - len(shown)
-    unresolved = f"; {left_out} sizes unresolved, not drawn" if left_out else ""
-    return plt.save(
-        fig,
-        path,
-        title=f"memcpy ({kernel}) — TSC {hz / 1e9:.3f} GHz; dashed: cache/2, dotted: knees"
-        f"{unresolved}",
-    )
-
-
-def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
-    """The small-size table (Riquadro 3), the cache knees and the peak rate, of the sizes whose
-    samples the timer resolves; of --repeat sweeps, each size's median."""
-    sweeps = int(frame["repeat"].nunique()) if "repeat" in frame else 1
-    frame = per_size(frame)
-    keep, step = resolved_rows(frame, meta)
-    fit = rated(frame, meta)
-    knees = detect_knees(fit["size"], fit["ticks_per_byte"])
-    here = meta.get("hostname") == socket.gethostname()
-    # A file from another machine that did not record its caches is not matched to these.
-    if meta.get("caches"):
-        caches = pd.DataFrame(meta["caches"])
-    else:
-        caches = machine.caches() if here else pd.DataFrame(columns=["cache", "size_bytes"])
-    report = knee_report(knees, caches)
-    kernel = str(frame["kernel"].iloc[0])
-    place = f", align {meta['align']}, offset {meta.get('offset', 0)}" if "align" in meta else ""
-    per = "copies per sample, " if "copies" in frame else ""
-    tables = [
-        Table("small", f"small sizes (Riquadro 3: {per}ticks per copy, ticks per byte){place}",
-              summarize(frame, int(meta.get("small", 32)), meta), "{:.6f}"),
-        Table("knees", "cache knees: a copy of S bytes touches 2*S", report),
-    ]  # fmt: skip
-    values: dict[str, Any] = {"points": len(frame), "kernel": kernel}
-    values.update({k: meta[k] for k in ("max_bytes", "trials", "align", "offset") if k in meta})
-    values["mlockall"] = meta.get("mlockall")
-    values["timer_step_ticks"] = step
-    values["unresolved"] = int((~keep).sum())
-    line = f"{len(frame)} sizes, {kernel}" + (
-        f", min of {meta['trials']}" if "trials" in meta else ""
-    )
-    if sweeps > 1:
-        values["repeat"] = sweeps
-        line += f", median of {sweeps} sweeps"
-    if "gb_per_s" in fit and fit["gb_per_s"].notna().any():
-        peak = fit.loc[fit["gb_per_s"].idxmax()]
-        values["peak"] = {"size": int(peak["size"]), "gb_per_s": float(peak["gb_per_s"])}
-        line += f"; peak {peak['gb_per_s']:.2f} GB/s at {int(peak['size']):,} bytes"
-    if "mlockall" in meta:
-        line += f"; mlockall {'on' if meta['mlockall'] else 'off'}"
-    lines = [line]
-    if "max_from" in meta:
-        lines.append(str(meta["max_from"]))
-    if "copies" in frame:
-        lines.append(
-            f"each sample: {int(frame['copies'].min()):,} to {int(frame['copies'].max()):,} "
-            f"back-to-back copies, at least {resolution.MIN_STEPS} timer steps "
-            f"({resolution.MIN_STEPS * step:,} ticks, one step {step})"
-        )
-    if "peak_private_kib" in meta:
-        values["memory"] = {k: meta[k] for k in MEMORY_KEYS}
-        lines.append(memory_line(meta))
-    if not keep.all():
-        lines.append(resolution.unresolved_note(int((~keep).sum()), "sizes' samples", step))
-    if report.empty:
-        lines.append("no cache knee found (sweep further with --max, or more --trials)")
-    notes = []
-    if not here and not meta.get("caches"):
-        notes.append("knees not matched to caches: the file is from another machine")
-    if "derivative" not in frame:
-        notes.append("no figure: the file has no derivative column (perflab's memcpy writes one)")
-        return Summary(lines, tables, values, None, notes)
-    return Summary(lines, tables, values, lambda p: plot(frame, p, knees, meta), notes)

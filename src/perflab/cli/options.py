@@ -1,0 +1,203 @@
+"""The options measuring verbs share: -o/--json/--plot, --program-output, --cluster,
+--resume, --build-timeout, and the options a plan's fields declare.
+
+Imported by every verb's module, so it imports nothing heavy itself: `perflab VERB --help`
+builds the options from the plans (engine/controls.py, lab/plans/) and never loads numpy,
+pandas or matplotlib.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from perflab.cli.params import SECONDS, Count, FileToWrite, Needs, ProgramOutput, cpu_list
+from perflab.engine import controls
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def output_options(func: F) -> F:
+    """-o FILE, --json and --plot FILE, with the paths checked before anything is measured."""
+    func = click.option(
+        "--plot",
+        "plot_path",
+        type=FileToWrite(),
+        help="Draw the figure to FILE (.png, .svg, .pdf).",
+    )(func)
+    func = click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print a machine-readable summary on stdout instead of tables.",
+    )(func)
+    func = click.option(
+        "-o",
+        "--output",
+        type=FileToWrite(),
+        help="Save the tidy data to FILE (.parquet, or .csv with a JSON sidecar).",
+    )(func)
+    return func
+
+
+def check_paths(output: str | None, plot_path: str | None) -> None:
+    """Refuse unwritable or unknown-format paths up front, so no measurement is lost."""
+    from perflab.analysis import plot
+    from perflab.engine import results
+
+    if output:
+        results.check_output(output)
+    if plot_path:
+        plot.check_plot_path(plot_path)
+
+
+def program_output_option(default: str, why: str, *aliases: str, **kwargs: Any) -> Callable[[F], F]:
+    """--program-output WHERE: where the measured program's stdout and stderr go, the same
+    choice in every verb that runs a program (as hyperfine's --output)."""
+    return click.option(
+        "--program-output",
+        *aliases,
+        "program_output",
+        type=ProgramOutput(writable=True),
+        default=None,
+        help="Where the program's stdout and stderr go: null (discarded), inherit (perflab's "
+        f"own), or FILE (both streams, every run's). [default: {default}: {why}]",
+        **kwargs,
+    )
+
+
+# What the sweeps say of --program-output's default: they print on stdout, and run thousands.
+SWEEP_OUTPUT = ("null", "perflab prints its report on stdout, and a sweep runs the program "
+                "thousands of times")  # fmt: skip
+
+
+def program_where(given: str | None, as_json: bool) -> str:
+    """Where a profiled or counted program's streams go: as given, else perflab's own (its
+    report goes to stderr), or null when --json prints on stdout; inherit beside --json is
+    refused, since the program's bytes would break the JSON."""
+    from perflab.engine import program_output
+
+    if given == program_output.INHERIT and as_json:
+        raise click.UsageError(
+            "--program-output inherit would mix the program's stdout into --json's: "
+            "give null or a FILE"
+        )
+    return given or (program_output.NULL if as_json else program_output.INHERIT)
+
+
+def cluster_options(func: F) -> F:
+    """--cluster ADDRESS and --host LABEL: run the measurement on a Dask fleet instead of here."""
+    func = click.option(
+        "--host",
+        "hosts",
+        multiple=True,
+        cls=Needs,
+        needs="cluster",
+        help="With --cluster: only these hosts (repeatable).",
+    )(func)
+    func = click.option(
+        "--cluster",
+        metavar="ADDRESS",
+        is_eager=True,  # --cpu is then checked on each host, not here
+        help="Dask scheduler (tcp://host:8786): measure on every worker host, "
+        "one point at a time per host (pip install perflab[cluster]).",
+    )(func)
+    return func
+
+
+def discard_bad_option(func: F) -> F:
+    """--discard-bad: a resume drops damaged journal chunks instead of refusing them."""
+    return click.option(
+        "--discard-bad",
+        is_flag=True,
+        cls=Needs,
+        needs="resume",
+        help="With --resume: drop journal chunks that fail their checks (their runs are "
+        "measured again) instead of refusing to resume.",
+    )(func)
+
+
+def resume_option(func: F) -> F:
+    """--resume FILE: complete an interrupted, journaled run."""
+    return click.option(
+        "--resume",
+        type=FileToWrite(),
+        help="Complete an interrupted run recorded in FILE (same parameters required).",
+    )(func)
+
+
+BUILD_TIMEOUT_S = 600.0  # system/supervisor.py's default, not imported: it loads the C core
+
+
+def build_timeout_option(func: F) -> F:
+    """--build-timeout: the verb's build and link commands run within it (a build or link
+    command that never returns is killed, with what it started, and said in one line)."""
+
+    @functools.wraps(func)
+    def bounded(*args: Any, build_timeout: float, **kwargs: Any) -> Any:
+        from perflab.system import supervisor
+
+        with supervisor.build_timeout(build_timeout):
+            return func(*args, **kwargs)
+
+    return click.option(
+        "--build-timeout",
+        type=SECONDS,
+        default=BUILD_TIMEOUT_S,
+        show_default=True,
+        help="Seconds each build or link command may take before it is killed.",
+    )(bounded)  # type: ignore[return-value]
+
+
+def journal_options(func: F) -> F:
+    """--resume FILE and --discard-bad."""
+    return resume_option(discard_bad_option(func))
+
+
+def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
+    """The click option of one plan field, from the metadata the field carries."""
+    m = f.metadata["cli"]
+    kw: dict = {"help": m["help"], "default": m.get("default", f.default),
+                "show_default": m.get("shown", True)}  # fmt: skip
+    if "needs" in m:
+        kw.update(cls=Needs, needs=m["needs"])
+    if "choices" in m:
+        kw["type"] = click.Choice(list(m["choices"]))
+    elif m.get("kind") == "cpus":
+        kw.update(default=None, show_default=False, callback=cpu_list)
+    elif m.get("kind") == "seconds":
+        kw["type"] = SECONDS
+    elif "parse" in m:
+        kw.update(type=str, callback=lambda ctx, param, value: m["parse"](value))
+    elif isinstance(f.default, bool):
+        kw["show_default"] = "/" in m["flag"]  # --x/--no-x says its default; a flag is off
+        if "/" not in m["flag"]:
+            kw["is_flag"] = True
+    elif "min" in m:
+        kw["type"] = Count(m["min"])
+    elif "type" in m:
+        kw.update(type=m["type"], show_default=f.default is not None)
+    return click.option(m["flag"], f.name, **kw)
+
+
+def plan_options(plan: type, names: Sequence[str]) -> Callable[[F], F]:
+    """Click options for these fields of a plan dataclass: the plan states its parameters once."""
+    by_name = {f.name: f for f in dataclasses.fields(plan)}
+
+    def decorate(func: F) -> F:
+        for name in reversed(names):
+            func = _option(by_name[name])(func)
+        return func
+
+    return decorate
+
+
+def run_controls(func: F) -> F:
+    """The run controls every child-run verb shares (controls.Controls), as click options."""
+    names = [f.name for f in dataclasses.fields(controls.Controls)
+             if f.name != "mlock" and "cli" in f.metadata]  # fmt: skip
+    return plan_options(controls.Controls, names)(func)

@@ -694,7 +694,7 @@ def run_has_probe(flags: int) -> bool:
 if os.environ.get("PERFLAB_SKIP_FRESHNESS") != "1":
     _check_fresh()
 
-# A batch flag of the --jobs engine (csrc/spawn.c spawn_parallel): one child per listed CPU.
+# A batch flag of the --jobs engine (csrc/spawn_lanes.c spawn_parallel): one child per listed CPU.
 SPAWN_PARALLEL: int = lib.PERFLAB_SPAWN_PARALLEL
 
 # ---- counters.c: events of exec'd children -------------------------------------------------

@@ -18,7 +18,6 @@
  * each, listed in spawn_internal.h.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdint.h>

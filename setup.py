@@ -7,7 +7,8 @@ from setuptools.command.build_ext import build_ext
 from setuptools.errors import LinkError
 
 CSRC = Path("csrc")
-SPAWNER_SOURCES = [str(CSRC / n) for n in ("spawner/main.c", "spawner/supervise.c", "spawn.c")]
+# The helper is its own files and the core's child-run files (spawn.c and its spawn_*.c).
+SPAWNER_SOURCES = [str(p) for p in sorted(CSRC.glob("spawner/*.c")) + sorted(CSRC.glob("spawn*.c"))]
 
 
 class BuildWithSpawner(build_ext):

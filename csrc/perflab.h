@@ -391,7 +391,7 @@ void perflab_noop_arg(void *arg);
 int perflab_alias_time(int kernel, size_t aliased, size_t distinct, size_t n, size_t trials,
                        uint64_t *out_aliased, uint64_t *out_distinct);
 
-/* ---- spawn.c: parallel batches ---------------------------------------- */
+/* ---- spawn_lanes.c: parallel batches ---------------------------------- */
 
 /* A batch flag: one child per listed CPU at a time, each pinned to its own CPU (the run's
  * cpu field says which), each CPU taking the next run as soon as its child is reaped.
@@ -429,10 +429,10 @@ void perflab_exec_counters_close(int32_t n, int32_t *fds);
  * PERFLAB_RUN_PAGES_KEPT on its first run in the batch. */
 #define PERFLAB_SPAWN_SETTLE 128
 
-/* ---- spawn.c: the run-queue wait of all a child's threads ---------------- */
+/* ---- spawn_runq.c: the run-queue wait of all a child's threads ----------- */
 
 /* Batch flags: fill each run's runq_* fields, waiting on the zombie before reaping it (see
- * spawn.c); _PROC reads /proc even where taskstats would answer. Unasked, nothing changes. */
+ * spawn_runq.c); _PROC reads /proc even where taskstats would answer. Unasked, nothing changes. */
 #define PERFLAB_SPAWN_RUNQ 32
 #define PERFLAB_SPAWN_RUNQ_PROC 64
 

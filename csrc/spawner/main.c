@@ -10,7 +10,7 @@
  * PERFLAB_STOP_BYTE on the socket stops the batch between runs (one arriving while idle
  * is skipped), and end of file (perflab closed the socket or died) stops the batch.
  * It is a child subreaper: what a run leaves outside its process group (a setsid daemon)
- * becomes its child, killed and reaped once no run is in flight (spawn.c, strays).
+ * becomes its child, killed and reaped once no run is in flight (spawn_strays.c).
  *
  * The programs it runs may signal it (their parent, and its process group): every catchable
  * signal but its wake signal is blocked, so none ends it (the children start with an empty
@@ -38,32 +38,6 @@
 #include "wire.h"
 
 #define MAX_REQUEST (1ull << 30)
-
-int read_full(int fd, void *buf, size_t n)
-{
-    for (size_t got = 0; got < n;) {
-        ssize_t r = read(fd, (char *)buf + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    return 0;
-}
-
-int write_full(int fd, const void *buf, size_t n)
-{
-    for (size_t put = 0; put < n;) {
-        ssize_t r = send(fd, (const char *)buf + put, n - put, MSG_NOSIGNAL);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        put += (size_t)r;
-    }
-    return 0;
-}
 
 /* The first byte of a request and the fds sent with it; stop bytes before it skipped. */
 static int read_start(int sock, unsigned char *first, int fds[4])

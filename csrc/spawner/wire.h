@@ -1,4 +1,4 @@
-/* What the spawner helper's two modes share: whole messages on its socket (main.c), and the
+/* What the spawner helper's two modes share: whole messages on its socket (wire.c), and the
  * supervising mode main.c hands over to (supervise.c). */
 #ifndef PERFLAB_SPAWNER_WIRE_H
 #define PERFLAB_SPAWNER_WIRE_H

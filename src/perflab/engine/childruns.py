@@ -106,7 +106,7 @@ def rt_throttled_once(
     options: spawn.SpawnOptions, runs: np.ndarray, extra: dict, warn: Warn
 ) -> None:
     """Real-time runs longer than the kernel's real-time runtime: no rest between runs keeps
-    its throttle out of them (csrc/spawn.c, rest_before), so say so once and record it."""
+    its throttle out of them (csrc/spawn_rest.c, rest_before), so say so once and record it."""
     granted = runs["wall_ns"][runs["rt_errno"] == 0]
     bandwidth = settings.rt_bandwidth() if options.rt and granted.size else None
     if bandwidth is None or "rt_throttled" in extra or granted.max() <= bandwidth[0]:

@@ -108,7 +108,7 @@ def batch_reply(raw: bytes) -> tuple[int, int]:
     return int(reply.done), int(reply.floor_kb)
 
 
-# A batch flag of the --jobs engine (csrc/spawn.c spawn_parallel): one child per listed CPU.
+# A batch flag of the --jobs engine (csrc/spawn_lanes.c spawn_parallel): one child per listed CPU.
 SPAWN_PARALLEL: int = lib.PERFLAB_SPAWN_PARALLEL
 
 

@@ -75,7 +75,8 @@ def test_siblings_are_refused_unless_allowed(tmp_path):
 def test_lane_cpus_follow_jobs_and_the_cpu_list():
     usable = machine.usable_cpus()
     assert lanes.lane_cpus(0, None) == tuple(usable)
-    assert lanes.lane_cpus(1, None) == (usable[-1],)
+    one = lanes.lane_cpus(1, None)  # the quietest now (the rule: tests/test_cpu_choice.py)
+    assert len(one) == 1 and one[0] in usable
     assert lanes.lane_cpus(0, [usable[0]]) == (usable[0],)
     with pytest.raises(PerflabError, match=r"--jobs 2 runs 2 children at once.*lists 1 CPU:"):
         lanes.lane_cpus(2, [usable[0]])

@@ -5,6 +5,7 @@ import contextlib
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -19,6 +20,12 @@ from click.testing import CliRunner
 from perflab.engine import filelock
 from perflab.errors import PerflabError
 from perflab.system import compiler, machine
+
+# A suite started in the background of a script (`cmd &` without job control) inherits SIGINT
+# ignored, and so would every perflab it starts: the tests of Ctrl-C would send it to nobody
+# (a profile of `sleep 30` ran its 30 s). The suite runs as a user at a terminal would.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ def write_export(path: str | None, render: Callable[[], str]) -> None:
 
 def _markdown_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """--md takes the next word as its file: a result's name there means it came first."""
-    if value not in (None, "-") and not value.endswith(".md"):
+    if value is not None and value != "-" and not value.endswith(".md"):
         raise click.BadParameter(
             f"{value!r} is not a FILE.md; --md alone writes to stdout, so put it after the "
             "result files (perflab report FILE --md)",

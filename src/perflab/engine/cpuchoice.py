@@ -35,7 +35,9 @@ def _culprit(cpu: int, load: cpuload.Load) -> cpuload.Task | None:
     """The task that kept a CPU busiest, a real-time one first; None when none took more of
     the window than the reading resolves."""
     there = [t for t in load.tasks if t.cpu == cpu and t.share >= load.step]
-    return max(there, key=lambda t: (t.realtime, t.share), default=None)
+    if not there:
+        return None
+    return max(there, key=lambda t: (t.realtime, t.share))
 
 
 def _realtime(cpu: int, load: cpuload.Load) -> bool:

@@ -5,6 +5,7 @@ import hashlib
 import hmac
 import os
 import re
+import resource
 import shlex
 import shutil
 import tempfile
@@ -179,7 +180,7 @@ def build(
         if cached(out) or not (err := _compile(cc, flags, source, out)):
             return Workload(out, source.name, digest, version, tuple(flags), bool(link))
         errors.append(err)
-    raise PerflabError(f"{source.name}: compilation failed: {errors[-1].splitlines()[0]}")
+    raise _failed(source, errors[-1])
 
 
 def mytkowicz(opt: str = DEFAULT_OPT) -> Workload:
@@ -229,7 +230,7 @@ def compile_object(
     if not cached(out):
         BUILDS["compile"] += 1
         if err := _compile(cc, flags, source, out):
-            raise PerflabError(f"{source.name}: compilation failed: {err.splitlines()[0]}")
+            raise _failed(source, err)
     return Object.of(out)
 
 
@@ -443,3 +444,16 @@ def relink(
         files.atomic(out, lambda tmp: tmp.write_bytes(data), mode=PROGRAM)
         _seal(out)
     return Program(out, tuple(o.label for o in objects), digest), objects
+
+
+def _failed(source: Path, err: str) -> PerflabError:
+    """The compiler's first line; where it ran out of memory, the limit it met (a compiler
+    under `ulimit -d` fails before perflab's own check of the limits can name it)."""
+    first = err.splitlines()[0] if err else "no output"
+    if "out of memory" in first.lower():
+        for limit, flag in ((resource.RLIMIT_AS, "ulimit -v"), (resource.RLIMIT_DATA, "ulimit -d")):
+            soft = resource.getrlimit(limit)[0]
+            if soft != resource.RLIM_INFINITY:
+                first += f" ({flag} allows {soft // 2**20} MiB; raise it)"
+                break
+    return PerflabError(f"{source.name}: compilation failed: {first}")

@@ -79,7 +79,7 @@ def first_claim(blocks, rule: str, allowance: float = 0.0) -> int | None:
     res = timing.timer_step() / CALLS
     for n in LOOKS:
         if rule == "order":
-            _, lo, hi = stats.ratio_interval(a[:n], b[:n], LEVEL, (res, res))
+            _, lo, hi = stats.ratio_order_interval(a[:n], b[:n], LEVEL, (res, res))
             lo, hi = lo / (1 + allowance), hi * (1 + allowance)
         else:
             k = n // PAIRS

@@ -72,7 +72,7 @@ def perf_pipe_us(loops: int, cpu: int | None) -> float:
 
 def perflab_pipe_us(loops: int, cpu: int | None) -> float:
     """perflab cswitch's round trip in µs, unpinned or both sides on one CPU."""
-    place = cswitch.Placement("unpinned") if cpu is None else cswitch.Placement("one CPU", cpu, cpu)
+    place = cswitch.CpuPair("unpinned") if cpu is None else cswitch.CpuPair("one CPU", cpu, cpu)
     return cswitch.run_once(loops, place, realtime=False)["roundtrip_us_each"]
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from perflab.engine import cpuchoice
 from perflab.lab import env_size
-from perflab.lab.plans.env_size import Plan
+from perflab.lab.plans.env_size import EnvSizePlan
 from perflab.system import compiler
 
 BARE = r"""
@@ -142,7 +142,7 @@ def whole(repeat: int, rounds: int, pin_perflab: bool, cpu: str) -> None:
     """perflab's sweep as a command vs the bare loop on the same runs, with and without its
     start-up (the same command for one run)."""
     workload = env_size.resolve_program((), "0")[0][0]
-    sizes = Plan(min_size=0, max_size=199, repeat=repeat).pairs()[0]
+    sizes = EnvSizePlan(min_size=0, max_size=199, repeat=repeat).pairs()[0]
     rt = ("taskset", "-c", cpu, "chrt", "-f", "1")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)

@@ -68,8 +68,8 @@ def kids(tmp_path_factory) -> dict[str, str]:
     return compile_children(tmp_path_factory.mktemp("audit"), CHILDREN, "1", static=True)
 
 
-def engine(name: str) -> spawn.InProcess:
-    return spawn.engine() if name == "spawner" else spawn.in_process()
+def engine(name: str) -> spawn.DirectSpawner:
+    return spawn.spawner() if name == "spawner" else spawn.direct()
 
 
 def rows(argvs, using, **opts):
@@ -82,7 +82,7 @@ def rows(argvs, using, **opts):
 
 
 def test_the_spawner_is_what_verbs_use():
-    assert isinstance(spawn.engine(), spawn.Spawner)
+    assert isinstance(spawn.spawner(), spawn.HelperSpawner)
 
 
 @pytest.mark.parametrize("mib", [0, 16, 64])
@@ -90,9 +90,9 @@ def test_maxrss_is_the_childs_own_peak(kids, mib):
     """The child's peak is the MiB it touched over its own base, not perflab's: the helper's
     floor carried into it (0.9 MiB on one Xeon, 2 MiB on another) is a small fraction of this
     Python process's peak, which a child forked from it would report."""
-    base = int(rows([[kids["touch"], "0"]], spawn.engine())["maxrss_kb"][0])
-    df = rows([[kids["touch"], str(mib)]], spawn.engine())
-    floor = spawn.engine().floor_kb
+    base = int(rows([[kids["touch"], "0"]], spawn.spawner())["maxrss_kb"][0])
+    df = rows([[kids["touch"], str(mib)]], spawn.spawner())
+    floor = spawn.spawner().floor_kb
     ours = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert floor is not None and 0 < floor < ours / 8 and base < ours / 8, (floor, base, ours)
     peak = int(df["maxrss_kb"][0])
@@ -102,7 +102,7 @@ def test_maxrss_is_the_childs_own_peak(kids, mib):
 
 
 def test_maxrss_is_empty_when_it_cannot_be_the_childs(kids):
-    df = rows([[kids["touch"], "8"]], spawn.in_process())
+    df = rows([[kids["touch"], "8"]], spawn.direct())
     assert df["maxrss_kb"].isna().all()
     assert df["minflt"][0] >= 8 * MIB // os.sysconf("SC_PAGE_SIZE")
 
@@ -126,7 +126,7 @@ def test_a_competing_task_shows_as_involuntary_switches(kids):
     cpu = machine.usable_cpus()[-1]
     hog = subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
     try:
-        df = rows([[kids["spin"]]], spawn.engine(), cpus=(cpu,))
+        df = rows([[kids["spin"]]], spawn.spawner(), cpus=(cpu,))
     finally:
         hog.kill()
         hog.wait()
@@ -164,7 +164,7 @@ def test_exec_failure_has_its_errno(tmp_path):
     script = tmp_path / "noexec"
     script.write_text("")
     script.chmod(0o644)
-    df = rows([[str(script)]], spawn.engine())
+    df = rows([[str(script)]], spawn.spawner())
     assert df["status"][0] == "exec_failed" and df["child_errno"][0] == 13  # EACCES
 
 

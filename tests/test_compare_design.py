@@ -1,6 +1,6 @@
-"""compare --precision's design on given numbers: a fake run source hands the Design each round's
-rows and seconds, so what it chooses next and why it stops is checked fast and the same on every
-machine (the real runs are tests/test_compare_precision.py's)."""
+"""compare --precision's design on given numbers: a fake run source hands the PrecisionDesign
+each round's rows and seconds, so what it chooses next and why it stops is checked fast and the
+same on every machine (the real runs are tests/test_compare_precision.py's)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import numpy as np
 import pandas as pd
 
 from perflab.engine import results
-from perflab.lab.compare import MIN_LAYOUTS, PILOT, Plan
-from perflab.lab.compare.precision import Design
+from perflab.lab.compare import MIN_LAYOUTS, PILOT, ComparePlan
+from perflab.lab.compare.precision import PrecisionDesign
 
 
-def fake_round(design: Design, layout_sd: float, pair_sd: float, seed: int = 0) -> pd.DataFrame:
+def fake_round(
+    design: PrecisionDesign, layout_sd: float, pair_sd: float, seed: int = 0
+) -> pd.DataFrame:
     """The rows of the round design.todo asks for, B/A 1 but for each layout's own effect
     (normal on the log scale, drawn per layout) and each run's noise, joined to the earlier
     ones as a journaled comparison's file holds them."""
@@ -33,7 +35,7 @@ def fake_round(design: Design, layout_sd: float, pair_sd: float, seed: int = 0) 
     return results.attach(part, {"build_s": 0.0})
 
 
-def drive(design: Design, seconds: float, layout_sd: float, pair_sd: float) -> list[dict]:
+def drive(design: PrecisionDesign, seconds: float, layout_sd: float, pair_sd: float) -> list[dict]:
     """Run the design's rounds, each taking `seconds`, until it stops: each round's layouts,
     pairs and iterations."""
     asked = []
@@ -48,7 +50,7 @@ def drive(design: Design, seconds: float, layout_sd: float, pair_sd: float) -> l
 
 def test_the_pilot_alone_reaches_a_loose_target():
     """Quiet layouts and a ±5 % target: the pilot of PILOT reaches it, and nothing more runs."""
-    design = Design(Plan(precision=0.05, budget=60), None, journaled=True)
+    design = PrecisionDesign(ComparePlan(precision=0.05, budget=60), None, journaled=True)
     asked = drive(design, 1.0, layout_sd=0.001, pair_sd=0.001)
     assert asked == [{"layouts": PILOT[0], "pairs": {PILOT[1]}, "iterations": 1}]
     record = design.record()
@@ -62,7 +64,7 @@ def test_a_tight_target_plans_more_layouts_and_stops_at_the_budget():
     layouts; each round adds at most as many as have run (10 after the pilot) and only what
     the budget left pays for, then the comparison stops saying the budget was spent, with the
     time the plan after the pilot predicted."""
-    design = Design(Plan(precision=0.001, budget=3.0), None, journaled=True)
+    design = PrecisionDesign(ComparePlan(precision=0.001, budget=3.0), None, journaled=True)
     asked = drive(design, 1.0, layout_sd=0.02, pair_sd=0.005)
     record = design.record()
     assert not record["reached"] and record["stopped"] == "budget spent"
@@ -78,7 +80,7 @@ def test_a_tight_target_plans_more_layouts_and_stops_at_the_budget():
 def test_reached_needs_min_layouts():
     """A resume left with fewer than MIN_LAYOUTS layouts, however narrow B/A's interval, is not
     reached: the design asks for more layouts."""
-    design = Design(Plan(precision=0.5, budget=60), None, journaled=True)
+    design = PrecisionDesign(ComparePlan(precision=0.5, budget=60), None, journaled=True)
     design.todo = {s: PILOT[1] for s in range(3)}
     design.ran(fake_round(design, 0.001, 0.001), 1.0, 0.0)
     assert design.next_round()

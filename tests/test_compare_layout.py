@@ -149,7 +149,7 @@ def test_the_code_moves_by_the_padding_linked_first(built, tmp_path):
 
 
 def test_the_built_in_workload_is_padded_and_reordered(tmp_path):
-    plan = compare.Plan(randomize=("link-order", "code-offset"), setups=3, seed=4)
+    plan = compare.ComparePlan(randomize=("link-order", "code-offset"), setups=3, seed=4)
     side = compare.build_side("A", ["-O2"])
     setups = compare.draw_setups(plan, [o.label for o in side.objects])
     assert all(s.perm is not None and s.code_offset >= 0 for s in setups)

@@ -303,10 +303,10 @@ def test_real_time_runs_are_planned_no_longer_than_the_kernels_runtime_allows():
     from perflab.system import settings
 
     costs = [0.0, 0.01, 0.09]  # a layout, a pair's starts, an iteration of both sides (s)
-    free = compare.Plan(rt=False)
+    free = compare.ComparePlan(rt=False)
     assert compare._most_iterations(free, costs) == constants.MAX_ITERATIONS
     bandwidth = settings.rt_bandwidth()
-    held = compare._most_iterations(compare.Plan(rt=True), costs)
+    held = compare._most_iterations(compare.ComparePlan(rt=True), costs)
     if bandwidth is None:  # the kernel does not throttle: nothing to stay inside
         assert held == constants.MAX_ITERATIONS
     else:

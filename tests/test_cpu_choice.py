@@ -18,7 +18,7 @@ from perflab.analysis import disturbance
 from perflab.cli import cli
 from perflab.engine import cpuchoice, lanes
 from perflab.errors import PerflabNote, PerflabWarning
-from perflab.lab.plans.env_size import Plan
+from perflab.lab.plans.env_size import EnvSizePlan
 from perflab.system import cpuload, machine
 
 STEP = 1 / 15  # one USER_HZ step of a 150 ms window, as a real reading has it
@@ -107,11 +107,11 @@ def test_cpus_asked_for_warn_only_of_a_busy_real_time_task():
 
 
 def test_the_choice_is_recorded_but_is_no_parameter_a_resume_must_repeat():
-    plan = Plan(cpus=(0,), cpu_choice="cpu 0: cpu 1 runs pid 1234 (hog) SCHED_FIFO 50")
+    plan = EnvSizePlan(cpus=(0,), cpu_choice="cpu 0: cpu 1 runs pid 1234 (hog) SCHED_FIFO 50")
     assert "cpu_choice" not in plan.params()
-    assert plan.params() == Plan(cpus=(0,)).params()
+    assert plan.params() == EnvSizePlan(cpus=(0,)).params()
     assert plan.conditions()["cpu_choice"] == plan.cpu_choice
-    assert "cpu_choice" not in Plan(cpus=(0,)).conditions()
+    assert "cpu_choice" not in EnvSizePlan(cpus=(0,)).conditions()
 
 
 def test_a_resume_measures_on_the_cpus_its_file_recorded(tmp_path):
@@ -122,7 +122,7 @@ def test_a_resume_measures_on_the_cpus_its_file_recorded(tmp_path):
     (parts / "params.json").write_text(json.dumps({"params": {"cpus": [first]}}))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        plan = lanes.with_cpus(Plan(), None, out)
+        plan = lanes.with_cpus(EnvSizePlan(), None, out)
     assert plan.cpus == (first,)
     assert plan.cpu_choice == f"cpu {first}: where {out} was measured"
     # said when the runs start, after every check of the input: not while planning

@@ -99,9 +99,9 @@ def test_builtin_loop_is_cached_and_measured(tmp_path):
 
 
 def test_random_order_is_seeded():
-    a = env_size.Plan(max_size=50, repeat=3, seed=7).pairs()
-    b = env_size.Plan(max_size=50, repeat=3, seed=7).pairs()
-    c = env_size.Plan(max_size=50, repeat=3, seed=8).pairs()
+    a = env_size.EnvSizePlan(max_size=50, repeat=3, seed=7).pairs()
+    b = env_size.EnvSizePlan(max_size=50, repeat=3, seed=7).pairs()
+    c = env_size.EnvSizePlan(max_size=50, repeat=3, seed=8).pairs()
     assert np.array_equal(a[0], b[0]) and not np.array_equal(a[0], c[0])
     assert sorted(zip(*a, strict=True)) == [(s, r) for s in range(51) for r in range(3)]
 
@@ -197,11 +197,11 @@ HEAD_START = """
 import runpy, sys
 from perflab.engine import spawn
 seen = []
-submit = spawn.Spawner._submit
+submit = spawn.HelperSpawner._submit
 def watched(self, *request):
     seen.append("pandas" in sys.modules)
     return submit(self, *request)
-spawn.Spawner._submit = watched
+spawn.HelperSpawner._submit = watched
 sys.argv = ["perflab", "sweep", "env-size", "--max", "9", "--repeat", "2", "-o", sys.argv[1]]
 try:
     runpy.run_module("perflab", run_name="__main__")
@@ -231,9 +231,9 @@ def test_a_fresh_sweep_queues_its_first_runs_before_pandas_loads(tmp_path):
 def test_progress_starts_before_the_first_measured_run(tmp_path, monkeypatch):
     """A rate counts from the first run, not from after the batches queued ahead of pandas."""
     sent: list[int] = []
-    submit = spawn.Spawner._submit
+    submit = spawn.HelperSpawner._submit
     monkeypatch.setattr(
-        spawn.Spawner, "_submit", lambda self, *r: submit(self, *r) or sent.append(1)
+        spawn.HelperSpawner, "_submit", lambda self, *r: submit(self, *r) or sent.append(1)
     )
     at_start: list[int] = []
     env_size.sweep(max_size=9, repeat=2, rt=False, output=tmp_path / "p.parquet",

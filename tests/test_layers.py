@@ -117,6 +117,17 @@ def test_the_top_level_holds_only_the_layers():
     assert top == layers | beside
 
 
+def test_each_class_name_is_used_once_in_the_package():
+    """One meaning per name (docs/architecture.md's glossary): no two classes share a name."""
+    where: dict[str, list[str]] = {}
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(str(path.relative_to(SRC)))
+    assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
+    assert {"EnvSizePlan", "ComparePlan", "HelperSpawner", "PrecisionDesign"} <= set(where)
+
+
 IMPORT_ALL = """
 import importlib, pkgutil, sys
 import perflab

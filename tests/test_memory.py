@@ -289,9 +289,9 @@ def test_loop_kernel_shows_riquadro_3_live():
 
 def test_alignment_and_offset_are_validated():
     with pytest.raises(PerflabError, match="power of two"):
-        memcpy.Placement(3, 0).check()
+        memcpy.BufferAlignment(3, 0).check()
     with pytest.raises(PerflabError, match="offset"):
-        memcpy.Placement(64, 5000).check()
+        memcpy.BufferAlignment(64, 5000).check()
     with mlock_may_be_refused():
         df = memcpy.run(4096, trials=2, align=1, offset=3)
     assert results.metadata(df)["align"] == 1 and len(df) > 64

@@ -112,7 +112,7 @@ def test_cli_trig_unknown_function_is_one_line(runner):
 
 def test_cswitch_positive_cost_and_child_reaped():
     affinity, policy = os.sched_getaffinity(0), os.sched_getscheduler(0)
-    row = cswitch.run_once(10000, cswitch.Placement("one CPU", 0, 0), realtime=False)
+    row = cswitch.run_once(10000, cswitch.CpuPair("one CPU", 0, 0), realtime=False)
     assert row["pingpong_ns"] > row["alone_ns"] > 0
     assert row["cswitch_us_each"] > 0
     # on one CPU every round trip hands the CPU over twice
@@ -124,7 +124,7 @@ def test_cswitch_positive_cost_and_child_reaped():
 
 def test_cswitch_realtime_is_restored():
     policy, limits = os.sched_getscheduler(0), resource.getrlimit(resource.RLIMIT_RTTIME)
-    row = cswitch.run_once(2000, cswitch.Placement("one CPU", 0, 0), realtime=True)
+    row = cswitch.run_once(2000, cswitch.CpuPair("one CPU", 0, 0), realtime=True)
     assert row["pingpong_ns"] > 0
     assert (
         os.sched_getscheduler(0) == policy and resource.getrlimit(resource.RLIMIT_RTTIME) == limits
@@ -137,7 +137,7 @@ def test_cswitch_interrupted_still_reaps_child():
     timer.start()
     try:
         with pytest.raises((KeyboardInterrupt, PerflabError)):
-            cswitch.run_once(5_000_000, cswitch.Placement("one CPU", 0, 0), realtime=False)
+            cswitch.run_once(5_000_000, cswitch.CpuPair("one CPU", 0, 0), realtime=False)
     finally:
         timer.cancel()
     assert no_children_left()

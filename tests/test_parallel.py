@@ -65,11 +65,11 @@ def test_smt_siblings_are_read_from_the_topology(tmp_path):
 
 def test_siblings_are_refused_unless_allowed(tmp_path):
     root = _sysfs(tmp_path, {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"})
-    plan = env_size.Plan(jobs=2, cpus=(0, 2))
+    plan = env_size.EnvSizePlan(jobs=2, cpus=(0, 2))
     with pytest.raises(PerflabError, match=r"CPUs 0 and 2 are SMT siblings.*--allow-siblings"):
         plan.check_lanes(root)
-    env_size.Plan(jobs=2, cpus=(0, 2), allow_siblings=True).check_lanes(root)
-    env_size.Plan(jobs=2, cpus=(0, 1)).check_lanes(root)
+    env_size.EnvSizePlan(jobs=2, cpus=(0, 2), allow_siblings=True).check_lanes(root)
+    env_size.EnvSizePlan(jobs=2, cpus=(0, 1)).check_lanes(root)
 
 
 def test_lane_cpus_follow_jobs_and_the_cpu_list():
@@ -266,8 +266,8 @@ def test_compare_with_jobs_keeps_every_pair_once(tmp_path):
 
 
 def test_a_sequential_plan_is_stored_as_before_jobs_existed():
-    assert not {"jobs", "reference", "allow_siblings"} & set(env_size.Plan().params())
-    stored = lanes.with_cpus(env_size.Plan(jobs=2), [0, 1]).params()
+    assert not {"jobs", "reference", "allow_siblings"} & set(env_size.EnvSizePlan().params())
+    stored = lanes.with_cpus(env_size.EnvSizePlan(jobs=2), [0, 1]).params()
     assert (stored["jobs"], stored["reference"], stored["allow_siblings"]) == (2, 0.05, False)
 
 
@@ -277,29 +277,29 @@ def test_the_reference_slice_costs_a_tenth_of_the_parallel_time_on_any_cpu_count
         # one at a time, share x runs; side by side, (1 - share) x runs / lanes
         assert share * count / (1 - share) == pytest.approx(0.1, rel=0.06)
     assert lanes.default_reference(1) == 0.05  # capped: 10 % of the runs is too many
-    asked = lanes.with_cpus(env_size.Plan(jobs=4, reference=0.3), [0, 1, 2, 3])
+    asked = lanes.with_cpus(env_size.EnvSizePlan(jobs=4, reference=0.3), [0, 1, 2, 3])
     assert asked.reference == 0.3 and asked.params()["reference"] == 0.3
-    assert lanes.with_cpus(env_size.Plan(jobs=4), [0, 1, 2, 3]).reference == 0.025
+    assert lanes.with_cpus(env_size.EnvSizePlan(jobs=4), [0, 1, 2, 3]).reference == 0.025
 
 
 @pytest.mark.parametrize("helper", [True, False], ids=["helper", "in-process"])
 def test_queued_batches_run_in_order_and_a_stop_ends_them_all(helper):
-    engine = spawn.engine() if helper else spawn.in_process()
-    if helper and not isinstance(engine, spawn.Spawner):
+    spawner = spawn.spawner() if helper else spawn.direct()
+    if helper and not isinstance(spawner, spawn.HelperSpawner):
         pytest.skip("the spawner helper is not built here")
     true, sleep = (spawn.check_program(p) for p in ("true", "sleep"))
-    with engine.pipeline() as pipe:
+    with spawner.pipeline() as pipe:
         for k in range(3):  # a request arriving while one runs must not stop it
             pipe.submit(*spawn.request([(true,)], np.zeros(k + 1), np.full(k + 1, k)))
         got = [pipe.collect() for _ in range(3)]
     assert [g["env_size"].tolist() for g in got] == [[0], [1, 1], [2, 2, 2]]
     assert all((g["status"] == 0).all() for g in got)
-    with engine.pipeline() as pipe:
+    with spawner.pipeline() as pipe:
         pipe.submit(*spawn.request([(sleep, "0.2")], np.zeros(50)))
         pipe.submit(*spawn.request([(true,)], np.zeros(5)))
-        engine.request_stop()
+        spawner.request_stop()
         cut, behind = pipe.collect(), pipe.collect()
     assert len(cut) < 50 and len(behind) == 0  # the queued batch starts nothing after a stop
-    assert len(spawn.run_batch([(true,)], np.zeros(2), using=engine)) == 0  # until cleared
+    assert len(spawn.run_batch([(true,)], np.zeros(2), using=spawner)) == 0  # until cleared
     spawn.clear_stop()
-    assert len(spawn.run_batch([(true,)], np.zeros(2), using=engine)) == 2
+    assert len(spawn.run_batch([(true,)], np.zeros(2), using=spawner)) == 2

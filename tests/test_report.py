@@ -444,7 +444,7 @@ def test_few_points_get_bootstrap_intervals_that_agree_with_order_statistics():
     boot = diff.compare_frames(a, b, ("call",), "ticks")
     assert boot.attrs["method"] == "bootstrap" and boot["change"].tolist() == ["", "slower"]
     sorted_a, sorted_b = np.sort(a["ticks"]), np.sort(b["ticks"])
-    exact = stats.ratio_interval(sorted_a, sorted_b, 0.999, (20.0, 20.0))
+    exact = stats.ratio_order_interval(sorted_a, sorted_b, 0.999, (20.0, 20.0))
     assert diff._order_ratio(sorted_a, sorted_b, 0.999, (20.0, 20.0)) == pytest.approx(exact)
 
 

@@ -21,7 +21,7 @@ from perflab.engine import results, shift
 from perflab.errors import PerflabError
 from perflab.lab import env_size
 from perflab.lab.env_size import shifted, windows
-from perflab.lab.plans.env_size import Plan
+from perflab.lab.plans.env_size import EnvSizePlan
 from perflab.system import compiler, machine, supervisor
 
 REPEAT = 15  # runs per size: a median per size that one preempted run cannot move
@@ -189,7 +189,7 @@ def test_the_timing_check_refuses_a_small_bias_at_every_size_unless_exec_drifts_
 def test_the_timing_check_ran_at_sixteen_frame_steps_and_let_the_sweep_measure(both):
     timing = results.metadata(both["shift"])["shift_check"]["timing"]
     start, end = int(both["shift"]["env_size"].min()), int(both["shift"]["env_size"].max())
-    sizes = shifted.timing_sizes(Plan(min_size=start, max_size=end))
+    sizes = shifted.timing_sizes(EnvSizePlan(min_size=start, max_size=end))
     assert timing["sizes"] == sizes.size and sizes.size >= shifted.TIMING_FRAMES
     assert shifted.disagreement(timing) is None
 
@@ -223,7 +223,7 @@ def test_a_placement_that_is_not_the_exec_d_one_is_refused(window):
     built = shift.build(compiler.WORKLOADS / "mytkowicz.c", "0")
     deeper = windows.StackModel(layout.model.top, layout.model.depth + 16)
     off = windows.Layout(layout.accesses, deeper, layout.base_strings)
-    plan = Plan(min_size=window[0], max_size=window[1], cpus=(machine.usable_cpus()[-1],))
+    plan = EnvSizePlan(min_size=window[0], max_size=window[1], cpus=(machine.usable_cpus()[-1],))
     statics = tuple((a.offset, a.size) for a in layout.accesses if a.where == "static")
     with pytest.raises(PerflabError, match=r"use --engine exec$"):
         shifted.check_frames(plan, off, loop, str(built.path), {}, statics)

@@ -190,7 +190,7 @@ def test_the_spawner_waits_on_the_childs_cpu_at_its_priority(children, tmp_path)
     cross-CPU wakeup); the spawner waits at the child's priority, so it does not interrupt the
     child at its execve, and its watcher raises it above the child at a timeout or a stop (the
     spinning child's test below); off the child's CPU it stays above all along."""
-    assert isinstance(spawn.engine(), spawn.Spawner)
+    assert isinstance(spawn.spawner(), spawn.HelperSpawner)
     rtprio = resource.getrlimit(resource.RLIMIT_RTPRIO)[0]
     above = has_capability(CAP_SYS_NICE) or rtprio == resource.RLIM_INFINITY or rtprio >= 2
     for cpu in machine.usable_cpus():
@@ -275,9 +275,9 @@ def test_a_sequential_sweep_keeps_batches_queued_in_the_helper(children, monkeyp
     """The helper has the next batch before it ends one: it never waits for perflab's thread."""
     monkeypatch.setattr(env_size, "CHUNK_RUNS", 3)
     df = env_size.sweep([children["noprobe"]], max_size=4, repeat=4, rt=False, progress=False)
-    engine = spawn.engine()
-    assert isinstance(engine, spawn.Spawner)
-    assert engine.most_queued == childruns.AHEAD > 1
+    spawner = spawn.spawner()
+    assert isinstance(spawner, spawn.HelperSpawner)
+    assert spawner.most_queued == childruns.AHEAD > 1
     planned = [(s, r) for s in range(5) for r in range(4)]
     assert sorted(zip(df["env_size"], df["rep"], strict=True)) == planned
     assert (df["status"] == "ok").all()
@@ -301,14 +301,14 @@ def test_without_the_helper_a_sequential_sweep_queues_in_process_and_resumes(
     argv, params = [children["noprobe"]], {"max_size": 4, "repeat": 4, "rt": False}
     with pytest.raises(KeyboardInterrupt):
         env_size.sweep(argv, output=out, progress=stop_at_the_second_batch, **params)
-    assert type(spawn.engine()) is spawn.InProcess
+    assert type(spawn.spawner()) is spawn.DirectSpawner
     kept = results.load(out)
     assert results.metadata(kept)["complete"] is False and len(kept) == sum(seen) == 6
     df = env_size.sweep(argv, output=out, resume=True, progress=False, **params)
     planned = [(s, r) for s in range(5) for r in range(4)]
     assert sorted(zip(df["env_size"], df["rep"], strict=True)) == planned
     assert (df["status"] == "ok").all() and df["maxrss_kb"].isna().all()
-    assert results.metadata(df)["maxrss_method"] == spawn.InProcess.method
+    assert results.metadata(df)["maxrss_method"] == spawn.DirectSpawner.method
 
 
 def test_setup_failure_is_reported_distinctly(children, tmp_path):
@@ -397,7 +397,7 @@ def test_timeout_kills_the_child(children):
 def test_a_stop_ends_the_run_in_flight_which_the_helper_waits_for_without_a_pidfd(children):
     """The helper's spawning thread sleeps in wait4, without a pidfd per child; a stop still
     ends a child that would never end on its own, and the batch returns without it."""
-    assert isinstance(spawn.engine(), spawn.Spawner)
+    assert isinstance(spawn.spawner(), spawn.HelperSpawner)
     got: list[np.ndarray] = []
     batch = threading.Thread(
         target=lambda: got.append(spawn.run_env_sizes([children["hang"]], np.zeros(3, np.int64)))

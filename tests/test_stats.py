@@ -66,7 +66,7 @@ def test_identical_quantized_samples_keep_the_error_rate(step):
     claims = 0
     for _ in range(400):
         a, b = _quantized_twins(rng, step, calls=32, n=40)
-        _, lo, hi = stats.ratio_interval(a, b, 0.9, (step / 32, step / 32))
+        _, lo, hi = stats.ratio_order_interval(a, b, 0.9, (step / 32, step / 32))
         assert hi - lo > 0
         claims += not lo <= 1 <= hi
     assert claims <= 58
@@ -79,7 +79,7 @@ def test_a_one_step_gap_between_tied_medians_decides_nothing():
     b = np.full(60, 25_620 / 32)
     _, lo, hi = stats.ratio_bootstrap_interval(a, b, 0.99)
     assert lo == hi != 1.0
-    _, lo, hi = stats.ratio_interval(a, b, 0.99, (20 / 32, 20 / 32))
+    _, lo, hi = stats.ratio_order_interval(a, b, 0.99, (20 / 32, 20 / 32))
     assert lo < 1 < hi
 
 
@@ -88,14 +88,14 @@ def test_a_real_ten_percent_difference_is_seen_through_the_step(step):
     rng = np.random.default_rng(10 + step)
     a, _ = _quantized_twins(rng, step, calls=32, n=80)
     b = _quantized_twins(rng, step, calls=32, n=80)[1] * 1.1
-    ratio, lo, hi = stats.ratio_interval(a, b, 0.99, (step / 32, step / 32))
+    ratio, lo, hi = stats.ratio_order_interval(a, b, 0.99, (step / 32, step / 32))
     assert 1.0 < lo <= ratio <= hi and abs(ratio - 1.1) < 0.02
 
 
 def test_median_interval_covers_with_ties_and_refuses_tiny_samples():
-    med, lo, hi = stats.median_interval([5.0] * 30, 0.95, 1.0)
+    med, lo, hi = stats.median_order_interval([5.0] * 30, 0.95, 1.0)
     assert (med, lo, hi) == (5.0, 4.0, 6.0)
-    assert stats.median_interval([1.0, 2.0, 3.0], 0.99) == (2.0, -np.inf, np.inf)
+    assert stats.median_order_interval([1.0, 2.0, 3.0], 0.99) == (2.0, -np.inf, np.inf)
 
 
 @pytest.mark.parametrize(("step", "odd"), [(1, 0), (20, 0), (100, 1)])

@@ -109,7 +109,7 @@ def test_the_xeon_summary_keeps_its_windows_and_intervals_over_sizes():
 def test_block_medians_are_the_sizes_medians_and_each_blocks_own():
     frame = results.load(BIMODAL)
     sizes = env_size.summarize(frame)
-    runs = excess.Runs(frame, "ticks", sizes["env_size"].to_numpy())
+    runs = excess.SizeBlocks(frame, "ticks", sizes["env_size"].to_numpy())
     assert np.array_equal(runs.medians(np.ones(excess.BLOCKS, np.int64)), sizes["median"])
     only = np.zeros(excess.BLOCKS, np.int64)
     only[3] = 2  # one block, counted twice: its runs' own medians

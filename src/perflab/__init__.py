@@ -17,9 +17,9 @@ path]) a matplotlib Figure (written too when given a path). EXPERIMENTS lists th
 their results carry, with their module and their verb.
 
 Experiments (module: entry point, what it measures):
-    env_size     sweep(program, **Plan): run time vs environment size (Mytkowicz, DjiBee)
+    env_size     sweep(program, **EnvSizePlan): run time vs environment size (Mytkowicz, DjiBee)
     windows      where the env-size windows fall, predicted from addresses and explained
-    link_order   sweep(objects, **Plan): run time vs object-file order on the link line
+    link_order   sweep(objects, **LinkOrderPlan): run time vs object-file order on the link line
     compare      compare(a, b, ...): A against B over random setups (env size, link order);
                  a and b from compare.program_side, build_side or objects_side
     threads      core_vs_ht.run, thread_count.run, fauxplat.run, program.run: cores,

@@ -38,7 +38,7 @@ def variance_ratio_range(df: int, confidence: float) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
-class Design:
+class LevelCounts:
     """A design's counts per level (outermost first: units of the outermost level, then per
     unit above), the half-width of its B/A interval on the ratio scale and its time."""
 
@@ -48,15 +48,15 @@ class Design:
 
 
 @dataclass(frozen=True)
-class RepetitionPlan:
+class RepetitionChoice:
     """The repetitions per level of the least-time design to reach a half-width, and a fixed
-    design to weigh it against (not lab.plans' Plan, which holds a verb's parameters)."""
+    design to weigh it against (not a lab.plans plan, which holds a verb's parameters)."""
 
     levels: tuple[str, ...]
     target: float  # the half-width asked for
     confidence: float
-    planned: Design
-    fixed: Design
+    planned: LevelCounts
+    fixed: LevelCounts
     optimum: tuple[float, ...]  # the closed form's counts below the outermost, before rounding
 
     @property
@@ -95,7 +95,7 @@ def predict(
     costs: Sequence[float] | np.ndarray,
     counts: Sequence[int],
     confidence: float = 0.95,
-) -> Design:
+) -> LevelCounts:
     """The half-width and time of a design: the t interval over the outermost units (each unit's
     mean varies by components.variance of one unit), and sum_i costs[i] * prod(counts[:i+1])."""
     c = _costs(components, costs)
@@ -108,7 +108,7 @@ def predict(
     spread = math.sqrt(components.variance((1, *counts[1:])) / counts[0])
     q = float(stats.t.ppf(1 - (1 - confidence) / 2, components.freedom(counts[0])))
     time = float(sum(ci * math.prod(counts[: i + 1]) for i, ci in enumerate(c)))
-    return Design(counts, math.expm1(q * spread), time)
+    return LevelCounts(counts, math.expm1(q * spread), time)
 
 
 def _blocks(var: np.ndarray, c: np.ndarray) -> list[tuple[float, float, int]]:
@@ -240,7 +240,7 @@ def plan(
     fixed: Sequence[int] | None = None,
     least: Sequence[int] | None = None,
     most_inner: int | None = None,
-) -> RepetitionPlan:
+) -> RepetitionChoice:
     """The counts per level reaching a B/A interval of this half-width (ratio scale: 0.01 for
     1 %) in the least expected time, with costs[i] the time one repetition of level i adds
     beyond its lower levels (for B/A: of both sides; the outermost may cost nothing). Below the
@@ -284,7 +284,7 @@ def plan(
     while stats.t.ppf(p, floored.freedom(top)) * math.sqrt(per_unit / top) > h:
         top += 1
     fixed = tuple(fixed) if fixed is not None else (10,) * len(components.levels)
-    return RepetitionPlan(
+    return RepetitionChoice(
         components.levels,
         half_width,
         confidence,

@@ -146,7 +146,7 @@ def _binomial_half_cdf(n: int) -> np.ndarray:
     return np.cumsum(np.exp(logpmf))
 
 
-def median_interval(
+def median_order_interval(
     values: ArrayLike, confidence: float = 0.95, resolution: float = 0.0
 ) -> tuple[float, float, float]:
     """Distribution-free interval of the median from order statistics, widened by one
@@ -170,7 +170,7 @@ def median_interval(
     return med, float(x[lrank - 1]) - resolution, float(x[n - lrank]) + resolution
 
 
-def ratio_interval(
+def ratio_order_interval(
     baseline: ArrayLike,
     candidate: ArrayLike,
     confidence: float = 0.95,
@@ -180,8 +180,8 @@ def ratio_interval(
     each at 1 - (1 - confidence)/2 (both cover together with probability >= confidence):
     (ratio, lo, hi); an interval of the baseline reaching 0 leaves the ratio unbounded."""
     side = 1 - (1 - confidence) / 2
-    ma, la, ha = median_interval(baseline, side, resolution[0])
-    mb, lb, hb = median_interval(candidate, side, resolution[1])
+    ma, la, ha = median_order_interval(baseline, side, resolution[0])
+    mb, lb, hb = median_order_interval(candidate, side, resolution[1])
     if ma <= 0:
         raise PerflabError("baseline median is <= 0: a ratio is meaningless")
     lo = max(lb, 0.0) / ha if math.isfinite(ha) else 0.0

@@ -178,7 +178,7 @@ def _measure(
 def _ratio(
     samples: list[np.ndarray], level: float, resolutions: list[float]
 ) -> tuple[float, float, float]:
-    """median(second)/median(first) with its interval (stats.ratio_interval)."""
+    """median(second)/median(first) with its interval (stats.ratio_order_interval)."""
     first, second = samples
     for x in samples:
         if np.median(x) <= 0:
@@ -186,13 +186,13 @@ def _ratio(
                 "a target's median is <= 0 ticks per call once the call overhead is "
                 "subtracted: it does too little to compare; give it more work per call"
             )
-    return stats.ratio_interval(first, second, level, (resolutions[0], resolutions[1]))
+    return stats.ratio_order_interval(first, second, level, (resolutions[0], resolutions[1]))
 
 
 def _median(
     samples: list[np.ndarray], level: float, resolutions: list[float]
 ) -> tuple[float, float, float]:
-    return stats.median_interval(samples[0], level, resolutions[0])
+    return stats.median_order_interval(samples[0], level, resolutions[0])
 
 
 def _below(threshold: float, what: str) -> Decision:

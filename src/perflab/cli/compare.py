@@ -23,7 +23,7 @@ from perflab.cli.options import (
 from perflab.cli.params import WORDS, Needs
 from perflab.cli.printing import print_result
 from perflab.cli.running import journaled_run, record_path
-from perflab.lab.plans.compare import Plan
+from perflab.lab.plans.compare import ComparePlan
 
 
 def _randomize(
@@ -122,7 +122,7 @@ def _paths(words: str) -> list[str]:
     help="Run one layout instead of random setups: RESULT:SETUP (the layout that setup of a "
     "saved comparison ran in) or words such as 'env-size=1200 heap-offset=64 aslr=off'.",
 )
-@plan_options(Plan, ("setups", "repeat", "iterations", "precision", "budget", "env_max",
+@plan_options(ComparePlan, ("setups", "repeat", "iterations", "precision", "budget", "env_max",
                      "heap_max", "code_max"))  # fmt: skip
 @run_controls
 @journal_options

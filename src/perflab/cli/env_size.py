@@ -37,7 +37,7 @@ def _zoom(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
 
 
 @sweep.command("env-size")
-@plan_options(plan.Plan, plan.PARAMS)
+@plan_options(plan.EnvSizePlan, plan.PARAMS)
 @journal_options
 @click.option(
     "--zoom",

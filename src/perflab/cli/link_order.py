@@ -20,7 +20,7 @@ from perflab.cli.options import (
 from perflab.cli.params import WORDS, Words
 from perflab.cli.printing import print_result
 from perflab.cli.running import Bars, journaled_run, record_path
-from perflab.lab.plans.link_order import Plan
+from perflab.lab.plans.link_order import LinkOrderPlan
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,7 +54,7 @@ PARAMS = ("permutations", "repeat", "order", "mlock")
     help="Flags for the built-in workload's objects.",
 )
 @click.option("--symbol", "symbols", multiple=True, help="Locate this symbol (repeatable).")
-@plan_options(Plan, PARAMS)
+@plan_options(LinkOrderPlan, PARAMS)
 @run_controls
 @journal_options
 @build_timeout_option

@@ -105,7 +105,7 @@ def memcpy_cmd(
     from perflab.lab import memcpy, resolution
 
     memcpy.check_kernel(kernel)
-    memcpy.Placement(align, offset).check()
+    memcpy.BufferAlignment(align, offset).check()
     if max_bytes is not None and max_bytes > memcpy.MAX_BYTES:
         raise click.BadParameter(f"at most {memcpy.MAX_BYTES >> 30} GiB", param_hint="--max")
     if max_bytes is None:

@@ -1,4 +1,4 @@
-"""One engine for the experiments that run child processes (env-size, link-order, compare).
+"""One way for the experiments that run child processes (env-size, link-order, compare).
 
 Each experiment only says what varies: its programs, and per planned run which program, what
 padding and which key columns its row carries (`Runs`). This module does the rest the same
@@ -362,7 +362,7 @@ def measure_sequential(
 ) -> pd.DataFrame:
     """Run every planned run not yet recorded, in C batches of chunk_runs, and return the rows.
 
-    Batches wait queued in the engine, AHEAD at a time, while this thread journals the last
+    Batches wait queued in the spawner, AHEAD at a time, while this thread journals the last
     one: the next starts the moment one ends, and Python's per-row work costs no time per run.
     A fresh record (no resume) has every run to do, so when this thread runs off the children's
     CPUs the first batches are queued before the recorder loads pandas (a third of a second).
@@ -376,13 +376,13 @@ def measure_sequential(
         chunk_runs = runs_per_batch(interruptible(preflight, runs, options), chunk_runs, flush_s)
         overhead = spawn.timer_overhead()
         extra: dict[str, Any] = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt}
-        engine = spawn.engine()
+        spawner = spawn.spawner()
         sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
         # A run's CPUs' busy time is read around its batch alone: nothing else queued beside it.
         ahead = 1 if runs.busy else AHEAD
         recorder: Recorder | None = None
         complete = False
-        with Interrupt() as stop, away_from(controls.cpus), engine.pipeline() as pipe:
+        with Interrupt() as stop, away_from(controls.cpus), spawner.pipeline() as pipe:
 
             def record() -> np.ndarray:
                 """Open the recorder; the positions of the runs it has not recorded."""
@@ -446,11 +446,11 @@ def measure_sequential(
                         raise KeyboardInterrupt
                 complete = True
             except BaseException:
-                engine.request_stop()  # the batches still queued end at their next run
+                spawner.request_stop()  # the batches still queued end at their next run
                 raise
             finally:
                 if recorder is not None:
-                    extra.update(spawn.maxrss_meta(engine))
+                    extra.update(spawn.maxrss_meta(spawner))
                     df = recorder.finish(
                         complete, extra,
                         annotate=lambda rows: disturbance_meta(rows, runs, len(controls.cpus)),

@@ -2,8 +2,8 @@
 turns into options, and the defaults its help shows.
 
 Nothing here imports numpy, pandas or the C core at import time, so `perflab VERB --help`
-builds every option without them; the experiment modules re-export their Plan from here and
-import what a plan's methods need only when they run.
+builds every option without them; the experiment plans (EnvSizePlan, ComparePlan, ...) build
+on these and import what a plan's methods need only when they run.
 """
 
 import dataclasses

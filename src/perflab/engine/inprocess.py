@@ -1,7 +1,7 @@
 """One engine for the experiments measured inside perflab's own process (memcpy, syscalls, trig,
 cswitch, pagefault, the threads labs): journaled chunks, a clean stop, a resume.
 
-An experiment says what it records (a Plan: one key row per row, in measuring order, and the
+An experiment says what it records (a RowSchedule: one key row per row, in measuring order, and the
 parameters a resume must repeat) and how to measure the rows of one chunk. This module does
 the rest as childruns does for child processes: each chunk, sized to take about CHUNK_S, goes
 to the journal as it is measured; Ctrl-C and SIGTERM stop between two chunks (a chunk the
@@ -31,7 +31,7 @@ Measure = Callable[["pd.DataFrame"], "pd.DataFrame"]
 
 
 @dataclass(frozen=True)
-class Plan:
+class RowSchedule:
     """What an in-process experiment records, and what a resume must repeat (params).
 
     keys: one row per row recorded, its key columns, in the order they are measured.
@@ -87,7 +87,7 @@ class _Todo:
     done: int  # weight measured by earlier sessions
 
     @classmethod
-    def of(cls, plan: Plan, done_keys: set[tuple]) -> _Todo:
+    def of(cls, plan: RowSchedule, done_keys: set[tuple]) -> _Todo:
         n = len(plan.keys)
         rows = np.arange(n)
         if done_keys:
@@ -118,7 +118,7 @@ class _Todo:
 
 
 def measure(
-    plan: Plan,
+    plan: RowSchedule,
     measure_chunk: Measure,
     recording: Recording | None = None,
     *,

@@ -182,13 +182,13 @@ def _measure_lanes(
             on_start(int(todo.size), runs.prog.size - int(todo.size))
         extra = {"timer_overhead_ticks": overhead, "rt_granted": controls.rt,
                  **lane_meta(controls)}  # fmt: skip
-        engine = spawn.engine()
+        spawner = spawn.spawner()
         chunk = max(chunk_runs, 1) * controls.jobs  # as long in time as a sequential chunk
         chunks = [todo[i : i + chunk] for i in range(0, todo.size, chunk)]
         sizes = runs.sizes if runs.sizes is not None else np.full(runs.prog.size, -1, np.int64)
         complete = False
         with Interrupt() as stop, childruns.away_from(controls.cpus), \
-                engine.pipeline() as pipe:  # fmt: skip
+                spawner.pipeline() as pipe:  # fmt: skip
             try:
                 # Chunks queued in the helper AHEAD at a time: no gap waits for this thread.
                 queued = deque(_send_chunk(pipe, runs, at, ref, sizes, options)
@@ -221,10 +221,10 @@ def _measure_lanes(
                     recorder.add(runs.lane_rows(got, at, overhead, parallel))
                 raise
             except BaseException:
-                engine.request_stop()
+                spawner.request_stop()
                 raise
             finally:
-                extra.update(spawn.maxrss_meta(engine))
+                extra.update(spawn.maxrss_meta(spawner))
                 df = recorder.finish(complete, extra, annotate=lambda rows: judged(rows, runs))
     return df
 
@@ -281,7 +281,7 @@ def _judge(rel: pd.Series, parallel: pd.Series) -> dict:
     out = {"parallel_runs": int(par.size), "sequential_runs": int(seq.size)}
     if seq.size < MIN_REFERENCE or par.size < MIN_REFERENCE:
         return out | {"verdict": "too few reference runs"}
-    ratio, lo, hi = stats.ratio_interval(seq, par, 0.95)
+    ratio, lo, hi = stats.ratio_order_interval(seq, par, 0.95)
     iqr_seq = _iqr(seq)
     spread = _iqr(par) / iqr_seq if iqr_seq > 0 else float("nan")
     slower = ratio > 1 + SLOWER_TOL and lo > 1

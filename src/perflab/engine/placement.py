@@ -76,7 +76,7 @@ def _timed(
         a, b = first(), second()
         timing.calibrate(a, b)
         _, net_a, _, net_b = timing.sample_pair(a, b, runs)
-        got = stats.ratio_interval(net_a, net_b, LEVEL, (a.resolution, b.resolution))
+        got = stats.ratio_order_interval(net_a, net_b, LEVEL, (a.resolution, b.resolution))
         if _width(*got[1:]) < _width(*best[1:]):
             best = got
         if _width(*best[1:]) <= 1 + WIDE:

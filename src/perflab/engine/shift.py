@@ -146,7 +146,7 @@ def check_layout(exec_binary: str | os.PathLike, shift_binary: str | os.PathLike
 
 
 @dataclass(frozen=True)
-class Placement:
+class ShiftedFrames:
     """Where every planned run's loop frame goes, and what places it: the shift binary, the
     frame of each planned run (run order), and the loop's statics (address, bytes) put back to
     their starting values before each point."""
@@ -156,10 +156,10 @@ class Placement:
     statics: tuple[tuple[int, int], ...]
 
 
-class Child:
+class ShiftChild:
     """One shift child on its CPUs under a supervisor: submit frames, collect their records."""
 
-    def __init__(self, sup: supervisor.Supervisor, placement: Placement, cpus: Sequence[int],
+    def __init__(self, sup: supervisor.Supervisor, placement: ShiftedFrames, cpus: Sequence[int],
                  mlock: bool, timeout: float):  # fmt: skip
         if len(placement.statics) > MAX_RANGES or sum(n for _, n in placement.statics) > MAX_SAVED:
             raise PerflabError("--engine shift: the loop has more statics than the driver keeps")
@@ -268,7 +268,7 @@ def check_placed(got: np.ndarray, frames: np.ndarray) -> None:
         )
 
 
-def _set_rt(child: Child) -> int:
+def _set_rt(child: ShiftChild) -> int:
     """SCHED_FIFO 1 for the child, as the exec engine asks for each run: 0 or the errno.
 
     No RLIMIT_RTTIME: it counts the time between two blocking calls, a whole queue of points;
@@ -281,11 +281,11 @@ def _set_rt(child: Child) -> int:
 
 
 @contextlib.contextmanager
-def started(placement: Placement, cpus: Sequence[int], timeout: float = 10.0, mlock: bool = False,
-            rt: bool = False) -> Iterator[Child]:  # fmt: skip
+def started(placement: ShiftedFrames, cpus: Sequence[int], timeout: float = 10.0,
+            mlock: bool = False, rt: bool = False) -> Iterator[ShiftChild]:  # fmt: skip
     """One shift child for checks before a sweep, under its own supervisor, ended after."""
     with supervisor.Supervisor() as sup:
-        child = Child(sup, placement, cpus, mlock=mlock, timeout=timeout)
+        child = ShiftChild(sup, placement, cpus, mlock=mlock, timeout=timeout)
         try:
             if rt:
                 _set_rt(child)
@@ -294,14 +294,14 @@ def started(placement: Placement, cpus: Sequence[int], timeout: float = 10.0, ml
             child.close()
 
 
-def run_frames(child: Child, frames: np.ndarray) -> np.ndarray:
+def run_frames(child: ShiftChild, frames: np.ndarray) -> np.ndarray:
     """One call of the loop at each of these frames, in order: their records (RECORD)."""
     child.submit(frames)
     return child.collect()
 
 
 def placed_frames(
-    placement: Placement, cpus: Sequence[int], timeout: float = 10.0
+    placement: ShiftedFrames, cpus: Sequence[int], timeout: float = 10.0
 ) -> tuple[int, np.ndarray]:
     """Run the placement's points once in a shift child: where its own main would have been
     exec'd (its entry frame), and each point's frame as main's prologue saw it (0: not there)."""
@@ -313,7 +313,7 @@ def placed_frames(
 Add = Callable[[int, np.ndarray, np.ndarray, bool], None]
 
 
-def _sequential(child: Child, chunks: list[np.ndarray], frames: np.ndarray, add: Add,
+def _sequential(child: ShiftChild, chunks: list[np.ndarray], frames: np.ndarray, add: Add,
                 stop: Interrupt) -> None:  # fmt: skip
     """One child, chunks queued AHEAD: it starts the next the moment one ends."""
     queued: deque[np.ndarray] = deque()
@@ -336,8 +336,8 @@ def _sequential(child: Child, chunks: list[np.ndarray], frames: np.ndarray, add:
             raise KeyboardInterrupt
 
 
-def _lanes(children: list[Child], chunks: list[np.ndarray], ref: np.ndarray, frames: np.ndarray,
-           add: Add, stop: Interrupt) -> None:  # fmt: skip
+def _lanes(children: list[ShiftChild], chunks: list[np.ndarray], ref: np.ndarray,
+           frames: np.ndarray, add: Add, stop: Interrupt) -> None:  # fmt: skip
     """Per chunk: its parallel points shared among the children, all running at once, then
     each child's share of the reference points alone, one child after the other."""
     n = len(children)
@@ -360,7 +360,7 @@ def measure(
     runs: childruns.Runs,
     controls: Controls,
     meta: dict,
-    placement: Placement,
+    placement: ShiftedFrames,
     recording: Recording | None = None,
     *,
     chunk_points: int = CHUNK_POINTS,
@@ -402,9 +402,9 @@ def measure(
     complete = False
     with supervisor.Supervisor() as sup, Interrupt() as stop, \
             childruns.away_from(controls.cpus):  # fmt: skip
-        children: list[Child] = []
+        children: list[ShiftChild] = []
         try:
-            children = [Child(sup, placement, cpus, controls.mlock, controls.timeout)
+            children = [ShiftChild(sup, placement, cpus, controls.mlock, controls.timeout)
                         for cpus in per_child]  # fmt: skip
             rt_errno = [_set_rt(c) if controls.rt else 0 for c in children]
             if refused := [e for e in rt_errno if e]:

@@ -172,7 +172,7 @@ def _stdio(options: SpawnOptions) -> list[int]:
     ]
 
 
-class InProcess:
+class DirectSpawner:
     """Spawns from perflab's own process: a child's maxrss would be perflab's, so it is empty."""
 
     method = "in-process (maxrss not measurable: a vfork child inherits the parent's peak)"
@@ -202,7 +202,7 @@ class InProcess:
                 pass
 
 
-class Spawner(InProcess):
+class HelperSpawner(DirectSpawner):
     """csrc/spawner: a small freshly exec'd helper spawns the children, so their maxrss is theirs.
 
     Its own peak (VmHWM, 0.9-2 MiB by machine: recorded, not assumed) is carried into every
@@ -361,35 +361,35 @@ class Pipeline:
     collect: Callable[[], np.ndarray]
 
 
-_engines: dict[str, InProcess] = {}
+_spawners: dict[str, DirectSpawner] = {}
 
 
-def engine() -> InProcess:
+def spawner() -> DirectSpawner:
     """The spawner helper, started on first use (again after a fork), else in-process runs."""
-    current = _engines.get("default")
-    if isinstance(current, Spawner) and current.alive():
+    current = _spawners.get("default")
+    if isinstance(current, HelperSpawner) and current.alive():
         return current
     if supervisor.HELPER.exists() and os.access(supervisor.HELPER, os.X_OK):
-        _engines["default"] = Spawner()
+        _spawners["default"] = HelperSpawner()
     else:
-        _engines["default"] = _engines.setdefault("in-process", InProcess())
-    return _engines["default"]
+        _spawners["default"] = _spawners.setdefault("in-process", DirectSpawner())
+    return _spawners["default"]
 
 
-def in_process() -> InProcess:
+def direct() -> DirectSpawner:
     """Runs without the helper: what each run costs without it, or when it cannot start."""
-    return _engines.setdefault("in-process", InProcess())
+    return _spawners.setdefault("in-process", DirectSpawner())
 
 
 def request_stop() -> None:
     """Stop every batch in flight between runs (called from signal handlers)."""
-    for e in list(_engines.values()):
+    for e in list(_spawners.values()):
         e.request_stop()
 
 
 def clear_stop() -> None:
     """Forget a stop request, before a new sweep begins."""
-    for e in list(_engines.values()):
+    for e in list(_spawners.values()):
         e.clear_stop()
 
 
@@ -398,7 +398,7 @@ def stop_wakeup_fd() -> int:
     return _stop_pipe()[1]
 
 
-def maxrss_meta(used: InProcess) -> dict[str, Any]:
+def maxrss_meta(used: DirectSpawner) -> dict[str, Any]:
     """What a result records about its maxrss_kb column: the method and its floor."""
     return {"maxrss_method": used.method, "maxrss_floor_kb": used.floor_kb}
 
@@ -410,14 +410,14 @@ def run_batch(
     var: str = "A",
     base_env: Mapping[str, str] | None = None,
     options: SpawnOptions | None = None,
-    using: InProcess | None = None,
+    using: DirectSpawner | None = None,
 ) -> np.ndarray:
     """Run programs[prog[i]] for each i (argv[0] the resolved path), with base_env plus
     VAR=<sizes[i] pad characters> where sizes[i] >= 0, all in one C call.
 
     Fewer records than runs come back when a stop was requested: the runs not made.
     """
-    return (using or engine()).batch(*request(programs, prog, sizes, var, base_env, options))
+    return (using or spawner()).batch(*request(programs, prog, sizes, var, base_env, options))
 
 
 def request(
@@ -428,7 +428,7 @@ def request(
     base_env: Mapping[str, str] | None = None,
     options: SpawnOptions | None = None,
 ) -> tuple[bytes, int, list[int]]:
-    """run_batch's arguments as what an engine takes: (request bytes, runs, stdio fds)."""
+    """run_batch's arguments as what a spawner takes: (request bytes, runs, stdio fds)."""
     options = options or SpawnOptions()
     prog = np.ascontiguousarray(prog, dtype=np.int32)
     sizes = np.full(prog.size, -1, np.int64) if sizes is None else np.asarray(sizes, np.int64)
@@ -444,7 +444,7 @@ def run(
     argv: Sequence[str],
     env: Mapping[str, str] | None = None,
     options: SpawnOptions | None = None,
-    using: InProcess | None = None,
+    using: DirectSpawner | None = None,
 ) -> np.record:
     """One run with exactly argv and env (None: empty): nothing else is inherited."""
     path = check_program(argv[0])
@@ -462,7 +462,7 @@ def run_env_sizes(
     var: str = "A",
     base_env: Mapping[str, str] | None = None,
     options: SpawnOptions | None = None,
-    using: InProcess | None = None,
+    using: DirectSpawner | None = None,
 ) -> np.ndarray:
     """Run argv once per size, each with base_env plus VAR=<size pad characters>, in one C call."""
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)

@@ -28,7 +28,7 @@ COLUMNS = ("placement", "cpu_parent", "cpu_child", "realtime", "rt_applied", "n"
 
 
 @dataclass(frozen=True)
-class Placement:
+class CpuPair:
     """Where parent and child run: CPU numbers, -1 for wherever the scheduler likes."""
 
     name: str
@@ -36,12 +36,12 @@ class Placement:
     child: int = -1
 
 
-def placements(cpus: list[int] | None = None) -> list[Placement]:
+def placements(cpus: list[int] | None = None) -> list[CpuPair]:
     """Unpinned, both on one CPU, and (with two CPUs online) one CPU each."""
     online = machine.usable_cpus() if cpus is None else machine.check_cpus(cpus)
-    out = [Placement("unpinned"), Placement("one CPU", online[0], online[0])]
+    out = [CpuPair("unpinned"), CpuPair("one CPU", online[0], online[0])]
     if len(online) > 1:
-        out.append(Placement("two CPUs", online[0], online[1]))
+        out.append(CpuPair("two CPUs", online[0], online[1]))
     return out
 
 
@@ -50,7 +50,7 @@ def rt_budget_us(n: int) -> int:
     return min(10_000_000, 200_000 + 20 * n)
 
 
-def run_once(n: int, place: Placement, realtime: bool) -> dict[str, Any]:
+def run_once(n: int, place: CpuPair, realtime: bool) -> dict[str, Any]:
     """One cswitch run: the article's three numbers plus both sides' switch counts."""
     prio = RT_PRIORITY if realtime else 0
     out = bindings.cswitch(
@@ -127,7 +127,7 @@ def run(
              for name, rt, rep in keys.itertuples(index=False)]
         )  # fmt: skip
 
-    plan = inprocess.Plan("cswitch", keys, COLUMNS, params, meta)
+    plan = inprocess.RowSchedule("cswitch", keys, COLUMNS, params, meta)
     return inprocess.measure(plan, timed, Recording(output, resume, discard_bad),
                              on_start=on_start, progress=progress)  # fmt: skip
 

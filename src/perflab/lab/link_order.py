@@ -28,7 +28,7 @@ from perflab.engine.progress import ProgressArg
 from perflab.engine.recording import FLUSH_S, Recording
 from perflab.errors import PerflabError
 from perflab.lab.plans.link_order import MAX_PERMUTATIONS as MAX_PERMUTATIONS
-from perflab.lab.plans.link_order import Plan as Plan
+from perflab.lab.plans.link_order import LinkOrderPlan
 from perflab.lab.plans.link_order import orders as orders
 from perflab.lab.plans.link_order import parse_permutations as parse_permutations
 from perflab.system import compiler, pmu, provenance
@@ -153,7 +153,7 @@ def sweep(
     objects: object files (.o) to link in every order; () uses the built-in four-object
     workload compiled with `cflags`. cc, ldflags, template ("gcc {objects} -o {output}") and
     symbols say how to link them and which symbols' layout to record.
-    params: any field of Plan (permutations, seed, repeat, aslr, cpus, order, inherit_env,
+    params: any field of LinkOrderPlan (permutations, seed, repeat, aslr, cpus, order, inherit_env,
     timeout, rt, mlock, args). Its metadata holds the per-program layout ('layout': symbol
     addresses and alignments) and the build/run times. on_build(n) returns a per-program
     callback for the link progress; on_start(todo, done) and progress(n) are the run's
@@ -169,7 +169,9 @@ def sweep(
     objects = controls.typed_value(objects, tuple[str | os.PathLike, ...], "objects")
     args = controls.typed_value(params.pop("args", ()), tuple[str, ...], "args")
     cpus = params.pop("cpus", None)
-    probe = Plan(args=args, **params)  # refuses unknown parameters before anything is built
+    probe = LinkOrderPlan(
+        args=args, **params
+    )  # refuses unknown parameters before anything is built
     orders(len(objects) or len(compiler.LINKORDER_SOURCES), probe.permutations, probe.seed)
     t0 = time.perf_counter()
     if objects:
@@ -229,7 +231,7 @@ def sweep(
     return df
 
 
-def run_conditions(plan: Plan) -> dict:
+def run_conditions(plan: LinkOrderPlan) -> dict:
     """The run conditions every result of this sweep records next to provenance.metadata()."""
     return {
         "experiment": "link-order",

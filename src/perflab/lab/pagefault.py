@@ -80,7 +80,7 @@ def run(
     )
     meta = {**provenance.metadata(), "experiment": "pagefault", "page_bytes": 4096,
             "min_sample_steps": resolution.MIN_STEPS}  # fmt: skip
-    plan = inprocess.Plan("pagefault", keys, COLUMNS, {"pages": pages, "reps": reps}, meta,
+    plan = inprocess.RowSchedule("pagefault", keys, COLUMNS, {"pages": pages, "reps": reps}, meta,
                           unit=("rep",))  # fmt: skip
     return inprocess.measure(plan, touched, Recording(output, resume, discard_bad),
                              on_start=on_start, progress=progress)  # fmt: skip

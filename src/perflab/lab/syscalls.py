@@ -113,7 +113,7 @@ def run(
         {"call": np.repeat(names, trials), "rep": np.tile(np.arange(trials), len(names))}
     )
     params = {"calls": names, "trials": trials, "directory": str(path.parent)}
-    plan = inprocess.Plan("syscalls", keys, COLUMNS, params, meta, phase=("call",))
+    plan = inprocess.RowSchedule("syscalls", keys, COLUMNS, params, meta, phase=("call",))
     per: dict[str, int] = {}
     try:
         return inprocess.measure(plan, functools.partial(_timed, path=path, hz=hz, per=per),

@@ -182,7 +182,7 @@ def run(
         columns=["mode", "rep", "position"],
     )
     params = {"calls": [_label(*c) for c in calls], "repeat": repeat, "cold_runs": cold_runs}
-    plan = inprocess.Plan("trig", keys, COLUMNS, params, meta, unit=("mode", "rep"),
+    plan = inprocess.RowSchedule("trig", keys, COLUMNS, params, meta, unit=("mode", "rep"),
                           phase=("mode",))  # fmt: skip
 
     per: list[int] = []

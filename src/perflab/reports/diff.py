@@ -213,7 +213,7 @@ def _median(x: np.ndarray) -> float:
 @functools.lru_cache(maxsize=256)
 def _lower_rank(n: int, level: float) -> int:
     """The 1-based rank l whose [x_(l), x_(n+1-l)] covers the median at level (0: none does),
-    as stats.median_interval finds it, cached: thousands of points share a handful of n."""
+    as stats.median_order_interval finds it, cached: thousands of points share a handful of n."""
     k = np.arange(n + 1)
     logs = np.array([math.lgamma(i + 1) + math.lgamma(n - i + 1) for i in k])
     cdf = np.cumsum(np.exp(math.lgamma(n + 1) - logs - n * math.log(2)))
@@ -224,7 +224,7 @@ def _lower_rank(n: int, level: float) -> int:
 def _order_ratio(
     a: np.ndarray, b: np.ndarray, level: float, steps: tuple[float, float]
 ) -> tuple[float, float, float]:
-    """stats.ratio_interval of sorted samples with cached ranks: each median's interval at
+    """stats.ratio_order_interval of sorted samples with cached ranks: each median's interval at
     1 - (1 - level)/2."""
     side = 1 - (1 - level) / 2
     xa, xb = a, b

@@ -45,7 +45,7 @@ _LINE = re.compile(
 
 
 @dataclass(frozen=True)
-class Plan:
+class Sampling:
     """What perf will sample, or why nothing can be sampled here."""
 
     perf: str | None
@@ -54,7 +54,7 @@ class Plan:
     note: str
 
 
-def plan(frequency: int = FREQUENCY_HZ) -> Plan:
+def plan(frequency: int = FREQUENCY_HZ) -> Sampling:
     """Hardware cycles where the PMU has them, else the software cpu-clock; say why."""
     if not 1 <= frequency <= MAX_HZ:
         raise PerflabError(f"sampling frequency must be 1..{MAX_HZ} Hz, not {frequency}")
@@ -63,16 +63,16 @@ def plan(frequency: int = FREQUENCY_HZ) -> Plan:
     perf = shutil.which("perf")
     if perf is None:
         why = "perf is not installed: apt install linux-perf (Debian) or linux-tools (Ubuntu)"
-        return Plan(None, None, frequency, f"not supported here ({why})")
+        return Sampling(None, None, frequency, f"not supported here ({why})")
     if cycles >= 0:
-        return Plan(perf, "cycles", frequency, "")
+        return Sampling(perf, "cycles", frequency, "")
     if clock >= 0:
-        return Plan(perf, "cpu-clock", frequency, f"cycles: {counters.reason(cycles)}")
+        return Sampling(perf, "cpu-clock", frequency, f"cycles: {counters.reason(cycles)}")
     both = f"cycles: {counters.reason(cycles)}; cpu-clock: {counters.reason(clock)}"
-    return Plan(None, None, frequency, f"not supported here (neither event opens: {both})")
+    return Sampling(None, None, frequency, f"not supported here (neither event opens: {both})")
 
 
-class Recorder:
+class PerfRecord:
     """perf record attached to a supervisor, so that what it starts next inherits the events;
     perf's files in the supervisor's directory."""
 
@@ -232,7 +232,7 @@ def event_used(raw: pd.DataFrame | None) -> str | None:
     return ", ".join(sorted(raw["event"].unique()))
 
 
-def metadata(rec: Recorder | None, raw: pd.DataFrame | None, rows: list[dict]) -> dict:
+def metadata(rec: PerfRecord | None, raw: pd.DataFrame | None, rows: list[dict]) -> dict:
     """What profile.run's metadata carries about the samples: the table and how it was made."""
     if rec is None:
         return {}

@@ -71,8 +71,7 @@ from perflab.lab.compare.wording import summary as summary
 from perflab.lab.link_order import counters_note
 from perflab.lab.plans.compare import HEAP_DIGITS as HEAP_DIGITS
 from perflab.lab.plans.compare import RANDOMIZE as RANDOMIZE
-from perflab.lab.plans.compare import Plan as Plan
-from perflab.lab.plans.compare import parse_layout
+from perflab.lab.plans.compare import ComparePlan, parse_layout
 from perflab.system import provenance
 
 CHUNK_RUNS = childruns.CHUNK_RUNS  # read at each comparison: a test may make chunks smaller
@@ -100,10 +99,10 @@ def compare(
 
     a, b: the two sides (compare.build_side("A", ["-O2"]), compare.objects_side("A", paths)
     or compare.program_side(name, argv)).
-    params: any field of Plan (randomize, setups, repeat, env_max, heap_max, code_max, layout,
-    var, seed, aslr, cpus, inherit_env, timeout, rt, mlock). Journaled to `output` when given,
-    and resumable like a sweep: on_start(todo, done) once, progress(n) after each batch of n
-    runs (by default a display on stderr or in Jupyter; progress=False for none).
+    params: any field of ComparePlan (randomize, setups, repeat, env_max, heap_max, code_max,
+    layout, var, seed, aslr, cpus, inherit_env, timeout, rt, mlock). Journaled to `output` when
+    given, and resumable like a sweep: on_start(todo, done) once, progress(n) after each batch of
+    n runs (by default a display on stderr or in Jupyter; progress=False for none).
 
     Returns one row per run: setup, its layout (env_size: bytes of padding; link_order;
     heap_offset and code_offset in bytes; -1: left out; aslr), side ("A"/"B"), rep, then the
@@ -116,8 +115,8 @@ def compare(
     if params.get("layout"):  # one setup, the layout given, unless asked otherwise (refused)
         params.setdefault("setups", 1)
     randomize = tuple(params.pop("randomize", () if params.get("layout") else ("env-size",)))
-    plan = Plan(a=a.label, b=b.label, digests=(_digests(a), _digests(b)), randomize=randomize,
-                **params)  # fmt: skip
+    plan = ComparePlan(a=a.label, b=b.label, digests=(_digests(a), _digests(b)),
+                       randomize=randomize, **params)  # fmt: skip
     plan = lanes.with_cpus(plan, cpus, output if resume else None).check(
         (len(a.objects), len(b.objects))
     )

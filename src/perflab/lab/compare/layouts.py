@@ -11,7 +11,7 @@ import numpy as np
 
 from perflab.engine import results
 from perflab.errors import PerflabError
-from perflab.lab.plans.compare import RANDOMIZE, Plan, layout_text, parse_layout
+from perflab.lab.plans.compare import RANDOMIZE, ComparePlan, layout_text, parse_layout
 
 NO_PADDING = -1  # a size a setup leaves out: no padding variable, heap shift or padding object
 
@@ -69,7 +69,7 @@ class Setup:
     aslr: str = "off"
 
 
-def draw_setups(plan: Plan, labels: Sequence[str]) -> list[Setup]:
+def draw_setups(plan: ComparePlan, labels: Sequence[str]) -> list[Setup]:
     """The plan's fixed layout, or `setups` setups drawn with its seed, each dimension it
     randomizes uniform: env sizes in 0..env_max, orders of the objects `labels` name (A's),
     heap and code offsets in 0..heap_max and 0..code_max bytes, ASLR on or off. The offsets and
@@ -95,7 +95,7 @@ def draw_setups(plan: Plan, labels: Sequence[str]) -> list[Setup]:
     return out
 
 
-def _fixed(plan: Plan, labels: Sequence[str]) -> Setup:
+def _fixed(plan: ComparePlan, labels: Sequence[str]) -> Setup:
     """The one setup of a --layout plan (the plan's aslr where the layout names none)."""
     values = parse_layout(plan.layout)
     perm = None

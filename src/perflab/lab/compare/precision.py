@@ -21,7 +21,7 @@ from perflab.errors import PerflabError
 from perflab.lab.compare.layouts import draw_setups
 from perflab.lab.compare.sides import Side, _sources
 from perflab.lab.compare.verdict import CONFIDENCE, TRIM, half_width, interval, steady
-from perflab.lab.plans.compare import Plan
+from perflab.lab.plans.compare import ComparePlan
 from perflab.system import settings
 
 # No precision is called reached over fewer layouts: a bootstrap over a handful of units
@@ -70,7 +70,7 @@ class Step:
     least: int = 1
 
 
-class Design:
+class PrecisionDesign:
     """Where a --precision comparison stands between rounds, and what it runs next: a pilot of
     PILOT, then as many layouts of as many pairs as Kalibera and Jones's plan asks from the
     variance of the layouts' B/A and the costs measured so far (analysis/repetitions.py), re-planned
@@ -78,7 +78,7 @@ class Design:
     is spent (_why_stop). A resume goes on from the rows and record its file holds, with the
     budget anew. It runs nothing: each round's rows are given to it (ran)."""
 
-    def __init__(self, plan: Plan, frame: pd.DataFrame | None, journaled: bool) -> None:
+    def __init__(self, plan: ComparePlan, frame: pd.DataFrame | None, journaled: bool) -> None:
         self.plan = plan
         self.frame = frame  # every round's rows so far (None: none yet)
         self.journaled = journaled  # each round's frame is then the whole file's
@@ -211,7 +211,7 @@ class Design:
 def to_precision(
     a: Side,
     b: Side,
-    plan: Plan,
+    plan: ComparePlan,
     meta: dict,
     recording: Recording,
     on_start: Callable[[int, int], None] | None,
@@ -219,15 +219,15 @@ def to_precision(
     warn: Callable[[str], None],
     measure: Callable[..., pd.DataFrame],
 ) -> pd.DataFrame:
-    """Run the rounds a Design chooses (measure: runs.measure), journaled round by round into
-    one file, and attach its record; a resume goes on from the file's rows."""
+    """Run the rounds a PrecisionDesign chooses (measure: runs.measure), journaled round by
+    round into one file, and attach its record; a resume goes on from the file's rows."""
     labels = [o.label for o in a.objects]
     sources = _sources(a, b)
     meta = {**meta, "setups": None, "repeat": None}
     resumed = _resumed(recording)
     if resumed is not None:
         _same_plan(results.metadata(resumed).get("params") or {}, plan.params(), recording.output)
-    design = Design(plan, resumed, journaled=recording.output is not None)
+    design = PrecisionDesign(plan, resumed, journaled=recording.output is not None)
     said: set[str] = set()
 
     def warn_once(message: str) -> None:
@@ -326,7 +326,7 @@ def _costs_before(frame: pd.DataFrame | None) -> list[float]:
     return [0.0, max(pair - looping, 1e-9), max(looping / k, 1e-9)]
 
 
-def _most_iterations(plan: Plan, costs: Sequence[float]) -> int:
+def _most_iterations(plan: ComparePlan, costs: Sequence[float]) -> int:
     """The most iterations a run may be planned: what a run reports, and for real-time runs
     what keeps one inside RT_SHARE of the kernel's real-time runtime. Past it the kernel
     pauses the run for the rest of its period: brotli's encoder planned at 64 iterations of
@@ -355,7 +355,7 @@ def _iteration_seconds(rows: pd.DataFrame, hz: float) -> float:
     return float(spent) / hz if hz > 0 else 0.0
 
 
-def _round_iterations(frame: pd.DataFrame, plan: Plan) -> int:
+def _round_iterations(frame: pd.DataFrame, plan: ComparePlan) -> int:
     """The iterations a run of the round a resume goes on from was asked for."""
     return int(results.metadata(frame).get("round_iterations") or plan.iterations)
 

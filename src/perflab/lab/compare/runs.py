@@ -14,7 +14,7 @@ from perflab.engine.identity import Executes
 from perflab.engine.recording import Recording
 from perflab.lab.compare.layouts import LAYOUT, NO_PADDING, Setup
 from perflab.lab.compare.sides import Side, refuse_static
-from perflab.lab.plans.compare import HEAP_DIGITS, RANDOMIZE, Plan
+from perflab.lab.plans.compare import HEAP_DIGITS, RANDOMIZE, ComparePlan
 from perflab.system import compiler
 
 HEAP_VAR = "PERFLAB_HEAP_OFFSET"  # what workloads/heap_offset.c reads
@@ -23,7 +23,7 @@ HEAP_VAR = "PERFLAB_HEAP_OFFSET"  # what workloads/heap_offset.c reads
 def measure(
     a: Side,
     b: Side,
-    plan: Plan,
+    plan: ComparePlan,
     setups: dict[Setup, int],
     meta: dict,
     recording: Recording,
@@ -64,7 +64,7 @@ def _b_first(seed: int, setup: int, repeat: int) -> np.ndarray:
 
 
 def _runs(
-    plan: Plan,
+    plan: ComparePlan,
     setups: dict[Setup, int],
     built: list,
     shim: str | None = None,

@@ -62,7 +62,7 @@ def interval(
         centre, lo, hi = trimmed_interval(per["log_ratio"], confidence, TRIM)
         return math.exp(centre), math.exp(lo), math.exp(hi)
     d = levels.pair_log_ratios(ok, value, "setup")
-    centre, lo, hi = stats.median_interval(d, confidence)
+    centre, lo, hi = stats.median_order_interval(d, confidence)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise PerflabError(
             f"one setup of {d.size} pairs: a median's interval at {confidence:.0%} needs "
@@ -85,7 +85,7 @@ def pair_interval(d: pd.Series, confidence: float) -> tuple[float, float, float]
     way happen 1 time in 8). A bootstrap of so few reads narrower than any test of them can."""
     if d.empty:
         return math.nan, math.nan, math.nan
-    centre, lo, hi = stats.median_interval(d, confidence)
+    centre, lo, hi = stats.median_order_interval(d, confidence)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return math.exp(centre), math.nan, math.nan
     return math.exp(centre), math.exp(lo), math.exp(hi)

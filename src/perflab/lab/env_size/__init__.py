@@ -26,7 +26,7 @@ from perflab.errors import PerflabError
 from perflab.lab.env_size import windows as windows_mod
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN as MAX_ARG_STRLEN
 from perflab.lab.plans.env_size import PARAMS as PARAMS
-from perflab.lab.plans.env_size import Plan as Plan
+from perflab.lab.plans.env_size import EnvSizePlan
 from perflab.system import provenance
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def sweep(
 
     program: the argv of the program to run at every size, e.g. ("./a.out", "arg"); () runs
     the built-in Mytkowicz loop (compiled at -O`opt`), whose probe times its hot region.
-    params: any field of Plan: min_size, max_size, step (bytes of padding in the variable
+    params: any field of EnvSizePlan: min_size, max_size, step (bytes of padding in the variable
     `var`, default "A"), repeat (runs per size), aslr ("off", "on", "system"), cpus (None: the
     quietest usable CPU, said in one line), order ("random" or "sequential"), seed,
     inherit_env, opt, timeout (s), rt, mlock, engine ("exec": a fresh child per run; "shift":
@@ -105,7 +105,7 @@ def sweep(
     """
     cpus = params.pop("cpus", None)
     given = controls.typed_value(program, tuple[str, ...], "program")  # not one string's letters
-    plan = Plan(program=given, **params)
+    plan = EnvSizePlan(program=given, **params)
     plan = lanes.with_cpus(plan, cpus, output if resume else None).check()
     recording = Recording(output, resume, discard_bad)
     recording.check()
@@ -144,7 +144,7 @@ def sweep(
     )  # fmt: skip
 
 
-def _count_aliasing(argv: Sequence[str], plan: Plan, meta: dict) -> dict:
+def _count_aliasing(argv: Sequence[str], plan: EnvSizePlan, meta: dict) -> dict:
     """The alias counter's runs, before the sweep, on the sweep's first CPU."""
     from perflab.lab.env_size import alias_counters
 
@@ -155,7 +155,7 @@ def _count_aliasing(argv: Sequence[str], plan: Plan, meta: dict) -> dict:
                                          plan.seed)  # fmt: skip
 
 
-def run_conditions(plan: Plan) -> dict:
+def run_conditions(plan: EnvSizePlan) -> dict:
     """The run conditions every result of this sweep records next to provenance.metadata()."""
     return {
         "experiment": "env-size",
@@ -169,7 +169,7 @@ def run_conditions(plan: Plan) -> dict:
 
 def campaign_points(min_size: int, max_size: int, step: int, block: int = 64) -> list[dict]:
     """The sweep cut into blocks of `block` sizes: what a campaign hands to a host at a time."""
-    Plan(min_size=min_size, max_size=max_size, step=step).check()
+    EnvSizePlan(min_size=min_size, max_size=max_size, step=step).check()
     starts = range(min_size, max_size + 1, step * block)
     return [{"env_size_from": int(a)} for a in starts]
 

@@ -152,7 +152,7 @@ def pick_sizes(predicted: pd.DataFrame, grid: np.ndarray) -> list[tuple[int, int
     return out
 
 
-class _Counted(spawn.InProcess):
+class _Counted(spawn.DirectSpawner):
     """Spawns from this thread with the events on during each batch only."""
 
     def __init__(self, live: bindings.ExecCounters):
@@ -181,23 +181,23 @@ def count_runs(
     names = [n for n, _ in _events(event)]
     plan = [(p, r) for p in picks for r in range(repeat)]
     random.Random(seed).shuffle(plan)
-    engine = _Counted(bindings.ExecCounters([e for _, e in _events(event)]))
+    spawner = _Counted(bindings.ExecCounters([e for _, e in _events(event)]))
     rows = []
     try:
         for (window, size, where), rep in plan:
-            before = engine.counts
-            run = spawn.run_env_sizes(argv, np.array([size]), var, base_env, options, engine)
+            before = spawner.counts
+            run = spawn.run_env_sizes(argv, np.array([size]), var, base_env, options, spawner)
             if run.size == 0:
                 raise Stopped
             counts = {
                 n: float(a - b) if a >= 0 and b >= 0 else np.nan
-                for n, a, b in zip(names, engine.counts, before, strict=True)
+                for n, a, b in zip(names, spawner.counts, before, strict=True)
             }
             status = spawn.STATUS[int(run["status"][0])]
             rows.append({"window": window, "where": where, "env_size": size, "rep": rep,
                          **counts, "status": status})  # fmt: skip
     finally:
-        engine.live.close()
+        spawner.live.close()
     return pd.DataFrame(rows)
 
 

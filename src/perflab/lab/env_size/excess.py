@@ -48,7 +48,7 @@ def over_sizes(values: np.ndarray, baseline: float, rng: np.random.Generator) ->
     return float(np.median(values) / baseline - 1), float(lo), float(hi)
 
 
-class Runs:
+class SizeBlocks:
     """A sweep's ok runs by size, each in its block of consecutive runs (row order is run
     order, as the journal records it), sorted for medians of resampled blocks."""
 

@@ -25,7 +25,7 @@ from perflab.core import bindings
 from perflab.engine import childruns, shift, spawn
 from perflab.errors import PerflabError
 from perflab.lab.env_size import windows
-from perflab.lab.plans.env_size import Plan
+from perflab.lab.plans.env_size import EnvSizePlan
 from perflab.system import compiler
 
 CHECK_SPREAD = 9  # sizes spread over the plan's range, checked
@@ -42,7 +42,7 @@ DIFFER_SHARE = 0.2
 DIFFER_LEAST = 3
 
 
-def check_sizes(plan: Plan, least: int) -> np.ndarray:
+def check_sizes(plan: EnvSizePlan, least: int) -> np.ndarray:
     """Sizes to check, in the plan's range where it can be: spread over it and a run of
     consecutive ones; none below `least` (the exec'd twin needs that much padding)."""
     lo, hi = max(plan.min_size, least), max(plan.max_size, least)
@@ -51,8 +51,8 @@ def check_sizes(plan: Plan, least: int) -> np.ndarray:
     return np.unique(np.concatenate([spread, steps]))
 
 
-def placement(argv: Sequence[str], plan: Plan, meta: Mapping[str, Any], base_env: Mapping,
-              sizes: np.ndarray) -> tuple[shift.Placement, dict]:  # fmt: skip
+def placement(argv: Sequence[str], plan: EnvSizePlan, meta: Mapping[str, Any], base_env: Mapping,
+              sizes: np.ndarray) -> tuple[shift.ShiftedFrames, dict]:  # fmt: skip
     """The shift engine's placement for these planned sizes (run order), checked, and what the
     result records about it; a check that fails is one line and nothing is measured."""
     if "stack_layout" not in meta:
@@ -78,10 +78,10 @@ def placement(argv: Sequence[str], plan: Plan, meta: Mapping[str, Any], base_env
         "shift_binary_digest": built.digest,
         "shift_check": checked,
     }
-    return shift.Placement(binary, frames, statics), meta_out
+    return shift.ShiftedFrames(binary, frames, statics), meta_out
 
 
-def check_frames(plan: Plan, layout: windows.Layout, exec_binary: str, binary: str,
+def check_frames(plan: EnvSizePlan, layout: windows.Layout, exec_binary: str, binary: str,
                  base_env: Mapping, statics: tuple[tuple[int, int], ...]) -> dict:  # fmt: skip
     """Refuse unless the shift child puts main's frame where an exec'd child has it: its own
     entry, exec'd, where the model says, and at a sample of sizes the frame an exec'd twin with
@@ -97,7 +97,7 @@ def check_frames(plan: Plan, layout: windows.Layout, exec_binary: str, binary: s
     exec_frames = report["frame"].to_numpy(np.int64)
     expected = layout.frames(sizes)
     cpus = plan.cpus[:1]
-    entry, seen = shift.placed_frames(shift.Placement(binary, expected, statics), cpus,
+    entry, seen = shift.placed_frames(shift.ShiftedFrames(binary, expected, statics), cpus,
                                       plan.timeout)  # fmt: skip
     own = int(layout.model.frame(windows.exec_strings([binary], [])))
     if entry != own:
@@ -117,7 +117,7 @@ def check_frames(plan: Plan, layout: windows.Layout, exec_binary: str, binary: s
             "entry_frame": hex(entry)}  # fmt: skip
 
 
-def timing_sizes(plan: Plan) -> np.ndarray:
+def timing_sizes(plan: EnvSizePlan) -> np.ndarray:
     """TIMING_FRAMES sizes a frame step apart from the plan's first (its range permitting, else
     spread over it), with the plan's last: frames at every 16-byte offset in a 256-byte span."""
     step = windows.STACK_STEP
@@ -176,7 +176,7 @@ def disagreement(found: Mapping[str, Any]) -> str | None:
     )
 
 
-def check_timing(plan: Plan, layout: windows.Layout, argv: Sequence[str], binary: str,
+def check_timing(plan: EnvSizePlan, layout: windows.Layout, argv: Sequence[str], binary: str,
                  base_env: Mapping, statics: tuple[tuple[int, int], ...]) -> dict:  # fmt: skip
     """Refuse unless the loop in the shift child takes the ticks exec'd runs take at the same
     frames: in TIMING_ROUNDS rounds, on the plan's first CPU, an exec'd run, a shift call and
@@ -185,7 +185,7 @@ def check_timing(plan: Plan, layout: windows.Layout, argv: Sequence[str], binary
     env = dict(base_env)
     overhead = spawn.timer_overhead()
     ticks = {k: np.zeros((TIMING_ROUNDS, sizes.size)) for k in ("exec_a", "shifted", "exec_b")}
-    placement = shift.Placement(binary, layout.frames(sizes), statics)
+    placement = shift.ShiftedFrames(binary, layout.frames(sizes), statics)
 
     def ran(runs: np.ndarray) -> np.ndarray:
         ok = (runs["status"] == bindings.RUN_OK) & ((runs["flags"] & bindings.RUN_HAS_PROBE) != 0)

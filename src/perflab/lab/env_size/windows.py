@@ -392,7 +392,7 @@ def verdicts(
     masks = [(sizes >= start) & (sizes <= end) for start, end, *_ in spans]
     timed = None
     if runs is not None and column == "median" and spans and sizes.size:
-        timed = excess.Runs(runs, value_column(runs), sizes)
+        timed = excess.SizeBlocks(runs, value_column(runs), sizes)
         bounds = timed.over_time(masks, ~inside, np.random.default_rng(0))
     rng = np.random.default_rng(0)
     rows = []
@@ -454,7 +454,7 @@ def stack_shift(meta: Mapping, sizes: np.ndarray) -> np.ndarray | None:
 
 def explain_meta(argv: Sequence[str], plan: Any, base_env: Mapping) -> dict:
     """Everything a sweep records to explain its windows: the layout with ASLR off (for
-    env_size.Plan `plan`), and whether this CPU pays for 4K aliasing at all."""
+    EnvSizePlan `plan`), and whether this CPU pays for 4K aliasing at all."""
     from perflab.lab.env_size import aliasing
 
     meta: dict = {}

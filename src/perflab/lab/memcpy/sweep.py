@@ -79,7 +79,7 @@ def pilot_rate(kernel: str, nbytes: int) -> float:
     one = np.array([nbytes], dtype=np.uint64)
     with Buffers(nbytes) as bufs:
         copies, ticks = bufs.sweep(
-            check_kernel(kernel), Placement(), one, PILOT_COPIES, "memcpy pilot"
+            check_kernel(kernel), BufferAlignment(), one, PILOT_COPIES, "memcpy pilot"
         )
     return float(nbytes * copies[0] / (ticks[0] / hz)) if ticks[0] > 0 else math.inf
 
@@ -167,7 +167,7 @@ def copy(dst: np.ndarray, src: np.ndarray, kernel: str = "libc") -> None:
 
 
 @dataclass(frozen=True)
-class Placement:
+class BufferAlignment:
     """Where the buffers start: `align` is the exact alignment of both, `offset` shifts dst."""
 
     align: int = PAGE
@@ -194,7 +194,7 @@ class Buffers:
         self._native = bindings.CopyBuffers(self.nbytes)
 
     def sweep(
-        self, kernel: int, place: Placement, sizes: np.ndarray, trials: int, what: str
+        self, kernel: int, place: BufferAlignment, sizes: np.ndarray, trials: int, what: str
     ) -> tuple[np.ndarray, np.ndarray]:
         """Per size, the buffers placed as asked: copies per sample and the shortest sample's
         ticks, a sample lasting min_sample_ticks() or more."""
@@ -259,7 +259,7 @@ def measure(
     size_list: ArrayLike,
     trials: int = 10,
     kernel: str = "libc",
-    place: Placement = Placement(),
+    place: BufferAlignment = BufferAlignment(),
     progress: Callable[[int], None] | None = None,
     chunk: int = 32,
 ) -> np.ndarray:
@@ -354,7 +354,7 @@ def run(
     resume=True completes an interrupted one (inprocess.measure). progress counts work();
     extra_meta joins the metadata (the CLI records its --small there)."""
 
-    place = Placement(align, offset)
+    place = BufferAlignment(align, offset)
     place.check()
     kid = check_kernel(kernel)
     if trials < 1:
@@ -418,8 +418,8 @@ def run(
             keys = pd.DataFrame({"repeat": np.repeat(np.arange(repeat), todo.size),
                                  "size": np.tile(todo, repeat)})  # fmt: skip
             columns, phase = (COLUMNS[0], "repeat", *COLUMNS[1:]), ("repeat",)
-        plan = inprocess.Plan("memcpy", keys, columns, params, meta, phase=phase, weight=weight,
-                              derive=rederive)  # fmt: skip
+        plan = inprocess.RowSchedule("memcpy", keys, columns, params, meta, phase=phase,
+                                     weight=weight, derive=rederive)  # fmt: skip
         return inprocess.measure(plan, copied, Recording(output, resume, discard_bad),
                                  on_start=on_start, progress=progress,
                                  release=release)  # fmt: skip

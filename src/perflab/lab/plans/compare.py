@@ -66,7 +66,7 @@ def layout_text(values: dict[str, str]) -> str:
 
 
 @dataclass(frozen=True)
-class Plan(Controls):
+class ComparePlan(Controls):
     """Everything that decides which runs a comparison makes and how: a resume must match it."""
 
     a: str = ""
@@ -114,7 +114,7 @@ class Plan(Controls):
         """The dimensions the setups set: those randomized, or those the fixed layout names."""
         return tuple(parse_layout(self.layout)) if self.layout else self.randomize
 
-    def check(self, objects: tuple[int, int]) -> "Plan":
+    def check(self, objects: tuple[int, int]) -> "ComparePlan":
         """Refuse bad input before anything is measured; objects: how many A and B link from
         (0: a program as given)."""
         if self.setups < 1 or self.repeat < 1:

@@ -29,7 +29,7 @@ ENGINES = ("exec", "shift")
 
 
 @dataclass(frozen=True)
-class Plan(Controls):
+class EnvSizePlan(Controls):
     """Everything that decides which runs a sweep makes and how: a resume must match it.
 
     The one statement of the sweep's parameters: sweep() takes them as keywords and the CLI
@@ -67,7 +67,7 @@ class Plan(Controls):
     )  # fmt: skip
     workload_digest: str = field(default="", compare=False)
 
-    def check(self) -> "Plan":
+    def check(self) -> "EnvSizePlan":
         """Refuse bad input before anything is measured."""
         if self.min_size < 0 or self.max_size < 0:
             raise PerflabError(f"sizes must not be negative ({self.min_size}..{self.max_size})")
@@ -139,5 +139,7 @@ class Plan(Controls):
 
 
 PARAMS = tuple(
-    f.name for f in fields(Plan) if f.name not in ("program", "workload_digest", "cpu_choice")
+    f.name
+    for f in fields(EnvSizePlan)
+    if f.name not in ("program", "workload_digest", "cpu_choice")
 )

@@ -32,7 +32,7 @@ def parse_permutations(text: str) -> str | int:
 
 
 @dataclass(frozen=True)
-class Plan(Controls):
+class LinkOrderPlan(Controls):
     """Everything that decides which runs a sweep makes and how: a resume must match it."""
 
     labels: tuple[str, ...] = ()
@@ -47,7 +47,7 @@ class Plan(Controls):
     order: str = order_field()
     args: tuple[str, ...] = ()
 
-    def check(self) -> "Plan":
+    def check(self) -> "LinkOrderPlan":
         """Refuse bad input before anything is built or measured."""
         check_repeat(self.repeat)
         check_order(self.order)

@@ -1,5 +1,5 @@
-"""The thread verbs' plans and defaults: the program sweep's Plan, the built-in kernels' names
-and loop counts, without numpy or pandas."""
+"""The thread verbs' plans and defaults: the program sweep's ThreadsPlan, the built-in kernels'
+names and loop counts, without numpy or pandas."""
 
 import re
 from dataclasses import dataclass, field
@@ -41,7 +41,7 @@ def parse_counts(text: str) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class Plan(Controls):
+class ThreadsPlan(Controls):
     """Everything that decides which runs a program sweep makes and how: a resume must match it."""
 
     command: tuple[str, ...] = ()
@@ -59,7 +59,7 @@ class Plan(Controls):
     rt: bool = False  # real-time threads that outnumber the CPUs would starve the machine
     runq: str = "auto"  # RUNQ_MODES: how the run-queue wait of its threads is read
 
-    def check(self) -> "Plan":
+    def check(self) -> "ThreadsPlan":
         """Refuse bad input before anything runs."""
         from perflab.system import machine
 

@@ -335,7 +335,7 @@ def run(
         assert under.tmpdir is not None
         log = under.tmpdir / "strace.log"
         spawned = stracelog.command(tracer_path, log, program) if tracer_path else program
-        recorder = perfsamples.Recorder(under, sample_hz) if sample_hz else None
+        recorder = perfsamples.PerfRecord(under, sample_hz) if sample_hz else None
         if recorder:
             recorder.start()
         boot0 = time.clock_gettime_ns(time.CLOCK_BOOTTIME)

@@ -13,7 +13,7 @@ the user's own program, run as child processes).
 
 from perflab.errors import PerflabWarning
 from perflab.lab.threads import core_vs_ht, fauxplat, program, thread_count
-from perflab.lab.threads.core_vs_ht import Placement, given_placement, placements, post_lines
+from perflab.lab.threads.core_vs_ht import ThreadPair, given_placement, placements, post_lines
 from perflab.lab.threads.hogs import (
     HOG_MAX_S,
     HOGS,
@@ -53,9 +53,9 @@ __all__ = [
     "RT_PRIORITY",
     "PerflabWarning",
     "Perturbation",
-    "Placement",
     "Priority",
     "Progress",
+    "ThreadPair",
     "cache_hog_bytes",
     "check_placement",
     "core_vs_ht",

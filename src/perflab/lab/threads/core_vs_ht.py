@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Placement:
+class ThreadPair:
     """Where two threads go, labelled from the topology, or why this machine has no such pair."""
 
     name: str
@@ -36,7 +36,7 @@ class Placement:
     available: bool = True
 
 
-def placements(topo: pd.DataFrame | None = None) -> list[Placement]:
+def placements(topo: pd.DataFrame | None = None) -> list[ThreadPair]:
     """The post's matrix: scheduler's choice, same CPU, hyper-thread siblings, two cores of one
     socket, two sockets; rows this topology (or the affinity mask) lacks say so."""
     scope = "not on this machine"
@@ -52,19 +52,19 @@ def placements(topo: pd.DataFrame | None = None) -> list[Placement]:
     def where(r: Any) -> str:
         return f"cpu {r.cpu} (core {r.core}, socket {r.socket})"
 
-    def first_pair(name: str, pairs: list[tuple[Any, Any]], missing: str) -> Placement:
+    def first_pair(name: str, pairs: list[tuple[Any, Any]], missing: str) -> ThreadPair:
         if not pairs:
-            return Placement(name, (None, None), f"{scope}: {missing}", False)
+            return ThreadPair(name, (None, None), f"{scope}: {missing}", False)
         a, b = pairs[0]
-        return Placement(name, (a.cpu, b.cpu), f"{where(a)} + {where(b)}")
+        return ThreadPair(name, (a.cpu, b.cpu), f"{where(a)} + {where(b)}")
 
     ordered = [(a, b) for a in rows for b in rows if a.cpu < b.cpu]
     siblings = [(a, b) for a, b in ordered if a.core == b.core]
     cores = [(a, b) for a, b in ordered if a.socket == b.socket and a.core != b.core]
     sockets = [(a, b) for a, b in ordered if a.socket != b.socket]
     return [
-        Placement("scheduler", (None, None), "no pinning: the scheduler places both"),
-        Placement("same cpu", (first.cpu, first.cpu), f"both on {where(first)}"),
+        ThreadPair("scheduler", (None, None), "no pinning: the scheduler places both"),
+        ThreadPair("same cpu", (first.cpu, first.cpu), f"both on {where(first)}"),
         first_pair(
             "hyper-threads", siblings, "no SMT, every core has one thread (thread_siblings_list)"
         ),
@@ -73,13 +73,13 @@ def placements(topo: pd.DataFrame | None = None) -> list[Placement]:
     ]
 
 
-def given_placement(cpus: Sequence[int]) -> Placement:
+def given_placement(cpus: Sequence[int]) -> ThreadPair:
     """`-p A -p B` as in the post: one -p leaves the second thread to the scheduler."""
     if not 1 <= len(cpus) <= 2:
         raise PerflabError(f"give one or two -p CPUs (as the post), not {len(cpus)}")
     machine.check_cpus(cpus)
     pair = (cpus[0], cpus[1] if len(cpus) > 1 else None)
-    return Placement("given", pair, " + ".join("free" if c is None else f"cpu {c}" for c in pair))
+    return ThreadPair("given", pair, " + ".join("free" if c is None else f"cpu {c}" for c in pair))
 
 
 @controls.typed_arguments
@@ -128,14 +128,14 @@ def run(
         return pd.concat(frames, ignore_index=True)
 
     columns = ("placement", "label", "threads", "rep", *COLUMNS, "status")
-    plan = inprocess.Plan("core-vs-ht", _keys(list(places.values()), repeat), columns, params,
-                          meta, unit=("placement", "rep", "threads"))  # fmt: skip
+    plan = inprocess.RowSchedule("core-vs-ht", _keys(list(places.values()), repeat), columns,
+                                 params, meta, unit=("placement", "rep", "threads"))  # fmt: skip
     with perturbed(perturb):
         return inprocess.measure(plan, timed, Recording(output, resume, discard_bad),
                                  on_start=on_start, progress=progress)  # fmt: skip
 
 
-def _keys(places: list[Placement], repeat: int) -> pd.DataFrame:
+def _keys(places: list[ThreadPair], repeat: int) -> pd.DataFrame:
     """A row per thread run in run order: 1 thread then 2 per placement, repeats interleaved;
     a placement this machine lacks has one row (thread NaN) that says why it was not run."""
     rows: list[tuple[str, int, int, float]] = []
@@ -148,7 +148,7 @@ def _keys(places: list[Placement], repeat: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["placement", "rep", "threads", "thread"])
 
 
-def _absent_row(p: Placement) -> dict[str, Any]:
+def _absent_row(p: ThreadPair) -> dict[str, Any]:
     return {"placement": p.name, "label": p.label, "threads": 2, "rep": 0, "status": "unavailable"}
 
 

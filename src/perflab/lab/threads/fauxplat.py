@@ -90,7 +90,7 @@ def run(
     params = {"loops": loops, "repeat": repeat, "cpu": cpu, "perturb": list(conditions)[1:],
               **prio(priority), "kernel": kernel, "size": size}  # fmt: skip
     meta = threads.run_metadata("fauxplat", loops, priority, chosen, cpu=cpu, kernel=kernel)
-    plan = inprocess.Plan("fauxplat", keys, COLUMNS, params, meta)
+    plan = inprocess.RowSchedule("fauxplat", keys, COLUMNS, params, meta)
     return inprocess.measure(plan, timed, Recording(output, resume, discard_bad),
                              on_start=on_start, progress=progress)  # fmt: skip
 

@@ -25,7 +25,7 @@ from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab.plans.threads import DEFAULT_ENV as DEFAULT_ENV
 from perflab.lab.plans.threads import PLACEHOLDER as PLACEHOLDER
-from perflab.lab.plans.threads import Plan as Plan
+from perflab.lab.plans.threads import ThreadsPlan
 from perflab.lab.plans.threads import parse_counts as parse_counts
 from perflab.lab.threads import trust
 from perflab.lab.threads.hogs import Perturbation, perturbed
@@ -41,7 +41,7 @@ def plan(
     counts: Sequence[int] | None = None,
     cpus: Sequence[int] | None = None,
     **params: Any,
-) -> Plan:
+) -> ThreadsPlan:
     """The checked plan: counts default to 1..the CPUs, the CPUs to every usable one, and the
     count goes through OMP_NUM_THREADS when no argument holds the placeholder."""
     argv = controls.typed_value(command, tuple[str, ...], "command")
@@ -56,10 +56,10 @@ def plan(
     if "threads_env" not in params or params["threads_env"] is None:
         has = any(PLACEHOLDER in a for a in argv[1:])
         params["threads_env"] = None if has else DEFAULT_ENV
-    return Plan(command=argv, counts=counts, cpus=cpus, **params).check()
+    return ThreadsPlan(command=argv, counts=counts, cpus=cpus, **params).check()
 
 
-def _runs(p: Plan) -> childruns.Runs:
+def _runs(p: ThreadsPlan) -> childruns.Runs:
     item, rep = childruns.run_order(len(p.counts), p.repeat, p.order, p.seed)
     return childruns.Runs(
         programs=[p.argv(n) for n in p.counts],
@@ -89,8 +89,8 @@ def run(
     metadata (its summary says them; warn has what went otherwise than asked).
 
     params: cpus, threads_env, repeat, order, oversubscribe, seed, aslr, inherit_env, timeout,
-    rt, runq (any field of Plan). Journaled to `output` and resumable like every child-run sweep;
-    progress shows on stderr or in Jupyter unless progress=False (or a callable takes it).
+    rt, runq (any field of ThreadsPlan). Journaled to `output` and resumable like every child-run
+    sweep; progress shows on stderr or in Jupyter unless progress=False (or a callable takes it).
     """
     p = plan(command, counts, **params)
     recording = Recording(output, resume)
@@ -133,7 +133,7 @@ def label(command: Sequence[str]) -> str:
     return shlex.join(a.replace(PLACEHOLDER, token) for a in command).replace(token, PLACEHOLDER)
 
 
-def _via(p: Plan) -> str:
+def _via(p: ThreadsPlan) -> str:
     arg = any(PLACEHOLDER in a for a in p.command[1:])
     env = f"{p.threads_env}=N through env(1), one extra exec per run" if p.threads_env else ""
     return " and ".join(filter(None, [f"{PLACEHOLDER} in the arguments" if arg else "", env]))
@@ -185,7 +185,7 @@ def trust_warnings(df: pd.DataFrame, limit: trust.Floor | None = None) -> list[s
 
 
 def _interval(values: pd.Series) -> tuple[float, float, float]:
-    return stats.median_interval(values.to_numpy(float), CONFIDENCE)
+    return stats.median_order_interval(values.to_numpy(float), CONFIDENCE)
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
@@ -211,7 +211,9 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     for n, g in ok.groupby("threads"):
         wall, lo, hi = _interval(g["wall_ns"] / 1e6)
         # median(base) / median(N): the ratio's interval comes from the two medians' intervals
-        speedup, rlo, rhi = stats.ratio_interval(g["wall_ns"].to_numpy(float), base, CONFIDENCE)
+        speedup, rlo, rhi = stats.ratio_order_interval(
+            g["wall_ns"].to_numpy(float), base, CONFIDENCE
+        )
         ipc = (g["instructions"] / g["cycles"]).dropna().median()  # NaN without counters
         runq = g["runq_ns"].median() / 1e6 if "runq_ns" in g else math.nan
         rows.append(

@@ -100,7 +100,7 @@ def run(
         "threads", loops, priority, perturb, kernel=kernel, size=size, pinned=pin
     )
     columns = ("threads", "rep", *COLUMNS, "bytes", "status")
-    plan = inprocess.Plan("threads", keys, columns, params, meta, unit=("rep", "threads"))
+    plan = inprocess.RowSchedule("threads", keys, columns, params, meta, unit=("rep", "threads"))
     with perturbed(perturb):
         return inprocess.measure(plan, timed, Recording(output, resume, discard_bad),
                                  on_start=on_start, progress=progress)  # fmt: skip

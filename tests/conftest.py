@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from perflab.engine import filelock
 from perflab.errors import PerflabError
+from perflab.lab import registry
 from perflab.system import compiler, machine
 
 # A suite started in the background of a script (`cmd &` without job control) inherits SIGINT
@@ -159,6 +160,13 @@ def compile_children(directory: Path, sources: dict[str, str], opt: str = "1", s
             subprocess.run(argv, check=True)
         out[name] = str(directory / name)
     return out
+
+
+def tiny_argv(name: str) -> list[str]:
+    """An experiment's smallest real run through its verb, as the registry gives it."""
+    e = registry.get(name)
+    assert e.verb is not None, name
+    return [*e.verb.split(), *e.tests.argv(cpu=str(machine.usable_cpus()[0]))]
 
 
 def wait_for(ready, what: str, seconds: float = 300.0) -> None:

@@ -20,6 +20,7 @@ from perflab.cli import VERBS, cli
 from perflab.cli.params import Count, Needs, Number
 from perflab.engine import timing
 from perflab.errors import PerflabError
+from perflab.lab import registry
 from perflab.system import machine
 
 CPU = str(machine.usable_cpus()[0])
@@ -38,23 +39,9 @@ class Base:
     program: tuple[str, ...] = ()
 
 
-# Every verb, as `perflab report` is `report show` and `report hosts`: a new verb must be added
-# here (test_every_verb_has_a_base), and its options are then walked by every case below.
+# The verbs that run no experiment, as `perflab report` is `report show` and `report hosts`;
+# every experiment's verb starts from the registry's tiny run (_tiny_base, below COMMANDS).
 BASES = {
-    "sweep env-size": Base(("--max", "0", "--repeat", "1", "--no-rt")),
-    "sweep link-order": Base(("--permutations", "1", "--repeat", "1", "--no-rt")),
-    "compare": Base(("--setups", "1", "--repeat", "1", "--no-rt"), {"a": "{true}", "b": "{true}"}),
-    "sweep memcpy": Base(("--max", "1K", "--trials", "1", "--no-mlock")),
-    "run pagefault": Base(("--pages", "1", "--reps", "1")),
-    "run trig": Base(("--repeat", "1")),
-    "run cswitch": Base(("--reps", "1", "--no-rt"), {"n": "10"}),
-    "run syscalls": Base(("--trials", "10", "--trim", "0", "--call", "getpid")),
-    "run core-vs-ht": Base(("-l", "1", "-p", CPU)),
-    "sweep threads": Base(("--max", "1", "--repeat", "1")),
-    "run fauxplat": Base(("-l", "1", "--repeat", "1", "--cpu", CPU, "--perturb", f"cpu@{CPU}")),
-    "counters": Base(program=("{true}",)),
-    "clocks": Base(("--samples", "1", "--clock", "CLOCK_MONOTONIC")),
-    "profile": Base(program=("{true}",)),
     "machine": Base(),
     "report show": Base(arguments={"path": "{result}"}),
     "report hosts": Base(arguments={"path": "{result}"}),
@@ -114,6 +101,29 @@ def _leaves(
 COMMANDS = dict(_leaves(cli, click.Context(cli, info_name="perflab"), ""))
 
 
+def _tiny_base(e: registry.Experiment) -> Base:
+    """The experiment's tiny run as a base: its leading words are the verb's arguments by name,
+    what follows `--` the program ("true" as {true})."""
+    assert e.verb is not None
+    words = e.tests.argv(cpu=CPU)
+    at = words.index("--") if "--" in words else len(words)
+    words, program = words[:at], tuple("{true}" if w == "true" else w for w in words[at + 1 :])
+    names = [p.name for p in COMMANDS[e.verb].params if isinstance(p, click.Argument)]
+    lead = 0
+    while lead < len(words) and not words[lead].startswith("-"):
+        lead += 1
+    given = ["{true}" if w == "true" else w for w in words[:lead]]
+    return Base(tuple(words[lead:]), dict(zip(names, given, strict=False)), program)
+
+
+PROGRAM_BASES: dict[str, Base] = {}
+for _e in registry.EXPERIMENTS.values():
+    if _e.verb is not None:
+        _base = BASES.setdefault(_e.verb, _tiny_base(_e))
+        if _base != _tiny_base(_e) and _tiny_base(_e).program:
+            PROGRAM_BASES[_e.verb] = _tiny_base(_e)
+
+
 @dataclass(frozen=True)
 class Case:
     """One hostile invocation: the verb, the option or argument attacked, what kind of attack."""
@@ -130,12 +140,13 @@ class Case:
         return f"{self.verb}:{self.param}:{self.kind}"
 
 
-def _with_needed(base: Base, param: click.Parameter) -> Base:
-    """The base, plus what `param` needs beside it to be taken at all."""
+def _with_needed(verb: str, base: Base, param: click.Parameter) -> Base:
+    """The base, plus what `param` needs beside it to be taken at all (a program: the tiny run
+    of the verb's experiment that runs one, where the verb has two)."""
     if not isinstance(param, Needs):
         return base
     if param.needs == "command":
-        return replace(base, program=base.program or ("{true}",))
+        return PROGRAM_BASES.get(verb) or replace(base, program=base.program or ("{true}",))
     return replace(base, options=base.options + NEEDED[param.needs])
 
 
@@ -170,7 +181,7 @@ def _cases() -> Iterator[Case]:
 
 def _attack(verb: str, base: Base, param: click.Parameter, kind: str, value: str) -> Case:
     """A case that gives param this value (an argument: in its place)."""
-    base = _with_needed(base, param)
+    base = _with_needed(verb, base, param)
     if isinstance(param, click.Argument):
         return Case(verb, str(param.name), kind, base, argument=value)
     return Case(verb, str(param.name), kind, base, (_flag(param), value))
@@ -208,7 +219,7 @@ def _cpu_cases(verb: str, base: Base, param: click.Parameter) -> Iterator[Case]:
     for kind, value in (("absent", "4095"), ("empty", ""), ("negative", "-1")):
         yield _attack(verb, base, param, kind, value)
     if isinstance(param, click.Option) and param.multiple:
-        base = _with_needed(base, param)
+        base = _with_needed(verb, base, param)
         yield Case(verb, str(param.name), "repeated", base, (_flag(param), CPU) * 2)
     elif param.type is not click.INT:  # a CPU list
         yield _attack(verb, base, param, "repeated", f"{CPU},{CPU}")

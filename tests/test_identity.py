@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import WORKER, compile_children, lock_free, wait_for
-from test_interrupt import CASES as JOURNALED
-from test_registry import TINY
+from conftest import WORKER, compile_children, lock_free, tiny_argv, wait_for
 
 from perflab.cli import cli
 from perflab.core.bindings import core_digest
@@ -24,32 +22,17 @@ from perflab.lab.threads import program
 
 # Twice the work per step count: the program "rebuilt" between a stop and its resume.
 TWICE = WORKER.replace("atol(argv[2]) : 1000", "atol(argv[2]) * 2 : 2000")
-# Per journaled experiment: an option of its tiny run, another value, the parameter it sets.
-CHANGED = {
-    "env-size": ("--repeat", "3", "repeat"),
-    "link-order": ("--repeat", "3", "repeat"),
-    "compare": ("--repeat", "4", "repeat"),
-    "memcpy": ("--trials", "3", "trials"),
-    "pagefault": ("--reps", "3", "reps"),
-    "trig": ("--repeat", "4", "repeat"),
-    "cswitch": ("--reps", "2", "reps"),
-    "syscalls": ("--trials", "101", "trials"),
-    "core-vs-ht": ("-l", "2", "loops"),
-    "threads": ("-l", "2", "loops"),
-    "threads-program": ("--repeat", "3", "repeat"),
-    "fauxplat": ("-l", "2", "loops"),
-}
-NAMES = sorted(JOURNALED)
+# The journaled experiments: those a stop can cut between two chunks (tests/test_interrupt.py).
+NAMES = sorted(e.name for e in registry.EXPERIMENTS.values() if e.tests.lasting)
 
 
 def _argv(name: str, *record: str, change: tuple[str, str] | None = None) -> list[str]:
     """The experiment's tiny run through its verb, -o/--resume FILE before any `--`, no progress
     display."""
-    args = list(TINY[name])
+    argv = ["--quiet", *tiny_argv(name)]
     if change is not None:
         flag, value = change
-        args[args.index(flag) + 1] = value
-    argv = ["--quiet", *registry.EXPERIMENTS[name].verb.split(), *args]
+        argv[argv.index(flag) + 1] = value
     at = argv.index("--") if "--" in argv else len(argv)
     return [*argv[:at], *record, *argv[at:]]
 
@@ -64,7 +47,7 @@ def _refused(res, out: Path, before: bytes) -> str:
 
 
 def test_every_journaled_experiment_has_a_changed_parameter():
-    assert set(CHANGED) == set(JOURNALED)
+    assert NAMES and all(registry.get(name).tests.changed for name in NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -86,7 +69,9 @@ def test_a_resume_refuses_another_verbs_file_and_other_parameters(name, tmp_path
     wrong = registry.describe(name), registry.describe(other)
     assert said == f"{out} holds a {wrong[0]} result, not {wrong[1]}"
 
-    flag, value, param = CHANGED[name]
+    changed = registry.get(name).tests.changed
+    assert changed is not None
+    flag, value, param = changed
     res = run.invoke(cli, _argv(name, "--resume", str(out), change=(flag, value)))
     said = _refused(res, out, before)
     assert said.startswith(f"{out}: refusing to resume with different parameters ({param}: ")

@@ -4,7 +4,6 @@ that chunk and exits 128 + the signal, and --resume completes the rest, no point
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -13,71 +12,15 @@ from conftest import WORKER, compile_children, wait_for
 
 from perflab.cli import VERBS, cli
 from perflab.engine import results
-from perflab.lab import cswitch, memcpy
-from perflab.lab.registry import EXPERIMENTS
-from perflab.lab.threads import core_vs_ht
+from perflab.lab.registry import EXPERIMENTS, Experiment
 from perflab.system import machine
 
 CPU = machine.usable_cpus()[-1]
 THREADS = min(2, len(machine.usable_cpus()))
 
 
-@dataclass(frozen=True)
-class Case:
-    """A verb's arguments for a run of a few seconds ({worker}: the tests' pthread program),
-    the columns that name one of its points, and how many rows a complete run has."""
-
-    args: tuple[str, ...]
-    key: tuple[str, ...]
-    rows: int
-
-
-def _core_vs_ht_rows(repeat: int) -> int:
-    """Three thread runs per placement and repeat, one row for each placement not here."""
-    places = core_vs_ht.placements()
-    return sum(3 * repeat if p.available else 1 for p in places)
-
-
-# Each verb with arguments that make it last a few seconds, its first chunk on disk long before
-# the last: in-process verbs flush their first unit at once, child runs their first C batch
-# (512 runs) once a second has passed.
-CASES = {
-    "env-size": Case(("sweep", "env-size", "--max", "0", "--repeat", "1500", "--no-rt", "--",
-                      "{worker}", "0", "1000", "2"), ("env_size", "rep"), 1500),
-    "link-order": Case(("sweep", "link-order", "--permutations", "2", "--repeat", "1500",
-                        "--no-rt"), ("perm", "rep"), 3000),
-    "compare": Case(("compare", "{worker} 0 1000 2", "{worker} 0 2000 2", "--setups", "4",
-                     "--repeat", "200", "--no-rt"), ("setup", "rep", "side"), 1600),
-    "threads-program": Case(("sweep", "threads", "--threads", "1,2", "--repeat", "100",
-                             "--oversubscribe", "--", "{worker}", "{threads}", "1000", "20"),
-                            ("threads", "rep"), 200),
-    "memcpy": Case(("sweep", "memcpy", "--max", "64M", "--trials", "20", "--no-mlock"),
-                   ("size",), len(memcpy.sizes(64 << 20))),
-    "pagefault": Case(("run", "pagefault", "--pages", "1024", "--reps", "800"),
-                      ("rep", "condition"), 2400),
-    "trig": Case(("run", "trig", "--cold", "1000", "--repeat", "10"), ("mode", "rep", "position"),
-                 (1000 + 10) * 3),
-    "cswitch": Case(("run", "cswitch", "5000", "--reps", "8", "--no-rt"),
-                    ("placement", "realtime", "rep"), len(cswitch.placements()) * 8),
-    "syscalls": Case(("run", "syscalls", "--trials", "300000"), ("call", "rep"), 5 * 300000),
-    "core-vs-ht": Case(("run", "core-vs-ht", "-l", "20", "--repeat", "30"),
-                       ("placement", "rep", "threads", "thread"), _core_vs_ht_rows(30)),
-    "threads": Case(("sweep", "threads", "--max", str(THREADS), "-l", "40", "--repeat", "40"),
-                    ("threads", "rep", "thread"), 40 * THREADS * (THREADS + 1) // 2),
-    "fauxplat": Case(("run", "fauxplat", "-l", "20", "--repeat", "30", "--cpu", str(CPU),
-                      "--perturb", f"cpu@{CPU}"), ("rep", "condition"), 60),
-}  # fmt: skip
-
-# Experiments whose verb makes one measurement: nothing between two chunks to stop at.
-ONE_MEASUREMENT = {
-    "counters": "without a command it lists the events; with one it counts a single run of "
-    "it and exits with its status, as perf stat does",
-    "clocks": "one C loop per clock, well under a second at the default --samples; its "
-    "verdicts need every clock at once (a --cluster campaign is journaled by host)",
-    "profile": "one profiled run of COMMAND, its threads sampled while it runs",
-    "contention": "one run of the built-in workload per (kind, threads), through the Python "
-    "API only (contention.run; `profile --workload` writes a profile file)",
-}
+# Each experiment that records chunk by chunk, with the registry's run of a few seconds.
+CASES = {e.name: e for e in EXPERIMENTS.values() if e.tests.lasting}
 # Verbs that measure nothing: they read results or describe the machine.
 NOT_MEASURING = {
     "machine": "describes the machine (CPU, topology, clocks, counters) in well under a second",
@@ -87,9 +30,10 @@ NOT_MEASURING = {
 
 
 def test_every_experiment_and_verb_is_covered():
-    """A new experiment or verb must say how it is stopped, here, before it ships."""
-    assert set(CASES) | set(ONE_MEASUREMENT) == set(EXPERIMENTS)
-    assert not set(CASES) & set(ONE_MEASUREMENT)
+    """A new experiment or verb must say how it is stopped, in the registry, before it ships."""
+    for e in EXPERIMENTS.values():
+        assert bool(e.tests.lasting) != bool(e.tests.one_measurement), e.name
+        assert not e.tests.lasting or e.rows, e.name
     verbs = {e.verb for e in EXPERIMENTS.values() if e.verb is not None}
     assert verbs | set(NOT_MEASURING) == set(VERBS)
 
@@ -99,11 +43,11 @@ def worker(tmp_path_factory) -> str:
     return compile_children(tmp_path_factory.mktemp("worker"), {"worker": WORKER})["worker"]
 
 
-def _argv(case: Case, worker: str, *record: str) -> list[str]:
+def _argv(e: Experiment, worker: str, *record: str) -> list[str]:
     """perflab VERB... -o FILE (or --resume FILE) ARGS, the worker's path in place."""
-    words = [a.replace("{worker}", worker) for a in case.args]
-    at = 1 if words[0] not in ("sweep", "run") else 2
-    return [sys.executable, "-m", "perflab", *words[:at], *record, *words[at:]]
+    args = e.tests.argv("lasting", worker=worker, cpu=str(CPU), ncpus=str(THREADS))
+    assert e.verb is not None
+    return [sys.executable, "-m", "perflab", *e.verb.split(), *record, *args]
 
 
 def _first_chunk(out: Path, proc: subprocess.Popen) -> pd.DataFrame:
@@ -140,9 +84,9 @@ def _stops() -> list:
 
 @pytest.mark.parametrize(("name", "sig"), _stops())
 def test_a_stopped_verb_keeps_its_chunks_and_resumes(name, sig, worker, tmp_path):
-    case = CASES[name]
+    e = CASES[name]
     out = tmp_path / f"{name}.parquet"
-    proc = subprocess.Popen(_argv(case, worker, "-o", str(out)), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(_argv(e, worker, "-o", str(out)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         first = _first_chunk(out, proc)
@@ -155,17 +99,18 @@ def test_a_stopped_verb_keeps_its_chunks_and_resumes(name, sig, worker, tmp_path
     assert f"--resume {out}" in err and "Traceback" not in err
     kept = results.load(out)
     assert results.metadata(kept)["complete"] is False
-    assert len(first) and _within(first, kept, case.key)
-    assert len(kept) < case.rows
+    planned = results.metadata(kept)["identity"]["plan"]["runs"]  # recorded before the stop
+    assert len(first) and _within(first, kept, e.rows)
+    assert len(kept) < planned
 
-    done = subprocess.run(_argv(case, worker, "--resume", str(out)), capture_output=True,
+    done = subprocess.run(_argv(e, worker, "--resume", str(out)), capture_output=True,
                           text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr
     df = results.load(out)
     assert results.metadata(df)["complete"] is True
-    assert not df.duplicated(list(case.key)).any()
-    assert len(df) == case.rows
-    assert _within(kept, df, case.key)
+    assert not df.duplicated(list(e.rows)).any()
+    assert len(df) == planned
+    assert _within(kept, df, e.rows)
     assert not out.with_name(out.name + ".parts").exists()
 
 

@@ -6,14 +6,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
 import perflab
 from perflab.engine import results
-from perflab.lab import contention, counters, cswitch, memcpy, pagefault, syscalls, trig
-from perflab.lab.threads import core_vs_ht, fauxplat, thread_count
+from perflab.lab import registry
 from perflab.system import machine
 
 SRC = Path(perflab.__file__).resolve().parent
@@ -58,27 +58,17 @@ def test_the_walk_would_catch_an_offender(tmp_path):
     assert _imports_core(bad) == ["ffi", "bindings.lib"]
 
 
-# Each experiment module with the smallest run() that still measures something real.
-TINY = {
-    memcpy: {"max_bytes": 256, "trials": 1, "lock": False},
-    trig: {"call_texts": ["sin(1.0)"], "repeat": 2},
-    cswitch: {"n": 20, "reps": 1, "realtime": False, "cpus": [C0]},
-    syscalls: {"calls": ["getpid"], "trials": 25},
-    pagefault: {"pages": 2, "reps": 1},
-    counters: {},
-    core_vs_ht: {"loops": 1, "cpus": [C0]},
-    thread_count: {"max_threads": 1, "loops": 1, "repeat": 1},
-    fauxplat: {"loops": 1, "repeat": 1, "cpu": C0, "perturb": []},
-    contention: {"threads": [2], "kinds": ["mutex"], "iterations": 200, "sample_hz": None},
-}
+# Each experiment whose module has a run() of its own (in-process): its smallest, from the registry.
+IN_PROCESS = [e for e in registry.EXPERIMENTS.values() if e.tests.api is not None]
 
 
-@pytest.mark.parametrize("module", list(TINY), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
-def test_every_experiment_runs_summarizes_and_plots_through_one_contract(module, tmp_path):
-    df = module.run(**TINY[module])
+@pytest.mark.parametrize("experiment", IN_PROCESS, ids=lambda e: e.name)
+def test_every_experiment_runs_summarizes_and_plots_through_one_contract(experiment, tmp_path):
+    module: Any = experiment.load()
+    df = module.run(**experiment.tests.kwargs(C0))
     assert isinstance(df, pd.DataFrame) and len(df) > 0
     meta = results.metadata(df)
-    assert meta["experiment"] and meta["cpu_model"] == machine.cpu_model()
+    assert meta["experiment"] == experiment.name and meta["cpu_model"] == machine.cpu_model()
     summary = module.summarize(df)
     assert isinstance(summary, pd.DataFrame) and len(summary) > 0
     module.plot(df, tmp_path / "fig.png")

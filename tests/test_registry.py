@@ -8,48 +8,17 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import tiny_argv
 
 from perflab.analysis.summary import Summary
 from perflab.cli import VERBS, cli
 from perflab.engine import results
-from perflab.lab import contention, registry
+from perflab.lab import registry
 from perflab.system import machine
 
 C0 = str(machine.usable_cpus()[0])
 
-# Each experiment's smallest real run: the arguments after its registered verb.
-TINY = {
-    "env-size": ["--max", "15", "--repeat", "2", "--no-rt"],
-    "link-order": ["--permutations", "2", "--repeat", "2", "--no-rt"],
-    "compare": ["true", "true", "--setups", "2", "--repeat", "3", "--no-rt"],
-    "memcpy": ["--max", "4K", "--trials", "2", "--no-mlock"],
-    "pagefault": ["--pages", "4", "--reps", "2"],
-    "trig": ["--repeat", "3"],
-    "cswitch": ["50", "--reps", "1", "--no-rt", "--cpu", C0],
-    "syscalls": ["--call", "getpid", "--trials", "100", "--trim", "5"],
-    "core-vs-ht": ["-l", "1", "-p", C0],
-    "threads": ["--max", "1", "-l", "1", "--repeat", "1"],
-    "threads-program": [
-        "--threads",
-        "1,2",
-        "--repeat",
-        "2",
-        "--oversubscribe",
-        "--",
-        "true",
-        "{threads}",
-    ],
-    "fauxplat": ["-l", "1", "--repeat", "1", "--cpu", C0, "--perturb", f"cpu@{C0}"],
-    "counters": ["-e", "task-clock", "--", "true"],
-    "clocks": ["--samples", "20"],
-    "profile": ["--", "sleep", "0.1"],
-}
-# Experiments without a verb: their Python API, as small.
-API = {
-    "contention": lambda: contention.run(
-        threads=[2], kinds=["mutex"], iterations=200, sample_hz=None
-    ),
-}
+
 # Files of a verb run another way that must read back as well: (experiment, argv).
 MORE = {
     "profile --workload mutex": ("profile", ["profile", "--workload", "mutex", "--threads", "2"]),
@@ -59,9 +28,9 @@ CASES = {name: (name, None) for name in registry.EXPERIMENTS} | MORE
 
 
 def test_every_experiment_has_a_tiny_run_and_every_verb_is_a_cli_verb():
-    assert set(TINY) | set(API) == set(registry.EXPERIMENTS)
     for e in registry.EXPERIMENTS.values():
-        assert (e.verb is None) == (e.name in API), e.name
+        assert (e.verb is None) != bool(e.tests.tiny), e.name
+        assert e.verb is not None or e.tests.api is not None, e.name
         assert e.verb is None or e.verb in VERBS, e.verb
 
 
@@ -92,11 +61,12 @@ def test_each_experiment_reads_back_as_its_verb_printed_it_and_diffs_as_unchange
     name, argv = CASES[case]
     out = tmp_path / "run.parquet"
     run = CliRunner()
-    if name in API:
-        results.save(API[name](), out)
+    e = registry.get(name)
+    if e.verb is None:
+        results.save(e.load().run(**e.tests.kwargs(int(C0))), out)  # type: ignore[attr-defined]
         printed = None
     else:
-        argv = argv or [*registry.EXPERIMENTS[name].verb.split(), *TINY[name]]
+        argv = argv or tiny_argv(name)
         at = argv.index("--") if "--" in argv else len(argv)
         res = run.invoke(cli, [*argv[:at], "-o", str(out), *argv[at:]])
         _ok(res)

@@ -10,6 +10,7 @@ an experiment registered here cannot be forgotten by one of them. It imports no 
 from __future__ import annotations
 
 import importlib
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
@@ -32,6 +33,38 @@ class ExperimentModule(Protocol):
 
 
 @dataclass(frozen=True)
+class SuiteRuns:
+    """An experiment's runs the suite walks for every experiment at once (registry, report,
+    identity, hostile input, the layers' contract, interrupts), so that a new experiment brings
+    its own and no test table is edited. Words after the verb; `{cpu}` stands for a usable CPU,
+    `{ncpus}` for how many (at most two), `{worker}` for the tests' pthread program; `{threads}`
+    is the threads verb's own (where a program's count goes)."""
+
+    tiny: str  # the smallest real run (positional arguments first, a program last)
+    api: dict[str, Any] | None = None  # the lab module's run(**api) at its smallest
+    changed: tuple[str, str, str] | None = None  # an option of tiny, another value, its param
+    lasting: str = ""  # a run of a few seconds, its first chunk long before its last
+    one_measurement: str = ""  # why, without `lasting`, there is nothing to stop between chunks
+
+    def argv(self, which: str = "tiny", **given: str) -> list[str]:
+        """The words of `tiny` or `lasting` (split as a shell would), each {name} in them given."""
+        words = shlex.split(getattr(self, which))
+        for name, value in given.items():
+            words = [w.replace(f"{{{name}}}", value) for w in words]
+        return words
+
+    def kwargs(self, cpu: int) -> dict[str, Any]:
+        """The lab module's run(**kwargs) at its smallest, `{cpu}` given as this CPU's number."""
+
+        def given(value: Any) -> Any:
+            if isinstance(value, list):
+                return [given(v) for v in value]
+            return cpu if value == "{cpu}" else value
+
+        return {key: given(value) for key, value in (self.api or {}).items()}
+
+
+@dataclass(frozen=True)
 class Experiment:
     """One experiment: its name in a result's metadata, its module, its verb and its points."""
 
@@ -50,6 +83,8 @@ class Experiment:
     conditions: tuple[str, ...] = ()
     ok: str = "ok"  # the status of a row diff may compare
     help: str = ""  # the first paragraph of its verb's help (on one experiment per verb)
+    rows: tuple[str, ...] = ()  # the columns that name one recorded row (what a resume skips)
+    tests: SuiteRuns = SuiteRuns("")
 
     def load(self) -> ExperimentModule:
         """The lab module, imported now (it may import numpy, pandas and the C core)."""
@@ -93,6 +128,12 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times "
                 "each."
             ),
+            rows=("env_size", "rep"),
+            tests=SuiteRuns(
+                tiny="--max 15 --repeat 2 --no-rt",
+                changed=("--repeat", "3", "repeat"),
+                lasting="--max 0 --repeat 1500 --no-rt -- {worker} 0 1000 2",
+            ),
         ),
         Experiment(
             name="link-order",
@@ -104,6 +145,12 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "Link OBJECTS (default: the built-in workload) in every order, run each REPEAT "
                 "times."
             ),
+            rows=("perm", "rep"),
+            tests=SuiteRuns(
+                tiny="--permutations 2 --repeat 2 --no-rt",
+                changed=("--repeat", "3", "repeat"),
+                lasting="--permutations 2 --repeat 1500 --no-rt",
+            ),
         ),
         Experiment(
             name="compare",
@@ -114,6 +161,12 @@ EXPERIMENTS: dict[str, Experiment] = {
             help=(
                 "Run A and B interleaved in random setups; report B/A per setup and over all of "
                 "them."
+            ),
+            rows=("setup", "rep", "side"),
+            tests=SuiteRuns(
+                tiny="true true --setups 2 --repeat 3 --no-rt",
+                changed=("--repeat", "4", "repeat"),
+                lasting='"{worker} 0 1000 2" "{worker} 0 2000 2" --setups 4 --repeat 200 --no-rt',
             ),
         ),
         Experiment(
@@ -129,6 +182,13 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees "
                 "found."
             ),
+            rows=("size",),
+            tests=SuiteRuns(
+                tiny="--max 4K --trials 2 --no-mlock",
+                api={"max_bytes": 256, "trials": 1, "lock": False},
+                changed=("--trials", "3", "trials"),
+                lasting="--max 64M --trials 20 --no-mlock",
+            ),
         ),
         Experiment(
             name="pagefault",
@@ -139,6 +199,13 @@ EXPERIMENTS: dict[str, Experiment] = {
             value="ticks_per_page",
             defines=("pages",),
             help="Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory.",
+            rows=("rep", "condition"),
+            tests=SuiteRuns(
+                tiny="--pages 4 --reps 2",
+                api={"pages": 2, "reps": 1},
+                changed=("--reps", "3", "reps"),
+                lasting="--pages 1024 --reps 800",
+            ),
         ),
         Experiment(
             name="trig",
@@ -148,6 +215,13 @@ EXPERIMENTS: dict[str, Experiment] = {
             points=("call", "mode"),
             value="ticks",
             help="Ticks of libm calls (default sin(1.0) tan(1.0) sin(0.0)), timer cost subtracted.",
+            rows=("mode", "rep", "position"),
+            tests=SuiteRuns(
+                tiny="--repeat 3",
+                api={"call_texts": ["sin(1.0)"], "repeat": 2},
+                changed=("--repeat", "4", "repeat"),
+                lasting="--cold 1000 --repeat 10",
+            ),
         ),
         Experiment(
             name="cswitch",
@@ -160,6 +234,13 @@ EXPERIMENTS: dict[str, Experiment] = {
             value="cswitch_us_each",
             defines=("n",),
             help="N one-byte write+read alone, N round trips with a child, and the difference.",
+            rows=("placement", "realtime", "rep"),
+            tests=SuiteRuns(
+                tiny="50 --reps 1 --no-rt --cpu {cpu}",
+                api={"n": 20, "reps": 1, "realtime": False, "cpus": ["{cpu}"]},
+                changed=("--reps", "2", "reps"),
+                lasting="5000 --reps 8 --no-rt",
+            ),
         ),
         Experiment(
             name="syscalls",
@@ -170,6 +251,13 @@ EXPERIMENTS: dict[str, Experiment] = {
             value="ticks",
             defines=("directory",),
             help="Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs.",
+            rows=("call", "rep"),
+            tests=SuiteRuns(
+                tiny="--call getpid --trials 100 --trim 5",
+                api={"calls": ["getpid"], "trials": 25},
+                changed=("--trials", "101", "trials"),
+                lasting="--trials 300000",
+            ),
         ),
         Experiment(
             name="core-vs-ht",
@@ -182,6 +270,13 @@ EXPERIMENTS: dict[str, Experiment] = {
             help=(
                 "1 thread, then 2 released together: CPU and wall time per placement "
                 "(cputime_core_vs_ht)."
+            ),
+            rows=("placement", "rep", "threads", "thread"),
+            tests=SuiteRuns(
+                tiny="-l 1 -p {cpu}",
+                api={"loops": 1, "cpus": ["{cpu}"]},
+                changed=("-l", "2", "loops"),
+                lasting="-l 20 --repeat 30",
             ),
         ),
         Experiment(
@@ -199,6 +294,13 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "of a built-in kernel, or of your program given after -- with {threads} where its "
                 "count goes."
             ),
+            rows=("threads", "rep", "thread"),
+            tests=SuiteRuns(
+                tiny="--max 1 -l 1 --repeat 1",
+                api={"max_threads": 1, "loops": 1, "repeat": 1},
+                changed=("-l", "2", "loops"),
+                lasting="--max {ncpus} -l 40 --repeat 40",
+            ),
         ),
         Experiment(
             name="threads-program",
@@ -207,6 +309,12 @@ EXPERIMENTS: dict[str, Experiment] = {
             columns=frozenset({"rep", "status", "stime_ns", "threads", "utime_ns", "wall_ns"}),
             points=("threads",),
             value="wall_ns",
+            rows=("threads", "rep"),
+            tests=SuiteRuns(
+                tiny="--threads 1,2 --repeat 2 --oversubscribe -- true {threads}",
+                changed=("--repeat", "3", "repeat"),
+                lasting="--threads 1,2 --repeat 100 --oversubscribe -- {worker} {threads} 1000 20",
+            ),
         ),
         Experiment(
             name="fauxplat",
@@ -219,6 +327,13 @@ EXPERIMENTS: dict[str, Experiment] = {
             help=(
                 "FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: "
                 "cpu, cache and rt hogs on --cpu), with its spread and its change vs alone."
+            ),
+            rows=("rep", "condition"),
+            tests=SuiteRuns(
+                tiny="-l 1 --repeat 1 --cpu {cpu} --perturb cpu@{cpu}",
+                api={"loops": 1, "repeat": 1, "cpu": "{cpu}", "perturb": []},
+                changed=("-l", "2", "loops"),
+                lasting="-l 20 --repeat 30 --cpu {cpu} --perturb cpu@{cpu}",
             ),
         ),
         Experiment(
@@ -233,6 +348,14 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "List the perf events that count here (with a sample count), or count COMMAND "
                 "(`perflab counters -- make -j2`) with every thread and child it starts."
             ),
+            tests=SuiteRuns(
+                tiny="-e task-clock -- true",
+                api={},
+                one_measurement=(
+                    "without a command it lists the events; with one it counts a single run of "
+                    "it and exits with its status, as perf stat does"
+                ),
+            ),
         ),
         Experiment(
             name="clocks",
@@ -244,6 +367,13 @@ EXPERIMENTS: dict[str, Experiment] = {
             help=(
                 "Resolution, value and read cost of every clock and TSC method; TSC trust verdict."
             ),
+            tests=SuiteRuns(
+                tiny="--samples 20",
+                one_measurement=(
+                    "one C loop per clock, well under a second at the default --samples; its "
+                    "verdicts need every clock at once (a --cluster campaign is journaled by host)"
+                ),
+            ),
         ),
         Experiment(
             name="profile",
@@ -253,6 +383,10 @@ EXPERIMENTS: dict[str, Experiment] = {
             points=("comm",),
             value="cpu_ns",
             help="Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.",
+            tests=SuiteRuns(
+                tiny="-- sleep 0.1",
+                one_measurement="one profiled run of COMMAND, its threads sampled while it runs",
+            ),
         ),
         Experiment(
             name="contention",
@@ -261,6 +395,14 @@ EXPERIMENTS: dict[str, Experiment] = {
             columns=frozenset({"blocked_pct", "kind", "rep", "threads", "utilisation", "wall_ms"}),
             points=("kind", "threads"),
             value="wall_ms",
+            tests=SuiteRuns(
+                tiny="",
+                api={"threads": [2], "kinds": ["mutex"], "iterations": 200, "sample_hz": None},
+                one_measurement=(
+                    "one run of the built-in workload per (kind, threads), through the Python "
+                    "API only (contention.run; `profile --workload` writes a profile file)"
+                ),
+            ),
         ),
     )
 }

@@ -389,6 +389,20 @@ EXPERIMENTS: dict[str, Experiment] = {
             ),
         ),
         Experiment(
+            name="spin-cost",
+            module="perflab.lab.spin_cost",
+            verb="run spin-cost",
+            columns=frozenset({"sample", "ticks", "turns"}),
+            points=("turns",),
+            value="ticks",
+            help="Ticks per turn of the core's spin loop, at 1000 to 8000 turns.",
+            tests=SuiteRuns(
+                tiny="--samples 3",
+                api={"turns": (100, 200), "samples": 3},
+                one_measurement="one short loop per length, well under a second at its default",
+            ),
+        ),
+        Experiment(
             name="contention",
             module="perflab.lab.contention",
             verb=None,

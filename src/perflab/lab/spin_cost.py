@@ -1,0 +1,61 @@
+"""What one turn of the core's spin loop costs: the workload of known relative cost that the
+perf assertions and their tests lean on, timed at several lengths."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from perflab.analysis.summary import Summary, Table
+from perflab.core.lazy import pd
+from perflab.engine import controls, results, timing
+from perflab.system import provenance
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+TURNS = (1_000, 2_000, 4_000, 8_000)
+
+
+def run(turns: tuple[int, ...] = TURNS, samples: int = 50) -> pd.DataFrame:
+    """One row per sample: turns, sample, ticks (net ticks of one call of spin(turns))."""
+    controls.check_count("--samples", samples, each_bytes=controls.ROW_BYTES * len(turns))
+    for n in turns:
+        controls.check_count("turns", n, each_s=controls.LOOP_S)
+    frames = []
+    for n in turns:
+        target = timing.spin(n)
+        timing.calibrate(target)
+        _, ticks = timing.sample(target, samples)
+        frames.append(pd.DataFrame({"turns": n, "sample": range(samples), "ticks": ticks}))
+    meta = {**provenance.metadata(), "experiment": "spin-cost", "samples": samples}
+    return results.attach(pd.concat(frames, ignore_index=True), meta)
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    """Per length: the median ticks of a call, and of one turn."""
+    out = df.groupby("turns")["ticks"].median().rename("median_ticks").reset_index()
+    out["ticks_per_turn"] = out["median_ticks"] / out["turns"]
+    return out
+
+
+def plot(df: pd.DataFrame, path: Any = None) -> Figure:
+    """Median ticks per call against turns: a straight line when every turn costs the same."""
+    from perflab.analysis import plot as plt
+
+    table = summarize(df)
+    fig, ax = plt.figure()
+    ax.plot(table["turns"], table["median_ticks"], "o-")
+    ax.set_xlabel("turns of the spin loop")
+    ax.set_ylabel("median ticks per call")
+    return plt.save(fig, path, title="The core's spin loop")
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """What `perflab run spin-cost` prints, and `perflab report` prints again from the file."""
+    table = summarize(frame)
+    low, high = table["ticks_per_turn"].min(), table["ticks_per_turn"].max()
+    return Summary(
+        [f"{low:.2f}-{high:.2f} ticks per turn over {len(table)} lengths"],
+        [Table("lengths", "median ticks per call and per turn", table)],
+        plot=lambda path: plot(frame, path),
+    )

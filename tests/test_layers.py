@@ -151,3 +151,17 @@ def test_mypy_accepts_the_package():
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_architectures_example_experiment_is_the_one_on_main():
+    """docs/architecture.md's 'Adding an experiment' shows the files as they are."""
+    root = Path(__file__).resolve().parents[1]
+    src = root / "src" / "perflab"
+    page = (root / "docs" / "architecture.md").read_text()
+    section = page[page.index("## Adding an experiment") :]
+    blocks = [b.split("```", 1)[0] for b in section.split("```python\n")[1:5]]
+    lab, entry, verb, test = blocks
+    assert lab == (src / "lab" / "spin_cost.py").read_text()
+    assert entry in (src / "lab" / "registry.py").read_text()
+    assert verb == (src / "cli" / "spin_cost.py").read_text()
+    assert test == (root / "tests" / "test_spin_cost.py").read_text()

@@ -82,6 +82,7 @@ class Experiment:
     # compares two results that differ in one point by point, and names it.
     conditions: tuple[str, ...] = ()
     ok: str = "ok"  # the status of a row diff may compare
+    weighs_change: bool = False  # its summary weighs undecided points against a change (--change)
     help: str = ""  # the first paragraph of its verb's help (on one experiment per verb)
     rows: tuple[str, ...] = ()  # the columns that name one recorded row (what a resume skips)
     tests: SuiteRuns = SuiteRuns("")
@@ -156,6 +157,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             name="compare",
             module="perflab.lab.compare",
             verb="compare",
+            weighs_change=True,
             columns=frozenset({"env_size", "setup", "side", "status", "ticks"}),
             points=("side", "env_size", "link_order"),
             help=(

@@ -218,28 +218,35 @@ def load(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
     return df, notes
 
 
-# The experiments whose summary weighs its undecided points against a change of interest.
-WEIGHS_A_CHANGE = ("compare",)
-
-
 def of_frame(
     df: pd.DataFrame,
     path: str | None = None,
     notes: list[str] | None = None,
     change: float | None = None,
+    metrics: str | None = None,
 ) -> Report:
     """The report of a frame: what a verb prints of what it just measured, and what `perflab
     report` prints of the file it saved; `change`, where the experiment weighs its undecided
-    points against one (WEIGHS_A_CHANGE), the change of interest instead of its default."""
+    points against one (the registry's weighs_change), the change of interest instead of its
+    default; `metrics` (a comma list), the metrics it decides on besides time, where it does."""
     experiment, how = experiment_of(df, path or "the frame")
     meta = results.metadata(df)
     if change is not None:
-        if experiment not in WEIGHS_A_CHANGE:
+        if not registry.get(experiment.removesuffix(" campaign")).weighs_change:
+            weighing = [e.name for e in registry.EXPERIMENTS.values() if e.weighs_change]
             raise PerflabError(
-                f"--change weighs the undecided setups of a compare result, and this result is "
-                f"of {experiment} (perflab diff BEFORE AFTER --change weighs two results)"
+                f"--change weighs the undecided points of a {' or '.join(weighing)} result, and "
+                f"this result is of {experiment} (perflab diff BEFORE AFTER --change weighs two "
+                "results)"
             )
         meta = {**meta, "change": change}
+    if metrics is not None:
+        if not registry.get(experiment.removesuffix(" campaign")).weighs_change:
+            raise PerflabError(f"--metric decides a compare result, and this result is of "
+                               f"{experiment}")  # fmt: skip
+        from perflab.lab.compare.metrics import check
+
+        meta = {**meta, "metrics": list(check(metrics, here=False))}
     summary = summarize(experiment, df, meta)
     return Report(path, experiment, df, summary, partial_of(meta), how + (notes or []))
 
@@ -283,15 +290,17 @@ def problems(df: pd.DataFrame, where: str) -> list[str]:
     return (said if newer else []) + plan_problems(df, meta, where)
 
 
-def report(path: str | os.PathLike, change: float | None = None) -> Report:
-    """Read a result perflab wrote and summarise it as its experiment's verb did (`change`: see
-    of_frame); what makes its numbers doubtful is warned and noted first."""
+def report(
+    path: str | os.PathLike, change: float | None = None, metrics: str | None = None
+) -> Report:
+    """Read a result perflab wrote and summarise it as its experiment's verb did (`change`,
+    `metrics`: see of_frame); what makes its numbers doubtful is warned and noted first."""
     df, notes = load(path)
     found = problems(df, str(path))
     for line in found:
         errors.warn(line)
     try:
-        return replace(of_frame(df, str(path), found + notes, change), warnings=found)
+        return replace(of_frame(df, str(path), found + notes, change, metrics), warnings=found)
     except PerflabError as exc:
         message = str(exc)
         raise PerflabError(

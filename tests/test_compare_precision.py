@@ -304,9 +304,9 @@ def test_real_time_runs_are_planned_no_longer_than_the_kernels_runtime_allows():
 
     costs = [0.0, 0.01, 0.09]  # a layout, a pair's starts, an iteration of both sides (s)
     free = compare.ComparePlan(rt=False)
-    assert compare._most_iterations(free, costs) == constants.MAX_ITERATIONS
+    assert compare.most_iterations(free, costs) == constants.MAX_ITERATIONS
     bandwidth = settings.rt_bandwidth()
-    held = compare._most_iterations(compare.ComparePlan(rt=True), costs)
+    held = compare.most_iterations(compare.ComparePlan(rt=True), costs)
     if bandwidth is None:  # the kernel does not throttle: nothing to stay inside
         assert held == constants.MAX_ITERATIONS
     else:
@@ -321,7 +321,7 @@ def test_a_round_of_one_iteration_a_run_still_prices_the_iteration():
     import pandas as pd
 
     rows = pd.DataFrame({"ticks": [2.6e6, 2.6e6], "iterations": [1, 1]})
-    assert compare._iteration_seconds(rows, 2.6e9) == pytest.approx(2e-3)
+    assert compare.iteration_seconds(rows, 2.6e9) == pytest.approx(2e-3)
     rows["iterations"] = 4
-    assert compare._iteration_seconds(rows, 2.6e9) == pytest.approx(8e-3)
-    assert compare._iteration_seconds(rows.drop(columns="iterations"), 2.6e9) == 0.0
+    assert compare.iteration_seconds(rows, 2.6e9) == pytest.approx(8e-3)
+    assert compare.iteration_seconds(rows.drop(columns="iterations"), 2.6e9) == 0.0

@@ -100,10 +100,10 @@ def atomic(
     exclusive: fail rather than replace an existing file (a journal chunk is never rewritten).
     mode: its permissions before the umask (0o755 for a program a compiler or linker wrote).
     """
-    tmp = _temporary(path)
+    tmp = temporary_beside(path)
     try:
         write(tmp)
-        _publish(tmp, path, exclusive, mode)
+        publish(tmp, path, exclusive, mode)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -114,7 +114,7 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
     atomic(Path(path), lambda tmp: tmp.write_bytes(data))
 
 
-def _temporary(path: Path) -> Path:
+def temporary_beside(path: Path) -> Path:
     # mkstemp creates with O_EXCL, which follows no link: the name is new, and ours (0600)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
@@ -124,7 +124,7 @@ def _temporary(path: Path) -> Path:
     return Path(tmp)
 
 
-def _publish(tmp: Path, path: Path, exclusive: bool = False, mode: int = 0o666) -> None:
+def publish(tmp: Path, path: Path, exclusive: bool = False, mode: int = 0o666) -> None:
     os.chmod(tmp, mode & ~_umask())  # mkstemp's 0600 would outlive the rename
     if exclusive:
         os.link(tmp, path)
@@ -150,7 +150,7 @@ def replacing(path: Path) -> Iterator[int]:
         yield fd
         os.close(fd)
         fd = -1
-        _publish(tmp, path)
+        publish(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -305,7 +305,7 @@ class Runs:
         return env, options
 
 
-def _todo(runs: Runs, done: set[tuple]) -> np.ndarray:
+def runs_to_do(runs: Runs, done: set[tuple]) -> np.ndarray:
     """Positions of the planned runs not measured yet, in run order."""
     everything = np.arange(runs.prog.size)
     if not done:
@@ -389,7 +389,7 @@ def measure_sequential(
                 nonlocal recorder
                 recorder = Recorder(recording, runs.key, runs.expect(), controls.params(), meta,
                                     warn, flush_s, executes=runs.executes())  # fmt: skip
-                return _todo(runs, recorder.done_keys())
+                return runs_to_do(runs, recorder.done_keys())
 
             def send(at: np.ndarray) -> tuple[np.ndarray, float]:
                 """Queue one batch; its positions and the CPUs' busy time before it."""

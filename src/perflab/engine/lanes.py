@@ -176,7 +176,7 @@ def _measure_lanes(
         overhead = spawn.timer_overhead()
         recorder = Recorder(recording, runs.key, runs.expect(), controls.params(),
                             meta, warn, flush_s, executes=runs.executes())  # fmt: skip
-        todo = childruns._todo(runs, recorder.done_keys())
+        todo = childruns.runs_to_do(runs, recorder.done_keys())
         runs = runs.starting(todo)
         if on_start:
             on_start(int(todo.size), runs.prog.size - int(todo.size))

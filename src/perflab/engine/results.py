@@ -14,7 +14,7 @@ from typing import Any
 
 from perflab import __version__, errors
 from perflab.core import files
-from perflab.core.files import _publish, _temporary, atomic
+from perflab.core.files import atomic, publish, temporary_beside
 from perflab.core.lazy import pa, pd, pq
 from perflab.engine import filelock, schema
 from perflab.errors import PerflabError
@@ -117,13 +117,13 @@ def save(df: pd.DataFrame, path: str | os.PathLike) -> Path:
             table = table.replace_schema_metadata(schema_meta)
             atomic(p, lambda t: pq.write_table(table, t))
             return p
-        data = _temporary(p)
+        data = temporary_beside(p)
         try:
             df.to_csv(data, index=False)
             dtypes = {c: _dtype(t) for c, t in df.dtypes.items()}
             side = {"metadata": meta, "dtypes": dtypes, "sha256": file_digest(data)}
             atomic(_sidecar(p), lambda t: t.write_text(json.dumps(side, indent=1)))
-            _publish(data, p)
+            publish(data, p)
         except BaseException:
             data.unlink(missing_ok=True)
             raise

@@ -101,7 +101,7 @@ def build(source: str | os.PathLike, opt: str) -> compiler.Workload:
 
 def _symbols(path: str | os.PathLike) -> dict[str, set[int]]:
     out: dict[str, set[int]] = {}
-    for f in binlayout._nm(path, "--defined-only"):
+    for f in binlayout.nm_fields(path, "--defined-only"):
         if len(f) == 3:
             out.setdefault(f[2], set()).add(int(f[0], 16))
     return out
@@ -134,7 +134,7 @@ def check_layout(exec_binary: str | os.PathLike, shift_binary: str | os.PathLike
             f"--engine shift: linking the driver moved {shown} of {Path(exec_binary).name}, so "
             "the loop would not run at its exec'd addresses; use --engine exec"
         )
-    size = {f[3]: int(f[1], 16) for f in binlayout._nm(exec_binary, "-S", "--defined-only")
+    size = {f[3]: int(f[1], 16) for f in binlayout.nm_fields(exec_binary, "-S", "--defined-only")
             if len(f) == 4 and f[3] == "main"}  # fmt: skip
     main = min(ours["main"])
     end = main + size.get("main", 0)
@@ -385,7 +385,7 @@ def measure(
     recorder = Recorder(recording or Recording(), runs.key, runs.expect(),
                         controls.params(), meta, warn, flush_s,
                         executes=executes)  # fmt: skip
-    todo = childruns._todo(runs, recorder.done_keys())
+    todo = childruns.runs_to_do(runs, recorder.done_keys())
     extra: dict[str, Any] = {
         "timer_overhead_ticks": overhead,
         "rt_granted": controls.rt,

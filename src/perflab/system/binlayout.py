@@ -23,7 +23,7 @@ from perflab.system import compiler
 MODULI = (16, 32, 64)
 
 
-def _nm(path: str | os.PathLike[str], *args: str) -> list[list[str]]:
+def nm_fields(path: str | os.PathLike[str], *args: str) -> list[list[str]]:
     """`nm` lines as fields (no shell); nm missing is one line saying what to install."""
     try:
         done = subprocess.run(["nm", *args, str(path)], capture_output=True, text=True, check=False)
@@ -38,7 +38,7 @@ def functions(objects: Sequence[compiler.Object]) -> tuple[str, ...]:
     """Every function the objects define (nm types T and t), in link-line order."""
     names: list[str] = []
     for o in objects:
-        names += [f[-1] for f in _nm(o.path, "--defined-only") if f[-2] in "Tt"]
+        names += [f[-1] for f in nm_fields(o.path, "--defined-only") if f[-2] in "Tt"]
     return tuple(dict.fromkeys(names))
 
 
@@ -46,7 +46,7 @@ _BRANCH = re.compile(r"^\s*([0-9a-f]+):\s+(j\w+|loop\w*)\s+([0-9a-f]+)\s")
 _INSN = re.compile(r"^\s*([0-9a-f]+):")
 
 
-def _loops(
+def loop_spans(
     path: str | os.PathLike[str], spans: dict[str, tuple[int, int]]
 ) -> dict[str, tuple[int, int]]:
     """(head, end) of each function's outermost loop: the lowest target of a backward jump
@@ -97,14 +97,14 @@ def layout(program: compiler.Program, symbols: Sequence[str]) -> pd.DataFrame:
 def _locate(program: compiler.Program, symbols: Sequence[str]) -> pd.DataFrame:
     """layout() without the cache: nm for the symbols, objdump for their loops."""
     found: dict[str, tuple[int, int]] = {}
-    for f in _nm(program.path, "-S", "--defined-only"):
+    for f in nm_fields(program.path, "-S", "--defined-only"):
         if len(f) == 4 and f[3] in symbols and f[3] not in found:
             found[f[3]] = (int(f[0], 16), int(f[1], 16))
     missing = [s for s in symbols if s not in found]
     if missing:
         raise PerflabError(f"{program.path}: no symbol {', '.join(missing)} (see --symbol)")
     spans = {s: (a, a + n) for s, (a, n) in found.items()}
-    loops = _loops(program.path, spans)
+    loops = loop_spans(program.path, spans)
     rows = []
     for s in symbols:
         addr, size = found[s]

@@ -76,7 +76,7 @@ def _on_cpu_ns() -> dict[tuple[int, int], int]:
     out = {}
     for pid in proctasks.pids():
         for tid in proctasks.threads(pid):
-            text = proctasks._text(f"/proc/{pid}/task/{tid}/schedstat")
+            text = proctasks.read_small(f"/proc/{pid}/task/{tid}/schedstat")
             if text:
                 out[(pid, tid)] = int(text.split()[0])
     return out
@@ -84,10 +84,10 @@ def _on_cpu_ns() -> dict[tuple[int, int], int]:
 
 def _task(pid: int, tid: int, share: float) -> Task | None:
     """The thread's name, last CPU and policy now, None when it has exited."""
-    text = proctasks._text(f"/proc/{pid}/task/{tid}/stat")
+    text = proctasks.read_small(f"/proc/{pid}/task/{tid}/stat")
     if not text:
         return None
-    comm, f = proctasks._stat_fields(text)
+    comm, f = proctasks.stat_fields(text)
     # stat(5) field numbers less 3: f[0] is field 3 (state)
     return Task(pid, tid, comm, cpu=int(f[36]), rt_priority=int(f[37]), policy=int(f[38]),
                 share=share)  # fmt: skip

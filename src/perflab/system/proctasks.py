@@ -37,7 +37,7 @@ class Reading:
     syscall: int | None = None  # asleep in this call (-1: outside one); None: running, unread
 
 
-def _text(path: str) -> str | None:
+def read_small(path: str) -> str | None:
     """A small /proc file in one read where it fits: os.open and os.read, without a Python file
     object, cost a third as much, and perflab reads four files per thread per reading."""
     try:
@@ -53,7 +53,7 @@ def _text(path: str) -> str | None:
     return b"".join(chunks).decode(errors="replace")
 
 
-def _stat_fields(text: str) -> tuple[str, list[str]]:
+def stat_fields(text: str) -> tuple[str, list[str]]:
     """comm and the fields after it: comm is in parentheses and may itself hold ') '."""
     close = text.rindex(")")
     return text[text.index("(") + 1 : close], text[close + 2 :].split()
@@ -61,17 +61,21 @@ def _stat_fields(text: str) -> tuple[str, list[str]]:
 
 def pgrp_of(pid: int) -> int | None:
     """The process group of a process, None when it is gone."""
-    text = _text(f"/proc/{pid}/stat")
-    return int(_stat_fields(text)[1][2]) if text else None
+    text = read_small(f"/proc/{pid}/stat")
+    return int(stat_fields(text)[1][2]) if text else None
 
 
 def read(pid: int, tid: int) -> Reading | None:
     """The counters of one thread now, None when it has exited."""
     base = f"/proc/{pid}/task/{tid}"
-    stat, sched, status = _text(f"{base}/stat"), _text(f"{base}/schedstat"), _text(f"{base}/status")
+    stat, sched, status = (
+        read_small(f"{base}/stat"),
+        read_small(f"{base}/schedstat"),
+        read_small(f"{base}/status"),
+    )
     if not (stat and sched and status):
         return None
-    comm, f = _stat_fields(stat)
+    comm, f = stat_fields(stat)
     cpu, runq, slices = (int(x) for x in sched.split()[:3])
     switches = {key: _field(status, key) for key in SWITCHES}
     return Reading(
@@ -105,7 +109,7 @@ def _field(status: str, key: str) -> int:
 
 def _syscall(base: str) -> int | None:
     """The call a sleeping thread is in: "running" (it woke) or unreadable give None."""
-    text = _text(f"{base}/syscall")
+    text = read_small(f"{base}/syscall")
     word = text.split(maxsplit=1)[0] if text else ""
     return int(word) if word.lstrip("-").isdigit() else None
 

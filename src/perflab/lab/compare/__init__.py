@@ -9,7 +9,7 @@ effect depends on the layout. Every row records its setup's layout, so any one c
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -19,6 +19,7 @@ from perflab.engine import childruns, lanes
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
 from perflab.engine.recording import FLUSH_S, Recording
+from perflab.errors import PerflabError
 from perflab.lab.compare import runs
 from perflab.lab.compare.layouts import LAYOUT as LAYOUT
 from perflab.lab.compare.layouts import NO_PADDING as NO_PADDING
@@ -27,6 +28,7 @@ from perflab.lab.compare.layouts import draw_setups as draw_setups
 from perflab.lab.compare.layouts import layout_option as layout_option
 from perflab.lab.compare.layouts import parse_randomize as parse_randomize
 from perflab.lab.compare.layouts import recorded_layout as recorded_layout
+from perflab.lab.compare.metrics import check as metric_names
 from perflab.lab.compare.precision import MIN_LAYOUTS as MIN_LAYOUTS
 from perflab.lab.compare.precision import MIN_PAIRS as MIN_PAIRS
 from perflab.lab.compare.precision import PILOT as PILOT
@@ -34,15 +36,15 @@ from perflab.lab.compare.precision import PREDICTION_CONFIDENCE as PREDICTION_CO
 from perflab.lab.compare.precision import RT_SHARE as RT_SHARE
 from perflab.lab.compare.precision import SINGLE_PILOT as SINGLE_PILOT
 from perflab.lab.compare.precision import Round as Round
-from perflab.lab.compare.precision import _iteration_seconds as _iteration_seconds
-from perflab.lab.compare.precision import _most_iterations as _most_iterations
+from perflab.lab.compare.precision import iteration_seconds as iteration_seconds
+from perflab.lab.compare.precision import most_iterations as most_iterations
 from perflab.lab.compare.precision import predicted_time as predicted_time
 from perflab.lab.compare.precision import to_precision
 from perflab.lab.compare.runs import HEAP_VAR as HEAP_VAR
 from perflab.lab.compare.sides import Side as Side
-from perflab.lab.compare.sides import _digests, _dynamic
 from perflab.lab.compare.sides import build_command_side as build_command_side
 from perflab.lab.compare.sides import build_side as build_side
+from perflab.lab.compare.sides import digests, linked_dynamically
 from perflab.lab.compare.sides import identical as identical
 from perflab.lab.compare.sides import objects_side as objects_side
 from perflab.lab.compare.sides import program_side as program_side
@@ -93,6 +95,7 @@ def compare(
     on_start: Callable[[int, int], None] | None = None,
     progress: ProgressArg = None,
     warn: Callable[[str], None] = errors.warn,
+    metrics: Sequence[str] = ("time",),
     **params: Any,
 ) -> pd.DataFrame:
     """Run A and B interleaved, `repeat` pairs in each of `setups` random setups; tidy frame.
@@ -103,6 +106,9 @@ def compare(
     layout, var, seed, aslr, cpus, inherit_env, timeout, rt, mlock). Journaled to `output` when
     given, and resumable like a sweep: on_start(todo, done) once, progress(n) after each batch of
     n runs (by default a display on stderr or in Jupyter; progress=False for none).
+    metrics: what the summary decides on besides time's verdict (compare/metrics.py: time,
+    cpu, maxrss, and instructions and cycles where a PMU counts them), each with its own
+    interval; refused in one line before any run where this machine cannot measure one.
 
     Returns one row per run: setup, its layout (env_size: bytes of padding; link_order;
     heap_offset and code_offset in bytes; -1: left out; aslr), side ("A"/"B"), rep, then the
@@ -111,11 +117,15 @@ def compare(
     signal, status (docs/env-size.md). per_setup() and overall() turn it into B/A ratios with
     intervals.
     """
+    asked = metric_names(metrics)
+    if params.get("precision") and asked[0] != "time":
+        raise PerflabError(f"--precision plans the runs for time's interval: give --metric time "
+                           f"first (then {', '.join(asked)})")  # fmt: skip
     cpus = params.pop("cpus", None)
     if params.get("layout"):  # one setup, the layout given, unless asked otherwise (refused)
         params.setdefault("setups", 1)
     randomize = tuple(params.pop("randomize", () if params.get("layout") else ("env-size",)))
-    plan = ComparePlan(a=a.label, b=b.label, digests=(_digests(a), _digests(b)),
+    plan = ComparePlan(a=a.label, b=b.label, digests=(digests(a), digests(b)),
                        randomize=randomize, **params)  # fmt: skip
     plan = lanes.with_cpus(plan, cpus, output if resume else None).check(
         (len(a.objects), len(b.objects))
@@ -123,7 +133,7 @@ def compare(
     recording = Recording(output, resume, discard_bad)
     recording.check()
     if "heap-offset" in plan.varied():
-        a, b = _dynamic(a), _dynamic(b)
+        a, b = linked_dynamically(a), linked_dynamically(b)
     meta = {
         **provenance.metadata(),
         "experiment": "compare",
@@ -143,6 +153,7 @@ def compare(
         "program_pages": PROGRAM_PAGES,
         "hardware_counters": counters_note(),
         "identical": identical(a, b),
+        "metrics": list(asked),
     }
     if "aslr" in plan.varied():  # the setups' own, not --aslr's: say where to read it
         fixed = parse_layout(plan.layout).get("aslr") if plan.layout else None

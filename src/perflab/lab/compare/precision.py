@@ -19,7 +19,7 @@ from perflab.engine.progress import ProgressArg
 from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab.compare.layouts import draw_setups
-from perflab.lab.compare.sides import Side, _sources
+from perflab.lab.compare.sides import Side, sources
 from perflab.lab.compare.verdict import CONFIDENCE, TRIM, half_width, interval, steady
 from perflab.lab.plans.compare import ComparePlan
 from perflab.system import settings
@@ -103,7 +103,7 @@ class PrecisionDesign:
         before = len(self.frame) if self.frame is not None and self.journaled else 0
         new = part.iloc[before:]  # a resumed round runs what is missing
         pairs = max(len(new) / 2, 1)
-        looping = _iteration_seconds(new, tsc_hz)
+        looping = iteration_seconds(new, tsc_hz)
         self.costs = [built / len(todo), max(seconds - built - looping, 1e-9) / pairs,
                       looping / pairs / k if looping > 0 else _known(self.costs[2])]  # fmt: skip
         joined = self.journaled or self.frame is None
@@ -165,7 +165,7 @@ class PrecisionDesign:
         round is that round's record, and the first of all (after the pilot) predicts the
         comparison's time."""
         looped = len(parts.levels) > 2
-        self.most = _most_iterations(self.plan, self.costs)
+        self.most = most_iterations(self.plan, self.costs)
         planned = repetitions.plan(parts, self.costs[: len(parts.levels)], self.plan.precision,
                                    CONFIDENCE, least=(*PILOT, 1)[: len(parts.levels)],
                                    most_inner=self.most)  # fmt: skip
@@ -222,7 +222,7 @@ def to_precision(
     """Run the rounds a PrecisionDesign chooses (measure: runs.measure), journaled round by
     round into one file, and attach its record; a resume goes on from the file's rows."""
     labels = [o.label for o in a.objects]
-    sources = _sources(a, b)
+    executes = sources(a, b)
     meta = {**meta, "setups": None, "repeat": None}
     resumed = _resumed(recording)
     if resumed is not None:
@@ -255,7 +255,7 @@ def to_precision(
                 "precision_so_far": design.so_far(),
             }
             part = measure(a, b, plan, {drawn[s]: n for s, n in todo.items()},
-                           meta | planned_round, replace(recording, resume=resume), sources,
+                           meta | planned_round, replace(recording, resume=resume), executes,
                            k, on_start=on_start and started, progress=progress,
                            warn=warn_once)  # fmt: skip
             design.ran(part, time.perf_counter() - t0, float(meta.get("tsc_hz") or 0.0))
@@ -321,12 +321,12 @@ def _costs_before(frame: pd.DataFrame | None) -> list[float]:
         return [float(said["layout"]), float(said["pair"]), float(said.get("iteration", 1e-9))]
     k = float(frame["iterations"].median()) if "iterations" in frame else 1.0
     hz = float(results.metadata(frame).get("tsc_hz") or 0.0)
-    looping = _iteration_seconds(frame, hz) / max(len(frame) / 2, 1)
+    looping = iteration_seconds(frame, hz) / max(len(frame) / 2, 1)
     pair = 2e-9 * float(frame["wall_ns"].median())
     return [0.0, max(pair - looping, 1e-9), max(looping / k, 1e-9)]
 
 
-def _most_iterations(plan: ComparePlan, costs: Sequence[float]) -> int:
+def most_iterations(plan: ComparePlan, costs: Sequence[float]) -> int:
     """The most iterations a run may be planned: what a run reports, and for real-time runs
     what keeps one inside RT_SHARE of the kernel's real-time runtime. Past it the kernel
     pauses the run for the rest of its period: brotli's encoder planned at 64 iterations of
@@ -344,7 +344,7 @@ def _known(cost: float) -> float:
     return cost if math.isfinite(cost) else 0.0
 
 
-def _iteration_seconds(rows: pd.DataFrame, hz: float) -> float:
+def iteration_seconds(rows: pd.DataFrame, hz: float) -> float:
     """The time these runs spent in their repeat loops' iterations (0 without the loop's
     columns: the region is then the pair's own cost), from the probe's ticks and the TSC's
     rate (hz). A round planned at one iteration a run still times that one: left out, it

@@ -141,13 +141,13 @@ def _distinct(name: str, objects: Sequence[compiler.Object]) -> None:
                            f"{', '.join(labels)}")  # fmt: skip
 
 
-def _digests(side: Side) -> tuple[str, ...]:
+def digests(side: Side) -> tuple[str, ...]:
     """What decides the bytes A or B runs: its objects, or its program file."""
     objects = side.objects or (compiler.Object.of(side.argv[0]),)
     return tuple(o.digest for o in objects)
 
 
-def _dynamic(side: Side) -> Side:
+def linked_dynamically(side: Side) -> Side:
     """The side linked dynamically: a heap offset is a preloaded library, which only the
     dynamic loader loads."""
     if side.linker is None or not side.linker.static:
@@ -166,7 +166,7 @@ def refuse_static(programs: Sequence[tuple[str, ...]]) -> None:
             )
 
 
-def _sources(a: Side, b: Side) -> Executes:
+def sources(a: Side, b: Side) -> Executes:
     """What every round of a --precision comparison runs, whatever it links: the sides'
     programs, or their objects (each round links its own setups)."""
     return Executes([tuple(map(str, (o.path for o in s.objects))) or s.argv for s in (a, b)])

@@ -135,12 +135,12 @@ def loop_accesses(path: str | Path, function: str = "main") -> list[Access]:
 def _read_accesses(path: str | Path, function: str) -> list[Access]:
     """loop_accesses() without the cache: nm for the function, objdump for its loop."""
     span = None
-    for f in binlayout._nm(path, "-S", "--defined-only"):
+    for f in binlayout.nm_fields(path, "-S", "--defined-only"):
         if len(f) == 4 and f[3] == function:
             span = (int(f[0], 16), int(f[0], 16) + int(f[1], 16))
     if span is None:
         raise PerflabError(f"{path}: no symbol {function} (a stripped binary cannot be read)")
-    loop = binlayout._loops(path, {function: span}).get(function)
+    loop = binlayout.loop_spans(path, {function: span}).get(function)
     if loop is None:
         return []
     done = subprocess.run(

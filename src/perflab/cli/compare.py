@@ -117,6 +117,16 @@ def _paths(words: str) -> list[str]:
     "[default: env-size, plus link-order where perflab links]",
 )
 @click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="METRIC",
+    help="Also decide on METRIC, each with its own interval and verdict: time (ticks, always "
+    "measured), cpu (the child's user + system time), maxrss (its peak memory), instructions "
+    "and cycles (where a PMU counts them, in the probe's region); repeat it or give a comma "
+    "list. `perflab machine` lists the ones this machine offers.",
+)
+@click.option(
     "--layout",
     callback=_layout,
     help="Run one layout instead of random setups: RESULT:SETUP (the layout that setup of a "
@@ -136,7 +146,8 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
                 objects_a: str | None, objects_b: str | None, build_cmd_a: str | None,
                 build_cmd_b: str | None, program_a: str | None, program_b: str | None,
                 cc: str | None, ldflags: str, run_args: str,
-                randomize: tuple[str, ...] | None, layout: str | None, resume: str | None,
+                randomize: tuple[str, ...] | None, metrics: tuple[str, ...], layout: str | None,
+                resume: str | None,
                 discard_bad: bool, program_output: str | None, output: str | None,
                 as_json: bool, plot_path: str | None,
                 a: str | None, b: str | None, **params: Any) -> None:  # fmt: skip
@@ -190,6 +201,7 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
                 f"--precision plans the layouts and runs from the variance it measures: leave "
                 f"{' and '.join(given)} out"
             )
+    compare.metric_names(",".join(metrics) or "time")  # one line before anything is built
     named = bool(output or resume)
     output, resuming = record_path(output, resume, "compare")
     check_paths(output, plot_path)
@@ -211,7 +223,8 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
         assert a and b  # refused above without both
         side_a, side_b = compare.program_side("A", a), compare.program_side("B", b)
     run = functools.partial(compare.compare, side_a, side_b, randomize=randomize, output=output,
-                            resume=resuming, discard_bad=discard_bad, **params)  # fmt: skip
+                            resume=resuming, discard_bad=discard_bad,
+                            metrics=",".join(metrics) or "time", **params)  # fmt: skip
     df = journaled_run(run, output, named, "compare", program_output=program_output)
     ok = df[df["status"] == "ok"]
     if not (ok.groupby(["setup", "rep"])["side"].nunique() == 2).any():  # no A/B pair

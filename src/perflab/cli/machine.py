@@ -30,6 +30,7 @@ def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
     import pandas as pd
 
     from perflab.engine import placement
+    from perflab.lab.compare import metrics
     from perflab.system import provenance
 
     rep = provenance.report()
@@ -41,6 +42,7 @@ def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
     rep["placement_floor"] = (
         {**dataclasses.asdict(floor), "cached": cached} if floor else {"not_measured": missing}
     )
+    rep["metrics"] = {m: metrics.unavailable(m) or "available" for m in metrics.METRICS}
     if as_json:
         emit_json(rep)
         return
@@ -76,6 +78,12 @@ def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
             "work"
             if rep["hardware_counters"]
             else f"not supported here: {rep['hardware_counters_missing']}",
+        ),
+        (
+            "metrics",
+            ", ".join(m for m, why in rep["metrics"].items() if why == "available")
+            + " (compare --metric); not here: "
+            + (", ".join(m for m, why in rep["metrics"].items() if why != "available") or "none"),
         ),
     ]
     width = max(len(k) for k, _ in facts)

@@ -35,12 +35,21 @@ def report() -> None:
     help="For a compare result: the change (2% or 0.02) its setups without a verdict are "
     "weighed against, how many pairs each would need to show it [default: 2%].",
 )
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="METRIC",
+    help="For a compare result: decide on METRIC too (time, cpu, maxrss, instructions, cycles; "
+    "repeat it or give a comma list), from the columns its runs recorded.",
+)
 @export_options
 def show_cmd(
     path: str,
     as_json: bool,
     plot_path: str | None,
     change: float | None,
+    metrics: tuple[str, ...],
     md_path: str | None,
     html_path: str | None,
 ) -> None:
@@ -55,7 +64,7 @@ def show_cmd(
 
     check_paths(None, plot_path)
     md_path, html_path = export_path(md_path, ".md"), export_path(html_path, ".html")
-    r = report.report(path, change)
+    r = report.report(path, change, ",".join(metrics) or None)
     if plot_path:
         r.plot(plot_path)
     write_export(md_path, lambda: exporters.MARKDOWN.report(r))

@@ -15,6 +15,7 @@ from perflab.core.lazy import pd
 from perflab.engine import childruns, lanes, results
 from perflab.engine.childruns import value_column
 from perflab.errors import PerflabError
+from perflab.lab.compare import metrics
 from perflab.lab.compare.layouts import LAYOUT, NO_PADDING
 from perflab.lab.compare.precision import MIN_PAIRS
 from perflab.lab.compare.verdict import (
@@ -232,6 +233,13 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
     return out
 
 
+def _time_metric(total: dict[str, Any]) -> dict[str, Any]:
+    """The time metric's entry in `metrics`: what `overall` holds, in the metrics' keys."""
+    keys = ("ratio", "ci_low", "ci_high", "setups", "conclusion")
+    return {"metric": "time", "unit": metrics.METRICS["time"].unit, "exact": False,
+            **{k: total[k] for k in keys}}  # fmt: skip
+
+
 def _intervals(per: pd.DataFrame) -> list[str]:
     """Each setup's interval as text, or why it has none: never a bare nan."""
     return [
@@ -286,6 +294,12 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         *lanes.describe(meta.get("interference", {})),
     ]
     values["overall"] = total
+    asked = list(meta.get("metrics") or ["time"])
+    values["metrics"] = {m: _time_metric(total) if m == "time" else metrics.decide(
+        frame, m, change=float(meta.get("change") or CHANGE)) for m in asked}  # fmt: skip
+    if asked != ["time"]:
+        lines += ["by metric, each decided alone:",
+                  *(f"  {d['conclusion']}" for d in values["metrics"].values())]  # fmt: skip
     varied = set(randomize) | set(parse_layout(meta["layout"]) if meta.get("layout") else ())
     layout = ["env_size", "link_order",
               *(c for c in LAYOUT[2:] if c in per and c.replace("_", "-") in varied)]  # fmt: skip

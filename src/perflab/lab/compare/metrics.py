@@ -1,0 +1,176 @@
+"""What a comparison decides on besides time: the children's CPU time, their peak memory, and
+their instructions and cycles where a PMU counts them. Each metric is read from the columns
+every child run records and gets its own B/A, interval and verdict by the same rules as time
+(verdict.py); a metric whose runs repeat to the unit in every layout has an interval of zero
+width, so its B/A is stated exactly."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from perflab.core.lazy import pd
+from perflab.engine.childruns import value_column
+from perflab.errors import PerflabError
+from perflab.lab.compare.verdict import CHANGE, CONFIDENCE, overall, per_setup
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: the column it reads (None: the timed ticks), its unit, and how B reads
+    beyond 1 and below it."""
+
+    name: str
+    column: str | None
+    unit: str
+    more: str
+    less: str
+    counter: bool = False  # a PMU counter: none in most VMs
+
+
+METRICS = {
+    m.name: m
+    for m in (
+        Metric("time", None, "TSC ticks of the timed region", "slower", "faster"),
+        Metric(
+            "cpu",
+            "cpu_ns",
+            "ns of user + system CPU time of the child",
+            "uses more CPU",
+            "uses less CPU",
+        ),
+        Metric(
+            "maxrss", "maxrss_kb", "KiB of the child's peak resident memory", "larger", "smaller"
+        ),
+        Metric(
+            "instructions",
+            "instructions",
+            "user-mode instructions of the probe's region",
+            "does more instructions",
+            "does fewer instructions",
+            counter=True,
+        ),
+        Metric(
+            "cycles",
+            "cycles",
+            "user-mode cycles of the probe's region",
+            "takes more cycles",
+            "takes fewer cycles",
+            counter=True,
+        ),
+    )
+}
+
+
+def check(names: Any, here: bool = True) -> tuple[str, ...]:
+    """The metrics asked, each once, time's the default; one line naming the ones this machine
+    offers when a name is unknown or, to be measured here, cannot be had (a counter without a
+    PMU). A comma list is several."""
+    if isinstance(names, str):
+        names = names.split(",")
+    asked = tuple(dict.fromkeys(str(n).strip() for n in (names or ("time",))))
+    offered = available() if here else tuple(METRICS)
+    for name in asked:
+        if name not in METRICS:
+            raise PerflabError(f"--metric {name!r}: one of {', '.join(METRICS)}")
+        if name not in offered:
+            raise PerflabError(
+                f"--metric {name}: {unavailable(name)}; this machine offers {', '.join(offered)}"
+            )
+    return asked
+
+
+def available() -> tuple[str, ...]:
+    """The metrics this machine can measure (perflab machine lists them)."""
+    return tuple(name for name in METRICS if not unavailable(name))
+
+
+def unavailable(name: str) -> str:
+    """Why this machine cannot measure the metric ('' when it can)."""
+    from perflab.system import pmu
+
+    if METRICS[name].counter and not pmu.hardware_counters():
+        return (
+            "no hardware counters here (perf_event has no PMU for this CPU: most virtual "
+            "machines expose none)"
+        )
+    return ""
+
+
+def column(frame: pd.DataFrame, metric: Metric) -> tuple[pd.DataFrame, str]:
+    """The frame with the metric's column (cpu_ns added from utime_ns and stime_ns), and its
+    name; maxrss_kb below 0 (not measurable in-process) as missing."""
+    if metric.column is None:
+        return frame, value_column(frame)
+    if metric.name == "cpu" and "cpu_ns" not in frame:
+        frame = frame.assign(cpu_ns=frame["utime_ns"] + frame["stime_ns"])
+    elif metric.name == "maxrss":
+        frame = frame.assign(maxrss_kb=frame["maxrss_kb"].where(frame["maxrss_kb"] >= 0))
+    return frame, str(metric.column)
+
+
+def decide(
+    frame: pd.DataFrame,
+    name: str,
+    confidence: float = CONFIDENCE,
+    change: float = CHANGE,
+) -> dict[str, Any]:
+    """One metric's B/A over the setups with its interval, its verdict in its own words, and
+    whether it is exact (every run of a side repeats its value in its setup)."""
+    metric = METRICS[name]
+    frame, col = column(frame, metric)
+    ok = frame[frame["status"] == "ok"]
+    if col not in ok or ok[col].isna().all():
+        why = (
+            "not measured in these runs (perflab's spawner helper measures it; runs made "
+            "in-process cannot)"
+            if name == "maxrss"
+            else "the programs do not run perflab's probe, which reads the counters"
+            if metric.counter
+            else "no values"
+        )
+        return {"metric": name, "unit": metric.unit, "conclusion": f"{name}: {why}"}
+    ok = ok[ok[col].notna()]
+    per = per_setup(ok, col, confidence)
+    if per.empty or not (per["pairs"] > 0).any():
+        return {"metric": name, "unit": metric.unit,
+                "conclusion": f"{name}: no setup holds a pair of A and B runs"}  # fmt: skip
+    total = overall(ok, per, col, confidence, change)
+    exact = bool((ok.groupby(["setup", "side"])[col].nunique() == 1).all())
+    ratio, lo, hi = total["ratio"], total["ci_low"], total["ci_high"]
+    if exact and per["ratio"].nunique() == 1:
+        lo = hi = ratio
+    return {
+        "metric": name,
+        "unit": metric.unit,
+        "column": col,
+        "ratio": ratio,
+        "ci_low": lo,
+        "ci_high": hi,
+        "exact": exact,
+        "setups": int(total["setups"]),
+        "pairs": int(per["pairs"].sum()),
+        "median_a": float(ok.loc[ok["side"] == "A", col].median()),
+        "median_b": float(ok.loc[ok["side"] == "B", col].median()),
+        "conclusion": _said(metric, ratio, lo, hi, exact, confidence, int(total["setups"])),
+    }
+
+
+def _said(metric: Metric, ratio: float, lo: float, hi: float, exact: bool, confidence: float,
+          setups: int) -> str:  # fmt: skip
+    """The metric's verdict in one line, in its own words."""
+    if exact and lo == hi:
+        way = "the same" if ratio == 1 else metric.more if ratio > 1 else metric.less
+        return (
+            f"{metric.name}: B/A {ratio:.6f} exactly (every run repeats its value, in "
+            f"{setups} setups): B {way}"
+        )
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{metric.name}: B/A {ratio:.3f}, too few setups for an interval"
+    span = f"B/A {ratio:.3f} ({confidence:.0%} interval {lo:.3f}-{hi:.3f}, {setups} setups)"
+    if lo > 1:
+        return f"{metric.name}: {span}: B {metric.more}"
+    if hi < 1:
+        return f"{metric.name}: {span}: B {metric.less}"
+    return f"{metric.name}: {span}: no difference shown"

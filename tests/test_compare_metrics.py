@@ -3,6 +3,9 @@ its runs repeat to the unit, and refused in one line before any run where this m
 measure it."""
 
 import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -109,3 +112,64 @@ def test_unknown_metrics_and_other_results_are_one_line():
         .splitlines()[-1]
         .endswith("--metric decides a compare result, and this result is of env-size")
     )
+
+
+LOOP = r"""
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    long n = atol(argv[1]);
+    volatile long s = 0;
+    for (long i = 0; i < n; i++) s += i;
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory) -> str:
+    if metrics.unavailable("instructions-exact"):
+        pytest.skip(metrics.unavailable("instructions-exact"))
+    return compile_children(tmp_path_factory.mktemp("loop"), {"loop": LOOP})["loop"]
+
+
+def _by_hand(argv: list[str], env: dict[str, str]) -> int:
+    """cachegrind's count, run as a user would run it."""
+    res = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                          "--cachegrind-out-file=/dev/null", *argv],
+                         env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    return int(re.search(r"I\s+refs:\s+([\d,]+)", res.stderr).group(1).replace(",", ""))
+
+
+def test_exact_counts_are_valgrinds_and_their_ratio_repeats_over_seeds(loop, tmp_path):
+    ratios = []
+    for seed in (1, 2):
+        out = tmp_path / f"{seed}.parquet"
+        res = CliRunner().invoke(cli, ["compare", f"{loop} 20000", f"{loop} 40000", "--setups",
+                                       "2", "--repeat", "2", "--no-rt", "--seed", str(seed),
+                                       "--metric", "instructions-exact", "-o", str(out),
+                                       "--json"])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        said = json.loads(res.stdout)["metrics"]["instructions-exact"]
+        ratios.append(said["ratio"])
+        assert said["repeats"] is True and said["conclusion"].endswith("B does more instructions")
+        meta = results.metadata(results.load(out))
+        env_size = {s["setup"]: s["env_size"] for s in json.loads(res.stdout)["setups"]}
+        for c in meta["instructions_exact"]:
+            n = {"A": 20000, "B": 40000}[c["side"]]
+            env = {meta["env_var"]: "a" * env_size[c["setup"]]}
+            assert c["instructions"] == _by_hand([loop, str(n)], env)
+    assert abs(ratios[0] / ratios[1] - 1) < 1e-4  # the loader's few instructions, no more
+
+
+def test_two_copies_count_the_same_exactly(loop, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copy2(loop, copy)
+    res = CliRunner().invoke(cli, ["compare", f"{loop} 5000", f"{copy} 5000", "--setups", "2",
+                                   "--repeat", "2", "--no-rt", "--metric",
+                                   "instructions-exact", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    said = json.loads(res.stdout)["metrics"]["instructions-exact"]
+    # the paths' lengths differ: the loader's work by an instruction or two, within start-up's
+    assert abs(said["ratio"] - 1) < 1e-4 and said["repeats"] is True
+    assert said["conclusion"].endswith(("B the same", "(a page more of environment)")), said
+    assert "more instructions" not in said["conclusion"]

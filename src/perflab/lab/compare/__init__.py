@@ -118,6 +118,9 @@ def compare(
     intervals.
     """
     asked = metric_names(metrics)
+    if params.get("precision") and "instructions-exact" in asked:
+        raise PerflabError("--metric instructions-exact counts the setups of a fixed design: "
+                           "leave --precision out")  # fmt: skip
     if params.get("precision") and asked[0] != "time":
         raise PerflabError(f"--precision plans the runs for time's interval: give --metric time "
                            f"first (then {', '.join(asked)})")  # fmt: skip

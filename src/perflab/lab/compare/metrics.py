@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perflab.core.lazy import pd
+from perflab.engine import results
 from perflab.engine.childruns import value_column
 from perflab.errors import PerflabError
 from perflab.lab.compare.verdict import CHANGE, CONFIDENCE, overall, per_setup
@@ -52,6 +53,13 @@ METRICS = {
             counter=True,
         ),
         Metric(
+            "instructions-exact",
+            "instructions_exact",
+            "instructions of the whole program under valgrind, one count per setup and side",
+            "does more instructions",
+            "does fewer instructions",
+        ),
+        Metric(
             "cycles",
             "cycles",
             "user-mode cycles of the probe's region",
@@ -88,8 +96,11 @@ def available() -> tuple[str, ...]:
 
 def unavailable(name: str) -> str:
     """Why this machine cannot measure the metric ('' when it can)."""
+    from perflab.lab.compare import exact
     from perflab.system import pmu
 
+    if name == "instructions-exact":
+        return exact.missing()
     if METRICS[name].counter and not pmu.hardware_counters():
         return (
             "no hardware counters here (perf_event has no PMU for this CPU: most virtual "
@@ -119,6 +130,8 @@ def decide(
     """One metric's B/A over the setups with its interval, its verdict in its own words, and
     whether it is exact (every run of a side repeats its value in its setup)."""
     metric = METRICS[name]
+    if name == "instructions-exact":
+        return _decide_counts(metric, results.metadata(frame).get("instructions_exact"), confidence)
     frame, col = column(frame, metric)
     ok = frame[frame["status"] == "ok"]
     if col not in ok or ok[col].isna().all():
@@ -126,6 +139,9 @@ def decide(
             "not measured in these runs (perflab's spawner helper measures it; runs made "
             "in-process cannot)"
             if name == "maxrss"
+            else "not counted for this result (compare --metric instructions-exact counts it "
+            "as the runs end)"
+            if name == "instructions-exact"
             else "the programs do not run perflab's probe, which reads the counters"
             if metric.counter
             else "no values"
@@ -157,18 +173,73 @@ def decide(
     }
 
 
+def _decide_counts(metric: Metric, counted: Any, confidence: float) -> dict[str, Any]:
+    """instructions-exact from its counts, one per setup and side (compare/exact.py): each
+    setup's B/A, their geometric mean, and Student's t over the setups where they differ;
+    exact when every setup's B/A is the same and the count made twice repeated. A difference
+    no larger than what start-up alone moves a count (a page more of environment, or the
+    setups' own spread) is no difference: two copies of a program at paths of other lengths
+    differ by an instruction or two of the loader's."""
+    import numpy as np
+
+    from perflab.analysis.trimmed import trimmed_interval
+
+    base = {"metric": metric.name, "unit": metric.unit, "column": metric.column}
+    if not counted:
+        why = "not counted for this result (compare --metric instructions-exact counts it)"
+        return {**base, "conclusion": f"{metric.name}: {why}"}
+    df = pd.DataFrame(counted).reindex(columns=["setup", "side", "instructions", "again", "moved"])
+    counts = df.pivot(index="setup", columns="side", values="instructions").astype(float)
+    logs = np.log(counts["B"] / counts["A"]).to_numpy()
+    again = df["again"].notna()
+    repeats = bool((df.loc[again, "again"] == df.loc[again, "instructions"]).all())
+    moved = df["moved"].notna()
+    startup = int(max([0, *(df.loc[moved, "moved"] - df.loc[moved, "instructions"]).abs(),
+                       *(counts.max() - counts.min())]))  # fmt: skip
+    same = bool(((counts["B"] - counts["A"]).abs() <= startup).all())
+    exact = repeats and np.unique(logs).size == 1
+    if exact or logs.size < 2:
+        mean = lo = hi = float(logs.mean())
+        lo, hi = (lo, hi) if exact else (-math.inf, math.inf)
+    else:
+        mean, lo, hi = trimmed_interval(logs, confidence)
+    ratio = math.exp(mean)
+    low, high = (math.exp(v) if math.isfinite(v) else math.nan for v in (lo, hi))
+    if same and repeats and (counts["B"] == counts["A"]).all():
+        said = f"{metric.name}: B/A 1 exactly (every setup's counts equal): B the same"
+    elif same and repeats:
+        said = (f"{metric.name}: B/A {ratio:.6f}: B the same, within the {startup} instructions "
+                "start-up alone moves a count here (a page more of environment)")  # fmt: skip
+    else:
+        why = "its count repeats, and every setup's B/A is the same"
+        said = _said(metric, ratio, low, high, exact, confidence, int(logs.size), why)
+    return {
+        **base,
+        "ratio": ratio,
+        "ci_low": low,
+        "ci_high": high,
+        "exact": exact,
+        "repeats": repeats,
+        "startup_instructions": startup,
+        "setups": int(logs.size),
+        "counts": len(df),
+        "median_a": float(counts["A"].median()),
+        "median_b": float(counts["B"].median()),
+        "conclusion": said,
+    }
+
+
 def _said(metric: Metric, ratio: float, lo: float, hi: float, exact: bool, confidence: float,
-          setups: int) -> str:  # fmt: skip
+          setups: int, why: str = "every run repeats its value") -> str:  # fmt: skip
     """The metric's verdict in one line, in its own words."""
     if exact and lo == hi:
         way = "the same" if ratio == 1 else metric.more if ratio > 1 else metric.less
-        return (
-            f"{metric.name}: B/A {ratio:.6f} exactly (every run repeats its value, in "
-            f"{setups} setups): B {way}"
-        )
+        return f"{metric.name}: B/A {ratio:.6f} exactly ({why}, in {setups} setups): B {way}"
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return f"{metric.name}: B/A {ratio:.3f}, too few setups for an interval"
-    span = f"B/A {ratio:.3f} ({confidence:.0%} interval {lo:.3f}-{hi:.3f}, {setups} setups)"
+    digits = 6 if hi - lo < 1e-3 else 3  # a count's B/A moves in the loader's few instructions
+    span = (f"B/A {ratio:.{digits}f} ({confidence:.0%} interval {lo:.{digits}f}-{hi:.{digits}f}, "
+            f"{setups} setups)")  # fmt: skip
     if lo > 1:
         return f"{metric.name}: {span}: B {metric.more}"
     if hi < 1:

@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 
 from perflab.core.lazy import pd
-from perflab.engine import childruns, lanes
+from perflab.engine import childruns, lanes, results
 from perflab.engine.identity import Executes
 from perflab.engine.recording import Recording
+from perflab.lab.compare import exact
 from perflab.lab.compare.layouts import LAYOUT, NO_PADDING, Setup
 from perflab.lab.compare.sides import Side, refuse_static
 from perflab.lab.plans.compare import HEAP_DIGITS, RANDOMIZE, ComparePlan
@@ -49,7 +50,38 @@ def measure(
         meta |= {"heap_shim": shim.meta(), "heap_var": HEAP_VAR}
     if sources is not None:
         runs.sources = replace(sources, env=runs.env, var=runs.var)
-    return lanes.measure(runs, plan, meta, recording, **shown)
+    df = lanes.measure(runs, plan, meta, recording, **shown)
+    if "instructions-exact" in meta.get("metrics", ()) and results.metadata(df).get("complete"):
+        counted = exact_counts(plan, list(setups), built, runs.env)
+        df.attrs["perflab"] = {**results.metadata(df), "instructions_exact": counted}
+        if recording.output is not None:
+            results.save(df, recording.output)
+    return df
+
+
+def exact_counts(plan: ComparePlan, setups: list[Setup], built: list, env: dict[str, str]
+                 ) -> list[dict[str, Any]]:  # fmt: skip
+    """Each setup's A and B counted once under valgrind (compare/exact.py) in the environment
+    its runs had: the base, the padding variable at the setup's size, its heap offset; the
+    first setup's twice (again), so that a count that does not repeat is seen, and once with a
+    page more of environment (moved): how far start-up alone moves a count here."""
+    counted = []
+    for i, (setup, sides) in enumerate(zip(setups, built, strict=True)):
+        setting = dict(env)
+        if setup.env_size != NO_PADDING:
+            setting[plan.var] = "a" * setup.env_size
+        if setup.heap_offset != NO_PADDING:
+            setting[HEAP_VAR] = f"{setup.heap_offset:0{HEAP_DIGITS}d}"
+        for side, (argv, _) in zip("AB", sides, strict=True):
+            n = exact.count(argv, setting, plan.timeout)
+            again = moved = None
+            if i == 0:  # does it repeat, and how far does a page more of environment move it
+                again = exact.count(argv, setting, plan.timeout)
+                more = {**setting, plan.var: setting.get(plan.var, "") + "a" * 4096}
+                moved = exact.count(argv, more, plan.timeout)
+            counted.append({"setup": setup.index, "side": side, "instructions": n,
+                            "again": again, "moved": moved})  # fmt: skip
+    return counted
 
 
 def _b_first(seed: int, setup: int, repeat: int) -> np.ndarray:

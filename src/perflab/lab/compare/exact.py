@@ -1,0 +1,78 @@
+"""instructions-exact: the instructions each side's program executes, counted by Valgrind's
+cachegrind (--cache-sim=no) once per setup and side, in that setup's environment. A count is
+blind to layout (the same instructions run wherever they are placed) and repeats to the
+instruction, so it needs no runs beyond one; the environment's size still moves the loader's
+and the program's own work by a few instructions, which the setups' spread shows. Valgrind
+comes from the system (apt install valgrind); the whole program is counted, loader included."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+
+from perflab.errors import PerflabError
+from perflab.system import supervisor
+
+VALGRIND = "valgrind"
+SLOWER = 100  # cachegrind without its cache model runs a program some 10-50x slower
+LEAST_S = 60.0  # the least a count may take before it is killed
+_SUMMARY = re.compile(rb"^summary:\s+(\d+)\s*$", re.M)
+
+
+def missing() -> str:
+    """Why instructions cannot be counted exactly here ('' when they can)."""
+    if shutil.which(VALGRIND) is None:
+        return "valgrind is not installed (apt install valgrind)"
+    return ""
+
+
+def count(argv: Sequence[str], env: Mapping[str, str], timeout: float | None) -> int:
+    """The instructions argv executes with exactly env, under cachegrind, in a supervisor's
+    private directory; killed past SLOWER times the runs' timeout (LEAST_S at least). One line
+    when valgrind fails or the program does not exit 0 under it."""
+    path = shutil.which(VALGRIND)
+    if path is None:
+        raise PerflabError(f"--metric instructions-exact: {missing()}")
+    limit = max(LEAST_S, SLOWER * (timeout or 10.0))
+    with supervisor.Supervisor(tmp=True) as under:
+        assert under.tmpdir is not None
+        out, log = under.tmpdir / "cachegrind.out", under.tmpdir / "valgrind.log"
+        child = under.start(
+            [path, "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+             f"--log-file={log}", *argv],
+            env, fds=(None, None, None),
+        )  # fmt: skip
+        if not child.ended(limit):
+            child.kill_group()
+            raise PerflabError(
+                f"--metric instructions-exact: {argv[0]} did not end within {limit:g} s under "
+                "valgrind: it and what it started were killed"
+            )
+        code = child.wait()
+        found = _SUMMARY.search(_read(out))
+        if code != 0 or found is None:
+            said = _last_line(_read(log))
+            raise PerflabError(
+                f"--metric instructions-exact: {argv[0]} under valgrind "
+                f"{supervisor.ending(code)}{': ' + said if said else ''}"
+            )
+        return int(found.group(1))
+
+
+def _read(path: os.PathLike[str]) -> bytes:
+    """A file valgrind wrote in the private directory (empty when it wrote none)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(1 << 20)
+    except OSError:
+        return b""
+
+
+def _last_line(log: bytes) -> str:
+    """Valgrind's last words, without its ==pid== prefix, printable."""
+    lines = [re.sub(r"^==\d+==\s?", "", ln) for ln in log.decode(errors="replace").splitlines()]
+    lines = [ln for ln in lines if ln.strip()]
+    text = lines[-1] if lines else ""
+    return "".join(c if c.isprintable() else "?" for c in text)[:200]

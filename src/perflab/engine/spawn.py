@@ -36,8 +36,9 @@ RUN_DTYPE = bindings.RUN_DTYPE
 
 @dataclass(frozen=True)
 class SpawnOptions:
-    """How each child runs: ASLR, CPUs, priority, memory locking, timeout, stdio, and whether
-    the run-queue wait of its threads is read (runq: auto = taskstats where perflab may, else
+    """How each child runs: ASLR (a user's is checked where the plan is made, Controls.check),
+    CPUs, priority, memory locking, timeout, stdio, and whether the run-queue wait of its
+    threads is read (runq: auto = taskstats where perflab may, else
     /proc; proc = /proc only; off = not read, the engine's fastest path), whether the
     programs' files are read afresh into the page cache before the batch's first run (settle:
     their physical pages drawn anew, PERFLAB_SPAWN_SETTLE), and how many iterations the probe's
@@ -62,7 +63,6 @@ class SpawnOptions:
         controls.check_iterations(self.iterations)
         if self.runq not in RUNQ_MODES:
             raise PerflabError(f"runq must be one of {', '.join(RUNQ_MODES)}, not {self.runq!r}")
-        controls.check_aslr(self.aslr)
         if self.rt_policy not in RT_POLICIES:
             raise PerflabError(f"rt_policy must be fifo or rr, not {self.rt_policy!r}")
         if self.timeout is not None:
@@ -71,8 +71,7 @@ class SpawnOptions:
     def flags(self) -> int:
         """PERFLAB_SPAWN_* for these options."""
         return (
-            (bindings.SPAWN_NO_ASLR if self.aslr == "off" else 0)
-            | (bindings.SPAWN_ASLR if self.aslr == "on" else 0)
+            {"off": bindings.SPAWN_NO_ASLR, "on": bindings.SPAWN_ASLR, "system": 0}[self.aslr]
             | (bindings.SPAWN_RT if self.rt else 0)
             | (bindings.SPAWN_MLOCK if self.mlock else 0)
             | (bindings.SPAWN_RUNQ if self.runq != "off" else 0)

@@ -14,6 +14,8 @@ import json
 import os
 import re
 import resource
+import select
+import signal
 import sys
 from dataclasses import dataclass
 
@@ -106,6 +108,9 @@ def load_libraries() -> dict[str, int]:
     return _held_with_libraries(limited[0][0], limited[0][1])
 
 
+LOAD_S = 30.0  # the libraries load in about a second; near a limit, malloc can crawl for minutes
+
+
 @functools.cache
 def _held_with_libraries(flag: str, soft: int) -> dict[str, int]:
     read, write = os.pipe()
@@ -122,12 +127,16 @@ def _held_with_libraries(flag: str, soft: int) -> dict[str, int]:
             os._exit(0)
     os.close(write)
     with os.fdopen(read, "rb") as f:
-        said = f.read()
+        ready, _, _ = select.select([f], [], [], LOAD_S)
+        said = f.read() if ready else b""
+    if not ready:  # glibc retrying an arena on every malloc near the limit: minutes, not a load
+        os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
     if not said:
+        late = f" within {LOAD_S:g} s" if not ready else ""
         raise LimitTooSmall(
             f"{flag} is {soft // 2**20} MiB: too little for perflab's libraries (numpy, "
-            f"pandas, pyarrow) to load; raise it ({flag} unlimited)"
+            f"pandas, pyarrow) to load{late}; raise it ({flag} unlimited)"
         )
     return dict(json.loads(said))
 

@@ -162,11 +162,67 @@ def compile_children(directory: Path, sources: dict[str, str], opt: str = "1", s
     return out
 
 
+PROG = r"""
+#include <stdlib.h>
+int main(void) {
+    volatile long s = 0;
+    for (long i = 0; i < %d; i++) s += i;
+    return 0;
+}
+"""
+_REPOS: dict[str, dict[str, str]] = {}
+
+
+def slowed_repo() -> dict[str, str]:
+    """A git repository of a C program (made once per session, removed at exit): four
+    commits, the third makes its loop 8x longer (2 ms to 16 ms); {repo}, {good} (the first),
+    {bad} (the last) and each commit's sha as c0..c3."""
+    if not _REPOS:
+        import atexit
+        import tempfile
+
+        repo = Path(tempfile.mkdtemp(prefix="perflab-test-repo-"))
+        atexit.register(shutil.rmtree, repo, True)
+        env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+
+        def git(*args: str) -> str:
+            return subprocess.run(["git", "-C", str(repo), *args], env=env, check=True,
+                                  capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+        git("init", "-q")
+        shas = {}
+        for i, (loops, note) in enumerate(
+            [
+                (2_000_000, ""),
+                (2_000_000, "// tidy\n"),
+                (16_000_000, "// tidy\n"),
+                (16_000_000, "// done\n"),
+            ]
+        ):
+            (repo / "prog.c").write_text(note + PROG % loops)
+            git("add", "prog.c")
+            git("commit", "-q", "-m", f"commit {i}")
+            shas[f"c{i}"] = git("rev-parse", "HEAD")
+        _REPOS["r"] = {"repo": str(repo), "good": shas["c0"], "bad": shas["c3"], **shas}
+    return _REPOS["r"]
+
+
+def tiny_words(e: registry.Experiment, cpu: int | None = None) -> list[str]:
+    """The registry's tiny run of e, its placeholders given (a repository made when it names
+    one)."""
+    cpu = machine.usable_cpus()[0] if cpu is None else cpu
+    given = {"cpu": str(cpu)}
+    if "{repo}" in e.tests.tiny:
+        given |= {k: v for k, v in slowed_repo().items() if k in ("repo", "good", "bad")}
+    return e.tests.argv(**given)
+
+
 def tiny_argv(name: str) -> list[str]:
     """An experiment's smallest real run through its verb, as the registry gives it."""
     e = registry.get(name)
     assert e.verb is not None, name
-    return [*e.verb.split(), *e.tests.argv(cpu=str(machine.usable_cpus()[0]))]
+    return [*e.verb.split(), *tiny_words(e)]
 
 
 def wait_for(ready, what: str, seconds: float = 300.0) -> None:

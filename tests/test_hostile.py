@@ -14,6 +14,7 @@ import click
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import tiny_words
 
 from perflab.assertions import claims
 from perflab.cli import VERBS, cli
@@ -105,7 +106,7 @@ def _tiny_base(e: registry.Experiment) -> Base:
     """The experiment's tiny run as a base: its leading words are the verb's arguments by name,
     what follows `--` the program ("true" as {true})."""
     assert e.verb is not None
-    words = e.tests.argv(cpu=CPU)
+    words = tiny_words(e, int(CPU))
     at = words.index("--") if "--" in words else len(words)
     words, program = words[:at], tuple("{true}" if w == "true" else w for w in words[at + 1 :])
     names = [p.name for p in COMMANDS[e.verb].params if isinstance(p, click.Argument)]

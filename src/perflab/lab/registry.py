@@ -37,8 +37,9 @@ class SuiteRuns:
     """An experiment's runs the suite walks for every experiment at once (registry, report,
     identity, hostile input, the layers' contract, interrupts), so that a new experiment brings
     its own and no test table is edited. Words after the verb; `{cpu}` stands for a usable CPU,
-    `{ncpus}` for how many (at most two), `{worker}` for the tests' pthread program; `{threads}`
-    is the threads verb's own (where a program's count goes)."""
+    `{ncpus}` for how many (at most two), `{worker}` for the tests' pthread program, `{repo}`,
+    `{good}` and `{bad}` for a small git repository of a C program that a commit made slower;
+    `{threads}` is the threads verb's own (where a program's count goes)."""
 
     tiny: str  # the smallest real run (positional arguments first, a program last)
     api: dict[str, Any] | None = None  # the lab module's run(**api) at its smallest
@@ -388,6 +389,22 @@ EXPERIMENTS: dict[str, Experiment] = {
             tests=SuiteRuns(
                 tiny="-- sleep 0.1",
                 one_measurement="one profiled run of COMMAND, its threads sampled while it runs",
+            ),
+        ),
+        Experiment(
+            name="bisect",
+            module="perflab.lab.bisect",
+            verb="bisect",
+            columns=frozenset({"newer", "older", "ratio", "step", "verdict"}),
+            points=("newer",),
+            value="ratio",
+            help="Find the first commit between GOOD and BAD whose benchmark is slower than its "
+            "parent's.",
+            tests=SuiteRuns(
+                tiny='{good} {bad} --repo {repo} --build "cc -O1 -o prog prog.c" --run ./prog '
+                "--setups 4 --repeat 3",
+                one_measurement="each comparison is saved as it ends; tests/test_bisect.py stops "
+                "one between two and resumes it",
             ),
         ),
         Experiment(

@@ -1,0 +1,78 @@
+"""`perflab bisect GOOD BAD --build CMD --run CMD`: the first commit that made a benchmark slower,
+each step a layout-randomised comparison."""
+
+import click
+
+from perflab.cli import cli, echo
+from perflab.cli.options import build_timeout_option, check_paths, output_options
+from perflab.cli.params import WORDS, Count
+from perflab.cli.printing import print_result
+from perflab.engine import controls
+
+
+@cli.command("bisect")
+@click.argument("good", type=WORDS)
+@click.argument("bad", type=WORDS)
+@click.option("--build", "build_cmd", required=True, type=WORDS,
+              help="The command that builds a commit, run in its tree (no shell; write "
+              "sh -c '...' for one). A commit it fails on is skipped.")  # fmt: skip
+@click.option("--run", "run_cmd", required=True, type=WORDS,
+              help="The benchmark's command line; a program named with a slash (./bench) is "
+              "the commit's, and {tree} in an argument is its tree.")  # fmt: skip
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The git repository [default: the one around the current directory].",
+)
+@click.option(
+    "--confidence",
+    default=0.95,
+    show_default=True,
+    type=click.FloatRange(0.5, 1, max_open=True),
+    help="The chance that no comparison of the whole bisect errs.",
+)
+@click.option("--setups", default=10, show_default=True, type=Count(1, controls.ROW_BYTES),
+              help="Random layouts per comparison.")  # fmt: skip
+@click.option("--repeat", default=10, show_default=True, type=Count(1, controls.ROW_BYTES),
+              help="A/B pairs per layout.")  # fmt: skip
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
+              help="Seed of the layouts drawn.")  # fmt: skip
+@click.option(
+    "--resume",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Go on from the comparisons a stopped bisect saved in FILE.",
+)
+@build_timeout_option
+@output_options
+def bisect_cmd(good: str, bad: str, build_cmd: str, run_cmd: str, repo: str | None,
+               confidence: float, setups: int, repeat: int, seed: int, resume: str | None,
+               output: str | None, as_json: bool, plot_path: str | None) -> None:  # fmt: skip
+    """Find the first commit between GOOD and BAD whose benchmark is slower than its parent's.
+
+    Each commit is exported from git (nothing in the repository is written) and built in
+    perflab's cache, where a second bisect finds it built. Each step compares two commits
+    over random layouts (environment size, heap offset, ASLR), so that a commit that only
+    moves code or data is not taken for a slower one. Exit status 3: BAD is not shown slower.
+
+    \b
+    perflab bisect v1.0 HEAD --build make --run './bench --quick'
+    perflab bisect HEAD~20 HEAD --build sh -c 'cc -O2 -o b *.c' --run ./b -o bisect.parquet
+    """
+    import shlex
+    import sys
+
+    from perflab.lab import bisect
+
+    if resume and output and resume != output:
+        raise click.BadParameter("give -o FILE or --resume FILE, not both")
+    output = resume or output
+    check_paths(output, plot_path)
+    df = bisect.bisect(good, bad, shlex.split(build_cmd), shlex.split(run_cmd), repo=repo,
+                       confidence=confidence, setups=setups, repeat=repeat, seed=seed,
+                       output=output, resume=bool(resume),
+                       say=lambda line: echo(line, err=True))  # fmt: skip
+    print_result(df, as_json, output, plot_path)
+    if df.attrs["perflab"].get("not_slower"):
+        sys.exit(bisect.NOT_SLOWER)

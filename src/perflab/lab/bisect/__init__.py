@@ -1,0 +1,311 @@
+"""perflab bisect: the first commit between GOOD and BAD that made a benchmark slower, each
+step a layout-randomised comparison (the compare engine: environment size, heap offset and
+ASLR drawn per layout, A/B pairs interleaved), so that a commit that only moves code or data
+is not taken for a slower one. The error rate asked (--confidence) is split over the most
+comparisons the search may make (Bonferroni), and said.
+
+Steps: GOOD against BAD first (BAD not shown slower: nothing to bisect); then the commit
+nearest the middle of the range still open, compared with the newest commit judged like GOOD
+(slower: like BAD) and, if not slower, with the oldest judged like BAD (BAD slower than it:
+like GOOD); neither shown, it is unclear and the search tries its neighbour, as git bisect
+skips a commit; a commit that does not build is skipped so. One row per comparison, saved
+after each: Ctrl-C keeps the finished ones, and --resume goes on from them."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from perflab import errors
+from perflab.analysis.summary import Summary, Table
+from perflab.core.lazy import pd
+from perflab.engine import results
+from perflab.errors import PerflabError
+from perflab.lab.bisect import builds, commits
+from perflab.system import provenance
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+RANDOMIZE = ("env-size", "heap-offset", "aslr")
+COLUMNS = ("step", "older", "newer", "position", "ratio", "ci_low", "ci_high", "verdict",
+           "runs", "subject", "date")  # fmt: skip
+NOT_SLOWER = 3  # the exit status when BAD is not shown slower than GOOD
+
+
+def most_comparisons(commits_between: int) -> int:
+    """The most comparisons a search over this many commits may make: GOOD against BAD, then
+    two per halving, and as many again for unclear or unbuildable neighbours."""
+    return 1 + 4 * max(1, math.ceil(math.log2(commits_between + 1)))
+
+
+def bisect(
+    good: str,
+    bad: str,
+    build: Sequence[str],
+    run: Sequence[str],
+    *,
+    repo: str | os.PathLike[str] | None = None,
+    confidence: float = 0.95,
+    setups: int = 10,
+    repeat: int = 10,
+    seed: int = 0,
+    output: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    warn: Callable[[str], None] = errors.warn,
+    say: Callable[[str], None] = lambda line: None,
+) -> pd.DataFrame:
+    """Bisect GOOD..BAD for the first commit whose `run` is slower than its parent's, each
+    commit built by `build` (argument lists, no shell); one row per comparison with its
+    metadata (first_slower: the full sha or None). say(line) hears each step as it ends."""
+    if not 0.5 <= confidence < 1:
+        raise PerflabError(f"--confidence must be in [0.5, 1), not {confidence}")
+    if not build or not run:
+        raise PerflabError("--build and --run each need a command")
+    where = commits.toplevel(repo)
+    span = commits.between(where, commits.resolve(where, good), commits.resolve(where, bad))
+    each = 1 - (1 - confidence) / most_comparisons(len(span) - 1)
+    meta = {
+        **provenance.metadata(),
+        "experiment": "bisect",
+        "repo": str(where),
+        "good": span[0].sha,
+        "bad": span[-1].sha,
+        "build": list(build),
+        "run": list(run),
+        "confidence": confidence,
+        "confidence_each": each,
+        "setups": setups,
+        "repeat": repeat,
+        "seed": seed,
+        "randomize": list(RANDOMIZE),
+        "commits": [c.__dict__ for c in span],
+    }
+    done = _resumed(output, meta) if resume else []
+    search = _Search(where, span, list(build), list(run), each, setups, repeat, seed, done)
+    rows = list(done)
+    try:
+        for row in search.steps():
+            rows.append(row)
+            say(_step_line(row))
+            if output is not None:
+                results.save(_frame(rows, meta | search.outcome(False)), output)
+    except KeyboardInterrupt:
+        if output is not None:
+            results.save(_frame(rows, meta | search.outcome(False)), output)
+            warn(f"stopped: {len(rows)} comparisons kept in {output}; complete it with "
+                 f"--resume {output}")  # fmt: skip
+        raise
+    df = _frame(rows, meta | search.outcome(True))
+    if output is not None:
+        results.save(df, output)
+    return df
+
+
+def _frame(rows: list[dict[str, Any]], meta: dict[str, Any]) -> pd.DataFrame:
+    return results.attach(pd.DataFrame(rows, columns=list(COLUMNS)), meta)
+
+
+def _resumed(output: str | os.PathLike[str] | None, meta: dict[str, Any]) -> list[dict]:
+    """The comparisons a saved bisect holds, when it bisected the same commits the same way."""
+    if output is None or not Path(output).exists():
+        raise PerflabError("--resume needs the file a stopped bisect saved (-o FILE)")
+    old = results.load(output)
+    saved = results.metadata(old)
+    for k in ("experiment", "good", "bad", "build", "run", "setups", "repeat", "seed",
+              "confidence"):  # fmt: skip
+        if saved.get(k) != meta[k]:
+            raise PerflabError(f"{output}: refusing to resume a bisect with another {k} "
+                               f"(recorded {saved.get(k)!r}, asked {meta[k]!r})")  # fmt: skip
+    return [dict(r) for r in old.to_dict("records")]
+
+
+class _Search:
+    """Where the search stands: judged commits by position in the span, the range still open,
+    the comparisons made (as rows) and the builds."""
+
+    def __init__(self, repo: Path, span: list[commits.Commit], build: list[str],
+                 run: list[str], each: float, setups: int, repeat: int, seed: int,
+                 done: list[dict]) -> None:  # fmt: skip
+        self.repo, self.span, self.build, self.run = repo, span, build, run
+        self.each, self.setups, self.repeat, self.seed = each, setups, repeat, seed
+        self.made = {(r["older"], r["newer"]): r for r in done}
+        self.count = len(done)  # comparisons and skips so far: the next row's step
+        self.good, self.bad = 0, len(span) - 1
+        self.skipped: set[int] = set()
+        self.builds: dict[int, builds.Build] = {}
+        self.runs = sum(int(r["runs"]) for r in done)
+        self.not_slower = False
+        self.first: int | None = None
+
+    def steps(self) -> Any:
+        """Each new comparison's row, as it ends."""
+        row = yield from self._compared(self.good, self.bad)
+        if row["verdict"] != "slower":
+            self.not_slower = True
+            return
+        while self.bad - self.good > 1:
+            mid = self._next()
+            if mid is None:
+                return  # every commit left open is unclear or does not build
+            if not self._built(mid).ok:
+                self.skipped.add(mid)
+                yield self._skip_row(mid)
+                continue
+            older = yield from self._compared(self.good, mid)
+            if older["verdict"] == "slower":
+                self.bad = mid
+                continue
+            newer = yield from self._compared(mid, self.bad)
+            if newer["verdict"] == "slower":
+                self.good = mid
+            else:
+                self.skipped.add(mid)
+        self.first = self.bad
+
+    def _next(self) -> int | None:
+        """The open commit nearest the middle, not skipped."""
+        open_ = [i for i in range(self.good + 1, self.bad) if i not in self.skipped]
+        middle = (self.good + self.bad) / 2
+        return min(open_, key=lambda i: (abs(i - middle), i)) if open_ else None
+
+    def _built(self, i: int) -> builds.Build:
+        if i not in self.builds:
+            self.builds[i] = builds.build(self.repo, self.span[i].sha, self.build)
+        return self.builds[i]
+
+    def _compared(self, older: int, newer: int) -> Any:
+        """newer against older (B/A), made now or taken from the resumed file."""
+        key = (self.span[older].sha, self.span[newer].sha)
+        if key in self.made:
+            return self.made[key]
+        for i in (older, newer):
+            if not self._built(i).ok:
+                raise PerflabError(
+                    f"{self.span[i].short} does not build ({self._built(i).log}): GOOD and BAD must"
+                )
+        row = self._compare(older, newer)
+        self.made[key] = row
+        self.runs += int(row["runs"])
+        yield row
+        return row
+
+    def _compare(self, older: int, newer: int) -> dict[str, Any]:
+        from perflab.lab import compare
+
+        a = compare.program_side("A", list(self._built(older).argv(self.run)))
+        b = compare.program_side("B", list(self._built(newer).argv(self.run)))
+        df = compare.compare(a, b, randomize=RANDOMIZE, setups=self.setups,
+                             repeat=self.repeat, seed=self.seed, progress=False)  # fmt: skip
+        per = compare.per_setup(df, confidence=self.each)
+        total = compare.overall(df, per, confidence=self.each)
+        lo, hi = total["ci_low"], total["ci_high"]
+        verdict = "slower" if lo > 1 else "faster" if hi < 1 else "unclear"
+        return self._row(older, newer, total["ratio"], lo, hi, verdict, len(df))
+
+    def _skip_row(self, i: int) -> dict[str, Any]:
+        return self._row(i, i, math.nan, math.nan, math.nan, "does not build", 0)
+
+    def _row(self, older: int, newer: int, ratio: float, lo: float, hi: float, verdict: str,
+             runs: int) -> dict[str, Any]:  # fmt: skip
+        c = self.span[newer]
+        self.count += 1
+        return {"step": self.count - 1, "older": self.span[older].sha, "newer": c.sha,
+                "position": newer, "ratio": ratio, "ci_low": lo, "ci_high": hi,
+                "verdict": verdict, "runs": runs, "subject": c.subject,
+                "date": c.date}  # fmt: skip
+
+    def outcome(self, finished: bool) -> dict[str, Any]:
+        """What the result's metadata says of the search so far."""
+        first = self.span[self.first].sha if finished and self.first is not None else None
+        return {
+            "complete": finished,
+            "first_slower": first,
+            "not_slower": self.not_slower,
+            "open": [c.sha for c in self.span[self.good + 1 : self.bad]] if finished else [],
+            "builds": sum(not b.reused for b in self.builds.values()),
+            "builds_reused": sum(b.reused for b in self.builds.values()),
+            "skipped": [self.span[i].sha for i in sorted(self.skipped)],
+            "total_runs": self.runs,
+        }
+
+
+def _step_line(row: dict[str, Any]) -> str:
+    """One comparison as it ends, for the terminal."""
+    if row["verdict"] == "does not build":
+        return f"{row['newer'][:10]} does not build: skipped ({row['subject']})"
+    return (f"{row['newer'][:10]} vs {row['older'][:10]}: B/A {row['ratio']:.3f} "
+            f"({row['ci_low']:.3f}-{row['ci_high']:.3f}) {row['verdict']}")  # fmt: skip
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """The first slower commit with its B/A against its parent, or why there is none; each
+    comparison; what it took."""
+    each = meta.get("confidence_each", math.nan)
+    lines = [f"bisect of {meta['good'][:10]}..{meta['bad'][:10]} in {meta.get('repo')}: "
+             f"{len(meta.get('commits', [])) - 1} commits, each comparison at {each:.2%} so "
+             f"that all together hold {meta['confidence']:.0%}"]  # fmt: skip
+    values: dict[str, Any] = {"first_slower": meta.get("first_slower"), "ratio": None,
+                              "interval": None, "builds": meta.get("builds")}  # fmt: skip
+    compared = frame[frame["verdict"] != "does not build"]
+    first = meta.get("first_slower")
+    if meta.get("not_slower") and len(compared):
+        row = compared.iloc[0]
+        values |= {"ratio": float(row["ratio"]), "interval": [row["ci_low"], row["ci_high"]]}
+        lines.append(f"BAD is not shown slower than GOOD: B/A {row['ratio']:.3f} "
+                     f"({row['ci_low']:.3f}-{row['ci_high']:.3f}); nothing to bisect")  # fmt: skip
+    elif first:
+        against = compared[(compared["newer"] == first) & (compared["verdict"] == "slower")]
+        parent = next((c for c, n in zip(meta["commits"], meta["commits"][1:], strict=False)
+                       if n["sha"] == first), None)  # fmt: skip
+        direct = against[against["older"] == (parent or {}).get("sha")]
+        row = (direct if len(direct) else against).iloc[-1]
+        c = next(c for c in meta["commits"] if c["sha"] == first)
+        values |= {"ratio": float(row["ratio"]), "interval": [row["ci_low"], row["ci_high"]]}
+        lines.append(f"first slower commit: {first} {c['subject']!r} ({c['date']}): B/A "
+                     f"{row['ratio']:.3f} ({row['ci_low']:.3f}-{row['ci_high']:.3f}) against "
+                     f"{row['older'][:10]}")  # fmt: skip
+    elif meta.get("complete"):
+        lines.append("no single commit found: the commits left open are unclear or do not "
+                     f"build ({', '.join(s[:10] for s in meta.get('open', []))})")  # fmt: skip
+    else:
+        lines.append(f"PARTIAL: {len(frame)} comparisons kept; complete it with --resume")
+    lines.append(f"{len(compared)} comparisons, {meta.get('total_runs', 0)} runs, "
+                 f"{meta.get('builds', 0)} builds ({meta.get('builds_reused', 0)} reused), "
+                 f"{len(meta.get('skipped', []))} commits skipped")  # fmt: skip
+    shown = frame.assign(newer=frame["newer"].str[:10], older=frame["older"].str[:10])
+    table = Table("steps", "each comparison: newer (B) against older (A)",
+                  shown[["step", "newer", "older", "ratio", "ci_low", "ci_high", "verdict",
+                         "subject"]], "{:,.3f}")  # fmt: skip
+    return Summary(lines, [table], values, lambda p: plot(frame, meta, p))
+
+
+def plot(frame: pd.DataFrame, meta: dict[str, Any], path: Any = None) -> Figure:
+    """Each comparison's B/A and interval at the newer commit's place in the history."""
+    from perflab.analysis import plot as plt
+
+    fig, ax = plt.figure(figsize=(8, 4.5))
+    done = frame[frame["verdict"] != "does not build"]
+    colour = {"slower": plt.COLORS[0], "faster": plt.COLORS[1], "unclear": "#888888"}
+    for verdict, g in done.groupby("verdict"):
+        r = g["ratio"].to_numpy(float)
+        ax.errorbar(g["position"], r, yerr=[r - g["ci_low"].to_numpy(float),
+                    g["ci_high"].to_numpy(float) - r], fmt="o", capsize=3,
+                    color=colour.get(str(verdict), "#888888"), label=str(verdict))  # fmt: skip
+    ax.axhline(1.0, color="black", lw=0.8, ls="--")
+    first = str(meta.get("first_slower") or "")
+    shas = [c["sha"] for c in meta.get("commits", [])]
+    if first in shas:
+        ax.axvline(shas.index(first), color=plt.COLORS[0], lw=0.8, ls=":",
+                   label=f"first slower {first[:10]}")  # fmt: skip
+    ax.set_yscale("log")  # a ratio: twice as slow as far from 1 as twice as fast
+    if len(shas) <= 30:
+        ax.set_xticks(range(len(shas)), [s[:7] for s in shas], rotation=90, fontsize=7)
+    ax.set_xlim(-0.5, len(shas) - 0.5)
+    ax.set_xlabel(f"commit, in order from GOOD (left) to BAD ({len(shas) - 1} after it)")
+    ax.set_ylabel("B / A (newer over older), log scale")
+    ax.legend(fontsize=8)
+    return plt.save(fig, path, title="perflab bisect")

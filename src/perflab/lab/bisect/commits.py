@@ -1,0 +1,102 @@
+"""The user's git history, read only: commits resolved and listed between two, each one's
+subject and date, and its tree exported with `git archive` into perflab's cache. Nothing is
+written to the repository: not its work tree, index, HEAD, refs or stash, nor .git/worktrees."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from perflab.errors import PerflabError
+from perflab.system import supervisor
+
+GIT_TIMEOUT_S = 300.0  # a git command on a large repository, killed past it
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit: its full sha, subject and author date (ISO 8601)."""
+
+    sha: str
+    subject: str
+    date: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+
+def git(repo: str | os.PathLike[str], *args: str, text: bool = True) -> str:
+    """`git -C repo ARGS`, no shell, bounded; its stdout, or one line with git's last words."""
+    if shutil.which("git") is None:
+        raise PerflabError("git is not installed (apt install git)")
+    with supervisor.build_timeout(GIT_TIMEOUT_S):
+        done = supervisor.run_bounded(["git", "-C", str(repo), *args])
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        said = "".join(c if c.isprintable() else "?" for c in last)[:200]
+        raise PerflabError(f"git {' '.join(args[:2])}: {said}")
+    return done.stdout
+
+
+def toplevel(path: str | os.PathLike[str] | None) -> Path:
+    """The repository around path (default: the current directory)."""
+    where = Path(path or ".")
+    if not where.is_dir():
+        raise PerflabError(f"--repo {where}: not a directory")
+    try:
+        return Path(git(where, "rev-parse", "--show-toplevel").strip())
+    except PerflabError as exc:
+        said = str(exc).partition(": ")[2]
+        raise PerflabError(f"--repo {where.resolve()}: not a git repository ({said})") from None
+
+
+def resolve(repo: Path, rev: str) -> str:
+    """A revision as its commit's full sha; one line when it names none."""
+    if not rev or rev.startswith("-") or any(not c.isprintable() for c in rev):
+        raise PerflabError(f"{rev!r} is not a revision")
+    try:
+        return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip()
+    except PerflabError:
+        raise PerflabError(f"{rev!r} names no commit in {repo}") from None
+
+
+def between(repo: Path, good: str, bad: str) -> list[Commit]:
+    """GOOD, then every commit on an ancestry path from GOOD to BAD, oldest first, BAD last;
+    one line when GOOD is not an ancestor of BAD."""
+    if good == bad:
+        raise PerflabError("GOOD and BAD are the same commit: nothing to bisect")
+    try:
+        git(repo, "merge-base", "--is-ancestor", good, bad)
+    except PerflabError:
+        raise PerflabError(
+            f"{good[:10]} is not an ancestor of {bad[:10]}: give GOOD first"
+        ) from None
+    shas = git(repo, "rev-list", "--reverse", "--ancestry-path", f"{good}..{bad}").split()
+    return [describe(repo, sha) for sha in [good, *shas]]
+
+
+def describe(repo: Path, sha: str) -> Commit:
+    """The commit's subject and author date."""
+    out = git(repo, "log", "-1", "--format=%H%x00%s%x00%aI", sha).rstrip("\n")
+    full, subject, date = out.split("\0")
+    return Commit(full, subject, date)
+
+
+def export(repo: Path, sha: str, into: Path) -> None:
+    """The commit's tree, as `git archive` writes it beside `into` (in perflab's private
+    cache), extracted into `into` (which must not exist) by tarfile's data filter: no links out
+    of it, no devices, no setuid bits."""
+    if not hasattr(tarfile, "data_filter"):
+        raise PerflabError("extracting a commit safely needs Python 3.11.4 or later")
+    archive = into.with_name(into.name + ".tar")
+    git(repo, "archive", "--format=tar", "-o", str(archive), sha)
+    try:
+        into.mkdir(mode=0o700)
+        with tarfile.open(archive, mode="r:") as tar:
+            tar.extractall(into, filter="data")
+    finally:
+        archive.unlink(missing_ok=True)

@@ -1,0 +1,145 @@
+"""perflab bisect on a real git repository of a C program whose third commit makes it 8x
+slower: the commit found, the repository left as it was, builds reused, BAD not slower said
+with exit 3, a commit that does not build skipped, and a stopped bisect resumed."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import PROG, slowed_repo
+
+from perflab.cli import cli
+from perflab.engine import results
+
+BUILD = ["--build", "cc -O1 -o prog prog.c", "--run", "./prog"]
+SMALL = ["--setups", "5", "--repeat", "4", "--seed", "3"]
+
+
+def _state(repo: str) -> list[str]:
+    """What a bisect must not change: status, HEAD, refs, stash, worktrees."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True,
+                              check=True).stdout  # fmt: skip
+
+    return [git("status", "--porcelain", "--ignored"), git("rev-parse", "HEAD"),
+            git("for-each-ref"), git("stash", "list"),
+            git("worktree", "list", "--porcelain")]  # fmt: skip
+
+
+def _bisect(*args: str) -> tuple[int, dict, str]:
+    r = slowed_repo()
+    res = CliRunner().invoke(cli, ["bisect", "--repo", r["repo"], *BUILD, *SMALL, *args,
+                                   "--json"])  # fmt: skip
+    return res.exit_code, json.loads(res.stdout) if res.stdout.strip() else {}, res.stderr
+
+
+def test_bisect_names_the_commit_that_made_it_slower_and_leaves_the_repository(tmp_path):
+    r = slowed_repo()
+    before = _state(r["repo"])
+    out = tmp_path / "b.parquet"
+    code, doc, err = _bisect(r["good"], r["bad"], "-o", str(out), "--plot",
+                             str(tmp_path / "b.png"))  # fmt: skip
+    assert code == 0, err
+    assert doc["first_slower"] == r["c2"]
+    assert doc["ratio"] > 2 and doc["interval"][0] > 1  # 2 ms of loop against 16
+    assert len(doc["steps"]) >= 2 and doc["steps"][0]["verdict"] == "slower"
+    assert _state(r["repo"]) == before
+    assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    said = CliRunner().invoke(cli, ["report", str(out)]).stdout
+    assert f"first slower commit: {r['c2']} 'commit 2'" in said
+    meta = results.metadata(results.load(out))
+    assert meta["complete"] is True and meta["confidence_each"] > 0.95  # each comparison
+    again = _bisect(r["good"], r["bad"])[1]
+    assert again["builds"] == 0  # every commit built before, by the same command
+
+
+def test_bad_not_slower_than_good_is_one_line_and_exit_3():
+    r = slowed_repo()
+    code, doc, err = _bisect(r["c0"], r["c1"])
+    assert code == 3, err
+    assert doc["first_slower"] is None
+    assert "BAD is not shown slower than GOOD: B/A" in " ".join(doc["lines"])
+
+
+@pytest.fixture
+def broken_repo(tmp_path) -> dict[str, str]:
+    """good, a commit that does not compile, the slower one, one more."""
+    repo = tmp_path / "repo"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], env=env, check=True,
+                              capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+    repo.mkdir()
+    git("init", "-q")
+    shas = []
+    for text in (PROG % 2_000_000, "this is not C", PROG % 16_000_000, "//\n" + PROG % 16_000_000):
+        (repo / "prog.c").write_text(text)
+        git("commit", "-qam", "c", "--allow-empty") if shas else git("add", "prog.c")
+        if not shas:
+            git("commit", "-qm", "c")
+        shas.append(git("rev-parse", "HEAD"))
+    return {"repo": str(repo), **{f"c{i}": s for i, s in enumerate(shas)}}
+
+
+def test_a_commit_that_does_not_build_is_skipped_and_said(broken_repo):
+    r = broken_repo
+    res = CliRunner().invoke(cli, ["bisect", r["c0"], r["c3"], "--repo", r["repo"], *BUILD,
+                                   *SMALL, "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    lines = " ".join(doc["lines"])
+    if doc["first_slower"] is None:  # c1 skipped: c1 or c2, as git bisect says of a skip
+        assert f"unclear or do not build ({r['c1'][:10]})" in lines
+    else:
+        assert doc["first_slower"] == r["c2"]
+    assert f"{r['c1'][:10]} does not build: skipped" in res.stderr
+
+
+def test_bad_revisions_are_one_line(tmp_path):
+    r = slowed_repo()
+    for args, said in (
+        ([r["bad"], r["good"]], "is not an ancestor of"),
+        (["nosuchrev", r["bad"]], "'nosuchrev' names no commit"),
+        ([r["good"], r["good"]], "the same commit"),
+    ):
+        res = CliRunner().invoke(cli, ["bisect", *args, "--repo", r["repo"], *BUILD])
+        assert res.exit_code == 1 and said in res.stderr, res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1
+    res = CliRunner().invoke(cli, ["bisect", "a", "b", "--repo", str(tmp_path), *BUILD])
+    assert res.exit_code == 1 and "not a git repository" in res.stderr.lower(), res.stderr
+
+
+def test_a_stopped_bisect_keeps_its_steps_and_resumes(tmp_path):
+    r = slowed_repo()
+    out = tmp_path / "b.parquet"
+    argv = [sys.executable, "-m", "perflab", "bisect", r["good"], r["bad"], "--repo", r["repo"],
+            *BUILD, *SMALL]  # fmt: skip
+    with subprocess.Popen([*argv, "-o", str(out)], stderr=subprocess.PIPE, text=True,
+                          stdout=subprocess.DEVNULL) as proc:  # fmt: skip
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if " vs " in line:  # the first comparison has ended and is saved
+                proc.send_signal(signal.SIGINT)
+                break
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=120) == 130, rest
+    assert f"--resume {out}" in rest
+    kept = results.load(out)
+    assert results.metadata(kept)["complete"] is False and len(kept) >= 1
+    done = subprocess.run([*argv, "--resume", str(out), "--json"], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["first_slower"] == r["c2"]
+    df = results.load(out)
+    assert list(df["step"]) == list(range(len(df)))
+    assert df.iloc[: len(kept)]["newer"].tolist() == kept["newer"].tolist()  # not made again
+    assert Path(out).exists()

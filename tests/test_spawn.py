@@ -288,7 +288,7 @@ def test_without_the_helper_a_sequential_sweep_queues_in_process_and_resumes(
 ):
     """No helper binary: the same queued batches run here; a stop keeps every finished run."""
     monkeypatch.setattr(supervisor, "HELPER", tmp_path / "missing")
-    monkeypatch.setattr(spawn, "_engines", {})
+    monkeypatch.setattr(spawn, "_spawners", {})
     monkeypatch.setattr(env_size, "CHUNK_RUNS", 3)
     out = tmp_path / "r.parquet"
     seen: list[int] = []

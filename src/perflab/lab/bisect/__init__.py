@@ -301,11 +301,12 @@ def plot(frame: pd.DataFrame, meta: dict[str, Any], path: Any = None) -> Figure:
     if first in shas:
         ax.axvline(shas.index(first), color=plt.COLORS[0], lw=0.8, ls=":",
                    label=f"first slower {first[:10]}")  # fmt: skip
-    ax.set_yscale("log")  # a ratio: twice as slow as far from 1 as twice as fast
+    if float(done["ci_high"].max()) / max(float(done["ci_low"].min()), 1e-9) > 4:
+        ax.set_yscale("log")  # ratios far apart: twice as slow as far from 1 as twice as fast
     if len(shas) <= 30:
         ax.set_xticks(range(len(shas)), [s[:7] for s in shas], rotation=90, fontsize=7)
     ax.set_xlim(-0.5, len(shas) - 0.5)
     ax.set_xlabel(f"commit, in order from GOOD (left) to BAD ({len(shas) - 1} after it)")
-    ax.set_ylabel("B / A (newer over older), log scale")
+    ax.set_ylabel("B / A (newer over older)")
     ax.legend(fontsize=8)
     return plt.save(fig, path, title="perflab bisect")

@@ -191,3 +191,23 @@ def test_two_copies_count_the_same_exactly(loop, tmp_path):
     assert abs(said["ratio"] - 1) < 1e-4 and said["repeats"] is True
     assert said["conclusion"].endswith(("B the same", "(a page more of environment)")), said
     assert "more instructions" not in said["conclusion"]
+
+
+PAD = "int pad_fn(int x) { int s = 0; for (int i = 0; i < x; i++) s += i * x; return s; }\n"
+
+
+def test_code_moved_by_a_padding_object_runs_the_same_instructions(loop, tmp_path):
+    """B links a padding object first: its loop's code lies elsewhere, its work is A's."""
+    for name, text in (("loop", LOOP), ("pad", PAD)):
+        (tmp_path / f"{name}.c").write_text(text)
+        subprocess.run(["cc", "-O1", "-c", f"{name}.c"], cwd=tmp_path, check=True)
+    res = CliRunner().invoke(cli, ["compare", "--objects-a", str(tmp_path / "loop.o"),
+                                   "--objects-b", f"{tmp_path / 'pad.o'} {tmp_path / 'loop.o'}",
+                                   "--args", "50000", "--randomize", "env-size,code-offset",
+                                   "--setups", "3", "--repeat", "2", "--no-rt", "--metric",
+                                   "time,instructions-exact", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    said = json.loads(res.stdout)["metrics"]
+    assert list(said) == ["time", "instructions-exact"]
+    assert said["instructions-exact"]["conclusion"].endswith("B the same"), said
+    assert said["time"]["setups"] == 3  # the time over layouts, beside it

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from perflab.analysis import stats
-from perflab.assertions import table
+from perflab.assertions import exact, table
 from perflab.assertions.comparison import DISTURBED, FAIL, INCONCLUSIVE, PASS, Comparison
 from perflab.assertions.lock import measuring_lock
 from perflab.engine import placement, timing
@@ -322,12 +322,15 @@ def check_faster(
     confidence: float = DEFAULT_CONFIDENCE,
     budget: BudgetLike = None,
     placement_floor: float | None = None,
+    metric: str = "time",
 ) -> Comparison:
     """Decide whether median(slow)/median(fast) > min_ratio, without raising.
 
     placement_floor: the share a ratio between two distinct C functions is widened by (None:
-    this machine's measured floor; 0 trusts code placement)."""
+    this machine's measured floor; 0 trusts code placement). metric: time (ticks), or
+    instructions-exact (two programs' instructions under Valgrind: assertions/exact.py)."""
     _finite(min_ratio=min_ratio, confidence=confidence)
+    exact.check(metric)
     if min_ratio <= 0:
         raise PerflabError(
             f"min_ratio must be above 0, not {min_ratio:g}: a ratio of two medians of times is "
@@ -336,6 +339,10 @@ def check_faster(
     budget = as_budget(budget)
     targets = (timing.as_target(fast), timing.as_target(slow))
     claim = f"median(slow)/median(fast) > {min_ratio:g}"
+    if metric == "instructions-exact":
+        out = exact.measure(targets, _above(min_ratio, "slow/fast"), confidence)
+        return _record("assert_faster", claim.replace("median", "instructions"), ("fast", "slow"),
+                       targets, min_ratio, budget, confidence, out, NO_FLOOR)  # fmt: skip
     basis = _placement_floor(targets, placement_floor, budget.seconds)
     out = _measure(
         targets, _ratio, _above(min_ratio, "slow/fast"), budget, confidence, basis.share,
@@ -353,16 +360,23 @@ def check_no_slower(
     confidence: float = DEFAULT_CONFIDENCE,
     budget: BudgetLike = None,
     placement_floor: float | None = None,
+    metric: str = "time",
 ) -> Comparison:
     """Decide whether median(candidate)/median(baseline) < 1 + tolerance, without raising
-    (placement_floor as in check_faster)."""
+    (placement_floor and metric as in check_faster)."""
     _finite(tolerance=tolerance, confidence=confidence)
+    exact.check(metric)
     if tolerance < 0:
         raise PerflabError(f"tolerance must be >= 0, not {tolerance}")
     budget = as_budget(budget)
     targets = (timing.as_target(baseline), timing.as_target(candidate))
     limit = 1 + tolerance
     claim = f"median(candidate)/median(baseline) < {limit:g}"
+    if metric == "instructions-exact":
+        out = exact.measure(targets, _below(limit, "candidate/baseline"), confidence)
+        return _record("assert_no_slower", claim.replace("median", "instructions"),
+                       ("baseline", "candidate"), targets, limit, budget, confidence, out,
+                       NO_FLOOR)  # fmt: skip
     basis = _placement_floor(targets, placement_floor, budget.seconds)
     out = _measure(
         targets, _ratio, _below(limit, "candidate/baseline"), budget, confidence, basis.share,
@@ -410,10 +424,13 @@ def assert_faster(
     confidence: float = DEFAULT_CONFIDENCE,
     budget: BudgetLike = None,
     placement_floor: float | None = None,
+    metric: str = "time",
 ) -> Comparison:
     """Pass only when the CI of median(slow)/median(fast) lies entirely above min_ratio."""
     __tracebackhide__ = True
-    return _enforce(check_faster(fast, slow, min_ratio, confidence, budget, placement_floor))
+    return _enforce(
+        check_faster(fast, slow, min_ratio, confidence, budget, placement_floor, metric)
+    )
 
 
 def assert_no_slower(
@@ -423,11 +440,12 @@ def assert_no_slower(
     confidence: float = DEFAULT_CONFIDENCE,
     budget: BudgetLike = None,
     placement_floor: float | None = None,
+    metric: str = "time",
 ) -> Comparison:
     """Pass only when the CI of median(candidate)/median(baseline) lies below 1 + tolerance."""
     __tracebackhide__ = True
     return _enforce(
-        check_no_slower(candidate, baseline, tolerance, confidence, budget, placement_floor)
+        check_no_slower(candidate, baseline, tolerance, confidence, budget, placement_floor, metric)
     )
 
 

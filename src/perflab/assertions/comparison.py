@@ -51,6 +51,7 @@ class Comparison:
     round_of: np.ndarray = field(repr=False, compare=False)
     cpu: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
     lanes: tuple[int, ...] = ()
+    metric: str = "time"  # instructions-exact: ticks and ticks_per_call hold instruction counts
 
     @property
     def passed(self) -> bool:
@@ -112,6 +113,7 @@ class Comparison:
                         "calls": self.calls[i],
                         "ticks": self.raw[i],
                         "ticks_per_call": self.samples[i],
+                        "metric": self.metric,
                         "verdict": self.verdict,
                     }
                 )

@@ -242,9 +242,11 @@ class PerfFixture:
         confidence: float | None = None,
         budget: Any = None,
         placement_floor: float | None = None,
+        metric: str = "time",
     ) -> "Comparison":
         """Pass only when the CI of median(slow)/median(fast) lies above min_ratio (between
-        distinct C functions widened by placement_floor, None: this machine's measured one)."""
+        distinct C functions widened by placement_floor, None: this machine's measured one;
+        metric="instructions-exact" counts two programs' instructions instead)."""
         __tracebackhide__ = True
         return self._run(
             self._claims.check_faster,
@@ -254,6 +256,7 @@ class PerfFixture:
             confidence=confidence,
             budget=budget,
             placement_floor=placement_floor,
+            metric=metric,
         )
 
     def assert_no_slower(
@@ -264,9 +267,10 @@ class PerfFixture:
         confidence: float | None = None,
         budget: Any = None,
         placement_floor: float | None = None,
+        metric: str = "time",
     ) -> "Comparison":
         """Pass only when the CI of median(candidate)/median(baseline) lies below 1+tolerance
-        (placement_floor as in assert_faster)."""
+        (placement_floor and metric as in assert_faster)."""
         __tracebackhide__ = True
         return self._run(
             self._claims.check_no_slower,
@@ -276,6 +280,7 @@ class PerfFixture:
             confidence=confidence,
             budget=budget,
             placement_floor=placement_floor,
+            metric=metric,
         )
 
     def assert_ticks_below(

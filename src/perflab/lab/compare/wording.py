@@ -299,7 +299,8 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         frame, m, change=float(meta.get("change") or CHANGE)) for m in asked}  # fmt: skip
     if asked != ["time"]:
         lines += ["by metric, each decided alone:",
-                  *(f"  {d['conclusion']}" for d in values["metrics"].values())]  # fmt: skip
+                  *(f"  {'time: ' * (m == 'time')}{d['conclusion']}"
+                    for m, d in values["metrics"].items())]  # fmt: skip
     varied = set(randomize) | set(parse_layout(meta["layout"]) if meta.get("layout") else ())
     layout = ["env_size", "link_order",
               *(c for c in LAYOUT[2:] if c in per and c.replace("_", "-") in varied)]  # fmt: skip

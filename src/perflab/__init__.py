@@ -20,8 +20,9 @@ Experiments (module: entry point, what it measures):
     env_size     sweep(program, **EnvSizePlan): run time vs environment size (Mytkowicz, DjiBee)
     windows      where the env-size windows fall, predicted from addresses and explained
     link_order   sweep(objects, **LinkOrderPlan): run time vs object-file order on the link line
-    compare      compare(a, b, ...): A against B over random setups (env size, link order);
-                 a and b from compare.program_side, build_side or objects_side
+    compare      compare(a, b, ..., metrics=("time",)): A against B over random setups (env
+                 size, link order); a and b from compare.program_side, build_side or objects_side
+    bisect       bisect(good, bad, build, run, repo=...): the first commit that made it slower
     threads      core_vs_ht.run, thread_count.run, fauxplat.run, program.run: cores,
                  hyper-threads, scaling and interference (DjiBee, easyperf)
     memcpy       run(max_bytes, trials): copy cost vs size, cache knees (Rubini)
@@ -74,6 +75,7 @@ MODULES = {
     "env_size": "perflab.lab.env_size",
     "link_order": "perflab.lab.link_order",
     "compare": "perflab.lab.compare",
+    "bisect": "perflab.lab.bisect",
     "threads": "perflab.lab.threads",
     "memcpy": "perflab.lab.memcpy",
     "pagefault": "perflab.lab.pagefault",

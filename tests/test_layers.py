@@ -137,6 +137,7 @@ def test_no_module_loads_pandas_when_imported():
     assert done.stdout.split() == ["[]"], done.stdout + done.stderr
 
 
+@pytest.mark.checks
 def test_mypy_accepts_the_package():
     """On the checkout's sources with its pyproject settings, wherever perflab is installed
     (mypy run on site-packages would take every installed module for perflab's own)."""

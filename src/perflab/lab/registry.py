@@ -151,7 +151,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             tests=SuiteRuns(
                 tiny="--permutations 2 --repeat 2 --no-rt",
                 changed=("--repeat", "3", "repeat"),
-                lasting="--permutations 2 --repeat 1500 --no-rt",
+                lasting="--permutations 2 --repeat 1000 --no-rt",
             ),
         ),
         Experiment(
@@ -190,7 +190,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                 tiny="--max 4K --trials 2 --no-mlock",
                 api={"max_bytes": 256, "trials": 1, "lock": False},
                 changed=("--trials", "3", "trials"),
-                lasting="--max 64M --trials 20 --no-mlock",
+                lasting="--max 32M --trials 20 --no-mlock",
             ),
         ),
         Experiment(
@@ -223,7 +223,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                 tiny="--repeat 3",
                 api={"call_texts": ["sin(1.0)"], "repeat": 2},
                 changed=("--repeat", "4", "repeat"),
-                lasting="--cold 1000 --repeat 10",
+                lasting="--cold 600 --repeat 10",
             ),
         ),
         Experiment(
@@ -259,7 +259,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                 tiny="--call getpid --trials 100 --trim 5",
                 api={"calls": ["getpid"], "trials": 25},
                 changed=("--trials", "101", "trials"),
-                lasting="--trials 300000",
+                lasting="--trials 150000",
             ),
         ),
         Experiment(
@@ -279,7 +279,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                 tiny="-l 1 -p {cpu}",
                 api={"loops": 1, "cpus": ["{cpu}"]},
                 changed=("-l", "2", "loops"),
-                lasting="-l 20 --repeat 30",
+                lasting="-l 20 --repeat 20",
             ),
         ),
         Experiment(

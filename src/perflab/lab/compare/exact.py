@@ -18,6 +18,7 @@ from perflab.system import supervisor
 VALGRIND = "valgrind"
 SLOWER = 100  # cachegrind without its cache model runs a program some 10-50x slower
 LEAST_S = 60.0  # the least a count may take before it is killed
+LINK_NAME = 200  # a path this much longer: how far the loader's start-up moves a count
 _SUMMARY = re.compile(rb"^summary:\s+(\d+)\s*$", re.M)
 
 
@@ -28,10 +29,14 @@ def missing() -> str:
     return ""
 
 
-def count(argv: Sequence[str], env: Mapping[str, str], timeout: float | None) -> int:
+def count(
+    argv: Sequence[str], env: Mapping[str, str], timeout: float | None, moved: bool = False
+) -> int:
     """The instructions argv executes with exactly env, under cachegrind, in a supervisor's
-    private directory; killed past SLOWER times the runs' timeout (LEAST_S at least). One line
-    when valgrind fails or the program does not exit 0 under it."""
+    private directory; killed past SLOWER times the runs' timeout (LEAST_S at least). With
+    `moved`, the program is run through a link of a long name in that directory: the loader's
+    work on a path of another length, which start-up alone varies. One line when valgrind fails
+    or the program does not exit 0 under it."""
     path = shutil.which(VALGRIND)
     if path is None:
         raise PerflabError(f"--metric instructions-exact: {missing()}")
@@ -39,6 +44,10 @@ def count(argv: Sequence[str], env: Mapping[str, str], timeout: float | None) ->
     with supervisor.Supervisor(tmp=True) as under:
         assert under.tmpdir is not None
         out, log = under.tmpdir / "cachegrind.out", under.tmpdir / "valgrind.log"
+        if moved:
+            link = under.tmpdir / ("p" * LINK_NAME)
+            link.symlink_to(os.path.abspath(shutil.which(argv[0]) or argv[0]))
+            argv = [str(link), *argv[1:]]
         child = under.start(
             [path, "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
              f"--log-file={log}", *argv],

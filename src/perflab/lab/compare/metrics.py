@@ -209,7 +209,7 @@ def _decide_counts(metric: Metric, counted: Any, confidence: float) -> dict[str,
         said = f"{metric.name}: B/A 1 exactly (every setup's counts equal): B the same"
     elif same and repeats:
         said = (f"{metric.name}: B/A {ratio:.6f}: B the same, within the {startup} instructions "
-                "start-up alone moves a count here (a page more of environment)")  # fmt: skip
+                "start-up alone moves a count here (more environment, a longer path)")  # fmt: skip
     else:
         why = "its count repeats, and every setup's B/A is the same"
         said = _said(metric, ratio, low, high, exact, confidence, int(logs.size), why)

@@ -29,6 +29,7 @@ def loop(tmp_path_factory) -> str:
     return compile_children(tmp_path_factory.mktemp("loop"), {"loop": LOOP})["loop"]
 
 
+@pytest.mark.long
 def test_the_plugin_passes_an_equal_pair_and_fails_one_percent_more_every_time(
     pytester, loop, monkeypatch
 ):

@@ -39,6 +39,7 @@ def _bisect(*args: str) -> tuple[int, dict, str]:
     return res.exit_code, json.loads(res.stdout) if res.stdout.strip() else {}, res.stderr
 
 
+@pytest.mark.long
 def test_bisect_names_the_commit_that_made_it_slower_and_leaves_the_repository(tmp_path):
     r = slowed_repo()
     before = _state(r["repo"])
@@ -90,6 +91,7 @@ def broken_repo(tmp_path) -> dict[str, str]:
     return {"repo": str(repo), **{f"c{i}": s for i, s in enumerate(shas)}}
 
 
+@pytest.mark.long
 def test_a_commit_that_does_not_build_is_skipped_and_said(broken_repo):
     r = broken_repo
     res = CliRunner().invoke(cli, ["bisect", r["c0"], r["c3"], "--repo", r["repo"], *BUILD,
@@ -118,6 +120,7 @@ def test_bad_revisions_are_one_line(tmp_path):
     assert res.exit_code == 1 and "not a git repository" in res.stderr.lower(), res.stderr
 
 
+@pytest.mark.long
 def test_a_stopped_bisect_keeps_its_steps_and_resumes(tmp_path):
     r = slowed_repo()
     out = tmp_path / "b.parquet"

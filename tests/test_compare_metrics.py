@@ -157,6 +157,7 @@ def _loop_body(binary: str) -> int:
     return sum(target <= a <= branch for a in addrs)
 
 
+@pytest.mark.long
 def test_exact_counts_are_valgrinds_and_the_loops_own(loop, tmp_path):
     """(benchmarks/metrics_exact.py repeats the comparison over seeds: B/A within 1e-4.)"""
     out = tmp_path / "ie.parquet"
@@ -179,6 +180,7 @@ def test_exact_counts_are_valgrinds_and_the_loops_own(loop, tmp_path):
             assert per[setup, "B"] - per[setup, "A"] == 20000 * _loop_body(loop)
 
 
+@pytest.mark.long
 def test_two_copies_count_the_same_exactly(loop, tmp_path):
     copy = tmp_path / "copy"
     shutil.copy2(loop, copy)
@@ -196,6 +198,7 @@ def test_two_copies_count_the_same_exactly(loop, tmp_path):
 PAD = "int pad_fn(int x) { int s = 0; for (int i = 0; i < x; i++) s += i * x; return s; }\n"
 
 
+@pytest.mark.long
 def test_code_moved_by_a_padding_object_runs_the_same_instructions(loop, tmp_path):
     """B links a padding object first: its loop's code lies elsewhere, its work is A's."""
     for name, text in (("loop", LOOP), ("pad", PAD)):

@@ -82,6 +82,7 @@ def _stops() -> list:
     return [pytest.param(n, s, id=f"{n}-{s.name}") for n, s in pairs]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("name", "sig"), _stops())
 def test_a_stopped_verb_keeps_its_chunks_and_resumes(name, sig, worker, tmp_path):
     e = CASES[name]

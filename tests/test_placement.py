@@ -47,6 +47,7 @@ def test_the_floor_is_measured_once_cached_and_reused(measured, cache):
     assert meta["placement_floor_measured"] == floor.measured_at
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("damage", ["torn", "foreign", "wrong type", "one mapping"])
 def test_a_cache_file_that_cannot_be_trusted_is_remeasured(measured, cache, damage):
     floor, text = measured
@@ -68,6 +69,7 @@ def test_a_cache_file_that_cannot_be_trusted_is_remeasured(measured, cache, dama
     assert placement_floor.cached_placement_floor() == again
 
 
+@pytest.mark.long
 def test_perflab_machine_shows_the_floor_and_when_it_was_measured(measured, cache, runner):
     floor, text = measured
     machine.calibration_path(placement_floor.PLACEMENT_FLOOR).write_text(text)

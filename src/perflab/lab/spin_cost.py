@@ -21,14 +21,15 @@ def run(turns: tuple[int, ...] = TURNS, samples: int = 50) -> pd.DataFrame:
     controls.check_count("--samples", samples, each_bytes=controls.ROW_BYTES * len(turns))
     for n in turns:
         controls.check_count("turns", n, each_s=controls.LOOP_S)
-    frames = []
-    for n in turns:
-        target = timing.spin(n)
-        timing.calibrate(target)
-        _, ticks = timing.sample(target, samples)
-        frames.append(pd.DataFrame({"turns": n, "sample": range(samples), "ticks": ticks}))
+    targets = {n: timing.spin(n) for n in turns}
+    timing.calibrate(*targets.values())
+    rows = []
+    for sample in range(samples):  # the lengths in turn: a host's slower spell slows them all
+        for n, target in targets.items():
+            rows.append((n, sample, float(timing.sample(target, 1)[1][0])))
     meta = {**provenance.metadata(), "experiment": "spin-cost", "samples": samples}
-    return results.attach(pd.concat(frames, ignore_index=True), meta)
+    frame = pd.DataFrame(rows, columns=["turns", "sample", "ticks"])
+    return results.attach(frame.sort_values(["turns", "sample"], ignore_index=True), meta)
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:

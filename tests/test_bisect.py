@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from conftest import PROG, slowed_repo
 
 from perflab.cli import cli
 from perflab.engine import results
+from perflab.errors import PerflabError
+from perflab.lab.bisect import commits
 
 BUILD = ["--build", "cc -O1 -o prog prog.c", "--run", "./prog"]
 SMALL = ["--setups", "5", "--repeat", "4", "--seed", "3"]
@@ -146,3 +149,18 @@ def test_a_stopped_bisect_keeps_its_steps_and_resumes(tmp_path):
     assert list(df["step"]) == list(range(len(df)))
     assert df.iloc[: len(kept)]["newer"].tolist() == kept["newer"].tolist()  # not made again
     assert Path(out).exists()
+
+
+@pytest.mark.parametrize("name, kind, link", [("../out", tarfile.REGTYPE, ""),
+                                              ("/etc/x", tarfile.REGTYPE, ""),
+                                              ("ln", tarfile.SYMTYPE, "../../etc/passwd"),
+                                              ("dev", tarfile.CHRTYPE, "")])  # fmt: skip
+def test_an_archive_member_that_would_land_outside_the_tree_is_refused(name, kind, link, tmp_path):
+    """The rule extraction follows where Python lacks tarfile's data filter (before 3.11.4)."""
+    member = tarfile.TarInfo(name)
+    member.type, member.linkname = kind, link
+    with pytest.raises(PerflabError, match="would land outside the tree"):
+        commits._inside([member], tmp_path)
+    fine = tarfile.TarInfo("src/prog.c")
+    fine.mode = 0o4777
+    assert commits._inside([fine], tmp_path)[0].mode == 0o755

@@ -88,15 +88,36 @@ def describe(repo: Path, sha: str) -> Commit:
 
 def export(repo: Path, sha: str, into: Path) -> None:
     """The commit's tree, as `git archive` writes it beside `into` (in perflab's private
-    cache), extracted into `into` (which must not exist) by tarfile's data filter: no links out
-    of it, no devices, no setuid bits."""
-    if not hasattr(tarfile, "data_filter"):
-        raise PerflabError("extracting a commit safely needs Python 3.11.4 or later")
+    cache), extracted into `into` (which must not exist): tarfile's data filter where Python has
+    it (3.11.4), else the same rule by hand (_inside): no path or link out of it, no devices,
+    no setuid bits."""
     archive = into.with_name(into.name + ".tar")
     git(repo, "archive", "--format=tar", "-o", str(archive), sha)
     try:
         into.mkdir(mode=0o700)
         with tarfile.open(archive, mode="r:") as tar:
-            tar.extractall(into, filter="data")
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(into, filter="data")
+            else:  # pragma: no cover - Python 3.11.0-3.11.3 (Debian 12's 3.11.2)
+                tar.extractall(into, members=_inside(tar.getmembers(), into))
     finally:
         archive.unlink(missing_ok=True)
+
+
+def _inside(members: list[tarfile.TarInfo], into: Path) -> list[tarfile.TarInfo]:
+    """The members that stay inside `into`: files, directories and links whose paths and
+    targets resolve within it, their modes without setuid, setgid or others' write; one line
+    for any other (git archive writes none)."""
+    root = os.path.realpath(into)
+    kept = []
+    for m in members:
+        where = os.path.realpath(os.path.join(root, m.name))
+        target = os.path.realpath(os.path.join(os.path.dirname(where), m.linkname))
+        inside = where.startswith(root + os.sep) and not os.path.isabs(m.name)
+        if m.issym() and not target.startswith(root + os.sep):
+            inside = False
+        if not inside or not (m.isfile() or m.isdir() or m.issym()):
+            raise PerflabError(f"git archive wrote {m.name!r}, which would land outside the tree")
+        m.mode &= 0o755
+        kept.append(m)
+    return kept

@@ -162,6 +162,16 @@ def compile_children(directory: Path, sources: dict[str, str], opt: str = "1", s
     return out
 
 
+# A loop of argv[1] turns: a count of instructions n times its body plus start-up.
+LOOP = r"""
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    long n = atol(argv[1]);
+    volatile long s = 0;
+    for (long i = 0; i < n; i++) s += i;
+    return 0;
+}
+"""
 PROG = r"""
 #include <stdlib.h>
 int main(void) {

@@ -3,7 +3,7 @@ Valgrind, the same verdict in every run whatever the machine's load; refused in 
 Python callable, an unknown metric, or where Valgrind is missing."""
 
 import pytest
-from conftest import compile_children
+from conftest import LOOP, compile_children
 
 from perflab.assertions import claims
 from perflab.engine import timing
@@ -11,15 +11,6 @@ from perflab.errors import PerflabError
 from perflab.lab.compare import exact
 
 pytest_plugins = ["pytester"]
-LOOP = r"""
-#include <stdlib.h>
-int main(int argc, char **argv) {
-    long n = atol(argv[1]);
-    volatile long s = 0;
-    for (long i = 0; i < n; i++) s += i;
-    return 0;
-}
-"""
 
 
 @pytest.fixture(scope="module")

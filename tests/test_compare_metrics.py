@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import compile_children
+from conftest import LOOP, compile_children
 
 from perflab.cli import cli
 from perflab.engine import results
@@ -112,17 +112,6 @@ def test_unknown_metrics_and_other_results_are_one_line():
         .splitlines()[-1]
         .endswith("--metric decides a compare result, and this result is of env-size")
     )
-
-
-LOOP = r"""
-#include <stdlib.h>
-int main(int argc, char **argv) {
-    long n = atol(argv[1]);
-    volatile long s = 0;
-    for (long i = 0; i < n; i++) s += i;
-    return 0;
-}
-"""
 
 
 @pytest.fixture(scope="module")

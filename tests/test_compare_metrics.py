@@ -173,7 +173,7 @@ def test_exact_counts_are_valgrinds_and_the_loops_own(loop, tmp_path):
 def test_two_copies_count_the_same_exactly(loop, tmp_path):
     copy = tmp_path / "copy"
     shutil.copy2(loop, copy)
-    res = CliRunner().invoke(cli, ["compare", f"{loop} 5000", f"{copy} 5000", "--setups", "2",
+    res = CliRunner().invoke(cli, ["compare", f"{loop} 50000", f"{copy} 50000", "--setups", "2",
                                    "--repeat", "2", "--no-rt", "--metric",
                                    "instructions-exact", "--json"])  # fmt: skip
     assert res.exit_code == 0, res.output

@@ -38,6 +38,19 @@ def cache(tmp_path_factory):
         yield
 
 
+# The timing check compares the engines' ticks and may refuse on a CPU where they differ (issue
+# 48: a Xeon with AMX reads 4-14 % apart at a few frames, from run to run). Tests of what the
+# engine does once it measures (resume, jobs, supervision) skip that check and nothing else;
+# the check itself is tested on recorded figures below.
+UNCHECKED = "from perflab.lab.env_size import shifted; shifted.check_timing = lambda *a: {}"
+
+
+@pytest.fixture
+def timing_unchecked(monkeypatch):
+    """The shift engine without its timing check: see UNCHECKED."""
+    monkeypatch.setattr(shifted, "check_timing", lambda *a: {})
+
+
 @pytest.fixture(scope="module")
 def window() -> tuple[int, int]:
     """The first window the addresses predict for the built-in loop: the loop's slots meet its
@@ -251,7 +264,8 @@ def test_a_program_of_the_user_is_refused_in_one_line(runner, tmp_path):
         env_size.sweep(engine="shift", aslr="on", max_size=1, repeat=1)
 
 
-def test_a_resume_completes_the_plan_and_never_mixes_engines(tmp_path, monkeypatch):
+def test_a_resume_completes_the_plan_and_never_mixes_engines(tmp_path, monkeypatch,
+                                                             timing_unchecked):  # fmt: skip
     out = tmp_path / "shift.parquet"
     monkeypatch.setattr(env_size, "SHIFT_CHUNK_POINTS", 50)
     done: list[int] = []
@@ -276,7 +290,7 @@ def test_a_resume_completes_the_plan_and_never_mixes_engines(tmp_path, monkeypat
 
 
 @pytest.mark.skipif(len(machine.usable_cpus()) < 2, reason="--jobs 2 needs two usable CPUs")
-def test_jobs_run_one_shift_child_per_cpu_with_a_reference_slice():
+def test_jobs_run_one_shift_child_per_cpu_with_a_reference_slice(timing_unchecked):
     cpus = tuple(machine.usable_cpus()[-2:])
     df = env_size.sweep(min_size=0, max_size=99, repeat=20, engine="shift", jobs=2, cpus=cpus,
                         allow_siblings=True, reference=0.2, progress=False)  # fmt: skip
@@ -297,7 +311,8 @@ def _shift_children(binary: str) -> list[psutil.Process]:
 def test_the_shift_child_is_supervised_and_ends_with_perflab(ending, tmp_path):
     out = tmp_path / "long.parquet"
     binary = str(shift.build(compiler.WORKLOADS / "mytkowicz.c", "0").path)
-    argv = [sys.executable, "-m", "perflab", "sweep", "env-size", "--engine", "shift", "--max",
+    prelude = f"{UNCHECKED}; from perflab.cli import main; main()"
+    argv = [sys.executable, "-c", prelude, "sweep", "env-size", "--engine", "shift", "--max",
             "63", "--repeat", "2000", "-o", str(out)]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ})  # fmt: skip

@@ -7,8 +7,12 @@ from setuptools.command.build_ext import build_ext
 from setuptools.errors import LinkError
 
 CSRC = Path("csrc")
-# The helper is its own files and the core's child-run files (spawn.c and its spawn_*.c).
-SPAWNER_SOURCES = [str(p) for p in sorted(CSRC.glob("spawner/*.c")) + sorted(CSRC.glob("spawn*.c"))]
+# The helper is its own files, the core's child-run files (spawn.c and its spawn_*.c) and the
+# taskstats client they query.
+SPAWNER_SOURCES = [
+    str(p)
+    for p in sorted(CSRC.glob("spawner/*.c")) + sorted(CSRC.glob("spawn*.c")) + [CSRC / "taskstats.c"]
+]
 
 
 class BuildWithSpawner(build_ext):

@@ -182,6 +182,25 @@ int perflab_kill_descendants(void);
  * are strays); 1 if there were any.  One that will not die within seconds is left. */
 int perflab_reap_strays(void);
 
+/* ---- taskstats.c: every thread's exit record, from the kernel as it exits ---- */
+
+/* One thread's figures at its exit (struct taskstats); read_ns: when perflab read it
+ * (CLOCK_MONOTONIC, an upper bound on the exit: netlink gives no kernel time stamp). */
+struct perflab_exit_record {
+    int32_t tgid, tid, ppid;
+    char comm[32];
+    uint64_t etime_us, utime_us, stime_us, vcsw, ivcsw, cpu_delay_ns, cpu_ns;
+    int64_t read_ns;
+};
+
+/* A non-blocking netlink socket registered for the exits on the CPUs of `cpumask` ("0-3");
+ * -errno (EPERM without CAP_NET_ADMIN, ENOENT without CONFIG_TASKSTATS). */
+int perflab_taskstats_listen(const char *cpumask);
+
+/* The exit records queued on a listener now, at most `max` (*lost set to 1 when the kernel
+ * dropped some: ENOBUFS); their count, or -errno. */
+int perflab_taskstats_read(int fd, struct perflab_exit_record *out, int max, int *lost);
+
 /* The events of a counter set, in this order; a mask selects some. */
 #define PERFLAB_EV_CYCLES 0
 #define PERFLAB_EV_INSTRUCTIONS 1

@@ -10,15 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/genetlink.h>
-#include <linux/taskstats.h>
 #include "spawn_internal.h"
+#include "taskstats.h"
 
 /* ---- run-queue wait of every thread of a child (PERFLAB_SPAWN_RUNQ) ----
  *
@@ -45,134 +43,21 @@ struct runq_thread {
 };
 
 struct runq {
-    int sock;        /* taskstats netlink socket; -1: /proc */
-    uint16_t family;
-    uint32_t seq;
+    struct ts_client ts; /* its socket -1: /proc */
     int why;         /* errno: why taskstats is not used (0: it is, or /proc was asked) */
     struct runq_thread *seen;
     int nseen, cap, hint;
     int64_t retired_cpu_ns, retired_runq_ns; /* earlier threads whose tid came back */
 };
 
-struct ts_msg {
-    struct nlmsghdr n;
-    struct genlmsghdr g;
-    char attrs[64];
-};
-
-static int ts_send(struct runq *rq, uint16_t type, uint8_t cmd, uint16_t attr, const void *val,
-                   uint16_t len)
-{
-    struct ts_msg m;
-    struct nlattr *a = (struct nlattr *)m.attrs;
-
-    memset(&m, 0, sizeof m);
-    a->nla_type = attr;
-    a->nla_len = (uint16_t)(NLA_HDRLEN + len);
-    memcpy((char *)a + NLA_HDRLEN, val, len);
-    m.n.nlmsg_len = (uint32_t)(NLMSG_LENGTH(GENL_HDRLEN) + NLA_ALIGN(a->nla_len));
-    m.n.nlmsg_type = type;
-    m.n.nlmsg_flags = NLM_F_REQUEST;
-    m.n.nlmsg_seq = ++rq->seq;
-    m.g.cmd = cmd;
-    m.g.version = 1;
-    return send(rq->sock, &m, m.n.nlmsg_len, 0) < 0 ? -errno : 0;
-}
-
-/* The first attribute of `type` among [at, end), or NULL. */
-static struct nlattr *nla_find(char *at, char *end, uint16_t type)
-{
-    while (at + NLA_HDRLEN <= end) {
-        struct nlattr *a = (struct nlattr *)at;
-        if (a->nla_len < NLA_HDRLEN || at + a->nla_len > end)
-            return NULL;
-        if ((a->nla_type & NLA_TYPE_MASK) == type)
-            return a;
-        at += NLA_ALIGN(a->nla_len);
-    }
-    return NULL;
-}
-
-/* The attributes of the reply to our last request (skipping stale ones), or -errno. */
-static int ts_reply(struct runq *rq, char *buf, size_t size, char **attrs, char **end)
-{
-    for (;;) {
-        ssize_t n = recv(rq->sock, buf, size, 0);
-        struct nlmsghdr *h = (struct nlmsghdr *)buf;
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (!NLMSG_OK(h, (size_t)n) || h->nlmsg_seq != rq->seq)
-            continue;
-        if (h->nlmsg_type == NLMSG_ERROR) {
-            struct nlmsgerr *e = NLMSG_DATA(h);
-            return e->error ? e->error : -EPROTO;
-        }
-        *attrs = (char *)NLMSG_DATA(h) + GENL_HDRLEN;
-        *end = (char *)h + h->nlmsg_len;
-        return *attrs <= *end ? 0 : -EPROTO;
-    }
-}
-
-static int ts_family(struct runq *rq)
-{
-    char buf[4096], *at, *end;
-    struct nlattr *id;
-    int rc = ts_send(rq, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, CTRL_ATTR_FAMILY_NAME,
-                     TASKSTATS_GENL_NAME, sizeof TASKSTATS_GENL_NAME);
-
-    if (rc || (rc = ts_reply(rq, buf, sizeof buf, &at, &end)))
-        return rc;
-    if (!(id = nla_find(at, end, CTRL_ATTR_FAMILY_ID)))
-        return -ENOENT;
-    memcpy(&rq->family, (char *)id + NLA_HDRLEN, sizeof rq->family);
-    return 0;
-}
-
-/* The kernel's figures for one thread (TASKSTATS_CMD_ATTR_PID) or thread group (_TGID). */
-static int ts_query(struct runq *rq, uint16_t attr, pid_t pid, struct taskstats *ts)
-{
-    char buf[4096], *at, *end;
-    uint32_t id = (uint32_t)pid;
-    uint16_t aggr = attr == TASKSTATS_CMD_ATTR_PID ? TASKSTATS_TYPE_AGGR_PID
-                                                   : TASKSTATS_TYPE_AGGR_TGID;
-    struct nlattr *outer, *stats;
-    int rc = ts_send(rq, rq->family, TASKSTATS_CMD_GET, attr, &id, sizeof id);
-
-    if (rc || (rc = ts_reply(rq, buf, sizeof buf, &at, &end)))
-        return rc;
-    if (!(outer = nla_find(at, end, aggr)) ||
-        !(stats = nla_find((char *)outer + NLA_HDRLEN, (char *)outer + outer->nla_len,
-                           TASKSTATS_TYPE_STATS)))
-        return -EPROTO;
-    memset(ts, 0, sizeof *ts);
-    /* a kernel's struct may be older (shorter) or newer (longer) than this header's */
-    size_t len = stats->nla_len - NLA_HDRLEN;
-    memcpy(ts, (char *)stats + NLA_HDRLEN, len < sizeof *ts ? len : sizeof *ts);
-    return 0;
-}
-
-/* A taskstats socket that may query (our own process as the test), or why not. */
+/* A taskstats client that may query (our own process as the test), or why not (errno). */
 static int ts_open(struct runq *rq)
 {
-    struct timeval tv = {RUNQ_TIMEOUT_S, 0};
-    struct sockaddr_nl addr = {.nl_family = AF_NETLINK};
     struct taskstats ts;
-    int rc;
+    int rc = ts_client_open(&rq->ts, RUNQ_TIMEOUT_S);
 
-    rq->sock = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-    if (rq->sock < 0)
-        return errno;
-    if (bind(rq->sock, (struct sockaddr *)&addr, sizeof addr) != 0 ||
-        setsockopt(rq->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
-        rc = -errno;
-    else if (!(rc = ts_family(rq)))
-        rc = ts_query(rq, TASKSTATS_CMD_ATTR_TGID, getpid(), &ts);
-    if (rc) {
-        close(rq->sock);
-        rq->sock = -1;
-    }
+    if (!rc && (rc = ts_client_query(&rq->ts, TASKSTATS_CMD_ATTR_TGID, getpid(), &ts)))
+        ts_client_close(&rq->ts);
     return -rc;
 }
 
@@ -182,7 +67,7 @@ struct runq *runq_open(int proc_only)
 
     if (!rq)
         return NULL;
-    rq->sock = -1;
+    rq->ts.sock = -1;
     if (!proc_only)
         rq->why = ts_open(rq);
     return rq;
@@ -192,8 +77,7 @@ void runq_close(struct runq *rq)
 {
     if (!rq)
         return;
-    if (rq->sock >= 0)
-        close(rq->sock);
+    ts_client_close(&rq->ts);
     free(rq->seen);
     free(rq);
 }
@@ -201,7 +85,7 @@ void runq_close(struct runq *rq)
 /* Whether the spawning thread reads /proc while each child runs (no taskstats socket). */
 int runq_samples(const struct runq *rq)
 {
-    return rq && rq->sock < 0;
+    return rq && rq->ts.sock < 0;
 }
 
 /* "cpu_ns runq_ns slices" of one schedstat file under dirfd; 0 or -1. */
@@ -354,10 +238,10 @@ void runq_reap(struct runq *rq, pid_t pid, int *status, struct rusage *ru,
     int rc = -1;
 
     out->runq_errno = rq->why;
-    if (rq->sock >= 0) {
-        rc = ts_query(rq, TASKSTATS_CMD_ATTR_TGID, pid, &ts);
+    if (rq->ts.sock >= 0) {
+        rc = ts_client_query(&rq->ts, TASKSTATS_CMD_ATTR_TGID, pid, &ts);
         if (rc == 0 && ts.cpu_count == 0 && ts.cpu_run_virtual_total == 0)
-            rc = ts_query(rq, TASKSTATS_CMD_ATTR_PID, pid, &ts);
+            rc = ts_client_query(&rq->ts, TASKSTATS_CMD_ATTR_PID, pid, &ts);
         if (rc == 0) {
             out->runq_ns = (int64_t)ts.cpu_delay_total;
             out->runq_cpu_ns = (int64_t)ts.cpu_run_virtual_total;

@@ -52,6 +52,15 @@ def test_only_native_imports_ffi_and_lib():
     assert offenders == {}
 
 
+def test_one_file_speaks_taskstats():
+    """One taskstats client: the spawner's query and profile's listener share csrc/taskstats.c."""
+    repo = Path(__file__).resolve().parents[1]
+    files = [*(repo / "csrc").rglob("*.[ch]"), *(repo / "src").rglob("*.py")]
+    speaking = {p.relative_to(repo).as_posix() for p in files
+                if any(w in p.read_text() for w in ("NETLINK_GENERIC", "AF_NETLINK"))}  # fmt: skip
+    assert speaking == {"csrc/taskstats.c"}
+
+
 def test_the_walk_would_catch_an_offender(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("from perflab.core.bindings import check, ffi\nx = bindings.lib.perflab_x()\n")

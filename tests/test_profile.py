@@ -6,6 +6,8 @@ a wall-clock figure."""
 import json
 import os
 import signal
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from perflab.lab import profile
 from perflab.lab.profile import sampling
 from perflab.reports import exporters
 from perflab.system import proctasks, stracelog, taskstats
-from tests.conftest import compile_children
+from tests.conftest import compile_children, wait_for
 
 HAS_EXIT_RECORDS = taskstats.unavailable() is None
 
@@ -191,25 +193,29 @@ def test_exit_records_see_the_thread_no_reading_can(programs):
     assert all(r.final for r in rows.values())
 
 
-def test_taskstats_layout_matches_the_kernel_header(tmp_path):
-    """perflab reads struct taskstats at fixed offsets; the installed header must agree."""
-    if not os.path.exists("/usr/include/linux/taskstats.h"):
-        pytest.skip("no kernel headers")
-    names = {"cpu_delay_ns": "cpu_delay_total", "comm": "ac_comm", "tid": "ac_pid",
-             "ppid": "ac_ppid", "etime_us": "ac_etime", "utime_us": "ac_utime",
-             "stime_us": "ac_stime", "tgid": "ac_tgid", "vcsw": "nvcsw",
-             "ivcsw": "nivcsw", "cpu_ns": "cpu_run_virtual_total"}  # fmt: skip
-    lines = [
-        f'printf("%zu\\n", offsetof(struct taskstats, {names.get(k, k)}));'
-        for k in taskstats._FIELDS
-    ]
-    src = "#include <linux/taskstats.h>\n#include <stddef.h>\n#include <stdio.h>\n"
-    src += "int main(void) {" + "".join(lines) + " return 0; }\n"
-    exe = compile_children(tmp_path, {"offsets": src})["offsets"]
-    import subprocess
-
-    got = [int(x) for x in subprocess.run([exe], capture_output=True, text=True).stdout.split()]
-    assert got == [off for off, _ in taskstats._FIELDS.values()]
+@pytest.mark.skipif(not HAS_EXIT_RECORDS, reason="taskstats needs CAP_NET_ADMIN")
+def test_the_listener_reads_a_thread_of_ours_as_the_kernel_kept_it():
+    """The core's client parses the kernel's struct: a thread of this process that sleeps
+    twice is heard at its exit with our pid, our name (a thread inherits it), its sleeps and
+    its own lifetime."""
+    listener = taskstats.Listener()
+    assert listener.open() is None
+    try:
+        began = time.monotonic_ns()
+        sleeper = threading.Thread(target=lambda: [time.sleep(0.01) for _ in range(2)])
+        sleeper.start()
+        sleeper.join()
+        wait_for(lambda: (listener.drain() or True)
+                 and any(r.tid == sleeper.native_id for r in listener.records()),
+                 "the sleeper's exit record", 10)  # fmt: skip
+    finally:
+        listener.close()
+    (rec,) = [r for r in listener.records() if r.tid == sleeper.native_id]
+    assert rec.tgid == os.getpid() and rec.ppid == os.getppid()
+    with open("/proc/self/comm") as f:
+        assert rec.comm == f.read().strip() and rec.vcsw >= 2
+    assert 20_000 <= rec.etime_us <= (time.monotonic_ns() - began) // 1000
+    assert began <= rec.exit_ns <= time.monotonic_ns()
 
 
 def test_records_of_the_program_and_its_children_only():

@@ -85,6 +85,7 @@ from perflab.core.bindings.supervise import (
     sup_reply,
     sup_start,
 )
+from perflab.core.bindings.taskstats import taskstats_listen, taskstats_read
 from perflab.core.bindings.threads import HOG_KINDS, ThreadSpec, hog_start, run_threads
 from perflab.core.bindings.timing import (
     Call,
@@ -190,6 +191,8 @@ __all__ = [
     "sup_reply",
     "sup_start",
     "syscall_time",
+    "taskstats_listen",
+    "taskstats_read",
     "time_empty",
     "time_pair",
     "timer_overhead_ticks",

@@ -13,6 +13,7 @@ import pytest
 
 from perflab.cli import cli
 from perflab.engine import results
+from perflab.errors import PerflabError
 from perflab.lab import compare
 from perflab.system import compiler, machine
 
@@ -283,4 +284,23 @@ def test_bad_layout_input_is_one_line_and_measures_nothing(built, runner, tmp_pa
     assert res.exit_code != 0
     errors = [x for x in res.output.splitlines() if x.startswith("Error:")]
     assert len(errors) == 1 and match in errors[0], res.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("given", "match"),
+    [
+        ({"layout": "aslr=on", "setups": 1}, "leave --setups out"),
+        ({"layout": "aslr=on", "randomize": ("aslr",)}, "leave --randomize out"),
+        ({"precision": 0.01, "repeat": 10}, "leave --repeat out"),
+        ({"precision": 0.01, "metrics": ("cpu", "time")}, "give --metric time first"),
+    ],
+)
+def test_the_python_api_keeps_the_verbs_rules(built, tmp_path, given, match):
+    """The rules that turn on what was given live in the plan: the API refuses what the verb
+    refuses, in the same words, before a run."""
+    out = tmp_path / "r.parquet"
+    side = compare.program_side("A", [str(built / "prog")])
+    with pytest.raises(PerflabError, match=match):
+        compare.compare(side, side, output=out, progress=False, **given)
     assert not out.exists()

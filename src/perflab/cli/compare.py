@@ -186,27 +186,15 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
             "--cc goes with --build or --objects-a/-b, --ldflags with --objects-a/-b, --args with "
             "a program perflab links"
         )
-    if layout is not None:
-        if randomize is not None:
-            raise click.BadParameter("--layout fixes the layout: leave --randomize out")
-        if ctx.get_parameter_source("setups") != click.core.ParameterSource.DEFAULT:
-            raise click.BadParameter("--layout runs one setup, the one given: leave --setups out")
-        params.update(layout=layout, setups=1)
-        randomize = ()
-    if params.get("precision"):
-        given = [f"--{n}" for n in ("setups", "repeat")
-                 if ctx.get_parameter_source(n) != click.core.ParameterSource.DEFAULT]  # fmt: skip
-        if given:
-            raise click.BadParameter(
-                f"--precision plans the layouts and runs from the variance it measures: leave "
-                f"{' and '.join(given)} out"
-            )
-    compare.metric_names(",".join(metrics) or "time")  # one line before anything is built
+    for name in ("setups", "repeat"):  # what was not given, the plan decides
+        if ctx.get_parameter_source(name) == click.core.ParameterSource.DEFAULT:
+            params.pop(name)
+    # the rules, one line before anything is built
+    asked = compare.metric_names(",".join(metrics) or "time")
+    compare.ComparePlan.given(asked, linked, layout=layout, randomize=randomize, **params)
     named = bool(output or resume)
     output, resuming = record_path(output, resume, "compare")
     check_paths(output, plot_path)
-    if randomize is None:
-        randomize = ("env-size",) if ways[0] else ("env-size", "link-order")
     args = shlex.split(run_args)
     if use_build:
         cc_argv = shlex.split(cc) if cc else None
@@ -222,7 +210,8 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
     else:
         assert a and b  # refused above without both
         side_a, side_b = compare.program_side("A", a), compare.program_side("B", b)
-    run = functools.partial(compare.compare, side_a, side_b, randomize=randomize, output=output,
+    run = functools.partial(compare.compare, side_a, side_b, randomize=randomize, layout=layout,
+                            output=output,
                             resume=resuming, discard_bad=discard_bad,
                             metrics=",".join(metrics) or "time", **params)  # fmt: skip
     df = journaled_run(run, output, named, "compare", program_output=program_output)

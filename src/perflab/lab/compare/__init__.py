@@ -19,7 +19,6 @@ from perflab.engine import childruns, lanes
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
 from perflab.engine.recording import FLUSH_S, Recording
-from perflab.errors import PerflabError
 from perflab.lab.compare import runs
 from perflab.lab.compare.layouts import LAYOUT as LAYOUT
 from perflab.lab.compare.layouts import NO_PADDING as NO_PADDING
@@ -118,18 +117,9 @@ def compare(
     intervals.
     """
     asked = metric_names(metrics)
-    if params.get("precision") and "instructions-exact" in asked:
-        raise PerflabError("--metric instructions-exact counts the setups of a fixed design: "
-                           "leave --precision out")  # fmt: skip
-    if params.get("precision") and asked[0] != "time":
-        raise PerflabError(f"--precision plans the runs for time's interval: give --metric time "
-                           f"first (then {', '.join(asked)})")  # fmt: skip
     cpus = params.pop("cpus", None)
-    if params.get("layout"):  # one setup, the layout given, unless asked otherwise (refused)
-        params.setdefault("setups", 1)
-    randomize = tuple(params.pop("randomize", () if params.get("layout") else ("env-size",)))
-    plan = ComparePlan(a=a.label, b=b.label, digests=(digests(a), digests(b)),
-                       randomize=randomize, **params)  # fmt: skip
+    plan = ComparePlan.given(asked, bool(a.objects), a=a.label, b=b.label,
+                             digests=(digests(a), digests(b)), **params)  # fmt: skip
     plan = lanes.with_cpus(plan, cpus, output if resume else None).check(
         (len(a.objects), len(b.objects))
     )
@@ -143,7 +133,7 @@ def compare(
         **plan.conditions(),
         "a": a.label,
         "b": b.label,
-        "randomize": list(randomize),
+        "randomize": list(plan.randomize),
         "layout": plan.layout,
         "setups": plan.setups,
         "repeat": plan.repeat,

@@ -1,6 +1,8 @@
 """The A/B comparison's plan: its parameters and their checks, without numpy or pandas."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from perflab.engine.controls import (
     ASLR_MODES,
@@ -110,6 +112,35 @@ class ComparePlan(Controls):
     )  # fmt: skip
     var: str = "A"
 
+    @classmethod
+    def given(cls, metrics: Sequence[str] = ("time",), linked: bool = False,
+              **given: Any) -> "ComparePlan":  # fmt: skip
+        """The plan of what was given (a verb's options left at their defaults are not): every
+        rule that turns on what was given, one line each, then the defaults. `linked`: perflab
+        links A and B, so a setup also draws their link order unless told what to draw."""
+        given = {k: v for k, v in given.items() if v is not None}
+        if given.get("layout"):
+            if given.get("randomize"):
+                raise PerflabError("--layout fixes the layout: leave --randomize out")
+            if "setups" in given:
+                raise PerflabError("--layout runs one setup, the one given: leave --setups out")
+            given.update(setups=1, randomize=())
+        if given.get("precision"):
+            named = [f"--{n}" for n in ("setups", "repeat") if n in given]
+            if named:
+                raise PerflabError(
+                    "--precision plans the layouts and runs from the variance it measures: "
+                    f"leave {' and '.join(named)} out"
+                )
+            if "instructions-exact" in metrics:
+                raise PerflabError("--metric instructions-exact counts the setups of a fixed "
+                                   "design: leave --precision out")  # fmt: skip
+            if metrics and metrics[0] != "time":
+                raise PerflabError("--precision plans the runs for time's interval: give "
+                                   f"--metric time first (then {', '.join(metrics)})")  # fmt: skip
+        given.setdefault("randomize", ("env-size", "link-order") if linked else ("env-size",))
+        return cls(**{**given, "randomize": tuple(given["randomize"])})
+
     def varied(self) -> tuple[str, ...]:
         """The dimensions the setups set: those randomized, or those the fixed layout names."""
         return tuple(parse_layout(self.layout)) if self.layout else self.randomize
@@ -171,9 +202,5 @@ class ComparePlan(Controls):
                 f"{flag} link-order links A's and B's objects in one order, so they need as "
                 f"many objects (A has {objects[0]}, B {objects[1]})"
             )
-        if self.layout and self.setups != 1:
-            raise PerflabError("--layout runs one setup, the layout given: leave --setups out")
-        if self.layout and self.randomize:
-            raise PerflabError("--layout fixes every dimension it names: leave --randomize out")
         if "aslr" in self.randomize and self.aslr != "off":
             raise PerflabError("--randomize aslr draws ASLR on or off per setup: leave --aslr out")

@@ -47,6 +47,14 @@ OTHER_VERBS = {
         "report",
         "Read back a result saved with -o: `perflab report FILE`, or `report hosts FILE`.",
     ),
+    "track": (
+        "track",
+        "Measure each commit of a range over random layouts into the history store.",
+    ),
+    "history": (
+        "history",
+        "The series per machine from the history store, and its confirmed change points.",
+    ),
     "diff": (
         "diff",
         "What changed from BEFORE to AFTER, two results of one experiment: per parameter value, "

@@ -14,6 +14,7 @@ import fcntl
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from perflab.errors import PerflabError
 
 _held: dict[Path, list] = {}  # lock path -> [fd, depth]: re-entrant within this process
 _guard = threading.Lock()
+WAIT_STEP_S = 0.05  # how often a waiting acquire tries again
 
 
 def lock_path(path: str | os.PathLike) -> Path:
@@ -82,13 +84,23 @@ def _open(lp: Path, flags: int) -> int:
     return fd
 
 
-def acquire(path: str | os.PathLike) -> None:
-    """Take the lock of `path` for this process, or refuse with the pid holding it."""
+def acquire(path: str | os.PathLike, wait_s: float = 0.0) -> None:
+    """Take the lock of `path` for this process, waiting up to wait_s seconds for another
+    holder to let go, or refuse with the pid holding it."""
     lp = lock_path(path)
+    deadline = time.monotonic() + wait_s
+    while (holder := _try(lp)) is not None:
+        if time.monotonic() >= deadline:
+            raise _refuse(Path(path), holder)
+        time.sleep(WAIT_STEP_S)
+
+
+def _try(lp: Path) -> str | None:
+    """Take the lock file once: None when this process holds it now, else who holds it."""
     with _guard:
         if lp in _held:
             _held[lp][1] += 1
-            return
+            return None
         while True:
             fd = _open(lp, os.O_RDWR | os.O_CREAT)
             try:
@@ -97,9 +109,9 @@ def acquire(path: str | os.PathLike) -> None:
                 if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES):
                     os.close(fd)
                     raise
-                err = _refuse(Path(path), _holder(fd))
+                holder = _holder(fd)
                 os.close(fd)
-                raise err from None
+                return holder
             # The previous holder may have unlinked the file between our open and our flock:
             # then we locked an orphan inode, and must lock the file now at that path.
             try:
@@ -113,6 +125,7 @@ def acquire(path: str | os.PathLike) -> None:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         _held[lp] = [fd, 1]
+        return None
 
 
 def release(path: str | os.PathLike) -> None:
@@ -162,9 +175,9 @@ def check_free(path: str | os.PathLike) -> None:
 
 
 @contextlib.contextmanager
-def held(path: str | os.PathLike) -> Iterator[None]:
-    """The lock of `path` for the duration of a with block."""
-    acquire(path)
+def held(path: str | os.PathLike, wait_s: float = 0.0) -> Iterator[None]:
+    """The lock of `path` for the duration of a with block (see acquire)."""
+    acquire(path, wait_s)
     try:
         yield
     finally:

@@ -270,6 +270,10 @@ class Html:
     def report(self, r: Report) -> str:
         return _page(f"perflab report: {r.experiment}", [self.body(r)])
 
+    def page(self, title: str, s: Summary) -> str:
+        """A summary alone as one self-contained page (a verb's view that is no result)."""
+        return _page(title, [f"<h2>{html.escape(title)}</h2>", self.summary(s)])
+
 
 TEXT, JSON, MARKDOWN, HTML = Text(), Json(), Markdown(), Html()
 RENDERERS: dict[str, Renderer] = {"text": TEXT, "json": JSON, "md": MARKDOWN, "html": HTML}

@@ -79,6 +79,30 @@ def between(repo: Path, good: str, bad: str) -> list[Commit]:
     return [describe(repo, sha) for sha in [good, *shas]]
 
 
+def listed(repo: Path, revisions: str, most: int) -> list[Commit]:
+    """The commits of a range, oldest first: 'A..B' as git reads it (B's history less A's),
+    or one revision alone; one line past `most` commits or for a range that holds none."""
+    older, dots, newer = revisions.partition("..")
+    if not dots:
+        return [describe(repo, resolve(repo, revisions))]
+    if newer.startswith("."):
+        raise PerflabError(f"{revisions!r}: give A..B (A...B is not a range of history)")
+    a, b = resolve(repo, older), resolve(repo, newer or "HEAD")
+    shas = git(repo, "rev-list", "--reverse", "--topo-order", f"{a}..{b}").split()
+    if not shas:
+        raise PerflabError(f"{revisions!r} holds no commit ({newer or 'HEAD'} is in {older}'s "
+                           "history)")  # fmt: skip
+    if len(shas) > most:
+        raise PerflabError(f"{revisions!r} holds {len(shas)} commits, more than {most}: give a "
+                           "shorter range")  # fmt: skip
+    return [describe(repo, sha) for sha in shas]
+
+
+def parents(repo: Path, sha: str) -> list[str]:
+    """The commit's parents' full shas (none for a root commit)."""
+    return git(repo, "log", "-1", "--format=%P", sha).split()
+
+
 def describe(repo: Path, sha: str) -> Commit:
     """The commit's subject and author date."""
     out = git(repo, "log", "-1", "--format=%H%x00%s%x00%aI", sha).rstrip("\n")

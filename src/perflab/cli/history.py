@@ -1,0 +1,101 @@
+"""`perflab history`: the series per machine from the history store, its change points each
+confirmed or dismissed by a comparison, and the CI gate (--fail-above)."""
+
+import sys
+
+import click
+
+from perflab.cli import cli, echo
+from perflab.cli.exports import export_path, write_export
+from perflab.cli.options import build_timeout_option
+from perflab.cli.params import Count, FileToWrite
+from perflab.engine import controls
+
+
+@cli.command("history")
+@click.option(
+    "--store",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The history store [default: .perflab/history at the repository's top].",
+)
+@click.option("--repo", type=click.Path(file_okay=False), default=None,
+              help="The git repository the change points' commits are built from [default: "
+              "the one around the current directory].")  # fmt: skip
+@click.option("--no-confirm", is_flag=True,
+              help="Leave the change points unconfirmed: build and run nothing.")  # fmt: skip
+@click.option("--confidence", default=0.95, show_default=True,
+              type=click.FloatRange(0.5, 1, max_open=True),
+              help="The chance that no confirming comparison errs.")  # fmt: skip
+@click.option("--setups", default=10, show_default=True, type=Count(1, controls.ROW_BYTES),
+              help="Random layouts per confirming comparison.")  # fmt: skip
+@click.option("--repeat", default=10, show_default=True, type=Count(1, controls.ROW_BYTES),
+              help="A/B pairs per layout.")  # fmt: skip
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
+              help="Seed of the confirming comparisons' layouts.")  # fmt: skip
+@click.option("--fail-above", "fail_above", type=click.FloatRange(0, 1000), default=None,
+              metavar="PCT",
+              help="Exit with status 4 when the newest confirmed change point of this machine "
+              "is a slowdown beyond PCT percent: the CI gate.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a machine-readable summary on stdout instead of tables.")  # fmt: skip
+@click.option(
+    "--md",
+    "md_path",
+    type=FileToWrite(allow_dash=True),
+    default=None,
+    metavar="FILE",
+    help="Write the summary as Markdown to FILE.md ('-': stdout).",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=FileToWrite(allow_dash=True),
+    default=None,
+    metavar="FILE",
+    help="Write one self-contained page (figure embedded) to FILE.html.",
+)
+@click.option("--plot", "plot_path", type=FileToWrite(), default=None,
+              help="Draw the series to FILE (.png, .svg, .pdf).")  # fmt: skip
+@build_timeout_option
+def history_cmd(store: str | None, repo: str | None, no_confirm: bool, confidence: float,
+                setups: int, repeat: int, seed: int, fail_above: float | None, as_json: bool,
+                md_path: str | None, html_path: str | None,
+                plot_path: str | None) -> None:  # fmt: skip
+    """The series of every machine in the history store, and where it changed.
+
+    Change points are found by PELT (ruptures) on each commit's value; each one of this
+    machine is confirmed or dismissed by comparing the commits on either side over random
+    layouts, built afresh (kept in the store: the next history does not run it again).
+
+    \b
+    perflab history --html history.html
+    perflab history --fail-above 2   # in CI: exit 4 on a confirmed slowdown beyond 2 %
+    """
+    from perflab.analysis import plot
+    from perflab.lab import history
+    from perflab.reports import exporters
+
+    md_path, html_path = export_path(md_path, ".md"), export_path(html_path, ".html")
+    if plot_path:
+        plot.check_plot_path(plot_path)
+    df = history.history(store, repo=repo, confirm=not no_confirm, confidence=confidence,
+                         setups=setups, repeat=repeat, seed=seed,
+                         say=lambda line: echo(line, err=True))  # fmt: skip
+    meta = df.attrs["perflab"]
+    s = history.summary(df, meta)
+    if plot_path:
+        history.plot(df, meta, plot_path)
+    write_export(md_path, lambda: exporters.MARKDOWN.summary(s) + "\n")
+    write_export(html_path, lambda: exporters.HTML.page("perflab history", s))
+    if as_json:
+        click.echo(exporters.JSON.summary(s))
+    elif "-" not in (md_path, html_path):
+        for done, what in ((plot_path, "plot"), (md_path, "markdown"), (html_path, "page")):
+            if done:
+                echo(f"{what}: {done}")
+        echo(exporters.TEXT.summary(s))
+    said = history.tripped(meta, fail_above / 100) if fail_above is not None else None
+    if said:
+        echo(f"perflab history: {said}", err=True)
+        sys.exit(history.FAILED)

@@ -1,0 +1,63 @@
+"""`perflab track [RANGE] --build CMD --run CMD`: each commit of RANGE measured over random
+layouts into the history store."""
+
+import click
+
+from perflab.cli import cli, echo
+from perflab.cli.options import build_timeout_option
+from perflab.cli.params import WORDS, Count
+from perflab.engine import controls
+
+
+@cli.command("track")
+@click.argument("revisions", default="HEAD", type=WORDS)
+@click.option("--build", "build_cmd", required=True, type=WORDS,
+              help="The command that builds a commit, run in its tree (no shell; write "
+              "sh -c '...' for one). A commit it fails on is left out, and said.")  # fmt: skip
+@click.option("--run", "run_cmd", required=True, type=WORDS,
+              help="The benchmark's command line; a program named with a slash (./bench) is "
+              "the commit's, and {tree} in an argument is its tree.")  # fmt: skip
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The git repository [default: the one around the current directory].",
+)
+@click.option(
+    "--store",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="The history store [default: .perflab/history at the repository's top].",
+)
+@click.option("--setups", default=10, show_default=True, type=Count(1, controls.ROW_BYTES),
+              help="Random layouts per commit.")  # fmt: skip
+@click.option("--repeat", default=5, show_default=True, type=Count(1, controls.ROW_BYTES),
+              help="A/A pairs of the commit per layout.")  # fmt: skip
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
+              help="Seed of the layouts drawn: the same for every commit.")  # fmt: skip
+@click.option("--untracked-only", is_flag=True,
+              help="Leave out the commits this machine has in the store already.")  # fmt: skip
+@build_timeout_option
+def track_cmd(revisions: str, build_cmd: str, run_cmd: str, repo: str | None,
+              store: str | None, setups: int, repeat: int, seed: int,
+              untracked_only: bool) -> None:  # fmt: skip
+    """Measure each commit of RANGE (A..B, or one revision; default HEAD) into the history store.
+
+    Each commit is exported from git and built in perflab's cache (as bisect builds it), then
+    run in random layouts (environment size, heap offset, ASLR); its runs are added to the
+    store, one file per commit and machine, and read by `perflab history`. Tracking a commit
+    again adds runs.
+
+    \b
+    perflab track HEAD --build make --run './bench --quick'
+    perflab track v1.0..HEAD --build sh -c 'cc -O2 -o b *.c' --run ./b --untracked-only
+    """
+    import shlex
+
+    from perflab.lab import history
+
+    written = history.track(revisions, shlex.split(build_cmd), shlex.split(run_cmd), repo=repo,
+                            store=store, setups=setups, repeat=repeat, seed=seed,
+                            untracked_only=untracked_only,
+                            say=lambda line: echo(line, err=True))  # fmt: skip
+    echo(f"tracked {len(written)} commits")

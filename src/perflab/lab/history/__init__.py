@@ -1,0 +1,282 @@
+"""A project's performance history: `perflab track` measures commits over random layouts into
+a store (store.py), `perflab history` reads the series per machine, finds where it changes
+(changes.py) and confirms each change or dismisses it with a layout-randomised comparison of
+the commits on either side, built and run afresh (bisect's builds and compare's engine), so that
+a drift between two tracks or a commit that only moves code or data is not called a change.
+
+The layouts are bisect's (environment size, heap offset, ASLR drawn per layout), drawn from one
+seed for every commit, so that commits are measured in the same layouts; each commit's runs
+are an A/A comparison of it with itself, whose pairs say how far it agrees with itself.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from perflab.analysis.summary import Summary, Table
+from perflab.core.lazy import pd
+from perflab.engine import results
+from perflab.errors import PerflabError
+from perflab.lab.bisect import RANDOMIZE, builds, commits
+from perflab.lab.history import changes
+from perflab.lab.history.store import Entry, Store, machine_key
+from perflab.system import machine
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+MOST_COMMITS = 1000  # a range longer than this is a typo, or a job for several tracks
+FAILED = 4  # history's exit status when --fail-above trips
+Z95 = 1.959964  # a commit's value's interval: normal on its log scale
+
+
+def default_store(repo: Path) -> Path:
+    """Where a repository's history lives unless told: .perflab/history at its top."""
+    return repo / ".perflab" / "history"
+
+
+def track(
+    revisions: str,
+    build: Sequence[str],
+    run: Sequence[str],
+    *,
+    repo: str | os.PathLike[str] | None = None,
+    store: str | os.PathLike[str] | None = None,
+    setups: int = 10,
+    repeat: int = 5,
+    seed: int = 0,
+    untracked_only: bool = False,
+    say: Callable[[str], None] = lambda line: None,
+) -> list[Entry]:
+    """Measure each commit of `revisions` ('A..B', or one revision) in `setups` layouts of
+    `repeat` A/A pairs and add its runs to the store; the entries written. A commit that does
+    not build is said and left out; untracked_only leaves out those this machine has."""
+    if not build or not run:
+        raise PerflabError("--build and --run each need a command")
+    where = commits.toplevel(repo)
+    listed = commits.listed(where, revisions, MOST_COMMITS)
+    kept = Store(store or default_store(where), create=True)
+    here = machine_key()
+    if untracked_only:
+        have = {e.sha for e in kept.entries() if e.machine == here}
+        listed = [c for c in listed if c.sha not in have]
+    host = {k: str(v) for k, v in machine.identity().items() if k in ("hostname", "cpu_model")}
+    written = []
+    for i, c in enumerate(listed, 1):
+        made = builds.build(where, c.sha, list(build))
+        if not made.ok:
+            say(f"[{i}/{len(listed)}] {c.short} does not build ({made.log}): left out")
+            continue
+        df = _measure(made.argv(run), setups, repeat, seed)
+        entry = Entry(here, c.sha, commits.parents(where, c.sha), c.subject, c.date, list(build),
+                      list(run), 0, 0, host)  # fmt: skip
+        done = kept.add(entry, df)
+        value = changes.commit_value(df)
+        say(f"[{i}/{len(listed)}] {c.short} {value['value']:,.0f} {value['unit']} "
+            f"({done.runs} runs kept, {done.tracks} tracks) {c.subject}")  # fmt: skip
+        written.append(done)
+    return written
+
+
+def _measure(argv: Sequence[str], setups: int, repeat: int, seed: int) -> pd.DataFrame:
+    """One commit's runs: A/A pairs of it in each layout drawn."""
+    from perflab.lab import compare
+
+    side = compare.program_side("A", list(argv))
+    return compare.compare(side, compare.program_side("B", list(argv)), randomize=RANDOMIZE,
+                           setups=setups, repeat=repeat, seed=seed, progress=False)  # fmt: skip
+
+
+def history(
+    store: str | os.PathLike[str] | None = None,
+    *,
+    repo: str | os.PathLike[str] | None = None,
+    confirm: bool = True,
+    confidence: float = 0.95,
+    setups: int = 10,
+    repeat: int = 10,
+    seed: int = 0,
+    say: Callable[[str], None] = lambda line: None,
+) -> pd.DataFrame:
+    """The series of every machine in the store, one row per commit in history's order, with
+    its change points in the metadata: this machine's confirmed or dismissed by comparing the
+    commits either side (built from `repo`, each at 1 - (1 - confidence) / their count),
+    another machine's left unconfirmed."""
+    if not 0.5 <= confidence < 1:
+        raise PerflabError(f"--confidence must be in [0.5, 1), not {confidence}")
+    where = commits.toplevel(repo) if confirm or store is None else None
+    kept = Store(store or default_store(where))  # type: ignore[arg-type]
+    entries = kept.entries()
+    if not entries:
+        raise PerflabError(f"{kept.root}: the store holds no commit yet")
+    frames, found = [], []
+    for name in sorted({e.machine for e in entries}):
+        series = _series(kept, [e for e in entries if e.machine == name])
+        logs = np.log(series["value"].to_numpy(float))
+        sigma = changes.noise(logs, series["log_se"].to_numpy(float))
+        for c in changes.steps(series, changes.change_points(logs, sigma)):
+            found.append({"machine": name, **c, "sigma": sigma})
+        frames.append(series)
+    here = machine_key()
+    mine = [c for c in found if c["machine"] == here]
+    each = 1 - (1 - confidence) / max(1, len(mine))
+    for c in found:
+        if c["machine"] != here:
+            c.update(verdict="unconfirmed", why="measured on another machine")
+        elif not confirm:
+            c.update(verdict="unconfirmed", why="not compared (--no-confirm)")
+        else:
+            assert where is not None
+            c.update(_confirmed(kept, where, c, entries, setups, repeat, seed, each, say))
+    frame = pd.concat(frames, ignore_index=True)
+    meta = {
+        "experiment": "history",
+        "store": str(kept.root),
+        "this_machine": here,
+        "confidence": confidence,
+        "confidence_each": each,
+        "change_points": found,
+        "machines": {e.machine: e.host for e in entries},
+    }
+    return results.attach(frame, meta)
+
+
+def _series(kept: Store, entries: list[Entry]) -> pd.DataFrame:
+    """One machine's commits in history's order with their values and intervals."""
+    rows = []
+    for position, e in enumerate(changes.commit_order(entries)):
+        v = changes.commit_value(kept.runs(e))
+        half = Z95 * v["log_se"] if np.isfinite(v["log_se"]) else 0.0
+        rows.append({"machine": e.machine, "position": position, "sha": e.sha,
+                     "commit": e.sha[:10], "value": v["value"],
+                     "low": v["value"] * math.exp(-half), "high": v["value"] * math.exp(half),
+                     "log_se": v["log_se"], "setups": v["setups"], "runs": e.runs,
+                     "unit": v["unit"], "date": e.date, "subject": e.subject})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _confirmed(kept: Store, repo: Path, change: dict[str, Any], entries: list[Entry],
+               setups: int, repeat: int, seed: int, each: float,
+               say: Callable[[str], None]) -> dict[str, Any]:  # fmt: skip
+    """The change's comparison: the commit after it (B) against the one before (A), built and
+    run as they were tracked; made once per design and kept in the store."""
+    by_sha = {e.sha: e for e in entries if e.machine == change["machine"]}
+    a, b = by_sha[change["before"]], by_sha[change["after"]]
+    if (a.build, a.run) != (b.build, b.run):
+        return {"verdict": "unconfirmed", "why": "the two commits were tracked with other "
+                "--build or --run commands"}  # fmt: skip
+    key = {"machine": change["machine"], "a": a.sha, "b": b.sha, "build": a.build, "run": a.run,
+           "setups": setups, "repeat": repeat, "seed": seed, "confidence": each}  # fmt: skip
+    done = kept.confirmed(key)
+    if done is not None:
+        return {k: v for k, v in done.items() if k != "key"}
+    made = [builds.build(repo, sha, a.build) for sha in (a.sha, b.sha)]
+    if not all(m.ok for m in made):
+        return {"verdict": "unconfirmed", "why": "a commit either side does not build now"}
+    from perflab.lab import compare
+
+    side_a = compare.program_side("A", list(made[0].argv(a.run)))
+    side_b = compare.program_side("B", list(made[1].argv(a.run)))
+    df = compare.compare(side_a, side_b, randomize=RANDOMIZE, setups=setups, repeat=repeat,
+                         seed=seed, progress=False)  # fmt: skip
+    per = compare.per_setup(df, confidence=each)
+    total = compare.overall(df, per, confidence=each)
+    lo, hi = float(total["ci_low"]), float(total["ci_high"])
+    shown = lo > 1 or hi < 1
+    found = {"verdict": "confirmed" if shown else "dismissed", "ratio": float(total["ratio"]),
+             "ci_low": lo, "ci_high": hi,
+             "why": "the commits either side differ" if shown
+             else "the commits either side do not differ"}  # fmt: skip
+    kept.confirm(key, found)
+    say(f"{b.sha[:10]} vs {a.sha[:10]}: B/A {found['ratio']:.3f} ({lo:.3f}-{hi:.3f}) "
+        f"{found['verdict']}")  # fmt: skip
+    return found
+
+
+def tripped(meta: dict[str, Any], above: float) -> str | None:
+    """--fail-above's verdict: the newest confirmed change point of this machine, when it is a
+    slowdown beyond `above` (0.05: 5 %); None otherwise."""
+    mine = [
+        c
+        for c in meta.get("change_points", [])
+        if c["machine"] == meta.get("this_machine") and c["verdict"] == "confirmed"
+    ]
+    if not mine:
+        return None
+    newest = max(mine, key=lambda c: c["position"])
+    if newest["ratio"] > 1 + above:
+        return (f"the newest confirmed change, {newest['before'][:10]}..{newest['after'][:10]}, "
+                f"is {newest['ratio'] - 1:+.1%} (beyond --fail-above {above:.1%})")  # fmt: skip
+    return None
+
+
+def _change_line(c: dict[str, Any], subject: str) -> str:
+    where = f"{c['before'][:10]}..{c['after'][:10]} ({subject})"
+    way = "slower" if c["step"] > 1 else "faster"
+    line = f"change point at {where}: {abs(c['step'] - 1):.1%} {way} from segment to segment"
+    if "ratio" in c:
+        line += (f"; {c['verdict']}: B/A {c['ratio']:.3f} ({c['ci_low']:.3f}-"
+                 f"{c['ci_high']:.3f}), {c['why']}")  # fmt: skip
+    else:
+        line += f"; {c['verdict']}: {c['why']}"
+    return line
+
+
+def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+    """Per machine: how many commits and in what unit, each change point with its step and its
+    comparison, or that none was found; the series as a table."""
+    lines, values = [], {"change_points": meta.get("change_points", [])}
+    hosts = meta.get("machines", {})
+    for name, series in frame.groupby("machine", sort=True):
+        host = hosts.get(name, {})
+        mark = " (this machine)" if name == meta.get("this_machine") else ""
+        lines.append(f"{name}{mark}: {host.get('cpu_model', '?')}, {len(series)} commits, "
+                     f"values in {series['unit'].iloc[0]} (geometric mean over layouts of "
+                     "each layout's median)")  # fmt: skip
+        subjects = dict(zip(series["sha"], series["subject"], strict=True))
+        mine = [c for c in meta.get("change_points", []) if c["machine"] == name]
+        for c in mine:
+            lines.append("  " + _change_line(c, subjects.get(c["after"], "")))
+        if not mine:
+            lines.append("  no change point: the commits differ no more than their noise")
+    confirmed = [c for c in values["change_points"] if c["verdict"] == "confirmed"]
+    values["confirmed"] = len(confirmed)
+    shown = frame[["machine", "position", "commit", "value", "low", "high", "setups",
+                   "subject"]]  # fmt: skip
+    table = Table("series", "each commit: value and its 95 % interval", frame, "{:,.0f}", shown)
+    return Summary(lines, [table], values, lambda p: plot(frame, meta, p))
+
+
+def plot(frame: pd.DataFrame, meta: dict[str, Any], path: Any = None) -> Figure:
+    """Each machine's series relative to its first commit, with its intervals, its segments'
+    means and its change points (solid: confirmed, dotted: dismissed or unconfirmed)."""
+    from perflab.analysis import plot as plt
+
+    fig, ax = plt.figure(figsize=(9, 4.5))
+    for i, (name, s) in enumerate(frame.groupby("machine", sort=True)):
+        colour = plt.COLORS[i % len(plt.COLORS)]
+        base = float(s["value"].iloc[0])
+        v = s["value"].to_numpy(float) / base
+        ax.errorbar(s["position"], v, yerr=[v - s["low"] / base, s["high"] / base - v],
+                    fmt="o-", ms=4, lw=0.8, capsize=2, color=colour, label=str(name))  # fmt: skip
+        mine = [c for c in meta.get("change_points", []) if c["machine"] == name]
+        for c in mine:
+            style = "-" if c["verdict"] == "confirmed" else ":"
+            ax.axvline(c["position"] - 0.5, color=colour, lw=1.0, ls=style)
+            ax.annotate(f"{c['step'] - 1:+.1%} {c['verdict']}", (c["position"] - 0.5, 1),
+                        xycoords=("data", "axes fraction"), rotation=90, va="top",
+                        ha="right", fontsize=7)  # fmt: skip
+    ax.axhline(1.0, color="black", lw=0.6, ls="--")
+    commits_ = frame.drop_duplicates("position").sort_values("position")
+    if len(commits_) <= 40:
+        ax.set_xticks(commits_["position"], commits_["commit"].str[:7], rotation=90, fontsize=7)
+    ax.set_xlabel("commit, in history's order")
+    ax.set_ylabel("value / the first commit's")
+    ax.legend(fontsize=8)
+    return plt.save(fig, path, title="perflab history")

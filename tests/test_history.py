@@ -1,0 +1,158 @@
+"""perflab track and history on a real git repository of a C program whose third commit makes
+it 8x slower: the store keeps every track's runs (two at once, or one killed), history finds
+the change at that commit and confirms it by a comparison, the gate trips on it; the change
+point search itself on given series."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from conftest import slowed_repo, wait_for
+
+from perflab.cli import cli
+from perflab.errors import PerflabError
+from perflab.lab import history
+from perflab.lab.history import changes
+
+BUILD = ["--build", "cc -O1 -o prog prog.c", "--run", "./prog"]
+SMALL = ["--setups", "3", "--repeat", "2"]
+
+
+def _track(store, *args: str) -> tuple[int, str]:
+    r = slowed_repo()
+    res = CliRunner().invoke(cli, ["track", *args, "--repo", r["repo"], "--store", str(store),
+                                   *BUILD, *SMALL])  # fmt: skip
+    return res.exit_code, res.output + (res.stderr if res.stderr_bytes else "")
+
+
+@pytest.fixture(scope="module")
+def tracked(tmp_path_factory):
+    """The four commits tracked into one store: the first alone, then c0..c3 (the rest, as
+    git reads a range)."""
+    store = tmp_path_factory.mktemp("history") / "store"
+    r = slowed_repo()
+    code, out = _track(store, r["c0"])
+    assert code == 0, out
+    code, out = _track(store, f"{r['c0']}..{r['c3']}")
+    assert code == 0, out
+    return store
+
+
+def test_each_commit_is_kept_with_its_parents_and_runs(tracked):
+    r = slowed_repo()
+    entries = history.Store(tracked).entries()
+    assert [e.sha for e in changes.commit_order(entries)] == [r[f"c{i}"] for i in range(4)]
+    by_sha = {e.sha: e for e in entries}
+    assert by_sha[r["c1"]].parents == [r["c0"]] and by_sha[r["c0"]].parents == []
+    assert all(e.runs == 3 * 2 * 2 and e.tracks == 1 for e in entries)
+    assert by_sha[r["c2"]].subject == "commit 2" and by_sha[r["c2"]].build == BUILD[1].split()
+
+
+def test_history_finds_the_slower_commit_and_confirms_it(tracked, tmp_path):
+    r = slowed_repo()
+    res = CliRunner().invoke(cli, ["history", "--store", str(tracked), "--repo", r["repo"],
+                                   "--setups", "3", "--repeat", "3", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    (change,) = doc["change_points"]
+    assert (change["before"], change["after"]) == (r["c1"], r["c2"])
+    # tracked minutes apart, the segments' step is whatever the host allowed (1.9x, on a guest
+    # whose other CPU was busy half the time); the interleaved comparison holds the 8x loop
+    assert change["verdict"] == "confirmed" and change["ci_low"] > 2 and change["step"] > 1
+    series = doc["series"]
+    assert [s["sha"] for s in series] == [r[f"c{i}"] for i in range(4)]
+    assert series[2]["low"] > series[1]["high"]
+    # the comparison is kept: a second history builds and runs nothing, and the gate trips
+    page = tmp_path / "h.html"
+    res = CliRunner().invoke(cli, ["history", "--store", str(tracked), "--repo", r["repo"],
+                                   "--setups", "3", "--repeat", "3", "--fail-above", "50",
+                                   "--html", str(page)])  # fmt: skip
+    assert res.exit_code == history.FAILED, res.output
+    assert "vs" not in res.stderr.split("perflab history:")[0]  # no comparison made again
+    assert "beyond --fail-above 50.0%" in res.stderr
+    text = page.read_text()
+    assert "data:image/png;base64," in text and r["c2"][:10] in text
+
+
+def test_history_without_confirming_builds_nothing_and_says_so(tracked):
+    r = slowed_repo()
+    df = history.history(tracked, repo=r["repo"], confirm=False)
+    (change,) = df.attrs["perflab"]["change_points"]
+    assert change["verdict"] == "unconfirmed" and "--no-confirm" in change["why"]
+    assert history.tripped(df.attrs["perflab"], 0.0) is None  # only confirmed ones gate
+
+
+def test_two_tracks_at_once_keep_both_and_a_killed_one_loses_nothing(tmp_path):
+    r = slowed_repo()
+    store = tmp_path / "store"
+    argv = [sys.executable, "-m", "perflab", "track", r["c3"], "--repo", r["repo"], "--store",
+            str(store), *BUILD, *SMALL]  # fmt: skip
+    both = [subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for p in both:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    (entry,) = history.Store(store).entries()
+    assert entry.tracks == 2 and entry.runs == 2 * 3 * 2 * 2
+    runs = history.Store(store).runs(entry)
+    assert runs["setup"].nunique() == 6 and not runs.duplicated(["setup", "side", "rep"]).any()
+    # killed while it measures: the store stays as the last whole write left it
+    slow = [*argv[:-4], "--setups", "200", "--repeat", "5"]
+    p = subprocess.Popen(slow, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: p.poll() is None and _running_children(p.pid), "the track's runs", 120)
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+    finally:
+        p.kill()
+    (after,) = history.Store(store).entries()
+    assert after == entry and len(history.Store(store).runs(after)) == len(runs)
+
+
+def _running_children(pid: int) -> bool:
+    import psutil
+
+    return bool(psutil.Process(pid).children(recursive=True))
+
+
+def test_bad_input_is_one_line_before_anything_is_built(tmp_path):
+    r = slowed_repo()
+    cases = [
+        (["track", "HEAD", "--repo", str(tmp_path), *BUILD], "not a git repository"),
+        (["track", "nosuch", "--repo", r["repo"], *BUILD], "names no commit"),
+        (["track", f"{r['c3']}..{r['c0']}", "--repo", r["repo"], *BUILD], "holds no commit"),
+        (["track", f"{r['c0']}...{r['c3']}", "--repo", r["repo"], *BUILD], "A...B"),
+        (["history", "--store", str(tmp_path / "none"), "--no-confirm"], "no history store"),
+    ]
+    for args, said in cases:
+        res = CliRunner().invoke(cli, [*args, "--store", str(tmp_path / "s")]
+                                 if args[0] == "track" else args)  # fmt: skip
+        lines = [x for x in res.output.splitlines() if x.startswith("Error:")]
+        assert res.exit_code != 0 and len(lines) == 1 and said in lines[0], (args, res.output)
+    assert not (tmp_path / "s" / "index.json").exists()
+
+
+def test_a_store_reached_through_a_link_another_user_owns_is_refused(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("planting another user's link needs root")
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "planted")
+    os.lchown(tmp_path / "planted", 65534, 65534)
+    with pytest.raises(PerflabError, match="a link another user owns"):
+        history.Store(tmp_path / "planted" / "store", create=True)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_step_is_found_where_it_is_and_noise_alone_finds_none(seed):
+    """On series of 24 commits with 1 % noise: a 4 % step at commit 15 is the one change
+    point; the same series without it has none."""
+    rng = np.random.default_rng(seed)
+    logs = rng.normal(0, 0.01, 24)
+    se = np.full(24, 0.01)
+    assert changes.change_points(logs, changes.noise(logs, se)) == []
+    stepped = logs + np.log(1.04) * (np.arange(24) >= 15)
+    assert changes.change_points(stepped, changes.noise(stepped, se)) == [15]

@@ -23,6 +23,8 @@ Experiments (module: entry point, what it measures):
     compare      compare(a, b, ..., metrics=("time",)): A against B over random setups (env
                  size, link order); a and b from compare.program_side, build_side or objects_side
     bisect       bisect(good, bad, build, run, repo=...): the first commit that made it slower
+    history      track(revisions, build, run, ...) into a store; history(store): the series
+                 per machine and its change points, each confirmed by a comparison
     threads      core_vs_ht.run, thread_count.run, fauxplat.run, program.run: cores,
                  hyper-threads, scaling and interference (DjiBee, easyperf)
     memcpy       run(max_bytes, trials): copy cost vs size, cache knees (Rubini)
@@ -76,6 +78,7 @@ MODULES = {
     "link_order": "perflab.lab.link_order",
     "compare": "perflab.lab.compare",
     "bisect": "perflab.lab.bisect",
+    "history": "perflab.lab.history",
     "threads": "perflab.lab.threads",
     "memcpy": "perflab.lab.memcpy",
     "pagefault": "perflab.lab.pagefault",

@@ -8,7 +8,9 @@ reading (system/cpuload.py); pick() and check_asked() read the machine and apply
 """
 
 import json
+import math
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,8 @@ WINDOW_S = 0.1  # how long each CPU is watched before the choice: a tenth of a s
 # CPUs asked for are only checked for a busy real-time task, which holds its CPU most of any
 # window: a shorter look costs every pinned sweep less
 ASKED_WINDOW_S = 0.025
+REALTIME_SEEN_S = 60.0  # how long a reading's real-time CPUs are kept off (realtime_busy)
+_realtime_seen: tuple[float, frozenset[int]] = (-math.inf, frozenset())
 
 
 @dataclass(frozen=True)
@@ -114,11 +118,27 @@ def asked_warning(asked: Sequence[int], eligible: Sequence[int], load: cpuload.L
     )
 
 
+def _read(window_s: float) -> cpuload.Load:
+    """A reading, whose real-time CPUs the measurement's own threads then keep off."""
+    global _realtime_seen
+    load = cpuload.read(window_s)
+    eligible = machine.usable_cpus()
+    _realtime_seen = (time.monotonic(), frozenset(c for c in eligible if _realtime(c, load)))
+    return load
+
+
+def realtime_busy() -> frozenset[int]:
+    """The CPUs where the last reading, less than a minute ago, saw a real-time task busy:
+    perflab's own threads there would get what it leaves (5 % beside a spinning one)."""
+    at, cpus = _realtime_seen
+    return cpus if time.monotonic() - at < REALTIME_SEEN_S else frozenset()
+
+
 def pick(count: int = 1) -> Choice:
     """The quietest `count` CPUs perflab may use now (online, in the affinity mask it was
     started with); say(choice.line) tells it once the plan has passed its checks."""
     eligible = machine.usable_cpus()
-    return choose(eligible, cpuload.read(WINDOW_S), min(count, len(eligible)))
+    return choose(eligible, _read(WINDOW_S), min(count, len(eligible)))
 
 
 def say(line: str) -> None:
@@ -131,7 +151,7 @@ def say(line: str) -> None:
 def check_asked(cpus: Sequence[int]) -> Choice:
     """CPUs asked for, honoured: a warning when a real-time task is busy on one of them."""
     eligible = machine.usable_cpus()
-    load = cpuload.read(ASKED_WINDOW_S)
+    load = _read(ASKED_WINDOW_S)
     said = asked_warning(cpus, eligible, load)
     if said:
         errors.warn(said)

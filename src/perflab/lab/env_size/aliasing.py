@@ -14,6 +14,7 @@ later ones said 0 %. So the check takes rounds spread over time after an untimed
 and gives a verdict only where the rounds agree; where they do not it says "unstable".
 """
 
+import os
 import re
 import time
 from collections.abc import Iterable
@@ -178,17 +179,27 @@ def check(
 
 
 def check_all(
-    predicted_pairs: Iterable[str] = (), iterations: int = 65536, trials: int = 11
+    predicted_pairs: Iterable[str] = (),
+    iterations: int = 65536,
+    trials: int = 11,
+    cpu: int | None = None,
 ) -> list[dict]:
     """The store-load kernel and the loop at each predicted pair (at its default distance
-    when none is the loop's), as records for a result's metadata; the same kernels checked
-    in this process less than RECENT_S ago are not timed again (their records say age_s)."""
+    when none is the loop's), as records for a result's metadata, timed on `cpu` (the one a
+    sweep measures on; None: wherever this thread runs); the same kernels checked in this
+    process less than RECENT_S ago are not timed again (their records say age_s)."""
     loops = loop_distances(predicted_pairs) or [ALIASED]
     kernels = [("store-load", ALIASED), *(("loop", d) for d in loops)]
-    key, now = (tuple(kernels), iterations, trials), time.monotonic()
+    key, now = (tuple(kernels), iterations, trials, cpu), time.monotonic()
     if key in _recent and now - _recent[key][0] < RECENT_S:
         at, records = _recent[key]
         return [{**r, "age_s": round(now - at, 3)} for r in records]
-    records = [asdict(c) for c in check_many(kernels, iterations, trials)]
+    before = os.sched_getaffinity(0)
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    try:
+        records = [asdict(c) for c in check_many(kernels, iterations, trials)]
+    finally:
+        os.sched_setaffinity(0, before)
     _recent[key] = (now, records)
     return records

@@ -465,7 +465,8 @@ def explain_meta(argv: Sequence[str], plan: Any, base_env: Mapping) -> dict:
         if "stack_layout" in meta:
             layout = Layout.from_meta(meta["stack_layout"])
             pairs = [row["pair"] for row in predicted_rows(layout, plan.sizes())]
-    return meta | {"alias_check": aliasing.check_all(pairs)}
+    cpu = plan.cpus[0] if plan.cpus else None
+    return meta | {"alias_check": aliasing.check_all(pairs, cpu=cpu)}
 
 
 def _ranges(df: pd.DataFrame) -> str:

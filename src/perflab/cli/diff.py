@@ -43,6 +43,13 @@ if TYPE_CHECKING:
     help="The smallest change of interest (2% or 0.02): for each point without a decision, "
     "diff says how many runs would show a change this large.",
 )
+@click.option(
+    "--metric",
+    default="time",
+    show_default=True,
+    help="What is compared: time (the experiment's value), cpu (user + system time), maxrss "
+    "(peak resident memory), instructions or cycles (where a PMU counted them).",
+)
 @click.option("--all", "show_all", is_flag=True, help="Print every point, not only the changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict and every point as JSON.")
 @click.option(
@@ -59,6 +66,7 @@ def diff_cmd(
     intersect: bool,
     force: bool,
     change: float,
+    metric: str,
     show_all: bool,
     as_json: bool,
     plot_path: str | None,
@@ -79,7 +87,7 @@ def diff_cmd(
 
     check_paths(None, plot_path)
     md_path, html_path = export_path(md_path, ".md"), export_path(html_path, ".html")
-    d = diff.diff(before, after, confidence, intersect, force, change)
+    d = diff.diff(before, after, confidence, intersect, force, change, metric)
     if plot_path:
         d.plot(plot_path)
     write_export(md_path, lambda: exporters.diff_markdown(d, d.table if show_all else None))

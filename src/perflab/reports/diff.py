@@ -117,6 +117,40 @@ def _value(experiment: registry.Experiment, df: pd.DataFrame) -> str:
     return childruns.value_column(df)
 
 
+COUNTED = ("instructions", "cycles")  # NaN in every run where no PMU counted
+
+
+def _words(metric: str) -> tuple[str, str]:
+    """What after is when the metric reads above 1 and below ('larger', 'smaller' for maxrss)."""
+    from perflab.lab.compare import metrics
+
+    m = metrics.METRICS[metric]
+    return m.more, m.less
+
+
+def _metric_column(r: report.Report, metric: str) -> tuple[pd.DataFrame, str]:
+    """The result's frame with the metric's column (compare's definition), or one line: an
+    unknown metric, one counted once per layout (instructions-exact), a result without it."""
+    from perflab.lab.compare import metrics
+
+    if metric not in metrics.METRICS:
+        raise PerflabError(f"--metric {metric!r}: one of {', '.join(metrics.METRICS)}")
+    m = metrics.METRICS[metric]
+    if metric == "instructions-exact":
+        raise PerflabError(
+            "--metric instructions-exact is counted once per layout and side, not per run: "
+            "`perflab report FILE --metric instructions-exact` decides a comparison on it"
+        )
+    needed = {"utime_ns", "stime_ns"} if metric == "cpu" else {str(m.column)}
+    if not needed <= set(r.frame.columns):
+        raise PerflabError(
+            f"{r.path}: a {r.experiment} result holds no {' or '.join(sorted(needed))}: "
+            f"--metric {metric} compares the runs of a program (env-size, link-order, compare, "
+            "threads)"
+        )
+    return metrics.column(r.frame, m)
+
+
 def _ok(df: pd.DataFrame, value: str, ok: str) -> pd.DataFrame:
     rows = df[df["status"] == ok] if "status" in df else df
     return rows[np.isfinite(pd.to_numeric(rows[value], errors="coerce").astype(float))]
@@ -273,10 +307,12 @@ def compare_frames(
     confidence: float = 0.95,
     steps: tuple[float, float] = (0.0, 0.0),
     change: float = CHANGE,
+    words: tuple[str, str] = ("slower", "faster"),
 ) -> pd.DataFrame:
     """Per point: runs, medians, after/before with an interval holding for all points together
-    (Bonferroni: each at 1 - (1 - confidence)/points), the change where it excludes 1, and the
-    runs per side that would show a `change` at the point's spread (runs_needed).
+    (Bonferroni: each at 1 - (1 - confidence)/points), the change where it excludes 1 (words:
+    what after is above 1 and below it), and the runs per side that would show a `change` at
+    the point's spread (runs_needed).
 
     The intervals are percentile bootstraps of the ratio of medians while the resamples their
     tails need stay within BOOT_BUDGET; a sweep of thousands of points, whose per-point level
@@ -290,7 +326,7 @@ def compare_frames(
     for i, k in enumerate(keys):
         a, b = ga[k], gb[k]
         ratio, lo, hi = _interval(a, b, level, steps, method, i)
-        moved = "slower" if lo > 1 else "faster" if hi < 1 else ""
+        moved = words[0] if lo > 1 else words[1] if hi < 1 else ""
         key = k if isinstance(k, tuple) else (k,)
         rows.append(
             {**dict(zip(params, key, strict=True)), "n_before": a.size, "n_after": b.size,
@@ -372,18 +408,19 @@ def _undecided(t: pd.DataFrame) -> str:
     return "; " + "; ".join(parts)
 
 
-def _verdict(t: pd.DataFrame, what: str, confidence: float) -> str:
-    """One line: where after is slower or faster, how sure the whole statement is, and the
-    runs the points without a decision would need."""
+def _verdict(t: pd.DataFrame, what: str, confidence: float,
+             words: tuple[str, str] = ("slower", "faster")) -> str:  # fmt: skip
+    """One line: where after is slower or faster (or the metric's words), how sure the whole
+    statement is, and the runs the points without a decision would need."""
     n = len(t)
-    slower, faster = t[t["change"] == "slower"], t[t["change"] == "faster"]
+    slower, faster = t[t["change"] == words[0]], t[t["change"] == words[1]]
     sure = f"{confidence:.0%} for all {n} {what} values together, {t.attrs.get('method')} intervals"
     if slower.empty and faster.empty:
         line = f"no change shown at any of {n} {what} values ({sure})"
     else:
         parts = [
             f"{label} at {len(g)} ({g['ratio'].min():.3f}-{g['ratio'].max():.3f}x)"
-            for label, g in (("slower", slower), ("faster", faster))
+            for label, g in zip(words, (slower, faster), strict=True)
             if len(g)
         ]
         line = f"after is {' and '.join(parts)} of {n} {what} values ({sure})"
@@ -397,11 +434,14 @@ def diff(
     intersect: bool = False,
     force: bool = False,
     change: float = CHANGE,
+    metric: str = "time",
 ) -> Diff:
     """Compare two saved results of one experiment; refuse different experiments or grids, and
     results whose points measure different things (another loop count: force compares them,
     warning first). Every warning is given (errors.warn) and kept in Diff.warnings. Points
-    without a decision are told the runs that would show a relative `change` (0.02: 2 %)."""
+    without a decision are told the runs that would show a relative `change` (0.02: 2 %).
+    metric: what is compared, as compare's --metric names it (time: the experiment's value;
+    cpu, maxrss, instructions and cycles: the child runs' columns)."""
     if not 0 < confidence < 1:
         raise PerflabError(f"confidence must be between 0 and 1, not {confidence}")
     if not 0 < change < 1:
@@ -433,15 +473,21 @@ def diff(
         f"measured with another {k}: {va!r} before, {vb!r} after (the ratios are its effect)"
         for k, (va, vb) in conditions_changed(experiment, ra.meta, rb.meta).items()
     ]
-    value = _value(experiment, ra.frame)
-    if _value(experiment, rb.frame) != value:
-        raise PerflabError(
-            f"{before} holds {value}, {after} {_value(experiment, rb.frame)}: not comparable"
-        )
-    a, b = _ok(ra.frame, value, experiment.ok), _ok(rb.frame, value, experiment.ok)
+    if metric == "time":
+        value = _value(experiment, ra.frame)
+        if _value(experiment, rb.frame) != value:
+            raise PerflabError(
+                f"{before} holds {value}, {after} {_value(experiment, rb.frame)}: not comparable"
+            )
+        fa, fb = ra.frame, rb.frame
+    else:
+        (fa, value), (fb, _) = (_metric_column(r, metric) for r in (ra, rb))
+    a, b = _ok(fa, value, experiment.ok), _ok(fb, value, experiment.ok)
     if a.empty or b.empty:
+        why = " (counters: none where it was measured, no PMU)" if metric in COUNTED else ""
         raise PerflabError(
-            f"{before if a.empty else after}: no row with status {experiment.ok!r} and a {value}"
+            f"{before if a.empty else after}: no row with status {experiment.ok!r} and a "
+            f"{value}{why}"
         )
     notes += _check_grids(a, b, params, intersect)
     warnings += conditions_differ(ra.meta, rb.meta)
@@ -457,8 +503,9 @@ def diff(
     for line in warnings:
         errors.warn(line)
     steps = _steps(ra.meta, rb.meta, value, scale)
-    table = compare_frames(a, b, params, value, confidence, steps, change)
-    verdict = _verdict(table, "/".join(params), confidence)
+    words = _words(metric)
+    table = compare_frames(a, b, params, value, confidence, steps, change, words)
+    verdict = _verdict(table, "/".join(params), confidence, words)
     return Diff(ra, rb, table, params, value, confidence, verdict, warned + warnings, notes, change)
 
 

@@ -4,7 +4,7 @@ each step a layout-randomised comparison."""
 import click
 
 from perflab.cli import cli, echo
-from perflab.cli.options import build_timeout_option, check_paths, output_options
+from perflab.cli.options import build_timeout_option, check_paths, commit_options, output_options
 from perflab.cli.params import WORDS, Count
 from perflab.cli.printing import print_result
 from perflab.engine import controls
@@ -13,18 +13,7 @@ from perflab.engine import controls
 @cli.command("bisect")
 @click.argument("good", type=WORDS)
 @click.argument("bad", type=WORDS)
-@click.option("--build", "build_cmd", required=True, type=WORDS,
-              help="The command that builds a commit, run in its tree (no shell; write "
-              "sh -c '...' for one). A commit it fails on is skipped.")  # fmt: skip
-@click.option("--run", "run_cmd", required=True, type=WORDS,
-              help="The benchmark's command line; a program named with a slash (./bench) is "
-              "the commit's, and {tree} in an argument is its tree.")  # fmt: skip
-@click.option(
-    "--repo",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="The git repository [default: the one around the current directory].",
-)
+@commit_options
 @click.option(
     "--confidence",
     default=0.95,
@@ -58,7 +47,7 @@ def bisect_cmd(good: str, bad: str, build_cmd: str, run_cmd: str, repo: str | No
 
     \b
     perflab bisect v1.0 HEAD --build make --run './bench --quick'
-    perflab bisect HEAD~20 HEAD --build sh -c 'cc -O2 -o b *.c' --run ./b -o bisect.parquet
+    perflab bisect HEAD~20 HEAD --build "sh -c 'cc -O2 -o b *.c'" --run ./b -o bisect.parquet
     """
     import shlex
     import sys

@@ -15,7 +15,15 @@ from typing import Any, TypeVar
 
 import click
 
-from perflab.cli.params import SECONDS, Count, FileToWrite, Needs, ProgramOutput, cpu_list
+from perflab.cli.params import (
+    SECONDS,
+    WORDS,
+    Count,
+    FileToWrite,
+    Needs,
+    ProgramOutput,
+    cpu_list,
+)
 from perflab.engine import controls
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -131,6 +139,33 @@ def resume_option(func: F) -> F:
 
 
 BUILD_TIMEOUT_S = 600.0  # system/supervisor.py's default, not imported: it loads the C core
+
+
+def commit_options(func: F) -> F:
+    """--build CMD, --run CMD and --repo DIR: how the verbs over a git history (bisect, track)
+    build each commit and run its benchmark, and where the history is."""
+    func = click.option(
+        "--repo",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="The git repository [default: the one around the current directory].",
+    )(func)
+    func = click.option(
+        "--run",
+        "run_cmd",
+        required=True,
+        type=WORDS,
+        help="The benchmark's command line; a program named with a slash (./bench) is the "
+        "commit's, and {tree} in an argument is its tree.",
+    )(func)
+    return click.option(
+        "--build",
+        "build_cmd",
+        required=True,
+        type=WORDS,
+        help="The command that builds a commit, run in its tree (no shell; write sh -c '...' "
+        "for one). A commit it fails on is skipped, and said.",
+    )(func)
 
 
 def build_timeout_option(func: F) -> F:

@@ -4,25 +4,14 @@ layouts into the history store."""
 import click
 
 from perflab.cli import cli, echo
-from perflab.cli.options import build_timeout_option
+from perflab.cli.options import build_timeout_option, commit_options
 from perflab.cli.params import WORDS, Count
 from perflab.engine import controls
 
 
 @cli.command("track")
 @click.argument("revisions", default="HEAD", type=WORDS)
-@click.option("--build", "build_cmd", required=True, type=WORDS,
-              help="The command that builds a commit, run in its tree (no shell; write "
-              "sh -c '...' for one). A commit it fails on is left out, and said.")  # fmt: skip
-@click.option("--run", "run_cmd", required=True, type=WORDS,
-              help="The benchmark's command line; a program named with a slash (./bench) is "
-              "the commit's, and {tree} in an argument is its tree.")  # fmt: skip
-@click.option(
-    "--repo",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="The git repository [default: the one around the current directory].",
-)
+@commit_options
 @click.option(
     "--store",
     type=click.Path(file_okay=False),
@@ -50,7 +39,7 @@ def track_cmd(revisions: str, build_cmd: str, run_cmd: str, repo: str | None,
 
     \b
     perflab track HEAD --build make --run './bench --quick'
-    perflab track v1.0..HEAD --build sh -c 'cc -O2 -o b *.c' --run ./b --untracked-only
+    perflab track v1.0..HEAD --build "sh -c 'cc -O2 -o b *.c'" --run ./b --untracked-only
     """
     import shlex
 

@@ -183,6 +183,21 @@ int main(void) {
 _REPOS: dict[str, dict[str, str]] = {}
 
 
+def new_repo(repo: Path):
+    """`git init` in repo (made if missing); a function that runs git there and returns its
+    stdout, as a fixed author."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], env=env, check=True,
+                              capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+    repo.mkdir(exist_ok=True)
+    git("init", "-q")
+    return git
+
+
 def slowed_repo() -> dict[str, str]:
     """A git repository of a C program (made once per session, removed at exit): four
     commits, the third makes its loop 8x longer (2 ms to 16 ms); {repo}, {good} (the first),
@@ -193,14 +208,7 @@ def slowed_repo() -> dict[str, str]:
 
         repo = Path(tempfile.mkdtemp(prefix="perflab-test-repo-"))
         atexit.register(shutil.rmtree, repo, True)
-        env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-
-        def git(*args: str) -> str:
-            return subprocess.run(["git", "-C", str(repo), *args], env=env, check=True,
-                                  capture_output=True, text=True).stdout.strip()  # fmt: skip
-
-        git("init", "-q")
+        git = new_repo(repo)
         shas = {}
         for i, (loops, note) in enumerate(
             [

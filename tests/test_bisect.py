@@ -3,7 +3,6 @@ slower: the commit found, the repository left as it was, builds reused, BAD not 
 with exit 3, a commit that does not build skipped, and a stopped bisect resumed."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import PROG, slowed_repo
+from conftest import PROG, new_repo, slowed_repo
 
 from perflab.cli import cli
 from perflab.engine import results
@@ -75,15 +74,7 @@ def test_bad_not_slower_than_good_is_one_line_and_exit_3():
 def broken_repo(tmp_path) -> dict[str, str]:
     """good, a commit that does not compile, the slower one, one more."""
     repo = tmp_path / "repo"
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(repo), *args], env=env, check=True,
-                              capture_output=True, text=True).stdout.strip()  # fmt: skip
-
-    repo.mkdir()
-    git("init", "-q")
+    git = new_repo(repo)
     shas = []
     for text in (PROG % 2_000_000, "this is not C", PROG % 16_000_000, "//\n" + PROG % 16_000_000):
         (repo / "prog.c").write_text(text)

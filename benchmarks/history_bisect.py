@@ -11,6 +11,7 @@ commit against GOOD's, bad beyond half the slower commit's step). Printed: how o
 names the slower commit, a wrong one, or none.
 
     sudo PYTHONPATH=src python benchmarks/history_bisect.py [--seeds 10] [--commits 24]
+    python benchmarks/history_bisect.py --make-repo DIR     # the history alone
 """
 
 import argparse
@@ -184,7 +185,16 @@ def main() -> None:
     ap.add_argument("--commits", type=int, default=24)
     ap.add_argument("--slow-at", type=int, default=15)
     ap.add_argument("--runs", type=int, default=10, help="git bisect's runs per commit")
+    ap.add_argument("--make-repo", type=Path, metavar="DIR",
+                    help="Only write the history with the slower commit to DIR (docs/history.md "
+                    "tracks it), and print its shas.")  # fmt: skip
     args = ap.parse_args()
+    if args.make_repo:
+        with tempfile.TemporaryDirectory(prefix="perflab-lz4-") as d:
+            shas = make_history(args.make_repo, lz4_sources(Path(d)), args.commits, args.slow_at)
+        print(f"{args.make_repo}: {len(shas)} commits, {shas[0]}..{shas[-1]}, the slower one "
+              f"{shas[args.slow_at]}")  # fmt: skip
+        return
     with tempfile.TemporaryDirectory(prefix="perflab-history-") as d:
         tmp = Path(d)
         lz4 = lz4_sources(tmp / "sdist")

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 MOST_COMMITS = 1000  # a range longer than this is a typo, or a job for several tracks
 FAILED = 4  # history's exit status when --fail-above trips
 Z95 = 1.959964  # a commit's value's interval: normal on its log scale
+SERIES = ("machine", "position", "sha", "commit", "value", "low", "high", "log_se", "setups",
+          "runs", "unit", "date", "subject")  # fmt: skip
 
 
 def default_store(repo: Path) -> Path:
@@ -135,6 +137,8 @@ def history(
             assert where is not None
             c.update(_confirmed(kept, where, c, entries, setups, repeat, seed, each, say))
     frame = pd.concat(frames, ignore_index=True)
+    if frame.empty:
+        raise PerflabError(f"{kept.root}: no commit in the store has an ok run")
     meta = {
         "experiment": "history",
         "store": str(kept.root),
@@ -148,17 +152,18 @@ def history(
 
 
 def _series(kept: Store, entries: list[Entry]) -> pd.DataFrame:
-    """One machine's commits in history's order with their values and intervals."""
+    """One machine's commits in history's order with their values and intervals (a commit
+    without an ok run has no value: left out)."""
     rows = []
-    for position, e in enumerate(changes.commit_order(entries)):
-        v = changes.commit_value(kept.runs(e))
+    valued = [(e, changes.commit_value(kept.runs(e))) for e in changes.commit_order(entries)]
+    for position, (e, v) in enumerate((e, v) for e, v in valued if v["setups"]):
         half = Z95 * v["log_se"] if np.isfinite(v["log_se"]) else 0.0
         rows.append({"machine": e.machine, "position": position, "sha": e.sha,
                      "commit": e.sha[:10], "value": v["value"],
                      "low": v["value"] * math.exp(-half), "high": v["value"] * math.exp(half),
                      "log_se": v["log_se"], "setups": v["setups"], "runs": e.runs,
                      "unit": v["unit"], "date": e.date, "subject": e.subject})  # fmt: skip
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(SERIES))
 
 
 def _confirmed(kept: Store, repo: Path, change: dict[str, Any], entries: list[Entry],

@@ -1,6 +1,6 @@
 """perflab bisect against a one-layout `git bisect run` on a history of a real C program that
-nobody at perflab wrote (LZ4's lz4.c, from the `lz4` sdist on PyPI): COMMITS commits, of which
-one (SLOW_AT) makes the compression's hash do two more operations a position, and the others
+nobody at perflab wrote (LZ4's lz4.c, from the `lz4` sdist on PyPI): --commits commits, of which
+one (--slow-at) makes the compression's hash do two more operations a position, and the others
 only move code or data: a function of padding linked first, a new global array, the objects
 in another order. A second history is the same but for the slower commit, which moves code
 there as its neighbours do: no commit in it is slower.
@@ -18,6 +18,7 @@ import argparse
 import math
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -159,7 +160,7 @@ def git_bisect_run(repo: Path, shas: list[str], runs: int, threshold: float) -> 
     script = copy / ".judge.sh"
     script.write_text(
         f"sh build.sh >/dev/null 2>&1 || exit 125\n"
-        f'exec {sys.executable} -c "import statistics, subprocess, sys, time\n'
+        f'exec {shlex.quote(sys.executable)} -c "import statistics, subprocess, sys, time\n'
         f"t = []\nfor _ in range({runs}):\n    s = time.perf_counter()\n"
         f"    subprocess.run(['./bench'], check=True)\n    t.append(time.perf_counter() - s)\n"
         f'sys.exit(1 if statistics.median(t) > {good * (1 + threshold)} else 0)"\n'
@@ -186,8 +187,8 @@ def main() -> None:
     ap.add_argument("--slow-at", type=int, default=15)
     ap.add_argument("--runs", type=int, default=10, help="git bisect's runs per commit")
     ap.add_argument("--make-repo", type=Path, metavar="DIR",
-                    help="Only write the history with the slower commit to DIR (docs/history.md "
-                    "tracks it), and print its shas.")  # fmt: skip
+                    help="Only write the history with the slower commit to DIR, and print its "
+                    "shas (docs/history.md's example is this history).")  # fmt: skip
     args = ap.parse_args()
     if args.make_repo:
         with tempfile.TemporaryDirectory(prefix="perflab-lz4-") as d:

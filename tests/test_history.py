@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from conftest import slowed_repo, wait_for
 
 from perflab.cli import cli
+from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import history
 from perflab.lab.history import changes
@@ -34,7 +35,7 @@ def _track(store, *args: str) -> tuple[int, str]:
 def tracked(tmp_path_factory):
     """The four commits tracked into one store: the first alone, then c0..c3 (the rest, as
     git reads a range)."""
-    store = tmp_path_factory.mktemp("history") / "store"
+    store = tmp_path_factory.mktemp("history")
     r = slowed_repo()
     code, out = _track(store, r["c0"])
     assert code == 0, out
@@ -73,7 +74,7 @@ def test_history_finds_the_slower_commit_and_confirms_it(tracked, tmp_path):
                                    "--setups", "3", "--repeat", "3", "--fail-above", "50",
                                    "--html", str(page)])  # fmt: skip
     assert res.exit_code == history.FAILED, res.output
-    assert "vs" not in res.stderr.split("perflab history:")[0]  # no comparison made again
+    assert "its runs kept from an earlier history" in res.stderr  # no comparison made again
     assert "beyond --fail-above 50.0%" in res.stderr
     text = page.read_text()
     assert "data:image/png;base64," in text and r["c2"][:10] in text
@@ -90,6 +91,7 @@ def test_history_without_confirming_builds_nothing_and_says_so(tracked):
 def test_two_tracks_at_once_keep_both_and_a_killed_one_loses_nothing(tmp_path):
     r = slowed_repo()
     store = tmp_path / "store"
+    store.mkdir()
     argv = [sys.executable, "-m", "perflab", "track", r["c3"], "--repo", r["repo"], "--store",
             str(store), *BUILD, *SMALL]  # fmt: skip
     both = [subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) for _ in range(2)]
@@ -99,7 +101,10 @@ def test_two_tracks_at_once_keep_both_and_a_killed_one_loses_nothing(tmp_path):
     (entry,) = history.Store(store).entries()
     assert entry.tracks == 2 and entry.runs == 2 * 3 * 2 * 2
     runs = history.Store(store).runs(entry)
-    assert runs["setup"].nunique() == 6 and not runs.duplicated(["setup", "side", "rep"]).any()
+    # one seed, the same three layouts; each track's runs told apart, the metadata kept
+    assert runs["setup"].nunique() == 3 and set(runs["track"]) == {0, 1}
+    assert not runs.duplicated(["track", "setup", "side", "rep"]).any()
+    assert results.metadata(runs)["experiment"] == "compare"
     # killed while it measures: the store stays as the last whole write left it
     slow = [*argv[:-4], "--setups", "200", "--repeat", "5"]
     p = subprocess.Popen(slow, stderr=subprocess.DEVNULL)
@@ -127,7 +132,11 @@ def test_bad_input_is_one_line_before_anything_is_built(tmp_path):
         (["track", f"{r['c3']}..{r['c0']}", "--repo", r["repo"], *BUILD], "holds no commit"),
         (["track", f"{r['c0']}...{r['c3']}", "--repo", r["repo"], *BUILD], "A...B"),
         (["history", "--store", str(tmp_path / "none"), "--no-confirm"], "no history store"),
+        (["history", "--store", str(tmp_path / "bad"), "--no-confirm"], "not a perflab history"),
     ]
+    (tmp_path / "bad").mkdir(mode=0o700)
+    (tmp_path / "bad" / "index.json").write_text('{"version": 2, "entries": [{"machine": "..",'
+                                                 ' "sha": "x"}]}')  # fmt: skip
     for args, said in cases:
         res = CliRunner().invoke(cli, [*args, "--store", str(tmp_path / "s")]
                                  if args[0] == "track" else args)  # fmt: skip
@@ -136,10 +145,33 @@ def test_bad_input_is_one_line_before_anything_is_built(tmp_path):
     assert not (tmp_path / "s" / "index.json").exists()
 
 
+def test_a_commit_tracked_again_with_another_program_is_refused(tracked):
+    r = slowed_repo()
+    res = CliRunner().invoke(cli, ["track", r["c3"], "--repo", r["repo"], "--store", str(tracked),
+                                   "--build", "cc -O1 -o prog prog.c", "--run", "./prog x",
+                                   *SMALL])  # fmt: skip
+    lines = [x for x in res.output.splitlines() if x.startswith("Error:")]
+    assert res.exit_code != 0 and len(lines) == 1 and "was tracked here with --run" in lines[0]
+    assert {e.tracks for e in history.Store(tracked).entries()} == {1}
+
+
+def test_branches_are_ordered_by_author_time_whatever_their_offsets():
+    def entry(sha: str, parents: list[str], date: str) -> history.Entry:
+        return history.Entry("m", sha * 40, [p * 40 for p in parents], "s", date, ["b"], ["r"],
+                             0, 1, 1)  # fmt: skip
+
+    root = entry("a", [], "2024-01-01T00:00:00+00:00")
+    x = entry("b", ["a"], "2024-01-01T10:00:00+05:00")  # 05:00 UTC
+    y = entry("c", ["a"], "2024-01-01T08:00:00+00:00")
+    merge = entry("d", ["c", "b"], "2024-01-01T09:00:00+00:00")
+    order = changes.commit_order([merge, y, x, root])
+    assert [e.sha[0] for e in order] == ["a", "b", "c", "d"]
+
+
 def test_a_store_reached_through_a_link_another_user_owns_is_refused(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("planting another user's link needs root")
-    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "store").mkdir(parents=True)
     os.symlink(tmp_path / "real", tmp_path / "planted")
     os.lchown(tmp_path / "planted", 65534, 65534)
     with pytest.raises(PerflabError, match="a link another user owns"):

@@ -14,7 +14,7 @@ import click
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import tiny_words
+from conftest import slowed_repo, tiny_words
 
 from perflab.assertions import claims
 from perflab.cli import VERBS, cli
@@ -47,6 +47,24 @@ BASES = {
     "report show": Base(arguments={"path": "{result}"}),
     "report hosts": Base(arguments={"path": "{result}"}),
     "diff": Base(arguments={"before": "{result}", "after": "{result}"}),
+    "track": Base(
+        (
+            "--repo",
+            "{repo}",
+            "--store",
+            "{tmp}/store",
+            "--build",
+            "cc -O1 -o p prog.c",
+            "--run",
+            "./p",
+            "--setups",
+            "1",
+            "--repeat",
+            "1",
+        ),
+        {"revisions": "{good}"},
+    ),
+    "history": Base(("--store", "{store}", "--repo", "{repo}")),
 }
 
 # What an option that needs another gets beside it, by the name of the one it needs.
@@ -263,6 +281,13 @@ def files(tmp_path_factory) -> dict[str, str]:
     )
     assert done.exit_code == 0, done.output
     found = {"{true}": shutil.which("true") or "/bin/true", "{result}": str(result)}
+    repo = slowed_repo()
+    found |= {"{repo}": repo["repo"], "{good}": repo["good"], "{store}": str(where / "store")}
+    (where / "store").mkdir()
+    done = CliRunner().invoke(cli, ["track", repo["good"], "--repo", repo["repo"], "--store",
+                                    found["{store}"], "--build", "cc -O1 -o p prog.c", "--run",
+                                    "./p", "--setups", "1", "--repeat", "1"])  # fmt: skip
+    assert done.exit_code == 0, done.output
     for kind, write in FOREIGN.items():
         path = where / f"{kind}.parquet"
         if write is None:

@@ -49,11 +49,12 @@ OTHER_VERBS = {
     ),
     "track": (
         "track",
-        "Measure each commit of a range over random layouts into the history store.",
+        "Measure each commit of RANGE (A..B, or one revision; default HEAD) into the history "
+        "store.",
     ),
     "history": (
         "history",
-        "The series per machine from the history store, and its confirmed change points.",
+        "The series of every machine in the history store, and where it changed.",
     ),
     "diff": (
         "diff",

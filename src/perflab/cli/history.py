@@ -1,6 +1,7 @@
 """`perflab history`: the series per machine from the history store, its change points each
 confirmed or dismissed by a comparison, and the CI gate (--fail-above)."""
 
+import math
 import sys
 
 import click
@@ -10,6 +11,12 @@ from perflab.cli.exports import export_path, write_export
 from perflab.cli.options import build_timeout_option
 from perflab.cli.params import Count, FileToWrite
 from perflab.engine import controls
+
+
+def _finite(value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a percentage")
+    return value
 
 
 @cli.command("history")
@@ -34,6 +41,7 @@ from perflab.engine import controls
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
               help="Seed of the confirming comparisons' layouts.")  # fmt: skip
 @click.option("--fail-above", "fail_above", type=click.FloatRange(0, 1000), default=None,
+              callback=lambda ctx, param, v: _finite(v),
               metavar="PCT",
               help="Exit with status 4 when the newest confirmed change point of this machine "
               "is a slowdown beyond PCT percent: the CI gate.")  # fmt: skip

@@ -5,12 +5,12 @@ import click
 
 from perflab.cli import cli, echo
 from perflab.cli.options import build_timeout_option, commit_options
-from perflab.cli.params import WORDS, Count
+from perflab.cli.params import Count
 from perflab.engine import controls
 
 
 @cli.command("track")
-@click.argument("revisions", default="HEAD", type=WORDS)
+@click.argument("revisions", default="HEAD", metavar="[RANGE]")
 @commit_options
 @click.option(
     "--store",
@@ -32,6 +32,9 @@ def track_cmd(revisions: str, build_cmd: str, run_cmd: str, repo: str | None,
               untracked_only: bool) -> None:  # fmt: skip
     """Measure each commit of RANGE (A..B, or one revision; default HEAD) into the history store.
 
+    Exit status 1 when a commit was left out (it does not build, or no run of it ended well),
+    after the others are tracked.
+
     Each commit is exported from git and built in perflab's cache (as bisect builds it), then
     run in random layouts (environment size, heap offset, ASLR); its runs are added to the
     store, one file per commit and machine, and read by `perflab history`. Tracking a commit
@@ -42,11 +45,15 @@ def track_cmd(revisions: str, build_cmd: str, run_cmd: str, repo: str | None,
     perflab track v1.0..HEAD --build "sh -c 'cc -O2 -o b *.c'" --run ./b --untracked-only
     """
     import shlex
+    import sys
 
     from perflab.lab import history
 
-    written = history.track(revisions, shlex.split(build_cmd), shlex.split(run_cmd), repo=repo,
-                            store=store, setups=setups, repeat=repeat, seed=seed,
-                            untracked_only=untracked_only,
-                            say=lambda line: echo(line, err=True))  # fmt: skip
-    echo(f"tracked {len(written)} commits")
+    written, left_out = history.track(
+        revisions, shlex.split(build_cmd), shlex.split(run_cmd), repo=repo, store=store,
+        setups=setups, repeat=repeat, seed=seed, untracked_only=untracked_only,
+        say=lambda line: echo(line, err=True),
+    )  # fmt: skip
+    echo(f"tracked {len(written)} commits" + (f", left {len(left_out)} out" if left_out else ""))
+    if left_out:
+        sys.exit(1)

@@ -134,7 +134,8 @@ def _metric_column(r: report.Report, metric: str) -> tuple[pd.DataFrame, str]:
     from perflab.lab.compare import metrics
 
     if metric not in metrics.METRICS:
-        raise PerflabError(f"--metric {metric!r}: one of {', '.join(metrics.METRICS)}")
+        offered = [m for m in metrics.METRICS if m != "instructions-exact"]
+        raise PerflabError(f"--metric {metric!r}: one of {', '.join(offered)}")
     m = metrics.METRICS[metric]
     if metric == "instructions-exact":
         raise PerflabError(
@@ -419,11 +420,12 @@ def _verdict(t: pd.DataFrame, what: str, confidence: float,
         line = f"no change shown at any of {n} {what} values ({sure})"
     else:
         parts = [
-            f"{label} at {len(g)} ({g['ratio'].min():.3f}-{g['ratio'].max():.3f}x)"
+            f"{'' if ' ' in label else 'is '}{label} at {len(g)} "
+            f"({g['ratio'].min():.3f}-{g['ratio'].max():.3f}x)"
             for label, g in zip(words, (slower, faster), strict=True)
             if len(g)
         ]
-        line = f"after is {' and '.join(parts)} of {n} {what} values ({sure})"
+        line = f"after {' and '.join(parts)} of {n} {what} values ({sure})"
     return line + _undecided(t)
 
 

@@ -12,9 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perflab.core import files
+from perflab.engine import filelock
 from perflab.errors import PerflabError
 from perflab.lab.bisect import commits
 from perflab.system import compiler, supervisor
+
+WAIT_S = 3600.0  # another perflab's build of the same commit: waited for this long at most
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,14 @@ def key(sha: str, build: Sequence[str]) -> str:
 
 def build(repo: Path, sha: str, command: Sequence[str]) -> Build:
     """The commit built by command (reused when built before); never raises for a build that
-    fails, which is a skip: its log says why."""
+    fails, which is a skip: its log says why. Another perflab building the same commit with
+    the same command (two tracks, a track and a history) is waited for, then reused."""
     place = files.private_dir(root() / key(sha, command))
+    with filelock.held(place / "build", wait_s=WAIT_S):
+        return _build(repo, sha, command, place)
+
+
+def _build(repo: Path, sha: str, command: Sequence[str], place: Path) -> Build:
     tree, log, status = place / "tree", place / "build.log", place / "status"
     if status.exists():
         ok = files.read_private(status).decode() == "ok"

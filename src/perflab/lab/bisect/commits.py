@@ -87,7 +87,7 @@ def listed(repo: Path, revisions: str, most: int) -> list[Commit]:
         return [describe(repo, resolve(repo, revisions))]
     if newer.startswith("."):
         raise PerflabError(f"{revisions!r}: give A..B (A...B is not a range of history)")
-    a, b = resolve(repo, older), resolve(repo, newer or "HEAD")
+    a, b = resolve(repo, older or "HEAD"), resolve(repo, newer or "HEAD")
     shas = git(repo, "rev-list", "--reverse", "--topo-order", f"{a}..{b}").split()
     if not shas:
         raise PerflabError(f"{revisions!r} holds no commit ({newer or 'HEAD'} is in {older}'s "
@@ -100,12 +100,13 @@ def listed(repo: Path, revisions: str, most: int) -> list[Commit]:
 
 def parents(repo: Path, sha: str) -> list[str]:
     """The commit's parents' full shas (none for a root commit)."""
-    return git(repo, "log", "-1", "--format=%P", sha).split()
+    return git(repo, "rev-parse", f"{sha}^@").split()
 
 
 def describe(repo: Path, sha: str) -> Commit:
     """The commit's subject and author date."""
-    out = git(repo, "log", "-1", "--format=%H%x00%s%x00%aI", sha).rstrip("\n")
+    out = git(repo, "show", "-s", "--no-show-signature", "--format=%H%x00%s%x00%aI", sha)
+    out = out.rstrip("\n")
     full, subject, date = out.split("\0")
     return Commit(full, subject, date)
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import results
+from perflab.engine import childruns, results
 from perflab.errors import PerflabError
 from perflab.lab.bisect import RANDOMIZE, builds, commits
 from perflab.lab.history import changes
@@ -55,35 +55,42 @@ def track(
     seed: int = 0,
     untracked_only: bool = False,
     say: Callable[[str], None] = lambda line: None,
-) -> list[Entry]:
+) -> tuple[list[Entry], list[str]]:
     """Measure each commit of `revisions` ('A..B', or one revision) in `setups` layouts of
-    `repeat` A/A pairs and add its runs to the store; the entries written. A commit that does
-    not build is said and left out; untracked_only leaves out those this machine has."""
+    `repeat` A/A pairs and add its runs to the store: the entries written, and the commits
+    left out (one line each: it does not build, or no run of it ended well). untracked_only
+    leaves out the commits this machine has."""
     if not build or not run:
         raise PerflabError("--build and --run each need a command")
     where = commits.toplevel(repo)
     listed = commits.listed(where, revisions, MOST_COMMITS)
-    kept = Store(store or default_store(where), create=True)
+    kept = Store(store or default_store(where), create=True, parents=store is None)
     here = machine_key()
+    have = kept.entries()  # a store that is not one is said before anything is built
     if untracked_only:
-        have = {e.sha for e in kept.entries() if e.machine == here}
-        listed = [c for c in listed if c.sha not in have]
+        listed = [c for c in listed if c.sha not in {e.sha for e in have if e.machine == here}]
     host = {k: str(v) for k, v in machine.identity().items() if k in ("hostname", "cpu_model")}
-    written = []
+    written, left_out = [], []
     for i, c in enumerate(listed, 1):
+        head = f"[{i}/{len(listed)}] {c.short}"
         made = builds.build(where, c.sha, list(build))
         if not made.ok:
-            say(f"[{i}/{len(listed)}] {c.short} does not build ({made.log}): left out")
+            left_out.append(f"{head} does not build ({made.log}): left out")
+            say(left_out[-1])
             continue
         df = _measure(made.argv(run), setups, repeat, seed)
-        entry = Entry(here, c.sha, commits.parents(where, c.sha), c.subject, c.date, list(build),
-                      list(run), 0, 0, host)  # fmt: skip
-        done = kept.add(entry, df)
         value = changes.commit_value(df)
-        say(f"[{i}/{len(listed)}] {c.short} {value['value']:,.0f} {value['unit']} "
-            f"({done.runs} runs kept, {done.tracks} tracks) {c.subject}")  # fmt: skip
+        if not value["setups"]:
+            left_out.append(f"{head}: no run ended well ({childruns.status_counts(df)}): left out")
+            say(left_out[-1])
+            continue
+        entry = Entry(here, c.sha, commits.parents(where, c.sha), c.subject, c.date, list(build),
+                      list(run), seed, 0, 0, host)  # fmt: skip
+        done = kept.add(entry, df)
+        say(f"{head} {value['value']:,.0f} {value['unit']} ({done.runs} runs kept, "
+            f"{done.tracks} tracks) {c.subject}")  # fmt: skip
         written.append(done)
-    return written
+    return written, left_out
 
 
 def _measure(argv: Sequence[str], setups: int, repeat: int, seed: int) -> pd.DataFrame:
@@ -106,39 +113,41 @@ def history(
     seed: int = 0,
     say: Callable[[str], None] = lambda line: None,
 ) -> pd.DataFrame:
-    """The series of every machine in the store, one row per commit in history's order, with
-    its change points in the metadata: this machine's confirmed or dismissed by comparing the
-    commits either side (built from `repo`, each at 1 - (1 - confidence) / their count),
-    another machine's left unconfirmed."""
+    """The series of every machine in the store, one row per commit in history's order (the
+    same positions for every machine), with its change points in the metadata: this machine's
+    confirmed or dismissed by comparing the commits either side (built from `repo`, each
+    decided at 1 - (1 - confidence) / their count), another machine's left unconfirmed."""
     if not 0.5 <= confidence < 1:
         raise PerflabError(f"--confidence must be in [0.5, 1), not {confidence}")
-    where = commits.toplevel(repo) if confirm or store is None else None
-    kept = Store(store or default_store(where))  # type: ignore[arg-type]
+    given = commits.toplevel(repo) if repo is not None else None  # a bad one: said at once
+    kept = Store(store or default_store(given or commits.toplevel(None)))
     entries = kept.entries()
     if not entries:
         raise PerflabError(f"{kept.root}: the store holds no commit yet")
+    order = {e.sha: i for i, e in enumerate(changes.commit_order(_one_per_sha(entries)))}
     frames, found = [], []
     for name in sorted({e.machine for e in entries}):
-        series = _series(kept, [e for e in entries if e.machine == name])
+        series = _series(kept, [e for e in entries if e.machine == name], order)
+        if series.empty:
+            continue
         logs = np.log(series["value"].to_numpy(float))
         sigma = changes.noise(logs, series["log_se"].to_numpy(float))
         for c in changes.steps(series, changes.change_points(logs, sigma)):
             found.append({"machine": name, **c, "sigma": sigma})
         frames.append(series)
+    if not frames:
+        raise PerflabError(f"{kept.root}: no commit in the store has an ok run")
     here = machine_key()
     mine = [c for c in found if c["machine"] == here]
     each = 1 - (1 - confidence) / max(1, len(mine))
+    where = (given or commits.toplevel(None)) if confirm and mine else None
     for c in found:
         if c["machine"] != here:
             c.update(verdict="unconfirmed", why="measured on another machine")
-        elif not confirm:
+        elif where is None:
             c.update(verdict="unconfirmed", why="not compared (--no-confirm)")
         else:
-            assert where is not None
             c.update(_confirmed(kept, where, c, entries, setups, repeat, seed, each, say))
-    frame = pd.concat(frames, ignore_index=True)
-    if frame.empty:
-        raise PerflabError(f"{kept.root}: no commit in the store has an ok run")
     meta = {
         "experiment": "history",
         "store": str(kept.root),
@@ -148,21 +157,32 @@ def history(
         "change_points": found,
         "machines": {e.machine: e.host for e in entries},
     }
-    return results.attach(frame, meta)
+    return results.attach(pd.concat(frames, ignore_index=True), meta)
 
 
-def _series(kept: Store, entries: list[Entry]) -> pd.DataFrame:
-    """One machine's commits in history's order with their values and intervals (a commit
-    without an ok run has no value: left out)."""
+def _one_per_sha(entries: list[Entry]) -> list[Entry]:
+    return list({e.sha: e for e in entries}.values())
+
+
+def _series(kept: Store, entries: list[Entry], order: dict[str, int]) -> pd.DataFrame:
+    """One machine's commits in history's order with their values and intervals, in one unit
+    (the probe's ticks where every commit has them, else the parent's); a commit without an
+    ok run has no value: left out. A value of one layout has no interval (NaN bounds)."""
+    frames = [(e, kept.runs(e)) for e in sorted(entries, key=lambda e: order[e.sha])]
+    oks = [df[df["status"] == "ok"] for _, df in frames]
+    units = {childruns.value_column(ok) for ok in oks if len(ok)}
+    unit = "ticks" if units == {"ticks"} else "outer_ticks"
     rows = []
-    valued = [(e, changes.commit_value(kept.runs(e))) for e in changes.commit_order(entries)]
-    for position, (e, v) in enumerate((e, v) for e, v in valued if v["setups"]):
-        half = Z95 * v["log_se"] if np.isfinite(v["log_se"]) else 0.0
-        rows.append({"machine": e.machine, "position": position, "sha": e.sha,
+    for (e, df), ok in zip(frames, oks, strict=True):
+        if ok.empty:
+            continue
+        v = changes.commit_value(df, unit)
+        half = Z95 * v["log_se"]  # NaN with one layout: so are the bounds
+        rows.append({"machine": e.machine, "position": order[e.sha], "sha": e.sha,
                      "commit": e.sha[:10], "value": v["value"],
                      "low": v["value"] * math.exp(-half), "high": v["value"] * math.exp(half),
                      "log_se": v["log_se"], "setups": v["setups"], "runs": e.runs,
-                     "unit": v["unit"], "date": e.date, "subject": e.subject})  # fmt: skip
+                     "unit": unit, "date": e.date, "subject": e.subject})  # fmt: skip
     return pd.DataFrame(rows, columns=list(SERIES))
 
 
@@ -170,26 +190,33 @@ def _confirmed(kept: Store, repo: Path, change: dict[str, Any], entries: list[En
                setups: int, repeat: int, seed: int, each: float,
                say: Callable[[str], None]) -> dict[str, Any]:  # fmt: skip
     """The change's comparison: the commit after it (B) against the one before (A), built and
-    run as they were tracked; made once per design and kept in the store."""
+    run as they were tracked, its runs made once per design and kept in the store, decided at
+    this history's level."""
     by_sha = {e.sha: e for e in entries if e.machine == change["machine"]}
     a, b = by_sha[change["before"]], by_sha[change["after"]]
     if (a.build, a.run) != (b.build, b.run):
         return {"verdict": "unconfirmed", "why": "the two commits were tracked with other "
                 "--build or --run commands"}  # fmt: skip
     key = {"machine": change["machine"], "a": a.sha, "b": b.sha, "build": a.build, "run": a.run,
-           "setups": setups, "repeat": repeat, "seed": seed, "confidence": each}  # fmt: skip
-    done = kept.confirmed(key)
-    if done is not None:
-        return {k: v for k, v in done.items() if k != "key"}
-    made = [builds.build(repo, sha, a.build) for sha in (a.sha, b.sha)]
-    if not all(m.ok for m in made):
-        return {"verdict": "unconfirmed", "why": "a commit either side does not build now"}
+           "setups": setups, "repeat": repeat, "seed": seed}  # fmt: skip
+    df = kept.confirmed(key)
+    made_now = df is None
+    if df is None:
+        try:
+            made = [builds.build(repo, sha, a.build) for sha in (a.sha, b.sha)]
+        except PerflabError as exc:  # a commit gone from this clone (shallow, or rewritten)
+            return {"verdict": "unconfirmed", "why": f"not built: {exc}"}
+        if not all(m.ok for m in made):
+            return {"verdict": "unconfirmed", "why": "a commit either side does not build now"}
+        from perflab.lab import compare
+
+        side_a = compare.program_side("A", list(made[0].argv(a.run)))
+        side_b = compare.program_side("B", list(made[1].argv(a.run)))
+        df = compare.compare(side_a, side_b, randomize=RANDOMIZE, setups=setups, repeat=repeat,
+                             seed=seed, progress=False)  # fmt: skip
+        kept.confirm(key, df)
     from perflab.lab import compare
 
-    side_a = compare.program_side("A", list(made[0].argv(a.run)))
-    side_b = compare.program_side("B", list(made[1].argv(a.run)))
-    df = compare.compare(side_a, side_b, randomize=RANDOMIZE, setups=setups, repeat=repeat,
-                         seed=seed, progress=False)  # fmt: skip
     per = compare.per_setup(df, confidence=each)
     total = compare.overall(df, per, confidence=each)
     lo, hi = float(total["ci_low"]), float(total["ci_high"])
@@ -198,9 +225,9 @@ def _confirmed(kept: Store, repo: Path, change: dict[str, Any], entries: list[En
              "ci_low": lo, "ci_high": hi,
              "why": "the commits either side differ" if shown
              else "the commits either side do not differ"}  # fmt: skip
-    kept.confirm(key, found)
+    said = "" if made_now else " (its runs kept from an earlier history)"
     say(f"{b.sha[:10]} vs {a.sha[:10]}: B/A {found['ratio']:.3f} ({lo:.3f}-{hi:.3f}) "
-        f"{found['verdict']}")  # fmt: skip
+        f"{found['verdict']}{said}")  # fmt: skip
     return found
 
 

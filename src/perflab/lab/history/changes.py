@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -28,17 +29,24 @@ MAD_SIGMA = 1.4826  # a normal distribution's sigma per median absolute deviatio
 PENALTY = 3.0  # sigma^2 log n per change point (see above)
 
 
+def _when(e: Entry) -> tuple[float, str]:
+    """An entry's author time (its date's own offset taken into account), then its sha."""
+    try:
+        return datetime.fromisoformat(e.date).timestamp(), e.sha
+    except ValueError:
+        return math.inf, e.sha
+
+
 def commit_order(entries: Sequence[Entry]) -> list[Entry]:
-    """The entries with every commit after its parents among them (author date, then sha,
-    between commits that do not descend from each other)."""
+    """The entries (one per commit) with every commit after its parents among them (author
+    time, then sha, between commits that do not descend from each other)."""
     by_sha = {e.sha: e for e in entries}
     waiting = {e.sha: {p for p in e.parents if p in by_sha} for e in entries}
     order: list[Entry] = []
     while waiting:
-        ready = sorted((by_sha[s] for s, ps in waiting.items() if not ps),
-                       key=lambda e: (e.date, e.sha))  # fmt: skip
+        ready = sorted((by_sha[s] for s, ps in waiting.items() if not ps), key=_when)
         if not ready:  # a cycle cannot happen in git; a hand-edited index may hold one
-            ready = sorted((by_sha[s] for s in waiting), key=lambda e: (e.date, e.sha))[:1]
+            ready = sorted((by_sha[s] for s in waiting), key=_when)[:1]
         first = ready[0]
         order.append(first)
         del waiting[first.sha]
@@ -47,13 +55,14 @@ def commit_order(entries: Sequence[Entry]) -> list[Entry]:
     return order
 
 
-def commit_value(runs: pd.DataFrame) -> dict[str, Any]:
+def commit_value(runs: pd.DataFrame, unit: str | None = None) -> dict[str, Any]:
     """A commit's value from its runs: the geometric mean over layouts of each layout's
-    median (ok runs), its standard error on the log scale, and the unit."""
+    median (ok runs) of `unit` (default: the probe's ticks where every run has them), its
+    standard error on the log scale (NaN for one layout), and the unit."""
     ok = runs[runs["status"] == "ok"]
     if ok.empty:
         return {"value": math.nan, "log_se": math.nan, "setups": 0, "unit": ""}
-    unit = value_column(ok)
+    unit = unit or value_column(ok)
     logs = np.log(ok.groupby("setup")[unit].median().to_numpy(float))
     n = logs.size
     se = float(np.std(logs, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
@@ -85,15 +94,15 @@ def change_points(logs: np.ndarray, sigma: float) -> list[int]:
 
 
 def steps(series: pd.DataFrame, starts: Sequence[int]) -> list[dict[str, Any]]:
-    """Each change point as the commits either side and the step between the segments'
-    geometric means (after/before)."""
+    """Each change point as the commits either side, the position of the one after it, and
+    the step between the segments' geometric means (after/before)."""
     logs = np.log(series["value"].to_numpy(float))
     bounds = [0, *starts, len(logs)]
     out = []
     for i, k in enumerate(starts):
         before, after = logs[bounds[i] : k], logs[k : bounds[i + 2]]
         out.append({
-            "position": int(k),
+            "position": int(series["position"].iloc[k]),
             "before": str(series["sha"].iloc[k - 1]),
             "after": str(series["sha"].iloc[k]),
             "step": float(math.exp(after.mean() - before.mean())),

@@ -4,9 +4,11 @@ tracks at once wait for each other's write and keep both; a killed one leaves th
 they were before its write.
 
     STORE/index.json                 every (machine, commit) entry: its commit, parents, date,
-                                     subject, how it was built and run, its runs and file
-    STORE/MACHINE/SHA.parquet        the commit's runs on that machine (compare's columns)
-    STORE/MACHINE/confirm-A-B.json   a change point's comparison, made once
+                                     subject, how it was built, run and seeded, its runs
+    STORE/MACHINE/SHA.parquet        the commit's runs on that machine (compare's columns, and
+                                     `track`: which track made them), `perflab report` reads it
+    STORE/MACHINE/confirm-A-B-*.parquet  a change point's comparison, made once, decided again
+                                     at each history's level
 
 The store is a private directory (0700) reached through no directory another user can change,
 as perflab's cache is: root's track never writes where another user could plant a link.
@@ -29,7 +31,9 @@ from perflab.errors import PerflabError
 from perflab.system import machine
 
 INDEX = "index.json"
-VERSION = 1
+VERSION = 2
+MACHINE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 LOCK_WAIT_S = 600.0  # another track writing the store: its write takes a second, not this
 
 
@@ -44,9 +48,23 @@ class Entry:
     date: str  # author date, ISO 8601
     build: list[str]
     run: list[str]
+    seed: int  # of the layouts: every track of the commit draws the same ones
     runs: int  # of the runs, the ok ones
     tracks: int  # how many tracks added runs
     host: dict[str, str] = field(default_factory=dict)  # hostname and CPU, for the reader
+
+    def check(self) -> Entry:
+        """The entry as perflab writes it, else ValueError: its machine and sha name files."""
+        if not MACHINE_NAME.fullmatch(self.machine) or self.machine in (".", ".."):
+            raise ValueError(f"machine {self.machine!r}")
+        if not all(SHA.fullmatch(x) for x in [self.sha, *self.parents]):
+            raise ValueError(f"commit {self.sha!r} or its parents")
+        texts = [self.subject, self.date, *self.build, *self.run, *self.host.values()]
+        if not all(isinstance(x, str) for x in texts) or not self.build or not self.run:
+            raise ValueError(f"commit {self.sha[:10]}: its texts")
+        if not all(isinstance(n, int) and n >= 0 for n in (self.seed, self.runs, self.tracks)):
+            raise ValueError(f"commit {self.sha[:10]}: its counts")
+        return self
 
     @property
     def file(self) -> str:
@@ -65,12 +83,22 @@ def machine_key() -> str:
 class Store:
     """A history store at `root` (made when `create`)."""
 
-    def __init__(self, root: str | os.PathLike[str], create: bool = False) -> None:
+    def __init__(self, root: str | os.PathLike[str], create: bool = False,
+                 parents: bool = False) -> None:  # fmt: skip
+        """The store at root; made when `create`, in a directory that exists, or (`parents`)
+        with its missing parents, as the default store is."""
         where = Path(root)
-        if not create and not (where / INDEX).is_file():
-            raise PerflabError(f"{where}: no history store here (no {INDEX}); `perflab track` "
-                               "makes one")  # fmt: skip
-        self.root = files.private_dir(where, parents=create)
+        if not (where / INDEX).is_file():
+            if not create:
+                raise PerflabError(f"{where}: no history store here (no {INDEX}); `perflab "
+                                   "track` makes one")  # fmt: skip
+            if where.is_dir() and any(where.iterdir()):
+                raise PerflabError(f"{where}: a directory that holds other files and no {INDEX}"
+                                   ": give --store a new or empty one")  # fmt: skip
+            if not parents and not where.is_dir():
+                raise PerflabError(f"{where}: no such directory (make it first: only the "
+                                   "default store, .perflab/history, is made)")  # fmt: skip
+        self.root = files.private_dir(where, parents=parents)
 
     def entries(self) -> list[Entry]:
         """Every entry of the index, as written last."""
@@ -81,7 +109,7 @@ class Store:
             doc = json.loads(files.read_private(path))
             if doc.get("version") != VERSION:
                 raise ValueError(f"version {doc.get('version')!r}, not {VERSION}")
-            return [Entry(**e) for e in doc["entries"]]
+            return [Entry(**e).check() for e in doc["entries"]]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise PerflabError(f"{path}: not a perflab history index ({exc})") from None
 
@@ -91,43 +119,58 @@ class Store:
 
     def add(self, entry: Entry, runs: pd.DataFrame) -> Entry:
         """Add a track's runs of one commit: its file and the index rewritten whole, under the
-        store's lock; setups numbered after those kept, so that no two tracks share one."""
+        store's lock. A track of a commit kept before must build, run and seed it as that one
+        did (its layouts are then the same ones, numbered alike: `track` tells the tracks
+        apart); else one line, and nothing is written."""
         with filelock.held(self.root / INDEX, wait_s=LOCK_WAIT_S):
+            entries = self.entries()
+            same = [e for e in entries if (e.machine, e.sha) == (entry.machine, entry.sha)]
+            for e in same:
+                for name in ("build", "run", "seed"):
+                    if getattr(e, name) != getattr(entry, name):
+                        raise PerflabError(
+                            f"{entry.sha[:10]} was tracked here with --{name} "
+                            f"{getattr(e, name)!r}, not {getattr(entry, name)!r}: give those, "
+                            "or another --store"
+                        )
             place = files.private_dir(self.root / entry.machine)
             path = place / f"{entry.sha}.parquet"
-            kept = results.load(path) if path.exists() else None
-            tracks = 1
+            kept = results.load(path) if same and path.exists() else None
+            tracks = same[0].tracks + 1 if same else 1
+            meta = results.metadata(kept if kept is not None else runs)
+            runs = runs.assign(track=tracks - 1)
             if kept is not None:
-                runs = runs.assign(setup=runs["setup"] + int(kept["setup"].max()) + 1)
-                tracks = int(results.metadata(kept).get("tracks", 1)) + 1
                 runs = pd.concat([kept, runs], ignore_index=True)
-            meta = results.metadata(runs) | {"tracks": tracks, "commit": entry.sha}
+            meta = meta | {"tracks": tracks, "commit": entry.sha}
             results.save(results.attach(runs, meta), path)
             ok = int((runs["status"] == "ok").sum())
             done = Entry(**(asdict(entry) | {"runs": ok, "tracks": tracks}))
-            others = [e for e in self.entries() if (e.machine, e.sha) != (done.machine, done.sha)]
+            others = [e for e in entries if (e.machine, e.sha) != (done.machine, done.sha)]
             self._write([*others, done])
         return done
 
-    def confirmed(self, key: dict[str, Any]) -> dict[str, Any] | None:
-        """A change point's comparison made before with this key (its commits, commands and
-        design), or None."""
+    def confirmed(self, key: dict[str, Any]) -> pd.DataFrame | None:
+        """The runs of a change point's comparison made before with this key (its commits,
+        commands and design), or None (none, or a file that is not one)."""
         path = self._confirm_path(key)
         if not path.exists():
             return None
-        doc = json.loads(files.read_private(path))
-        return doc if doc.get("key") == key else None
+        try:
+            df = results.load(path)
+        except PerflabError:
+            return None
+        return df if results.metadata(df).get("key") == key else None
 
-    def confirm(self, key: dict[str, Any], found: dict[str, Any]) -> None:
+    def confirm(self, key: dict[str, Any], runs: pd.DataFrame) -> None:
         """Keep a change point's comparison, so that the next history does not run it again."""
         with filelock.held(self.root / INDEX, wait_s=LOCK_WAIT_S):
             files.private_dir(self.root / key["machine"])
-            doc = {"key": key, **found}
-            files.write_bytes(self._confirm_path(key), json.dumps(doc, indent=1).encode())
+            meta = results.metadata(runs) | {"key": key}
+            results.save(results.attach(runs, meta), self._confirm_path(key))
 
     def _confirm_path(self, key: dict[str, Any]) -> Path:
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
-        name = f"confirm-{key['a'][:10]}-{key['b'][:10]}-{digest}.json"
+        name = f"confirm-{key['a'][:10]}-{key['b'][:10]}-{digest}.parquet"
         return self.root / key["machine"] / name
 
     def _write(self, entries: list[Entry]) -> None:

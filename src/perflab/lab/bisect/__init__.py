@@ -7,8 +7,9 @@ comparisons the search may make (Bonferroni), and said.
 Steps: GOOD against BAD first (BAD not shown slower: nothing to bisect); then the commit
 nearest the middle of the range still open, compared with the newest commit judged like GOOD
 (slower: like BAD) and, if not slower, with the oldest judged like BAD (BAD slower than it:
-like GOOD); neither shown, it is unclear and the search tries its neighbour, as git bisect
-skips a commit; a commit that does not build is skipped so. One row per comparison, saved
+like GOOD); a comparison that shows neither way draws as many layouts again, twice at most
+(LOOKS), and still neither shown, the commit is unclear and the search tries its neighbour, as
+git bisect skips a commit; a commit that does not build is skipped so. One row per comparison, saved
 after each: Ctrl-C keeps the finished ones, and --resume goes on from them."""
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ RANDOMIZE = ("env-size", "heap-offset", "aslr")
 COLUMNS = ("step", "older", "newer", "position", "ratio", "ci_low", "ci_high", "verdict",
            "runs", "subject", "date")  # fmt: skip
 NOT_SLOWER = 3  # the exit status when BAD is not shown slower than GOOD
+# An unclear comparison draws as many layouts again, twice at most: three looks, each decided
+# at a third of the comparison's error rate (optional stopping, paid for). On a 24-commit lz4
+# history whose one slower commit reads +6 %, one look of 10 layouts left 3 of the first 5
+# bisects without a commit (benchmarks/history_bisect.py).
+LOOKS = 3
+SEED_STEP = 7919  # a later look's seed: other layouts
 
 
 def most_comparisons(commits_between: int) -> int:
@@ -194,17 +201,27 @@ class _Search:
         return row
 
     def _compare(self, older: int, newer: int) -> dict[str, Any]:
+        """B/A over `setups` layouts; unclear, over as many more (other layouts, another seed),
+        up to LOOKS looks, each look decided at its share of the comparison's error rate."""
         from perflab.lab import compare
 
         a = compare.program_side("A", list(self._built(older).argv(self.run)))
         b = compare.program_side("B", list(self._built(newer).argv(self.run)))
-        df = compare.compare(a, b, randomize=RANDOMIZE, setups=self.setups,
-                             repeat=self.repeat, seed=self.seed, progress=False)  # fmt: skip
-        per = compare.per_setup(df, confidence=self.each)
-        total = compare.overall(df, per, confidence=self.each)
-        lo, hi = total["ci_low"], total["ci_high"]
-        verdict = "slower" if lo > 1 else "faster" if hi < 1 else "unclear"
-        return self._row(older, newer, total["ratio"], lo, hi, verdict, len(df))
+        level = 1 - (1 - self.each) / LOOKS
+        frames: list[pd.DataFrame] = []
+        for look in range(LOOKS):
+            df = compare.compare(a, b, randomize=RANDOMIZE, setups=self.setups,
+                                 repeat=self.repeat, seed=self.seed + SEED_STEP * look,
+                                 progress=False)  # fmt: skip
+            frames.append(df.assign(setup=df["setup"] + self.setups * look))
+            both = results.attach(pd.concat(frames, ignore_index=True), results.metadata(df))
+            per = compare.per_setup(both, confidence=level)
+            total = compare.overall(both, per, confidence=level)
+            lo, hi = total["ci_low"], total["ci_high"]
+            verdict = "slower" if lo > 1 else "faster" if hi < 1 else "unclear"
+            if verdict != "unclear":
+                break
+        return self._row(older, newer, total["ratio"], lo, hi, verdict, len(both))
 
     def _skip_row(self, i: int) -> dict[str, Any]:
         return self._row(i, i, math.nan, math.nan, math.nan, "does not build", 0)

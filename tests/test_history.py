@@ -54,6 +54,7 @@ def test_each_commit_is_kept_with_its_parents_and_runs(tracked):
     assert by_sha[r["c2"]].subject == "commit 2" and by_sha[r["c2"]].build == BUILD[1].split()
 
 
+@pytest.mark.long
 def test_history_finds_the_slower_commit_and_confirms_it(tracked, tmp_path):
     r = slowed_repo()
     res = CliRunner().invoke(cli, ["history", "--store", str(tracked), "--repo", r["repo"],
@@ -88,6 +89,7 @@ def test_history_without_confirming_builds_nothing_and_says_so(tracked):
     assert history.tripped(df.attrs["perflab"], 0.0) is None  # only confirmed ones gate
 
 
+@pytest.mark.long
 def test_two_tracks_at_once_keep_both_and_a_killed_one_loses_nothing(tmp_path):
     r = slowed_repo()
     store = tmp_path / "store"

@@ -147,7 +147,7 @@ def history(
         elif where is None:
             c.update(verdict="unconfirmed", why="not compared (--no-confirm)")
         else:
-            c.update(_confirmed(kept, where, c, entries, setups, repeat, seed, each, say))
+            c.update(confirm_change(kept, where, c, entries, setups, repeat, seed, each, say))
     meta = {
         "experiment": "history",
         "store": str(kept.root),
@@ -186,7 +186,7 @@ def _series(kept: Store, entries: list[Entry], order: dict[str, int]) -> pd.Data
     return pd.DataFrame(rows, columns=list(SERIES))
 
 
-def _confirmed(kept: Store, repo: Path, change: dict[str, Any], entries: list[Entry],
+def confirm_change(kept: Store, repo: Path, change: dict[str, Any], entries: list[Entry],
                setups: int, repeat: int, seed: int, each: float,
                say: Callable[[str], None]) -> dict[str, Any]:  # fmt: skip
     """The change's comparison: the commit after it (B) against the one before (A), built and

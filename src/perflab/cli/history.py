@@ -7,7 +7,7 @@ import sys
 import click
 
 from perflab.cli import cli, echo
-from perflab.cli.exports import export_path, write_export
+from perflab.cli.exports import export_options, export_path, write_export
 from perflab.cli.options import build_timeout_option
 from perflab.cli.params import Count, FileToWrite
 from perflab.engine import controls
@@ -47,24 +47,9 @@ def _finite(value: float | None) -> float | None:
               "is a slowdown beyond PCT percent: the CI gate.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True,
               help="Print a machine-readable summary on stdout instead of tables.")  # fmt: skip
-@click.option(
-    "--md",
-    "md_path",
-    type=FileToWrite(allow_dash=True),
-    default=None,
-    metavar="FILE",
-    help="Write the summary as Markdown to FILE.md ('-': stdout).",
-)
-@click.option(
-    "--html",
-    "html_path",
-    type=FileToWrite(allow_dash=True),
-    default=None,
-    metavar="FILE",
-    help="Write one self-contained page (figure embedded) to FILE.html.",
-)
 @click.option("--plot", "plot_path", type=FileToWrite(), default=None,
               help="Draw the series to FILE (.png, .svg, .pdf).")  # fmt: skip
+@export_options
 @build_timeout_option
 def history_cmd(store: str | None, repo: str | None, no_confirm: bool, confidence: float,
                 setups: int, repeat: int, seed: int, fail_above: float | None, as_json: bool,

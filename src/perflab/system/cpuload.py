@@ -20,6 +20,7 @@ REALTIME = frozenset({1, 2, 6})
 # idle and iowait, steal included (the hypervisor ran someone else: time this CPU did not get)
 _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
 _ALL_FIELDS = 8
+_PF_KTHREAD = 0x00200000  # stat field 9's flag of a kernel thread (include/linux/sched.h)
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,23 @@ def _task(pid: int, tid: int, share: float) -> Task | None:
     # stat(5) field numbers less 3: f[0] is field 3 (state)
     return Task(pid, tid, comm, cpu=int(f[36]), rt_priority=int(f[37]), policy=int(f[38]),
                 share=share)  # fmt: skip
+
+
+def realtime_there(cpus: set[int]) -> bool:
+    """Whether a user-space real-time thread last ran on one of `cpus`: one that spins there may
+    look idle to a short window, held off by the kernel's throttle (50 ms of each second by
+    default) or asleep for a moment (kernel threads such as migration/N, real-time everywhere and
+    asleep, are left out)."""
+    for pid in proctasks.pids():
+        for tid in proctasks.threads(pid):
+            text = proctasks.read_small(f"/proc/{pid}/task/{tid}/stat")
+            if not text:
+                continue
+            _, f = proctasks.stat_fields(text)
+            kernel = int(f[6]) & _PF_KTHREAD
+            if not kernel and int(f[38]) in REALTIME and int(f[36]) in cpus:
+                return True
+    return False
 
 
 def read(window_s: float = 0.1) -> Load:

@@ -5,6 +5,7 @@ point search itself on given series."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -89,6 +90,27 @@ def test_history_confirms_the_slower_commit_by_a_comparison_and_gates_on_it(trac
     assert "data:image/png;base64," in text and r["c2"][:10] in text
 
 
+def test_every_commit_runs_beside_the_first_and_drift_between_tracks_cancels(tracked, tmp_path):
+    """The series' commits all ran beside c0 (the first track's first commit, kept by the
+    second); a host 35 % slower during one commit's track (both sides of its pairs) leaves
+    that commit's place in the series exactly where it was."""
+    r = slowed_repo()
+    assert {e.reference for e in history.Store(tracked).entries()} == {r["c0"]}
+    store = tmp_path / "drifted"
+    shutil.copytree(tracked, store)
+    before = history.history(tracked, confirm=False).set_index("sha")["value"]
+    kept = history.Store(store)
+    entry = next(e for e in kept.entries() if e.sha == r["c3"])
+    df = kept.runs(entry)
+    for col in ("ticks", "outer_ticks"):
+        if col in df:
+            df[col] = df[col] * 1.35
+    results.save(df, store / entry.file)
+    after = history.history(store, confirm=False).set_index("sha")["value"]
+    assert after[r["c3"]] / after[r["c2"]] == pytest.approx(before[r["c3"]] / before[r["c2"]])
+    assert after[r["c1"]] / after[r["c0"]] == pytest.approx(before[r["c1"]] / before[r["c0"]])
+
+
 def test_history_without_confirming_builds_nothing_and_says_so(tracked):
     r = slowed_repo()
     df = history.history(tracked, repo=r["repo"], confirm=False)
@@ -162,6 +184,10 @@ def test_a_commit_tracked_again_with_another_program_is_refused(tracked):
                                    *SMALL])  # fmt: skip
     lines = [x for x in res.output.splitlines() if x.startswith("Error:")]
     assert res.exit_code != 0 and len(lines) == 1 and "was tracked here with --run" in lines[0]
+    res = CliRunner().invoke(cli, ["track", r["c3"], "--repo", r["repo"], "--store", str(tracked),
+                                   *BUILD, "--reference", r["c1"], *SMALL])  # fmt: skip
+    lines = [x for x in res.output.splitlines() if x.startswith("Error:")]
+    assert res.exit_code != 0 and len(lines) == 1 and "with --reference" in lines[0]
     assert {e.tracks for e in history.Store(tracked).entries()} == {1}
 
 

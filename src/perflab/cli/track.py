@@ -18,17 +18,24 @@ from perflab.engine import controls
     default=None,
     help="The history store [default: .perflab/history at the repository's top].",
 )
+@click.option(
+    "--reference",
+    default=None,
+    metavar="REV",
+    help="The commit each commit runs beside, pair by pair, so that the host's drift between "
+    "tracks cancels [default: the one this machine's series runs beside, else RANGE's first].",
+)
 @click.option("--setups", default=10, show_default=True, type=Count(1, controls.ROW_BYTES),
               help="Random layouts per commit.")  # fmt: skip
 @click.option("--repeat", default=5, show_default=True, type=Count(1, controls.ROW_BYTES),
-              help="A/A pairs of the commit per layout.")  # fmt: skip
+              help="Pairs of the reference and the commit per layout.")  # fmt: skip
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
               help="Seed of the layouts drawn: the same for every commit.")  # fmt: skip
 @click.option("--untracked-only", is_flag=True,
               help="Leave out the commits this machine has in the store already.")  # fmt: skip
 @build_timeout_option
 def track_cmd(revisions: str, build_cmd: str, run_cmd: str, repo: str | None,
-              store: str | None, setups: int, repeat: int, seed: int,
+              store: str | None, reference: str | None, setups: int, repeat: int, seed: int,
               untracked_only: bool) -> None:  # fmt: skip
     """Measure each commit of RANGE (A..B, or one revision; default HEAD) into the history store.
 
@@ -37,8 +44,10 @@ def track_cmd(revisions: str, build_cmd: str, run_cmd: str, repo: str | None,
 
     Each commit is exported from git and built in perflab's cache (as bisect builds it), then
     run in random layouts (environment size, heap offset, ASLR); its runs are added to the
-    store, one file per commit and machine, and read by `perflab history`. Tracking a commit
-    again adds runs.
+    store, one file per commit and machine, and read by `perflab history`. Each run of the
+    commit is paired with a run of one reference commit, the same for the machine's whole
+    series, so that history reads each commit relative to it and a host that drifts between
+    tracks does not read as a change. Tracking a commit again adds runs.
 
     \b
     perflab track HEAD --build make --run './bench --quick'
@@ -51,7 +60,8 @@ def track_cmd(revisions: str, build_cmd: str, run_cmd: str, repo: str | None,
 
     written, left_out = history.track(
         revisions, shlex.split(build_cmd), shlex.split(run_cmd), repo=repo, store=store,
-        setups=setups, repeat=repeat, seed=seed, untracked_only=untracked_only,
+        reference=reference, setups=setups, repeat=repeat, seed=seed,
+        untracked_only=untracked_only,
         say=lambda line: echo(line, err=True),
     )  # fmt: skip
     echo(f"tracked {len(written)} commits" + (f", left {len(left_out)} out" if left_out else ""))

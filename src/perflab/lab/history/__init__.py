@@ -5,8 +5,10 @@ the commits on either side, built and run afresh (bisect's builds and compare's 
 a drift between two tracks or a commit that only moves code or data is not called a change.
 
 The layouts are bisect's (environment size, heap offset, ASLR drawn per layout), drawn from one
-seed for every commit, so that commits are measured in the same layouts; each commit's runs
-are an A/A comparison of it with itself, whose pairs say how far it agrees with itself.
+seed for every commit, so that commits are measured in the same layouts; each commit runs in
+pairs beside one reference commit (the series' first, unless told), and its value is its
+ratio to the reference: a host that drifts between tracks (a cloud guest moved whole series
+by 35 % between tracks minutes apart) moves both sides of a pair alike.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from perflab.engine import childruns, results
 from perflab.errors import PerflabError
 from perflab.lab.bisect import RANDOMIZE, builds, commits
 from perflab.lab.history import changes
-from perflab.lab.history.store import Entry, Store, machine_key
+from perflab.lab.history.store import Entry, Store, machine_key, refuse_other
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -35,7 +37,7 @@ MOST_COMMITS = 1000  # a range longer than this is a typo, or a job for several 
 FAILED = 4  # history's exit status when --fail-above trips
 Z95 = 1.959964  # a commit's value's interval: normal on its log scale
 SERIES = ("machine", "position", "sha", "commit", "value", "low", "high", "log_se", "setups",
-          "runs", "unit", "date", "subject")  # fmt: skip
+          "runs", "unit", "reference", "date", "subject")  # fmt: skip
 
 
 def default_store(repo: Path) -> Path:
@@ -50,6 +52,7 @@ def track(
     *,
     repo: str | os.PathLike[str] | None = None,
     store: str | os.PathLike[str] | None = None,
+    reference: str | None = None,
     setups: int = 10,
     repeat: int = 5,
     seed: int = 0,
@@ -57,19 +60,36 @@ def track(
     say: Callable[[str], None] = lambda line: None,
 ) -> tuple[list[Entry], list[str]]:
     """Measure each commit of `revisions` ('A..B', or one revision) in `setups` layouts of
-    `repeat` A/A pairs and add its runs to the store: the entries written, and the commits
-    left out (one line each: it does not build, or no run of it ended well). untracked_only
-    leaves out the commits this machine has."""
+    `repeat` pairs beside the reference commit (`reference`; default: the one this machine's
+    series in the store runs beside, else the range's first commit) and add its runs to the
+    store: the entries written, and the commits left out (one line each: it does not build, or
+    no run of it ended well). untracked_only leaves out the commits this machine has."""
     if not build or not run:
         raise PerflabError("--build and --run each need a command")
     where = commits.toplevel(repo)
     listed = commits.listed(where, revisions, MOST_COMMITS)
     kept = Store(store or default_store(where), create=True, parents=store is None)
     here = machine_key()
-    have = kept.entries()  # a store that is not one is said before anything is built
+    have = [e for e in kept.entries() if e.machine == here]  # a bad store: said before building
     if untracked_only:
-        listed = [c for c in listed if c.sha not in {e.sha for e in have if e.machine == here}]
+        listed = [c for c in listed if c.sha not in {e.sha for e in have}]
+    ref = _reference(where, reference, have, listed)
+    if not listed:
+        return [], []
+    ref_made = builds.build(where, ref, list(build))
+    if not ref_made.ok:
+        raise PerflabError(f"the reference {ref[:10]} does not build ({ref_made.log}): give "
+                           "--reference a commit that builds")  # fmt: skip
     host = {k: str(v) for k, v in machine.identity().items() if k in ("hostname", "cpu_model")}
+
+    def entry(c: commits.Commit) -> Entry:
+        return Entry(here, c.sha, commits.parents(where, c.sha), c.subject, c.date, list(build),
+                     list(run), seed, 0, 0, host, ref)  # fmt: skip
+
+    by_sha = {e.sha: e for e in have}
+    for c in listed:  # a commit kept otherwise: said before anything is built
+        if c.sha in by_sha:
+            refuse_other(by_sha[c.sha], entry(c))
     written, left_out = [], []
     for i, c in enumerate(listed, 1):
         head = f"[{i}/{len(listed)}] {c.short}"
@@ -78,28 +98,43 @@ def track(
             left_out.append(f"{head} does not build ({made.log}): left out")
             say(left_out[-1])
             continue
-        df = _measure(made.argv(run), setups, repeat, seed)
-        value = changes.commit_value(df)
+        df = _measure(ref_made.argv(run), made.argv(run), setups, repeat, seed)
+        value = changes.commit_value(df, side="B")
         if not value["setups"]:
             left_out.append(f"{head}: no run ended well ({childruns.status_counts(df)}): left out")
             say(left_out[-1])
             continue
-        entry = Entry(here, c.sha, commits.parents(where, c.sha), c.subject, c.date, list(build),
-                      list(run), seed, 0, 0, host)  # fmt: skip
-        done = kept.add(entry, df)
-        say(f"{head} {value['value']:,.0f} {value['unit']} ({done.runs} runs kept, "
-            f"{done.tracks} tracks) {c.subject}")  # fmt: skip
+        ratio = changes.relative(df, value["unit"])["value"]
+        beside = "the reference, beside itself" if c.sha == ref else f"beside {ref[:10]}"
+        done = kept.add(entry(c), df)
+        say(f"{head} {value['value']:,.0f} {value['unit']}, {ratio:.3f}x {beside} "
+            f"({done.runs} runs kept, {done.tracks} tracks) {c.subject}")  # fmt: skip
         written.append(done)
     return written, left_out
 
 
-def _measure(argv: Sequence[str], setups: int, repeat: int, seed: int) -> pd.DataFrame:
-    """One commit's runs: A/A pairs of it in each layout drawn."""
+def _reference(where: Path, asked: str | None, have: list[Entry],
+               listed: list[commits.Commit]) -> str:  # fmt: skip
+    """The commit every commit of this machine's series runs beside: the one asked, else the
+    one its series has (the most used, where a store mixes them), else the range's first."""
+    if asked is not None:
+        return commits.resolve(where, asked)
+    used = [e.reference for e in have if e.reference]
+    if used:
+        return max(set(used), key=used.count)
+    return listed[0].sha if listed else ""
+
+
+def _measure(reference: Sequence[str], argv: Sequence[str], setups: int, repeat: int,
+             seed: int) -> pd.DataFrame:  # fmt: skip
+    """One commit's runs: pairs of the reference (side A) and it (side B) in each layout
+    drawn, interleaved so that the host's drift moves both alike."""
     from perflab.lab import compare
 
-    side = compare.program_side("A", list(argv))
-    return compare.compare(side, compare.program_side("B", list(argv)), randomize=RANDOMIZE,
-                           setups=setups, repeat=repeat, seed=seed, progress=False)  # fmt: skip
+    side_a = compare.program_side("A", list(reference))
+    side_b = compare.program_side("B", list(argv))
+    return compare.compare(side_a, side_b, randomize=RANDOMIZE, setups=setups, repeat=repeat,
+                           seed=seed, progress=False)  # fmt: skip
 
 
 def history(
@@ -166,23 +201,39 @@ def _one_per_sha(entries: list[Entry]) -> list[Entry]:
 
 def _series(kept: Store, entries: list[Entry], order: dict[str, int]) -> pd.DataFrame:
     """One machine's commits in history's order with their values and intervals, in one unit
-    (the probe's ticks where every commit has them, else the parent's); a commit without an
-    ok run has no value: left out. A value of one layout has no interval (NaN bounds)."""
+    (the probe's ticks where every commit has them, else the parent's). Where every commit ran
+    beside one reference, a value is its ratio to the reference times the reference's own
+    value over every track, so that drift between tracks cancels; else each commit's own runs.
+    A commit without an ok run has no value: left out. A value of one layout has no interval
+    (NaN bounds)."""
     frames = [(e, kept.runs(e)) for e in sorted(entries, key=lambda e: order[e.sha])]
     oks = [df[df["status"] == "ok"] for _, df in frames]
     units = {childruns.value_column(ok) for ok in oks if len(ok)}
     unit = "ticks" if units == {"ticks"} else "outer_ticks"
+    references = {e.reference for e, _ in frames}
+    reference = references.pop() if len(references) == 1 else ""
+    if reference:
+        scale = math.exp(np.nanmean([math.log(changes.commit_value(df, unit, "A")["value"])
+                                     for (_, df), ok in zip(frames, oks, strict=True)
+                                     if len(ok)]))  # fmt: skip
     rows = []
     for (e, df), ok in zip(frames, oks, strict=True):
         if ok.empty:
             continue
-        v = changes.commit_value(df, unit)
+        if reference:
+            v = changes.relative(df, unit)
+            v["value"] *= scale
+        else:
+            v = changes.commit_value(df, unit, "B" if e.reference else None)
+        if not v["setups"]:
+            continue
         half = Z95 * v["log_se"]  # NaN with one layout: so are the bounds
         rows.append({"machine": e.machine, "position": order[e.sha], "sha": e.sha,
                      "commit": e.sha[:10], "value": v["value"],
                      "low": v["value"] * math.exp(-half), "high": v["value"] * math.exp(half),
                      "log_se": v["log_se"], "setups": v["setups"], "runs": e.runs,
-                     "unit": unit, "date": e.date, "subject": e.subject})  # fmt: skip
+                     "unit": unit, "reference": reference, "date": e.date,
+                     "subject": e.subject})  # fmt: skip
     return pd.DataFrame(rows, columns=list(SERIES))
 
 
@@ -268,9 +319,13 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     for name, series in frame.groupby("machine", sort=True):
         host = hosts.get(name, {})
         mark = " (this machine)" if name == meta.get("this_machine") else ""
+        ref = str(series["reference"].iloc[0])
+        how = (f"each commit's ratio to {ref[:10]}, run beside it pair by pair, times "
+               f"{ref[:10]}'s own" if ref else "each commit's own runs: tracked beside no one "
+               "reference, so drift between tracks does not cancel")  # fmt: skip
         lines.append(f"{name}{mark}: {host.get('cpu_model', '?')}, {len(series)} commits, "
-                     f"values in {series['unit'].iloc[0]} (geometric mean over layouts of "
-                     "each layout's median)")  # fmt: skip
+                     f"values in {series['unit'].iloc[0]} ({how}; geometric means over "
+                     "layouts of each layout's median)")  # fmt: skip
         subjects = dict(zip(series["sha"], series["subject"], strict=True))
         mine = [c for c in meta.get("change_points", []) if c["machine"] == name]
         for c in mine:

@@ -1,8 +1,10 @@
 """A machine's series over the commits tracked, and where it changes.
 
-Each commit's value is the geometric mean over its layouts of each layout's median (every
-track draws the same layouts from its seed, so commits are measured alike), with the standard
-error of that mean. The change points are found by PELT (ruptures) on the logs, with a
+Each commit ran in pairs beside one reference commit (the same for the machine's whole
+series), in layouts every track draws alike from its seed. Its value is the geometric mean
+over its layouts of each layout's ratio of medians to the reference, with the standard error
+of that mean: the host's drift between tracks, which moved whole series by up to 35 % on a
+cloud guest, cancels in it. The change points are found by PELT (ruptures) on the logs, with a
 penalty of 3 sigma^2 log n: sigma is the larger of the commits' own standard error and the
 series' noise from one commit to the next (1.4826 MAD of the successive differences over
 sqrt 2), so that drift between tracks is not taken for a change. On 400 series of 24 commits
@@ -55,18 +57,40 @@ def commit_order(entries: Sequence[Entry]) -> list[Entry]:
     return order
 
 
-def commit_value(runs: pd.DataFrame, unit: str | None = None) -> dict[str, Any]:
-    """A commit's value from its runs: the geometric mean over layouts of each layout's
-    median (ok runs) of `unit` (default: the probe's ticks where every run has them), its
-    standard error on the log scale (NaN for one layout), and the unit."""
+def commit_value(runs: pd.DataFrame, unit: str | None = None, side: str | None = None
+                 ) -> dict[str, Any]:  # fmt: skip
+    """A commit's value from its runs (those of `side` alone, when given): the geometric mean
+    over layouts of each layout's median (ok runs) of `unit` (default: the probe's ticks where
+    every run has them), its standard error on the log scale (NaN for one layout), and the
+    unit."""
     ok = runs[runs["status"] == "ok"]
+    if side is not None:
+        ok = ok[ok["side"] == side]
     if ok.empty:
         return {"value": math.nan, "log_se": math.nan, "setups": 0, "unit": ""}
     unit = unit or value_column(ok)
-    logs = np.log(ok.groupby("setup")[unit].median().to_numpy(float))
+    return _geomean(ok.groupby("setup")[unit].median().to_numpy(float)) | {"unit": unit}
+
+
+def relative(runs: pd.DataFrame, unit: str) -> dict[str, Any]:
+    """The commit (side B) against the reference run beside it (side A): the geometric mean
+    over layouts of each layout's ratio of medians, and its standard error on the log scale.
+    The pairs ran interleaved, so a host that drifts between tracks moves both alike."""
+    ok = runs[runs["status"] == "ok"]
+    medians = ok.groupby(["setup", "side"])[unit].median().unstack("side")
+    if not {"A", "B"} <= set(medians.columns):
+        return {"value": math.nan, "log_se": math.nan, "setups": 0}
+    ratios = (medians["B"] / medians["A"]).dropna().to_numpy(float)
+    return _geomean(ratios)
+
+
+def _geomean(values: np.ndarray) -> dict[str, Any]:
+    logs = np.log(values)
     n = logs.size
+    if not n:
+        return {"value": math.nan, "log_se": math.nan, "setups": 0}
     se = float(np.std(logs, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    return {"value": float(np.exp(logs.mean())), "log_se": se, "setups": n, "unit": unit}
+    return {"value": float(np.exp(logs.mean())), "log_se": se, "setups": n}
 
 
 def noise(logs: np.ndarray, log_se: np.ndarray) -> float:

@@ -4,8 +4,10 @@ tracks at once wait for each other's write and keep both; a killed one leaves th
 they were before its write.
 
     STORE/index.json                 every (machine, commit) entry: its commit, parents, date,
-                                     subject, how it was built, run and seeded, its runs
-    STORE/MACHINE/SHA.parquet        the commit's runs on that machine (compare's columns, and
+                                     subject, how it was built, run and seeded, the reference
+                                     commit it ran beside, its runs
+    STORE/MACHINE/SHA.parquet        the commit's runs on that machine, in pairs with the
+                                     reference's (compare's columns, side B the commit, and
                                      `track`: which track made them), `perflab report` reads it
     STORE/MACHINE/confirm-A-B-*.parquet  a change point's comparison, made once, decided again
                                      at each history's level
@@ -52,12 +54,17 @@ class Entry:
     runs: int  # of the runs, the ok ones
     tracks: int  # how many tracks added runs
     host: dict[str, str] = field(default_factory=dict)  # hostname and CPU, for the reader
+    # the commit run beside it, pair by pair (side A; the commit is side B), so that the
+    # host's drift between tracks cancels in their ratio; "" where it ran beside itself
+    reference: str = ""
 
     def check(self) -> Entry:
         """The entry as perflab writes it, else ValueError: its machine and sha name files."""
         if not MACHINE_NAME.fullmatch(self.machine) or self.machine in (".", ".."):
             raise ValueError(f"machine {self.machine!r}")
-        if not all(SHA.fullmatch(x) for x in [self.sha, *self.parents]):
+        if not all(SHA.fullmatch(x) for x in [self.sha, *self.parents]) or not (
+            self.reference == "" or SHA.fullmatch(self.reference)
+        ):
             raise ValueError(f"commit {self.sha!r} or its parents")
         texts = [self.subject, self.date, *self.build, *self.run, *self.host.values()]
         if not all(isinstance(x, str) for x in texts) or not self.build or not self.run:
@@ -69,6 +76,16 @@ class Entry:
     @property
     def file(self) -> str:
         return f"{self.machine}/{self.sha}.parquet"
+
+
+def refuse_other(kept: Entry, new: Entry) -> None:
+    """One line when a new track of a kept commit would build, run, seed or pair it otherwise:
+    its runs would not be the same layouts' runs."""
+    for name in ("build", "run", "seed", "reference"):
+        if getattr(kept, name) != getattr(new, name):
+            raise PerflabError(f"{new.sha[:10]} was tracked here with --{name} "
+                               f"{getattr(kept, name)!r}, not {getattr(new, name)!r}: give "
+                               "those, or another --store")  # fmt: skip
 
 
 def machine_key() -> str:
@@ -126,13 +143,7 @@ class Store:
             entries = self.entries()
             same = [e for e in entries if (e.machine, e.sha) == (entry.machine, entry.sha)]
             for e in same:
-                for name in ("build", "run", "seed"):
-                    if getattr(e, name) != getattr(entry, name):
-                        raise PerflabError(
-                            f"{entry.sha[:10]} was tracked here with --{name} "
-                            f"{getattr(e, name)!r}, not {getattr(entry, name)!r}: give those, "
-                            "or another --store"
-                        )
+                refuse_other(e, entry)
             place = files.private_dir(self.root / entry.machine)
             path = place / f"{entry.sha}.parquet"
             kept = results.load(path) if same and path.exists() else None

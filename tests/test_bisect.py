@@ -100,6 +100,53 @@ def test_a_commit_that_does_not_build_is_skipped_and_said(broken_repo):
     assert f"{r['c1'][:10]} does not build: skipped" in res.stderr
 
 
+HOLD = r"""
+#include <stdlib.h>
+int main(void) {
+    volatile char *p = malloc(%d << 20);
+    for (long i = 0; i < (%d << 20); i += 4096) p[i] = 1;
+    return 0;
+}
+"""
+
+
+def test_bisect_on_peak_memory_names_the_commit_that_holds_more(tmp_path):
+    """--metric maxrss: the first commit whose program touches 32 MiB instead of 8, though no
+    commit is slower by much; the summary says it in the metric's words."""
+    repo = tmp_path / "repo"
+    git = new_repo(repo)
+    shas = []
+    for mib, note in ((8, ""), (8, "// tidy\n"), (32, "// tidy\n"), (32, "// done\n")):
+        (repo / "prog.c").write_text(note + HOLD % (mib, mib))
+        git("add", "prog.c")
+        git("commit", "-qm", f"{mib} MiB")
+        shas.append(git("rev-parse", "HEAD"))
+    res = CliRunner().invoke(cli, ["bisect", shas[0], shas[3], "--repo", str(repo), *BUILD,
+                                   "--setups", "3", "--repeat", "2", "--metric", "maxrss",
+                                   "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["first_slower"] == shas[2]
+    assert doc["interval"][0] > 2 and doc["interval"][1] < 5  # 32 MiB and the program's own
+    said = f"first commit higher on maxrss: {shas[2]}"
+    assert any(line.startswith(said) for line in doc["lines"])
+
+
+def test_a_metric_bisect_cannot_use_is_one_line_before_anything_is_built(tmp_path):
+    from perflab.lab.compare import metrics
+
+    r = slowed_repo()
+    cases = [("time,maxrss", "bisect decides on one metric"), ("speed", "one of time")]
+    if metrics.unavailable("cycles"):
+        cases.append(("cycles", "no hardware counters here"))
+    for metric, said in cases:
+        res = CliRunner().invoke(cli, ["bisect", r["good"], r["bad"], "--repo", r["repo"],
+                                       "--build", "touch built", "--run", "./prog",
+                                       "--metric", metric])  # fmt: skip
+        assert res.exit_code == 1 and said in res.stderr, res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1
+
+
 def test_bad_revisions_are_one_line(tmp_path):
     r = slowed_repo()
     for args, said in (

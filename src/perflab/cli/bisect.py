@@ -27,6 +27,10 @@ from perflab.engine import controls
               help="A/B pairs per layout.")  # fmt: skip
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
               help="Seed of the layouts drawn.")  # fmt: skip
+@click.option("--metric", default="time", show_default=True,
+              help="What makes a commit worse: time (ticks), cpu (the child's user + system "
+              "time), maxrss (its peak memory), instructions-exact (valgrind's count), or "
+              "instructions and cycles where a PMU counts them.")  # fmt: skip
 @click.option(
     "--resume",
     type=click.Path(dir_okay=False),
@@ -36,7 +40,8 @@ from perflab.engine import controls
 @build_timeout_option
 @output_options
 def bisect_cmd(good: str, bad: str, build_cmd: str, run_cmd: str, repo: str | None,
-               confidence: float, setups: int, repeat: int, seed: int, resume: str | None,
+               confidence: float, setups: int, repeat: int, seed: int, metric: str,
+               resume: str | None,
                output: str | None, as_json: bool, plot_path: str | None) -> None:  # fmt: skip
     """Find the first commit between GOOD and BAD whose benchmark is slower than its parent's.
 
@@ -44,6 +49,8 @@ def bisect_cmd(good: str, bad: str, build_cmd: str, run_cmd: str, repo: str | No
     perflab's cache, where a second bisect finds it built. Each step compares two commits
     over random layouts (environment size, heap offset, ASLR), so that a commit that only
     moves code or data is not taken for a slower one. Exit status 3: BAD is not shown slower.
+    With --metric, "slower" is reads more of that metric: a commit that does more instructions,
+    or takes more memory.
 
     \b
     perflab bisect v1.0 HEAD --build make --run './bench --quick'
@@ -60,7 +67,7 @@ def bisect_cmd(good: str, bad: str, build_cmd: str, run_cmd: str, repo: str | No
     check_paths(output, plot_path)
     df = bisect.bisect(good, bad, shlex.split(build_cmd), shlex.split(run_cmd), repo=repo,
                        confidence=confidence, setups=setups, repeat=repeat, seed=seed,
-                       output=output, resume=bool(resume),
+                       metric=metric, output=output, resume=bool(resume),
                        say=lambda line: echo(line, err=True))  # fmt: skip
     print_result(df, as_json, output, plot_path)
     if df.attrs["perflab"].get("not_slower"):

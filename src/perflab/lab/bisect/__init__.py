@@ -60,18 +60,26 @@ def bisect(
     setups: int = 10,
     repeat: int = 10,
     seed: int = 0,
+    metric: str = "time",
     output: str | os.PathLike[str] | None = None,
     resume: bool = False,
     warn: Callable[[str], None] = errors.warn,
     say: Callable[[str], None] = lambda line: None,
 ) -> pd.DataFrame:
-    """Bisect GOOD..BAD for the first commit whose `run` is slower than its parent's, each
-    commit built by `build` (argument lists, no shell); one row per comparison with its
-    metadata (first_slower: the full sha or None). say(line) hears each step as it ends."""
+    """Bisect GOOD..BAD for the first commit whose `run` is slower than its parent's (reads
+    more of `metric`: compare's metrics, time by default), each commit built by `build`
+    (argument lists, no shell); one row per comparison with its metadata (first_slower: the
+    full sha or None). say(line) hears each step as it ends."""
     if not 0.5 <= confidence < 1:
         raise PerflabError(f"--confidence must be in [0.5, 1), not {confidence}")
     if not build or not run:
         raise PerflabError("--build and --run each need a command")
+    from perflab.lab import compare
+
+    asked = compare.metric_names(metric)
+    if len(asked) != 1:
+        raise PerflabError(f"--metric {metric!r}: bisect decides on one metric")
+    metric = asked[0]
     where = commits.toplevel(repo)
     span = commits.between(where, commits.resolve(where, good), commits.resolve(where, bad))
     each = 1 - (1 - confidence) / most_comparisons(len(span) - 1)
@@ -88,11 +96,13 @@ def bisect(
         "setups": setups,
         "repeat": repeat,
         "seed": seed,
+        "metric": metric,
         "randomize": list(RANDOMIZE),
         "commits": [c.__dict__ for c in span],
     }
     done = _resumed(output, meta) if resume else []
-    search = _Search(where, span, list(build), list(run), each, setups, repeat, seed, done)
+    search = _Search(where, span, list(build), list(run), each, setups, repeat, seed, metric,
+                     done)  # fmt: skip
     rows = list(done)
     try:
         for row in search.steps():
@@ -122,8 +132,9 @@ def _resumed(output: str | os.PathLike[str] | None, meta: dict[str, Any]) -> lis
         raise PerflabError("--resume needs the file a stopped bisect saved (-o FILE)")
     old = results.load(output)
     saved = results.metadata(old)
+    saved = {"metric": "time"} | saved  # saved before bisect had --metric
     for k in ("experiment", "good", "bad", "build", "run", "setups", "repeat", "seed",
-              "confidence"):  # fmt: skip
+              "confidence", "metric"):  # fmt: skip
         if saved.get(k) != meta[k]:
             raise PerflabError(f"{output}: refusing to resume a bisect with another {k} "
                                f"(recorded {saved.get(k)!r}, asked {meta[k]!r})")  # fmt: skip
@@ -136,9 +147,10 @@ class _Search:
 
     def __init__(self, repo: Path, span: list[commits.Commit], build: list[str],
                  run: list[str], each: float, setups: int, repeat: int, seed: int,
-                 done: list[dict]) -> None:  # fmt: skip
+                 metric: str, done: list[dict]) -> None:  # fmt: skip
         self.repo, self.span, self.build, self.run = repo, span, build, run
         self.each, self.setups, self.repeat, self.seed = each, setups, repeat, seed
+        self.metric = metric
         self.made = {(r["older"], r["newer"]): r for r in done}
         self.count = len(done)  # comparisons and skips so far: the next row's step
         self.good, self.bad = 0, len(span) - 1
@@ -201,27 +213,41 @@ class _Search:
         return row
 
     def _compare(self, older: int, newer: int) -> dict[str, Any]:
-        """B/A over `setups` layouts; unclear, over as many more (other layouts, another seed),
-        up to LOOKS looks, each look decided at its share of the comparison's error rate."""
+        """B/A of the metric over `setups` layouts; unclear, over as many more (other layouts,
+        another seed), up to LOOKS looks, each look decided at its share of the comparison's
+        error rate. An exact metric that reads the same ends the looks: more cannot change it."""
         from perflab.lab import compare
+        from perflab.lab.compare import metrics
 
         a = compare.program_side("A", list(self._built(older).argv(self.run)))
         b = compare.program_side("B", list(self._built(newer).argv(self.run)))
         level = 1 - (1 - self.each) / LOOKS
         frames: list[pd.DataFrame] = []
+        counted: list[dict[str, Any]] = []  # instructions-exact's counts, one per setup and side
         for look in range(LOOKS):
             df = compare.compare(a, b, randomize=RANDOMIZE, setups=self.setups,
                                  repeat=self.repeat, seed=self.seed + SEED_STEP * look,
-                                 progress=False)  # fmt: skip
-            frames.append(df.assign(setup=df["setup"] + self.setups * look))
-            both = results.attach(pd.concat(frames, ignore_index=True), results.metadata(df))
-            per = compare.per_setup(both, confidence=level)
-            total = compare.overall(both, per, confidence=level)
-            lo, hi = total["ci_low"], total["ci_high"]
+                                 metrics=(self.metric,), progress=False)  # fmt: skip
+            shift = self.setups * look
+            frames.append(df.assign(setup=df["setup"] + shift))
+            meta = results.metadata(df)
+            counted += [c | {"setup": c["setup"] + shift}
+                        for c in meta.get("instructions_exact") or []]  # fmt: skip
+            both = results.attach(
+                pd.concat(frames, ignore_index=True),
+                meta | ({"instructions_exact": counted} if counted else {}),
+            )
+            got = metrics.decide(both, self.metric, confidence=level)
+            ratio = got.get("ratio", math.nan)
+            lo, hi = got.get("ci_low", math.nan), got.get("ci_high", math.nan)
             verdict = "slower" if lo > 1 else "faster" if hi < 1 else "unclear"
+            if got.get("same") or (verdict == "unclear" and got.get("exact") and lo == hi):
+                verdict = "same"
             if verdict != "unclear":
                 break
-        return self._row(older, newer, total["ratio"], lo, hi, verdict, len(both))
+        if "ratio" not in got:  # the metric could not be read from these runs
+            raise PerflabError(f"--metric {self.metric}: {got['conclusion']}")
+        return self._row(older, newer, ratio, lo, hi, verdict, len(both))
 
     def _skip_row(self, i: int) -> dict[str, Any]:
         return self._row(i, i, math.nan, math.nan, math.nan, "does not build", 0)
@@ -262,6 +288,9 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """The first slower commit with its B/A against its parent, or why there is none; each
     comparison; what it took."""
     each = meta.get("confidence_each", math.nan)
+    metric = meta.get("metric", "time")
+    slower = "slower" if metric == "time" else f"higher on {metric}"
+    first_is = "first slower commit" if metric == "time" else f"first commit {slower}"
     lines = [f"bisect of {meta['good'][:10]}..{meta['bad'][:10]} in {meta.get('repo')}: "
              f"{len(meta.get('commits', [])) - 1} commits, each comparison at {each:.2%} so "
              f"that all together hold {meta['confidence']:.0%}"]  # fmt: skip
@@ -272,7 +301,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     if meta.get("not_slower") and len(compared):
         row = compared.iloc[0]
         values |= {"ratio": float(row["ratio"]), "interval": [row["ci_low"], row["ci_high"]]}
-        lines.append(f"BAD is not shown slower than GOOD: B/A {row['ratio']:.3f} "
+        lines.append(f"BAD is not shown {slower} than GOOD: B/A {row['ratio']:.3f} "
                      f"({row['ci_low']:.3f}-{row['ci_high']:.3f}); nothing to bisect")  # fmt: skip
     elif first:
         against = compared[(compared["newer"] == first) & (compared["verdict"] == "slower")]
@@ -282,7 +311,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         row = (direct if len(direct) else against).iloc[-1]
         c = next(c for c in meta["commits"] if c["sha"] == first)
         values |= {"ratio": float(row["ratio"]), "interval": [row["ci_low"], row["ci_high"]]}
-        lines.append(f"first slower commit: {first} {c['subject']!r} ({c['date']}): B/A "
+        lines.append(f"{first_is}: {first} {c['subject']!r} ({c['date']}): B/A "
                      f"{row['ratio']:.3f} ({row['ci_low']:.3f}-{row['ci_high']:.3f}) against "
                      f"{row['older'][:10]}")  # fmt: skip
     elif meta.get("complete"):

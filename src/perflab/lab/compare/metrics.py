@@ -221,6 +221,7 @@ def _decide_counts(metric: Metric, counted: Any, confidence: float) -> dict[str,
         "exact": exact,
         "repeats": repeats,
         "startup_instructions": startup,
+        "same": bool(same and repeats),  # no difference beyond start-up's few instructions
         "setups": int(logs.size),
         "counts": len(df),
         "median_a": float(counts["A"].median()),

@@ -111,6 +111,19 @@ def test_every_commit_runs_beside_the_first_and_drift_between_tracks_cancels(tra
     assert after[r["c1"]] / after[r["c0"]] == pytest.approx(before[r["c1"]] / before[r["c0"]])
 
 
+def test_history_reads_the_childrens_cpu_time_and_refuses_a_count_track_did_not_make(tracked):
+    """--metric cpu: the same series in the children's CPU time, c2's 8x loop plain in it;
+    instructions-exact, which track does not count, is one line."""
+    r = slowed_repo()
+    df = history.history(tracked, confirm=False, metric="cpu").set_index("sha")
+    assert set(df["unit"]) == {"cpu_ns"} and df.attrs["perflab"]["metric"] == "cpu"
+    assert df.loc[r["c2"], "value"] > 2 * df.loc[r["c1"], "value"] > 0
+    res = CliRunner().invoke(cli, ["history", "--store", str(tracked), "--no-confirm",
+                                   "--metric", "instructions-exact"])  # fmt: skip
+    lines = [x for x in res.output.splitlines() if x.startswith("Error:")]
+    assert res.exit_code != 0 and len(lines) == 1 and "history reads one of" in lines[0]
+
+
 def test_history_without_confirming_builds_nothing_and_says_so(tracked):
     r = slowed_repo()
     df = history.history(tracked, repo=r["repo"], confirm=False)

@@ -40,6 +40,10 @@ def _finite(value: float | None) -> float | None:
               help="A/B pairs per layout.")  # fmt: skip
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
               help="Seed of the confirming comparisons' layouts.")  # fmt: skip
+@click.option("--metric", default="time", show_default=True,
+              help="The series read: time (ticks), cpu (the child's user + system time), "
+              "maxrss (its peak memory), or instructions and cycles where a PMU counted "
+              "them.")  # fmt: skip
 @click.option("--fail-above", "fail_above", type=click.FloatRange(0, 1000), default=None,
               callback=lambda ctx, param, v: _finite(v),
               metavar="PCT",
@@ -52,7 +56,8 @@ def _finite(value: float | None) -> float | None:
 @export_options
 @build_timeout_option
 def history_cmd(store: str | None, repo: str | None, no_confirm: bool, confidence: float,
-                setups: int, repeat: int, seed: int, fail_above: float | None, as_json: bool,
+                setups: int, repeat: int, seed: int, metric: str, fail_above: float | None,
+                as_json: bool,
                 md_path: str | None, html_path: str | None,
                 plot_path: str | None) -> None:  # fmt: skip
     """The series of every machine in the history store, and where it changed.
@@ -73,7 +78,7 @@ def history_cmd(store: str | None, repo: str | None, no_confirm: bool, confidenc
     if plot_path:
         plot.check_plot_path(plot_path)
     df = history.history(store, repo=repo, confirm=not no_confirm, confidence=confidence,
-                         setups=setups, repeat=repeat, seed=seed,
+                         setups=setups, repeat=repeat, seed=seed, metric=metric,
                          say=lambda line: echo(line, err=True))  # fmt: skip
     meta = df.attrs["perflab"]
     s = history.summary(df, meta)

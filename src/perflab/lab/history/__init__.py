@@ -146,14 +146,18 @@ def history(
     setups: int = 10,
     repeat: int = 10,
     seed: int = 0,
+    metric: str = "time",
     say: Callable[[str], None] = lambda line: None,
 ) -> pd.DataFrame:
-    """The series of every machine in the store, one row per commit in history's order (the
-    same positions for every machine), with its change points in the metadata: this machine's
-    confirmed or dismissed by comparing the commits either side (built from `repo`, each
-    decided at 1 - (1 - confidence) / their count), another machine's left unconfirmed."""
+    """The series of every machine in the store (of `metric`: time, or a column every tracked
+    run records: cpu, maxrss, or a PMU's counters where one counted them), one row per commit
+    in history's order (the same positions for every machine), with its change points in the
+    metadata: this machine's confirmed or dismissed by comparing the commits either side
+    (built from `repo`, each decided at 1 - (1 - confidence) / their count), another
+    machine's left unconfirmed."""
     if not 0.5 <= confidence < 1:
         raise PerflabError(f"--confidence must be in [0.5, 1), not {confidence}")
+    metric = _metric(metric)
     given = commits.toplevel(repo) if repo is not None else None  # a bad one: said at once
     kept = Store(store or default_store(given or commits.toplevel(None)))
     entries = kept.entries()
@@ -162,7 +166,7 @@ def history(
     order = {e.sha: i for i, e in enumerate(changes.commit_order(_one_per_sha(entries)))}
     frames, found = [], []
     for name in sorted({e.machine for e in entries}):
-        series = _series(kept, [e for e in entries if e.machine == name], order)
+        series = _series(kept, [e for e in entries if e.machine == name], order, metric)
         if series.empty:
             continue
         logs = np.log(series["value"].to_numpy(float))
@@ -182,13 +186,15 @@ def history(
         elif where is None:
             c.update(verdict="unconfirmed", why="not compared (--no-confirm)")
         else:
-            c.update(confirm_change(kept, where, c, entries, setups, repeat, seed, each, say))
+            c.update(confirm_change(kept, where, c, entries, setups, repeat, seed, each, say,
+                                    metric))  # fmt: skip
     meta = {
         "experiment": "history",
         "store": str(kept.root),
         "this_machine": here,
         "confidence": confidence,
         "confidence_each": each,
+        "metric": metric,
         "change_points": found,
         "machines": {e.machine: e.host for e in entries},
     }
@@ -199,17 +205,39 @@ def _one_per_sha(entries: list[Entry]) -> list[Entry]:
     return list({e.sha: e for e in entries}.values())
 
 
-def _series(kept: Store, entries: list[Entry], order: dict[str, int]) -> pd.DataFrame:
+def _metric(name: str) -> str:
+    """The one metric history reads, checked: track's runs record every column but valgrind's
+    count, which only a comparison that asks for it makes."""
+    from perflab.lab.compare import metrics
+
+    asked = metrics.check(name, here=False)
+    if len(asked) != 1 or asked[0] == "instructions-exact":
+        raise PerflabError(f"--metric {name!r}: history reads one of "
+                           f"{', '.join(m for m in metrics.METRICS if m != 'instructions-exact')}"
+                           " (track does not count instructions under valgrind)")  # fmt: skip
+    return asked[0]
+
+
+def _series(kept: Store, entries: list[Entry], order: dict[str, int],
+            metric: str = "time") -> pd.DataFrame:  # fmt: skip
     """One machine's commits in history's order with their values and intervals, in one unit
-    (the probe's ticks where every commit has them, else the parent's). Where every commit ran
-    beside one reference, a value is its ratio to the reference times the reference's own
-    value over every track, so that drift between tracks cancels; else each commit's own runs.
-    A commit without an ok run has no value: left out. A value of one layout has no interval
-    (NaN bounds)."""
-    frames = [(e, kept.runs(e)) for e in sorted(entries, key=lambda e: order[e.sha])]
+    (time: the probe's ticks where every commit has them, else the parent's; else the metric's
+    column). Where every commit ran beside one reference, a value is its ratio to the reference
+    times the reference's own value over every track, so that drift between tracks cancels;
+    else each commit's own runs. A commit without an ok run of the metric has no value: left
+    out. A value of one layout has no interval (NaN bounds)."""
+    from perflab.lab.compare import metrics
+
+    frames = []
+    for e in sorted(entries, key=lambda e: order[e.sha]):
+        df, col = metrics.column(kept.runs(e), metrics.METRICS[metric])
+        frames.append((e, df if metric == "time" else df[df[col].notna()]))
     oks = [df[df["status"] == "ok"] for _, df in frames]
-    units = {childruns.value_column(ok) for ok in oks if len(ok)}
-    unit = "ticks" if units == {"ticks"} else "outer_ticks"
+    if metric == "time":
+        units = {childruns.value_column(ok) for ok in oks if len(ok)}
+        unit = "ticks" if units == {"ticks"} else "outer_ticks"
+    else:
+        unit = col
     references = {e.reference for e, _ in frames}
     reference = references.pop() if len(references) == 1 else ""
     if reference:
@@ -239,7 +267,7 @@ def _series(kept: Store, entries: list[Entry], order: dict[str, int]) -> pd.Data
 
 def confirm_change(kept: Store, repo: Path, change: dict[str, Any], entries: list[Entry],
                setups: int, repeat: int, seed: int, each: float,
-               say: Callable[[str], None]) -> dict[str, Any]:  # fmt: skip
+               say: Callable[[str], None], metric: str = "time") -> dict[str, Any]:  # fmt: skip
     """The change's comparison: the commit after it (B) against the one before (A), built and
     run as they were tracked, its runs made once per design and kept in the store, decided at
     this history's level."""
@@ -266,10 +294,11 @@ def confirm_change(kept: Store, repo: Path, change: dict[str, Any], entries: lis
         df = compare.compare(side_a, side_b, randomize=RANDOMIZE, setups=setups, repeat=repeat,
                              seed=seed, progress=False)  # fmt: skip
         kept.confirm(key, df)
-    from perflab.lab import compare
+    from perflab.lab.compare import metrics
 
-    per = compare.per_setup(df, confidence=each)
-    total = compare.overall(df, per, confidence=each)
+    total = metrics.decide(df, metric, confidence=each)
+    if "ratio" not in total:
+        return {"verdict": "unconfirmed", "why": total["conclusion"]}
     lo, hi = float(total["ci_low"]), float(total["ci_high"])
     shown = lo > 1 or hi < 1
     found = {"verdict": "confirmed" if shown else "dismissed", "ratio": float(total["ratio"]),

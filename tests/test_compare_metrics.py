@@ -203,3 +203,48 @@ def test_code_moved_by_a_padding_object_runs_the_same_instructions(loop, tmp_pat
     assert list(said) == ["time", "instructions-exact"]
     assert said["instructions-exact"]["conclusion"].endswith("B the same"), said
     assert said["time"]["setups"] == 3  # the time over layouts, beside it
+
+
+# The loop of LOOP inside the probe's region, after some start-up work of its own.
+PROBED = r"""
+#include <stdlib.h>
+#include "perflab_probe.h"
+int main(int argc, char **argv) {
+    long n = atol(argv[1]);
+    volatile long s = 0;
+    for (long i = 0; i < 5000; i++) s += i;
+    PERFLAB_PROBE_BEGIN();
+    for (long i = 0; i < n; i++) s += i;
+    PERFLAB_PROBE_END();
+    return 0;
+}
+"""
+
+
+@pytest.mark.long
+def test_a_program_that_marks_the_probes_region_is_counted_there_alone(tmp_path):
+    """Built where valgrind's headers are, the probe toggles callgrind around its region: the
+    count is the region's loop and a few instructions of the toggles, whatever the start-up
+    and the environment's size, so B/A is exact."""
+    from perflab.lab.compare import exact
+
+    if metrics.unavailable("instructions-exact"):
+        pytest.skip(metrics.unavailable("instructions-exact"))
+    probed = compile_children(tmp_path, {"probed": PROBED})["probed"]
+    if not exact._marks_regions(probed):
+        pytest.skip("valgrind's headers are not installed: the probe cannot mark its region")
+    out = tmp_path / "ie.parquet"
+    res = CliRunner().invoke(cli, ["compare", f"{probed} 20000", f"{probed} 40000", "--setups",
+                                   "3", "--repeat", "1", "--no-rt", "--metric",
+                                   "instructions-exact", "-o", str(out), "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    said = json.loads(res.stdout)["metrics"]["instructions-exact"]
+    assert said["counted"] == exact.REGION and said["exact"] is True
+    counted = results.metadata(results.load(out))["instructions_exact"]
+    per = {side: {c["instructions"] for c in counted if c["side"] == side} for side in "AB"}
+    assert all(len(v) == 1 for v in per.values())  # the same in every layout
+    (a,), (b,) = per["A"], per["B"]
+    body = (b - a) / 20000
+    assert body == int(body) and 0 <= a - 20000 * body < 100  # the loop, and no start-up
+    assert a < _by_hand([probed, "20000"], {}) - 5000 * body
+    assert all(c["moved"] in (None, c["instructions"]) for c in counted)

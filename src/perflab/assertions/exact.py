@@ -47,7 +47,10 @@ def measure(
         )
     t0 = time.monotonic()
     counts = [
-        np.array([exact.count(t.argv, t.env or {}, t.options.timeout) for _ in range(2)], float)
+        np.array(
+            [exact.count(t.argv, t.env or {}, t.options.timeout).instructions for _ in range(2)],
+            float,
+        )
         for t in programs
     ]
     lo, hi = counts[1].min() / counts[0].max(), counts[1].max() / counts[0].min()

@@ -27,6 +27,12 @@
  *
  * Cycles and instructions come from perf_event where the machine counts them;
  * otherwise the record's flags say they are unavailable.
+ *
+ * Where valgrind's headers are installed when the program is built, BEGIN and END (and each
+ * iteration of LOOP) also toggle callgrind's collection, outside the timed region: perflab's
+ * `--metric instructions-exact` then counts the region's instructions alone, without the
+ * loader's start-up, which the environment's size moves.  Run natively, a toggle is a few
+ * instructions that do nothing.
  */
 #ifndef PERFLAB_PROBE_H
 #define PERFLAB_PROBE_H
@@ -40,6 +46,15 @@
 #include <sys/syscall.h>
 #include <linux/perf_event.h>
 #include "perflab_ticks.h"
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define PERFLAB_PROBE_VG_TOGGLE_() CALLGRIND_TOGGLE_COLLECT
+#endif
+#endif
+#ifndef PERFLAB_PROBE_VG_TOGGLE_
+#define PERFLAB_PROBE_VG_TOGGLE_() ((void)0)
+#endif
 
 #define PERFLAB_PROBE_FD 1021
 #define PERFLAB_PROBE_MAGIC 0x50524c46u /* "FLRP" little-endian */
@@ -68,6 +83,7 @@ struct perflab_probe_state {
     uint16_t flags;
     uint32_t left; /* the repeat loop's iterations still to run */
     int timing;    /* an iteration of the loop is being timed */
+    int counting;  /* callgrind's collection is toggled on (an iteration of the loop) */
     uint64_t t0;
 };
 
@@ -170,6 +186,7 @@ static inline void perflab_probe_close_(struct perflab_probe_state *s)
 static inline void perflab_probe_begin(void)
 {
     perflab_probe_setup_(&perflab_probe_state_);
+    PERFLAB_PROBE_VG_TOGGLE_();
     if (perflab_probe_state_.active)
         perflab_probe_start_(&perflab_probe_state_);
 }
@@ -178,10 +195,11 @@ static inline void perflab_probe_end(void)
 {
     struct perflab_probe_state *s = &perflab_probe_state_;
 
-    if (!s->active)
-        return;
-    perflab_probe_stop_(s);
-    perflab_probe_close_(s);
+    if (s->active) {
+        perflab_probe_stop_(s);
+        perflab_probe_close_(s);
+    }
+    PERFLAB_PROBE_VG_TOGGLE_();
 }
 
 /* The repeat loop's step: end the iteration timed (its record sent), then start the next while
@@ -194,12 +212,18 @@ static inline int perflab_probe_next_(void)
         perflab_probe_stop_(s);
         s->timing = 0;
     }
+    if (s->counting) {
+        PERFLAB_PROBE_VG_TOGGLE_();
+        s->counting = 0;
+    }
     if (s->left == 0) {
         if (s->active)
             perflab_probe_close_(s);
         return 0;
     }
     s->left--;
+    PERFLAB_PROBE_VG_TOGGLE_();
+    s->counting = 1;
     if (s->active) {
         s->timing = 1;
         perflab_probe_start_(s);

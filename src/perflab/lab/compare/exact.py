@@ -1,9 +1,11 @@
-"""instructions-exact: the instructions each side's program executes, counted by Valgrind's
-cachegrind (--cache-sim=no) once per setup and side, in that setup's environment. A count is
-blind to layout (the same instructions run wherever they are placed) and repeats to the
-instruction, so it needs no runs beyond one; the environment's size still moves the loader's
-and the program's own work by a few instructions, which the setups' spread shows. Valgrind
-comes from the system (apt install valgrind); the whole program is counted, loader included."""
+"""instructions-exact: the instructions each side's program executes, counted by Valgrind once
+per setup and side, in that setup's environment. A count is blind to layout (the same
+instructions run wherever they are placed) and repeats to the instruction, so it needs no runs
+beyond one. Where the program marks the probe's region (perflab_probe.h built where valgrind's
+headers are, which toggles callgrind's collection around it), callgrind counts the region
+alone; else cachegrind (--cache-sim=no) counts the whole program, loader included, and the
+environment's size moves that count by a few instructions, which the setups' spread shows.
+Valgrind comes from the system (apt install valgrind)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from perflab.errors import PerflabError
 from perflab.system import supervisor
@@ -20,6 +23,18 @@ SLOWER = 100  # cachegrind without its cache model runs a program some 10-50x sl
 LEAST_S = 60.0  # the least a count may take before it is killed
 LINK_NAME = 200  # a path this much longer: how far the loader's start-up moves a count
 _SUMMARY = re.compile(rb"^summary:\s+(\d+)\s*$", re.M)
+# valgrind.h's client request on x86-64 (four rotations of rdi, then xchg rbx,rbx): a program
+# without it cannot toggle callgrind's collection, and is counted whole at once
+CLIENT_REQUEST = bytes.fromhex("48c1c70348c1c70d48c1c73d48c1c7334887db")
+MOST_SCANNED = 256 << 20  # a program file larger than this is counted whole, unscanned
+REGION, PROGRAM = "the probe's region", "the whole program"
+
+
+class Count(NamedTuple):
+    """A count, and what it counted: REGION or PROGRAM."""
+
+    instructions: int
+    scope: str
 
 
 def missing() -> str:
@@ -31,26 +46,54 @@ def missing() -> str:
 
 def count(
     argv: Sequence[str], env: Mapping[str, str], timeout: float | None, moved: bool = False
-) -> int:
-    """The instructions argv executes with exactly env, under cachegrind, in a supervisor's
-    private directory; killed past SLOWER times the runs' timeout (LEAST_S at least). With
+) -> Count:
+    """The instructions argv executes with exactly env, under valgrind, in a supervisor's
+    private directory: its probe's regions where it marks them (callgrind), else the whole
+    program (cachegrind); killed past SLOWER times the runs' timeout (LEAST_S at least). With
     `moved`, the program is run through a link of a long name in that directory: the loader's
     work on a path of another length, which start-up alone varies. One line when valgrind fails
     or the program does not exit 0 under it."""
+    if _marks_regions(argv[0]):
+        found = _valgrind(argv, env, timeout, moved, "callgrind", ["--collect-atstart=no"])
+        if found:  # none collected: its client requests were not the probe's toggles
+            return Count(found, REGION)
+    return Count(_valgrind(argv, env, timeout, moved, "cachegrind", ["--cache-sim=no"]), PROGRAM)
+
+
+def _marks_regions(program: str) -> bool:
+    """Whether the program's file holds a valgrind client request (the probe's toggles)."""
+    import mmap
+    import stat
+
+    path = shutil.which(program) or program
+    try:
+        with open(path, "rb", buffering=0) as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or not 0 < st.st_size <= MOST_SCANNED:
+                return False
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                return m.find(CLIENT_REQUEST) >= 0
+    except (OSError, ValueError):
+        return False
+
+
+def _valgrind(argv: Sequence[str], env: Mapping[str, str], timeout: float | None, moved: bool,
+              tool: str, options: list[str]) -> int:  # fmt: skip
+    """The instructions valgrind's `tool` collected of argv (its summary line)."""
     path = shutil.which(VALGRIND)
     if path is None:
         raise PerflabError(f"--metric instructions-exact: {missing()}")
     limit = max(LEAST_S, SLOWER * (timeout or 10.0))
     with supervisor.Supervisor(tmp=True) as under:
         assert under.tmpdir is not None
-        out, log = under.tmpdir / "cachegrind.out", under.tmpdir / "valgrind.log"
+        out, log = under.tmpdir / f"{tool}.out", under.tmpdir / "valgrind.log"
         if moved:
             link = under.tmpdir / ("p" * LINK_NAME)
             link.symlink_to(os.path.abspath(shutil.which(argv[0]) or argv[0]))
             argv = [str(link), *argv[1:]]
         child = under.start(
-            [path, "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
-             f"--log-file={log}", *argv],
+            [path, f"--tool={tool}", *options, f"--{tool}-out-file={out}", f"--log-file={log}",
+             *argv],
             env, fds=(None, None, None),
         )  # fmt: skip
         if not child.ended(limit):

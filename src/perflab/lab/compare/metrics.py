@@ -55,7 +55,8 @@ METRICS = {
         Metric(
             "instructions-exact",
             "instructions_exact",
-            "instructions of the whole program under valgrind, one count per setup and side",
+            "instructions under valgrind (of the probe's region where the program marks it, "
+            "else of the whole program), one count per setup and side",
             "does more instructions",
             "does fewer instructions",
         ),
@@ -184,7 +185,9 @@ def _decide_counts(metric: Metric, counted: Any, confidence: float) -> dict[str,
 
     from perflab.analysis.trimmed import trimmed_interval
 
-    base = {"metric": metric.name, "unit": metric.unit, "column": metric.column}
+    scopes = sorted({str(c.get("scope", "the whole program")) for c in counted or []})
+    base = {"metric": metric.name, "unit": metric.unit, "column": metric.column,
+            "counted": " and ".join(scopes)}  # fmt: skip
     if not counted:
         why = "not counted for this result (compare --metric instructions-exact counts it)"
         return {**base, "conclusion": f"{metric.name}: {why}"}
@@ -213,6 +216,8 @@ def _decide_counts(metric: Metric, counted: Any, confidence: float) -> dict[str,
     else:
         why = "its count repeats, and every setup's B/A is the same"
         said = _said(metric, ratio, low, high, exact, confidence, int(logs.size), why)
+    if base["counted"] != "the whole program":
+        said = said.replace(f"{metric.name}: ", f"{metric.name} ({base['counted']}): ", 1)
     return {
         **base,
         "ratio": ratio,

@@ -74,14 +74,14 @@ def exact_counts(plan: ComparePlan, setups: list[Setup], built: list, env: dict[
         if setup.heap_offset != NO_PADDING:
             setting[HEAP_VAR] = f"{setup.heap_offset:0{HEAP_DIGITS}d}"
         for side, (argv, _) in zip("AB", sides, strict=True):
-            n = exact.count(argv, setting, plan.timeout)
+            n, scope = exact.count(argv, setting, plan.timeout)
             again = moved = None
             if i == 0:  # does it repeat, and how far does a page more of environment move it
-                again = exact.count(argv, setting, plan.timeout)
+                again = exact.count(argv, setting, plan.timeout).instructions
                 more = {**setting, plan.var: setting.get(plan.var, "") + "a" * 4096}
-                moved = exact.count(argv, more, plan.timeout, moved=True)
+                moved = exact.count(argv, more, plan.timeout, moved=True).instructions
             counted.append({"setup": setup.index, "side": side, "instructions": n,
-                            "again": again, "moved": moved})  # fmt: skip
+                            "again": again, "moved": moved, "scope": scope})  # fmt: skip
     return counted
 
 

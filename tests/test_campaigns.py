@@ -186,6 +186,7 @@ def test_fauxplat_on_two_hosts(cluster, runner):
     assert all(h["n"] == 2 and h["median"] > 0 for h in hosts)
 
 
+@pytest.mark.long
 def test_killed_worker_is_reported_and_costs_only_its_points(cluster):
     """A third worker of its own, killed after two points, so the tests in any order keep
     host-a and host-b."""

@@ -76,6 +76,7 @@ def _sides(a: str, b: str) -> tuple[compare.Side, compare.Side]:
     return compare.program_side("A", a), compare.program_side("B", b)
 
 
+@pytest.mark.long
 def test_a_precision_reached_is_an_interval_that_narrow(programs):
     df = compare.compare(*_sides(f"{programs['steady']} 1", f"{programs['steady']} 2"),
                          precision=0.05, rt=False, progress=False)  # fmt: skip
@@ -127,6 +128,7 @@ def test_an_unreachable_precision_stops_at_the_budget_with_its_plan(programs):
     assert any("a fixed 10 x 10 design would take" in line for line in lines)
 
 
+@pytest.mark.long
 def test_rounds_journal_into_one_file_that_a_resume_extends(programs, runner, tmp_path):
     out = tmp_path / "p.parquet"
     args = ["compare", programs["noisy"], programs["noisy"], "--precision", "0.1%", "--budget",
@@ -230,6 +232,7 @@ def test_bad_precision_input_is_one_line_and_runs_nothing(programs, runner, tmp_
     assert not out.exists()
 
 
+@pytest.mark.long
 def test_iterations_are_planned_as_a_level_and_each_round_runs_its_own(programs, runner, tmp_path):
     """--iterations 4 pilots the repeat loop at 4 a run; the plan then chooses the iterations
     a run of the later rounds, and every run of a round sends as many records as it asked."""

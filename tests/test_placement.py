@@ -30,6 +30,7 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "perflab"
 
 
+@pytest.mark.long
 def test_the_floor_is_measured_once_cached_and_reused(measured, cache):
     floor, text = measured
     assert math.isfinite(floor.share) and floor.share >= 0

@@ -64,10 +64,12 @@ def test_bisect_names_the_commit_that_made_it_slower_and_leaves_the_repository(t
 
 def test_bad_not_slower_than_good_is_one_line_and_exit_3():
     r = slowed_repo()
-    code, doc, err = _bisect(r["c0"], r["c1"])
+    code, doc, err = _bisect(r["c0"], r["c1"], "--budget", "79")
     assert code == 3, err
     assert doc["first_slower"] is None
     assert "BAD is not shown slower than GOOD: B/A" in " ".join(doc["lines"])
+    # the budget holds one look of 5 layouts x 4 pairs, and no second
+    assert [s["runs"] for s in doc["steps"]] == [40]
 
 
 @pytest.fixture
@@ -132,17 +134,19 @@ def test_bisect_on_peak_memory_names_the_commit_that_holds_more(tmp_path):
     assert any(line.startswith(said) for line in doc["lines"])
 
 
-def test_a_metric_bisect_cannot_use_is_one_line_before_anything_is_built(tmp_path):
+def test_a_metric_or_budget_bisect_cannot_use_is_one_line_before_anything_is_built(tmp_path):
     from perflab.lab.compare import metrics
 
     r = slowed_repo()
-    cases = [("time,maxrss", "bisect decides on one metric"), ("speed", "one of time")]
+    cases = [(["--metric", "time,maxrss"], "bisect decides on one metric"),
+             (["--metric", "speed"], "one of time"),
+             (["--budget", "199"], "less than one look at a comparison")]  # fmt: skip
     if metrics.unavailable("cycles"):
-        cases.append(("cycles", "no hardware counters here"))
-    for metric, said in cases:
+        cases.append((["--metric", "cycles"], "no hardware counters here"))
+    for args, said in cases:
         res = CliRunner().invoke(cli, ["bisect", r["good"], r["bad"], "--repo", r["repo"],
                                        "--build", "touch built", "--run", "./prog",
-                                       "--metric", metric])  # fmt: skip
+                                       *args])  # fmt: skip
         assert res.exit_code == 1 and said in res.stderr, res.stderr
         assert len(res.stderr.strip().splitlines()) == 1
 

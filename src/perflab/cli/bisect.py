@@ -27,6 +27,10 @@ from perflab.engine import controls
               help="A/B pairs per layout.")  # fmt: skip
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
               help="Seed of the layouts drawn.")  # fmt: skip
+@click.option("--budget", default=None, type=Count(1, controls.ROW_BYTES), metavar="RUNS",
+              help="The most runs one comparison may make: an unclear one draws layouts again "
+              "(--setups x --repeat pairs a look) while the budget holds, then the search tries "
+              "a neighbour [default: three looks].")  # fmt: skip
 @click.option("--metric", default="time", show_default=True,
               help="What makes a commit worse: time (ticks), cpu (the child's user + system "
               "time), maxrss (its peak memory), instructions-exact (valgrind's count), or "
@@ -40,8 +44,8 @@ from perflab.engine import controls
 @build_timeout_option
 @output_options
 def bisect_cmd(good: str, bad: str, build_cmd: str, run_cmd: str, repo: str | None,
-               confidence: float, setups: int, repeat: int, seed: int, metric: str,
-               resume: str | None,
+               confidence: float, setups: int, repeat: int, seed: int, budget: int | None,
+               metric: str, resume: str | None,
                output: str | None, as_json: bool, plot_path: str | None) -> None:  # fmt: skip
     """Find the first commit between GOOD and BAD whose benchmark is slower than its parent's.
 
@@ -67,7 +71,7 @@ def bisect_cmd(good: str, bad: str, build_cmd: str, run_cmd: str, repo: str | No
     check_paths(output, plot_path)
     df = bisect.bisect(good, bad, shlex.split(build_cmd), shlex.split(run_cmd), repo=repo,
                        confidence=confidence, setups=setups, repeat=repeat, seed=seed,
-                       metric=metric, output=output, resume=bool(resume),
+                       metric=metric, budget=budget, output=output, resume=bool(resume),
                        say=lambda line: echo(line, err=True))  # fmt: skip
     print_result(df, as_json, output, plot_path)
     if df.attrs["perflab"].get("not_slower"):

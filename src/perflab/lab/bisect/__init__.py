@@ -8,9 +8,10 @@ Steps: GOOD against BAD first (BAD not shown slower: nothing to bisect); then th
 nearest the middle of the range still open, compared with the newest commit judged like GOOD
 (slower: like BAD) and, if not slower, with the oldest judged like BAD (BAD slower than it:
 like GOOD); a comparison that shows neither way draws as many layouts again, twice at most
-(LOOKS), and still neither shown, the commit is unclear and the search tries its neighbour, as
-git bisect skips a commit; a commit that does not build is skipped so. One row per comparison, saved
-after each: Ctrl-C keeps the finished ones, and --resume goes on from them."""
+(LOOKS; --budget sets how many runs a comparison may make), and still neither shown, the
+commit is unclear and the search tries its neighbour, as git bisect skips a commit; a commit
+that does not build is skipped so. One row per comparison, saved after each: Ctrl-C keeps
+the finished ones, and --resume goes on from them."""
 
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ def bisect(
     repeat: int = 10,
     seed: int = 0,
     metric: str = "time",
+    budget: int | None = None,
     output: str | os.PathLike[str] | None = None,
     resume: bool = False,
     warn: Callable[[str], None] = errors.warn,
@@ -69,7 +71,9 @@ def bisect(
     """Bisect GOOD..BAD for the first commit whose `run` is slower than its parent's (reads
     more of `metric`: compare's metrics, time by default), each commit built by `build`
     (argument lists, no shell); one row per comparison with its metadata (first_slower: the
-    full sha or None). say(line) hears each step as it ends."""
+    full sha or None). budget: the most runs one comparison may make, its looks of
+    `setups` x `repeat` pairs each (default LOOKS looks). say(line) hears each step as it
+    ends."""
     if not 0.5 <= confidence < 1:
         raise PerflabError(f"--confidence must be in [0.5, 1), not {confidence}")
     if not build or not run:
@@ -80,6 +84,11 @@ def bisect(
     if len(asked) != 1:
         raise PerflabError(f"--metric {metric!r}: bisect decides on one metric")
     metric = asked[0]
+    per_look = 2 * setups * repeat
+    if budget is not None and budget < per_look:
+        raise PerflabError(f"--budget {budget} is less than one look at a comparison (--setups "
+                           f"{setups} x --repeat {repeat} pairs: {per_look} runs)")  # fmt: skip
+    looks = LOOKS if budget is None else budget // per_look
     where = commits.toplevel(repo)
     span = commits.between(where, commits.resolve(where, good), commits.resolve(where, bad))
     each = 1 - (1 - confidence) / most_comparisons(len(span) - 1)
@@ -97,12 +106,13 @@ def bisect(
         "repeat": repeat,
         "seed": seed,
         "metric": metric,
+        "looks": looks,
         "randomize": list(RANDOMIZE),
         "commits": [c.__dict__ for c in span],
     }
     done = _resumed(output, meta) if resume else []
     search = _Search(where, span, list(build), list(run), each, setups, repeat, seed, metric,
-                     done)  # fmt: skip
+                     looks, done)  # fmt: skip
     rows = list(done)
     try:
         for row in search.steps():
@@ -132,9 +142,9 @@ def _resumed(output: str | os.PathLike[str] | None, meta: dict[str, Any]) -> lis
         raise PerflabError("--resume needs the file a stopped bisect saved (-o FILE)")
     old = results.load(output)
     saved = results.metadata(old)
-    saved = {"metric": "time"} | saved  # saved before bisect had --metric
+    saved = {"metric": "time", "looks": LOOKS} | saved  # saved before --metric and --budget
     for k in ("experiment", "good", "bad", "build", "run", "setups", "repeat", "seed",
-              "confidence", "metric"):  # fmt: skip
+              "confidence", "metric", "looks"):  # fmt: skip
         if saved.get(k) != meta[k]:
             raise PerflabError(f"{output}: refusing to resume a bisect with another {k} "
                                f"(recorded {saved.get(k)!r}, asked {meta[k]!r})")  # fmt: skip
@@ -147,10 +157,10 @@ class _Search:
 
     def __init__(self, repo: Path, span: list[commits.Commit], build: list[str],
                  run: list[str], each: float, setups: int, repeat: int, seed: int,
-                 metric: str, done: list[dict]) -> None:  # fmt: skip
+                 metric: str, looks: int, done: list[dict]) -> None:  # fmt: skip
         self.repo, self.span, self.build, self.run = repo, span, build, run
         self.each, self.setups, self.repeat, self.seed = each, setups, repeat, seed
-        self.metric = metric
+        self.metric, self.looks = metric, looks
         self.made = {(r["older"], r["newer"]): r for r in done}
         self.count = len(done)  # comparisons and skips so far: the next row's step
         self.good, self.bad = 0, len(span) - 1
@@ -214,17 +224,18 @@ class _Search:
 
     def _compare(self, older: int, newer: int) -> dict[str, Any]:
         """B/A of the metric over `setups` layouts; unclear, over as many more (other layouts,
-        another seed), up to LOOKS looks, each look decided at its share of the comparison's
-        error rate. An exact metric that reads the same ends the looks: more cannot change it."""
+        another seed), up to its looks (LOOKS, or as many as --budget holds), each look decided
+        at its share of the comparison's error rate. An exact metric that reads the same ends
+        the looks: more cannot change it."""
         from perflab.lab import compare
         from perflab.lab.compare import metrics
 
         a = compare.program_side("A", list(self._built(older).argv(self.run)))
         b = compare.program_side("B", list(self._built(newer).argv(self.run)))
-        level = 1 - (1 - self.each) / LOOKS
+        level = 1 - (1 - self.each) / self.looks
         frames: list[pd.DataFrame] = []
         counted: list[dict[str, Any]] = []  # instructions-exact's counts, one per setup and side
-        for look in range(LOOKS):
+        for look in range(self.looks):
             df = compare.compare(a, b, randomize=RANDOMIZE, setups=self.setups,
                                  repeat=self.repeat, seed=self.seed + SEED_STEP * look,
                                  metrics=(self.metric,), progress=False)  # fmt: skip
@@ -324,7 +335,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
                  f"{len(meta.get('skipped', []))} commits skipped")  # fmt: skip
     shown = frame.assign(newer=frame["newer"].str[:10], older=frame["older"].str[:10])
     table = Table("steps", "each comparison: newer (B) against older (A)",
-                  shown[["step", "newer", "older", "ratio", "ci_low", "ci_high", "verdict",
+                  shown[["step", "newer", "older", "ratio", "ci_low", "ci_high", "verdict", "runs",
                          "subject"]], "{:,.3f}")  # fmt: skip
     return Summary(lines, [table], values, lambda p: plot(frame, meta, p))
 

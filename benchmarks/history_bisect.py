@@ -11,7 +11,7 @@ commit against GOOD's, bad beyond half the slower commit's step). Printed: how o
 names the slower commit, a wrong one, or none.
 
     sudo PYTHONPATH=src python benchmarks/history_bisect.py [--seeds 10] [--commits 24]
-    python benchmarks/history_bisect.py --make-repo DIR     # the history alone
+    python benchmarks/history_bisect.py --make-repo DIR [--flat]  # the history alone
 """
 
 import argparse
@@ -189,12 +189,16 @@ def main() -> None:
     ap.add_argument("--make-repo", type=Path, metavar="DIR",
                     help="Only write the history with the slower commit to DIR, and print its "
                     "shas (docs/history.md's example is this history).")  # fmt: skip
+    ap.add_argument("--flat", action="store_true",
+                    help="With --make-repo: the history without the slower commit.")  # fmt: skip
     args = ap.parse_args()
     if args.make_repo:
+        slow_at = None if args.flat else args.slow_at
         with tempfile.TemporaryDirectory(prefix="perflab-lz4-") as d:
-            shas = make_history(args.make_repo, lz4_sources(Path(d)), args.commits, args.slow_at)
+            shas = make_history(args.make_repo, lz4_sources(Path(d)), args.commits, slow_at)
+        slower = "none" if slow_at is None else shas[slow_at]
         print(f"{args.make_repo}: {len(shas)} commits, {shas[0]}..{shas[-1]}, the slower one "
-              f"{shas[args.slow_at]}")  # fmt: skip
+              f"{slower}")  # fmt: skip
         return
     with tempfile.TemporaryDirectory(prefix="perflab-history-") as d:
         tmp = Path(d)

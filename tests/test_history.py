@@ -237,3 +237,31 @@ def test_a_step_is_found_where_it_is_and_noise_alone_finds_none(seed):
     assert changes.change_points(logs, changes.noise(logs, se)) == []
     stepped = logs + np.log(1.04) * (np.arange(24) >= 15)
     assert changes.change_points(stepped, changes.noise(stepped, se)) == [15]
+
+
+def test_a_change_dismissed_where_the_search_put_it_is_confirmed_one_commit_off():
+    """The search split the series one commit late (the slower commit read near its parent in
+    its layouts): the comparison there is dismissed, the one a commit earlier confirms it, and
+    the change moves there; a pair that is another change point's is not tried again."""
+    positions = {sha: 10 + i for i, sha in enumerate("abcde")}
+    verdicts = {("a", "b"): "confirmed", ("b", "c"): "dismissed", ("c", "d"): "confirmed"}
+    tried: list[tuple[str, str]] = []
+
+    def confirm_at(pair):
+        tried.append((pair["before"], pair["after"]))
+        return {"verdict": verdicts[tried[-1]], "why": "the commits either side differ"}
+
+    change = {"before": "b", "after": "c", "position": 12}
+    other = {"before": "c", "after": "d", "position": 13}
+    got = history._confirmed_near(change, positions, [change, other], confirm_at)
+    assert (got["before"], got["after"], got["position"], got["verdict"]) == (
+        "a",
+        "b",
+        11,
+        "confirmed",
+    )
+    assert "one commit later" in got["why"] and tried == [("b", "c"), ("a", "b")]
+    verdicts[("a", "b")] = "dismissed"
+    tried.clear()
+    got = history._confirmed_near(change, positions, [change, other], confirm_at)
+    assert got["verdict"] == "dismissed" and tried == [("b", "c"), ("a", "b")]

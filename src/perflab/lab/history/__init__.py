@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 MOST_COMMITS = 1000  # a range longer than this is a typo, or a job for several tracks
 FAILED = 4  # history's exit status when --fail-above trips
+# where a change point is confirmed: between the commits the search names, else one commit
+# before or after; each comparison at its share of the history's error rate
+PLACES = 3
 Z95 = 1.959964  # a commit's value's interval: normal on its log scale
 SERIES = ("machine", "position", "sha", "commit", "value", "low", "high", "log_se", "setups",
           "runs", "unit", "reference", "date", "subject")  # fmt: skip
@@ -164,11 +167,12 @@ def history(
     if not entries:
         raise PerflabError(f"{kept.root}: the store holds no commit yet")
     order = {e.sha: i for i, e in enumerate(changes.commit_order(_one_per_sha(entries)))}
-    frames, found = [], []
+    frames, found, shas = [], [], {}
     for name in sorted({e.machine for e in entries}):
         series = _series(kept, [e for e in entries if e.machine == name], order, metric)
         if series.empty:
             continue
+        shas[name] = dict(zip(series["sha"], series["position"], strict=True))
         logs = np.log(series["value"].to_numpy(float))
         sigma = changes.noise(logs, series["log_se"].to_numpy(float))
         for c in changes.steps(series, changes.change_points(logs, sigma)):
@@ -178,7 +182,7 @@ def history(
         raise PerflabError(f"{kept.root}: no commit in the store has an ok run")
     here = machine_key()
     mine = [c for c in found if c["machine"] == here]
-    each = 1 - (1 - confidence) / max(1, len(mine))
+    each = 1 - (1 - confidence) / max(1, PLACES * len(mine))
     where = (given or commits.toplevel(None)) if confirm and mine else None
     for c in found:
         if c["machine"] != here:
@@ -186,8 +190,12 @@ def history(
         elif where is None:
             c.update(verdict="unconfirmed", why="not compared (--no-confirm)")
         else:
-            c.update(confirm_change(kept, where, c, entries, setups, repeat, seed, each, say,
-                                    metric))  # fmt: skip
+
+            def confirm_at(pair: dict[str, Any]) -> dict[str, Any]:
+                return confirm_change(kept, where, pair, entries, setups, repeat, seed, each, say,
+                                      metric)  # fmt: skip
+
+            c.update(_confirmed_near(c, shas[c["machine"]], found, confirm_at))
     meta = {
         "experiment": "history",
         "store": str(kept.root),
@@ -199,6 +207,38 @@ def history(
         "machines": {e.machine: e.host for e in entries},
     }
     return results.attach(pd.concat(frames, ignore_index=True), meta)
+
+
+def _confirmed_near(
+    change: dict[str, Any],
+    positions: dict[str, int],
+    found: list[dict[str, Any]],
+    confirm_at: Callable[[dict[str, Any]], dict[str, Any]],
+) -> dict[str, Any]:
+    """The change confirmed where the search placed it, else between the commits one before or
+    one after (a commit whose layouts read it near its neighbour moves the search's split by
+    one: on the lz4 history, seed 1 put commit 15's change at 15..16), else dismissed there.
+    positions: the series' commits, in order, with their places in history."""
+    shas = list(positions)
+    k = shas.index(change["after"])
+    taken = {(c["before"], c["after"]) for c in found}
+    first = confirm_at(change)
+    if first["verdict"] != "dismissed":
+        return first
+    for j in (k - 1, k + 1):
+        if 0 < j < len(shas) and (shas[j - 1], shas[j]) not in taken:
+            moved = change | {"before": shas[j - 1], "after": shas[j]}
+            near = confirm_at(moved)
+            if near["verdict"] == "confirmed":
+                way = "later" if j < k else "earlier"
+                return near | {
+                    "before": moved["before"],
+                    "after": moved["after"],
+                    "position": int(positions[shas[j]]),
+                    "why": f"{near['why']} (the search placed it one commit {way}, where they "
+                    "do not)",
+                }
+    return first
 
 
 def _one_per_sha(entries: list[Entry]) -> list[Entry]:

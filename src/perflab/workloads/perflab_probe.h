@@ -32,7 +32,9 @@
  * iteration of LOOP) also toggle callgrind's collection, outside the timed region: perflab's
  * `--metric instructions-exact` then counts the region's instructions alone, without the
  * loader's start-up, which the environment's size moves.  Run natively, a toggle is a few
- * instructions that do nothing.
+ * instructions that do nothing, though its arguments take a few words of the caller's stack
+ * frame: define PERFLAB_PROBE_NO_VALGRIND before including this header to keep the frame as
+ * it was (perflab's own workloads do: the experiments measure their frames).
  */
 #ifndef PERFLAB_PROBE_H
 #define PERFLAB_PROBE_H
@@ -46,7 +48,7 @@
 #include <sys/syscall.h>
 #include <linux/perf_event.h>
 #include "perflab_ticks.h"
-#if defined(__has_include)
+#if defined(__has_include) && !defined(PERFLAB_PROBE_NO_VALGRIND)
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
 #define PERFLAB_PROBE_VG_TOGGLE_() CALLGRIND_TOGGLE_COLLECT
@@ -82,8 +84,7 @@ struct perflab_probe_state {
     int fds[2];
     uint16_t flags;
     uint32_t left; /* the repeat loop's iterations still to run */
-    int timing;    /* an iteration of the loop is being timed */
-    int counting;  /* callgrind's collection is toggled on (an iteration of the loop) */
+    int timing;    /* an iteration of the loop is running (timed where active) */
     uint64_t t0;
 };
 
@@ -209,12 +210,10 @@ static inline int perflab_probe_next_(void)
     struct perflab_probe_state *s = &perflab_probe_state_;
 
     if (s->timing) {
-        perflab_probe_stop_(s);
-        s->timing = 0;
-    }
-    if (s->counting) {
+        if (s->active)
+            perflab_probe_stop_(s);
         PERFLAB_PROBE_VG_TOGGLE_();
-        s->counting = 0;
+        s->timing = 0;
     }
     if (s->left == 0) {
         if (s->active)
@@ -223,11 +222,9 @@ static inline int perflab_probe_next_(void)
     }
     s->left--;
     PERFLAB_PROBE_VG_TOGGLE_();
-    s->counting = 1;
-    if (s->active) {
-        s->timing = 1;
+    s->timing = 1;
+    if (s->active)
         perflab_probe_start_(s);
-    }
     return 1;
 }
 

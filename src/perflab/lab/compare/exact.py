@@ -30,7 +30,7 @@ MOST_SCANNED = 256 << 20  # a program file larger than this is counted whole, un
 REGION, PROGRAM = "the probe's region", "the whole program"
 
 
-class Count(NamedTuple):
+class Counted(NamedTuple):
     """A count, and what it counted: REGION or PROGRAM."""
 
     instructions: int
@@ -46,7 +46,7 @@ def missing() -> str:
 
 def count(
     argv: Sequence[str], env: Mapping[str, str], timeout: float | None, moved: bool = False
-) -> Count:
+) -> Counted:
     """The instructions argv executes with exactly env, under valgrind, in a supervisor's
     private directory: its probe's regions where it marks them (callgrind), else the whole
     program (cachegrind); killed past SLOWER times the runs' timeout (LEAST_S at least). With
@@ -56,8 +56,8 @@ def count(
     if _marks_regions(argv[0]):
         found = _valgrind(argv, env, timeout, moved, "callgrind", ["--collect-atstart=no"])
         if found:  # none collected: its client requests were not the probe's toggles
-            return Count(found, REGION)
-    return Count(_valgrind(argv, env, timeout, moved, "cachegrind", ["--cache-sim=no"]), PROGRAM)
+            return Counted(found, REGION)
+    return Counted(_valgrind(argv, env, timeout, moved, "cachegrind", ["--cache-sim=no"]), PROGRAM)
 
 
 def _marks_regions(program: str) -> bool:

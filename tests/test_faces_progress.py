@@ -11,6 +11,7 @@ from perflab.lab import env_size
 SWEEP = "env_size.sweep(max_size=16, step=4, repeat=2, rt=False{})"  # 5 sizes x 2 = 10 runs
 
 
+@pytest.mark.long
 def test_a_sweep_in_a_notebook_shows_its_progress_unasked():
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

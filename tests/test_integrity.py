@@ -433,6 +433,7 @@ NUMBERS = st.one_of(
 )
 
 
+@pytest.mark.long
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     option=st.sampled_from(["--timeout", "-k", "--min", "--max", "--step", "--repeat", "--seed"]),
@@ -481,6 +482,7 @@ def pristine(tmp_path_factory):
     return copy
 
 
+@pytest.mark.long
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     target=st.sampled_from(["chunk", "params", "result", "sidecar"]),

@@ -205,6 +205,7 @@ def test_cli_reports_each_cpu_and_the_verdict(tmp_path):
     assert doc["interference"]["cpus"][0]["cpu"] == TWO[0]
 
 
+@pytest.mark.long
 @needs_two
 def test_ctrl_c_then_resume_measures_each_pair_once(tmp_path):
     out = tmp_path / "r.parquet"

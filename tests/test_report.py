@@ -257,6 +257,7 @@ def _recorded(sweep: Path, out: Path, factor: float, seed: int) -> Path:
     return results.save(results.attach(df, meta), out)
 
 
+@pytest.mark.long
 def test_diff_flags_the_sizes_a_recorded_sweep_made_twice_as_slow(sweep, tmp_path):
     png, page = tmp_path / "d.png", tmp_path / "d.html"
     before = _recorded(sweep, tmp_path / "before.parquet", 1.0, seed=1)
@@ -408,6 +409,7 @@ def test_report_hosts_is_still_the_fleet_view(tmp_path):
     assert shown["experiment"] == "campaign" and shown["hosts"][1]["median"] == 21
 
 
+@pytest.mark.long
 def test_thousands_of_points_flag_exactly_the_changed_ones():
     """Known truth: 8 193 env sizes, 100 of them 30 % slower, lognormal noise of 5 %."""
     rng = np.random.default_rng(3)

@@ -307,6 +307,7 @@ def _shift_children(binary: str) -> list[psutil.Process]:
     return found
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("ending", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
 def test_the_shift_child_is_supervised_and_ends_with_perflab(ending, tmp_path):
     out = tmp_path / "long.parquet"

@@ -89,6 +89,7 @@ def test_the_api_gets_the_finished_runs_of_a_stopped_batch(slow):
     assert (runs["status"] == 0).all()
 
 
+@pytest.mark.long
 def test_a_report_of_a_sweep_still_going_names_its_writer_and_no_resume(slow, tmp_path):
     out = tmp_path / "r.parquet"
     cmd = [sys.executable, "-m", "perflab", "sweep", "env-size", "--max", "0", "--repeat", "600",

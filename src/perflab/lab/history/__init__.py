@@ -124,7 +124,7 @@ def _reference(where: Path, asked: str | None, have: list[Entry],
         return commits.resolve(where, asked)
     used = [e.reference for e in have if e.reference]
     if used:
-        return max(set(used), key=used.count)
+        return max(sorted(set(used)), key=used.count)  # a tie: the same one every time
     return listed[0].sha if listed else ""
 
 

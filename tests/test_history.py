@@ -65,7 +65,7 @@ def test_history_confirms_the_slower_commit_by_a_comparison_and_gates_on_it(trac
     comparison of c1 and c2 itself shows the 8x loop, is kept, and trips the gate."""
     r = slowed_repo()
     res = CliRunner().invoke(cli, ["history", "--store", str(tracked), "--repo", r["repo"],
-                                   "--setups", "3", "--repeat", "3", "--json"])  # fmt: skip
+                                   "--setups", "6", "--repeat", "3", "--json"])  # fmt: skip
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert [s["sha"] for s in doc["series"]] == [r[f"c{i}"] for i in range(4)]
@@ -76,7 +76,7 @@ def test_history_confirms_the_slower_commit_by_a_comparison_and_gates_on_it(trac
     change = {"machine": machine_key(), "before": r["c1"], "after": r["c2"], "position": 2}
     said: list[str] = []
     for _ in range(2):  # made (unless history above made it), then kept: built and run once
-        found = history.confirm_change(kept, Path(r["repo"]), change, kept.entries(), 3, 3, 0,
+        found = history.confirm_change(kept, Path(r["repo"]), change, kept.entries(), 6, 3, 0,
                                        0.95, said.append)  # fmt: skip
         assert found["verdict"] == "confirmed" and found["ci_low"] > 2, found
     assert "kept from an earlier history" in said[1]

@@ -66,8 +66,9 @@ def _marks_regions(program: str) -> bool:
     import stat
 
     path = shutil.which(program) or program
-    try:
-        with open(path, "rb", buffering=0) as f:
+    try:  # O_NONBLOCK: a FIFO put where the program was does not hold the open
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb", buffering=0) as f:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode) or not 0 < st.st_size <= MOST_SCANNED:
                 return False

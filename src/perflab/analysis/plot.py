@@ -7,7 +7,6 @@ imported by the first figure, not by `import perflab.analysis.plot`, so the CLI 
 """
 
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,6 @@ from perflab.analysis.style import STYLE as STYLE
 from perflab.analysis.style import png as png
 from perflab.analysis.style import style as style
 from perflab.core import files
-from perflab.errors import PerflabError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -26,24 +24,7 @@ if TYPE_CHECKING:
 
 def check_plot_path(path: str | os.PathLike) -> Path:
     """Refuse, before measuring, a plot path with an unknown format or an unwritable directory."""
-    if isinstance(path, str) and (not path or path.endswith("/")):
-        raise PerflabError(f"{path!r}: not a file's name (empty, or ending with /)")
-    p = Path(path)
-    if p.suffix not in FORMATS:
-        raise PerflabError(
-            f"{p}: unknown plot format {p.suffix!r}; use one of {', '.join(FORMATS)}"
-        )
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise PerflabError(f"{p}: directory {parent} does not exist or is not writable")
-    files.check_target(p)
-    try:  # a file made and removed: os.access says yes to root even on /proc
-        fd, probe = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
-    except OSError as exc:
-        raise PerflabError(f"{p}: directory {parent} is not writable ({exc.strerror})") from None
-    os.close(fd)
-    os.unlink(probe)
-    return p
+    return files.check_new(path, FORMATS, "plot")
 
 
 def figure(

@@ -43,6 +43,33 @@ def check_target(path: str | os.PathLike) -> None:
             raise PerflabError(f"{path}: is {kind(mode)}, not a file perflab can write")
 
 
+def check_new(path: str | os.PathLike, formats: tuple[str, ...], what: str) -> Path:
+    """Refuse, before any work, a path that perflab could not write: no file's name, a format
+    not in `formats` (`what` names the kind), a missing or unwritable directory, a FIFO or
+    device in its place. Writability is a file made and removed beside it: os.access says yes
+    to root even on /proc."""
+    if isinstance(path, str) and (not path or path.endswith("/")):
+        raise PerflabError(f"{path!r}: not a file's name (empty, or ending with /)")
+    p = Path(path)
+    if p.suffix not in formats:
+        raise PerflabError(
+            f"{p}: unknown {what} format {p.suffix!r}; use one of {', '.join(formats)}"
+        )
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise PerflabError(f"{p}: directory {parent} does not exist")
+    check_target(p)
+    if p.exists() and not os.access(p, os.W_OK):
+        raise PerflabError(f"{p}: not writable")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
+    except OSError as exc:
+        raise PerflabError(f"{p}: not writable ({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+    return p
+
+
 def open_read(path: str | os.PathLike) -> BinaryIO:
     """A file to read, refused in one line when it is a FIFO (whose open would wait for a
     writer forever), a device or a directory; a link to a regular file is read."""

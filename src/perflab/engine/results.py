@@ -6,7 +6,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,20 +46,7 @@ def newer_perflab(meta: Mapping[str, Any]) -> str | None:
 
 def check_output(path: str | os.PathLike, formats: tuple[str, ...] = FORMATS) -> Path:
     """Refuse, before anything is measured, a path that cannot be written or has no known format."""
-    if isinstance(path, str) and (not path or path.endswith("/")):
-        raise PerflabError(f"{path!r}: not a file's name (empty, or ending with /)")
-    p = Path(path)
-    if p.suffix not in formats:
-        raise PerflabError(
-            f"{p}: unknown output format {p.suffix!r}; use one of {', '.join(formats)}"
-        )
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise PerflabError(f"{p}: directory {parent} does not exist")
-    files.check_target(p)
-    if p.exists() and not os.access(p, os.W_OK):
-        raise PerflabError(f"{p}: not writable")
-    _probe_write(parent, p)
+    p = files.check_new(path, formats, "output")
     _check_parts(p)
     filelock.check_free(p)
     return p
@@ -80,16 +66,6 @@ def _check_parts(p: Path) -> None:
             f"{parts}: is {what}, not a journal perflab made for {p.name}; remove it or "
             "choose another -o"
         )
-
-
-def _probe_write(parent: Path, p: Path) -> None:
-    """Create and delete a file beside the output: os.access says yes to root even on /proc."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=parent)
-    except OSError as exc:
-        raise PerflabError(f"{p}: not writable ({exc.strerror})") from None
-    os.close(fd)
-    os.unlink(tmp)
 
 
 def _sidecar(path: Path) -> Path:

@@ -105,3 +105,23 @@ def test_quantum_finds_the_step_despite_a_stray_read(step, odd):
     deltas[:odd] = 7  # one read off the grid (a migration) must not hide the step
     assert stats.quantum(deltas) == step
     assert stats.quantum(np.zeros(10)) == 0
+
+
+def test_median_rank_is_the_exact_binomial_rank():
+    """The order-statistic rank from scipy's binomial matches exact rational arithmetic: the
+    largest l with P(X <= l - 1) <= alpha/2 for X ~ Binomial(n, 1/2), counted with math.comb."""
+    from fractions import Fraction
+    from math import comb
+
+    for level in (0.9, 0.95, 0.99, 1 - 0.05 / 12):
+        half_alpha = (1 - Fraction(level)) / 2
+        for n in range(1, 160):
+            cdf, exact = Fraction(0), 0
+            for k in range(n + 1):
+                cdf += Fraction(comb(n, k), 2**n)
+                if cdf > half_alpha:
+                    break
+                exact = k + 1
+            assert stats.median_rank(n, level) == exact, (n, level)
+    assert stats.median_rank(5, 0.95) == 0 and stats.median_rank(6, 0.95) == 1
+    assert stats.median_rank(20, 0.95) == 6

@@ -4,7 +4,6 @@ sizes does not raise 400 false alarms; different conditions are named."""
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 from dataclasses import dataclass, field
@@ -245,17 +244,6 @@ def _median(x: np.ndarray) -> float:
     return float((x[(x.size - 1) // 2] + x[x.size // 2]) / 2)
 
 
-@functools.lru_cache(maxsize=256)
-def _lower_rank(n: int, level: float) -> int:
-    """The 1-based rank l whose [x_(l), x_(n+1-l)] covers the median at level (0: none does),
-    as stats.median_order_interval finds it, cached: thousands of points share a handful of n."""
-    k = np.arange(n + 1)
-    logs = np.array([math.lgamma(i + 1) + math.lgamma(n - i + 1) for i in k])
-    cdf = np.cumsum(np.exp(math.lgamma(n + 1) - logs - n * math.log(2)))
-    ok = np.nonzero(cdf <= (1 - level) / 2)[0]
-    return int(ok[-1]) + 1 if ok.size else 0
-
-
 def _order_ratio(
     a: np.ndarray, b: np.ndarray, level: float, steps: tuple[float, float]
 ) -> tuple[float, float, float]:
@@ -263,7 +251,7 @@ def _order_ratio(
     1 - (1 - level)/2."""
     side = 1 - (1 - level) / 2
     xa, xb = a, b
-    la, lb = _lower_rank(xa.size, side), _lower_rank(xb.size, side)
+    la, lb = stats.median_rank(xa.size, side), stats.median_rank(xb.size, side)
     ma, mb = _median(xa), _median(xb)
     if ma <= 0:
         raise PerflabError("baseline median is <= 0: a ratio is meaningless")

@@ -13,6 +13,12 @@ wall and CPU time of each, and perflab / bare with and without its start-up.
 
     PYTHONPATH=src python benchmarks/spawn_overhead.py [--runs 2000] [--rounds 5]
     PYTHONPATH=src python benchmarks/spawn_overhead.py --whole [--repeat 100] [--rounds 3]
+        [--against OTHER/src]
+
+With --against, the same sweep also runs from another tree's sources (built in place: `python
+setup.py build_ext --inplace` there) in every round, the two trees' order alternating, and the
+ratio this tree / that tree is printed per round's pair: median and its 95 % order-statistic
+interval over rounds, so that "within 2 %" is decided by the interval, not read from two runs.
 """
 
 import argparse
@@ -28,10 +34,13 @@ from pathlib import Path
 
 import numpy as np
 
+from perflab.analysis import stats
 from perflab.engine import cpuchoice
 from perflab.lab import env_size
 from perflab.lab.plans.env_size import EnvSizePlan
 from perflab.system import compiler
+
+OTHER = "perflab sweep env-size (--against)"
 
 BARE = r"""
 #include <spawn.h>
@@ -138,9 +147,9 @@ def timed(cmd: list[str]) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
-def whole(repeat: int, rounds: int, pin_perflab: bool, cpu: str) -> None:
+def whole(repeat: int, rounds: int, pin_perflab: bool, cpu: str, against: Path | None) -> None:
     """perflab's sweep as a command vs the bare loop on the same runs, with and without its
-    start-up (the same command for one run)."""
+    start-up (the same command for one run); with `against`, the same sweep from that tree."""
     workload = env_size.resolve_program((), "0")[0][0]
     sizes = EnvSizePlan(min_size=0, max_size=199, repeat=repeat).pairs()[0]
     rt = ("taskset", "-c", cpu, "chrt", "-f", "1")
@@ -149,11 +158,13 @@ def whole(repeat: int, rounds: int, pin_perflab: bool, cpu: str) -> None:
         (tmp / "sizes").write_bytes(sizes.astype(np.int64).tobytes())
         out = tmp / "sweep.parquet"
 
-        def sweep(max_size: int, times: int) -> list[str]:
+        def sweep(max_size: int, times: int, src: Path | None = None) -> list[str]:
             out.unlink(missing_ok=True)
             opts = f"--min 0 --max {max_size} --repeat {times} --aslr off --cpu {cpu}".split()
             cmd = ["perflab", "sweep", "env-size", *opts, "-o", str(out)]
-            return [*(("taskset", "-c", cpu) if pin_perflab else ()), sys.executable, "-m", *cmd]
+            path = () if src is None else ("env", f"PYTHONPATH={src}")
+            pin = ("taskset", "-c", cpu) if pin_perflab else ()
+            return [*path, *pin, sys.executable, "-m", *cmd]
 
         bare_cmd = [*rt, "setarch", platform.machine(), "-R", str(compiled(tmp)),
                     str(sizes.size), workload, str(tmp / "sizes")]  # fmt: skip
@@ -162,11 +173,16 @@ def whole(repeat: int, rounds: int, pin_perflab: bool, cpu: str) -> None:
             "perflab sweep env-size": lambda: timed(sweep(199, repeat)),
             "perflab start-up (the same, 1 run)": lambda: timed(sweep(0, 1)),
         }
+        if against is not None:
+            methods[OTHER] = lambda: timed(sweep(199, repeat, against))
         got: dict[str, list[tuple[float, float]]] = {name: [] for name in methods}
         load = os.getloadavg()[0]
-        for _ in range(rounds):
-            for name, fn in methods.items():
-                got[name].append(fn())
+        for r in range(rounds):
+            names = list(methods)
+            if against is not None and r % 2:
+                names[1], names[-1] = names[-1], names[1]
+            for name in names:
+                got[name].append(methods[name]())
     print(
         f"{sizes.size} runs (env sizes 0..199 x {repeat}, perflab's random order) of "
         f"{Path(workload).name}, ASLR off, child on CPU {cpu} under SCHED_FIFO 1, "
@@ -178,13 +194,25 @@ def whole(repeat: int, rounds: int, pin_perflab: bool, cpu: str) -> None:
     for name, v in got.items():
         wall, cpu_s = np.array(v).T
         print(f"{name:<40}{np.median(wall):>14.3f}{wall.min():>8.3f}{np.median(cpu_s):>14.3f}")
-    bare_s, full, start = (np.array(v).T for v in got.values())
+    bare_s, full, start = (np.array(got[k]).T for k in list(got)[:3])
     print("perflab / bare, median over rounds of the per-round ratio [ratio of the minima]:")
     for what, i in (("wall", 0), ("CPU", 1)):
         ratios = [(full[i], "whole process"), (full[i] - start[i], "start-up removed")]
         print(f"  {what}: " + ", ".join(
             f"{name} {np.median(x / bare_s[i]):.3f} [{x.min() / bare_s[i].min():.3f}]"
             for x, name in ratios))  # fmt: skip
+    if against is not None:
+        other = np.array(got[OTHER]).T
+        print(f"this tree / {against} (the same sweep, per round; 95 % order-statistic interval):")
+        for what, i in (("wall", 0), ("CPU", 1)):
+            med, lo, hi = stats.median_order_interval(full[i] / other[i])
+            if lo >= 0.98 and hi <= 1.02:
+                verdict = "within 2 %"
+            elif lo > 1.02 or hi < 0.98:
+                verdict = "differs by more than 2 %"
+            else:
+                verdict = "undecided: more rounds"
+            print(f"  {what}: {med:.3f} ({lo:.3f}-{hi:.3f}): {verdict}")
     json.dump({k: [list(x) for x in v] for k, v in got.items()}, sys.stderr)
     print(file=sys.stderr)
 
@@ -199,9 +227,11 @@ def main() -> None:
                     help="With --whole: perflab's own process on the child's CPU too.")  # fmt: skip
     ap.add_argument("--cpu", default=str(cpuchoice.pick().cpus[0]),
                     help="With --whole: the children's CPU (default: perflab's).")  # fmt: skip
+    ap.add_argument("--against", type=Path,
+                    help="With --whole: another tree's src/, the same sweep from it.")  # fmt: skip
     args = ap.parse_args()
     if args.whole:
-        whole(args.repeat, args.rounds, args.pin_perflab, args.cpu)
+        whole(args.repeat, args.rounds, args.pin_perflab, args.cpu, args.against)
         return
     workload = str(compiler.mytkowicz().path)
     cpu = cpuchoice.pick().cpus[0]

@@ -45,7 +45,7 @@ def test_median_components_recover_the_layout_and_add_up_to_what_the_layouts_sho
     assert math.sqrt(c.variances[0]) == pytest.approx(0.02, rel=0.15)
     assert c.variances[1] == pytest.approx(2 * 0.03**2, rel=0.1) and c.statistic == "median"
     # What the plan extrapolates from is what the layouts' B/A of pairs showed, exactly.
-    seen = levels.paired_ratios(df, "ticks", "setup")["log_ratio"].var()
+    seen = levels.layout_medians(levels.pair_log_ratios(df, "ticks", "setup"))["log_ratio"].var()
     assert c.variance((1, 3)) == pytest.approx(seen, rel=1e-9)
 
 
@@ -70,7 +70,7 @@ def test_the_mean_of_layouts_covers_the_true_ratio_at_its_rate_through_disturbed
     hits = 0
     for _ in range(200):
         df = pairs(rng, layouts, 3, 0.01, 0.02, 0.03, disturbed=0.05)
-        d = levels.paired_ratios(df, "ticks", "setup")["log_ratio"]
+        d = levels.layout_medians(levels.pair_log_ratios(df, "ticks", "setup"))["log_ratio"]
         _, lo, hi = trimmed_interval(d, 0.9)
         hits += lo < 0.03 < hi
     # 200 experiments at 90 %: 80-97 % holds with probability > 0.999 for a correct interval.
@@ -115,7 +115,7 @@ def test_pairs_cancel_what_a_host_spell_does_to_both_of_their_runs():
     less, the runs' level is the pairs' own noise, and the interval over layouts keeps its rate."""
     rng = np.random.default_rng(15)
     df = spells(rng, 400, 4, 0.01, 0.03)
-    paired = levels.paired_ratios(df, "ticks", "setup")["log_ratio"]
+    paired = levels.layout_medians(levels.pair_log_ratios(df, "ticks", "setup"))["log_ratio"]
     medians = df.groupby(["setup", "side"])["ticks"].median().unstack()
     apart = np.log(medians["B"] / medians["A"])
     assert paired.std() < 0.7 * apart.std()
@@ -124,7 +124,9 @@ def test_pairs_cancel_what_a_host_spell_does_to_both_of_their_runs():
     assert c.variance((1, 4)) == pytest.approx(paired.var(), rel=1e-9)
     hits = 0
     for _ in range(200):
-        d = levels.paired_ratios(spells(rng, 10, 4, 0.01, 0.03), "ticks", "setup")["log_ratio"]
+        d = levels.layout_medians(
+            levels.pair_log_ratios(spells(rng, 10, 4, 0.01, 0.03), "ticks", "setup")
+        )["log_ratio"]
         _, lo, hi = trimmed_interval(d, 0.9)
         hits += lo < 0.03 < hi
     assert 160 <= hits <= 194
@@ -403,7 +405,9 @@ def test_the_plan_reads_at_each_count_of_iterations_what_runs_of_so_many_show(ca
     c = levels.paired_ratio_components(piloted(rng, 1500, 8, sds, 0.02, spiked, warm), "ticks")
     for j, rel in within.items():
         runs = looped(rng, 1500, 4, j, sds, 0.02, spiked, warm)
-        seen = levels.paired_ratios(runs, "ticks", "setup")["log_ratio"].var()
+        seen = levels.layout_medians(levels.pair_log_ratios(runs, "ticks", "setup"))[
+            "log_ratio"
+        ].var()
         assert c.variance((1, 4, j)) == pytest.approx(seen, rel=rel), j
 
 
@@ -441,7 +445,7 @@ def test_the_interval_over_layouts_covers_the_true_ratio_at_its_rate_with_iterat
     hits = 0
     for _ in range(200):
         df = looped(rng, 10, 4, 6, (0.01, 0.01, 0.03), 0.03, spiked=0.1)
-        d = levels.paired_ratios(df, "ticks", "setup")["log_ratio"]
+        d = levels.layout_medians(levels.pair_log_ratios(df, "ticks", "setup"))["log_ratio"]
         _, lo, hi = trimmed_interval(d, 0.9)
         hits += lo < 0.03 < hi
     # 200 experiments at 90 %: 80-97 % holds with probability > 0.999 for a correct interval.

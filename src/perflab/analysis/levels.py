@@ -137,27 +137,15 @@ def _robust_variance(logs: pd.Series, groups: list[pd.Series]) -> float:
     return float((np.median(np.concatenate(diffs)) / _PAIR_SPREAD) ** 2)
 
 
-def paired_ratios(
-    frame: pd.DataFrame,
-    value: str,
-    level: str,
-    pair: str = "rep",
-    side: str = "side",
-    sides: tuple[str, str] = ("A", "B"),
-) -> pd.DataFrame:
-    """Each unit of `level` (a layout) holding both sides: the median over its pairs (an A and
-    a B run next to each other in time, `pair` naming them) of log(B / A) as `log_ratio`, and
-    `pairs`, how many. A pair's two runs share what the host did to that moment (this guest
-    ran 1.1-1.5x slower for a second at a time, runs' log times correlated at 0.7 lag 1), so
-    its ratio cancels it where medians of each side, taken apart, follow a spell that cut
-    one side's runs: over 40 layouts of 4 pairs of two copies of brotli, the layouts' log B/A
-    spread 0.016 this way against 0.038 as B/A of medians."""
-    return _layout_medians(pair_log_ratios(frame, value, level, pair, side, sides))
-
-
-def _layout_medians(d: pd.Series) -> pd.DataFrame:
-    """paired_ratios from the pairs' log ratios (pair_log_ratios), read once."""
-    by = d.groupby(level=0)
+def layout_medians(log_ratios: pd.Series) -> pd.DataFrame:
+    """Each unit of the first index level (a layout) holding both sides: the median of its
+    pairs' log(B / A) (pair_log_ratios) as `log_ratio`, and `pairs`, how many. A pair's two
+    runs share what the host did to that moment (this guest ran 1.1-1.5x slower for a second
+    at a time, runs' log times correlated at 0.7 lag 1), so its ratio cancels it where medians
+    of each side, taken apart, follow a spell that cut one side's runs: over 40 layouts of 4
+    pairs of two copies of brotli, the layouts' log B/A spread 0.016 this way against 0.038 as
+    B/A of medians."""
+    by = log_ratios.groupby(level=0)
     out = pd.DataFrame({"log_ratio": by.median(), "pairs": by.size()}).dropna()
     return out[out["pairs"] > 0]
 
@@ -247,7 +235,7 @@ def _split(d: pd.Series, trim: float) -> tuple[float, float, pd.DataFrame]:
     """Of pairs' log B/A (pair_log_ratios), the layout's variance (what the layouts' medians
     vary by beyond their pairs'), the pairs' robust spread within layouts, and the layouts'
     medians; nan for what fewer than two layouts, or no two pairs in one, cannot tell."""
-    per = _layout_medians(d)
+    per = layout_medians(d)
     if len(per) < 2:
         return math.nan, math.nan, per
     try:

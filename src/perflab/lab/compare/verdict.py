@@ -53,15 +53,15 @@ def interval(
     ok: pd.DataFrame, value: str, confidence: float = CONFIDENCE
 ) -> tuple[float, float, float]:
     """B/A over the setups: the geometric mean of the setups' B/A (each the median of its A/B
-    pairs' ratios, levels.paired_ratios; TRIM of each end cut) with Yuen's t interval over the
+    pairs' ratios, levels.layout_medians; TRIM of each end cut) with Yuen's t interval over the
     setups (at TRIM 0, Student's), the one the plan predicts. Each setup's B/A carries its
     pairs' noise once: drawing the pairs again as well counts it twice. With one setup, the
     interval is its pairs' median's, from order statistics: an interval of that layout."""
-    per = levels.paired_ratios(ok, value, "setup")
+    d = levels.pair_log_ratios(ok, value, "setup")
+    per = levels.layout_medians(d)
     if len(per) >= 2:
         centre, lo, hi = trimmed_interval(per["log_ratio"], confidence, TRIM)
         return math.exp(centre), math.exp(lo), math.exp(hi)
-    d = levels.pair_log_ratios(ok, value, "setup")
     centre, lo, hi = stats.median_order_interval(d, confidence)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise PerflabError(

@@ -17,6 +17,19 @@ static inline uint64_t perflab_tv_ns(const struct timeval *tv)
     return (uint64_t)tv->tv_sec * 1000000000u + (uint64_t)tv->tv_usec * 1000u;
 }
 
+/* A wait4 rusage into the seven usage fields that struct perflab_run and the supervisor's
+ * reply (struct perflab_sup_reply) both carry under the same names. */
+#define PERFLAB_COPY_RUSAGE(out, ru)                                                        \
+    do {                                                                                    \
+        (out)->utime_ns = (int64_t)perflab_tv_ns(&(ru)->ru_utime);                          \
+        (out)->stime_ns = (int64_t)perflab_tv_ns(&(ru)->ru_stime);                          \
+        (out)->maxrss_kb = (ru)->ru_maxrss;                                                 \
+        (out)->minflt = (ru)->ru_minflt;                                                    \
+        (out)->majflt = (ru)->ru_majflt;                                                    \
+        (out)->nvcsw = (ru)->ru_nvcsw;                                                      \
+        (out)->nivcsw = (ru)->ru_nivcsw;                                                    \
+    } while (0)
+
 /* Nanoseconds on one clock (CLOCK_MONOTONIC, a CPU-time clock...). */
 static inline uint64_t perflab_now_ns(clockid_t id)
 {

@@ -123,14 +123,3 @@ void classify(int wstatus, int timed_out, struct perflab_run *out)
     else if (out->exit_code)
         out->status = PERFLAB_RUN_EXIT;
 }
-
-void fill_rusage(const struct rusage *ru, struct perflab_run *out)
-{
-    out->utime_ns = (int64_t)perflab_tv_ns(&ru->ru_utime);
-    out->stime_ns = (int64_t)perflab_tv_ns(&ru->ru_stime);
-    out->maxrss_kb = ru->ru_maxrss;
-    out->minflt = ru->ru_minflt;
-    out->majflt = ru->ru_majflt;
-    out->nvcsw = ru->ru_nvcsw;
-    out->nivcsw = ru->ru_nivcsw;
-}

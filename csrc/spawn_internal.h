@@ -120,7 +120,6 @@ int run_one(const struct spawn_ctx *c, const char *path, char *const argv[], cha
 int child_main(void *arg);
 void read_probe(int fd, int32_t asked, struct perflab_run *out);
 void classify(int wstatus, int timed_out, struct perflab_run *out);
-void fill_rusage(const struct rusage *ru, struct perflab_run *out);
 
 /* spawn_rest.c */
 void parent_rt_enter(const struct spawn_opts *o, struct saved_sched *saved);

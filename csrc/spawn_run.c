@@ -156,7 +156,7 @@ int run_one(const struct spawn_ctx *c, const char *path, char *const argv[],
         close(pidfd);
     if (kill_strays(pid))
         out->flags |= PERFLAB_RUN_STRAYS;
-    fill_rusage(&ru, out);
+    PERFLAB_COPY_RUSAGE(out, &ru);
     out->rt_errno = a.rt_err;
     if (a.err) {
         out->status = a.stage == STAGE_EXEC ? PERFLAB_RUN_EXEC_FAILED : PERFLAB_RUN_SETUP_FAILED;

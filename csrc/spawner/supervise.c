@@ -51,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "perflab.h"
+#include "perflab_internal.h"
 #include "wire.h"
 
 #define CHILD_STACK (64 * 1024)
@@ -84,11 +85,6 @@ struct start_args {
     char **argv, **envp;
     volatile int err, stage;
 };
-
-static int64_t ns_of(const struct timeval *tv)
-{
-    return (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000;
-}
 
 /* Async-signal-safe only: we run on the supervisor's memory until execve. */
 static int child_main(void *arg)
@@ -256,13 +252,7 @@ static void reap(struct sup *s, const struct perflab_sup_request *h, struct perf
     reap_dead_strays(s);
     r->pid = p;
     r->status = status;
-    r->utime_ns = ns_of(&ru.ru_utime);
-    r->stime_ns = ns_of(&ru.ru_stime);
-    r->maxrss_kb = ru.ru_maxrss;
-    r->minflt = ru.ru_minflt;
-    r->majflt = ru.ru_majflt;
-    r->nvcsw = ru.ru_nvcsw;
-    r->nivcsw = ru.ru_nivcsw;
+    PERFLAB_COPY_RUSAGE(r, &ru);
 }
 
 /* One request and its reply; -1 when perflab is gone or out of step (the end). */

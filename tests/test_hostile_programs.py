@@ -6,6 +6,7 @@ a non-zero exit, or working), leaves nothing running, ends on SIGTERM and keeps 
 Every bound below is hang detection (HANG_S), never a speed claim.
 """
 
+import os
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from conftest import compile_children
 
 from perflab.engine import results, spawn
 from perflab.errors import PerflabError
-from perflab.system import compiler, supervisor
+from perflab.system import binlayout, compiler, supervisor
 
 HANG_S = 240  # far past anything here: only a hang reaches it
 
@@ -335,6 +336,25 @@ def test_a_build_command_is_bounded_by_the_build_timeout(hostile, tmp_path):
                    str(tmp_path / "a"), "--build-cmd-b", f"{hostile} outlive", "--program-b",
                    str(tmp_path / "b"), "--build-timeout", "3", "--setups", "1")  # fmt: skip
     assert "did not finish within 3 s (--build-timeout" in one_line(done)
+    nothing_left(hostile)
+
+
+@pytest.mark.parametrize("tool", ["nm", "objdump"])
+def test_binutils_are_bounded_by_the_build_timeout(hostile, tmp_path, monkeypatch, tool):
+    """nm and objdump read binaries a user gave; one that keeps them busy (here a tool that
+    ignores SIGTERM) is killed at the build timeout with everything it started."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / tool).write_text(f"#!/bin/sh\nexec {hostile} ignore-term\n")
+    (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    read = {"nm": lambda: binlayout.nm_fields("/bin/true"),
+            "objdump": lambda: binlayout.disassembly("/bin/true", 0, 16)}[tool]  # fmt: skip
+    with (
+        supervisor.build_timeout(1),
+        pytest.raises(PerflabError, match="did not finish within 1 s"),
+    ):
+        read()
     nothing_left(hostile)
 
 

@@ -26,7 +26,6 @@ import os
 import re
 import socket
 import struct
-import subprocess
 import tempfile
 import time
 from collections import deque
@@ -112,13 +111,8 @@ _INSN = re.compile(r"^\s*[0-9a-f]+:\t")
 
 def _code(path: str | os.PathLike, start: int, end: int) -> list[str]:
     """objdump's lines of [start, end) of a binary: addresses, bytes and instructions."""
-    try:
-        done = subprocess.run(["objdump", "-d", f"--start-address={start}",
-                               f"--stop-address={end}", str(path)],
-                              capture_output=True, text=True, check=False)  # fmt: skip
-    except FileNotFoundError:
-        raise PerflabError("objdump not found: install binutils") from None
-    return [line for line in done.stdout.splitlines() if _INSN.match(line)]
+    code = binlayout.disassembly(path, start, end, raw=True)
+    return [line for line in code.splitlines() if _INSN.match(line)]
 
 
 def check_layout(exec_binary: str | os.PathLike, shift_binary: str | os.PathLike) -> None:

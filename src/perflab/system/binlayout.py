@@ -12,26 +12,45 @@ import json
 import os
 import re
 import struct
-import subprocess
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from perflab.core import files
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.system import compiler
 
+if TYPE_CHECKING:
+    from perflab.system import supervisor
+
 MODULI = (16, 32, 64)
 
 
-def nm_fields(path: str | os.PathLike[str], *args: str) -> list[list[str]]:
-    """`nm` lines as fields (no shell); nm missing is one line saying what to install."""
+def _binutils(argv: list[str]) -> supervisor.Finished:
+    """A binutils command under the build timeout and a supervisor of its own (a binary
+    another user made can keep nm or objdump busy for ever); missing is one line saying what
+    to install."""
+    from perflab.system import supervisor
+
     try:
-        done = subprocess.run(["nm", *args, str(path)], capture_output=True, text=True, check=False)
+        return supervisor.run_bounded(argv)
     except FileNotFoundError:
-        raise PerflabError("nm not found: install binutils") from None
+        raise PerflabError(f"{argv[0]} not found: install binutils") from None
+
+
+def nm_fields(path: str | os.PathLike[str], *args: str) -> list[list[str]]:
+    """`nm` lines as fields (no shell)."""
+    done = _binutils(["nm", *args, str(path)])
     if done.returncode != 0:
         raise PerflabError(f"nm {path}: {done.stderr.strip().splitlines()[0]}")
     return [line.split() for line in done.stdout.splitlines()]
+
+
+def disassembly(path: str | os.PathLike[str], start: int, stop: int, raw: bool = False) -> str:
+    """objdump -d of [start, stop) of a binary (with the instructions' bytes when raw)."""
+    flags = [] if raw else ["--no-show-raw-insn"]
+    argv = ["objdump", "-d", *flags, f"--start-address={start}", f"--stop-address={stop}"]
+    return _binutils([*argv, str(path)]).stdout
 
 
 def functions(objects: Sequence[compiler.Object]) -> tuple[str, ...]:
@@ -55,16 +74,8 @@ def loop_spans(
         return {}
     lo = min(s for s, _ in spans.values())
     hi = max(e for _, e in spans.values())
-    try:
-        done = subprocess.run(
-            ["objdump", "-d", "--no-show-raw-insn", f"--start-address={lo}",
-             f"--stop-address={hi}", str(path)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-    except FileNotFoundError:
-        return {}
     addrs, back = [], []
-    for line in done.stdout.splitlines():
+    for line in disassembly(path, lo, hi).splitlines():
         if m := _INSN.match(line):
             addrs.append(int(m.group(1), 16))
         if (m := _BRANCH.match(line)) and int(m.group(3), 16) < int(m.group(1), 16):

@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import json
 import re
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -143,12 +142,7 @@ def _read_accesses(path: str | Path, function: str) -> list[Access]:
     loop = binlayout.loop_spans(path, {function: span}).get(function)
     if loop is None:
         return []
-    done = subprocess.run(
-        ["objdump", "-d", "--no-show-raw-insn", f"--start-address={loop[0]}",
-         f"--stop-address={loop[1]}", str(path)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    return parse_accesses(done.stdout)
+    return parse_accesses(binlayout.disassembly(path, *loop))
 
 
 def exec_strings(argv: Sequence[str], env: Sequence[str]) -> int:

@@ -510,3 +510,36 @@ def test_property_journal_and_result_readers(pristine, target, data, cut):
 
 def _chunks(parts: Path) -> list[Path]:
     return sorted(parts.glob("chunk-*.parquet"))
+
+
+def test_a_lock_is_held_by_one_thread_and_nests_in_it(tmp_path):
+    """Two threads of one process writing one file are two writers: the second is refused
+    with the first named, while the holder's own holds nest; once released, it is free."""
+    import threading
+
+    out = tmp_path / "r.parquet"
+    seen: list[str] = []
+
+    def second() -> None:
+        try:
+            filelock.acquire(out)
+        except PerflabError as exc:
+            seen.append(str(exc))
+        try:
+            filelock.check_free(out)
+        except PerflabError as exc:
+            seen.append(str(exc))
+
+    with filelock.held(out), filelock.held(out):
+        t = threading.Thread(target=second, name="second-writer")
+        t.start()
+        t.join()
+    assert len(seen) == 2 and all("another thread of this process (MainThread)" in s for s in seen)
+    assert not filelock.lock_path(out).exists()
+    t = threading.Thread(target=filelock.acquire, args=(out,))
+    t.start()
+    t.join()  # it ended holding the lock (a journal opened there): this thread may go on
+    with filelock.held(out):
+        pass
+    filelock.release(out)  # the ended thread's hold, as a journal's finish() drops it
+    assert not filelock.lock_path(out).exists()

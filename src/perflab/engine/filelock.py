@@ -21,7 +21,7 @@ from pathlib import Path
 from perflab.core import files
 from perflab.errors import PerflabError
 
-_held: dict[Path, list] = {}  # lock path -> [fd, depth]: re-entrant within this process
+_held: dict[Path, list] = {}  # lock path -> [fd, depth, thread]: re-entrant in its thread
 _guard = threading.Lock()
 WAIT_STEP_S = 0.05  # how often a waiting acquire tries again
 
@@ -38,13 +38,13 @@ def _holder(fd: int) -> str:
     return f"pid {text}" if text.isdigit() else "another process"
 
 
-def _refuse(path: Path, who: str) -> PerflabError:
-    return PerflabError(
-        f"{path}: another perflab run ({who}) is writing it; wait for it to end or stop it "
-        f"(kill {who.removeprefix('pid ')}), or choose another -o FILE"
-        if who.startswith("pid")
-        else f"{path}: another process holds {lock_path(path)}; wait for it or choose another -o"
-    )
+def _refuse(path: Path, who: str, instead: str) -> PerflabError:
+    if who.startswith("pid"):
+        return PerflabError(
+            f"{path}: another perflab run ({who}) is writing it; wait for it to end or stop it "
+            f"(kill {who.removeprefix('pid ')}), or {instead}"
+        )
+    return PerflabError(f"{path}: {who} holds {lock_path(path)}; wait for it, or {instead}")
 
 
 def _planted(lp: Path, st: os.stat_result, writing: bool) -> PerflabError | None:
@@ -84,22 +84,30 @@ def _open(lp: Path, flags: int) -> int:
     return fd
 
 
-def acquire(path: str | os.PathLike, wait_s: float = 0.0) -> None:
-    """Take the lock of `path` for this process, waiting up to wait_s seconds for another
-    holder to let go, or refuse with the pid holding it."""
+OTHER_OUTPUT = "choose another -o FILE"
+
+
+def acquire(path: str | os.PathLike, wait_s: float = 0.0, instead: str = OTHER_OUTPUT) -> None:
+    """Take the lock of `path` for this thread (again, if it holds it: the holds nest),
+    waiting up to wait_s seconds for another holder, another process or another thread of
+    this one, to let go, or refuse, naming the holder and what the user may do `instead`."""
     lp = lock_path(path)
     deadline = time.monotonic() + wait_s
     while (holder := _try(lp)) is not None:
         if time.monotonic() >= deadline:
-            raise _refuse(Path(path), holder)
+            raise _refuse(Path(path), holder, instead)
         time.sleep(WAIT_STEP_S)
 
 
 def _try(lp: Path) -> str | None:
-    """Take the lock file once: None when this process holds it now, else who holds it."""
+    """Take the lock file once: None when this thread holds it now, else who holds it."""
     with _guard:
         if lp in _held:
+            thread = _held[lp][2]
+            if thread is not threading.current_thread() and thread.is_alive():
+                return f"another thread of this process ({thread.name})"
             _held[lp][1] += 1
+            _held[lp][2] = threading.current_thread()
             return None
         while True:
             fd = _open(lp, os.O_RDWR | os.O_CREAT)
@@ -124,12 +132,13 @@ def _try(lp: Path) -> str | None:
         with contextlib.suppress(OSError):  # a full disk: still locked, just anonymously
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        _held[lp] = [fd, 1]
+        _held[lp] = [fd, 1, threading.current_thread()]
         return None
 
 
 def release(path: str | os.PathLike) -> None:
-    """Drop one hold on the lock; the last one removes the lock file, then unlocks."""
+    """Drop one hold on the lock (from any thread: a journal may be finished by another than
+    the one that opened it); the last one removes the lock file, then unlocks."""
     lp = lock_path(path)
     with _guard:
         entry = _held.get(lp)
@@ -150,9 +159,17 @@ def _same(a: os.stat_result, b: os.stat_result) -> bool:
 
 
 def writer(path: str | os.PathLike) -> str | None:
-    """Who is writing a result file now ("pid N"), if another process is; None if nobody."""
+    """Who is writing a result file now ("pid N", or another thread of this process), if
+    anyone but this thread is; None if nobody."""
     lp = lock_path(path)
-    if lp in _held or not os.path.lexists(lp):
+    with _guard:
+        mine = _held.get(lp)
+        if mine is not None:
+            thread = mine[2]
+            if thread is threading.current_thread() or not thread.is_alive():
+                return None
+            return f"another thread of this process ({thread.name})"
+    if not os.path.lexists(lp):
         return None
     try:
         fd = _open(lp, os.O_RDONLY)
@@ -171,13 +188,15 @@ def check_free(path: str | os.PathLike) -> None:
     """Refuse up front a result file another process is writing, before anything is measured."""
     who = writer(path)
     if who is not None:
-        raise _refuse(Path(path), who)
+        raise _refuse(Path(path), who, OTHER_OUTPUT)
 
 
 @contextlib.contextmanager
-def held(path: str | os.PathLike, wait_s: float = 0.0) -> Iterator[None]:
+def held(
+    path: str | os.PathLike, wait_s: float = 0.0, instead: str = OTHER_OUTPUT
+) -> Iterator[None]:
     """The lock of `path` for the duration of a with block (see acquire)."""
-    acquire(path, wait_s)
+    acquire(path, wait_s, instead)
     try:
         yield
     finally:

@@ -18,6 +18,7 @@ from perflab.lab.bisect import commits
 from perflab.system import compiler, supervisor
 
 WAIT_S = 3600.0  # another perflab's build of the same commit: waited for this long at most
+BUILDING = "run this once that build has ended"  # what to do after that wait
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def build(repo: Path, sha: str, command: Sequence[str]) -> Build:
     fails, which is a skip: its log says why. Another perflab building the same commit with
     the same command (two tracks, a track and a history) is waited for, then reused."""
     place = files.private_dir(root() / key(sha, command))
-    with filelock.held(place / "build", wait_s=WAIT_S):
+    with filelock.held(place / "build", WAIT_S, BUILDING):
         return _build(repo, sha, command, place)
 
 

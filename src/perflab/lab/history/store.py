@@ -37,6 +37,7 @@ VERSION = 2
 MACHINE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 LOCK_WAIT_S = 600.0  # another track writing the store: its write takes a second, not this
+STORE_BUSY = "give this track another --store DIR"  # what to do after that wait
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ class Store:
         store's lock. A track of a commit kept before must build, run and seed it as that one
         did (its layouts are then the same ones, numbered alike: `track` tells the tracks
         apart); else one line, and nothing is written."""
-        with filelock.held(self.root / INDEX, wait_s=LOCK_WAIT_S):
+        with filelock.held(self.root / INDEX, LOCK_WAIT_S, STORE_BUSY):
             entries = self.entries()
             same = [e for e in entries if (e.machine, e.sha) == (entry.machine, entry.sha)]
             for e in same:
@@ -174,7 +175,7 @@ class Store:
 
     def confirm(self, key: dict[str, Any], runs: pd.DataFrame) -> None:
         """Keep a change point's comparison, so that the next history does not run it again."""
-        with filelock.held(self.root / INDEX, wait_s=LOCK_WAIT_S):
+        with filelock.held(self.root / INDEX, LOCK_WAIT_S, STORE_BUSY):
             files.private_dir(self.root / key["machine"])
             meta = results.metadata(runs) | {"key": key}
             results.save(results.attach(runs, meta), self._confirm_path(key))

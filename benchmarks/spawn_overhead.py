@@ -19,6 +19,9 @@ With --against, the same sweep also runs from another tree's sources (built in p
 setup.py build_ext --inplace` there) in every round, the two trees' order alternating, and the
 ratio this tree / that tree is printed per round's pair: median and its 95 % order-statistic
 interval over rounds, so that "within 2 %" is decided by the interval, not read from two runs.
+The children's work is the same from either tree, and on a shared guest it spreads the whole
+by several per cent a round; so perflab's own process CPU (its children's left out, read at its
+exit) is printed too, and its difference between the trees as a share of the whole.
 """
 
 import argparse
@@ -131,10 +134,26 @@ def hyperfine(tmp: Path, workload: str, runs: int) -> float | None:
     return (time.perf_counter_ns() - t) / runs
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
+# perflab run so that, at its exit, it writes its own CPU seconds (its children's left out) to
+# the file $PERFLAB_BENCH_SELF: the part of the whole that perflab's code, not the runs, spends.
+SELF_CPU = """import atexit, os, resource, runpy
+def said():
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    with open(os.environ["PERFLAB_BENCH_SELF"], "w") as f:
+        f.write(repr(u.ru_utime + u.ru_stime))
+atexit.register(said)
+runpy.run_module("perflab", run_name="__main__", alter_sys=True)
+"""
+
+
+def timed(cmd: list[str], own: Path | None = None) -> tuple[float, ...]:
     """Wall and CPU seconds (user + system of the process and the children it waited for) of
-    one command, its output discarded; Python may cache bytecode, as an installed perflab has."""
+    one command, its output discarded; Python may cache bytecode, as an installed perflab has.
+    With `own` (a command started through SELF_CPU), perflab's own CPU seconds as a third."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if own is not None:
+        own.unlink(missing_ok=True)
+        env["PERFLAB_BENCH_SELF"] = str(own)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     assert proc.stderr is not None
@@ -144,7 +163,8 @@ def timed(cmd: list[str]) -> tuple[float, float]:
     proc.stderr.close()
     if os.waitstatus_to_exitcode(status):
         raise SystemExit(f"{' '.join(map(str, cmd))} failed:\n{err.decode(errors='replace')}")
-    return wall, usage.ru_utime + usage.ru_stime
+    cpu = usage.ru_utime + usage.ru_stime
+    return (wall, cpu) if own is None else (wall, cpu, float(own.read_text()))
 
 
 def whole(repeat: int, rounds: int, pin_perflab: bool, cpu: str, against: Path | None) -> None:
@@ -157,6 +177,7 @@ def whole(repeat: int, rounds: int, pin_perflab: bool, cpu: str, against: Path |
         tmp = Path(d)
         (tmp / "sizes").write_bytes(sizes.astype(np.int64).tobytes())
         out = tmp / "sweep.parquet"
+        own = tmp / "own-cpu" if against is not None else None
 
         def sweep(max_size: int, times: int, src: Path | None = None) -> list[str]:
             out.unlink(missing_ok=True)
@@ -164,18 +185,19 @@ def whole(repeat: int, rounds: int, pin_perflab: bool, cpu: str, against: Path |
             cmd = ["perflab", "sweep", "env-size", *opts, "-o", str(out)]
             path = () if src is None else ("env", f"PYTHONPATH={src}")
             pin = ("taskset", "-c", cpu) if pin_perflab else ()
-            return [*path, *pin, sys.executable, "-m", *cmd]
+            start = ("-c", SELF_CPU) if against is not None else ("-m", "perflab")
+            return [*path, *pin, sys.executable, *start, *cmd[1:]]
 
         bare_cmd = [*rt, "setarch", platform.machine(), "-R", str(compiled(tmp)),
                     str(sizes.size), workload, str(tmp / "sizes")]  # fmt: skip
         methods = {
             "bare C posix_spawn+waitpid": lambda: timed(bare_cmd),
-            "perflab sweep env-size": lambda: timed(sweep(199, repeat)),
+            "perflab sweep env-size": lambda: timed(sweep(199, repeat), own),
             "perflab start-up (the same, 1 run)": lambda: timed(sweep(0, 1)),
         }
         if against is not None:
-            methods[OTHER] = lambda: timed(sweep(199, repeat, against))
-        got: dict[str, list[tuple[float, float]]] = {name: [] for name in methods}
+            methods[OTHER] = lambda: timed(sweep(199, repeat, against), own)
+        got: dict[str, list[tuple[float, ...]]] = {name: [] for name in methods}
         load = os.getloadavg()[0]
         for r in range(rounds):
             names = list(methods)
@@ -192,7 +214,7 @@ def whole(repeat: int, rounds: int, pin_perflab: bool, cpu: str, against: Path |
     )
     print(f"{'method':<40}{'wall s median':>14}{'min':>8}{'CPU s median':>14}")
     for name, v in got.items():
-        wall, cpu_s = np.array(v).T
+        wall, cpu_s = np.array(v).T[:2]
         print(f"{name:<40}{np.median(wall):>14.3f}{wall.min():>8.3f}{np.median(cpu_s):>14.3f}")
     bare_s, full, start = (np.array(got[k]).T for k in list(got)[:3])
     print("perflab / bare, median over rounds of the per-round ratio [ratio of the minima]:")
@@ -213,6 +235,15 @@ def whole(repeat: int, rounds: int, pin_perflab: bool, cpu: str, against: Path |
             else:
                 verdict = "undecided: more rounds"
             print(f"  {what}: {med:.3f} ({lo:.3f}-{hi:.3f}): {verdict}")
+        # The children run the same binary with the same environments in the same order from
+        # either tree: what a tree can change is its own process's CPU, read apart from theirs.
+        med, lo, hi = stats.median_order_interval(full[2] / other[2])
+        print(
+            f"  perflab's own CPU (children left out; {np.median(full[2]):.2f} s of "
+            f"{np.median(full[1]):.2f} s here): {med:.3f} ({lo:.3f}-{hi:.3f})"
+        )
+        med, lo, hi = stats.median_order_interval((full[2] - other[2]) / other[1])
+        print(f"  that difference as a share of the whole CPU: {med:+.2%} ({lo:+.2%} to {hi:+.2%})")
     json.dump({k: [list(x) for x in v] for k, v in got.items()}, sys.stderr)
     print(file=sys.stderr)
 

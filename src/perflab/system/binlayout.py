@@ -27,13 +27,11 @@ MODULI = (16, 32, 64)
 
 
 def _binutils(argv: list[str]) -> supervisor.Finished:
-    """A binutils command under the build timeout and a supervisor of its own (a binary
-    another user made can keep nm or objdump busy for ever); missing is one line saying what
-    to install."""
-    from perflab.system import supervisor
-
+    """A binutils command under the build timeout and a supervisor of its own, as builds run
+    (a binary another user made can keep nm or objdump busy for ever); missing is one line
+    saying what to install."""
     try:
-        return supervisor.run_bounded(argv)
+        return compiler.bounded(argv)
     except FileNotFoundError:
         raise PerflabError(f"{argv[0]} not found: install binutils") from None
 

@@ -113,7 +113,7 @@ def compiler() -> list[str]:
 def compiler_version(cc: tuple[str, ...]) -> str:
     """First line of `cc --version`: part of the cache key, since it decides the code."""
     try:  # a link command's tool is the user's: bounded, and it may print nothing
-        done = _bounded([*cc, "--version"])
+        done = bounded([*cc, "--version"])
     except OSError:
         return ""
     lines = (done.stdout or done.stderr).splitlines()
@@ -129,7 +129,7 @@ def _key(source: Path, flags: list[str], version: str) -> str:
     return h.hexdigest()
 
 
-def _bounded(argv: Sequence[str], env: dict[str, str] | None = None) -> "supervisor.Finished":
+def bounded(argv: Sequence[str], env: dict[str, str] | None = None) -> "supervisor.Finished":
     """supervisor.run_bounded, imported when a build runs: the supervisor loads the C core and
     numpy, which the limits checked at every verb's door (system/limits.py) must come before."""
     from perflab.system import supervisor
@@ -146,7 +146,7 @@ def _compile(cc: list[str], flags: list[str], source: Path, out: Path) -> str:
 
     def run(tmp: Path) -> None:
         cmd = [*cc, *flags, "-I", str(WORKLOADS), str(source), "-o", str(tmp)]
-        done = _bounded(cmd)
+        done = bounded(cmd)
         if done.returncode != 0:
             raise _Failed(done.stderr.strip() or f"{shlex.join(cmd)} failed")
 
@@ -361,7 +361,7 @@ def link(objects: list[Object], linker: Linker) -> Program:
     def run(tmp: Path) -> None:
         cmd = linker.argv(objects, str(tmp))
         try:
-            done = _bounded(cmd)
+            done = bounded(cmd)
         except OSError as exc:
             raise PerflabError(f"link failed: {cmd[0]}: {exc.strerror}") from None
         if done.returncode != 0 or not tmp.stat().st_size:
@@ -417,7 +417,7 @@ def relink(
     shown = shlex.join(command)
     try:
         BUILDS["link"] += 1
-        done = _bounded(list(command), env)
+        done = bounded(list(command), env)
         linked = Path(log).read_text().splitlines()
     except OSError as exc:
         raise PerflabError(f"{shown}: {exc.strerror}") from None

@@ -170,10 +170,11 @@ def test_where_the_rounds_record_is_said_once(programs, runner, tmp_path, monkey
 def test_a_layout_cut_short_is_completed_by_the_resume(programs, tmp_path, monkeypatch):
     """Interrupted in the middle of a layout (batches of 3 runs, a layout's 4 pairs are 8),
     the resume completes that layout to the pairs its round planned, every pair whole, and the
-    pilot ends with every layout alike."""
+    pilot ends with every layout alike. A budget too small for any round after the pilot ends
+    it there, whether or not a noisy host left ±50 % unreached (a CI run added a round)."""
     monkeypatch.setattr(compare, "CHUNK_RUNS", 3)
     out = tmp_path / "p.parquet"
-    kw = dict(precision=0.5, rt=False, output=out)  # the pilot alone reaches ±50 %
+    kw = dict(precision=0.5, budget=1e-3, rt=False, output=out)
 
     def stop_after_first_batch(n: int) -> None:
         raise KeyboardInterrupt
@@ -189,7 +190,7 @@ def test_a_layout_cut_short_is_completed_by_the_resume(programs, tmp_path, monke
     assert len(per_layout) == compare.PILOT[0]
     assert (per_layout == 2 * compare.PILOT[1]).all()
     assert not df.duplicated(["setup", "rep", "side"]).any()
-    assert results.metadata(df)["precision"]["reached"]
+    assert results.metadata(df)["precision"]["stopped"] in ("reached", "budget spent")
 
 
 def test_what_every_round_warns_is_said_once(programs, tmp_path):

@@ -146,6 +146,13 @@ int main(int argc, char **argv)
 """
 
 
+def long_beyond(cells, fast) -> list:
+    """A parametrized matrix's cells, those outside `fast` marked long: each behaviour keeps a
+    cell in the README's ten-minute suite, and the whole matrix runs in CI's long step."""
+    return [c if c in fast else pytest.param(*(c if isinstance(c, tuple) else (c,)),
+                                             marks=pytest.mark.long) for c in cells]  # fmt: skip
+
+
 def compile_children(directory: Path, sources: dict[str, str], opt: str = "1", static=False):
     """Each C source built into `directory` with $CC, static where the libc allows it: the
     tests' own children, made the way the workloads are."""

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import long_beyond
 
 from perflab.cli import cli
 from perflab.engine import results
@@ -229,24 +230,26 @@ def test_ulimit_n_at_or_below_the_probes_descriptor_is_named_before_any_run(tmp_
     assert code == 0, err
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["run", "syscalls", "--call", "getpid", "--trials", "20", "--trim", "0"],
-        ["sweep", "env-size", "--max", "0", "--repeat", "1", "--no-rt"],
-        ["machine"],
-    ],
-    ids=lambda a: " ".join(a[:2]),
-)
-@pytest.mark.parametrize("rlimit, flag", [("AS", "ulimit -v"), ("DATA", "ulimit -d")])
-def test_an_address_space_too_small_for_perflab_is_one_line(argv, rlimit, flag, tmp_path):
+VERBS_LIMITED = {
+    "run syscalls": ["run", "syscalls", "--call", "getpid", "--trials", "20", "--trim", "0"],
+    "sweep env-size": ["sweep", "env-size", "--max", "0", "--repeat", "1", "--no-rt"],
+    "machine": ["machine"],
+}
+RLIMITS = {"AS": "ulimit -v", "DATA": "ulimit -d"}
+# The address space under every verb, the data segment under one; all of them in the long step.
+FAST_LIMITS = {(v, "AS") for v in VERBS_LIMITED} | {("run syscalls", "DATA")}
+
+
+@pytest.mark.parametrize("verb, rlimit", long_beyond(
+    [(v, r) for r in RLIMITS for v in VERBS_LIMITED], FAST_LIMITS))  # fmt: skip
+def test_an_address_space_too_small_for_perflab_is_one_line(verb, rlimit, tmp_path):
     # halfway between a bare interpreter and one that loaded perflab's libraries, measured
     # here: a fixed 96 MiB was too small with one set of versions and enough with another
     field = {"AS": "VmSize", "DATA": "VmData"}[rlimit]
     loading = "import " + ", ".join(limits.LIBRARIES)
     bare, loaded = _held(field, ""), _held(field, loading)
-    code, err, _ = _limited_run(argv, tmp_path, **{rlimit: (bare + loaded) // 2})
-    _one_line(code, err, flag)
+    code, err, _ = _limited_run(VERBS_LIMITED[verb], tmp_path, **{rlimit: (bare + loaded) // 2})
+    _one_line(code, err, RLIMITS[rlimit])
     assert os.listdir(tmp_path) == []
 
 

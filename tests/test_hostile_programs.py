@@ -15,7 +15,7 @@ import time
 import numpy as np
 import psutil
 import pytest
-from conftest import compile_children
+from conftest import compile_children, long_beyond
 
 from perflab.engine import results, spawn
 from perflab.errors import PerflabError
@@ -124,6 +124,9 @@ int main(int argc, char **argv)
 SHRUGGED = ("stop-parent", "tstp-parent", "term-parent", "usr2-parent", "stop-parent-group",
             "term-parent-group", "outlive")  # fmt: skip
 KILLERS = ("kill-parent", "kill-parent-group")
+# One of each kind in the ten-minute suite (a stop, a termination, of one process or its group,
+# a killer, a stray that outlives), every one of them in CI's long step.
+FAST = {"stop-parent", "term-parent-group", "outlive", "stop-self", "ignore-term", "kill-parent"}
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +178,7 @@ def env_size(program: list[str], *more: str) -> list[str]:
             *more, "--", *program]  # fmt: skip
 
 
-@pytest.mark.parametrize("what", SHRUGGED)
+@pytest.mark.parametrize("what", long_beyond(SHRUGGED, FAST))
 def test_a_sweep_shrugs_off_a_program_that_signals_its_parent(hostile, tmp_path, what):
     out = tmp_path / "r.parquet"
     done = perflab(*env_size([hostile, what], "--timeout", "30", "-o", str(out)))
@@ -262,7 +265,7 @@ def test_compare_with_a_hostile_side(hostile, tmp_path, what):
 
 @pytest.mark.parametrize("what", ["stop-parent", "term-parent", "stop-self", "kill-parent"])
 def test_threads_with_a_hostile_program(hostile, what):
-    done = perflab("sweep", "threads", "--threads", "1", "--repeat", "2", "--timeout", "2",
+    done = perflab("sweep", "threads", "--threads", "1", "--repeat", "2", "--timeout", "1",
                    "--", hostile, what)  # fmt: skip
     if what == "stop-parent" or what == "term-parent":
         assert done.returncode == 0, done.stderr
@@ -273,7 +276,7 @@ def test_threads_with_a_hostile_program(hostile, what):
     nothing_left(hostile)
 
 
-@pytest.mark.parametrize("what", [*SHRUGGED, "stop-self", *KILLERS])
+@pytest.mark.parametrize("what", long_beyond([*SHRUGGED, "stop-self", *KILLERS], FAST))
 def test_counters_with_a_hostile_command(hostile, what):
     done = perflab("counters", "-e", "task-clock", "--", hostile, what)
     if what in KILLERS:
@@ -294,8 +297,8 @@ def test_counters_kills_a_command_at_its_timeout(hostile):
     nothing_left(hostile)
 
 
-@pytest.mark.parametrize("what", ["stop-parent", "term-parent", "stop-self", "ignore-term",
-                                  *KILLERS])  # fmt: skip
+@pytest.mark.parametrize("what", long_beyond(["stop-parent", "term-parent", "stop-self",
+                                              "ignore-term", *KILLERS], FAST))  # fmt: skip
 def test_profile_with_a_hostile_program(hostile, what):
     done = perflab("profile", "--timeout", "2", "--", hostile, what)
     if what in KILLERS:

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import WORKER, compile_children, own_children
+from conftest import WORKER, compile_children, long_beyond, own_children
 
 from perflab.cli import cli
 from perflab.engine import spawn
@@ -46,7 +46,7 @@ def _source(mode: str, early: str) -> str:
 
 
 @pytest.mark.parametrize("mode", ["auto", "proc"])
-@pytest.mark.parametrize("workers", [0, 1, 2])
+@pytest.mark.parametrize("workers", long_beyond([0, 1, 2], {0, 2}))  # 1: between, in the long step
 def test_a_hog_on_its_cpu_lengthens_the_wait_of_threads_gone_before_main(early, mode, workers):
     source = _source(mode, early)
     argv = [early, str(workers), WORK, "50"]

@@ -8,6 +8,7 @@ inherit TMPDIR, a fresh directory there. Real runs of the real helper; nothing m
 """
 
 import contextlib
+import itertools
 import os
 import shutil
 import signal
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+from conftest import long_beyond
 
 from perflab.engine import spawn
 from perflab.system import machine, supervisor
@@ -132,8 +134,13 @@ def _lines(path: Path) -> list[int]:
 VERBS = ["profile", "profile-samples-strace", "counters", "env-size", "threads"]
 
 
-@pytest.mark.parametrize("ending", ["kill-9", "sigterm", "normal"])
-@pytest.mark.parametrize("verb", VERBS)
+ENDINGS = ["kill-9", "sigterm", "normal"]
+# Every verb killed by SIGKILL (what perflab cannot clean up after), and the spawner helper's
+# and the supervisor's paths (env-size, counters) ended every way; the rest in the long step.
+FAST = {(v, "kill-9") for v in VERBS} | {(v, e) for v in ("env-size", "counters") for e in ENDINGS}
+
+
+@pytest.mark.parametrize("verb, ending", long_beyond(itertools.product(VERBS, ENDINGS), FAST))
 def test_nothing_of_the_run_outlives_perflab(leaver, run_dir, verb, ending):
     if verb == "profile-samples-strace" and not (shutil.which("perf") and shutil.which("strace")):
         pytest.skip("perf or strace is not installed here")

@@ -227,8 +227,7 @@ def sweep(
         on_start=on_start, progress=progress, warn=warn,
     )  # fmt: skip
     df["link_order"] = df["link_order"].astype(str)
-    df.attrs.setdefault("perflab", {})["run_s"] = time.perf_counter() - t1
-    return df
+    return results.attach(df, {**results.metadata(df), "run_s": time.perf_counter() - t1})
 
 
 def run_conditions(plan: LinkOrderPlan) -> dict:

@@ -53,7 +53,7 @@ def measure(
     df = lanes.measure(runs, plan, meta, recording, **shown)
     if "instructions-exact" in meta.get("metrics", ()) and results.metadata(df).get("complete"):
         counted = exact_counts(plan, list(setups), built, runs.env)
-        df.attrs["perflab"] = {**results.metadata(df), "instructions_exact": counted}
+        results.attach(df, {**results.metadata(df), "instructions_exact": counted})
         if recording.output is not None:
             results.save(df, recording.output)
     return df

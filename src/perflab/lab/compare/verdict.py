@@ -109,9 +109,7 @@ def per_setup(df: pd.DataFrame, value: str | None = None, confidence: float = 0.
     and which way it points: unclear where the interval holds 1, TOO_FEW without one. Of the
     steady runs, as overall()'s: a run stalled 10x its side's median is no layout's doing."""
     value = value or value_column(df)
-    ok = df[df["status"] == "ok"].copy()
-    ok.attrs = {}  # every slice below would copy the metadata: most of the time at 1000 setups
-    ok = steady(ok, value)
+    ok = steady(df[df["status"] == "ok"], value)
     layout = [c for c in LAYOUT[1:] if c in ok]  # a file from before a dimension lacks it
     none = pd.Series(dtype=float)
     pairs = (

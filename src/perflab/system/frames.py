@@ -13,8 +13,9 @@ META_KEY = "perflab"
 
 class Metadata(dict):
     """A result's metadata, one object shared by every frame pandas derives from the result (a
-    column, a slice, a group): pandas deep-copies attrs at each of them, a fifth of a report's
-    time in the suite. Nothing edits it in place: attach() replaces it whole."""
+    column, a slice, a group): pandas deep-copies attrs at each of them, 0.2 ms a column read of
+    an env-size record and 30 of a compare report's 85 ms. Nothing edits it in place: attach()
+    replaces it whole."""
 
     def __deepcopy__(self, memo: dict) -> Metadata:
         return self

@@ -104,6 +104,24 @@ def alone():
     return measuring
 
 
+# chain.h, which compile_children puts beside every child's source: `chain(n)`, n steps of a
+# multiply-add chain held in a register, for the children whose time is their work, n times the
+# multiply's latency. A loop through a volatile variable was the yardstick before: on an AMX
+# Xeon guest (family 6 model A7h) its store-to-load forwarding ran at 0.9 ticks a step for a
+# stretch of runs and at 6 for the next, while this chain held 2.5-2.8 (`sweep env-size --max 7
+# --repeat 25`, three sweeps of each in a row).
+CHAIN = r"""
+static void chain(unsigned long n)
+{
+    unsigned long x = n;
+    for (unsigned long i = 0; i < n; i++) {
+        x = x * 6364136223846793005UL + 1442695040888963407UL;
+        __asm__ volatile("" : "+r"(x));
+    }
+    __asm__ volatile("" : : "r"(x));
+}
+"""
+
 # The tests' pthread program: argv[1] threads each do argv[2] steps of a dependent chain and exit
 # (argv[1] "-": the count from $NTHREADS; 0: main does the steps itself); main then sleeps
 # argv[3] ms (default 0), so its threads are gone from /proc before it exits. Fixed work per
@@ -112,14 +130,13 @@ WORKER = r"""
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
-
+#include "chain.h"
 static long iterations;
 
 static void *work(void *arg)
 {
-    volatile unsigned long x = (unsigned long)arg;
-    for (long i = 0; i < iterations; i++)
-        x = x * 6364136223846793005UL + 1442695040888963407UL;
+    (void)arg;
+    chain((unsigned long)iterations);
     return NULL;
 }
 
@@ -159,6 +176,7 @@ def compile_children(directory: Path, sources: dict[str, str], opt: str = "1", s
     from perflab.system import compiler
 
     out = {}
+    (directory / "chain.h").write_text(CHAIN)
     for name, src in sources.items():
         (directory / f"{name}.c").write_text(src)
         argv = [*compiler.compiler(), f"-O{opt}", "-Wall", "-I", str(compiler.WORKLOADS)]
@@ -180,10 +198,9 @@ int main(int argc, char **argv) {
 }
 """
 PROG = r"""
-#include <stdlib.h>
+#include "chain.h"
 int main(void) {
-    volatile long s = 0;
-    for (long i = 0; i < %d; i++) s += i;
+    chain(%d);
     return 0;
 }
 """
@@ -225,8 +242,9 @@ def slowed_repo() -> dict[str, str]:
                 (16_000_000, "// done\n"),
             ]
         ):
+            (repo / "chain.h").write_text(CHAIN)
             (repo / "prog.c").write_text(note + PROG % loops)
-            git("add", "prog.c")
+            git("add", "prog.c", "chain.h")
             git("commit", "-q", "-m", f"commit {i}")
             shas[f"c{i}"] = git("rev-parse", "HEAD")
         _REPOS["r"] = {"repo": str(repo), "good": shas["c0"], "bad": shas["c3"], **shas}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import PROG, new_repo, slowed_repo
+from conftest import CHAIN, PROG, new_repo, slowed_repo
 
 from perflab.cli import cli
 from perflab.engine import results
@@ -78,9 +78,10 @@ def broken_repo(tmp_path) -> dict[str, str]:
     repo = tmp_path / "repo"
     git = new_repo(repo)
     shas = []
+    (repo / "chain.h").write_text(CHAIN)
     for text in (PROG % 2_000_000, "this is not C", PROG % 16_000_000, "//\n" + PROG % 16_000_000):
         (repo / "prog.c").write_text(text)
-        git("commit", "-qam", "c", "--allow-empty") if shas else git("add", "prog.c")
+        git("commit", "-qam", "c", "--allow-empty") if shas else git("add", "prog.c", "chain.h")
         if not shas:
             git("commit", "-qm", "c")
         shas.append(git("rev-parse", "HEAD"))

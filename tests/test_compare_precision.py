@@ -18,11 +18,10 @@ from perflab.lab import compare
 
 # Work set by argv[1], so "1" and "2" differ by twice the work and nothing else.
 STEADY = r"""
+#include "chain.h"
 int main(int argc, char **argv)
 {
-    unsigned long n = 300000ul * (unsigned long)(argv[1][0] - '0');
-    for (volatile unsigned long i = 0; i < n; i++)
-        ;
+    chain(300000ul * (unsigned long)(argv[1][0] - '0'));
     return 0;
 }
 """
@@ -32,14 +31,13 @@ int main(int argc, char **argv)
 NOISY = r"""
 #include <time.h>
 #include <unistd.h>
+#include "chain.h"
 int main(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     unsigned x = (unsigned)t.tv_nsec * 2654435761u ^ (unsigned)getpid() * 40503u;
-    unsigned long n = 100000ul + (x >> 4) % 1000000ul;
-    for (volatile unsigned long i = 0; i < n; i++)
-        ;
+    chain(100000ul + (x >> 4) % 1000000ul);
     return 0;
 }
 """
@@ -48,12 +46,12 @@ int main(void)
 # The probe's repeat loop around the same work: its iterations are a level of their own.
 LOOPED = r"""
 #include "perflab_probe.h"
+#include "chain.h"
 int main(int argc, char **argv)
 {
     unsigned long n = 100000ul * (unsigned long)(argv[1][0] - '0');
     PERFLAB_PROBE_LOOP() {
-        for (volatile unsigned long i = 0; i < n; i++)
-            ;
+        chain(n);
     }
     return 0;
 }

@@ -20,13 +20,12 @@ from perflab.reports import diff
 JITTER = r"""
 #include <unistd.h>
 #include "perflab_probe.h"
+#include "chain.h"
 int main(void)
 {
     long iters = 100000 + 5000 * (getpid() % 5);
-    volatile long x = 0;
     PERFLAB_PROBE_BEGIN();
-    for (long i = 0; i < iters; i++)
-        x += i;
+    chain((unsigned long)iters);
     PERFLAB_PROBE_END();
     return 0;
 }

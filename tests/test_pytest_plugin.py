@@ -252,7 +252,9 @@ def test_program_twins_make_no_claim(tmp_path):
         paths[-1].write_bytes(binary.read_bytes())
         paths[-1].chmod(0o755)
     twins = [timing.program([str(p), "20000"]) for p in paths]
-    c = claims.check_faster(*twins, confidence=0.99, budget="30s,80")
+    # 99.9 %: the claim of a correct check is wrong this often, and at 99 % a suite of two
+    # legs would fail one CI run in fifty
+    c = claims.check_faster(*twins, confidence=0.999, budget="30s,80")
     assert c.verdict == comparison.INCONCLUSIVE, table.render(c)
     assert c.step == timing.timer_step() and c.resolutions == (c.step, c.step)
 

@@ -151,8 +151,13 @@ def test_the_shift_engine_sees_the_exec_engines_windows_edge_for_edge(both):
             "this CPU does not pay for the loop's 4K aliasing: exec'd runs show no window "
             "where the addresses predict one, so there is no edge to compare"
         )
+    # Each edge within one stack step: a size at an edge reads either way at the detector's
+    # threshold, in either engine's sweep, as in two sweeps of the exec engine.
     with judged(both):
-        assert _windows(both["shift"]) == seen
+        shift = _windows(both["shift"])
+        assert len(shift) == len(seen), (shift, seen)
+        edges = np.abs(np.array(shift) - np.array(seen))
+        assert (edges <= windows.STACK_STEP).all(), (shift, seen)
 
 
 def test_the_timing_check_refuses_a_bias_of_many_sizes_one_way_and_not_the_hosts_noise():

@@ -50,10 +50,11 @@ def _refuse(path: Path, who: str, instead: str) -> PerflabError:
 def _planted(lp: Path, st: os.stat_result, writing: bool) -> PerflabError | None:
     """Why a lock file is not one perflab may use, if it is not: a link, a FIFO or device, a
     file with other names (a hard link), or, to write, another user's (theirs may be read: it
-    says who holds it)."""
+    says who holds it). A file with no name is no plant: its holder let go and removed it
+    between our open and this look (the caller opens the path again)."""
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
         what = files.kind(st.st_mode)
-    elif st.st_nlink != 1:
+    elif st.st_nlink > 1:
         what = f"a file with {st.st_nlink} names (a hard link)"
     elif writing and st.st_uid != os.geteuid():
         what = f"a file of another user (uid {st.st_uid})"
@@ -111,6 +112,9 @@ def _try(lp: Path) -> str | None:
             return None
         while True:
             fd = _open(lp, os.O_RDWR | os.O_CREAT)
+            if os.fstat(fd).st_nlink == 0:  # removed by its holder as it let go: open anew
+                os.close(fd)
+                continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:

@@ -40,6 +40,7 @@ import numpy as np
 from perflab.analysis import stats
 from perflab.engine import cpuchoice
 from perflab.lab import env_size
+from perflab.lab.env_size import windows
 from perflab.lab.plans.env_size import EnvSizePlan
 from perflab.system import compiler
 
@@ -264,7 +265,7 @@ def main() -> None:
     if args.whole:
         whole(args.repeat, args.rounds, args.pin_perflab, args.cpu, args.against)
         return
-    workload = str(compiler.mytkowicz().path)
+    workload = str(windows.build_loop().path)
     cpu = cpuchoice.pick().cpus[0]
     pinned_rt = ("taskset", "-c", str(cpu), "chrt", "-f", "1")
     bare_plain, bare_rt = "bare C posix_spawn+waitpid", f"bare C, taskset -c {cpu} chrt -f 1"

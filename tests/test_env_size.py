@@ -17,6 +17,7 @@ import perflab
 from perflab.cli import cli
 from perflab.engine import results, spawn
 from perflab.lab import env_size
+from perflab.lab.env_size import windows
 from perflab.system import compiler
 
 # Where this perflab is imported from (src/ in a checkout, site-packages when installed).
@@ -86,10 +87,10 @@ def test_failures_are_recorded_and_the_sweep_goes_on(mixed, tmp_path):
 
 
 def test_builtin_loop_is_cached_and_measured(tmp_path):
-    first = compiler.mytkowicz()
+    first = windows.build_loop()
     mtime = first.path.stat().st_mtime_ns
-    assert compiler.mytkowicz().path.stat().st_mtime_ns == mtime
-    assert compiler.mytkowicz("1").path != first.path
+    assert windows.build_loop().path.stat().st_mtime_ns == mtime
+    assert windows.build_loop(opt="1").path != first.path
     df = env_size.sweep(min_size=100, max_size=103, repeat=3, order="sequential", rt=False)
     assert (df["status"] == "ok").all() and df["ticks"].notna().all()
     assert list(df["env_size"][:4]) == [100, 101, 102, 103]
@@ -109,7 +110,7 @@ def test_random_order_is_seeded():
 def test_missing_compiler_is_one_line(monkeypatch):
     monkeypatch.setenv("CC", "no-such-cc")
     with pytest.raises(Exception, match=r"no C compiler .*apt install gcc"):
-        compiler.mytkowicz()
+        windows.build_loop()
 
 
 def _cli(*args, **kw):

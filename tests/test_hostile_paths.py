@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from perflab.cli import cli
 from perflab.engine import filelock, journal
+from perflab.lab.env_size import windows
 from perflab.system import compiler, machine
 
 ROOT = os.geteuid() == 0
@@ -257,7 +258,7 @@ def workload_name(tmp_path_factory) -> str:
     mp = pytest.MonkeyPatch()
     mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
     try:
-        return compiler.mytkowicz().path.name
+        return windows.build_loop().path.name
     finally:
         mp.undo()
 
@@ -294,7 +295,7 @@ def test_a_cached_build_whose_bytes_changed_is_built_again_not_run(tmp_path, mon
     """The cache's own file replaced (by a bug, an older perflab, a restore): trusted by its
     recorded sha256, not its name, so it is rebuilt and what was there never runs."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    built = compiler.mytkowicz().path
+    built = windows.build_loop().path
     marker = tmp_path / MARKER
     built.unlink()
     _planted_program(built.parent, built.name, marker)

@@ -4,6 +4,7 @@ windows (AMD EPYC) and one without (Xeon with AMX), and the CPU's 4K-aliasing ch
 
 import json
 import platform
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,6 @@ from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import env_size
 from perflab.lab.env_size import aliasing, windows
-from perflab.system import compiler
 
 DATA = Path(__file__).resolve().parent / "data"
 X86 = platform.machine() == "x86_64"
@@ -170,7 +170,7 @@ def test_the_twins_frame_moves_by_exactly_16_bytes_per_16_bytes_of_environment()
 
 @pytest.mark.skipif(not X86, reason="objdump's x86-64 operands (%rbp, %rip)")
 def test_the_built_in_loop_read_here_gives_windows_4096_apart():
-    layout = windows.loop_layout(str(compiler.mytkowicz().path))
+    layout = windows.loop_layout(str(windows.build_loop().path))
     predicted = windows.predict(layout, np.arange(0, 8193))
     assert len(predicted) == 2
     assert (predicted["width"] == 16).all()
@@ -180,7 +180,7 @@ def test_the_built_in_loop_read_here_gives_windows_4096_apart():
 @pytest.mark.skipif(not X86, reason="objdump's x86-64 operands (%rbp, %rip)")
 def test_a_binarys_loop_is_read_once_and_again_when_its_bytes_change(tmp_path, monkeypatch):
     loop = tmp_path / "loop"
-    loop.write_bytes(compiler.mytkowicz().path.read_bytes())
+    loop.write_bytes(windows.build_loop().path.read_bytes())
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     read = windows.loop_accesses(loop)
     assert [a for a in read if a.where == "stack"]
@@ -194,7 +194,7 @@ def test_a_binarys_loop_is_read_once_and_again_when_its_bytes_change(tmp_path, m
 
 @pytest.mark.skipif(not X86, reason="objdump's x86-64 operands (%rbp, %rip)")
 def test_at_O1_the_loop_touches_no_stack_slot_and_nothing_is_predicted():
-    layout = windows.loop_layout(str(compiler.mytkowicz("1").path), opt="1")
+    layout = windows.loop_layout(str(windows.build_loop(opt="1").path), opt="1")
     assert not [a for a in layout.accesses if a.where == "stack"]
     assert windows.predict(layout, np.arange(0, 8193)).empty
 
@@ -226,9 +226,16 @@ def test_cli_prints_the_prediction_and_a_verdict_per_window(tmp_path):
     w = predicted.iloc[0]
     assert f"predicted: {w.start}-{w.end}: &" in done.output
     assert "verdicts (median_excess: " in done.output
-    stack, static = w.pair.split(" (stack) ≡ ")[0], w.pair.split(" ≡ ")[1].split(" (static)")[0]
-    assert f"this CPU: the paper's loop with {stack} ≡ {static} mod 4096" in done.output
+    named = re.findall(r"(&\w+) \(stack\) ≡ (&\w+) \(static\)", w.pair)
+    pairs = ", ".join(f"{stack} ≡ {static}" for stack, static in named)
+    timed_line = f"this CPU: the swept binary at {w.start}-{w.end} against its neighbours: "
+    assert timed_line in done.output
+    assert f"in-process proxy: the paper's loop with {pairs} mod 4096" in done.output
     assert len(meta["alias_check"]) == 2
+    (timed,) = meta["window_check"]
+    assert (timed["start"], timed["end"]) == (w.start, w.end)
+    assert all(w.start <= s <= w.end for s in timed["inside"])
+    assert not any(w.start <= s <= w.end for s in timed["outside"])
 
 
 def test_cli_json_carries_predicted_verdicts_and_the_explanation(tmp_path):

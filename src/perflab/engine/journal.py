@@ -49,6 +49,23 @@ def _refuse_unfinished(path: Path) -> None:
         )
 
 
+def recorded_meta(path: str | os.PathLike) -> dict:
+    """The metadata (its parameters under "params") that an interrupted journal at path, or
+    the finished result there, recorded; empty where there is none to read. What a resume must
+    rebuild before it opens the journal (the layout env-size chose), the journal checks."""
+    path = Path(path)
+    with contextlib.suppress(OSError, ValueError, UnicodeDecodeError, PerflabError):
+        parts = path.with_name(path.name + ".parts")
+        if parts.is_dir():
+            journal = json.loads(files.read(parts / "params.json"))
+            meta = journal.get("meta") if isinstance(journal, dict) else None
+            if isinstance(meta, dict):
+                return {**meta, "params": journal.get("params")}
+        elif path.exists():
+            return dict(results.metadata(results.load(path)))
+    return {}
+
+
 @contextlib.contextmanager
 def claimed(path: str | os.PathLike) -> Iterator[None]:
     """PATH held for a fresh journal and free of an interrupted run's parts, checked as the

@@ -87,15 +87,16 @@ MAXRSS_METHOD = (
 USAGE = "over the call (getrusage before and after it in the child)"
 
 
-def build(source: str | os.PathLike, opt: str) -> compiler.Workload:
+def build(source: str | os.PathLike, opt: str, flags: Sequence[str] = ()) -> compiler.Workload:
     """A built-in loop's source linked with the driver: the loop's object is compiled from the
-    same bytes with the same flags as its exec'd binary's (the file is named apart)."""
+    same bytes with the same flags (its layout's among them) as its exec'd binary's (the file
+    is named apart)."""
     source = Path(source)
     driver = compiler.compile_object(DRIVER, DRIVER_CFLAGS)
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / f"{source.stem}_shift.c"
         copy.write_bytes(source.read_bytes())
-        return compiler.build(copy, opt, extra=(str(driver.path), *LINK))
+        return compiler.build(copy, opt, extra=(*flags, str(driver.path), *LINK))
 
 
 def _symbols(path: str | os.PathLike) -> dict[str, set[int]]:

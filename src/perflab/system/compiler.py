@@ -121,9 +121,11 @@ def compiler_version(cc: tuple[str, ...]) -> str:
 
 
 def _key(source: Path, flags: list[str], version: str) -> str:
-    """sha256 of the source, every header it may include, the flags and the compiler."""
+    """sha256 of the source, every header it may include (its own directory's first, as
+    `#include "..."` finds them, then perflab's), the flags and the compiler."""
     h = hashlib.sha256()
-    for p in [source, *sorted(WORKLOADS.glob("*.h"))]:
+    own = sorted(source.parent.glob("*.h")) if source.parent != WORKLOADS else []
+    for p in [source, *own, *sorted(WORKLOADS.glob("*.h"))]:
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     h.update("\0".join(flags).encode() + b"\0" + version.encode())
     return h.hexdigest()
@@ -181,11 +183,6 @@ def build(
             return Workload(out, source.name, digest, version, tuple(flags), bool(link))
         errors.append(err)
     raise _failed(source, errors[-1])
-
-
-def mytkowicz(opt: str = DEFAULT_OPT) -> Workload:
-    """The paper's loop with the probe, built at -O<opt>."""
-    return build(WORKLOADS / "mytkowicz.c", opt)
 
 
 # How many times the compiler and the linker really ran in this process: a cached build

@@ -33,7 +33,8 @@ static void perflab_stack_report(void *frame, int *g, int *inc, int *i, int *j, 
 #define PERFLAB_TWIN_G g
 #endif
 #define PERFLAB_PROBE_BEGIN() \
-    perflab_stack_report(__builtin_frame_address(0), (int *)&PERFLAB_TWIN_G, &inc, &i, &j, &k)
+    perflab_stack_report(__builtin_frame_address(0), (int *)&PERFLAB_TWIN_G, &inc, &statics.i, \
+                         &statics.j, &statics.k)
 #define PERFLAB_PROBE_END() ((void)0)
 
 #include "mytkowicz.c"

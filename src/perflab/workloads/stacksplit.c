@@ -8,8 +8,8 @@
 /* the experiments measure this frame as the paper laid it out: no valgrind client request in it */
 #define PERFLAB_PROBE_NO_VALGRIND
 #include "perflab_probe.h"
+#include "perflab_layout.h"
 
-static int i = 0, j = 0, k = 0;
 static volatile int one = 1; /* not a constant: the compiler may not fold the loop */
 
 struct split {
@@ -22,12 +22,13 @@ int main(void)
     struct split s = {{0, 0, 0}, 0};
     int inc = one;
 
+    PERFLAB_LOOP_ALIGN();
     PERFLAB_PROBE_BEGIN();
     for (; s.g < 65536; s.g++) {
-        i += inc;
-        j += inc;
-        k += inc;
+        statics.i += inc;
+        statics.j += inc;
+        statics.k += inc;
     }
     PERFLAB_PROBE_END();
-    return (i + j + k) == 3 * 65536 ? 0 : 1;
+    return (statics.i + statics.j + statics.k) == 3 * 65536 ? 0 : 1;
 }

@@ -17,12 +17,13 @@ from perflab import errors
 from perflab.analysis import disturbance
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, lanes, results, shift, spawn
+from perflab.engine import childruns, controls, journal, lanes, results, shift, spawn
 from perflab.engine.childruns import status_counts as status_counts
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg, shown
 from perflab.engine.recording import FLUSH_S, Recording
 from perflab.errors import PerflabError
+from perflab.lab.env_size import loop_layouts
 from perflab.lab.env_size import windows as windows_mod
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN as MAX_ARG_STRLEN
 from perflab.lab.plans.env_size import PARAMS as PARAMS
@@ -39,13 +40,17 @@ SHIFT_CHUNK_POINTS = shift.CHUNK_POINTS  # the shift engine's, likewise
 
 
 def resolve_program(
-    program: Sequence[str], opt: str, builtin: str = "mytkowicz"
+    program: Sequence[str],
+    opt: str,
+    builtin: str = "mytkowicz",
+    layout: windows_mod.LoopLayout | None = None,
 ) -> tuple[tuple[str, ...], dict]:
-    """The argv to run and what the metadata says about it: the built-in loop when none given."""
+    """The argv to run and what the metadata says about it: the built-in loop, in its layout
+    (default: the header's), when none given."""
     if program:
         path = spawn.check_program(program[0])
         return (path, *program[1:]), {"workload": path, **binary_meta(path)}
-    workload = windows_mod.build_loop(builtin, opt)
+    workload = windows_mod.build_loop(builtin, opt, layout or windows_mod.DEFAULT_LAYOUT)
     meta = workload.meta() | {"opt": f"-O{opt}"} | binary_meta(str(workload.path))
     return (str(workload.path),), meta
 
@@ -109,10 +114,18 @@ def sweep(
     plan = lanes.with_cpus(plan, cpus, output if resume else None).check()
     recording = Recording(output, resume, discard_bad)
     recording.check()
-    argv, workload_meta = resolve_program(plan.program, plan.opt, plan.workload)
+    layout, layout_meta = loop_layouts.resolve(plan, _recorded_layout(recording))
+    if layout is not None:
+        plan = replace(plan, layout=str(layout))
+        errors.note_once(loop_layouts.described({"loop_layout": layout_meta}))
+    argv, workload_meta = resolve_program(plan.program, plan.opt, plan.workload, layout)
     plan = replace(plan, workload_digest=workload_meta.get("workload_digest", ""))
     meta = {**provenance.metadata(), **run_conditions(plan), **workload_meta}
+    if layout_meta:
+        meta["loop_layout"] = layout_meta
     meta |= windows_mod.explain_meta(argv, plan, childruns.base_env(plan.inherit_env, plan.var))
+    if layout is not None:
+        meta |= loop_layouts.check(argv, meta, plan)
     if counters:
         meta |= _count_aliasing(argv, plan, meta)
     size, rep = plan.pairs()
@@ -142,6 +155,19 @@ def sweep(
         runs, plan, meta, recording, chunk_runs=CHUNK_RUNS, flush_s=FLUSH_S,
         on_start=on_start, progress=progress, warn=warn,
     )  # fmt: skip
+
+
+def _recorded_layout(recording: Recording) -> dict | None:
+    """The layout an interrupted sweep's journal recorded, which its resume must build again."""
+    if not recording.resume or recording.output is None:
+        return None
+    meta = journal.recorded_meta(recording.output)
+    found = meta.get("loop_layout")
+    if isinstance(found, dict) and "layout" in found:
+        return found
+    params = meta.get("params")
+    layout = params.get("layout") if isinstance(params, dict) else None
+    return {"layout": layout, "why": "the journal's own layout"} if layout else None
 
 
 def _count_aliasing(argv: Sequence[str], plan: EnvSizePlan, meta: dict) -> dict:
@@ -218,7 +244,7 @@ def detect_windows(
     summary: pd.DataFrame,
     column: str = "median",
     k: float = 5.0,
-    min_excess: float = 0.02,
+    min_excess: float = windows_mod.MIN_EXCESS,
     max_gap: int = 1,
     confirm: str | None = "min",
     min_sizes: int | None = None,
@@ -423,6 +449,13 @@ VERDICTS_TITLE = (
 )
 
 
+LAYOUTS_TITLE = (
+    "layouts of the paper's loop timed before the sweep (code: the loop's offset in its 64-byte "
+    "window; statics: i's in its page; excess: its first predicted window over its neighbours, "
+    "interleaved pairs of exec'd runs; spread: IQR/median of the runs beside it)"
+)
+
+
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """Status, the windows (by the sweep's -k) and why they are where they are, the slowest
     sizes, and for a parallel sweep the windows per CPU and the interference check."""
@@ -435,6 +468,8 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     predicted, verdicts, why = windows_mod.explain(meta, sizes, windows, runs=frame)
     counts = status_counts(frame)
     lines = [f"{len(frame)} runs; status: {counts}"]
+    if placed := loop_layouts.described(meta):
+        lines.insert(0, placed)
     title, hidden = "windows", windows.iloc[:0, :0]
     if sizes["n"].sum() == 0:
         lines.append(
@@ -482,6 +517,10 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     ]  # fmt: skip
     if predicted is not None:
         tables.insert(1, Table("predicted", "predicted windows (from addresses)", predicted, "{}"))
+    if survey := meta.get("loop_layout", {}).get("survey"):
+        layouts = loop_layouts.table(survey)
+        timed = loop_layouts.shown(layouts)
+        tables.insert(0, Table("layouts", LAYOUTS_TITLE, layouts, "{}", timed))
     if "cpu" in frame:
         cpus = per_cpu_windows(frame, k)
         tables.append(
@@ -495,6 +534,8 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         "threshold": windows.attrs.get("threshold"),
         "explanation": why,
         "alias_check": meta.get("alias_check"),
+        "loop_layout": meta.get("loop_layout"),
+        "window_check": meta.get("window_check"),
         **{
             key: meta[key]
             for key in ("alias_counter", "alias_event", "alias_counts")

@@ -59,7 +59,9 @@ def placement(argv: Sequence[str], plan: EnvSizePlan, meta: Mapping[str, Any], b
         why = meta.get("stack_layout_error", "no layout recorded")
         raise PerflabError(f"--engine shift needs the loop's stack layout, which failed: {why}")
     layout = windows.Layout.from_meta(meta["stack_layout"])
-    built = shift.build(compiler.WORKLOADS / windows.BUILTIN[plan.workload][0], plan.opt)
+    loop = plan.loop_layout()
+    built = shift.build(compiler.WORKLOADS / windows.BUILTIN[plan.workload][0], plan.opt,
+                        loop.flags())  # fmt: skip
     exec_binary = argv[0]
     if not built.static or not meta.get("static"):
         raise PerflabError(
@@ -87,13 +89,14 @@ def check_frames(plan: EnvSizePlan, layout: windows.Layout, exec_binary: str, bi
     entry, exec'd, where the model says, and at a sample of sizes the frame an exec'd twin with
     the loop's exec strings reports. Returns what was checked, for the metadata."""
     env = dict(base_env)
-    twin = str(windows.twin(plan.opt, plan.workload).path)
+    loop = plan.loop_layout()
+    twin = str(windows.twin(plan.opt, plan.workload, loop).path)
     # The twin's path is not the loop's: padding that makes its exec strings the loop's.
     pad = windows.env_strings([exec_binary], env, plan.var, 0) - windows.env_strings(
         [twin], env, plan.var, 0
     )
     sizes = check_sizes(plan, max(0, -pad))
-    report = windows.probe((sizes + pad).tolist(), plan.var, env, plan.opt, plan.workload)
+    report = windows.probe((sizes + pad).tolist(), plan.var, env, plan.opt, plan.workload, loop)
     exec_frames = report["frame"].to_numpy(np.int64)
     expected = layout.frames(sizes)
     cpus = plan.cpus[:1]

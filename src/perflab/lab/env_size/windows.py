@@ -31,10 +31,12 @@ from perflab.engine.childruns import value_column
 from perflab.errors import PerflabError
 from perflab.lab.env_size import excess
 from perflab.lab.plans.env_size import BUILTIN as BUILTIN
+from perflab.lab.plans.env_size import DEFAULT_LAYOUT, LoopLayout
 from perflab.system import binlayout, compiler
 
 PAGE = 4096  # the low 12 address bits a store/load check compares
 STACK_STEP = 16  # the kernel's alignment of the initial stack pointer
+MIN_EXCESS = 0.02  # the least excess over the baseline a window is reported at
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
 _STACK = re.compile(r"^(-?0x[0-9a-f]+|-?\d+)?\(%[re]bp\)$")
 _STATIC = re.compile(r"#\s*([0-9a-f]+)\s+<([^>]+)>")
@@ -180,14 +182,22 @@ class StackModel:
         return cls(top=top, depth=aligned - report["frame"])
 
 
-def build_loop(workload: str = "mytkowicz", opt: str = compiler.DEFAULT_OPT) -> compiler.Workload:
-    """A built-in loop by name (see BUILTIN), compiled and cached."""
-    return compiler.build(compiler.WORKLOADS / BUILTIN[workload][0], opt)
+def build_loop(
+    workload: str = "mytkowicz",
+    opt: str = compiler.DEFAULT_OPT,
+    layout: LoopLayout = DEFAULT_LAYOUT,
+) -> compiler.Workload:
+    """A built-in loop by name (see BUILTIN) in a layout, compiled and cached."""
+    return compiler.build(compiler.WORKLOADS / BUILTIN[workload][0], opt, extra=layout.flags())
 
 
-def twin(opt: str = compiler.DEFAULT_OPT, workload: str = "mytkowicz") -> compiler.Workload:
+def twin(
+    opt: str = compiler.DEFAULT_OPT,
+    workload: str = "mytkowicz",
+    layout: LoopLayout = DEFAULT_LAYOUT,
+) -> compiler.Workload:
     """A loop's twin (workloads/stack_twin.c), built with the loop's source inlined into its
-    own so that the build cache's key follows the loop's source too."""
+    own so that the build cache's key follows the loop's source too, in the loop's layout."""
     source, counter = BUILTIN[workload]
     text = (compiler.WORKLOADS / "stack_twin.c").read_text()
     loop = (compiler.WORKLOADS / source).read_text()
@@ -196,7 +206,7 @@ def twin(opt: str = compiler.DEFAULT_OPT, workload: str = "mytkowicz") -> compil
         path.write_text(
             f"#define PERFLAB_TWIN_G {counter}\n" + text.replace('#include "mytkowicz.c"\n', loop)
         )
-        return compiler.build(path, opt)
+        return compiler.build(path, opt, extra=layout.flags())
 
 
 def reports(
@@ -205,10 +215,11 @@ def reports(
     base_env: Mapping[str, str] | None = None,
     opt: str = compiler.DEFAULT_OPT,
     workload: str = "mytkowicz",
+    layout: LoopLayout = DEFAULT_LAYOUT,
 ) -> tuple[str, list[dict[str, int]]]:
     """Run a loop's twin once per env size with ASLR off: its path, and each run's report with
     its env_size and strings (exec bytes), frame, g, inc, i, j, k, environ, execfn, envc."""
-    path = str(twin(opt, workload).path)
+    path = str(twin(opt, workload, layout).path)
     base_env = dict(base_env or {})
     with tempfile.TemporaryFile() as out:
         options = spawn.SpawnOptions(aslr="off", stdout=out.fileno(), timeout=10.0)
@@ -230,9 +241,10 @@ def probe(
     base_env: Mapping[str, str] | None = None,
     opt: str = compiler.DEFAULT_OPT,
     workload: str = "mytkowicz",
+    layout: LoopLayout = DEFAULT_LAYOUT,
 ) -> pd.DataFrame:
     """reports() as a frame, a row per run, the twin's path in attrs["path"]."""
-    path, rows = reports(sizes, var, base_env, opt, workload)
+    path, rows = reports(sizes, var, base_env, opt, workload, layout)
     df = pd.DataFrame(rows)
     df.attrs["path"] = path
     return df
@@ -266,15 +278,24 @@ class Layout:
         return self.model.frame(self.base_strings + np.asarray(sizes, dtype=np.int64))
 
 
+_twin_rows: dict[tuple, tuple[str, list[dict[str, int]]]] = {}
+
+
 def loop_layout(
     program: str,
     var: str = "A",
     base_env: Mapping[str, str] | None = None,
     opt: str = "0",
     workload: str = "mytkowicz",
+    layout: LoopLayout = DEFAULT_LAYOUT,
 ) -> Layout:
-    """A built-in loop's layout: its binary's accesses, the frame from its twin's report."""
-    twin_path, (row,) = reports([0], var, base_env, opt, workload)
+    """A built-in loop's stack layout: its binary's accesses, the frame from its twin's report
+    (the twin built in the loop's `layout`; its report at size 0 is the same at every run with
+    ASLR off, so a process asks for it once per binary and environment)."""
+    key = (program, var, tuple(sorted((base_env or {}).items())), opt, workload, layout)
+    if key not in _twin_rows:
+        _twin_rows[key] = reports([0], var, base_env, opt, workload, layout)
+    twin_path, (row,) = _twin_rows[key]
     model = StackModel.from_report(row, twin_path)
     base = env_strings([program], dict(base_env or {}), var, 0)
     names = {int(row[v] - row["frame"]): v for v in ("g", "inc")}
@@ -415,13 +436,19 @@ def verdicts(
 
 
 def sweep_meta(
-    argv: Sequence[str], workload: str | None, var: str, base_env: Mapping, opt: str
+    argv: Sequence[str],
+    workload: str | None,
+    var: str,
+    base_env: Mapping,
+    opt: str,
+    layout: LoopLayout = DEFAULT_LAYOUT,
 ) -> dict:
     """What a sweep with ASLR off records so its windows can be predicted later, anywhere:
-    the layout for the built-in loop; for another program the stack top only."""
+    the stack layout for the built-in loop; for another program the stack top only."""
     try:
         if workload:
-            return {"stack_layout": loop_layout(argv[0], var, base_env, opt, workload).meta()}
+            found = loop_layout(argv[0], var, base_env, opt, workload, layout)
+            return {"stack_layout": found.meta()}
         twin_path, (row,) = reports([0], var, base_env, opt)
         model = StackModel.from_report(row, twin_path)
         return {"stack_top": model.top, "base_strings": env_strings(argv, dict(base_env), var, 0)}
@@ -455,7 +482,8 @@ def explain_meta(argv: Sequence[str], plan: Any, base_env: Mapping) -> dict:
     pairs: list[str] = []
     if plan.aslr == "off":
         workload = None if plan.program else plan.workload
-        meta = sweep_meta(argv, workload, plan.var, base_env, plan.opt)
+        loop = plan.loop_layout()
+        meta = sweep_meta(argv, workload, plan.var, base_env, plan.opt, loop)
         if "stack_layout" in meta:
             layout = Layout.from_meta(meta["stack_layout"])
             pairs = [row["pair"] for row in predicted_rows(layout, plan.sizes())]
@@ -468,18 +496,39 @@ def _ranges(df: pd.DataFrame) -> str:
 
 
 def _cpu_lines(meta: Mapping) -> tuple[list[str], bool | str | None]:
-    """The CPU check's sentences for the paper's loop shape (one per pair it placed), and
-    whether it shows a penalty: True, False, "unstable", or None without a check."""
-    from perflab.lab.env_size import aliasing
+    """The CPU's sentences and whether it pays: True, False, "unstable", or None without a
+    check. The swept binary timed at its predicted windows decides (loop_layouts.check); the
+    in-process kernels of the paper's loop shape, where there are no such timings, or beside
+    them as a proxy."""
+    from perflab.lab.env_size import aliasing, loop_layouts
 
     checks = [aliasing.AliasCheck(**c) for c in meta.get("alias_check", [])]
     loops = [c for c in checks if c.kernel == "loop"]
+    timed = [loop_layouts.WindowTiming(**w) for w in meta.get("window_check") or []]
+    if timed:
+        lines = [
+            f"this CPU: the swept binary at {w.start}-{w.end} against its neighbours: "
+            f"{w.text()}: {_PAYS[w.verdict]}"
+            for w in timed
+        ]
+        lines += ["in-process proxy: " + c.sentence() for c in loops]
+        verdicts = {w.verdict for w in timed}
+        if "pays" in verdicts:
+            return lines, True
+        return lines, False if verdicts == {"does not pay"} else "unstable"
     lines = ["this CPU: " + c.sentence() for c in loops]
     if any(c.shows for c in loops):
         return lines, True
     if any(not c.stable for c in loops):
         return lines, "unstable"
     return lines, False if loops else None
+
+
+_PAYS = {
+    "pays": "this CPU pays for 4K aliasing in this binary",
+    "does not pay": "this CPU does not pay for 4K aliasing in this binary",
+    "unclear": "unclear: the pairs' interval straddles the least excess a window is found at",
+}
 
 
 def explain(
@@ -533,7 +582,10 @@ def explain(
     seen = table[table["verdict"] == "predicted and seen"] if len(table) else table
     if predicted is not None and len(predicted) and seen.empty:
         why = {
-            True: "the check shows this CPU pays for the aliasing on its own, so something "
+            True: "the check shows this CPU pays for the aliasing, so the sweep's runs hid it "
+            "(another task, or a change of speed during the sweep: see its verdicts)"
+            if meta.get("window_check")
+            else "the check shows this CPU pays for the aliasing on its own, so something "
             "else in the loop hides it",
             False: "this CPU does not hold the loop's loads behind stores that match mod 4096 "
             "(its check agrees)",

@@ -26,6 +26,52 @@ BUILTIN = {"mytkowicz": ("mytkowicz.c", "g"), "split": ("stacksplit.c", "s.g")}
 # shift: one child per CPU moves its stack pointer to where that environment would have put
 # the built-in loop's frame (engine/shift.py).
 ENGINES = ("exec", "shift")
+# The built-in loops' layouts (workloads/perflab_layout.h): the loop's first instruction's offset
+# in its 64-byte window, and the static i's offset in its page. The four code offsets sample
+# the fetch windows a CPU's speed may follow; the four statics offsets put i, j, k at each
+# residue modulo 16 that the 16-byte stack steps meet, so each pairs other slots.
+CODE_OFFSETS = (0, 16, 32, 48)
+STATICS_PAGE_OFFSET = 0x300
+STATICS_OFFSETS = tuple(STATICS_PAGE_OFFSET + r for r in (0, 4, 8, 12))
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class LoopLayout:
+    """Where a built-in loop's code and statics sit, as its build flags fix them."""
+
+    code: int = CODE_OFFSETS[0]
+    statics: int = STATICS_OFFSETS[0]
+
+    @classmethod
+    def parse(cls, text: str) -> "LoopLayout":
+        """'CODE:STATICS' (e.g. 32:0x308), refused in one line when it is not a layout."""
+        try:
+            code, statics = (int(x, 0) for x in text.split(":"))
+        except ValueError:
+            raise PerflabError(
+                f"--layout {text!r}: expected auto or CODE:STATICS, e.g. 32:0x308 (the loop's "
+                "code offset in its 64-byte window, the statics' offset in their page)"
+            ) from None
+        if not 0 <= code < 64:
+            raise PerflabError(f"--layout {text!r}: the code offset must be 0-63, not {code}")
+        if statics % 4 or not 0 <= statics <= 4096 - 12:
+            raise PerflabError(
+                f"--layout {text!r}: the statics' offset must be a multiple of 4 in 0-4084 "
+                f"(i, j and k take 12 bytes of one page), not {statics}"
+            )
+        return cls(code, statics)
+
+    def flags(self) -> tuple[str, ...]:
+        """The compiler flags that build this layout."""
+        return (f"-DPERFLAB_LOOP_CODE={self.code}", f"-DPERFLAB_LOOP_STATICS={self.statics:#x}")
+
+    def __str__(self) -> str:
+        return f"{self.code}:{self.statics:#x}"
+
+
+LAYOUTS = tuple(LoopLayout(c, s) for c in CODE_OFFSETS for s in STATICS_OFFSETS)
+DEFAULT_LAYOUT = LAYOUTS[0]  # the header's own defaults
 
 
 @dataclass(frozen=True)
@@ -65,6 +111,14 @@ class EnvSizePlan(Controls):
                       "its frame where an exec'd child's would be (checked first), several times "
                       "faster; same columns, windows and journal.", choices=ENGINES),
     )  # fmt: skip
+    layout: str = field(
+        default=AUTO,
+        metadata=_cli("--layout", "Where the built-in loop's code and statics sit, CODE:STATICS "
+                      "(e.g. 32:0x308: the loop 32 bytes into a 64-byte window, i at 0x308 of "
+                      "its page). auto: time the 16 layouts of code offsets 0, 16, 32, 48 and "
+                      "statics at each residue mod 16 first, and sweep the steadiest that pays "
+                      "for 4K aliasing here (the table is printed)."),
+    )  # fmt: skip
     workload_digest: str = field(default="", compare=False)
 
     def check(self) -> "EnvSizePlan":
@@ -86,6 +140,12 @@ class EnvSizePlan(Controls):
         check_order(self.order)
         if self.program and self.workload != "mytkowicz":
             raise PerflabError("--workload chooses a built-in loop: give it or a PROGRAM, not both")
+        if self.layout != AUTO:
+            if self.program:
+                raise PerflabError(
+                    "--layout places the built-in loop: give it or a PROGRAM, not both"
+                )
+            LoopLayout.parse(self.layout)
         self.check_engine()
         if not self.var or "=" in self.var or "\0" in self.var:
             raise PerflabError(f"invalid environment variable name {self.var!r}")
@@ -118,11 +178,19 @@ class EnvSizePlan(Controls):
 
     def params(self) -> dict:
         """The plan as a journal stores it; the exec engine unnamed, as before --engine, so
-        journals of that time still resume and no resume mixes engines."""
+        journals of that time still resume and no resume mixes engines; an auto layout
+        likewise, since a resume takes the layout its journal recorded."""
         plan = super().params()
         if self.engine == "exec":
             del plan["engine"]
+        if self.layout == AUTO:  # the layout auto chose is in the journal's metadata
+            del plan["layout"]
         return plan
+
+    def loop_layout(self) -> LoopLayout:
+        """The layout the built-in loop is built in: the one named, the default before a sweep
+        resolves auto (lab/env_size/loop_layouts.resolve)."""
+        return DEFAULT_LAYOUT if self.layout == AUTO else LoopLayout.parse(self.layout)
 
     def sizes(self) -> "np.ndarray":
         """The env sizes swept, min..max inclusive."""

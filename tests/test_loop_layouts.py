@@ -15,7 +15,7 @@ from perflab.cli import cli
 from perflab.engine import results, spawn
 from perflab.errors import PerflabError
 from perflab.lab import env_size
-from perflab.lab.env_size import loop_layouts, windows
+from perflab.lab.env_size import excess, loop_layouts, windows
 from perflab.lab.plans.env_size import LAYOUTS, STATICS_OFFSETS, EnvSizePlan, LoopLayout
 from perflab.system import compiler
 
@@ -152,12 +152,12 @@ def test_a_recorded_survey_prints_as_a_table_of_every_layout():
 
 
 @pytest.mark.parametrize(
-    "excess, low, high, verdict",
+    "gain, low, high, verdict",
     [(0.18, 0.15, 0.21, "pays"), (0.001, -0.004, 0.006, "does not pay"),
      (0.03, -0.01, 0.09, "unclear"), (0.01, 0.005, 0.03, "unclear")],
 )  # fmt: skip
-def test_a_window_pays_only_when_its_interval_says_so(excess, low, high, verdict):
-    assert loop_layouts.verdict_of(excess, low, high) == verdict
+def test_a_window_pays_only_when_its_interval_says_so(gain, low, high, verdict):
+    assert excess.verdict_of(gain, low, high) == verdict
 
 
 def test_the_swept_binary_is_timed_inside_each_predicted_window_against_its_neighbours():

@@ -10,7 +10,7 @@ import pytest
 
 from perflab.engine import results
 from perflab.lab import env_size
-from perflab.lab.env_size import excess, windows
+from perflab.lab.env_size import clusters, excess, windows
 
 DATA = Path(__file__).resolve().parent / "data"
 # `perflab sweep env-size --aslr off --min 2330 --max 2370 --repeat 100` on a 2-vCPU KVM guest,
@@ -154,3 +154,40 @@ def test_a_real_sweep_names_the_level_of_each_interval():
         pytest.skip("this sweep shows no window in 2300-2400 bytes on this CPU: nothing to name")
     assert table["over"].isin([TIME, "unstable: from one mode to the other"]).all()
     assert (table["ci_low"] <= table["ci_high"]).all()
+
+
+# The first 6 runs per size of `perflab sweep env-size --aslr off --step 2 --repeat 20` on a
+# 2-vCPU KVM guest, AMD EPYC family 19h model 11h (Zen 4), 2026-12-01, as a per-size summary:
+# its runs switch between a fast and a slow mode, its per-size medians scatter between them.
+SCATTERED = DATA / "env-size-bimodal-zen4.parquet"
+
+
+def test_windows_stand_out_from_their_neighbours_where_scattered_medians_hide_them():
+    sizes = results.load(SCATTERED)
+    meta = results.metadata(sizes)
+    found = env_size.detect_windows(sizes)
+    assert found.empty and found.attrs["threshold"] > 1.3 * found.attrs["baseline"]
+    both = env_size.with_clusters(found, sizes)
+    predicted = windows.predicted_from(meta, sizes["env_size"].to_numpy())
+    assert [(w.start, w.end) for w in both.itertuples()] == [
+        (w.start, w.end) for w in predicted.itertuples()
+    ]
+    assert both.attrs["clusters"] == list(predicted["start"])
+    _, table, _ = windows.explain(meta, sizes, both)
+    assert list(table["verdict"]) == ["predicted and seen"] * 2
+
+
+def test_no_cluster_stands_out_of_a_flat_sweep_nor_beside_the_global_windows():
+    flat = results.load(DATA / "env-size-xeon-amx.parquet")
+    assert env_size.with_clusters(env_size.detect_windows(flat), flat).empty
+    clear = results.load(DATA / "env-size-epyc-kvm.parquet")
+    found = env_size.detect_windows(clear)
+    both = env_size.with_clusters(found, clear)
+    assert both.equals(found) and "clusters" not in both.attrs
+
+
+def test_a_cluster_needs_sizes_enough_to_stand_out_by_rank():
+    """On a 16-byte grid one size per stack step could beat its neighbours by chance."""
+    coarse = results.load(SCATTERED)
+    coarse = coarse[coarse["env_size"] % 16 == 6]
+    assert clusters.local_windows(coarse) == []

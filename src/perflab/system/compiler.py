@@ -40,12 +40,14 @@ class Workload:
     compiler: str
     flags: tuple[str, ...]
     static: bool
+    source_digest: str = ""  # source_digest(): the text, whatever compiler built it
 
     def meta(self) -> dict:
         """What a result records about the binary it measured."""
         return {
             "workload": self.source,
             "workload_digest": self.digest,
+            "workload_source_digest": self.source_digest,
             "compiler": self.compiler,
             "cflags": " ".join(self.flags),
             "static": self.static,
@@ -120,13 +122,25 @@ def compiler_version(cc: tuple[str, ...]) -> str:
     return lines[0].strip() if done.returncode == 0 and lines else ""
 
 
-def _key(source: Path, flags: list[str], version: str) -> str:
-    """sha256 of the source, every header it may include (its own directory's first, as
-    `#include "..."` finds them, then perflab's), the flags and the compiler."""
+def _sources(source: Path) -> "hashlib._Hash":
+    """sha256 of the source and every header it may include (its own directory's first, as
+    `#include "..."` finds them, then perflab's)."""
     h = hashlib.sha256()
     own = sorted(source.parent.glob("*.h")) if source.parent != WORKLOADS else []
     for p in [source, *own, *sorted(WORKLOADS.glob("*.h"))]:
         h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h
+
+
+def source_digest(source: str | os.PathLike) -> str:
+    """What a workload's text is, whatever compiler builds it: the digest a document's sample
+    names, so that a test can tell a figure of a loop perflab no longer builds."""
+    return _sources(Path(source)).hexdigest()
+
+
+def _key(source: Path, flags: list[str], version: str) -> str:
+    """The cache key: the sources' sha256 (_sources), then the flags and the compiler."""
+    h = _sources(source)
     h.update("\0".join(flags).encode() + b"\0" + version.encode())
     return h.hexdigest()
 
@@ -180,7 +194,8 @@ def build(
         digest = _key(source, flags, version)
         out = cache / f"{source.stem}-{digest[:16]}"
         if cached(out) or not (err := _compile(cc, flags, source, out)):
-            return Workload(out, source.name, digest, version, tuple(flags), bool(link))
+            return Workload(out, source.name, digest, version, tuple(flags), bool(link),
+                            source_digest(source))  # fmt: skip
         errors.append(err)
     raise _failed(source, errors[-1])
 

@@ -117,6 +117,7 @@ def sweep(
     layout, layout_meta = loop_layouts.resolve(plan, _recorded_layout(recording))
     if layout is not None:
         plan = replace(plan, layout=str(layout))
+    if layout_meta.get("survey"):  # a layout perflab chose is said before the sweep starts
         errors.note_once(loop_layouts.described({"loop_layout": layout_meta}))
     argv, workload_meta = resolve_program(plan.program, plan.opt, plan.workload, layout)
     plan = replace(plan, workload_digest=workload_meta.get("workload_digest", ""))
@@ -296,6 +297,27 @@ def detect_windows(
     return out
 
 
+def with_clusters(windows: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """detect_windows' windows and every cluster that stands out from its neighbours where the
+    global threshold saw none (clusters.local_windows: bimodal runs raise that threshold);
+    attrs["clusters"] names the starts found that way."""
+    from perflab.lab.env_size import clusters
+
+    found = [
+        c for c in clusters.local_windows(summary)
+        if not ((windows["start"] <= c["end"]) & (windows["end"] >= c["start"])).any()
+    ]  # fmt: skip
+    if not found:
+        return windows
+    attrs = dict(windows.attrs)
+    rows = [*windows.drop(columns="spacing").to_dict("records"), *found]
+    out = pd.DataFrame(rows, columns=list(windows.columns[:-1])).sort_values("start")
+    out = out.reset_index(drop=True).astype({"start": int, "end": int, "width": int})
+    out["spacing"] = out["start"].diff()
+    out.attrs.update(attrs, clusters=[int(c["start"]) for c in found])
+    return out
+
+
 def _windows_by(parts: Sequence[tuple[str, pd.DataFrame]], key: str, k: float) -> pd.DataFrame:
     """Per part of a sweep: runs, median of the size medians, and the windows found in it."""
     rows = []
@@ -464,7 +486,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     value = value_column(frame)
     sizes = summarize(frame, value)
     k = float(meta.get("window_k", 5.0))
-    windows = detect_windows(sizes, k=k)
+    windows = with_clusters(detect_windows(sizes, k=k), sizes)
     predicted, verdicts, why = windows_mod.explain(meta, sizes, windows, runs=frame)
     counts = status_counts(frame)
     lines = [f"{len(frame)} runs; status: {counts}"]
@@ -484,7 +506,15 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         if windows.empty:
             threshold = windows.attrs.get("threshold", 0)
             lines.append(
-                f"no window: no sizes stand out in median (> {threshold:,.0f}) and minimum"
+                f"no window: no sizes stand out in median (> {threshold:,.0f}) and minimum, "
+                "and no stack step's sizes stand above their neighbours'"
+            )
+        elif windows.attrs.get("clusters"):
+            starts = ", ".join(map(str, windows.attrs["clusters"]))
+            lines.append(
+                f"windows at {starts}: their sizes stand above the sizes around them in every "
+                f"run's minimum though not above the global threshold "
+                f"({windows.attrs['threshold']:,.0f}: the runs switch modes along the sweep)"
             )
         else:
             title = (

@@ -22,6 +22,11 @@ BOOT_SIZES = 2000
 BAND = float(np.log(1.1))  # a mode: runs within 10 % of each other
 MIN_MODE = 0.03  # the smaller mode's least share of the window's runs (and at least 3 runs)
 WINDOW_ONLY = 4.0  # how much more often than outside every window its runs fall in that mode
+MIN_EXCESS = 0.02  # the least excess over the baseline a window is reported at
+# A window pays when its excess is at least this and its interval stays above zero, and does
+# not when the interval's top stays below it: the least excess the sweep's window finder
+# reports, so that a layout that pays is one whose window a sweep can see.
+PAYS = MIN_EXCESS
 
 
 @dataclass(frozen=True)
@@ -148,3 +153,42 @@ class SizeBlocks:
             x = np.exp(d[start : ends[start]]) - 1
             found.append(Mode(x.size / d.size, float(x.min()), float(np.median(x)), float(x.max())))
         return found
+
+
+@dataclass(frozen=True)
+class WindowTiming:
+    """A predicted window timed against its neighbours: the pairs' excess and its interval."""
+
+    start: int
+    end: int
+    inside: tuple[int, ...]  # the sizes timed inside the window
+    outside: tuple[int, ...]  # and beside it, outside every predicted window
+    pairs: int  # pairs whose two runs both ended ok
+    ticks_inside: float  # median ticks of the runs inside
+    ticks_outside: float  # and outside
+    spread: float  # IQR / median of the runs outside
+    excess: float  # exp(median log(inside / outside)) - 1 over the pairs
+    ci_low: float
+    ci_high: float
+    verdict: str  # "pays", "does not pay" or "unclear"
+
+    def text(self) -> str:
+        """'+18.0% [+15.1%, +20.9%] over 64 interleaved pairs of exec'd runs at 2310, 2316,
+        2324 vs 2260, 2372'."""
+        return (
+            f"{self.excess:+.1%} [{self.ci_low:+.1%}, {self.ci_high:+.1%}] over {self.pairs} "
+            f"interleaved pairs of exec'd runs at {_sizes(self.inside)} vs {_sizes(self.outside)}"
+        )
+
+
+def _sizes(sizes: Sequence[int]) -> str:
+    return ", ".join(map(str, sizes))
+
+
+def verdict_of(excess: float, low: float, high: float) -> str:
+    """pays, does not pay, or unclear, as PAYS says."""
+    if excess >= PAYS and low > 0:
+        return "pays"
+    if high < PAYS:
+        return "does not pay"
+    return "unclear"

@@ -26,14 +26,11 @@ from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.engine import childruns, spawn
 from perflab.errors import PerflabError
+from perflab.lab.env_size import excess
 from perflab.lab.env_size import windows as windows_mod
 from perflab.lab.plans.env_size import AUTO, DEFAULT_LAYOUT, LAYOUTS, EnvSizePlan, LoopLayout
 from perflab.system import binlayout
 
-# A window pays when its excess is at least this and its interval stays above zero, and does
-# not when the interval's top stays below it: the least excess the sweep's window finder
-# reports, so that a layout that pays is one whose window a sweep can see.
-PAYS = windows_mod.MIN_EXCESS
 # A layout is steady when its runs outside the window spread (IQR over median) by at most
 # this: a window that pays PAYS then stands out of every run, not of a mode's.
 STEADY = 0.05
@@ -41,45 +38,6 @@ SURVEY_PAIRS = 24  # pairs per layout in the survey: 16 layouts in about a secon
 CHECK_PAIRS = 64  # pairs per predicted window in the check of the swept binary
 CONFIDENCE = 0.95
 SIZES_PER_SIDE = 3  # sizes inside a window, and on each side of it, taken in turn
-
-
-@dataclass(frozen=True)
-class WindowTiming:
-    """A predicted window timed against its neighbours: the pairs' excess and its interval."""
-
-    start: int
-    end: int
-    inside: tuple[int, ...]  # the sizes timed inside the window
-    outside: tuple[int, ...]  # and beside it, outside every predicted window
-    pairs: int  # pairs whose two runs both ended ok
-    ticks_inside: float  # median ticks of the runs inside
-    ticks_outside: float  # and outside
-    spread: float  # IQR / median of the runs outside
-    excess: float  # exp(median log(inside / outside)) - 1 over the pairs
-    ci_low: float
-    ci_high: float
-    verdict: str  # "pays", "does not pay" or "unclear"
-
-    def text(self) -> str:
-        """'+18.0% [+15.1%, +20.9%] over 64 interleaved pairs of exec'd runs at 2310, 2316,
-        2324 vs 2260, 2372'."""
-        return (
-            f"{self.excess:+.1%} [{self.ci_low:+.1%}, {self.ci_high:+.1%}] over {self.pairs} "
-            f"interleaved pairs of exec'd runs at {_sizes(self.inside)} vs {_sizes(self.outside)}"
-        )
-
-
-def _sizes(sizes: Sequence[int]) -> str:
-    return ", ".join(map(str, sizes))
-
-
-def verdict_of(excess: float, low: float, high: float) -> str:
-    """pays, does not pay, or unclear, as PAYS says."""
-    if excess >= PAYS and low > 0:
-        return "pays"
-    if high < PAYS:
-        return "does not pay"
-    return "unclear"
 
 
 def time_windows(
@@ -91,7 +49,7 @@ def time_windows(
     base_env: Mapping[str, str],
     pairs: int = CHECK_PAIRS,
     seed: int = 0,
-) -> list[WindowTiming]:
+) -> list[excess.WindowTiming]:
     """Each predicted window (windows.predicted_rows) timed in `pairs` interleaved pairs of
     exec'd runs, one inside and one beside it, which goes first drawn per pair; all windows in
     one batch of runs, before pandas is loaded (a sweep's first runs must not wait for it)."""
@@ -167,19 +125,19 @@ def _ticks(
 
 def _timing(
     start: int, end: int, inside: list[int], outside: list[int], both: np.ndarray
-) -> WindowTiming:
+) -> excess.WindowTiming:
     """The pairs of one window as its excess, interval, levels and verdict."""
     if len(both) < 2:
         nan = math.nan
-        return WindowTiming(start, end, tuple(inside), tuple(outside), len(both), nan, nan, nan,
-                            nan, nan, nan, "unclear")  # fmt: skip
+        return excess.WindowTiming(start, end, tuple(inside), tuple(outside), len(both),
+                                   nan, nan, nan, nan, nan, nan, "unclear")  # fmt: skip
     logs = np.log(both[:, 0] / both[:, 1])
     med, lo, hi = stats.median_order_interval(logs, CONFIDENCE)
     q1, mid, q3 = np.percentile(both[:, 1], [25, 50, 75])
-    excess, low, high = math.expm1(med), math.expm1(lo), math.expm1(hi)
-    return WindowTiming(
+    gain, low, high = math.expm1(med), math.expm1(lo), math.expm1(hi)
+    return excess.WindowTiming(
         start, end, tuple(inside), tuple(outside), len(both), float(np.median(both[:, 0])),
-        float(mid), float((q3 - q1) / mid), excess, low, high, verdict_of(excess, low, high),
+        float(mid), float((q3 - q1) / mid), gain, low, high, excess.verdict_of(gain, low, high),
     )  # fmt: skip
 
 
@@ -352,9 +310,9 @@ def described(meta: Mapping) -> str:
     if not chosen:
         return ""
     layout = LoopLayout.parse(chosen["layout"])
-    digest = str(meta.get("workload_digest", ""))[:12]
+    digest = str(meta.get("workload_source_digest", ""))[:12]
     return (
         f"layout {layout}: the loop {layout.code} bytes into a 64-byte window, i at "
         f"{layout.statics:#x} of its page ({chosen['how']}: {chosen['why']}; --layout to pick"
-        f" one){f'; workload {digest}' if digest else ''}"
+        f" one){f'; source {digest}' if digest else ''}"
     )

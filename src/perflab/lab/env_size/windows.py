@@ -36,7 +36,7 @@ from perflab.system import binlayout, compiler
 
 PAGE = 4096  # the low 12 address bits a store/load check compares
 STACK_STEP = 16  # the kernel's alignment of the initial stack pointer
-MIN_EXCESS = 0.02  # the least excess over the baseline a window is reported at
+MIN_EXCESS = excess.MIN_EXCESS
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
 _STACK = re.compile(r"^(-?0x[0-9a-f]+|-?\d+)?\(%[re]bp\)$")
 _STATIC = re.compile(r"#\s*([0-9a-f]+)\s+<([^>]+)>")
@@ -500,11 +500,11 @@ def _cpu_lines(meta: Mapping) -> tuple[list[str], bool | str | None]:
     check. The swept binary timed at its predicted windows decides (loop_layouts.check); the
     in-process kernels of the paper's loop shape, where there are no such timings, or beside
     them as a proxy."""
-    from perflab.lab.env_size import aliasing, loop_layouts
+    from perflab.lab.env_size import aliasing
 
     checks = [aliasing.AliasCheck(**c) for c in meta.get("alias_check", [])]
     loops = [c for c in checks if c.kernel == "loop"]
-    timed = [loop_layouts.WindowTiming(**w) for w in meta.get("window_check") or []]
+    timed = [excess.WindowTiming(**w) for w in meta.get("window_check") or []]
     if timed:
         lines = [
             f"this CPU: the swept binary at {w.start}-{w.end} against its neighbours: "

@@ -1,14 +1,18 @@
 """perflab bisect against a one-layout `git bisect run` on a history of a real C program that
 nobody at perflab wrote (LZ4's lz4.c, from the `lz4` sdist on PyPI): --commits commits, of which
-one (--slow-at) makes the compression's hash do two more operations a position, and the others
-only move code or data: a function of padding linked first, a new global array, the objects
-in another order. A second history is the same but for the slower commit, which moves code
-there as its neighbours do: no commit in it is slower.
+one makes the compression's hash do two more operations a position (at --slow-at, or at a place
+drawn per seed), and the others only move code or data: a function of padding linked first, a
+new global array, the objects in another order. A second history is the same but for the
+slower commit, which moves code there as its neighbours do: no commit in it is slower.
 
-For each seed: `perflab bisect` over both histories (the commit it names, how many commits it
-built), and `git bisect run` around a one-layout timing (the median of RUNS runs of the
-commit against GOOD's, bad beyond half the slower commit's step). Printed: how often each
-names the slower commit, a wrong one, or none.
+Each commit builds two ways: `make -s` (a Makefile that compiles each source to an object and
+links them, which perflab relinks per layout with its code placed at random) and `sh build.sh`
+(one `cc` call that compiles and links, which perflab cannot relink: code placement fixed, as
+every bisect was before it drew it). For each seed: `perflab bisect` over both histories with
+each build (the commit it names, how many commits it built), and, unless --no-git-bisect,
+`git bisect run` around a one-layout timing (the median of RUNS runs of the commit against
+GOOD's, bad beyond half the slower commit's step). Printed: how often each names the slower
+commit, a wrong one, or none.
 
     sudo PYTHONPATH=src python benchmarks/history_bisect.py [--seeds 10] [--commits 24]
     python benchmarks/history_bisect.py --make-repo DIR [--flat]  # the history alone
@@ -18,6 +22,7 @@ import argparse
 import math
 import os
 import platform
+import random
 import shlex
 import shutil
 import statistics
@@ -67,8 +72,16 @@ int main(void)
 # The slower commit: the 5-byte hash of every position compressed mixes its input once more.
 HASH = "        return (U32)(((sequence << 24) * prime5bytes) >> (64 - hashLog));"
 SLOWER = "        sequence ^= sequence >> 29;\n" + HASH
-BUILD = ["sh", "build.sh"]
+BUILD = ["make", "-s"]  # relinked per layout: code placement drawn
+FIXED = ["sh", "build.sh"]  # compiles and links in one call: code placement fixed
 RUN = ["./bench"]
+MAKEFILE = """\
+OBJS := $(patsubst %.c,%.o,$(shell cat SOURCES))
+bench: $(OBJS)
+\tcc -O2 -o bench $(OBJS)
+%.o: %.c lz4.h
+\tcc -O2 -c $< -o $@
+"""
 
 
 def lz4_sources(into: Path) -> Path:
@@ -101,6 +114,7 @@ def make_history(repo: Path, lz4: Path, commits: int, slow_at: int | None) -> li
     shutil.copy(lz4 / "lz4.h", repo / "lz4.h")
     (repo / "bench.c").write_text(BENCH)
     (repo / "build.sh").write_text("cc -O2 -o bench $(cat SOURCES)\n")
+    (repo / "Makefile").write_text(MAKEFILE)
     sources = ["bench.c", "lz4.c"]
     shas = []
     for i in range(commits):
@@ -128,11 +142,12 @@ def make_history(repo: Path, lz4: Path, commits: int, slow_at: int | None) -> li
     return shas
 
 
-def perflab_bisect(repo: Path, shas: list[str], seed: int) -> tuple[str | None, int, float]:
+def perflab_bisect(repo: Path, shas: list[str], seed: int,
+                   build: list[str] = BUILD) -> tuple[str | None, int, float]:  # fmt: skip
     """The commit perflab bisect names (None: none), how many commits its search built or
     found built, and its seconds."""
     t = time.monotonic()
-    df = bisect.bisect(shas[0], shas[-1], BUILD, RUN, repo=repo, seed=seed)
+    df = bisect.bisect(shas[0], shas[-1], build, RUN, repo=repo, seed=seed)
     meta = df.attrs["perflab"]
     return meta["first_slower"], meta["builds"] + meta["builds_reused"], time.monotonic() - t
 
@@ -184,8 +199,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--commits", type=int, default=24)
-    ap.add_argument("--slow-at", type=int, default=15)
+    ap.add_argument("--slow-at", type=int, default=None,
+                    help="The slower commit's place (default: drawn per seed).")  # fmt: skip
     ap.add_argument("--runs", type=int, default=10, help="git bisect's runs per commit")
+    ap.add_argument("--no-git-bisect", action="store_true", help="perflab's bisects only")
     ap.add_argument("--make-repo", type=Path, metavar="DIR",
                     help="Only write the history with the slower commit to DIR, and print its "
                     "shas (docs/history.md's example is this history).")  # fmt: skip
@@ -193,57 +210,74 @@ def main() -> None:
                     help="With --make-repo: the history without the slower commit.")  # fmt: skip
     args = ap.parse_args()
     if args.make_repo:
-        slow_at = None if args.flat else args.slow_at
+        slow_at = None if args.flat else (15 if args.slow_at is None else args.slow_at)
         with tempfile.TemporaryDirectory(prefix="perflab-lz4-") as d:
             shas = make_history(args.make_repo, lz4_sources(Path(d)), args.commits, slow_at)
         slower = "none" if slow_at is None else shas[slow_at]
         print(f"{args.make_repo}: {len(shas)} commits, {shas[0]}..{shas[-1]}, the slower one "
               f"{slower}")  # fmt: skip
         return
+    print(f"{platform.node()}: {machine.cpu_model()}, perflab {__version__}; {args.commits} "
+          f"commits of lz4.c ({LZ4_SDIST}); most builds allowed log2(N) + 3 = "
+          f"{math.log2(args.commits) + 3:.1f}")  # fmt: skip
+    modes = {"placed": BUILD, "fixed": FIXED}
+    tally = {f"{m}_{k}": 0 for m in modes for k in ("right", "wrong", "none", "flat_none")}
+    tally |= {k: 0 for k in ("gb_right", "gb_wrong", "gb_none", "gb_flat_none")}
+    most_built = {m: 0 for m in modes}
+    took = {m: 0.0 for m in modes}
     with tempfile.TemporaryDirectory(prefix="perflab-history-") as d:
         tmp = Path(d)
         lz4 = lz4_sources(tmp / "sdist")
-        slowed = make_history(tmp / "slowed", lz4, args.commits, args.slow_at)
-        flat = make_history(tmp / "flat", lz4, args.commits, None)
-        slow = slowed[args.slow_at]
-        # the step, measured once side by side: git bisect's threshold is half of it
-        parent = builds.build(tmp / "slowed", slowed[args.slow_at - 1], BUILD).tree
-        child = builds.build(tmp / "slowed", slow, BUILD).tree
-        a = [one_layout_time(parent, args.runs) for _ in range(3)]
-        b = [one_layout_time(child, args.runs) for _ in range(3)]
-        step = statistics.median(b) / statistics.median(a) - 1
-        print(f"{platform.node()}: {machine.cpu_model()}, perflab {__version__}")
-        print(f"history: {args.commits} commits of lz4.c ({LZ4_SDIST}), commit {args.slow_at} "
-              f"slower by {step:+.1%} (one layout, {args.runs} runs x 3); most builds allowed "
-              f"log2(N) + 3 = {math.log2(args.commits) + 3:.1f}")  # fmt: skip
-        tally = {k: 0 for k in ("pl_right", "pl_wrong", "pl_none", "pl_flat_none",
-                                "gb_right", "gb_wrong", "gb_none", "gb_flat_none")}  # fmt: skip
-        most_built = 0
         for seed in range(args.seeds):
-            named, built, took = perflab_bisect(tmp / "slowed", slowed, seed)
-            most_built = max(most_built, built)
-            key = "pl_none" if named is None else "pl_right" if named == slow else "pl_wrong"
-            tally[key] += 1
-            flat_named, _, flat_took = perflab_bisect(tmp / "flat", flat, seed)
-            tally["pl_flat_none"] += flat_named is None
-            gb = git_bisect_run(tmp / "slowed", slowed, args.runs, max(step, 0.0) / 2)
-            tally["gb_none" if gb is None else "gb_right" if gb == slow else "gb_wrong"] += 1
-            gb_flat = git_bisect_run(tmp / "flat", flat, args.runs, max(step, 0.0) / 2)
-            tally["gb_flat_none"] += gb_flat is None
-            print(f"seed {seed}: perflab {str(named)[:10]} ({built} built, {took:.0f} s), "
-                  f"flat {str(flat_named)[:10]} ({flat_took:.0f} s); git bisect "
-                  f"{str(gb)[:10]}, flat {str(gb_flat)[:10]}", flush=True)  # fmt: skip
-        n = args.seeds
+            slow_at = args.slow_at or random.Random(seed).randint(2, args.commits - 2)
+            slowed = make_history(tmp / f"slowed{seed}", lz4, args.commits, slow_at)
+            flat = make_history(tmp / f"flat{seed}", lz4, args.commits, None)
+            slow = slowed[slow_at]
+            said = [f"seed {seed}: the slower commit is {slow_at}"]
+            for mode, build in modes.items():
+                named, built, s = perflab_bisect(tmp / f"slowed{seed}", slowed, seed, build)
+                flat_named, _, s_flat = perflab_bisect(tmp / f"flat{seed}", flat, seed, build)
+                most_built[mode] = max(most_built[mode], built)
+                took[mode] += s + s_flat
+                key = "none" if named is None else "right" if named == slow else "wrong"
+                tally[f"{mode}_{key}"] += 1
+                tally[f"{mode}_flat_none"] += flat_named is None
+                named_at = "none" if named is None else slowed.index(named)
+                flat_at = "none" if flat_named is None else flat.index(flat_named)
+                said.append(f"{mode} names {named_at} ({built} built, {s:.0f} s), flat "
+                            f"{flat_at} ({s_flat:.0f} s)")  # fmt: skip
+            if not args.no_git_bisect:
+                step = _step(tmp / f"slowed{seed}", slowed, slow_at, args.runs)
+                gb = git_bisect_run(tmp / f"slowed{seed}", slowed, args.runs, max(step, 0) / 2)
+                tally["gb_none" if gb is None else "gb_right" if gb == slow else "gb_wrong"] += 1
+                gb_flat = git_bisect_run(tmp / f"flat{seed}", flat, args.runs, max(step, 0) / 2)
+                tally["gb_flat_none"] += gb_flat is None
+                said.append(f"git bisect {str(gb)[:10]}, flat {str(gb_flat)[:10]}")
+            print("; ".join(said), flush=True)
+    n = args.seeds
+    for mode in modes:
+        what = "code placement drawn (make)" if mode == "placed" else "code placement fixed"
         print(
-            f"perflab bisect: slower commit named {tally['pl_right']}/{n}, a wrong one "
-            f"{tally['pl_wrong']}/{n}, none {tally['pl_none']}/{n}; most commits built "
-            f"{most_built}; without the slower commit none named {tally['pl_flat_none']}/{n}"
+            f"perflab bisect, {what}: slower commit named {tally[mode + '_right']}/{n}, a wrong "
+            f"one {tally[mode + '_wrong']}/{n}, none {tally[mode + '_none']}/{n}; most commits "
+            f"built {most_built[mode]}; without the slower commit none named "
+            f"{tally[mode + '_flat_none']}/{n}; {took[mode] / (2 * n):.0f} s a bisect"
         )
+    if not args.no_git_bisect:
         print(
             f"git bisect run (one layout): slower commit named {tally['gb_right']}/{n}, a "
             f"wrong one {tally['gb_wrong']}/{n}; without the slower commit it named none "
             f"{tally['gb_flat_none']}/{n} (else a wrong one)"
         )
+
+
+def _step(repo: Path, shas: list[str], slow_at: int, runs: int) -> float:
+    """The slower commit's step over its parent, one layout, measured side by side 3 times."""
+    parent = builds.build(repo, shas[slow_at - 1], BUILD).tree
+    child = builds.build(repo, shas[slow_at], BUILD).tree
+    a = [one_layout_time(parent, runs) for _ in range(3)]
+    b = [one_layout_time(child, runs) for _ in range(3)]
+    return statistics.median(b) / statistics.median(a) - 1
 
 
 if __name__ == "__main__":

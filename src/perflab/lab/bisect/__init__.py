@@ -32,9 +32,9 @@ from perflab.system import provenance
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-RANDOMIZE = ("env-size", "heap-offset", "aslr")
+RANDOMIZE = builds.RANDOMIZE + builds.PLACED  # what a comparison draws where it can relink
 COLUMNS = ("step", "older", "newer", "position", "ratio", "ci_low", "ci_high", "verdict",
-           "runs", "subject", "date")  # fmt: skip
+           "runs", "subject", "date", "placement")  # fmt: skip
 NOT_SLOWER = 3  # the exit status when BAD is not shown slower than GOOD
 # An unclear comparison draws as many layouts again, twice at most: three looks, each decided
 # at a third of the comparison's error rate (optional stopping, paid for). On a 24-commit lz4
@@ -166,6 +166,7 @@ class _Search:
         self.good, self.bad = 0, len(span) - 1
         self.skipped: set[int] = set()
         self.builds: dict[int, builds.Build] = {}
+        self.placements: list[builds.Placed] = []  # each comparison's sides made here
         self.runs = sum(int(r["runs"]) for r in done)
         self.not_slower = False
         self.first: int | None = None
@@ -227,16 +228,22 @@ class _Search:
         another seed), up to its looks (LOOKS, or as many as --budget holds), each look decided
         at its share of the comparison's error rate. An exact metric that reads the same ends
         the looks: more cannot change it."""
+        with builds.relinking(self._built(older), self._built(newer)):
+            sides = builds.placed(self._built(older), self._built(newer), self.build, self.run)
+            self.placements.append(sides)
+            return self._looks(older, newer, sides)
+
+    def _looks(self, older: int, newer: int, sides: builds.Placed) -> dict[str, Any]:
+        """_compare's looks at one pair of sides."""
         from perflab.lab import compare
         from perflab.lab.compare import metrics
 
-        a = compare.program_side("A", list(self._built(older).argv(self.run)))
-        b = compare.program_side("B", list(self._built(newer).argv(self.run)))
+        a, b = sides.a, sides.b
         level = 1 - (1 - self.each) / self.looks
         frames: list[pd.DataFrame] = []
         counted: list[dict[str, Any]] = []  # instructions-exact's counts, one per setup and side
         for look in range(self.looks):
-            df = compare.compare(a, b, randomize=RANDOMIZE, setups=self.setups,
+            df = compare.compare(a, b, randomize=sides.randomize, setups=self.setups,
                                  repeat=self.repeat, seed=self.seed + SEED_STEP * look,
                                  metrics=(self.metric,), progress=False)  # fmt: skip
             shift = self.setups * look
@@ -258,7 +265,9 @@ class _Search:
                 break
         if "ratio" not in got:  # the metric could not be read from these runs
             raise PerflabError(f"--metric {self.metric}: {got['conclusion']}")
-        return self._row(older, newer, ratio, lo, hi, verdict, len(both))
+        row = self._row(older, newer, ratio, lo, hi, verdict, len(both))
+        drawn = [d for d in builds.PLACED if d in sides.randomize]
+        return row | {"placement": ",".join(drawn) or "fixed"}
 
     def _skip_row(self, i: int) -> dict[str, Any]:
         return self._row(i, i, math.nan, math.nan, math.nan, "does not build", 0)
@@ -270,7 +279,7 @@ class _Search:
         return {"step": self.count - 1, "older": self.span[older].sha, "newer": c.sha,
                 "position": newer, "ratio": ratio, "ci_low": lo, "ci_high": hi,
                 "verdict": verdict, "runs": runs, "subject": c.subject,
-                "date": c.date}  # fmt: skip
+                "date": c.date, "placement": ""}  # fmt: skip
 
     def outcome(self, finished: bool) -> dict[str, Any]:
         """What the result's metadata says of the search so far."""
@@ -284,6 +293,8 @@ class _Search:
             "builds_reused": sum(b.reused for b in self.builds.values()),
             "skipped": [self.span[i].sha for i in sorted(self.skipped)],
             "total_runs": self.runs,
+            "placement": list(dict.fromkeys(p.placement for p in self.placements)),
+            "relink_s": max((p.relink_s for p in self.placements), default=0.0),
         }
 
 
@@ -291,8 +302,9 @@ def _step_line(row: dict[str, Any]) -> str:
     """One comparison as it ends, for the terminal."""
     if row["verdict"] == "does not build":
         return f"{row['newer'][:10]} does not build: skipped ({row['subject']})"
+    fixed = " (code placement fixed)" if row.get("placement") == "fixed" else ""
     return (f"{row['newer'][:10]} vs {row['older'][:10]}: B/A {row['ratio']:.3f} "
-            f"({row['ci_low']:.3f}-{row['ci_high']:.3f}) {row['verdict']}")  # fmt: skip
+            f"({row['ci_low']:.3f}-{row['ci_high']:.3f}) {row['verdict']}{fixed}")  # fmt: skip
 
 
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
@@ -305,8 +317,11 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     lines = [f"bisect of {meta['good'][:10]}..{meta['bad'][:10]} in {meta.get('repo')}: "
              f"{len(meta.get('commits', [])) - 1} commits, each comparison at {each:.2%} so "
              f"that all together hold {meta['confidence']:.0%}"]  # fmt: skip
+    lines += [f"layouts: environment size, heap offset and ASLR drawn per layout; {p}"
+              for p in meta.get("placement", [])]  # fmt: skip
     values: dict[str, Any] = {"first_slower": meta.get("first_slower"), "ratio": None,
-                              "interval": None, "builds": meta.get("builds")}  # fmt: skip
+                              "interval": None, "builds": meta.get("builds"),
+                              "placement": meta.get("placement", [])}  # fmt: skip
     compared = frame[frame["verdict"] != "does not build"]
     first = meta.get("first_slower")
     if meta.get("not_slower") and len(compared):
@@ -336,7 +351,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     shown = frame.assign(newer=frame["newer"].str[:10], older=frame["older"].str[:10])
     table = Table("steps", "each comparison: newer (B) against older (A)",
                   shown[["step", "newer", "older", "ratio", "ci_low", "ci_high", "verdict", "runs",
-                         "subject"]], "{:,.3f}")  # fmt: skip
+                         "placement", "subject"]], "{:,.3f}")  # fmt: skip
     return Summary(lines, [table], values, lambda p: plot(frame, meta, p))
 
 

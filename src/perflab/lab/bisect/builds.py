@@ -5,11 +5,15 @@ a build that failed stays failed (a skip, as git bisect's exit 125) until its lo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import shlex
 import shutil
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from perflab.core import files
 from perflab.engine import filelock
@@ -78,3 +82,79 @@ def _build(repo: Path, sha: str, command: Sequence[str], place: Path) -> Build:
     files.write_bytes(log, text.encode(errors="replace"))
     files.write_bytes(status, b"ok" if ok else b"failed")
     return Build(sha, tree, ok, log, reused=False)
+
+
+# What bisect, track and history draw per layout: the environment's layouts always; the code's
+# (a padding object linked first, the objects' order) where perflab can relink the commit.
+RANDOMIZE = ("env-size", "heap-offset", "aslr")
+PLACED = ("code-offset", "link-order")
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Two commits as compare's sides, what each layout draws, and how their code is placed."""
+
+    a: Any
+    b: Any
+    randomize: tuple[str, ...]
+    placement: str  # one line: what was drawn, or why the code placement stays fixed
+    relink_s: float  # the relinks that found each side's objects, seconds each (0: none)
+
+    @property
+    def fixed(self) -> bool:
+        """Whether the code's placement was left as the build made it."""
+        return PLACED[0] not in self.randomize
+
+
+@contextlib.contextmanager
+def relinking(*made: Build) -> Iterator[None]:
+    """Hold these commits' trees while their programs are relinked and run: another perflab's
+    relink of the same tree (two tracks beside one reference) waits, as a build does."""
+    with contextlib.ExitStack() as stack:
+        for place in sorted({m.tree.parent for m in made}):
+            stack.enter_context(filelock.held(place / "relink", WAIT_S, BUILDING))
+        yield
+
+
+def placed(older: Build, newer: Build, command: Sequence[str], run: Sequence[str]) -> Placed:
+    """A (older) and B (newer) relinked per layout with their code placed at random, through
+    the build command's own link step (run again in each tree with perflab's compiler wrappers
+    first on PATH, the program removed: a make relinks, it does not rebuild); where either
+    cannot be relinked so, both run as built, said in one line. Why a commit cannot be is
+    kept beside its build, so that it is tried once, not at every comparison."""
+    from perflab.lab import compare
+
+    argv = [older.argv(run), newer.argv(run)]
+    plain = (compare.program_side("A", list(argv[0])), compare.program_side("B", list(argv[1])))
+    for m in (older, newer):
+        with contextlib.suppress(OSError, PerflabError):
+            why = files.read_private(m.tree.parent / "relink").decode()
+            return Placed(*plain, RANDOMIZE, f"code placement fixed: {why}", 0.0)
+    started = time.monotonic()
+    sides = []
+    for (name, x), m in zip((("A", argv[0]), ("B", argv[1])), (older, newer), strict=True):
+        try:
+            sides.append(compare.build_command_side(name, _in(m, command), x[0], x[1:]))
+        except PerflabError as exc:
+            why = str(exc).replace(shlex.join(_in(m, command)), shlex.join(command))
+            files.write_bytes(m.tree.parent / "relink", why.encode())
+            return Placed(*plain, RANDOMIZE, f"code placement fixed: {why}", 0.0)
+    each = (time.monotonic() - started) / 2
+    a, b = sides
+    how = f"relinked by {shlex.join(command)} in each commit's tree ({each:.2f} s a link)"
+    if len(a.objects) != len(b.objects):  # one order is drawn for both sides' objects
+        text = (
+            f"code placed at random per layout: a code offset linked first ({how}); the "
+            f"objects' order as built, since A links {len(a.objects)} and B {len(b.objects)}"
+        )
+        return Placed(a, b, (*RANDOMIZE, PLACED[0]), text, each)
+    text = (
+        f"code placed at random per layout: a code offset linked first and the order of the "
+        f"{len(a.objects)} objects ({how})"
+    )
+    return Placed(a, b, RANDOMIZE + PLACED, text, each)
+
+
+def _in(made: Build, command: Sequence[str]) -> list[str]:
+    """The build command run in a commit's tree, without a shell."""
+    return ["env", "-C", str(made.tree), "--", *command]

@@ -25,7 +25,7 @@ from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.engine import childruns, results
 from perflab.errors import PerflabError
-from perflab.lab.bisect import RANDOMIZE, builds, commits
+from perflab.lab.bisect import builds, commits
 from perflab.lab.history import changes
 from perflab.lab.history.store import Entry, Store, machine_key, refuse_other
 from perflab.system import machine
@@ -101,7 +101,7 @@ def track(
             left_out.append(f"{head} does not build ({made.log}): left out")
             say(left_out[-1])
             continue
-        df = _measure(ref_made.argv(run), made.argv(run), setups, repeat, seed)
+        df = _measure(ref_made, made, build, run, setups, repeat, seed)
         value = changes.commit_value(df, side="B")
         if not value["setups"]:
             left_out.append(f"{head}: no run ended well ({childruns.status_counts(df)}): left out")
@@ -128,16 +128,20 @@ def _reference(where: Path, asked: str | None, have: list[Entry],
     return listed[0].sha if listed else ""
 
 
-def _measure(reference: Sequence[str], argv: Sequence[str], setups: int, repeat: int,
-             seed: int) -> pd.DataFrame:  # fmt: skip
-    """One commit's runs: pairs of the reference (side A) and it (side B) in each layout
-    drawn, interleaved so that the host's drift moves both alike."""
+def _measure(reference: builds.Build, made: builds.Build, build: Sequence[str],
+             run: Sequence[str], setups: int, repeat: int, seed: int) -> pd.DataFrame:  # fmt: skip
+    """Runs of two commits: pairs of A and B in each layout drawn, the code placed at random
+    where both relink (builds.placed), interleaved so that the host's drift moves both alike;
+    the placement in the frame's metadata."""
+    from perflab.engine import results
     from perflab.lab import compare
 
-    side_a = compare.program_side("A", list(reference))
-    side_b = compare.program_side("B", list(argv))
-    return compare.compare(side_a, side_b, randomize=RANDOMIZE, setups=setups, repeat=repeat,
-                           seed=seed, progress=False)  # fmt: skip
+    with builds.relinking(reference, made):
+        sides = builds.placed(reference, made, build, run)
+        df = compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=setups,
+                             repeat=repeat, seed=seed, progress=False)  # fmt: skip
+    meta = results.metadata(df) | {"placement": sides.placement, "relink_s": sides.relink_s}
+    return results.attach(df, meta)
 
 
 def history(
@@ -327,12 +331,7 @@ def confirm_change(kept: Store, repo: Path, change: dict[str, Any], entries: lis
             return {"verdict": "unconfirmed", "why": f"not built: {exc}"}
         if not all(m.ok for m in made):
             return {"verdict": "unconfirmed", "why": "a commit either side does not build now"}
-        from perflab.lab import compare
-
-        side_a = compare.program_side("A", list(made[0].argv(a.run)))
-        side_b = compare.program_side("B", list(made[1].argv(a.run)))
-        df = compare.compare(side_a, side_b, randomize=RANDOMIZE, setups=setups, repeat=repeat,
-                             seed=seed, progress=False)  # fmt: skip
+        df = _measure(made[0], made[1], a.build, a.run, setups, repeat, seed)
         kept.confirm(key, df)
     from perflab.lab.compare import metrics
 

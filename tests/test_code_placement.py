@@ -1,0 +1,144 @@
+"""Code placement is drawn per layout wherever perflab judges builds: each commit built once,
+relinked per layout by its own make with a code offset and an object order drawn, its object
+files untouched; a commit that only links a helper first is not blamed."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import CHAIN, new_repo
+
+from perflab.engine import results
+from perflab.lab import bisect, compare
+from perflab.lab.bisect import builds
+from perflab.lab.compare import metrics
+from perflab.system import binlayout
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+MAKEFILE = """\
+OBJS := $(patsubst %.c,%.o,$(shell cat SOURCES))
+prog: $(OBJS)
+\tcc -O1 -o prog $(OBJS)
+%.o: %.c chain.h
+\tcc -O1 -c $< -o $@
+"""
+MAIN = '#include "chain.h"\nvoid work(unsigned long n);\nint main(void) { work(%d); return 0; }\n'
+WORK = '#include "chain.h"\nvoid work(unsigned long n) { chain(n); }\n'
+HELPER = 'void perflab_helper(void) { __asm__ volatile(".skip 200, 0x90"); }\n'
+BUILD = ["make", "-s"]
+RUN = ["./prog"]
+_REPO: dict[str, str] = {}
+
+
+def _repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """c0; c1 links a helper first (every function moves, nothing else); c2 runs 1.5x the
+    work; c3 a comment. Made once per session."""
+    if _REPO:
+        return _REPO
+    repo = tmp_path_factory.mktemp("placed")
+    git = new_repo(repo)
+    steps = [(2_000_000, "main.c work.c", ""), (2_000_000, "helper.c main.c work.c", ""),
+             (3_000_000, "helper.c main.c work.c", ""),
+             (3_000_000, "helper.c main.c work.c", "// done\n")]  # fmt: skip
+    for i, (loops, sources, note) in enumerate(steps):
+        (repo / "Makefile").write_text(MAKEFILE)
+        (repo / "chain.h").write_text(CHAIN)
+        (repo / "main.c").write_text(note + MAIN % loops)
+        (repo / "work.c").write_text(WORK)
+        (repo / "helper.c").write_text(HELPER)
+        (repo / "SOURCES").write_text(sources + "\n")
+        git("add", "-A")
+        git("commit", "-q", "-m", f"commit {i}")
+        _REPO[f"c{i}"] = git("rev-parse", "HEAD")
+    _REPO["repo"] = str(repo)
+    return _REPO
+
+
+@pytest.fixture
+def placed_repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return _repo(tmp_path_factory)
+
+
+def _built(r: dict[str, str], sha: str) -> builds.Build:
+    made = builds.build(Path(r["repo"]), sha, BUILD)
+    assert made.ok, made.log.read_text()
+    return made
+
+
+def test_each_layout_relinks_the_commit_with_its_code_moved_and_its_objects_untouched(
+    placed_repo,
+):
+    older, newer = _built(placed_repo, placed_repo["c0"]), _built(placed_repo, placed_repo["c1"])
+    objects = {p: p.read_bytes() for p in sorted(older.tree.glob("*.o"))}
+    program = (older.tree / "prog").read_bytes()
+    with builds.relinking(older, newer):
+        sides = builds.placed(older, newer, BUILD, RUN)
+        assert not sides.fixed and "code-offset" in sides.randomize
+        assert "link-order" not in sides.randomize  # A links 2 objects, B 3: no one order
+        assert "relinked by make -s in each commit's tree" in sides.placement
+        assert "the objects' order as built, since A links 2 and B 3" in sides.placement
+        assert [o.label for o in sides.b.objects] == ["helper", "main", "work"]
+        setups = [compare.Setup(i, 0, perm, code_offset=code)
+                  for i, (perm, code) in enumerate([((0, 1), 0), ((1, 0), 24), ((0, 1), 1000)])]
+        where = set()
+        for setup in setups:
+            argv, order = sides.a.program(setup)
+            work = [f for f in binlayout.nm_fields(argv[0], "--defined-only") if f[-1] == "work"]
+            where.add((int(work[0][0], 16), order))
+        sides.a.put_back()
+    assert len({w for w, _ in where}) > 1  # the code moved from layout to layout
+    assert {p: p.read_bytes() for p in sorted(older.tree.glob("*.o"))} == objects
+    assert (older.tree / "prog").read_bytes() == program  # the tree's program put back
+
+
+def test_a_commit_that_links_a_helper_first_is_not_shown_slower_and_more_work_is(placed_repo):
+    c0, c1, c2 = (_built(placed_repo, placed_repo[f"c{i}"]) for i in range(3))
+
+    def decided(older: builds.Build, newer: builds.Build) -> dict:
+        with builds.relinking(older, newer):
+            sides = builds.placed(older, newer, BUILD, RUN)
+            df = compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=6,
+                                 repeat=4, seed=5, progress=False)  # fmt: skip
+        assert list(results.metadata(df)["randomize"]) == list(sides.randomize)
+        return metrics.decide(df, "time", confidence=0.999)
+
+    moved = decided(c0, c1)
+    assert moved["ci_low"] <= 1  # identical work, only placed otherwise: not shown slower
+    slower = decided(c1, c2)
+    assert slower["ci_low"] > 1 and slower["ratio"] > 1.2  # 1.5x the chain
+
+
+def test_bisect_names_the_commit_with_more_work_not_the_one_that_moved_code(placed_repo):
+    df = bisect.bisect(placed_repo["c0"], placed_repo["c3"], BUILD, RUN,
+                       repo=placed_repo["repo"], setups=6, repeat=4, seed=2,
+                       confidence=0.999)  # fmt: skip
+    meta = results.metadata(df)
+    assert meta["first_slower"] == placed_repo["c2"]
+    assert all(p.startswith("code placed at random per layout") for p in meta["placement"])
+    compared = df[df["verdict"] != "does not build"]
+    assert set(compared["placement"]) <= {"code-offset,link-order", "code-offset"}
+    assert "code-offset,link-order" in set(compared["placement"])  # c1..c3 link 3 objects
+    assert meta["relink_s"] > 0
+
+
+def test_a_build_perflab_cannot_relink_is_said_once_and_compared_as_built(tmp_path):
+    repo = tmp_path / "one-call"
+    git = new_repo(repo)
+    (repo / "chain.h").write_text(CHAIN)
+    shas = []
+    for loops in (1_000_000, 1_000_000):
+        (repo / "prog.c").write_text(f'#include "chain.h"\nint main(void) {{ chain({loops}); }}\n')
+        git("add", "-A")
+        git("commit", "-q", "--allow-empty", "-m", "c")
+        shas.append(git("rev-parse", "HEAD"))
+    build = ["cc", "-O1", "-o", "prog", "prog.c"]
+    older, newer = (builds.build(repo, s, build) for s in shas)
+    first = builds.placed(older, newer, build, RUN)
+    assert first.fixed and first.placement.startswith("code placement fixed: ")
+    assert "compiles and links in one call" in first.placement
+    assert "env -C" not in first.placement
+    log = (older.tree / "prog").stat().st_mtime_ns
+    again = builds.placed(older, newer, build, RUN)
+    assert again.placement == first.placement
+    assert (older.tree / "prog").stat().st_mtime_ns == log  # remembered: not built again

@@ -71,6 +71,7 @@ int perflab_perf_probe(uint32_t type, uint64_t config);
 #define PERFLAB_SPAWN_ASLR 2     /* clear ADDR_NO_RANDOMIZE (undo a setarch -R parent) */
 #define PERFLAB_SPAWN_RT 4       /* rt_policy/rt_priority, bounded by RLIMIT_RTTIME */
 #define PERFLAB_SPAWN_MLOCK 8    /* ask the child's probe to mlockall (see perflab_probe.h) */
+#define PERFLAB_SPAWN_DIRS 256   /* each program's strings start with the directory it runs in */
 
 /* Run status. */
 #define PERFLAB_RUN_OK 0

@@ -171,7 +171,8 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
             b.pad[b.prefix + size] = '\0';
         if (rest_before(rest, stop_fd))
             break;
-        rc = run_one(&c, argv[0], argv + 1, b.envp, stop_fd, &out[i]);
+        rc = run_one(&c, argv[0], b.dirs ? b.dirs[b.prog[i]] : NULL, argv + 1, b.envp, stop_fd,
+                     &out[i]);
         rest_after(rest, &out[i]);
         if (reap_own_strays())
             out[i].flags |= PERFLAB_RUN_STRAYS;

@@ -66,6 +66,8 @@ int child_main(void *arg)
     syscall(SYS_close_range, PERFLAB_PROBE_FD + 1u, ~0u, 0u);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    if (a->dir && a->dir[0] && chdir(a->dir) != 0)
+        goto fail;
     a->stage = STAGE_EXEC;
     execve(a->path, a->argv, a->envp);
 fail:

@@ -64,6 +64,7 @@ struct spawn_ctx {
 struct child_args {
     const struct spawn_ctx *ctx;
     const char *path;
+    const char *dir; /* chdir here before execve (NULL or "": stay) */
     char *const *argv;
     char *const *envp;
     int probe_fd;
@@ -86,6 +87,7 @@ struct batch {
     int32_t *prog;
     int64_t *sizes;
     char ***argv;  /* argv[p][0] is program p's path, its argv starts at argv[p] + 1 */
+    char **dirs;   /* PERFLAB_SPAWN_DIRS: where program p runs ("": where perflab does) */
     char **envp;   /* nenv base entries, a slot for the padding, NULL */
     char *pad;     /* "VAR=aaa...a" as long as the largest size */
     size_t prefix;
@@ -113,7 +115,8 @@ int spawn_parallel(const struct batch *b, const int stdio[3], int stop_fd,
 /* spawn_run.c */
 int ctx_init(struct spawn_ctx *c, const struct spawn_opts *o);
 void ctx_free(struct spawn_ctx *c);
-int run_one(const struct spawn_ctx *c, const char *path, char *const argv[], char *const envp[],
+int run_one(const struct spawn_ctx *c, const char *path, const char *dir, char *const argv[],
+            char *const envp[],
             int stop_fd, struct perflab_run *out);
 
 /* spawn_child.c */

@@ -99,8 +99,8 @@ static void *lane_main(void *arg)
             pad[b->prefix + size] = '\0';
         if (rest_before(rest, l->stop_fd))
             break;
-        int stopped = run_one(&c, b->argv[b->prog[i]][0], b->argv[b->prog[i]] + 1, envp,
-                              l->stop_fd, &l->out[i]);
+        int stopped = run_one(&c, b->argv[b->prog[i]][0], b->dirs ? b->dirs[b->prog[i]] : NULL,
+                              b->argv[b->prog[i]] + 1, envp, l->stop_fd, &l->out[i]);
         rest_after(rest, &l->out[i]);
         if (size >= 0)
             pad[b->prefix + size] = 'a';

@@ -90,11 +90,11 @@ static int wait_child(pid_t pid, int pidfd, int64_t timeout_ns, int stop_fd, int
 }
 
 /* One run; 1 if stop_fd stopped it (the record is then not a finished run). */
-int run_one(const struct spawn_ctx *c, const char *path, char *const argv[],
+int run_one(const struct spawn_ctx *c, const char *path, const char *dir, char *const argv[],
             char *const envp[], int stop_fd, struct perflab_run *out)
 {
     const struct spawn_opts *o = c->opts;
-    struct child_args a = {.ctx = c, .path = path, .argv = argv, .envp = envp};
+    struct child_args a = {.ctx = c, .path = path, .dir = dir, .argv = argv, .envp = envp};
     sigset_t all, old;
     struct rusage ru;
     int sv[2], pidfd = -1, wstatus = 0, why;

@@ -12,6 +12,7 @@ void batch_free(struct batch *b)
         for (int i = 0; i < b->hdr.nprogs; i++)
             free(b->argv[i]);
     free(b->argv);
+    free(b->dirs);
     free(b->cpus);
     free(b->prog);
     free(b->sizes);
@@ -69,7 +70,11 @@ int batch_parse(const void *req, size_t len, struct batch *b)
         !(b->envp = calloc((size_t)h->nenv + 2, sizeof *b->envp)))
         goto bad;
     strings = (char *)at;
+    if ((h->flags & PERFLAB_SPAWN_DIRS) && !(b->dirs = calloc((size_t)h->nprogs, sizeof *b->dirs)))
+        goto bad;
     for (int p = 0; p < h->nprogs; p++) {
+        if (b->dirs && !(b->dirs[p] = next_string(&strings, end)))
+            goto bad;
         if (argc[p] < 1 || argc[p] > (1 << 20) || !(b->argv[p] = calloc((size_t)argc[p] + 2, sizeof(char *))))
             goto bad;
         for (int i = 0; i <= argc[p]; i++)

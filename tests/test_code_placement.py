@@ -9,6 +9,7 @@ import pytest
 from conftest import CHAIN, new_repo
 
 from perflab.engine import results
+from perflab.errors import PerflabError
 from perflab.lab import bisect, compare
 from perflab.lab.bisect import builds
 from perflab.lab.compare import metrics
@@ -98,8 +99,8 @@ def test_a_commit_that_links_a_helper_first_is_not_shown_slower_and_more_work_is
     def decided(older: builds.Build, newer: builds.Build) -> dict:
         with builds.relinking(older, newer):
             sides = builds.placed(older, newer, BUILD, RUN)
-            df = compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=6,
-                                 repeat=4, seed=5, progress=False)  # fmt: skip
+            df = compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=8,
+                                 repeat=5, seed=5, progress=False)  # fmt: skip
         assert list(results.metadata(df)["randomize"]) == list(sides.randomize)
         return metrics.decide(df, "time", confidence=0.999)
 
@@ -111,7 +112,7 @@ def test_a_commit_that_links_a_helper_first_is_not_shown_slower_and_more_work_is
 
 def test_bisect_names_the_commit_with_more_work_not_the_one_that_moved_code(placed_repo):
     df = bisect.bisect(placed_repo["c0"], placed_repo["c3"], BUILD, RUN,
-                       repo=placed_repo["repo"], setups=6, repeat=4, seed=2,
+                       repo=placed_repo["repo"], setups=8, repeat=5, seed=2,
                        confidence=0.999)  # fmt: skip
     meta = results.metadata(df)
     assert meta["first_slower"] == placed_repo["c2"]
@@ -142,3 +143,80 @@ def test_a_build_perflab_cannot_relink_is_said_once_and_compared_as_built(tmp_pa
     again = builds.placed(older, newer, build, RUN)
     assert again.placement == first.placement
     assert (older.tree / "prog").stat().st_mtime_ns == log  # remembered: not built again
+
+
+READS = r"""
+#include <stdio.h>
+#include "chain.h"
+int main(void)
+{
+    FILE *f = fopen("input.txt", "r");
+    unsigned long n = 0;
+    if (!f || fscanf(f, "%lu", &n) != 1) {
+        fprintf(stderr, "cannot read input.txt\n");
+        return 2;
+    }
+    chain(n);
+    return 0;
+}
+"""
+
+
+def test_the_benchmark_runs_in_its_commit_s_tree_and_a_failing_one_says_why(tmp_path):
+    repo = tmp_path / "reads"
+    git = new_repo(repo)
+    (repo / "chain.h").write_text(CHAIN)
+    (repo / "prog.c").write_text(READS)
+    shas = []
+    for n in ("1000000", "1000000", ""):  # the last commit's input is unreadable
+        (repo / "input.txt").write_text(n + "\n")
+        git("add", "-A")
+        git("commit", "-q", "--allow-empty", "-m", f"input {n or 'none'}")
+        shas.append(git("rev-parse", "HEAD"))
+    build = ["cc", "-O1", "-o", "prog", "prog.c"]
+    older, newer, broken = (builds.build(repo, s, build) for s in shas)
+    with builds.relinking(older, newer):
+        sides = builds.placed(older, newer, build, RUN)
+        df = compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=2, repeat=2,
+                             progress=False)  # fmt: skip
+    assert (df["status"] == "ok").all()  # input.txt found in each commit's tree
+    assert builds.failed(df, older, newer, RUN) is None
+    with builds.relinking(older, broken):
+        sides = builds.placed(older, broken, build, RUN)
+        df = compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=2, repeat=2,
+                             progress=False)  # fmt: skip
+    said = builds.failed(df, older, broken, RUN)
+    assert said == (f"{shas[2][:10]}: every run of ./prog in its tree failed (exit status 2): "
+                    "cannot read input.txt")  # fmt: skip
+    with pytest.raises(PerflabError, match=f"^{shas[2][:10]}: every run of ./prog"):
+        bisect.bisect(shas[1], shas[2], build, RUN, repo=repo, setups=2, repeat=2)
+
+
+def test_the_api_refuses_one_string_where_a_command_s_words_are_meant(placed_repo):
+    r = placed_repo
+    with pytest.raises(PerflabError, match="is not a sequence"):
+        bisect.bisect(r["c0"], r["c3"], "make", RUN, repo=r["repo"])
+    with pytest.raises(PerflabError, match="is not a text"):
+        bisect.bisect(7, r["c3"], BUILD, RUN, repo=r["repo"])  # type: ignore[arg-type]
+    made = _built(r, r["c0"])
+    side = compare.program_side("A", list(made.argv(RUN)))
+    df = compare.compare(side, side, randomize="aslr,env-size", setups=2, repeat=1,
+                         progress=False)  # fmt: skip
+    assert list(results.metadata(df)["randomize"]) == ["aslr", "env-size"]
+
+
+def test_a_build_the_timeout_killed_is_built_again_with_a_longer_one(tmp_path):
+    from perflab.system import supervisor
+
+    repo = tmp_path / "slow-build"
+    git = new_repo(repo)
+    (repo / "prog.c").write_text("int main(void) { return 0; }\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "c")
+    sha = git("rev-parse", "HEAD")
+    build = ["sh", "-c", "sleep 2 && cc -o prog prog.c"]
+    with supervisor.build_timeout(0.5):
+        cut = builds.build(repo, sha, build)
+    assert not cut.ok and "build" in cut.log.read_text()
+    made = builds.build(repo, sha, build)
+    assert made.ok and not made.reused and (made.tree / "prog").is_file()

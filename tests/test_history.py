@@ -267,3 +267,43 @@ def test_a_change_dismissed_where_the_search_put_it_is_confirmed_one_commit_off(
     tried.clear()
     got = history._confirmed_near(change, positions, [change, other], confirm_at)
     assert got["verdict"] == "dismissed" and tried == [("b", "c"), ("a", "b")]
+
+
+def test_history_orders_commits_by_the_repository_whatever_their_dates(tmp_path):
+    """Author dates running backwards (as after a rebase) and a commit that does not build
+    (left out of the store: a gap): the series follows the graph, the gap is said, and a gate
+    with --no-confirm is refused before anything is read."""
+    from conftest import CHAIN, PROG, new_repo
+
+    repo = tmp_path / "backwards"
+    git = new_repo(repo)
+    shas = []
+    for i, body in enumerate([PROG % 1_000_000, PROG % 1_000_000, "not C\n",
+                              PROG % 1_000_000, PROG % 8_000_000]):  # fmt: skip
+        (repo / "chain.h").write_text(CHAIN)
+        (repo / "prog.c").write_text(body)
+        git("add", "-A")
+        date = f"2024-01-{20 - i:02d}T12:00:00+00:00"
+        subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", f"c{i}"],
+                       env={**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,
+                            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"},
+                       check=True)  # fmt: skip
+        shas.append(git("rev-parse", "HEAD"))
+    store = tmp_path / "store"
+    store.mkdir()
+    for revs in (shas[0], f"{shas[0]}..{shas[-1]}"):
+        res = CliRunner().invoke(cli, ["track", revs, "--repo", str(repo), "--store", str(store),
+                                       *BUILD, *SMALL])  # fmt: skip
+    assert "tracked 3 commits, left 1 out" in res.output  # c2 does not build
+    df = history.history(store, repo=repo, confirm=False)
+    assert list(df["sha"]) == [shas[0], shas[1], shas[3], shas[4]]
+    assert list(df["position"]) == [0, 1, 3, 4]
+    order = results.metadata(df)["order"]
+    assert order["gaps"] == 1 and order["lacking"] == []
+    said = history.summary(df, results.metadata(df)).lines[0]
+    assert said.startswith("commits in the topological order of the repository ")
+    assert said.endswith("; 1 commits of that range are not in the store (gaps)")
+    res = CliRunner().invoke(cli, ["history", "--store", str(store), "--repo", str(repo),
+                                   "--no-confirm", "--fail-above", "0"])  # fmt: skip
+    assert res.exit_code != 0 and "the gate could never fail" in res.output

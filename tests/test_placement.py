@@ -34,7 +34,8 @@ def cache(tmp_path, monkeypatch):
 def test_the_floor_is_measured_once_cached_and_reused(measured, cache):
     floor, text = measured
     assert math.isfinite(floor.share) and floor.share >= 0
-    assert floor.placements == len(placement.TWINS) and floor.pairs == 28
+    n = len(placement.TWINS)
+    assert floor.placements == n == 12 and floor.pairs == n * (n - 1) // 2
     assert floor.copies == placement.COPIES > 1  # the library mapped that many times over
     assert floor.timer_step_ticks >= 1 and floor.worst.startswith("placed_")
     assert json.loads(text)["identity"] == machine.identity()
@@ -123,3 +124,32 @@ def test_distinct_python_callables_get_this_interpreters_floor_once_per_process(
     same = timing.python_callable(placement._loop)
     assert not timing.distinct_callables(same, same)
     assert claims.check_faster(same, same, budget="30s,40").floor == 0
+
+
+def test_a_floor_beyond_what_placement_can_be_allowed_makes_distinct_c_claims_undecidable(cache):
+    """A CPU whose identical code at two addresses differs by 60 %: no claim between distinct C
+    functions, one round and a reason; the same function twice is decided as ever."""
+    import cffi
+
+    from perflab.assertions import claims, comparison
+    from perflab.engine import timing
+    from perflab.system import compiler
+
+    built = compiler.build(placement.SOURCE, opt="2", static=False, extra=placement.FLAGS)
+    ffi = cffi.FFI()
+    ffi.cdef("void placed_0(void); void placed_9(void);")
+    lib = ffi.dlopen(str(built.path))
+    wide = placement_floor.PlacementFloor(
+        0.6, 12, 3, 66, 1000, "placed_0/placed_9 1.6000", 0, "2026-12-01T00:00:00+00:00", 1.0,
+        26, "cc", "c",
+    )  # fmt: skip
+    placement_floor.store_placement_floor(wide)
+    c = claims.check_faster(timing.c_function(lib.placed_0), timing.c_function(lib.placed_9))
+    assert c.verdict == comparison.INCONCLUSIVE and c.within_floor and c.floor == 0.6
+    assert "claims between them are undecidable on this CPU" in c.reason and c.rounds == 1
+    given = claims.check_faster(timing.c_function(lib.placed_0), timing.c_function(lib.placed_9),
+                                placement_floor=0.6, budget="2s,200")  # fmt: skip
+    assert "undecidable on this CPU" not in given.reason  # a floor the user gives is theirs
+    same = claims.check_faster(timing.c_function(lib.placed_0), timing.c_function(lib.placed_0),
+                               budget="2s,200")  # fmt: skip
+    assert same.floor == 0 and "undecidable on this CPU" not in same.reason

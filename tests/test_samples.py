@@ -144,3 +144,31 @@ def test_no_developer_path_in_the_readme_or_the_docs():
     for path in samples.documents():
         for n, line in enumerate(path.read_text().splitlines(), 1):
             assert not any(p in line for p in DEVELOPER_PATHS), f"{path.name}:{n}: {line}"
+
+
+LAYOUT_LINE = re.compile(r"^layout \d+:0x[0-9a-f]+: the loop .*; source ([0-9a-f]{12})$")
+
+
+def test_every_sample_of_a_built_in_loop_names_the_source_that_built_it():
+    """A figure of a loop perflab no longer builds fails here: each regenerated sample's layout
+    line names the source digest of the loop it ran (compiler.source_digest), which must be
+    the current one's; a kept sample names the commit that made it in its first line."""
+    from perflab.system import compiler
+
+    current = {
+        name: compiler.source_digest(compiler.WORKLOADS / name)[:12]
+        for name in ("mytkowicz.c", "stacksplit.c")
+    }
+    named = []
+    for page in samples.documents():
+        for sample in samples.parse(page):
+            body = samples.block(sample)
+            if sample.kept:
+                continue
+            for line in body:
+                if m := LAYOUT_LINE.match(line):
+                    split = any("--workload split" in c for c in sample.commands)
+                    want = current["stacksplit.c" if split else "mytkowicz.c"]
+                    assert m.group(1) == want, f"{sample.where}: {line}"
+                    named.append(sample.where)
+    assert any(w.startswith("README.md:") for w in named), named

@@ -565,3 +565,25 @@ def test_real_time_runs_longer_than_the_kernels_runtime_are_said_once(rt_errno):
     else:
         assert len(said) == 1 and "--no-rt" in said[0] and "3,000 ms" in said[0]
         assert extra["rt_throttled"]["longest"] == "3,000"
+
+
+@pytest.mark.parametrize("using", [spawn.DirectSpawner(), None], ids=["direct", "helper"])
+def test_each_program_runs_in_the_directory_named_for_it(tmp_path, using):
+    """As `git bisect run` runs a commit's benchmark in its tree: a directory per program."""
+    pwd = shutil.which("pwd")
+    assert pwd is not None
+    here = tmp_path / "tree"
+    here.mkdir()
+    out = tmp_path / "out.txt"
+    with open(out, "w") as f:
+        options = spawn.SpawnOptions(stdout=f.fileno(), dirs=(str(here), ""))
+        runs = spawn.run_batch([[pwd], [pwd, "-P"]], np.array([0, 1, 0]), options=options,
+                               using=using)  # fmt: skip
+    assert [spawn.STATUS[int(s)] for s in runs["status"]] == ["ok"] * 3
+    assert out.read_text().splitlines() == [str(here), os.getcwd(), str(here)]
+    gone = spawn.SpawnOptions(dirs=(str(tmp_path / "missing"),))
+    (failed,) = spawn.run_batch([[pwd]], np.array([0]), options=gone, using=using)
+    assert spawn.STATUS[int(failed["status"])] == "setup_failed"
+    assert failed["child_errno"] == errno.ENOENT
+    with pytest.raises(PerflabError, match="1 directories for 2 programs"):
+        spawn.run_batch([[pwd], [pwd]], np.array([0]), options=gone)

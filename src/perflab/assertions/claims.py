@@ -37,6 +37,11 @@ from perflab.errors import PerflabError, WrongType
 DEFAULT_CONFIDENCE = 0.95
 FIRST_ROUND = 20
 MIN_ROUND = 5
+# A measured floor for C beyond this: identical code at two addresses differs more than most
+# changes under test, and a floor read off a dozen placements cannot stand for where two
+# distinct functions lie (a Zen 5 guest read the suite's twins 1.24-1.65x apart under a floor
+# of 8.5 %): a claim between distinct C functions is then undecidable, not made.
+UNDECIDABLE_FLOOR = 0.25
 
 
 @dataclass(frozen=True)
@@ -110,10 +115,12 @@ def _measure(
     confidence: float,
     floor: float = 0.0,
     floor_sentence: str = "",
+    undecidable: bool = False,
 ) -> dict[str, Any]:
     """Rounds of interleaved runs until decide() returns a verdict or the budget is spent;
     a ratio's interval is widened by the share `floor` each way before deciding, and an
-    undecided one the floor alone kept from deciding says so (floor_sentence)."""
+    undecided one the floor alone kept from deciding says so (floor_sentence); an undecidable
+    floor ends it undecided after its first round."""
     if not 0 < confidence < 1:
         raise PerflabError(f"confidence must be between 0 and 1, not {confidence}")
     level = 1 - (1 - confidence) / budget.looks()
@@ -143,6 +150,15 @@ def _measure(
             elapsed = time.monotonic() - t0
             within_floor = False
             if verdict is not None:
+                break
+            if undecidable:  # no run can narrow what placement alone spans
+                verdict, within_floor = INCONCLUSIVE, True
+                reason = (
+                    f"{reason}; {floor_sentence}: beyond {UNDECIDABLE_FLOOR:.0%}, where no "
+                    "floor measured on a few placements can stand for where two distinct "
+                    "functions lie, claims between them are undecidable on this CPU (compare "
+                    "two calls of one function, or pass placement_floor=)"
+                )
                 break
             size = min(total, budget.runs - total)
             affordable = int((budget.seconds - elapsed) * total / max(elapsed, 1e-9))
@@ -267,6 +283,13 @@ class FloorBasis(NamedTuple):
     sentence: str
     note: str
     kind: str
+    given: bool = False  # placement_floor= named it: the user's to answer for
+
+    @property
+    def undecidable(self) -> bool:
+        """A measured C floor beyond UNDECIDABLE_FLOOR: claims between distinct C functions
+        are not made."""
+        return self.kind == "c" and self.share >= UNDECIDABLE_FLOOR and not self.given
 
 
 NO_FLOOR = FloorBasis(0.0, "", "", "")  # one target, or targets that share their code
@@ -287,10 +310,9 @@ def _placement_floor(
         if not 0 <= given < math.inf:
             raise PerflabError(f"placement_floor must be a share >= 0, not {given}")
         if given == 0:
-            return FloorBasis(0.0, "", "code placement trusted (placement_floor=0)", kind)
-        return FloorBasis(
-            float(given), f"placement_floor={given:g} was given", "placement floor as given", kind
-        )
+            return FloorBasis(0.0, "", "code placement trusted (placement_floor=0)", kind, True)
+        return FloorBasis(float(given), f"placement_floor={given:g} was given",
+                          "placement floor as given", kind, True)  # fmt: skip
     with measuring_lock(wait_s=wait_s):
         floor, cached = placement.python_floor() if python else placement.floor()
     when = f"measured {floor.measured_at}" if cached else f"measured now in {floor.seconds:.1f} s"
@@ -346,7 +368,7 @@ def check_faster(
     basis = _placement_floor(targets, placement_floor, budget.seconds)
     out = _measure(
         targets, _ratio, _above(min_ratio, "slow/fast"), budget, confidence, basis.share,
-        basis.sentence,
+        basis.sentence, basis.undecidable,
     )  # fmt: skip
     return _record(
         "assert_faster", claim, ("fast", "slow"), targets, min_ratio, budget, confidence, out, basis
@@ -380,7 +402,7 @@ def check_no_slower(
     basis = _placement_floor(targets, placement_floor, budget.seconds)
     out = _measure(
         targets, _ratio, _below(limit, "candidate/baseline"), budget, confidence, basis.share,
-        basis.sentence,
+        basis.sentence, basis.undecidable,
     )  # fmt: skip
     return _record(
         "assert_no_slower",

@@ -74,6 +74,8 @@ def history_cmd(store: str | None, repo: str | None, no_confirm: bool, confidenc
     from perflab.lab import history
     from perflab.reports import exporters
 
+    if fail_above is not None:
+        history.gate_can_trip(not no_confirm)
     md_path, html_path = export_path(md_path, ".md"), export_path(html_path, ".html")
     if plot_path:
         plot.check_plot_path(plot_path)

@@ -237,6 +237,9 @@ class Runs:
     # A sweep that plans as it goes (compare --precision) journals these runs as one round of
     # many: its plan is open, and its identity names what every round runs (`sources`), not
     # the programs this round linked.
+    # Where each program runs (one directory each, "" for perflab's; none: all in perflab's):
+    # a commit's benchmark in the commit's tree, as `git bisect run` runs it.
+    dirs: tuple[str, ...] = ()
     sources: Executes | None = None
 
     @property
@@ -304,6 +307,8 @@ class Runs:
             options = replace(options, aslr=one.aslr)
         if self.fresh is not None:
             options = replace(options, settle=bool(self.fresh[at[0]]))
+        if self.dirs:
+            options = replace(options, dirs=self.dirs)
         return env, options
 
 

@@ -3,9 +3,10 @@
 Two distinct C functions differ in speed by where their code lies as well as by what it does
 (fetch blocks, branch predictors and cache sets see addresses), and such a difference holds for
 whole assertions and across fresh processes, so no run count averages it away. Its size is a
-property of the CPU (0.3 % on one, 7 % on another), so it is measured here, not assumed: eight
-identical loops (workloads/placement_twins.c, each in a page of its own at another cache line
-and offset), built with the system compiler, every pair timed as an assertion times two
+property of the CPU (0.3 % on one, 7 % on another), so it is measured here, not assumed: twelve
+identical loops (workloads/placement_twins.c: eight in a page of their own each at another cache
+line and offset, four packed in one page as a library's functions are), built with the system
+compiler, every pair timed as an assertion times two
 targets (calibrated together, interleaved runs; twice, in both slots), and the floor is the
 farthest from 1 any pair's 95 % ratio interval reaches. The effect of one placement also depends
 on where the library is mapped (the same pair read 1.0040 in one mapping and 1.0000 in another
@@ -43,7 +44,7 @@ from perflab.errors import PerflabError
 from perflab.system import compiler, placement_floor
 
 SOURCE = compiler.WORKLOADS / "placement_twins.c"
-TWINS = tuple(f"placed_{i}" for i in range(8))
+TWINS = tuple(f"placed_{i}" for i in range(12))
 # Each twin exactly where the source's directives put it; the loops padded as the compiler pads.
 FLAGS = ("-shared", "-fPIC", "-fno-toplevel-reorder", "-falign-functions=1")
 RUNS = 1000

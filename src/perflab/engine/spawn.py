@@ -42,7 +42,9 @@ class SpawnOptions:
     /proc; proc = /proc only; off = not read, the engine's fastest path), whether the
     programs' files are read afresh into the page cache before the batch's first run (settle:
     their physical pages drawn anew, PERFLAB_SPAWN_SETTLE), and how many iterations the probe's
-    repeat loop (PERFLAB_PROBE_LOOP) runs in each child."""
+    repeat loop (PERFLAB_PROBE_LOOP) runs in each child, and the directory each program of a
+    batch runs in (dirs, one per program, "" for perflab's own; none: all in perflab's), as
+    `git bisect run` runs a commit's benchmark in its tree."""
 
     aslr: str = "system"
     cpus: tuple[int, ...] = ()
@@ -57,6 +59,7 @@ class SpawnOptions:
     runq: str = "off"
     settle: bool = False
     iterations: int = 1
+    dirs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         limits.check_open_files()  # every child gets the probe's descriptor
@@ -76,6 +79,7 @@ class SpawnOptions:
             | (bindings.SPAWN_MLOCK if self.mlock else 0)
             | (bindings.SPAWN_RUNQ if self.runq != "off" else 0)
             | (bindings.SPAWN_RUNQ_PROC if self.runq == "proc" else 0)
+            | (bindings.SPAWN_DIRS if self.dirs else 0)
             | (bindings.SPAWN_SETTLE if self.settle else 0)
         )
 
@@ -131,7 +135,10 @@ def _pack(
 ) -> bytes:
     """A batch laid out as csrc/perflab.h says (struct perflab_batch): one format, two engines."""
     env = env_list(base_env)
-    texts = [s for argv in programs for s in argv] + env + [var]
+    if options.dirs and len(options.dirs) != len(programs):
+        raise PerflabError(f"{len(options.dirs)} directories for {len(programs)} programs")
+    dirs = [[d] for d in options.dirs] if options.dirs else [[] for _ in programs]
+    texts = [s for argv, d in zip(programs, dirs, strict=True) for s in [*d, *argv]] + env + [var]
     strings = b"".join(os.fsencode(s) + b"\0" for s in texts)
     header = bindings.BatchHeader(
         flags=options.flags(),

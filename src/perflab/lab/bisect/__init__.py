@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from perflab import errors
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import results
+from perflab.engine import controls, results
 from perflab.errors import PerflabError
 from perflab.lab.bisect import builds, commits
 from perflab.system import provenance
@@ -50,6 +50,7 @@ def most_comparisons(commits_between: int) -> int:
     return 1 + 4 * max(1, math.ceil(math.log2(commits_between + 1)))
 
 
+@controls.typed_arguments
 def bisect(
     good: str,
     bad: str,
@@ -246,6 +247,8 @@ class _Search:
             df = compare.compare(a, b, randomize=sides.randomize, setups=self.setups,
                                  repeat=self.repeat, seed=self.seed + SEED_STEP * look,
                                  metrics=(self.metric,), progress=False)  # fmt: skip
+            if why := builds.failed(df, self._built(older), self._built(newer), self.run):
+                raise PerflabError(why)
             shift = self.setups * look
             frames.append(df.assign(setup=df["setup"] + shift))
             meta = results.metadata(df)

@@ -1,7 +1,8 @@
 """Each commit built once per build command, in perflab's private cache: its tree exported,
 the command run there without a shell (under a supervisor, bounded by --build-timeout), its
 output kept in a log beside the tree. A second bisect over the same commits reuses the builds;
-a build that failed stays failed (a skip, as git bisect's exit 125) until its log is removed."""
+a build that failed stays failed (a skip, as git bisect's exit 125) until its log is removed; a
+build the timeout killed is not kept as failed: the next run with a longer one builds again."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import shlex
 import shutil
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from perflab.core import files
 from perflab.engine import filelock
 from perflab.errors import PerflabError
 from perflab.lab.bisect import commits
-from perflab.system import compiler, supervisor
+from perflab.system import compiler, supervisor, terminal
 
 WAIT_S = 3600.0  # another perflab's build of the same commit: waited for this long at most
 BUILDING = "run this once that build has ended"  # what to do after that wait
@@ -75,8 +76,9 @@ def _build(repo: Path, sha: str, command: Sequence[str], place: Path) -> Build:
         done = supervisor.run_bounded(["env", "-C", str(tree), "--", *command])
         ok = done.returncode == 0
         text = f"$ {' '.join(command)}\n{done.stdout}{done.stderr}exit status {done.returncode}\n"
-    except PerflabError as exc:  # past --build-timeout: killed, said in the log
-        ok, text = False, f"$ {' '.join(command)}\n{exc}\n"
+    except PerflabError as exc:  # past --build-timeout: killed, said in the log, not kept
+        files.write_bytes(log, f"$ {' '.join(command)}\n{exc}\n".encode(errors="replace"))
+        return Build(sha, tree, False, log, reused=False)
     except OSError as exc:
         raise PerflabError(f"--build {command[0]}: {exc.strerror}") from None
     files.write_bytes(log, text.encode(errors="replace"))
@@ -125,7 +127,8 @@ def placed(older: Build, newer: Build, command: Sequence[str], run: Sequence[str
     from perflab.lab import compare
 
     argv = [older.argv(run), newer.argv(run)]
-    plain = (compare.program_side("A", list(argv[0])), compare.program_side("B", list(argv[1])))
+    plain = (replace(compare.program_side("A", list(argv[0])), cwd=str(older.tree)),
+             replace(compare.program_side("B", list(argv[1])), cwd=str(newer.tree)))  # fmt: skip
     for m in (older, newer):
         with contextlib.suppress(OSError, PerflabError):
             why = files.read_private(m.tree.parent / "relink").decode()
@@ -134,7 +137,8 @@ def placed(older: Build, newer: Build, command: Sequence[str], run: Sequence[str
     sides = []
     for (name, x), m in zip((("A", argv[0]), ("B", argv[1])), (older, newer), strict=True):
         try:
-            sides.append(compare.build_command_side(name, _in(m, command), x[0], x[1:]))
+            side = compare.build_command_side(name, _in(m, command), x[0], x[1:])
+            sides.append(replace(side, cwd=str(m.tree)))
         except PerflabError as exc:
             why = str(exc).replace(shlex.join(_in(m, command)), shlex.join(command))
             files.write_bytes(m.tree.parent / "relink", why.encode())
@@ -158,3 +162,29 @@ def placed(older: Build, newer: Build, command: Sequence[str], run: Sequence[str
 def _in(made: Build, command: Sequence[str]) -> list[str]:
     """The build command run in a commit's tree, without a shell."""
     return ["env", "-C", str(made.tree), "--", *command]
+
+
+def failed(df: Any, older: Build, newer: Build, run: Sequence[str]) -> str | None:
+    """One line for a side of a comparison none of whose runs ended well: which commit, the
+    exit status or signal, and the program's first line on stderr (run once more in its tree
+    to read it, escaped); None when both sides have runs that ended well."""
+    for side, made in (("A", older), ("B", newer)):
+        mine = df[df["side"] == side]
+        if not len(mine) or (mine["status"] == "ok").any():
+            continue
+        row = mine.iloc[0]
+        how = (
+            f"killed by signal {int(row['signal'])}" if int(row["signal"] or 0)
+            else f"exit status {int(row['exit_code'])}" if row["status"] == "exit"
+            else str(row["status"]).replace("_", " ")
+        )  # fmt: skip
+        argv = made.argv(run)
+        said = ""
+        with contextlib.suppress(OSError, PerflabError):
+            done = supervisor.run_bounded(["env", "-C", str(made.tree), "--", *argv])
+            said = next((x.strip() for x in done.stderr.splitlines() if x.strip()), "")
+        return (
+            f"{made.sha[:10]}: every run of {shlex.join(run)} in its tree failed ({how})"
+            + (f": {terminal.escape(said[:200])}" if said else "")
+        )
+    return None

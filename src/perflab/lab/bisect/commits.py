@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tarfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +97,29 @@ def listed(repo: Path, revisions: str, most: int) -> list[Commit]:
         raise PerflabError(f"{revisions!r} holds {len(shas)} commits, more than {most}: give a "
                            "shorter range")  # fmt: skip
     return [describe(repo, sha) for sha in shas]
+
+
+def graph_order(repo: Path, shas: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The repository's commits from the oldest common ancestor of `shas` to their tips in its
+    topological order, oldest first (a merge after the commits it merges), gaps included; and
+    the shas the repository does not have."""
+    have, lacks = [], []
+    for sha in dict.fromkeys(shas):
+        try:
+            git(repo, "cat-file", "-e", f"{sha}^{{commit}}")
+            have.append(sha)
+        except PerflabError:
+            lacks.append(sha)
+    if not have:
+        return [], lacks
+    try:
+        base = git(repo, "merge-base", "--octopus", *have).strip() if len(have) > 1 else have[0]
+    except PerflabError:  # unrelated histories: each from its root
+        return git(repo, "rev-list", "--topo-order", "--reverse", *have).split(), lacks
+    before = parents(repo, base)
+    listed = git(repo, "rev-list", "--topo-order", "--reverse", *have,
+                 *(["--not", *before] if before else [])).split()  # fmt: skip
+    return listed, lacks
 
 
 def parents(repo: Path, sha: str) -> list[str]:

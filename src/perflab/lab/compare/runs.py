@@ -44,7 +44,8 @@ def measure(
     heap = any(s.heap_offset != NO_PADDING for s in setups)
     shim = compiler.heap_shim() if heap else None
     meta = {**meta, "build_s": time.perf_counter() - t0}
-    runs = _runs(plan, setups, built, str(shim.path) if shim else None, iterations)
+    runs = _runs(plan, setups, built, str(shim.path) if shim else None, iterations,
+                 (a.cwd, b.cwd))  # fmt: skip
     if shim is not None:
         refuse_static(runs.programs)
         meta |= {"heap_shim": shim.meta(), "heap_var": HEAP_VAR}
@@ -102,15 +103,17 @@ def _runs(
     built: list,
     shim: str | None = None,
     iterations: int | None = None,
+    cwds: tuple[str, str] = ("", ""),
 ) -> childruns.Runs:
-    """A/B pairs in each setup, B first in half of them (in which half: drawn, _b_first).
+    """A/B pairs in each setup, B first in half of them (in which half: drawn, _b_first), each
+    side's program run in its directory (cwds; "": perflab's).
     Each setup's runs start under its own setting: its ASLR mode, and for a heap offset the shim
     preloaded (in every run's environment, so resume checks it) and the offset in HEAP_VAR,
     at a fixed width so that the environment's size varies with env-size alone."""
     env = childruns.base_env(plan.inherit_env, plan.var)
     if shim is not None:
         env["LD_PRELOAD"] = " ".join(filter(None, (shim, env.get("LD_PRELOAD"))))
-    programs: dict[tuple[str, ...], int] = {}
+    programs: dict[tuple[tuple[str, ...], str], int] = {}
     settings: dict[childruns.Setting, int] = {}
     prog, step = [], []
     rows: list[tuple] = []
@@ -122,7 +125,8 @@ def _runs(
         for rep in range(repeat):
             pair = list(zip("AB", sides, strict=True))
             for side, (argv, order) in pair[::-1] if b_first[rep] else pair:
-                prog.append(programs.setdefault(argv, len(programs)))
+                where = cwds["AB".index(side)]
+                prog.append(programs.setdefault((argv, where), len(programs)))
                 step.append(settings.setdefault(setting, len(settings)))
                 rows.append((setup.index, setup.env_size, order, setup.heap_offset,
                              setup.code_offset, setup.aslr, side, rep))  # fmt: skip
@@ -131,7 +135,8 @@ def _runs(
     labels = {n: np.array(col, dtype=object if n in text else np.int64)
               for n, col in zip(names, zip(*rows, strict=True), strict=True)}  # fmt: skip
     return childruns.Runs(
-        programs=list(programs),
+        programs=[argv for argv, _ in programs],
+        dirs=tuple(where for _, where in programs) if any(cwds) else (),
         prog=np.array(prog, np.int64),
         labels=labels,
         key=("setup", "rep", "side"),

@@ -30,6 +30,7 @@ class Side:
     build: tuple[str, ...] = ()
     target: str = ""
     plain: str = ""  # target as the build command links it unchanged, a copy in the cache
+    cwd: str = ""  # the directory its program runs in ("": perflab's own)
 
     def program(self, setup: Setup) -> tuple[tuple[str, ...], str]:
         """The argv to run in this setup and the link order it was built in ('' if none)."""

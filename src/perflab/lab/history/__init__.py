@@ -13,6 +13,7 @@ by 35 % between tracks minutes apart) moves both sides of a pair alike.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -23,7 +24,7 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, results
+from perflab.engine import childruns, controls, results
 from perflab.errors import PerflabError
 from perflab.lab.bisect import builds, commits
 from perflab.lab.history import changes
@@ -48,6 +49,7 @@ def default_store(repo: Path) -> Path:
     return repo / ".perflab" / "history"
 
 
+@controls.typed_arguments
 def track(
     revisions: str,
     build: Sequence[str],
@@ -104,7 +106,10 @@ def track(
         df = _measure(ref_made, made, build, run, setups, repeat, seed)
         value = changes.commit_value(df, side="B")
         if not value["setups"]:
-            left_out.append(f"{head}: no run ended well ({childruns.status_counts(df)}): left out")
+            why = builds.failed(df, ref_made, made, run) or (
+                f"no run ended well ({childruns.status_counts(df)})"
+            )
+            left_out.append(f"{head}: {why}: left out")
             say(left_out[-1])
             continue
         ratio = changes.relative(df, value["unit"])["value"]
@@ -144,6 +149,7 @@ def _measure(reference: builds.Build, made: builds.Build, build: Sequence[str],
     return results.attach(df, meta)
 
 
+@controls.typed_arguments
 def history(
     store: str | os.PathLike[str] | None = None,
     *,
@@ -170,7 +176,7 @@ def history(
     entries = kept.entries()
     if not entries:
         raise PerflabError(f"{kept.root}: the store holds no commit yet")
-    order = {e.sha: i for i, e in enumerate(changes.commit_order(_one_per_sha(entries)))}
+    order, ordered = _order(given, _one_per_sha(entries))
     frames, found, shas = [], [], {}
     for name in sorted({e.machine for e in entries}):
         series = _series(kept, [e for e in entries if e.machine == name], order, metric)
@@ -209,8 +215,32 @@ def history(
         "metric": metric,
         "change_points": found,
         "machines": {e.machine: e.host for e in entries},
+        "order": ordered,
     }
     return results.attach(pd.concat(frames, ignore_index=True), meta)
+
+
+def _order(given: Path | None, entries: list[Entry]) -> tuple[dict[str, int], dict[str, Any]]:
+    """Each commit's place in history, and how it was found: the repository's graph (--repo,
+    else the one around the current directory) read now, topological, a commit of the range
+    the store lacks a gap; commits the repository lacks after them, by their parent links and
+    author time, and said; with no repository at all, parent links and author time alone."""
+    where = given
+    if where is None:
+        with contextlib.suppress(PerflabError):
+            where = commits.toplevel(None)
+    fallback = changes.commit_order(entries)
+    if where is None:
+        return ({e.sha: i for i, e in enumerate(fallback)},
+                {"by": "parent links and author time: no repository to read the graph from"})
+    listed, lacks = commits.graph_order(where, [e.sha for e in entries])
+    kept = {e.sha for e in entries}
+    order = {sha: i for i, sha in enumerate(listed) if sha in kept}
+    gaps = len(listed) - len(order)
+    after = [e.sha for e in fallback if e.sha in lacks]
+    order |= {sha: len(listed) + i for i, sha in enumerate(after)}
+    said: dict[str, Any] = {"by": f"the repository {where}", "gaps": gaps, "lacking": lacks}
+    return order, said
 
 
 def _confirmed_near(
@@ -350,6 +380,16 @@ def confirm_change(kept: Store, repo: Path, change: dict[str, Any], entries: lis
     return found
 
 
+def gate_can_trip(confirm: bool) -> None:
+    """--fail-above trips on confirmed change points only: with --no-confirm none is, and a
+    gate that cannot trip is refused in one line before anything is read."""
+    if not confirm:
+        raise PerflabError(
+            "--fail-above trips on confirmed change points, and --no-confirm confirms none: "
+            "the gate could never fail; leave --no-confirm out"
+        )
+
+
 def tripped(meta: dict[str, Any], above: float) -> str | None:
     """--fail-above's verdict: the newest confirmed change point of this machine, when it is a
     slowdown beyond `above` (0.05: 5 %); None otherwise."""
@@ -400,8 +440,21 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
             lines.append("  " + _change_line(c, subjects.get(c["after"], "")))
         if not mine:
             lines.append("  no change point: the commits differ no more than their noise")
+    order = meta.get("order") or {}
+    if order:
+        said = f"commits ordered by {order['by']}"
+        if "gaps" in order:
+            said = f"commits in the topological order of {order['by']}"
+            if order["gaps"]:
+                said += f"; {order['gaps']} commits of that range are not in the store (gaps)"
+            if order["lacking"]:
+                shown = ", ".join(s[:10] for s in order["lacking"][:5])
+                said += (f"; {len(order['lacking'])} commits of the store are not in the "
+                         f"repository ({shown}): placed last, by parent links and author time")
+        lines.insert(0, said)
     confirmed = [c for c in values["change_points"] if c["verdict"] == "confirmed"]
     values["confirmed"] = len(confirmed)
+    values["order"] = order
     shown = frame[["machine", "position", "commit", "value", "low", "high", "setups",
                    "subject"]]  # fmt: skip
     table = Table("series", "each commit: value and its 95 % interval", frame, "{:,.0f}", shown)

@@ -138,6 +138,8 @@ class ComparePlan(Controls):
             if metrics and metrics[0] != "time":
                 raise PerflabError("--precision plans the runs for time's interval: give "
                                    f"--metric time first (then {', '.join(metrics)})")  # fmt: skip
+        if isinstance(given.get("randomize"), str):  # "aslr" or "env-size,aslr", as the CLI's
+            given["randomize"] = tuple(filter(None, map(str.strip, given["randomize"].split(","))))
         given.setdefault("randomize", ("env-size", "link-order") if linked else ("env-size",))
         return cls(**{**given, "randomize": tuple(given["randomize"])})
 

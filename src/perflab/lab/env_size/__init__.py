@@ -391,7 +391,8 @@ def plot(
     pad = max(0.5, (hi - lo) / 300)  # a 16-byte window must stay visible on an 8 KiB axis
     shown = windows[(windows["end"] >= lo) & (windows["start"] <= hi)]
     for i, w in enumerate(shown.itertuples()):
-        label = f"windows (median > {windows.attrs['threshold']:,.0f})" if i == 0 else None
+        beside = ", or above their neighbours" if windows.attrs.get("clusters") else ""
+        label = f"windows (median > {windows.attrs['threshold']:,.0f}{beside})" if i == 0 else None
         ax.axvspan(w.start - pad, w.end + pad, color=plt.COLORS[2], alpha=0.3, lw=0, label=label)
         ax.annotate(
             f"{w.start}-{w.end}\npeak {w.excess:+.0%}",

@@ -51,3 +51,18 @@ def test_html_escapes_every_value(hostile):
     page = res.stdout
     assert "<script>" not in page and "<i>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_a_figure_s_text_is_escaped_before_matplotlib_draws_it(tmp_path, recwarn):
+    """ESC and BEL in a host label would be drawn as missing glyphs and named, raw, in
+    matplotlib's warning on the terminal: the figure says \\x1b and \\x07 instead."""
+    from perflab.analysis import plot
+
+    fig, ax = plot.figure()
+    ax.plot([0, 1], [0, 1], label="host\x1b[2J\x07")
+    ax.legend()
+    plot.save(fig, tmp_path / "f.png", title="hosts: evil\x1b]0;title\x07")
+    texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+    assert "hosts: evil\\x1b]0;title\\x07" in texts and "host\\x1b[2J\\x07" in texts
+    assert not [w for w in recwarn if "Glyph" in str(w.message)]
+    assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"

@@ -16,7 +16,7 @@ from perflab.analysis.style import FORMATS as FORMATS
 from perflab.analysis.style import STYLE as STYLE
 from perflab.analysis.style import png as png
 from perflab.analysis.style import style as style
-from perflab.core import files
+from perflab.core import files, terminal
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -58,11 +58,24 @@ def save(
     """
     if title:
         fig.suptitle(title)
+    _escaped(fig)
     with style():
         fig.tight_layout()
         if path is not None:
             _write(fig, path)
     return fig
+
+
+def _escaped(fig: "Figure") -> None:
+    """Every text of the figure escaped before it is laid out or drawn: a host label from a
+    file may hold ESC or BEL, which matplotlib would draw as a missing glyph and name, raw, in
+    a warning on the terminal."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        shown = text.get_text()
+        if terminal.CONTROLS.search(shown):
+            text.set_text(terminal.escape(shown))
 
 
 def _write(fig: "Figure", path: str | os.PathLike) -> None:
@@ -76,6 +89,7 @@ def stamp(fig: "Figure", label: str, path: str | os.PathLike | None = None) -> "
     shown apart from its output still says which machine it describes; write it if asked."""
     if label:
         fig.text(0.995, 0.004, label, ha="right", va="bottom", fontsize=6.5, color="0.35")
+    _escaped(fig)
     with style():
         fig.tight_layout(rect=(0, 0.025 if label else 0, 1, 1))
         if path is not None:

@@ -15,9 +15,10 @@ import click
 from click.shell_completion import CompletionItem
 
 from perflab import __version__
+from perflab.core import terminal
 from perflab.errors import PerflabError, warnings_as_lines
 from perflab.lab.registry import EXPERIMENTS
-from perflab.system import limits, terminal
+from perflab.system import limits
 
 QUIET = "perflab.quiet"  # ctx.meta key: --quiet, read by cli.running.progressbar
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perflab.core import files
+from perflab.core import files, terminal
 from perflab.engine import filelock
 from perflab.errors import PerflabError
 from perflab.lab.bisect import commits
-from perflab.system import compiler, supervisor, terminal
+from perflab.system import compiler, supervisor
 
 WAIT_S = 3600.0  # another perflab's build of the same commit: waited for this long at most
 BUILDING = "run this once that build has ended"  # what to do after that wait

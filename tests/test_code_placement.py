@@ -220,3 +220,29 @@ def test_a_build_the_timeout_killed_is_built_again_with_a_longer_one(tmp_path):
     assert not cut.ok and "build" in cut.log.read_text()
     made = builds.build(repo, sha, build)
     assert made.ok and not made.reused and (made.tree / "prog").is_file()
+
+
+def test_a_bisect_record_another_holds_is_refused_before_anything_is_built(placed_repo, tmp_path):
+    import threading
+
+    from perflab.engine import filelock
+
+    out = tmp_path / "b.parquet"
+    taken, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with filelock.held(out):
+            taken.set()
+            done.wait(30)
+
+    other = threading.Thread(target=hold, name="other-bisect")
+    other.start()
+    try:
+        assert taken.wait(10)
+        with pytest.raises(PerflabError, match="other-bisect"):
+            bisect.bisect(placed_repo["c0"], placed_repo["c3"], BUILD, RUN,
+                          repo=placed_repo["repo"], output=out)  # fmt: skip
+    finally:
+        done.set()
+        other.join()
+    assert not out.exists()

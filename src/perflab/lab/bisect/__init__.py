@@ -15,6 +15,7 @@ the finished ones, and --resume goes on from them."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from perflab import errors
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import controls, results
+from perflab.engine import controls, filelock, results
 from perflab.errors import PerflabError
 from perflab.lab.bisect import builds, commits
 from perflab.system import provenance
@@ -111,6 +112,16 @@ def bisect(
         "randomize": list(RANDOMIZE),
         "commits": [c.__dict__ for c in span],
     }
+    with filelock.held(output) if output is not None else contextlib.nullcontext():
+        return _run(where, span, build, run, each, setups, repeat, seed, metric, looks, meta,
+                    output, resume, warn, say)  # fmt: skip
+
+
+def _run(where: Path, span: list[commits.Commit], build: Sequence[str], run: Sequence[str],
+         each: float, setups: int, repeat: int, seed: int, metric: str, looks: int,
+         meta: dict[str, Any], output: str | os.PathLike[str] | None, resume: bool,
+         warn: Callable[[str], None], say: Callable[[str], None]) -> pd.DataFrame:  # fmt: skip
+    """bisect's search, its record held for it (another bisect of the same -o is refused)."""
     done = _resumed(output, meta) if resume else []
     search = _Search(where, span, list(build), list(run), each, setups, repeat, seed, metric,
                      looks, done)  # fmt: skip

@@ -34,7 +34,7 @@ from perflab.system import binlayout
 # A layout is steady when its runs outside the window spread (IQR over median) by at most
 # this: a window that pays PAYS then stands out of every run, not of a mode's.
 STEADY = 0.05
-SURVEY_PAIRS = 24  # pairs per layout in the survey: 16 layouts in about a second
+SURVEY_PAIRS = 24  # pairs per layout in the survey: 16 layouts in about 2 s on a 2-vCPU guest
 CHECK_PAIRS = 64  # pairs per predicted window in the check of the swept binary
 CONFIDENCE = 0.95
 SIZES_PER_SIDE = 3  # sizes inside a window, and on each side of it, taken in turn

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from conftest import slowed_repo, wait_for
@@ -307,3 +308,54 @@ def test_history_orders_commits_by_the_repository_whatever_their_dates(tmp_path)
     res = CliRunner().invoke(cli, ["history", "--store", str(store), "--repo", str(repo),
                                    "--no-confirm", "--fail-above", "0"])  # fmt: skip
     assert res.exit_code != 0 and "the gate could never fail" in res.output
+
+
+@pytest.fixture
+def small_store(tmp_path):
+    """Two commits tracked into a store of the test's own: (store, c0, c1)."""
+    r = slowed_repo()
+    store = tmp_path / "store"
+    store.mkdir()
+    code, out = _track(store, f"{r['c0']}..{r['c1']}")
+    assert code == 0, out
+    code, out = _track(store, r["c0"])
+    assert code == 0, out
+    return store, r["c0"], r["c1"]
+
+
+def _index(store: Path) -> dict:
+    return json.loads((store / "index.json").read_text())
+
+
+def test_a_store_whose_files_were_swapped_or_replaced_is_one_line_naming_the_file(small_store):
+    store, c0, c1 = small_store
+    (entry,) = {e["machine"] for e in _index(store)["entries"]}
+    a, b = store / entry / f"{c0}.parquet", store / entry / f"{c1}.parquet"
+    a_bytes, b_bytes = a.read_bytes(), b.read_bytes()
+    a.write_bytes(b_bytes)
+    b.write_bytes(a_bytes)
+    with pytest.raises(PerflabError, match=rf"{a.name}: holds commit {c1[:10]}, not the runs of"):
+        history.history(store, repo=slowed_repo()["repo"], confirm=False)
+    a.write_bytes(a_bytes)
+    b.write_bytes(b_bytes)
+    foreign = pd.DataFrame({"env_size": [1], "rep": [0], "ticks": [1.0], "status": ["ok"]})
+    results.save(results.attach(foreign, {"experiment": "env-size", "commit": c1}), b)
+    res = CliRunner().invoke(cli, ["history", "--store", str(store), "--no-confirm"])
+    assert res.exit_code != 0 and "holds a 'env-size' result" in res.output
+    assert "internal error" not in res.output
+    before = b.read_bytes()
+    code, out = _track(store, c1)
+    assert code != 0 and "holds a 'env-size' result" in out
+    assert b.read_bytes() == before  # nothing appended to the foreign file
+
+
+def test_a_malformed_index_is_one_line(small_store):
+    store = small_store[0]
+    doc = _index(store)
+    doc["entries"].append(doc["entries"][0])
+    (store / "index.json").write_text(json.dumps(doc))
+    with pytest.raises(PerflabError, match="is listed twice"):
+        history.Store(store).entries()
+    (store / "index.json").write_text("[" * 200_000 + "]" * 200_000)
+    res = CliRunner().invoke(cli, ["history", "--store", str(store), "--no-confirm"])
+    assert res.exit_code != 0 and "not a perflab history index (nested too deep)" in res.output

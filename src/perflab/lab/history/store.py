@@ -127,13 +127,39 @@ class Store:
             doc = json.loads(files.read_private(path))
             if doc.get("version") != VERSION:
                 raise ValueError(f"version {doc.get('version')!r}, not {VERSION}")
-            return [Entry(**e).check() for e in doc["entries"]]
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise PerflabError(f"{path}: not a perflab history index ({exc})") from None
+            found = [Entry(**e).check() for e in doc["entries"]]
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            why = "nested too deep" if isinstance(exc, RecursionError) else exc
+            raise PerflabError(f"{path}: not a perflab history index ({why})") from None
+        keys = [(e.machine, e.sha) for e in found]
+        if len(set(keys)) != len(keys):
+            twice = next(k for k in keys if keys.count(k) > 1)
+            raise PerflabError(f"{path}: commit {twice[1][:10]} of {twice[0]} is listed twice: "
+                               "the index was edited; remove the extra entry")  # fmt: skip
+        return found
 
     def runs(self, entry: Entry) -> pd.DataFrame:
-        """The commit's runs on its machine, with their metadata."""
-        return results.load(self.root / entry.file)
+        """The commit's runs on its machine, with their metadata, checked against its entry."""
+        return self._vouched(self.root / entry.file, entry)
+
+    def _vouched(self, path: Path, entry: Entry) -> pd.DataFrame:
+        """A commit's file, refused in one line unless it is what track wrote for this entry:
+        a compare of that commit (side B) beside its reference, on the entry's machine."""
+        df = results.load(path)
+        meta = results.metadata(df)
+        wrong = (
+            f"holds commit {str(meta.get('commit'))[:10]}" if meta.get("commit") != entry.sha
+            else f"holds a {meta.get('experiment')!r} result" if meta.get("experiment") != "compare"
+            else "has no side column" if "side" not in df
+            else ""
+        )  # fmt: skip
+        if path.parent.name != entry.machine:
+            wrong = f"lies under {path.parent.name}, not {entry.machine}"
+        if wrong:
+            raise PerflabError(f"{path}: {wrong}, not the runs of {entry.sha[:10]} its index "
+                               "names: the store was edited; remove that file and its entry, "
+                               "or track the commit into another --store")  # fmt: skip
+        return df
 
     def add(self, entry: Entry, runs: pd.DataFrame) -> Entry:
         """Add a track's runs of one commit: its file and the index rewritten whole, under the
@@ -147,7 +173,7 @@ class Store:
                 refuse_other(e, entry)
             place = files.private_dir(self.root / entry.machine)
             path = place / f"{entry.sha}.parquet"
-            kept = results.load(path) if same and path.exists() else None
+            kept = self._vouched(path, same[0]) if same and path.exists() else None
             tracks = same[0].tracks + 1 if same else 1
             meta = results.metadata(kept if kept is not None else runs)
             runs = runs.assign(track=tracks - 1)

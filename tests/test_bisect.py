@@ -210,3 +210,33 @@ def test_an_archive_member_that_would_land_outside_the_tree_is_refused(name, kin
     fine = tarfile.TarInfo("src/prog.c")
     fine.mode = 0o4777
     assert commits._inside([fine], tmp_path)[0].mode == 0o755
+
+
+def test_a_record_whose_verdicts_its_numbers_do_not_give_is_refused_on_resume(tmp_path):
+    r = slowed_repo()
+    out = tmp_path / "b.parquet"
+    code, _, err = _bisect(r["good"], r["bad"], "-o", str(out))
+    assert code == 0, err
+    df = results.load(out)
+    slower = df.index[df["verdict"] == "slower"][0]
+    results.save(results.attach(df.assign(verdict=df["verdict"].where(df.index != slower,
+                                                                      "faster")),
+                                results.metadata(df)), out)  # fmt: skip
+    code, _, err = _bisect(r["good"], r["bad"], "--resume", str(out))
+    assert code != 0 and "which its B/A and interval do not give" in err
+    assert "the record was edited" in err
+
+
+def test_a_commit_holding_an_absolute_link_is_skipped_with_its_reason(tmp_path):
+    from conftest import new_repo
+
+    from perflab.lab.bisect import builds
+
+    repo = tmp_path / "linked"
+    git = new_repo(repo)
+    (repo / "prog.c").write_text("int main(void) { return 0; }\n")
+    (repo / "abs").symlink_to("/etc/passwd")
+    git("add", "-A")
+    git("commit", "-q", "-m", "a link out of the tree")
+    made = builds.build(repo, git("rev-parse", "HEAD"), ["cc", "-o", "prog", "prog.c"])
+    assert not made.ok and "leads out of the tree" in made.log.read_text()

@@ -154,13 +154,43 @@ def _resumed(output: str | os.PathLike[str] | None, meta: dict[str, Any]) -> lis
         raise PerflabError("--resume needs the file a stopped bisect saved (-o FILE)")
     old = results.load(output)
     saved = results.metadata(old)
-    saved = {"metric": "time", "looks": LOOKS} | saved  # saved before --metric and --budget
+    saved = {"metric": "time", "looks": LOOKS,  # saved before --metric, --budget and placement
+             "randomize": list(builds.RANDOMIZE)} | saved  # fmt: skip
     for k in ("experiment", "good", "bad", "build", "run", "setups", "repeat", "seed",
-              "confidence", "metric", "looks"):  # fmt: skip
+              "confidence", "metric", "looks", "randomize"):  # fmt: skip
         if saved.get(k) != meta[k]:
             raise PerflabError(f"{output}: refusing to resume a bisect with another {k} "
                                f"(recorded {saved.get(k)!r}, asked {meta[k]!r})")  # fmt: skip
-    return [dict(r) for r in old.to_dict("records")]
+    rows = [dict(r) for r in old.to_dict("records")]
+    shas = {c["sha"] for c in meta["commits"]}
+    for r in rows:
+        if not _follows(r, shas):
+            raise PerflabError(f"{output}: step {r.get('step')} reads {r.get('verdict')!r}, which "
+                               f"its B/A and interval do not give ({r.get('ratio')}, "
+                               f"{r.get('ci_low')}-{r.get('ci_high')}): the record was edited; "
+                               "bisect again without --resume")  # fmt: skip
+    return rows
+
+
+def _follows(row: dict[str, Any], shas: set[str]) -> bool:
+    """Whether a saved row's verdict is what its interval decides, between commits of this
+    bisect: a resume takes no verdict its numbers do not carry."""
+    if row.get("older") not in shas or row.get("newer") not in shas:
+        return False
+    verdict = row.get("verdict")
+    if verdict == "does not build":
+        return row.get("older") == row.get("newer")
+    try:
+        lo, hi = float(row["ci_low"]), float(row["ci_high"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return False
+    if verdict == "slower":
+        return lo > 1
+    if verdict == "faster":
+        return hi < 1
+    return verdict in ("unclear", "same") and lo <= 1 <= hi
 
 
 class _Search:

@@ -71,7 +71,12 @@ def _build(repo: Path, sha: str, command: Sequence[str], place: Path) -> Build:
         return Build(sha, tree, ok, log, reused=True)
     if tree.exists():  # a build cut short: start afresh
         shutil.rmtree(tree)
-    commits.export(repo, sha, tree)
+    try:
+        commits.export(repo, sha, tree)
+    except PerflabError as exc:  # a tree perflab will not extract: the commit is skipped
+        files.write_bytes(log, f"{exc}\n".encode(errors="replace"))
+        files.write_bytes(status, b"failed")
+        return Build(sha, tree, False, log, reused=False)
     try:
         done = supervisor.run_bounded(["env", "-C", str(tree), "--", *command])
         ok = done.returncode == 0

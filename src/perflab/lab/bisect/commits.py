@@ -146,7 +146,11 @@ def export(repo: Path, sha: str, into: Path) -> None:
         into.mkdir(mode=0o700)
         with tarfile.open(archive, mode="r:") as tar:
             if hasattr(tarfile, "data_filter"):
-                tar.extractall(into, filter="data")
+                try:
+                    tar.extractall(into, filter="data")
+                except tarfile.FilterError as exc:  # an absolute link, say: git archive keeps it
+                    raise PerflabError(f"commit {sha[:10]}: {exc}: perflab extracts nothing "
+                                       "that leads out of the tree") from None  # fmt: skip
             else:  # pragma: no cover - Python 3.11.0-3.11.3 (Debian 12's 3.11.2)
                 tar.extractall(into, members=_inside(tar.getmembers(), into))
     finally:

@@ -313,3 +313,17 @@ def test_a_hand_edited_journal_is_one_line(made, tmp_path):
     _with_ticks(-1.0)(df.copy()).to_parquet(parts / "chunk-000000.parquet")
     line = _one_line(CliRunner().invoke(cli, ["report", str(parts)]))
     assert str(parts) in line and "column ticks" in line, line
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["sweep", "memcpy", "--trials", "4294967297"],
+         "--trials must be at most 4,294,967,295, not 4,294,967,297"),
+        (["sweep", "env-size", "--max", "10", "--cluster", "bogus://x"],
+         "--cluster bogus://x: unknown address scheme 'bogus'"),
+    ],
+)  # fmt: skip
+def test_numbers_past_the_core_and_addresses_dask_cannot_read_are_one_line(args, said):
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code != 0 and said in done.output and "internal error" not in done.output

@@ -154,6 +154,8 @@ def run(
         client = Client(address, timeout=f"{CONNECT_S:g}s")
     except OSError as exc:
         raise PerflabError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+    except ValueError as exc:  # an address Dask cannot parse: its scheme, its port
+        raise PerflabError(f"--cluster {address}: {exc}") from None
     with client:
         chosen, refused = discover(client, hosts, check)
         if not chosen:

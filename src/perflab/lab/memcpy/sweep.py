@@ -84,6 +84,16 @@ def pilot_rate(kernel: str, nbytes: int) -> float:
     return float(nbytes * copies[0] / (ticks[0] / hz)) if ticks[0] > 0 else math.inf
 
 
+MAX_TRIALS = 2**32 - 1  # copies per sample the C kernel can count
+
+
+def check_trials(trials: int) -> None:
+    """--trials from 1 to what the C kernel counts, refused in one line before any copy."""
+    if trials < 1:
+        raise PerflabError(f"--trials must be at least 1, not {trials}")
+    if trials > MAX_TRIALS:
+        raise PerflabError(f"--trials must be at most {MAX_TRIALS:,}, not {trials:,}")
+
 def default_max(kernel: str = "libc", trials: int = 10, repeat: int = 1) -> DefaultMax:
     """LLC_TIMES x the last-level cache (NO_LLC if none is declared), on the grid, bounded by
     MEMORY_SHARE of the memory available and by BUDGET_S of copying at a pilot copy's rate: a
@@ -270,8 +280,7 @@ def measure(
     """
     kid = check_kernel(kernel)
     place.check()
-    if trials < 1:
-        raise PerflabError(f"--trials must be at least 1, not {trials}")
+    check_trials(trials)
     todo = np.ascontiguousarray(size_list, dtype=np.uint64)
     out = np.zeros(todo.size, dtype=float)
     with Buffers(int(todo.max()) + place.offset) as bufs:
@@ -357,8 +366,7 @@ def run(
     place = BufferAlignment(align, offset)
     place.check()
     kid = check_kernel(kernel)
-    if trials < 1:
-        raise PerflabError(f"--trials must be at least 1, not {trials}")
+    check_trials(trials)
     if repeat < 1:
         raise PerflabError(f"--repeat must be at least 1, not {repeat}")
     chosen = {}

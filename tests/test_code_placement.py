@@ -186,9 +186,9 @@ def test_the_benchmark_runs_in_its_commit_s_tree_and_a_failing_one_says_why(tmp_
         df = compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=2, repeat=2,
                              progress=False)  # fmt: skip
     said = builds.failed(df, older, broken, RUN)
-    assert said == (f"{shas[2][:10]}: every run of ./prog in its tree failed (exit status 2): "
-                    "cannot read input.txt")  # fmt: skip
-    with pytest.raises(PerflabError, match=f"^{shas[2][:10]}: every run of ./prog"):
+    assert said == (shas[2], f"{shas[2][:10]}: every run of ./prog in its tree failed (exit "
+                    "status 2): cannot read input.txt")  # fmt: skip
+    with pytest.raises(PerflabError, match=f"^{shas[2][:10]}: every run of ./prog.*GOOD and BAD"):
         bisect.bisect(shas[1], shas[2], build, RUN, repo=repo, setups=2, repeat=2)
 
 
@@ -246,3 +246,24 @@ def test_a_bisect_record_another_holds_is_refused_before_anything_is_built(place
         done.set()
         other.join()
     assert not out.exists()
+
+
+def test_a_commit_between_whose_benchmark_always_fails_is_skipped_as_git_bisect_skips(tmp_path):
+    repo = tmp_path / "skips"
+    git = new_repo(repo)
+    (repo / "chain.h").write_text(CHAIN)
+    (repo / "prog.c").write_text(READS)
+    shas = []
+    for n in ("1000000", "", "8000000", "8000000"):
+        (repo / "input.txt").write_text(n + "\n")
+        git("add", "-A")
+        git("commit", "-q", "--allow-empty", "-m", f"input {n or 'none'}")
+        shas.append(git("rev-parse", "HEAD"))
+    build = ["cc", "-O1", "-o", "prog", "prog.c"]
+    df = bisect.bisect(shas[0], shas[3], build, RUN, repo=repo, setups=3, repeat=3,
+                       confidence=0.99)  # fmt: skip
+    meta = results.metadata(df)
+    (skip,) = df[df["verdict"] == "does not run"].itertuples()
+    assert skip.newer == shas[1] and "every run of ./prog in its tree failed" in skip.subject
+    assert shas[1] in meta["skipped"] and meta["first_slower"] is None
+    assert meta["open"] == [shas[1]]  # the first slower is it or the next, as git bisect says

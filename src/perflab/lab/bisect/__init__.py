@@ -37,6 +37,7 @@ RANDOMIZE = builds.RANDOMIZE + builds.PLACED  # what a comparison draws where it
 COLUMNS = ("step", "older", "newer", "position", "ratio", "ci_low", "ci_high", "verdict",
            "runs", "subject", "date", "placement")  # fmt: skip
 NOT_SLOWER = 3  # the exit status when BAD is not shown slower than GOOD
+SKIPS = ("does not build", "does not run")  # a commit's rows that hold no comparison
 # An unclear comparison draws as many layouts again, twice at most: three looks, each decided
 # at a third of the comparison's error rate (optional stopping, paid for). On a 24-commit lz4
 # history whose one slower commit reads +6 %, one look of 10 layouts left 3 of the first 5
@@ -178,7 +179,7 @@ def _follows(row: dict[str, Any], shas: set[str]) -> bool:
     if row.get("older") not in shas or row.get("newer") not in shas:
         return False
     verdict = row.get("verdict")
-    if verdict == "does not build":
+    if verdict in ("does not build", "does not run"):
         return row.get("older") == row.get("newer")
     try:
         lo, hi = float(row["ci_low"]), float(row["ci_high"])
@@ -228,11 +229,16 @@ class _Search:
                 yield self._skip_row(mid)
                 continue
             older = yield from self._compared(self.good, mid)
+            if older["verdict"] == "does not run":  # skipped, as git bisect skips it
+                self.skipped.add(mid)
+                continue
             if older["verdict"] == "slower":
                 self.bad = mid
                 continue
             newer = yield from self._compared(mid, self.bad)
-            if newer["verdict"] == "slower":
+            if newer["verdict"] == "does not run":
+                self.skipped.add(mid)
+            elif newer["verdict"] == "slower":
                 self.good = mid
             else:
                 self.skipped.add(mid)
@@ -288,8 +294,14 @@ class _Search:
             df = compare.compare(a, b, randomize=sides.randomize, setups=self.setups,
                                  repeat=self.repeat, seed=self.seed + SEED_STEP * look,
                                  metrics=(self.metric,), progress=False)  # fmt: skip
-            if why := builds.failed(df, self._built(older), self._built(newer), self.run):
-                raise PerflabError(why)
+            if failed := builds.failed(df, self._built(older), self._built(newer), self.run):
+                sha, why = failed
+                if sha in (self.span[0].sha, self.span[-1].sha):
+                    raise PerflabError(f"{why}: GOOD and BAD must run")
+                i = older if sha == self.span[older].sha else newer
+                self.skipped.add(i)
+                row = self._row(i, i, math.nan, math.nan, math.nan, "does not run", len(df))
+                return row | {"subject": f"{self.span[i].subject}: {why}"}
             shift = self.setups * look
             frames.append(df.assign(setup=df["setup"] + shift))
             meta = results.metadata(df)
@@ -346,6 +358,8 @@ def _step_line(row: dict[str, Any]) -> str:
     """One comparison as it ends, for the terminal."""
     if row["verdict"] == "does not build":
         return f"{row['newer'][:10]} does not build: skipped ({row['subject']})"
+    if row["verdict"] == "does not run":
+        return f"{row['newer'][:10]} does not run: skipped ({row['subject']})"
     fixed = " (code placement fixed)" if row.get("placement") == "fixed" else ""
     return (f"{row['newer'][:10]} vs {row['older'][:10]}: B/A {row['ratio']:.3f} "
             f"({row['ci_low']:.3f}-{row['ci_high']:.3f}) {row['verdict']}{fixed}")  # fmt: skip
@@ -366,7 +380,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     values: dict[str, Any] = {"first_slower": meta.get("first_slower"), "ratio": None,
                               "interval": None, "builds": meta.get("builds"),
                               "placement": meta.get("placement", [])}  # fmt: skip
-    compared = frame[frame["verdict"] != "does not build"]
+    compared = frame[~frame["verdict"].isin(SKIPS)]
     first = meta.get("first_slower")
     if meta.get("not_slower") and len(compared):
         row = compared.iloc[0]
@@ -404,7 +418,7 @@ def plot(frame: pd.DataFrame, meta: dict[str, Any], path: Any = None) -> Figure:
     from perflab.analysis import plot as plt
 
     fig, ax = plt.figure(figsize=(8, 4.5))
-    done = frame[frame["verdict"] != "does not build"]
+    done = frame[~frame["verdict"].isin(SKIPS)]
     colour = {"slower": plt.COLORS[0], "faster": plt.COLORS[1], "unclear": "#888888"}
     for verdict, g in done.groupby("verdict"):
         r = g["ratio"].to_numpy(float)

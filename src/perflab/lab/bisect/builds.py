@@ -169,9 +169,9 @@ def _in(made: Build, command: Sequence[str]) -> list[str]:
     return ["env", "-C", str(made.tree), "--", *command]
 
 
-def failed(df: Any, older: Build, newer: Build, run: Sequence[str]) -> str | None:
-    """One line for a side of a comparison none of whose runs ended well: which commit, the
-    exit status or signal, and the program's first line on stderr (run once more in its tree
+def failed(df: Any, older: Build, newer: Build, run: Sequence[str]) -> tuple[str, str] | None:
+    """A side of a comparison none of whose runs ended well: its commit, and one line with the
+    exit status or signal and the program's first line on stderr (run once more in its tree
     to read it, escaped); None when both sides have runs that ended well."""
     for side, made in (("A", older), ("B", newer)):
         mine = df[df["side"] == side]
@@ -188,7 +188,7 @@ def failed(df: Any, older: Build, newer: Build, run: Sequence[str]) -> str | Non
         with contextlib.suppress(OSError, PerflabError):
             done = supervisor.run_bounded(["env", "-C", str(made.tree), "--", *argv])
             said = next((x.strip() for x in done.stderr.splitlines() if x.strip()), "")
-        return (
+        return made.sha, (
             f"{made.sha[:10]}: every run of {shlex.join(run)} in its tree failed ({how})"
             + (f": {terminal.escape(said[:200])}" if said else "")
         )

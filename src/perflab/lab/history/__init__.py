@@ -106,9 +106,8 @@ def track(
         df = _measure(ref_made, made, build, run, setups, repeat, seed)
         value = changes.commit_value(df, side="B")
         if not value["setups"]:
-            why = builds.failed(df, ref_made, made, run) or (
-                f"no run ended well ({childruns.status_counts(df)})"
-            )
+            failed = builds.failed(df, ref_made, made, run)
+            why = failed[1] if failed else f"no run ended well ({childruns.status_counts(df)})"
             left_out.append(f"{head}: {why}: left out")
             say(left_out[-1])
             continue

@@ -25,9 +25,9 @@ from perflab.engine.recording import FLUSH_S, Recording
 from perflab.errors import PerflabError
 from perflab.lab.env_size import loop_layouts
 from perflab.lab.env_size import windows as windows_mod
+from perflab.lab.plans.env_size import AUTO, EnvSizePlan
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN as MAX_ARG_STRLEN
 from perflab.lab.plans.env_size import PARAMS as PARAMS
-from perflab.lab.plans.env_size import EnvSizePlan
 from perflab.system import provenance
 
 if TYPE_CHECKING:
@@ -204,7 +204,11 @@ def campaign_points(min_size: int, max_size: int, step: int, block: int = 64) ->
 def sweep_block(
     env_size_from: int, *, max_size: int, step: int, block: int = 64, **options: Any
 ) -> pd.DataFrame:
-    """One block of a campaign's sweep, measured on the host that runs it, kept in memory."""
+    """One block of a campaign's sweep, measured on the host that runs it, kept in memory; in
+    the layout given, else the default one: a survey per block could choose a layout per block,
+    and the blocks of one sweep must run one binary."""
+    if options.get("layout", AUTO) == AUTO and not options.get("program"):
+        options["layout"] = str(windows_mod.DEFAULT_LAYOUT)
     upto = min(max_size, env_size_from + (block - 1) * step)
     return sweep(
         min_size=env_size_from, max_size=upto, step=step, output=None, progress=False, **options

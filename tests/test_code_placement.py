@@ -162,17 +162,23 @@ int main(void)
 """
 
 
-def test_the_benchmark_runs_in_its_commit_s_tree_and_a_failing_one_says_why(tmp_path):
-    repo = tmp_path / "reads"
+def _reading(repo: Path, inputs: tuple[str, ...]) -> list[str]:
+    """A commit per input: READS and its input.txt ("": none it can read); their shas."""
     git = new_repo(repo)
     (repo / "chain.h").write_text(CHAIN)
     (repo / "prog.c").write_text(READS)
     shas = []
-    for n in ("1000000", "1000000", ""):  # the last commit's input is unreadable
+    for n in inputs:
         (repo / "input.txt").write_text(n + "\n")
         git("add", "-A")
         git("commit", "-q", "--allow-empty", "-m", f"input {n or 'none'}")
         shas.append(git("rev-parse", "HEAD"))
+    return shas
+
+
+def test_the_benchmark_runs_in_its_commit_s_tree_and_a_failing_one_says_why(tmp_path):
+    repo = tmp_path / "reads"
+    shas = _reading(repo, ("1000000", "1000000", ""))  # the last commit's input is unreadable
     build = ["cc", "-O1", "-o", "prog", "prog.c"]
     older, newer, broken = (builds.build(repo, s, build) for s in shas)
     with builds.relinking(older, newer):
@@ -250,15 +256,7 @@ def test_a_bisect_record_another_holds_is_refused_before_anything_is_built(place
 
 def test_a_commit_between_whose_benchmark_always_fails_is_skipped_as_git_bisect_skips(tmp_path):
     repo = tmp_path / "skips"
-    git = new_repo(repo)
-    (repo / "chain.h").write_text(CHAIN)
-    (repo / "prog.c").write_text(READS)
-    shas = []
-    for n in ("1000000", "", "8000000", "8000000"):
-        (repo / "input.txt").write_text(n + "\n")
-        git("add", "-A")
-        git("commit", "-q", "--allow-empty", "-m", f"input {n or 'none'}")
-        shas.append(git("rev-parse", "HEAD"))
+    shas = _reading(repo, ("1000000", "", "8000000", "8000000"))
     build = ["cc", "-O1", "-o", "prog", "prog.c"]
     df = bisect.bisect(shas[0], shas[3], build, RUN, repo=repo, setups=3, repeat=3,
                        confidence=0.99)  # fmt: skip

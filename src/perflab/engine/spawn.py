@@ -43,8 +43,8 @@ class SpawnOptions:
     programs' files are read afresh into the page cache before the batch's first run (settle:
     their physical pages drawn anew, PERFLAB_SPAWN_SETTLE), and how many iterations the probe's
     repeat loop (PERFLAB_PROBE_LOOP) runs in each child, and the directory each program of a
-    batch runs in (dirs, one per program, "" for perflab's own; none: all in perflab's), as
-    `git bisect run` runs a commit's benchmark in its tree."""
+    batch runs in (dirs, one per program, "" for perflab's current one; none: wherever the
+    spawner runs), as `git bisect run` runs a commit's benchmark in its tree."""
 
     aslr: str = "system"
     cpus: tuple[int, ...] = ()
@@ -137,7 +137,8 @@ def _pack(
     env = env_list(base_env)
     if options.dirs and len(options.dirs) != len(programs):
         raise PerflabError(f"{len(options.dirs)} directories for {len(programs)} programs")
-    dirs = [[d] for d in options.dirs] if options.dirs else [[] for _ in programs]
+    here = os.getcwd() if options.dirs else ""  # "" is perflab's directory, not the helper's
+    dirs = [[d or here] for d in options.dirs] if options.dirs else [[] for _ in programs]
     texts = [s for argv, d in zip(programs, dirs, strict=True) for s in [*d, *argv]] + env + [var]
     strings = b"".join(os.fsencode(s) + b"\0" for s in texts)
     header = bindings.BatchHeader(

@@ -1,9 +1,12 @@
-"""Does the quick start give the same "this CPU" verdict run after run (issue 48, item 4)?
+"""Does the quick start give the same "this CPU" verdict run after run, and does it agree with
+the sweep's own verdict on its predicted windows?
 
 Runs the README's quick-start sweep (`perflab sweep env-size --aslr off --step 2 --repeat 20`)
 --times times in a row, each a fresh perflab process, and prints the machine, then each run's
-"this CPU:" lines (the in-process 4K-aliasing check) and its prediction, then whether the
-verdicts agree. --repeat lowers the sweep's repeat for a quicker look (the check is the same).
+layout, "this CPU:" lines (the swept binary timed at each predicted window against its
+neighbours) and its prediction, then whether the verdicts agree from run to run and, in each
+run, the check with the sweep (pays where the windows are predicted and seen, does not pay
+where they are predicted, not seen). --repeat lowers the sweep's repeat for a quicker look.
 
 --fresh N instead looks at why one check can differ from the next: N fresh processes each
 time the loop kernel (aliased as the quick start's prediction, &inc ≡ &k, and not) in 8
@@ -24,7 +27,8 @@ from pathlib import Path
 
 from perflab.system import machine
 
-VERDICT = re.compile(r"this CPU (pays|does not pay)|unstable here")
+VERDICT = re.compile(r"this CPU (pays|does not pay)|unstable here|unclear")
+SEEN = re.compile(r"^\s*[\d,]+\s+[\d,]+\s+(predicted and seen|predicted, not seen)\s")
 
 
 def machine_line() -> str:
@@ -78,7 +82,7 @@ def main() -> None:
     if args.fresh:
         fresh(args.fresh)
         return
-    seen = []
+    seen, agreed = [], 0
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(1, args.times + 1):
             out = Path(tmp) / f"run{n}.parquet"
@@ -92,8 +96,17 @@ def main() -> None:
             found = [m.group(0) for x in checks if (m := VERDICT.search(x))]
             verdict = " / ".join(found) if found else f"no verdict (exit {done.returncode})"
             seen.append(verdict)
-            print(f"run {n} ({took:.0f} s): {verdict}", flush=True)
-            for x in [*(y for y in lines if y.startswith("predicted:")), *checks]:
+            windows = [m.group(1) for x in lines if (m := SEEN.match(x))]
+            pays = bool(found) and all(f == "this CPU pays" for f in found)
+            none = bool(found) and all(f == "this CPU does not pay" for f in found)
+            seen_all = bool(windows) and all(w == "predicted and seen" for w in windows)
+            unseen_all = bool(windows) and all(w == "predicted, not seen" for w in windows)
+            agree = (pays and seen_all) or (none and unseen_all)
+            agreed += agree
+            print(f"run {n} ({took:.0f} s): {verdict}; the sweep: {', '.join(windows) or '-'}"
+                  f"{'' if agree else ' (DISAGREE)'}", flush=True)  # fmt: skip
+            shown = ("layout ", "predicted:", "windows at ")
+            for x in [*(y for y in lines if y.startswith(shown)), *checks]:
                 print(f"    {x}")
             if done.returncode:
                 print("    " + (done.stderr.strip().splitlines() or ["(no stderr)"])[-1])
@@ -101,6 +114,7 @@ def main() -> None:
         print(f"the same verdict in {len(seen)} runs: {seen[0]}")
     else:
         print(f"NOT the same verdict in {len(seen)} runs: {sorted(set(seen))}")
+    print(f"the check and the sweep's windows agree in {agreed} of {len(seen)} runs")
 
 
 if __name__ == "__main__":

@@ -239,4 +239,6 @@ def test_a_commit_holding_an_absolute_link_is_skipped_with_its_reason(tmp_path):
     git("add", "-A")
     git("commit", "-q", "-m", "a link out of the tree")
     made = builds.build(repo, git("rev-parse", "HEAD"), ["cc", "-o", "prog", "prog.c"])
-    assert not made.ok and "leads out of the tree" in made.log.read_text()
+    # tarfile's data filter says it (Python 3.11.4 on), else perflab's own rule (3.11.0-3.11.3)
+    said = made.log.read_text()
+    assert not made.ok and ("leads out of the tree" in said or "land outside the tree" in said)

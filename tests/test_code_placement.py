@@ -80,8 +80,10 @@ def test_each_layout_relinks_the_commit_with_its_code_moved_and_its_objects_unto
         assert "relinked by make -s in each commit's tree" in sides.placement
         assert "the objects' order as built, since A links 2 and B 3" in sides.placement
         assert [o.label for o in sides.b.objects] == ["helper", "main", "work"]
-        setups = [compare.Setup(i, 0, perm, code_offset=code)
-                  for i, (perm, code) in enumerate([((0, 1), 0), ((1, 0), 24), ((0, 1), 1000)])]
+        setups = [
+            compare.Setup(i, 0, perm, code_offset=code)
+            for i, (perm, code) in enumerate([((0, 1), 0), ((1, 0), 24), ((0, 1), 1000)])
+        ]
         where = set()
         for setup in setups:
             argv, order = sides.a.program(setup)

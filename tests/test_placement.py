@@ -78,7 +78,8 @@ def test_perflab_machine_shows_the_floor_and_when_it_was_measured(measured, cach
     res = runner.invoke(cli, ["machine"])
     assert res.exit_code == 0, res.output
     assert f"placement floor  {floor.sentence()}" in res.output
-    assert f"measured {floor.measured_at}, cached" in res.output and "8 placements" in res.output
+    assert f"measured {floor.measured_at}, cached" in res.output
+    assert f"{len(placement.TWINS)} placements" in res.output
     res = runner.invoke(cli, ["machine", "--remeasure-floor"])
     again = placement_floor.cached_placement_floor()
     assert again is not None and again != floor and "measured now in" in res.output

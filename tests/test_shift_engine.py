@@ -239,7 +239,7 @@ def test_the_frames_are_checked_against_exec_d_children_before_measuring(both):
 def test_a_placement_that_is_not_the_exec_d_one_is_refused(window):
     loop = str(windows.build_loop().path)
     layout = windows.loop_layout(loop)
-    built = shift.build(compiler.WORKLOADS / "mytkowicz.c", "0")
+    built = _shift_binary()
     deeper = windows.StackModel(layout.model.top, layout.model.depth + 16)
     off = windows.Layout(layout.accesses, deeper, layout.base_strings)
     plan = EnvSizePlan(min_size=window[0], max_size=window[1], cpus=(machine.usable_cpus()[-1],))
@@ -251,7 +251,7 @@ def test_a_placement_that_is_not_the_exec_d_one_is_refused(window):
 
 def test_the_shift_binary_keeps_every_address_of_the_exec_d_one():
     loop = windows.build_loop().path
-    built = shift.build(compiler.WORKLOADS / "mytkowicz.c", "0")
+    built = _shift_binary()
     shift.check_layout(loop, built.path)
     with pytest.raises(PerflabError, match="moved"):
         shift.check_layout(loop, windows.twin().path)
@@ -305,6 +305,12 @@ def test_jobs_run_one_shift_child_per_cpu_with_a_reference_slice(timing_unchecke
     assert results.metadata(df)["interference"]["cpus"]
 
 
+def _shift_binary() -> compiler.Workload:
+    """The paper's loop linked with the shift driver, in the layout a sweep without a window
+    to time builds it in."""
+    return shift.build(compiler.WORKLOADS / "mytkowicz.c", "0", windows.DEFAULT_LAYOUT.flags())
+
+
 def _shift_children(binary: str) -> list[psutil.Process]:
     found = []
     for p in psutil.process_iter(["exe"]):
@@ -317,7 +323,7 @@ def _shift_children(binary: str) -> list[psutil.Process]:
 @pytest.mark.parametrize("ending", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
 def test_the_shift_child_is_supervised_and_ends_with_perflab(ending, tmp_path):
     out = tmp_path / "long.parquet"
-    binary = str(shift.build(compiler.WORKLOADS / "mytkowicz.c", "0").path)
+    binary = str(_shift_binary().path)
     prelude = f"{UNCHECKED}; from perflab.cli import main; main()"
     argv = [sys.executable, "-c", prelude, "sweep", "env-size", "--engine", "shift", "--max",
             "63", "--repeat", "2000", "-o", str(out)]  # fmt: skip

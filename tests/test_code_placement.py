@@ -13,7 +13,7 @@ from perflab.errors import PerflabError
 from perflab.lab import bisect, compare
 from perflab.lab.bisect import builds
 from perflab.lab.compare import metrics
-from perflab.system import binlayout
+from perflab.system import binlayout, sections
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
@@ -25,7 +25,7 @@ prog: $(OBJS)
 \tcc -O1 -c $< -o $@
 """
 MAIN = '#include "chain.h"\nvoid work(unsigned long n);\nint main(void) { work(%d); return 0; }\n'
-WORK = '#include "chain.h"\nvoid work(unsigned long n) { chain(n); }\n'
+WORK = '#include "chain.h"\nvoid work(unsigned long n) { chain(n); }\nvoid work_tail(void) {}\n'
 HELPER = 'void perflab_helper(void) { __asm__ volatile(".skip 200, 0x90"); }\n'
 BUILD = ["make", "-s"]
 RUN = ["./prog"]
@@ -67,6 +67,12 @@ def _built(r: dict[str, str], sha: str) -> builds.Build:
     return made
 
 
+def _where(program: str, *names: str) -> tuple[int, ...]:
+    """The addresses of these functions in a linked program (nm)."""
+    found = {f[-1]: int(f[0], 16) for f in binlayout.nm_fields(program, "--defined-only")}
+    return tuple(found[n] for n in names)
+
+
 def test_each_layout_relinks_the_commit_with_its_code_moved_and_its_objects_untouched(
     placed_repo,
 ):
@@ -87,8 +93,20 @@ def test_each_layout_relinks_the_commit_with_its_code_moved_and_its_objects_unto
         where = set()
         for setup in setups:
             argv, order = sides.a.program(setup)
-            work = [f for f in binlayout.nm_fields(argv[0], "--defined-only") if f[-1] == "work"]
-            where.add((int(work[0][0], 16), order))
+            where.add((_where(argv[0], "work")[0], order))
+        linker = sections.linker()
+        if linker == sections.NONE:
+            assert "function-order" not in sides.randomize
+            assert "no linker that orders sections" in sides.placement
+        else:  # the functions of one object drawn in other orders, by seed
+            assert "function-order" in sides.randomize
+            assert f"the functions' order within them (by {linker})" in sides.placement
+            orders = set()
+            for seed in range(1, 9):
+                argv, _ = sides.a.program(compare.Setup(0, 0, (0, 1), function_order=seed))
+                work, tail = _where(argv[0], "work", "work_tail")
+                orders.add(work < tail)
+            assert orders == {True, False}
         sides.a.put_back()
     assert len({w for w, _ in where}) > 1  # the code moved from layout to layout
     assert {p: p.read_bytes() for p in sorted(older.tree.glob("*.o"))} == objects
@@ -120,8 +138,10 @@ def test_bisect_names_the_commit_with_more_work_not_the_one_that_moved_code(plac
     assert meta["first_slower"] == placed_repo["c2"]
     assert all(p.startswith("code placed at random per layout") for p in meta["placement"])
     compared = df[df["verdict"] != "does not build"]
-    assert set(compared["placement"]) <= {"code-offset,link-order", "code-offset"}
-    assert "code-offset,link-order" in set(compared["placement"])  # c1..c3 link 3 objects
+    functions = ",function-order" if sections.linker() != sections.NONE else ""
+    drawn = {f"code-offset,link-order{functions}", f"code-offset{functions}"}
+    assert set(compared["placement"]) <= drawn
+    assert f"code-offset,link-order{functions}" in set(compared["placement"])  # c1..c3: 3 objects
     assert meta["relink_s"] > 0
 
 

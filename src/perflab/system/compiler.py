@@ -406,25 +406,39 @@ def link_wrappers() -> Path:
     return out
 
 
+def wrapped_env(compile_flags: Sequence[str] = ()) -> dict[str, str]:
+    """This process's environment with the link wrappers first on PATH, every compile they
+    see given compile_flags (one argument a line in PERFLAB_COMPILE_FLAGS)."""
+    wrappers = link_wrappers()
+    return {
+        **os.environ,
+        "PATH": os.pathsep.join([str(wrappers), os.environ.get("PATH", "")]),
+        "PERFLAB_LINK_WRAPPERS": str(wrappers),
+        "PERFLAB_COMPILE_FLAGS": "\n".join(compile_flags),
+    }
+
+
 def relink(
-    command: Sequence[str], target: Path, order: Sequence[str] = (), pad: Object | None = None
+    command: Sequence[str],
+    target: Path,
+    order: Sequence[str] = (),
+    pad: Object | None = None,
+    flags: Sequence[str] = (),
 ) -> tuple[Program, list[Object]]:
     """Run a build command of the user's (no shell) with the link wrappers first on PATH, once
     target is removed so that it links it again: its objects in `order` (their labels; all as
-    given when empty), `pad` before them. Returns the program, copied into the cache under its
-    content's name, and the objects the link took, in its order."""
-    wrappers = link_wrappers()
+    given when empty), `pad` before them, `flags` after its own arguments. Returns the program,
+    copied into the cache under its content's name, and the objects the link took, in order."""
     target.unlink(missing_ok=True)
     fd, log = tempfile.mkstemp(prefix=".link-log.", dir=cache_dir())
     os.close(fd)
     env = {
-        **os.environ,
-        "PATH": os.pathsep.join([str(wrappers), os.environ.get("PATH", "")]),
-        "PERFLAB_LINK_WRAPPERS": str(wrappers),
+        **wrapped_env(),
         "PERFLAB_LINK_TARGET": str(target),
         "PERFLAB_LINK_LOG": log,
         "PERFLAB_LINK_ORDER": ",".join(order),
         "PERFLAB_LINK_PAD": str(pad.path) if pad else "",
+        "PERFLAB_LINK_FLAGS": "\n".join(flags),
     }
     shown = shlex.join(command)
     try:

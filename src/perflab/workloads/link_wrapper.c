@@ -8,7 +8,10 @@
  * ending in .o) in the order PERFLAB_LINK_ORDER names them (file names without .o, comma
  * separated; an object it does not name keeps its place after those it does).  The link is
  * written to PERFLAB_LINK_LOG: the target, then the objects as linked, the padding left out,
- * one path a line.  A driver a driver runs (gcc calling another gcc) passes through:
+ * one path a line.  PERFLAB_LINK_FLAGS (one argument a line) is appended to that link: the
+ * linker and the seed that place its functions.  Every compile (-c) gets the arguments
+ * PERFLAB_COMPILE_FLAGS names (one a line: -ffunction-sections, so that a link can move
+ * each function).  A driver a driver runs (gcc calling another gcc) passes through:
  * PERFLAB_LINK_DONE is set.
  */
 #define _GNU_SOURCE
@@ -79,6 +82,41 @@ static int links_target(int argc, char **argv, const char *target)
         return 0;
     snprintf(full, sizeof full, "%s%s%s", real, strcmp(real, "/") ? "/" : "", base(out));
     return strcmp(full, target) == 0;
+}
+
+static int is_compile(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-c"))
+            return 1;
+    return 0;
+}
+
+/* How many lines `text` holds (a last one without a newline counts). */
+static int lines(const char *text)
+{
+    int n = 0;
+    for (const char *p = text; p && *p; p++)
+        n += *p == '\n' || !p[1];
+    return n;
+}
+
+/* argv with the lines of `text` appended (a copy: the environment's string stays). */
+static char **appended(char **argv, const char *text)
+{
+    int argc = 0, n = lines(text);
+    char *copy = strdup(text ? text : ""), *save = NULL, **out;
+
+    while (argv[argc])
+        argc++;
+    out = calloc((size_t)argc + (size_t)n + 1, sizeof *out);
+    if (!out || !copy)
+        return NULL;
+    memcpy(out, argv, (size_t)argc * sizeof *out);
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        out[argc++] = line;
+    out[argc] = NULL;
+    return out;
 }
 
 static int is_object(char **argv, int i)
@@ -172,6 +210,13 @@ int main(int argc, char **argv)
             return 127;
         }
         setenv("PERFLAB_LINK_DONE", "1", 1);
+        if (getenv("PERFLAB_LINK_FLAGS") && *getenv("PERFLAB_LINK_FLAGS") &&
+            !(args = appended(args, getenv("PERFLAB_LINK_FLAGS"))))
+            return 127;
+    } else if (!getenv("PERFLAB_LINK_DONE") && getenv("PERFLAB_COMPILE_FLAGS") &&
+               *getenv("PERFLAB_COMPILE_FLAGS") && is_compile(argc, argv)) {
+        if (!(args = appended(argv, getenv("PERFLAB_COMPILE_FLAGS"))))
+            return 127;
     }
     args[0] = real; /* gcc finds its own files (the LTO plugin) from where argv[0] says it is */
     execv(real, args);

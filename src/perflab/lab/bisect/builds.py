@@ -1,8 +1,10 @@
 """Each commit built once per build command, in perflab's private cache: its tree exported,
-the command run there without a shell (under a supervisor, bounded by --build-timeout), its
-output kept in a log beside the tree. A second bisect over the same commits reuses the builds;
-a build that failed stays failed (a skip, as git bisect's exit 125) until its log is removed; a
-build the timeout killed is not kept as failed: the next run with a longer one builds again."""
+the command run there without a shell (under a supervisor, bounded by --build-timeout, its
+compiles given -ffunction-sections by perflab's compiler wrappers so that a link can move each
+function), its output kept in a log beside the tree. A second bisect over the same commits
+reuses the builds; a build that failed stays failed (a skip, as git bisect's exit 125) until its
+log is removed; a build the timeout killed is not kept as failed: the next run with a longer
+one builds again."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from perflab.core import files, terminal
 from perflab.engine import filelock
 from perflab.errors import PerflabError
 from perflab.lab.bisect import commits
-from perflab.system import compiler, supervisor
+from perflab.system import compiler, sections, supervisor
 
 WAIT_S = 3600.0  # another perflab's build of the same commit: waited for this long at most
 BUILDING = "run this once that build has ended"  # what to do after that wait
@@ -51,8 +53,10 @@ def root() -> Path:
 
 
 def key(sha: str, build: Sequence[str]) -> str:
-    """A build's name: the commit and the command that built it."""
-    return hashlib.sha256("\0".join([sha, *build]).encode()).hexdigest()[:24]
+    """A build's name: the commit, the command that built it, the flags perflab's wrappers
+    gave its compiles."""
+    words = [sha, *build, "\1", *sections.COMPILE_FLAGS]
+    return hashlib.sha256("\0".join(words).encode()).hexdigest()[:24]
 
 
 def build(repo: Path, sha: str, command: Sequence[str]) -> Build:
@@ -78,7 +82,8 @@ def _build(repo: Path, sha: str, command: Sequence[str], place: Path) -> Build:
         files.write_bytes(status, b"failed")
         return Build(sha, tree, False, log, reused=False)
     try:
-        done = supervisor.run_bounded(["env", "-C", str(tree), "--", *command])
+        env = compiler.wrapped_env(sections.COMPILE_FLAGS)
+        done = supervisor.run_bounded(["env", "-C", str(tree), "--", *command], env)
         ok = done.returncode == 0
         text = f"$ {' '.join(command)}\n{done.stdout}{done.stderr}exit status {done.returncode}\n"
     except PerflabError as exc:  # past --build-timeout: killed, said in the log, not kept
@@ -92,9 +97,10 @@ def _build(repo: Path, sha: str, command: Sequence[str], place: Path) -> Build:
 
 
 # What bisect, track and history draw per layout: the environment's layouts always; the code's
-# (a padding object linked first, the objects' order) where perflab can relink the commit.
+# (a padding object linked first, the objects' order, the functions' order within them) where
+# perflab can relink the commit.
 RANDOMIZE = ("env-size", "heap-offset", "aslr")
-PLACED = ("code-offset", "link-order")
+PLACED = ("code-offset", "link-order", "function-order")
 
 
 @dataclass(frozen=True)
@@ -151,17 +157,37 @@ def placed(older: Build, newer: Build, command: Sequence[str], run: Sequence[str
     each = (time.monotonic() - started) / 2
     a, b = sides
     how = f"relinked by {shlex.join(command)} in each commit's tree ({each:.2f} s a link)"
-    if len(a.objects) != len(b.objects):  # one order is drawn for both sides' objects
-        text = (
-            f"code placed at random per layout: a code offset linked first ({how}); the "
-            f"objects' order as built, since A links {len(a.objects)} and B {len(b.objects)}"
-        )
-        return Placed(a, b, (*RANDOMIZE, PLACED[0]), text, each)
-    text = (
-        f"code placed at random per layout: a code offset linked first and the order of the "
-        f"{len(a.objects)} objects ({how})"
-    )
-    return Placed(a, b, RANDOMIZE + PLACED, text, each)
+    drawn, said = [PLACED[0]], ["a code offset linked first"]
+    if len(a.objects) == len(b.objects):  # one order is drawn for both sides' objects
+        drawn.append(PLACED[1])
+        said.append(f"the order of the {len(a.objects)} objects")
+    functions, why = _functions(a.objects + b.objects)
+    if functions:
+        drawn.append(PLACED[2])
+        said.append(functions)
+    text = f"code placed at random per layout: {_listed(said)} ({how})"
+    if PLACED[1] not in drawn:
+        text += (f"; the objects' order as built, since A links {len(a.objects)} and B "
+                 f"{len(b.objects)}")  # fmt: skip
+    if why:
+        text += f"; the functions' order as built: {why}"
+    return Placed(a, b, (*RANDOMIZE, *drawn), text, each)
+
+
+def _functions(objects: Sequence[Any]) -> tuple[str, str]:
+    """How the functions' order is drawn within the objects (the linker that places them), or
+    why it cannot be."""
+    if not sections.functions_apart(objects):
+        return "", "its compiles did not take -ffunction-sections (a compiler not on PATH?)"
+    linker = sections.linker()
+    if linker == sections.NONE:
+        return "", "no linker that orders sections (lld, mold, gold) links here"
+    return f"the functions' order within them (by {linker})", ""
+
+
+def _listed(words: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return ", ".join(words[:-1]) + (" and " if len(words) > 1 else "") + words[-1]
 
 
 def _in(made: Build, command: Sequence[str]) -> list[str]:

@@ -110,11 +110,11 @@ def compare(
     interval; refused in one line before any run where this machine cannot measure one.
 
     Returns one row per run: setup, its layout (env_size: bytes of padding; link_order;
-    heap_offset and code_offset in bytes; -1: left out; aslr), side ("A"/"B"), rep, then the
-    child-run columns: ticks (TSC ticks, timer cost subtracted), outer_ticks, wall_ns,
-    utime_ns, stime_ns, maxrss_kb, faults, context switches, cycles, instructions, exit_code,
-    signal, status (docs/env-size.md). per_setup() and overall() turn it into B/A ratios with
-    intervals.
+    heap_offset and code_offset in bytes; aslr; function_order, a seed; -1: left out), side
+    ("A"/"B"), rep, then the child-run columns: ticks (TSC ticks, timer cost subtracted),
+    outer_ticks, wall_ns, utime_ns, stime_ns, maxrss_kb, faults, context switches, cycles,
+    instructions, exit_code, signal, status (docs/env-size.md). per_setup() and overall() turn
+    it into B/A ratios with intervals.
     """
     asked = metric_names(metrics)
     cpus = params.pop("cpus", None)

@@ -12,10 +12,11 @@ import numpy as np
 from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab.plans.compare import RANDOMIZE, ComparePlan, layout_text, parse_layout
+from perflab.system.sections import SEED_MAX
 
 NO_PADDING = -1  # a size a setup leaves out: no padding variable, heap shift or padding object
 
-LAYOUT = ("env_size", "link_order", "heap_offset", "code_offset", "aslr")  # a setup's columns
+LAYOUT = ("env_size", "link_order", "heap_offset", "code_offset", "aslr", "function_order")
 
 
 def parse_randomize(text: str) -> tuple[str, ...]:
@@ -51,7 +52,7 @@ def recorded_layout(path: str | os.PathLike[str], setup: int) -> str:
         raise PerflabError(f"{path}: no setup {setup} (it has {have})")
     row = rows.iloc[0]
     values = {"link-order": str(row.get("link_order") or ""), "aslr": str(row.get("aslr", ""))}
-    for column in ("env_size", "heap_offset", "code_offset"):
+    for column in ("env_size", "heap_offset", "code_offset", "function_order"):
         values[column.replace("_", "-")] = str(int(row.get(column, NO_PADDING)))
     return layout_text({k: v for k, v in values.items() if v and v != str(NO_PADDING)})
 
@@ -59,7 +60,8 @@ def recorded_layout(path: str | os.PathLike[str], setup: int) -> str:
 @dataclass(frozen=True)
 class Setup:
     """One layout: the padding variable's length, the link order (None: as given), the heap
-    offset and the code offset (each NO_PADDING when left out) and the child's ASLR mode."""
+    offset, the code offset and the seed of the functions' order (each NO_PADDING when left
+    out) and the child's ASLR mode."""
 
     index: int
     env_size: int
@@ -67,13 +69,15 @@ class Setup:
     heap_offset: int = NO_PADDING
     code_offset: int = NO_PADDING
     aslr: str = "off"
+    function_order: int = NO_PADDING
 
 
 def draw_setups(plan: ComparePlan, labels: Sequence[str]) -> list[Setup]:
     """The plan's fixed layout, or `setups` setups drawn with its seed, each dimension it
     randomizes uniform: env sizes in 0..env_max, orders of the objects `labels` name (A's),
-    heap and code offsets in 0..heap_max and 0..code_max bytes, ASLR on or off. The offsets and
-    ASLR draw from streams of their own: adding one leaves the others' draws as they were."""
+    heap and code offsets in 0..heap_max and 0..code_max bytes, a seed of the functions' order,
+    ASLR on or off. The offsets, the seed and ASLR draw from streams of their own: adding one
+    leaves the others' draws as they were."""
     if plan.layout:
         return [_fixed(plan, labels)]
     randomize = plan.randomize
@@ -91,7 +95,10 @@ def draw_setups(plan: ComparePlan, labels: Sequence[str]) -> list[Setup]:
             perm = tuple(int(x) for x in rng.permutation(len(labels)))
         heap, code = offset("heap-offset", plan.heap_max), offset("code-offset", plan.code_max)
         aslr = ("off", "on")[int(own["aslr"].integers(0, 2))] if "aslr" in randomize else plan.aslr
-        out.append(Setup(i, size, perm, heap, code, aslr))
+        functions = NO_PADDING
+        if "function-order" in randomize:
+            functions = int(own["function-order"].integers(1, SEED_MAX + 1))
+        out.append(Setup(i, size, perm, heap, code, aslr, functions))
     return out
 
 
@@ -112,4 +119,4 @@ def _fixed(plan: ComparePlan, labels: Sequence[str]) -> Setup:
         return int(values.get(name, NO_PADDING))
 
     return Setup(0, size("env-size"), perm, size("heap-offset"), size("code-offset"),
-                 values.get("aslr", plan.aslr))  # fmt: skip
+                 values.get("aslr", plan.aslr), size("function-order"))  # fmt: skip

@@ -129,7 +129,8 @@ def _runs(
                 prog.append(programs.setdefault((argv, where), len(programs)))
                 step.append(settings.setdefault(setting, len(settings)))
                 rows.append((setup.index, setup.env_size, order, setup.heap_offset,
-                             setup.code_offset, setup.aslr, side, rep))  # fmt: skip
+                             setup.code_offset, setup.aslr, setup.function_order, side,
+                             rep))  # fmt: skip
     names = ("setup", *LAYOUT, "side", "rep")
     text = ("link_order", "aslr", "side")
     labels = {n: np.array(col, dtype=object if n in text else np.int64)

@@ -13,7 +13,7 @@ from perflab.engine import controls, spawn
 from perflab.engine.identity import Executes
 from perflab.errors import PerflabError
 from perflab.lab.compare.layouts import NO_PADDING, Setup
-from perflab.system import binlayout, compiler
+from perflab.system import binlayout, compiler, sections
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,11 @@ class Side:
         if setup.code_offset != NO_PADDING:
             cc = self.linker.cc if self.linker else ()
             pad = compiler.padding_object(setup.code_offset, cc or None)
+        placed: tuple[str, ...] = ()
+        if setup.function_order != NO_PADDING:
+            placed = self._functions(setup.function_order)
         if self.build:
-            prog, linked = compiler.relink(self.build, Path(self.target), order, pad)
+            prog, linked = compiler.relink(self.build, Path(self.target), order, pad, placed)
             if [o.digest for o in linked] != [o.digest for o in objects]:
                 raise PerflabError(
                     f"{shlex.join(self.build)} linked other objects than it did first "
@@ -53,8 +56,22 @@ class Side:
                 )
         else:
             assert self.linker is not None  # objects come with what links them
-            prog = compiler.link([*([pad] if pad else []), *objects], self.linker)
+            linker = replace(self.linker, ldflags=(*self.linker.ldflags, *placed))
+            prog = compiler.link([*([pad] if pad else []), *objects], linker)
         return (str(prog.path), *self.argv), ",".join(order)
+
+    def _functions(self, seed: int) -> tuple[str, ...]:
+        """The link arguments that place the functions in the order `seed` draws: only for
+        objects whose functions have sections of their own, linked by a compiler driver."""
+        if self.linker is not None and self.linker.template:
+            raise PerflabError(f"{self.name}: function-order adds a linker's arguments to a "
+                               "compiler driver's link, not to a --link-cmd template")  # fmt: skip
+        if not sections.functions_apart(self.objects):
+            raise PerflabError(
+                f"{self.name}: function-order moves functions within their objects, and these "
+                "hold all their code in one section each: compile them with -ffunction-sections"
+            )
+        return sections.flags(seed, self.objects, self.linker.cc if self.linker else None)
 
     def put_back(self) -> None:
         """After the setups' links, the build command's own program back where it built it:

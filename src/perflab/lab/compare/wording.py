@@ -364,7 +364,11 @@ def plot(
 def _layout_words(row: pd.Series) -> list[str]:
     """A setup's layout in short words for a figure's axis: what it set, nothing else."""
     words = [f"env {row['env_size']}" if row["env_size"] >= 0 else "", row.get("link_order", "")]
-    for column, word in (("heap_offset", "heap"), ("code_offset", "code")):
+    for column, word in (
+        ("heap_offset", "heap"),
+        ("code_offset", "code"),
+        ("function_order", "functions"),
+    ):
         if row.get(column, NO_PADDING) >= 0:
             words.append(f"{word} {row[column]}")
     return [w for w in words if w]

@@ -230,8 +230,10 @@ def _order(given: Path | None, entries: list[Entry]) -> tuple[dict[str, int], di
             where = commits.toplevel(None)
     fallback = changes.commit_order(entries)
     if where is None:
-        return ({e.sha: i for i, e in enumerate(fallback)},
-                {"by": "parent links and author time: no repository to read the graph from"})
+        return (
+            {e.sha: i for i, e in enumerate(fallback)},
+            {"by": "parent links and author time: no repository to read the graph from"},
+        )
     listed, lacks = commits.graph_order(where, [e.sha for e in entries])
     kept = {e.sha for e in entries}
     order = {sha: i for i, sha in enumerate(listed) if sha in kept}
@@ -448,8 +450,10 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
                 said += f"; {order['gaps']} commits of that range are not in the store (gaps)"
             if order["lacking"]:
                 shown = ", ".join(s[:10] for s in order["lacking"][:5])
-                said += (f"; {len(order['lacking'])} commits of the store are not in the "
-                         f"repository ({shown}): placed last, by parent links and author time")
+                said += (
+                    f"; {len(order['lacking'])} commits of the store are not in the "
+                    f"repository ({shown}): placed last, by parent links and author time"
+                )
         lines.insert(0, said)
     confirmed = [c for c in values["change_points"] if c["verdict"] == "confirmed"]
     values["confirmed"] = len(confirmed)

@@ -94,6 +94,7 @@ def check_trials(trials: int) -> None:
     if trials > MAX_TRIALS:
         raise PerflabError(f"--trials must be at most {MAX_TRIALS:,}, not {trials:,}")
 
+
 def default_max(kernel: str = "libc", trials: int = 10, repeat: int = 1) -> DefaultMax:
     """LLC_TIMES x the last-level cache (NO_LLC if none is declared), on the grid, bounded by
     MEMORY_SHARE of the memory available and by BUDGET_S of copying at a pilot copy's rate: a

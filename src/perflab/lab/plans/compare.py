@@ -15,9 +15,10 @@ from perflab.engine.controls import (
 from perflab.errors import PerflabError
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN
 
-# What a setup can vary; link-order and code-offset only where perflab links A and B itself.
-RANDOMIZE = ("env-size", "link-order", "heap-offset", "code-offset", "aslr")
-LINKED = ("link-order", "code-offset")
+# What a setup can vary; link-order, code-offset and function-order (the order of functions
+# within their objects, drawn by a seed) only where perflab links A and B itself.
+RANDOMIZE = ("env-size", "link-order", "heap-offset", "code-offset", "aslr", "function-order")
+LINKED = ("link-order", "code-offset", "function-order")
 HEAP_DIGITS = 8  # the heap offset's width in the environment: every setup's is as long
 HEAP_MAX = 10**HEAP_DIGITS - 1
 CODE_MAX = 1 << 24  # 16 MiB of padding before the code: more is a typo, not a layout

@@ -149,6 +149,8 @@ def perflab_bisect(repo: Path, shas: list[str], seed: int,
     t = time.monotonic()
     df = bisect.bisect(shas[0], shas[-1], build, RUN, repo=repo, seed=seed)
     meta = df.attrs["perflab"]
+    if seed == 0 and repo.name.startswith("slowed"):
+        print(f"  {' '.join(build)}: {meta['placement'][0]}", flush=True)
     return meta["first_slower"], meta["builds"] + meta["builds_reused"], time.monotonic() - t
 
 

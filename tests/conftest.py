@@ -296,3 +296,28 @@ def program(tmp_path_factory) -> str:
         return str(compiler.link(compiler.linkorder_objects(), compiler.builtin_linker()).path)
     finally:
         mp.undo()
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 2 MiB tmpfs (root only: a skip elsewhere), unmounted after the test."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", mnt], check=True)
+
+
+def fill_disk(mnt: Path, leave: int) -> Path:
+    """A file taking all but `leave` bytes (rounded up to pages) of the tmpfs."""
+    st = os.statvfs(mnt)
+    free = st.f_bavail * st.f_frsize
+    filler = mnt / "filler"
+    with open(filler, "wb") as f:
+        f.write(b"\0" * max(0, free - -(-leave // 4096) * 4096))
+    return filler

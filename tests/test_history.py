@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import slowed_repo, wait_for
+from conftest import fill_disk, slowed_repo, wait_for
 
 from perflab.cli import cli
 from perflab.engine import results
@@ -359,3 +359,31 @@ def test_a_malformed_index_is_one_line(small_store):
     (store / "index.json").write_text("[" * 200_000 + "]" * 200_000)
     res = CliRunner().invoke(cli, ["history", "--store", str(store), "--no-confirm"])
     assert res.exit_code != 0 and "not a perflab history index (nested too deep)" in res.output
+
+
+def test_a_full_disk_under_the_store_keeps_the_track_s_runs_aside_and_names_both(tiny_disk):
+    r = slowed_repo()
+    store = tiny_disk / "store"
+    store.mkdir()
+    code, out = _track(store, r["c0"])
+    assert code == 0, out
+    index = (store / "index.json").read_bytes()
+    (entry,) = history.Store(store).entries()
+    before = len(history.Store(store).runs(entry))
+    filler = fill_disk(tiny_disk, 0)
+    code, out = _track(store, r["c0"])
+    filler.unlink()
+    assert code == 1
+    lines = {x for x in out.splitlines() if x.startswith("Error:")}  # stderr in both
+    assert len(lines) == 1, out
+    (line,) = lines
+    path = store / entry.machine / f"{r['c0']}.parquet"
+    assert line.startswith(f"Error: {path}: cannot write (No space left on device); this "
+                           f"track's {before} runs are kept in ")  # fmt: skip
+    spare = Path(line.split(" are kept in ")[1].split(" and the store")[0])
+    assert spare.parent.name == "unsaved" and spare.parent.stat().st_mode & 0o077 == 0
+    kept = results.load(spare)
+    assert len(kept) == before and results.metadata(kept)["commit"] == r["c0"]
+    assert (store / "index.json").read_bytes() == index  # nothing appended
+    assert len(history.Store(store).runs(entry)) == before
+    spare.unlink()

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import lock_free, wait_for
+from conftest import fill_disk, lock_free, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -202,30 +202,6 @@ def test_2_complete_is_verified_at_the_end_not_assumed(tmp_path):
 # -- case 3: disk full while saving a CSV and its sidecar --------------------------------
 
 
-@pytest.fixture
-def tiny_disk(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt]).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", mnt], check=True)
-
-
-def _fill(mnt: Path, leave: int) -> Path:
-    """A file taking all but `leave` bytes (rounded up to pages) of the tmpfs."""
-    st = os.statvfs(mnt)
-    free = st.f_bavail * st.f_frsize
-    filler = mnt / "filler"
-    with open(filler, "wb") as f:
-        f.write(b"\0" * max(0, free - -(-leave // 4096) * 4096))
-    return filler
-
-
 def test_3_disk_full_at_any_point_of_the_final_save_loses_and_doubles_nothing(tiny_disk):
     out = tiny_disk / "r.csv"
     chunks = _killed_run(out, kills=7)  # 7 chunks of 16: every planned run is journaled
@@ -234,7 +210,7 @@ def test_3_disk_full_at_any_point_of_the_final_save_loses_and_doubles_nothing(ti
     # sidecar, until the save fits. Every failure must leave nothing half-published.
     failures = []
     for pages in range(64):
-        filler = _fill(tiny_disk, pages * 4096)
+        filler = fill_disk(tiny_disk, pages * 4096)
         res = _resume(out)
         filler.unlink()
         if res.exit_code == 0:
@@ -251,14 +227,14 @@ def test_3_disk_full_at_any_point_of_the_final_save_loses_and_doubles_nothing(ti
 
 def test_14_a_full_disk_while_journaling_names_the_file_and_the_resume(tiny_disk):
     out = tiny_disk / "r.parquet"
-    _fill(tiny_disk, 0)
+    fill_disk(tiny_disk, 0)
     with pytest.raises(PerflabError) as err:
         j = _journal(out)
     assert str(out) in str(err.value) and "No space left on device" in str(err.value)
     assert "run it again" in str(err.value) and not Path(f"{out}.parts").exists()
     (tiny_disk / "filler").unlink()
     j = _journal(out)
-    _fill(tiny_disk, 0)
+    fill_disk(tiny_disk, 0)
     j.append({"k": 1, "v": 0})
     with pytest.raises(PerflabError, match=f"chunk-.*No space left on device.*--resume {out}"):
         j.flush()

@@ -426,7 +426,7 @@ class Journal:
             return
         failed = failed if self._failure is None else f"{self._failure}, nor {failed}"
         try:
-            spare = _spare_path(self.path, self._token)
+            spare = spare_path(self.path, self._token)
             results.save(df, spare)
         except (OSError, PerflabError) as exc:
             raise PerflabError(
@@ -454,7 +454,7 @@ def _why(exc: BaseException, path: Path | None = None) -> str:
     return first.removeprefix(f"{path}: ") if path is not None else first
 
 
-def _spare_path(path: Path, token: str) -> Path:
+def spare_path(path: Path, token: str) -> Path:
     """Where rows go when PATH's directory refuses them: the user's private cache, a name no
     other run takes (the journal's token), PATH's format."""
     from perflab.system import compiler

@@ -22,13 +22,14 @@ import hashlib
 import json
 import os
 import re
+import secrets
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perflab.core import files
 from perflab.core.lazy import pd
-from perflab.engine import filelock, results
+from perflab.engine import filelock, journal, results
 from perflab.errors import PerflabError
 from perflab.system import machine
 
@@ -96,6 +97,35 @@ def machine_key() -> str:
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:10]
     host = re.sub(r"[^A-Za-z0-9.-]", "_", ident.get("hostname", "host"))[:40] or "host"
     return f"{host}-{digest}"
+
+
+def _save(runs: pd.DataFrame, path: Path, mine: pd.DataFrame) -> None:
+    """A commit's file written whole; where the disk refuses it, this track's runs are kept in
+    perflab's private unsaved directory and one line names both (the index is left as it was)."""
+    try:
+        results.save(runs, path)
+    except (OSError, PerflabError) as exc:
+        first = _reason(exc)
+        try:
+            spare = journal.spare_path(path, secrets.token_hex(4))
+            results.save(mine, spare)
+        except (OSError, PerflabError) as again:
+            raise PerflabError(f"{path}: cannot write ({first}), nor perflab's unsaved "
+                               f"directory ({again}): this track's runs are lost; free space "
+                               "and track the commit again") from None  # fmt: skip
+        raise PerflabError(f"{path}: cannot write ({first}); this track's {len(mine)} runs are "
+                           f"kept in {spare} and the store is as it was: free space, then track "
+                           "the commit again") from None  # fmt: skip
+
+
+def _reason(exc: BaseException) -> str:
+    """An OSError's strerror; pyarrow's 'Error writing bytes ... [errno 28]' as errno 28's."""
+    found = re.search(r"\[errno (\d+)\]", str(exc), re.I)
+    if found:
+        return os.strerror(int(found[1]))
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 class Store:
@@ -177,10 +207,11 @@ class Store:
             tracks = same[0].tracks + 1 if same else 1
             meta = results.metadata(kept if kept is not None else runs)
             runs = runs.assign(track=tracks - 1)
+            meta = meta | {"tracks": tracks, "commit": entry.sha}
+            mine = runs[runs["track"] == tracks - 1]
             if kept is not None:
                 runs = pd.concat([kept, runs], ignore_index=True)
-            meta = meta | {"tracks": tracks, "commit": entry.sha}
-            results.save(results.attach(runs, meta), path)
+            _save(results.attach(runs, meta), path, results.attach(mine, meta))
             ok = int((runs["status"] == "ok").sum())
             done = Entry(**(asdict(entry) | {"runs": ok, "tracks": tracks}))
             others = [e for e in entries if (e.machine, e.sha) != (done.machine, done.sha)]

@@ -131,9 +131,15 @@ def test_clocks_campaign_is_journaled_and_resumes_like_the_other_verbs(cluster, 
     assert res.exit_code != 0 and "only a --cluster run is journaled" in res.output
 
 
-def test_unreachable_scheduler_is_one_line(runner):
+def test_unreachable_scheduler_is_one_line_and_leaves_no_file(runner, tmp_path):
     res = runner.invoke(cli, ["clocks", "--cluster", "tcp://127.0.0.1:9"])
     assert res.exit_code != 0 and "cannot reach the Dask scheduler" in res.output
+    out = tmp_path / "never.parquet"
+    res = runner.invoke(cli, ["clocks", "--cluster", "tcp://127.0.0.1:9", "-o", str(out)])
+    assert res.exit_code != 0 and "cannot reach the Dask scheduler" in res.output
+    assert list(tmp_path.iterdir()) == []  # no 0-row result, no journal, no lock
+    res = runner.invoke(cli, ["clocks", "--cluster", "tcp://127.0.0.1:9", "-o", str(out)])
+    assert "cannot reach the Dask scheduler" in res.output  # not "an unfinished run"
 
 
 def test_env_size_sweep_on_two_hosts(cluster, runner, tmp_path):

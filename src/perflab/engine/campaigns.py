@@ -206,14 +206,13 @@ def run_journaled(
         return results.attach(out.frame, {**meta, **extra, "complete": not out.missing}), out
     key = ("host", *(points[0] if points else {}))
     recorder = Journal(output, params, meta, key, resume, expect=Expect(unique=tuple(unique)))
-    complete = False
     try:
         out = run(measure, points, address, hosts, recorder, on_point, on_start, check)
-        complete = not out.missing
-    finally:
-        extra = {"missing": out.missing, "refused": out.refused} if out else {}
-        df = recorder.finish(complete, extra)
-    assert out is not None  # run() returned: an exception would have left through finally
+    except BaseException:  # a campaign that recorded nothing (no scheduler) leaves no file
+        if not recorder.abandon():
+            recorder.finish(False)
+        raise
+    df = recorder.finish(not out.missing, {"missing": out.missing, "refused": out.refused})
     return df, out
 
 

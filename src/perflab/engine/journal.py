@@ -357,6 +357,16 @@ class Journal:
                 problem = f"{keys.missing()} of {len(keys.count)} planned runs missing"
         return problem
 
+    def abandon(self) -> bool:
+        """Drop a journal that holds nothing (no earlier rows, no chunk, no row buffered): a
+        run that never measured leaves no file at PATH. False, and nothing done, otherwise."""
+        held = self._previous is not None or self._rows or self._written or self._unsaved
+        if held or (self.parts.is_dir() and self._chunks()):
+            return False
+        shutil.rmtree(self.parts, ignore_errors=True)
+        filelock.release(self.path)
+        return True
+
     def finish(
         self,
         complete: bool = True,

@@ -387,3 +387,20 @@ def test_a_full_disk_under_the_store_keeps_the_track_s_runs_aside_and_names_both
     assert (store / "index.json").read_bytes() == index  # nothing appended
     assert len(history.Store(store).runs(entry)) == before
     spare.unlink()
+
+
+def test_track_takes_the_children_s_controls_its_warnings_name(tmp_path):
+    r = slowed_repo()
+    code, out = _track(tmp_path, r["c0"], "--no-rt", "--timeout", "7", "--cpu", "0")
+    assert code == 0, out
+    (entry,) = history.Store(tmp_path).entries()
+    params = results.metadata(history.Store(tmp_path).runs(entry))["params"]
+    assert (params["rt"], params["timeout"], params["cpus"]) == (False, 7.0, [0])
+    code, out = _track(tmp_path / "other", r["c0"], "--cpu", "99")
+    assert code != 0 and "Error: CPU 99 does not exist" in out
+    assert not (tmp_path / "other").exists()  # refused before a store or a build
+    with pytest.raises(PerflabError, match="^controls: jobs is not one of cpus, timeout, rt$"):
+        history.track(r["c0"], ["true"], ["true"], repo=r["repo"], store=tmp_path,
+                      controls={"jobs": 2})  # fmt: skip
+    with pytest.raises(PerflabError, match="^rt: 'no' is not True or False$"):
+        history.history(tmp_path, controls={"rt": "no"})

@@ -1,10 +1,18 @@
 """`perflab bisect GOOD BAD --build CMD --run CMD`: the first commit that made a benchmark slower,
 each step a layout-randomised comparison."""
 
+from typing import Any
+
 import click
 
 from perflab.cli import cli, echo
-from perflab.cli.options import build_timeout_option, check_paths, commit_options, output_options
+from perflab.cli.options import (
+    build_timeout_option,
+    check_paths,
+    commit_controls,
+    commit_options,
+    output_options,
+)
 from perflab.cli.params import WORDS, Count
 from perflab.cli.printing import print_result
 from perflab.engine import controls
@@ -41,12 +49,14 @@ from perflab.engine import controls
     default=None,
     help="Go on from the comparisons a stopped bisect saved in FILE.",
 )
+@commit_controls
 @build_timeout_option
 @output_options
 def bisect_cmd(good: str, bad: str, build_cmd: str, run_cmd: str, repo: str | None,
                confidence: float, setups: int, repeat: int, seed: int, budget: int | None,
                metric: str, resume: str | None,
-               output: str | None, as_json: bool, plot_path: str | None) -> None:  # fmt: skip
+               output: str | None, as_json: bool, plot_path: str | None,
+               **children: Any) -> None:  # fmt: skip
     """Find the first commit between GOOD and BAD whose benchmark is slower than its parent's.
 
     Each commit is exported from git (nothing in the repository is written) and built in
@@ -72,7 +82,7 @@ def bisect_cmd(good: str, bad: str, build_cmd: str, run_cmd: str, repo: str | No
     df = bisect.bisect(good, bad, shlex.split(build_cmd), shlex.split(run_cmd), repo=repo,
                        confidence=confidence, setups=setups, repeat=repeat, seed=seed,
                        metric=metric, budget=budget, output=output, resume=bool(resume),
-                       say=lambda line: echo(line, err=True))  # fmt: skip
+                       controls=children, say=lambda line: echo(line, err=True))  # fmt: skip
     print_result(df, as_json, output, plot_path)
     if df.attrs["perflab"].get("not_slower"):
         sys.exit(bisect.NOT_SLOWER)

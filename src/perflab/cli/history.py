@@ -3,12 +3,13 @@ confirmed or dismissed by a comparison, and the CI gate (--fail-above)."""
 
 import math
 import sys
+from typing import Any
 
 import click
 
 from perflab.cli import cli, echo
 from perflab.cli.exports import export_options, export_path, write_export
-from perflab.cli.options import build_timeout_option
+from perflab.cli.options import build_timeout_option, commit_controls
 from perflab.cli.params import Count, FileToWrite
 from perflab.engine import controls
 
@@ -54,12 +55,13 @@ def _finite(value: float | None) -> float | None:
 @click.option("--plot", "plot_path", type=FileToWrite(), default=None,
               help="Draw the series to FILE (.png, .svg, .pdf).")  # fmt: skip
 @export_options
+@commit_controls
 @build_timeout_option
 def history_cmd(store: str | None, repo: str | None, no_confirm: bool, confidence: float,
                 setups: int, repeat: int, seed: int, metric: str, fail_above: float | None,
                 as_json: bool,
                 md_path: str | None, html_path: str | None,
-                plot_path: str | None) -> None:  # fmt: skip
+                plot_path: str | None, **children: Any) -> None:  # fmt: skip
     """The series of every machine in the history store, and where it changed.
 
     Change points are found by PELT (ruptures) on each commit's value; each one of this
@@ -81,7 +83,7 @@ def history_cmd(store: str | None, repo: str | None, no_confirm: bool, confidenc
         plot.check_plot_path(plot_path)
     df = history.history(store, repo=repo, confirm=not no_confirm, confidence=confidence,
                          setups=setups, repeat=repeat, seed=seed, metric=metric,
-                         say=lambda line: echo(line, err=True))  # fmt: skip
+                         controls=children, say=lambda line: echo(line, err=True))  # fmt: skip
     meta = df.attrs["perflab"]
     s = history.summary(df, meta)
     if plot_path:

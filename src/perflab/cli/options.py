@@ -231,6 +231,11 @@ def plan_options(plan: type, names: Sequence[str]) -> Callable[[F], F]:
     return decorate
 
 
+def commit_controls(func: F) -> F:
+    """The run controls bisect, track and history give their comparisons' children."""
+    return plan_options(controls.Controls, controls.COMMIT_CONTROLS)(func)
+
+
 def run_controls(func: F) -> F:
     """The run controls every child-run verb shares (controls.Controls), as click options."""
     names = [f.name for f in dataclasses.fields(controls.Controls)

@@ -1,10 +1,12 @@
 """`perflab track [RANGE] --build CMD --run CMD`: each commit of RANGE measured over random
 layouts into the history store."""
 
+from typing import Any
+
 import click
 
 from perflab.cli import cli, echo
-from perflab.cli.options import build_timeout_option, commit_options
+from perflab.cli.options import build_timeout_option, commit_controls, commit_options
 from perflab.cli.params import Count
 from perflab.engine import controls
 
@@ -33,10 +35,11 @@ from perflab.engine import controls
               help="Seed of the layouts drawn: the same for every commit.")  # fmt: skip
 @click.option("--untracked-only", is_flag=True,
               help="Leave out the commits this machine has in the store already.")  # fmt: skip
+@commit_controls
 @build_timeout_option
 def track_cmd(revisions: str, build_cmd: str, run_cmd: str, repo: str | None,
               store: str | None, reference: str | None, setups: int, repeat: int, seed: int,
-              untracked_only: bool) -> None:  # fmt: skip
+              untracked_only: bool, **children: Any) -> None:  # fmt: skip
     """Measure each commit of RANGE (A..B, or one revision; default HEAD) into the history store.
 
     Exit status 1 when a commit was left out (it does not build, or no run of it ended well),
@@ -61,7 +64,7 @@ def track_cmd(revisions: str, build_cmd: str, run_cmd: str, repo: str | None,
     written, left_out = history.track(
         revisions, shlex.split(build_cmd), shlex.split(run_cmd), repo=repo, store=store,
         reference=reference, setups=setups, repeat=repeat, seed=seed,
-        untracked_only=untracked_only,
+        untracked_only=untracked_only, controls=children,
         say=lambda line: echo(line, err=True),
     )  # fmt: skip
     echo(f"tracked {len(written)} commits" + (f", left {len(left_out)} out" if left_out else ""))

@@ -462,3 +462,23 @@ def check_placeholders(args: Iterable[str], known: Sequence[str], what: str) -> 
                     f"{where}unknown placeholder {{{name}}} in {arg!r}; perflab replaces only "
                     f"{allowed}"
                 )
+
+
+# The run controls bisect, track and history pass to each comparison's children.
+COMMIT_CONTROLS = ("cpus", "timeout", "rt")
+
+
+def commit_controls(given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The controls a verb on commits gives its comparisons (COMMIT_CONTROLS), checked before
+    anything is built: one line for a name that is not one or a value out of range."""
+    given = dict(given or {})
+    other = sorted(set(given) - set(COMMIT_CONTROLS))
+    if other:
+        raise PerflabError(f"controls: {', '.join(other)} is not one of "
+                           f"{', '.join(COMMIT_CONTROLS)}")  # fmt: skip
+    typed = {name: typed_value(value, _TYPES[name], name) for name, value in given.items()}
+    Controls(**typed).check_controls()
+    return typed
+
+
+_TYPES: dict[str, Any] = {"cpus": tuple[int, ...], "timeout": float, "rt": bool}

@@ -18,14 +18,15 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perflab import errors
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import controls, filelock, results
+from perflab.engine import controls as ctl
+from perflab.engine import filelock, results
 from perflab.errors import PerflabError
 from perflab.lab.bisect import builds, commits
 from perflab.system import provenance
@@ -52,7 +53,7 @@ def most_comparisons(commits_between: int) -> int:
     return 1 + 4 * max(1, math.ceil(math.log2(commits_between + 1)))
 
 
-@controls.typed_arguments
+@ctl.typed_arguments
 def bisect(
     good: str,
     bad: str,
@@ -68,6 +69,7 @@ def bisect(
     budget: int | None = None,
     output: str | os.PathLike[str] | None = None,
     resume: bool = False,
+    controls: Mapping[str, Any] | None = None,
     warn: Callable[[str], None] = errors.warn,
     say: Callable[[str], None] = lambda line: None,
 ) -> pd.DataFrame:
@@ -75,8 +77,8 @@ def bisect(
     more of `metric`: compare's metrics, time by default), each commit built by `build`
     (argument lists, no shell); one row per comparison with its metadata (first_slower: the
     full sha or None). budget: the most runs one comparison may make, its looks of
-    `setups` x `repeat` pairs each (default LOOKS looks). say(line) hears each step as it
-    ends."""
+    `setups` x `repeat` pairs each (default LOOKS looks). controls: how the children run
+    (cpus, timeout, rt, as compare's). say(line) hears each step as it ends."""
     if not 0.5 <= confidence < 1:
         raise PerflabError(f"--confidence must be in [0.5, 1), not {confidence}")
     if not build or not run:
@@ -87,6 +89,7 @@ def bisect(
     if len(asked) != 1:
         raise PerflabError(f"--metric {metric!r}: bisect decides on one metric")
     metric = asked[0]
+    given = ctl.commit_controls(controls)
     per_look = 2 * setups * repeat
     if budget is not None and budget < per_look:
         raise PerflabError(f"--budget {budget} is less than one look at a comparison (--setups "
@@ -111,6 +114,7 @@ def bisect(
         "metric": metric,
         "looks": looks,
         "randomize": list(RANDOMIZE),
+        "controls": {k: list(v) if isinstance(v, tuple) else v for k, v in given.items()},
         "commits": [c.__dict__ for c in span],
     }
     with filelock.held(output) if output is not None else contextlib.nullcontext():
@@ -125,7 +129,7 @@ def _run(where: Path, span: list[commits.Commit], build: Sequence[str], run: Seq
     """bisect's search, its record held for it (another bisect of the same -o is refused)."""
     done = _resumed(output, meta) if resume else []
     search = _Search(where, span, list(build), list(run), each, setups, repeat, seed, metric,
-                     looks, done)  # fmt: skip
+                     looks, done, ctl.commit_controls(meta["controls"]))  # fmt: skip
     rows = list(done)
     try:
         for row in search.steps():
@@ -200,10 +204,11 @@ class _Search:
 
     def __init__(self, repo: Path, span: list[commits.Commit], build: list[str],
                  run: list[str], each: float, setups: int, repeat: int, seed: int,
-                 metric: str, looks: int, done: list[dict]) -> None:  # fmt: skip
+                 metric: str, looks: int, done: list[dict],
+                 controls: dict[str, Any]) -> None:  # fmt: skip
         self.repo, self.span, self.build, self.run = repo, span, build, run
         self.each, self.setups, self.repeat, self.seed = each, setups, repeat, seed
-        self.metric, self.looks = metric, looks
+        self.metric, self.looks, self.controls = metric, looks, controls
         self.made = {(r["older"], r["newer"]): r for r in done}
         self.count = len(done)  # comparisons and skips so far: the next row's step
         self.good, self.bad = 0, len(span) - 1
@@ -293,7 +298,8 @@ class _Search:
         for look in range(self.looks):
             df = compare.compare(a, b, randomize=sides.randomize, setups=self.setups,
                                  repeat=self.repeat, seed=self.seed + SEED_STEP * look,
-                                 metrics=(self.metric,), progress=False)  # fmt: skip
+                                 metrics=(self.metric,), progress=False,
+                                 **self.controls)  # fmt: skip
             if failed := builds.failed(df, self._built(older), self._built(newer), self.run):
                 sha, why = failed
                 if sha in (self.span[0].sha, self.span[-1].sha):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,8 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, results
+from perflab.engine import childruns, results
+from perflab.engine import controls as ctl
 from perflab.errors import PerflabError
 from perflab.lab.bisect import builds, commits
 from perflab.lab.history import changes
@@ -49,7 +50,7 @@ def default_store(repo: Path) -> Path:
     return repo / ".perflab" / "history"
 
 
-@controls.typed_arguments
+@ctl.typed_arguments
 def track(
     revisions: str,
     build: Sequence[str],
@@ -62,15 +63,18 @@ def track(
     repeat: int = 5,
     seed: int = 0,
     untracked_only: bool = False,
+    controls: Mapping[str, Any] | None = None,
     say: Callable[[str], None] = lambda line: None,
 ) -> tuple[list[Entry], list[str]]:
     """Measure each commit of `revisions` ('A..B', or one revision) in `setups` layouts of
     `repeat` pairs beside the reference commit (`reference`; default: the one this machine's
     series in the store runs beside, else the range's first commit) and add its runs to the
     store: the entries written, and the commits left out (one line each: it does not build, or
-    no run of it ended well). untracked_only leaves out the commits this machine has."""
+    no run of it ended well). untracked_only leaves out the commits this machine has; controls:
+    how the children run (cpus, timeout, rt, as compare's)."""
     if not build or not run:
         raise PerflabError("--build and --run each need a command")
+    given = ctl.commit_controls(controls)
     where = commits.toplevel(repo)
     listed = commits.listed(where, revisions, MOST_COMMITS)
     kept = Store(store or default_store(where), create=True, parents=store is None)
@@ -103,7 +107,7 @@ def track(
             left_out.append(f"{head} does not build ({made.log}): left out")
             say(left_out[-1])
             continue
-        df = _measure(ref_made, made, build, run, setups, repeat, seed)
+        df = _measure(ref_made, made, build, run, setups, repeat, seed, given)
         value = changes.commit_value(df, side="B")
         if not value["setups"]:
             failed = builds.failed(df, ref_made, made, run)
@@ -133,7 +137,8 @@ def _reference(where: Path, asked: str | None, have: list[Entry],
 
 
 def _measure(reference: builds.Build, made: builds.Build, build: Sequence[str],
-             run: Sequence[str], setups: int, repeat: int, seed: int) -> pd.DataFrame:  # fmt: skip
+             run: Sequence[str], setups: int, repeat: int, seed: int,
+             controls: Mapping[str, Any]) -> pd.DataFrame:  # fmt: skip
     """Runs of two commits: pairs of A and B in each layout drawn, the code placed at random
     where both relink (builds.placed), interleaved so that the host's drift moves both alike;
     the placement in the frame's metadata."""
@@ -143,12 +148,12 @@ def _measure(reference: builds.Build, made: builds.Build, build: Sequence[str],
     with builds.relinking(reference, made):
         sides = builds.placed(reference, made, build, run)
         df = compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=setups,
-                             repeat=repeat, seed=seed, progress=False)  # fmt: skip
+                             repeat=repeat, seed=seed, progress=False, **controls)  # fmt: skip
     meta = results.metadata(df) | {"placement": sides.placement, "relink_s": sides.relink_s}
     return results.attach(df, meta)
 
 
-@controls.typed_arguments
+@ctl.typed_arguments
 def history(
     store: str | os.PathLike[str] | None = None,
     *,
@@ -159,6 +164,7 @@ def history(
     repeat: int = 10,
     seed: int = 0,
     metric: str = "time",
+    controls: Mapping[str, Any] | None = None,
     say: Callable[[str], None] = lambda line: None,
 ) -> pd.DataFrame:
     """The series of every machine in the store (of `metric`: time, or a column every tracked
@@ -166,9 +172,11 @@ def history(
     in history's order (the same positions for every machine), with its change points in the
     metadata: this machine's confirmed or dismissed by comparing the commits either side
     (built from `repo`, each decided at 1 - (1 - confidence) / their count), another
-    machine's left unconfirmed."""
+    machine's left unconfirmed; controls: how the confirming comparisons' children run (cpus,
+    timeout, rt, as compare's)."""
     if not 0.5 <= confidence < 1:
         raise PerflabError(f"--confidence must be in [0.5, 1), not {confidence}")
+    children = ctl.commit_controls(controls)
     metric = _metric(metric)
     given = commits.toplevel(repo) if repo is not None else None  # a bad one: said at once
     kept = Store(store or default_store(given or commits.toplevel(None)))
@@ -202,7 +210,7 @@ def history(
 
             def confirm_at(pair: dict[str, Any]) -> dict[str, Any]:
                 return confirm_change(kept, where, pair, entries, setups, repeat, seed, each, say,
-                                      metric)  # fmt: skip
+                                      metric, children)  # fmt: skip
 
             c.update(_confirmed_near(c, shas[c["machine"]], found, confirm_at))
     meta = {
@@ -342,7 +350,8 @@ def _series(kept: Store, entries: list[Entry], order: dict[str, int],
 
 def confirm_change(kept: Store, repo: Path, change: dict[str, Any], entries: list[Entry],
                setups: int, repeat: int, seed: int, each: float,
-               say: Callable[[str], None], metric: str = "time") -> dict[str, Any]:  # fmt: skip
+               say: Callable[[str], None], metric: str = "time",
+               controls: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """The change's comparison: the commit after it (B) against the one before (A), built and
     run as they were tracked, its runs made once per design and kept in the store, decided at
     this history's level."""
@@ -362,7 +371,9 @@ def confirm_change(kept: Store, repo: Path, change: dict[str, Any], entries: lis
             return {"verdict": "unconfirmed", "why": f"not built: {exc}"}
         if not all(m.ok for m in made):
             return {"verdict": "unconfirmed", "why": "a commit either side does not build now"}
-        df = _measure(made[0], made[1], a.build, a.run, setups, repeat, seed)
+        df = _measure(
+            made[0], made[1], a.build, a.run, setups, repeat, seed, ctl.commit_controls(controls)
+        )
         kept.confirm(key, df)
     from perflab.lab.compare import metrics
 

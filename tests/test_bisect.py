@@ -3,6 +3,7 @@ slower: the commit found, the repository left as it was, builds reused, BAD not 
 with exit 3, a commit that does not build skipped, and a stopped bisect resumed."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import CHAIN, PROG, new_repo, slowed_repo
+from conftest import CHAIN, PROG, lock_free, new_repo, slowed_repo, wait_for
 
 from perflab.cli import cli
 from perflab.engine import results
@@ -242,3 +243,21 @@ def test_a_commit_holding_an_absolute_link_is_skipped_with_its_reason(tmp_path):
     # tarfile's data filter says it (Python 3.11.4 on), else perflab's own rule (3.11.0-3.11.3)
     said = made.log.read_text()
     assert not made.ok and ("leads out of the tree" in said or "land outside the tree" in said)
+
+
+def test_sigterm_during_a_build_stops_bisect_in_one_line_its_build_killed(tmp_path):
+    r = slowed_repo()
+    out, pid = tmp_path / "b.parquet", tmp_path / "build.pid"
+    build = f"sh -c 'echo $$ > {pid}; exec sleep 300'"
+    argv = [sys.executable, "-m", "perflab", "bisect", r["good"], r["bad"], "--repo", r["repo"],
+            "--build", build, "--run", "./prog", *SMALL, "-o", str(out)]  # fmt: skip
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True,
+                          stdout=subprocess.DEVNULL) as proc:  # fmt: skip
+        wait_for(lambda: pid.exists() and pid.read_text().strip(), "the build", 120)
+        proc.send_signal(signal.SIGTERM)
+        said = proc.stderr.read() if proc.stderr else ""
+        assert proc.wait(timeout=60) == 143, said
+    assert said.splitlines()[-1] == "Error: interrupted by signal 15", said
+    with pytest.raises(ProcessLookupError):  # the build went with it
+        os.kill(int(pid.read_text()), 0)
+    assert lock_free(out)

@@ -399,8 +399,8 @@ def test_track_takes_the_children_s_controls_its_warnings_name(tmp_path):
     code, out = _track(tmp_path / "other", r["c0"], "--cpu", "99")
     assert code != 0 and "Error: CPU 99 does not exist" in out
     assert not (tmp_path / "other").exists()  # refused before a store or a build
-    with pytest.raises(PerflabError, match="^controls: jobs is not one of cpus, timeout, rt$"):
+    with pytest.raises(PerflabError, match=r"^controls: jobs is not one of cpus, timeout, rt$"):
         history.track(r["c0"], ["true"], ["true"], repo=r["repo"], store=tmp_path,
                       controls={"jobs": 2})  # fmt: skip
-    with pytest.raises(PerflabError, match="^rt: 'no' is not True or False$"):
+    with pytest.raises(PerflabError, match=r"^rt: 'no' is not True or False$"):
         history.history(tmp_path, controls={"rt": "no"})

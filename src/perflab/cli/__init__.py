@@ -4,11 +4,14 @@ A verb's module is imported only when that verb runs, completes or shows its hel
 `perflab --help` and `import perflab.cli` load neither pandas nor matplotlib (see VERBS).
 """
 
+import contextlib
 import gc
 import importlib
 import os
 import signal
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -16,7 +19,7 @@ from click.shell_completion import CompletionItem
 
 from perflab import __version__
 from perflab.core import terminal
-from perflab.errors import PerflabError, warnings_as_lines
+from perflab.errors import PerflabError, Stopped, warnings_as_lines
 from perflab.lab.registry import EXPERIMENTS
 from perflab.system import limits
 
@@ -131,7 +134,7 @@ class Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             limits.load_libraries()  # an address-space limit they cannot load under: one line
-            with warnings_as_lines(lambda line: echo(line, err=True)):
+            with warnings_as_lines(lambda line: echo(line, err=True)), _term_stops():
                 return super().invoke(ctx)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx else "perflab"
@@ -163,6 +166,25 @@ class Group(click.Group):
                 f"internal error ({type(exc).__name__}: {first}); "
                 "PERFLAB_DEBUG=1 shows the traceback, please report it"
             ) from None
+
+
+@contextlib.contextmanager
+def _term_stops() -> Iterator[None]:
+    """SIGTERM stops any verb as Ctrl-C does, between runs or in a build alike: what it holds
+    is let go (locks, children under a supervisor), what it finished kept, and one line said;
+    a sweep's own handler (engine/interrupt.py) takes over while it measures."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise Stopped(signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _reader_gone() -> int:

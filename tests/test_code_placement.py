@@ -2,6 +2,7 @@
 relinked per layout by its own make with a code offset and an object order drawn, its object
 files untouched; a commit that only links a helper first is not blamed."""
 
+import math
 import shutil
 from pathlib import Path
 
@@ -128,6 +129,33 @@ def test_a_commit_that_links_a_helper_first_is_not_shown_slower_and_more_work_is
     assert moved["ci_low"] <= 1  # identical work, only placed otherwise: not shown slower
     slower = decided(c1, c2)
     assert slower["ci_low"] > 1 and slower["ratio"] > 1.2  # 1.5x the chain
+
+
+def test_setups_of_one_placement_share_its_code_and_the_verdict_splits_its_variance(
+    placed_repo,
+):
+    c0, c1 = (_built(placed_repo, placed_repo[f"c{i}"]) for i in range(2))
+    with builds.relinking(c0, c1):
+        sides = builds.placed(c0, c1, BUILD, RUN)
+        assert sides.per_placement(8) == builds.SHARED and sides.per_placement(3) == 1
+        df = compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=8, repeat=4,
+                             per_placement=2, seed=1, progress=False)  # fmt: skip
+    code = [c for c in ("code_offset", "function_order", "link_order") if c in df]
+    by = df.groupby("placement")
+    assert by["setup"].nunique().tolist() == [2, 2, 2, 2]
+    each = df.groupby(["placement", "side"])[code].nunique()
+    assert (each == 1).all().all()  # one code placement per pair of setups
+    assert df.groupby("placement")["code_offset"].first().nunique() > 1
+    assert (by["env_size"].nunique() == 2).all()  # their environments drawn apart
+    total = compare.overall(df, compare.per_setup(df))
+    assert total["covers"][:2] == ["code placement", "setup"]
+    shares = total["components"]
+    assert math.isclose(shares["code placement"] + shares["environment"], shares["setup"])
+    with pytest.raises(PerflabError, match="needs --setups of at least 4"):
+        compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=3, per_placement=2)
+    plain = compare.program_side("A", ["true"]), compare.program_side("B", ["true"])
+    with pytest.raises(PerflabError, match="--per-placement shares a code placement"):
+        compare.compare(*plain, setups=4, per_placement=2)
 
 
 def test_bisect_names_the_commit_with_more_work_not_the_one_that_moved_code(placed_repo):

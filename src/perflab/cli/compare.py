@@ -132,8 +132,8 @@ def _paths(words: str) -> list[str]:
     help="Run one layout instead of random setups: RESULT:SETUP (the layout that setup of a "
     "saved comparison ran in) or words such as 'env-size=1200 heap-offset=64 aslr=off'.",
 )
-@plan_options(ComparePlan, ("setups", "repeat", "iterations", "precision", "budget", "env_max",
-                     "heap_max", "code_max"))  # fmt: skip
+@plan_options(ComparePlan, ("setups", "repeat", "per_placement", "iterations", "precision",
+                            "budget", "env_max", "heap_max", "code_max"))  # fmt: skip
 @run_controls
 @journal_options
 @program_output_option(*SWEEP_OUTPUT)

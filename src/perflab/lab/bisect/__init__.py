@@ -298,6 +298,7 @@ class _Search:
         for look in range(self.looks):
             df = compare.compare(a, b, randomize=sides.randomize, setups=self.setups,
                                  repeat=self.repeat, seed=self.seed + SEED_STEP * look,
+                                 per_placement=sides.per_placement(self.setups),
                                  metrics=(self.metric,), progress=False,
                                  **self.controls)  # fmt: skip
             if failed := builds.failed(df, self._built(older), self._built(newer), self.run):
@@ -309,7 +310,8 @@ class _Search:
                 row = self._row(i, i, math.nan, math.nan, math.nan, "does not run", len(df))
                 return row | {"subject": f"{self.span[i].subject}: {why}"}
             shift = self.setups * look
-            frames.append(df.assign(setup=df["setup"] + shift))
+            frames.append(df.assign(setup=df["setup"] + shift,
+                                    placement=df["placement"] + shift))  # fmt: skip
             meta = results.metadata(df)
             counted += [c | {"setup": c["setup"] + shift}
                         for c in meta.get("instructions_exact") or []]  # fmt: skip
@@ -329,7 +331,10 @@ class _Search:
             raise PerflabError(f"--metric {self.metric}: {got['conclusion']}")
         row = self._row(older, newer, ratio, lo, hi, verdict, len(both))
         drawn = [d for d in builds.PLACED if d in sides.randomize]
-        return row | {"placement": ",".join(drawn) or "fixed"}
+        shares = got.get("components") or {}
+        return row | {"placement": ",".join(drawn) or "fixed",
+                      "code_share": shares.get("code placement", math.nan),
+                      "environment_share": shares.get("environment", math.nan)}  # fmt: skip
 
     def _skip_row(self, i: int) -> dict[str, Any]:
         return self._row(i, i, math.nan, math.nan, math.nan, "does not build", 0)
@@ -412,10 +417,20 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     lines.append(f"{len(compared)} comparisons, {meta.get('total_runs', 0)} runs, "
                  f"{meta.get('builds', 0)} builds ({meta.get('builds_reused', 0)} reused), "
                  f"{len(meta.get('skipped', []))} commits skipped")  # fmt: skip
+    shares = compared.get("code_share", pd.Series(dtype=float)).dropna()
+    if len(shares):
+        env = compared["environment_share"].dropna()
+        lines.append(f"of the variance of a layout's B/A, the code placement explains a median "
+                     f"{shares.median():.0%} and the environment's layout {env.median():.0%} "
+                     "(setups in pairs sharing a code placement; each comparison's in "
+                     "code_share)")  # fmt: skip
+        values["code_share"] = float(shares.median())
     shown = frame.assign(newer=frame["newer"].str[:10], older=frame["older"].str[:10])
-    table = Table("steps", "each comparison: newer (B) against older (A)",
-                  shown[["step", "newer", "older", "ratio", "ci_low", "ci_high", "verdict", "runs",
-                         "placement", "subject"]], "{:,.3f}")  # fmt: skip
+    shared = ["code_share"] if "code_share" in frame else []  # a record from before it: none
+    columns = ["step", "newer", "older", "ratio", "ci_low", "ci_high", "verdict", "runs",
+               "placement", *shared, "subject"]  # fmt: skip
+    table = Table("steps", "each comparison: newer (B) against older (A)", shown[columns],
+                  "{:,.3f}")  # fmt: skip
     return Summary(lines, [table], values, lambda p: plot(frame, meta, p))
 
 

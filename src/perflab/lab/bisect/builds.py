@@ -101,6 +101,7 @@ def _build(repo: Path, sha: str, command: Sequence[str], place: Path) -> Build:
 # perflab can relink the commit.
 RANDOMIZE = ("env-size", "heap-offset", "aslr")
 PLACED = ("code-offset", "link-order", "function-order")
+SHARED = 2  # setups per code placement, their environments drawn apart
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,12 @@ class Placed:
     def fixed(self) -> bool:
         """Whether the code's placement was left as the build made it."""
         return PLACED[0] not in self.randomize
+
+    def per_placement(self, setups: int) -> int:
+        """Setups that share one code placement (compare's --per-placement): SHARED where the
+        code is placed and the setups make two placements or more, so that each verdict tells
+        the code placement's variance from the environment's; else each setup its own."""
+        return SHARED if not self.fixed and setups >= 2 * SHARED else 1
 
 
 @contextlib.contextmanager

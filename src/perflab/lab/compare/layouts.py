@@ -70,6 +70,7 @@ class Setup:
     code_offset: int = NO_PADDING
     aslr: str = "off"
     function_order: int = NO_PADDING
+    placement: int = 0  # which code placement: setups of one share it (--per-placement)
 
 
 def draw_setups(plan: ComparePlan, labels: Sequence[str]) -> list[Setup]:
@@ -77,7 +78,8 @@ def draw_setups(plan: ComparePlan, labels: Sequence[str]) -> list[Setup]:
     randomizes uniform: env sizes in 0..env_max, orders of the objects `labels` name (A's),
     heap and code offsets in 0..heap_max and 0..code_max bytes, a seed of the functions' order,
     ASLR on or off. The offsets, the seed and ASLR draw from streams of their own: adding one
-    leaves the others' draws as they were."""
+    leaves the others' draws as they were. Setups of one placement (per_placement of them in a
+    row) share the code's draws: its offset, link order and function order."""
     if plan.layout:
         return [_fixed(plan, labels)]
     randomize = plan.randomize
@@ -88,17 +90,19 @@ def draw_setups(plan: ComparePlan, labels: Sequence[str]) -> list[Setup]:
         return int(own[dimension].integers(0, most + 1)) if dimension in randomize else NO_PADDING
 
     out = []
+    perm, code, functions = None, NO_PADDING, NO_PADDING
     for i in range(plan.setups):
         size = int(rng.integers(0, plan.env_max + 1)) if "env-size" in randomize else NO_PADDING
-        perm = None
-        if "link-order" in randomize:
+        placed = i % plan.per_placement == 0  # a new code placement, or the one before's
+        if placed and "link-order" in randomize:
             perm = tuple(int(x) for x in rng.permutation(len(labels)))
-        heap, code = offset("heap-offset", plan.heap_max), offset("code-offset", plan.code_max)
+        heap = offset("heap-offset", plan.heap_max)
+        if placed:
+            code = offset("code-offset", plan.code_max)
         aslr = ("off", "on")[int(own["aslr"].integers(0, 2))] if "aslr" in randomize else plan.aslr
-        functions = NO_PADDING
-        if "function-order" in randomize:
+        if placed and "function-order" in randomize:
             functions = int(own["function-order"].integers(1, SEED_MAX + 1))
-        out.append(Setup(i, size, perm, heap, code, aslr, functions))
+        out.append(Setup(i, size, perm, heap, code, aslr, functions, i // plan.per_placement))
     return out
 
 

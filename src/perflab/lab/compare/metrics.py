@@ -170,6 +170,7 @@ def decide(
         "pairs": int(per["pairs"].sum()),
         "median_a": float(ok.loc[ok["side"] == "A", col].median()),
         "median_b": float(ok.loc[ok["side"] == "B", col].median()),
+        "components": total["components"],
         "conclusion": _said(metric, ratio, lo, hi, exact, confidence, int(total["setups"])),
     }
 

@@ -128,10 +128,10 @@ def _runs(
                 where = cwds["AB".index(side)]
                 prog.append(programs.setdefault((argv, where), len(programs)))
                 step.append(settings.setdefault(setting, len(settings)))
-                rows.append((setup.index, setup.env_size, order, setup.heap_offset,
-                             setup.code_offset, setup.aslr, setup.function_order, side,
-                             rep))  # fmt: skip
-    names = ("setup", *LAYOUT, "side", "rep")
+                rows.append((setup.index, setup.placement, setup.env_size, order,
+                             setup.heap_offset, setup.code_offset, setup.aslr,
+                             setup.function_order, side, rep))  # fmt: skip
+    names = ("setup", "placement", *LAYOUT, "side", "rep")
     text = ("link_order", "aslr", "side")
     labels = {n: np.array(col, dtype=object if n in text else np.int64)
               for n, col in zip(names, zip(*rows, strict=True), strict=True)}  # fmt: skip

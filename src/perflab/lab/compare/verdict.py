@@ -54,11 +54,16 @@ def interval(
 ) -> tuple[float, float, float]:
     """B/A over the setups: the geometric mean of the setups' B/A (each the median of its A/B
     pairs' ratios, levels.layout_medians; TRIM of each end cut) with Yuen's t interval over the
-    setups (at TRIM 0, Student's), the one the plan predicts. Each setup's B/A carries its
-    pairs' noise once: drawing the pairs again as well counts it twice. With one setup, the
-    interval is its pairs' median's, from order statistics: an interval of that layout."""
+    setups (at TRIM 0, Student's), the one the plan predicts; where setups share code
+    placements (--per-placement), over the placements' means of their setups' B/A. Each setup's
+    B/A carries its pairs' noise once: drawing the pairs again as well counts it twice. With
+    one setup, the interval is its pairs' median's, from order statistics: an interval of that
+    layout."""
     d = levels.pair_log_ratios(ok, value, "setup")
     per = levels.layout_medians(d)
+    placed = by_placement(ok, per)
+    if placed is not None:  # setups share code placements: those are the independent draws
+        per = placed
     if len(per) >= 2:
         centre, lo, hi = trimmed_interval(per["log_ratio"], confidence, TRIM)
         return math.exp(centre), math.exp(lo), math.exp(hi)
@@ -71,11 +76,27 @@ def interval(
     return math.exp(centre), math.exp(lo), math.exp(hi)
 
 
+def by_placement(ok: pd.DataFrame, per: pd.DataFrame) -> pd.DataFrame | None:
+    """The setups' log B/A (layout_medians) averaged within each code placement, with how many
+    setups each holds; None where no two setups share one (each setup its own placement, or a
+    result from before placements were recorded) or fewer than two placements hold a setup."""
+    if "placement" not in ok or len(per) < 2:
+        return None
+    placement = ok.groupby("setup")["placement"].first().reindex(per.index)
+    if placement.nunique() == len(per) or placement.nunique() < 2:
+        return None
+    by = per["log_ratio"].groupby(placement.to_numpy())
+    return pd.DataFrame({"log_ratio": by.mean(), "setups": by.size()})
+
+
 def covered(ok: pd.DataFrame) -> tuple[str, ...]:
-    """The levels interval() covers: setups and runs, or with one setup its runs alone, and the
-    iterations within the runs where they ran several of the repeat loop."""
+    """The levels interval() covers: code placements where setups share them, setups and
+    runs, or with one setup its runs alone, and the iterations within the runs where they ran
+    several of the repeat loop."""
     looped = ("iteration",) if "iterations" in ok and (ok["iterations"] >= 2).any() else ()
-    return (*(("setup", "run") if ok["setup"].nunique() >= 2 else ("run",)), *looped)
+    shared = "placement" in ok and ok["placement"].nunique() < ok["setup"].nunique()
+    levels_ = ("setup", "run") if ok["setup"].nunique() >= 2 else ("run",)
+    return (*(("code placement",) if shared else ()), *levels_, *looped)
 
 
 def pair_interval(d: pd.Series, confidence: float) -> tuple[float, float, float]:
@@ -197,6 +218,7 @@ def overall(
         "layouts_each_way": split,
         "family_confidence": family,
         "components": _shares(parts, setups, ok if "iteration" in covers else None)
+        | _placement_shares(ok, value, parts, setups)
         if parts is not None
         else None,
         "pair_variance": parts.variances[1] if parts is not None else math.nan,
@@ -295,6 +317,31 @@ def _shares(
     elif looped is not None:
         shares["within"] = float(looped["iterations"].mean())
     return shares
+
+
+def _placement_shares(
+    ok: pd.DataFrame, value: str, parts: levels.Components, setups: pd.DataFrame
+) -> dict[str, float]:
+    """Where setups share code placements: the layout's share of the variance split into what
+    the code placement explains and what the environment's layouts do. One-way random effects
+    over the placements: their means vary by the placement's variance plus the variance of
+    setups within one over their number; the placement's part of the layout's variance is that
+    excess, at most all of it. Nothing where each setup has its own placement."""
+    per = levels.layout_medians(levels.pair_log_ratios(ok, value, "setup"))
+    placed = by_placement(ok, per)
+    if placed is None or int(placed["setups"].sum()) <= len(placed):
+        return {}
+    placement = ok.groupby("setup")["placement"].first().reindex(per.index).to_numpy()
+    spread = per["log_ratio"] - per["log_ratio"].groupby(placement).transform("mean")
+    within = float((spread**2).sum()) / (len(per) - len(placed))
+    between = float(placed["log_ratio"].var(ddof=1))
+    code = max(between - within / float(placed["setups"].mean()), 0.0)
+    share = _shares(parts, setups)["setup"]
+    layout = parts.variances[0]
+    if not math.isfinite(share):
+        return {}
+    part = min(code / layout, 1.0) if layout > 0 else 0.0
+    return {"code placement": share * part, "environment": share * (1 - part)}
 
 
 def _conclusion(

@@ -122,8 +122,12 @@ def _components_line(shares: dict[str, float] | None) -> list[str]:
     elif "within" in shares:
         runs += (f" with their {shares['within']:.3g} iterations each (runs of one count of "
                  "iterations cannot tell the two apart)")  # fmt: skip
+    layout = f"the layout explains {shares['setup']:.0%}"
+    if "code placement" in shares:
+        layout += (f" (its code placement {shares['code placement']:.0%}, the environment's "
+                   f"layout {shares['environment']:.0%})")  # fmt: skip
     return [
-        f"the layout explains {shares['setup']:.0%} of the variance of a setup's B/A here, "
+        f"{layout} of the variance of a setup's B/A here, "
         f"{runs} (variance components of a setup's median of its pairs' log B/A, {at})"
     ]
 

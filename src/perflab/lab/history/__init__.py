@@ -148,7 +148,8 @@ def _measure(reference: builds.Build, made: builds.Build, build: Sequence[str],
     with builds.relinking(reference, made):
         sides = builds.placed(reference, made, build, run)
         df = compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=setups,
-                             repeat=repeat, seed=seed, progress=False, **controls)  # fmt: skip
+                             repeat=repeat, seed=seed, per_placement=sides.per_placement(setups),
+                             progress=False, **controls)  # fmt: skip
     meta = results.metadata(df) | {"placement": sides.placement, "relink_s": sides.relink_s}
     return results.attach(df, meta)
 

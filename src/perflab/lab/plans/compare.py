@@ -97,6 +97,13 @@ class ComparePlan(Controls):
                       "(PERFLAB_PROBE_LOOP) in each run, a level of the variance of its own; "
                       "with --precision, the pilot's, and the plan chooses the rest's.", min=1),
     )  # fmt: skip
+    per_placement: int = field(
+        default=1,
+        metadata=_cli("--per-placement", "Setups that share one code placement (its code "
+                      "offset, link order and function order), their environments drawn apart: "
+                      "the variance the code placement explains is told from the "
+                      "environment's, and B/A's interval is over the placements.", min=1),
+    )  # fmt: skip
     layout: str = ""  # one fixed layout (parse_layout's words) instead of random setups
     precision: float = field(
         default=0.0,
@@ -143,6 +150,14 @@ class ComparePlan(Controls):
             given["randomize"] = tuple(filter(None, map(str.strip, given["randomize"].split(","))))
         given.setdefault("randomize", ("env-size", "link-order") if linked else ("env-size",))
         return cls(**{**given, "randomize": tuple(given["randomize"])})
+
+    def params(self) -> dict:
+        """The plan as a journal stores it; per_placement only where setups share one, so
+        that journals from before it still resume."""
+        plan = super().params()
+        if self.per_placement == 1:
+            del plan["per_placement"]
+        return plan
 
     def varied(self) -> tuple[str, ...]:
         """The dimensions the setups set: those randomized, or those the fixed layout names."""
@@ -207,3 +222,15 @@ class ComparePlan(Controls):
             )
         if "aslr" in self.randomize and self.aslr != "off":
             raise PerflabError("--randomize aslr draws ASLR on or off per setup: leave --aslr out")
+        if self.per_placement > 1:
+            if not linked or self.layout or self.precision:
+                raise PerflabError(
+                    "--per-placement shares a code placement between setups: it needs random "
+                    "setups (no --layout or --precision) that draw code-offset, link-order or "
+                    "function-order"
+                )
+            if self.setups < 2 * self.per_placement:
+                raise PerflabError(
+                    f"--per-placement {self.per_placement} needs --setups of at least "
+                    f"{2 * self.per_placement} (two placements), not {self.setups}"
+                )

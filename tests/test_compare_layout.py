@@ -15,7 +15,7 @@ from perflab.cli import cli
 from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import compare
-from perflab.system import compiler, machine
+from perflab.system import compiler, machine, sections
 
 # Appends one line per run to argv[1]: its tag, the padding variable's length (which names the
 # setup: the env sizes drawn are distinct), sbrk(0) and malloc's first block before anything
@@ -185,6 +185,13 @@ def test_a_build_command_relinks_through_the_wrapped_driver(built, tmp_path):
     cols = ["setup", "env_size", "link_order", "code_offset", "brk", "block", "where"]
     assert by_command[cols].equals(by_objects[cols])
     assert set(by_command["link_order"]) <= {"main,where", "where,main"}
+    out.unlink()
+    sides = [compare.build_command_side(n, command, target, [str(out), n]) for n in "AB"]
+    df = compare.compare(*sides, setups=2, repeat=1, rt=False, progress=False)
+    drawn = compare.code_placement(*sides)[0]  # what two build commands draw unless told
+    functions = sections.functions_apart(sides[0].objects) and sections.linker() != "none"
+    assert drawn == ("code-offset", "link-order", *(["function-order"] if functions else []))
+    assert results.metadata(df)["randomize"] == ["env-size", *drawn]
 
 
 def test_aslr_is_drawn_per_setup(built, tmp_path):

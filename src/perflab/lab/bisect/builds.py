@@ -164,37 +164,9 @@ def placed(older: Build, newer: Build, command: Sequence[str], run: Sequence[str
     each = (time.monotonic() - started) / 2
     a, b = sides
     how = f"relinked by {shlex.join(command)} in each commit's tree ({each:.2f} s a link)"
-    drawn, said = [PLACED[0]], ["a code offset linked first"]
-    if len(a.objects) == len(b.objects):  # one order is drawn for both sides' objects
-        drawn.append(PLACED[1])
-        said.append(f"the order of the {len(a.objects)} objects")
-    functions, why = _functions(a.objects + b.objects)
-    if functions:
-        drawn.append(PLACED[2])
-        said.append(functions)
-    text = f"code placed at random per layout: {_listed(said)} ({how})"
-    if PLACED[1] not in drawn:
-        text += (f"; the objects' order as built, since A links {len(a.objects)} and B "
-                 f"{len(b.objects)}")  # fmt: skip
-    if why:
-        text += f"; the functions' order as built: {why}"
+    drawn, said, kept = compare.code_placement(a, b)
+    text = "; ".join([f"code placed at random per layout: {said} ({how})", *kept])
     return Placed(a, b, (*RANDOMIZE, *drawn), text, each)
-
-
-def _functions(objects: Sequence[Any]) -> tuple[str, str]:
-    """How the functions' order is drawn within the objects (the linker that places them), or
-    why it cannot be."""
-    if not sections.functions_apart(objects):
-        return "", "its compiles did not take -ffunction-sections (a compiler not on PATH?)"
-    linker = sections.linker()
-    if linker == sections.NONE:
-        return "", "no linker that orders sections (lld, mold, gold) links here"
-    return f"the functions' order within them (by {linker})", ""
-
-
-def _listed(words: Sequence[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return ", ".join(words[:-1]) + (" and " if len(words) > 1 else "") + words[-1]
 
 
 def _in(made: Build, command: Sequence[str]) -> list[str]:

@@ -43,6 +43,7 @@ from perflab.lab.compare.runs import HEAP_VAR as HEAP_VAR
 from perflab.lab.compare.sides import Side as Side
 from perflab.lab.compare.sides import build_command_side as build_command_side
 from perflab.lab.compare.sides import build_side as build_side
+from perflab.lab.compare.sides import code_placement as code_placement
 from perflab.lab.compare.sides import digests, linked_dynamically
 from perflab.lab.compare.sides import identical as identical
 from perflab.lab.compare.sides import objects_side as objects_side
@@ -101,10 +102,13 @@ def compare(
 
     a, b: the two sides (compare.build_side("A", ["-O2"]), compare.objects_side("A", paths)
     or compare.program_side(name, argv)).
-    params: any field of ComparePlan (randomize, setups, repeat, env_max, heap_max, code_max,
-    layout, var, seed, aslr, cpus, inherit_env, timeout, rt, mlock). Journaled to `output` when
-    given, and resumable like a sweep: on_start(todo, done) once, progress(n) after each batch of
-    n runs (by default a display on stderr or in Jupyter; progress=False for none).
+    params: any field of ComparePlan (randomize, setups, repeat, per_placement, env_max,
+    heap_max, code_max, layout, var, seed, aslr, cpus, inherit_env, timeout, rt, mlock).
+    randomize defaults to env-size, with link-order where perflab links A and B, and for two
+    build commands' programs to env-size and what code_placement finds both can draw.
+    Journaled to `output` when given, and resumable like a sweep: on_start(todo, done) once,
+    progress(n) after each batch of n runs (by default a display on stderr or in Jupyter;
+    progress=False for none).
     metrics: what the summary decides on besides time's verdict (compare/metrics.py: time,
     cpu, maxrss, and instructions and cycles where a PMU counts them), each with its own
     interval; refused in one line before any run where this machine cannot measure one.
@@ -118,6 +122,8 @@ def compare(
     """
     asked = metric_names(metrics)
     cpus = params.pop("cpus", None)
+    if a.build and b.build and params.get("randomize") is None and not params.get("layout"):
+        params["randomize"] = ("env-size", *code_placement(a, b)[0])  # what both relink draw
     plan = ComparePlan.given(asked, bool(a.objects), a=a.label, b=b.label,
                              digests=(digests(a), digests(b)), **params)  # fmt: skip
     plan = lanes.with_cpus(plan, cpus, output if resume else None).check(

@@ -188,3 +188,29 @@ def sources(a: Side, b: Side) -> Executes:
     """What every round of a --precision comparison runs, whatever it links: the sides'
     programs, or their objects (each round links its own setups)."""
     return Executes([tuple(map(str, (o.path for o in s.objects))) or s.argv for s in (a, b)])
+
+
+def code_placement(a: Side, b: Side) -> tuple[tuple[str, ...], str, list[str]]:
+    """What a layout can draw of the code's placement for two sides perflab links: always a
+    code offset; the objects' order where both link as many (one order is drawn for both);
+    the functions' order where their objects hold a section a function and a linker that
+    orders sections links here. The dimensions, them in words, and what stays as built, why."""
+    drawn, said, kept = ["code-offset"], ["a code offset linked first"], []
+    if len(a.objects) == len(b.objects):
+        drawn.append("link-order")
+        said.append(f"the order of the {len(a.objects)} objects")
+    else:
+        kept.append(f"the objects' order as built, since A links {len(a.objects)} and B "
+                    f"{len(b.objects)}")  # fmt: skip
+    linker = sections.linker(a.linker.cc if a.linker else None)
+    if not sections.functions_apart((*a.objects, *b.objects)):
+        kept.append("the functions' order as built: its compiles did not take "
+                    "-ffunction-sections (a compiler not on PATH?)")  # fmt: skip
+    elif linker == sections.NONE:
+        kept.append("the functions' order as built: no linker that orders sections (lld, "
+                    "mold, gold) links here")  # fmt: skip
+    else:
+        drawn.append("function-order")
+        said.append(f"the functions' order within them (by {linker})")
+    words = ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
+    return tuple(drawn), words, kept

@@ -471,6 +471,8 @@ COMMIT_CONTROLS = ("cpus", "timeout", "rt")
 def commit_controls(given: Mapping[str, Any] | None) -> dict[str, Any]:
     """The controls a verb on commits gives its comparisons (COMMIT_CONTROLS), checked before
     anything is built: one line for a name that is not one or a value out of range."""
+    if given is not None and not isinstance(given, Mapping):
+        raise WrongType(f"controls: {given!r} is not a mapping of names to values")
     given = {k: v for k, v in (given or {}).items() if v is not None}  # None: not given
     other = sorted(set(given) - set(COMMIT_CONTROLS))
     if other:

@@ -123,7 +123,7 @@ def _components_line(shares: dict[str, float] | None) -> list[str]:
         runs += (f" with their {shares['within']:.3g} iterations each (runs of one count of "
                  "iterations cannot tell the two apart)")  # fmt: skip
     layout = f"the layout explains {shares['setup']:.0%}"
-    if "code placement" in shares:
+    if "code placement" in shares and shares["setup"] > 0:
         layout += (f" (its code placement {shares['code placement']:.0%}, the environment's "
                    f"layout {shares['environment']:.0%})")  # fmt: skip
     return [

@@ -118,9 +118,8 @@ def _ticks(
     runs = spawn.run_env_sizes(argv, sizes, var, base_env, options)
     if runs.size < sizes.size:
         raise PerflabError(f"the layout timing stopped after {runs.size} of {sizes.size} runs")
-    ok = (runs["status"] == bindings.RUN_OK) & ((runs["flags"] & bindings.RUN_HAS_PROBE) != 0)
-    ok &= (runs["probe_ticks"] > 0) & (runs["probe_ticks"] <= runs["outer_ticks"])
-    return np.where(ok, runs["probe_ticks"].astype(float) - spawn.timer_overhead(), np.nan)
+    ticks = spawn.tidy_columns(runs, spawn.timer_overhead())["ticks"]  # the sweep's reading
+    return np.where(runs["status"] == bindings.RUN_OK, ticks, np.nan)
 
 
 def _timing(

@@ -3,6 +3,7 @@ relinked per layout by its own make with a code offset and an object order drawn
 files untouched; a commit that only links a helper first is not blamed."""
 
 import math
+import os
 import shutil
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from perflab.errors import PerflabError
 from perflab.lab import bisect, compare
 from perflab.lab.bisect import builds
 from perflab.lab.compare import metrics
-from perflab.system import binlayout, sections
+from perflab.system import binlayout, compiler, sections
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
@@ -315,3 +316,51 @@ def test_a_commit_between_whose_benchmark_always_fails_is_skipped_as_git_bisect_
     assert skip.newer == shas[1] and "every run of ./prog in its tree failed" in skip.subject
     assert shas[1] in meta["skipped"] and meta["first_slower"] is None
     assert meta["open"] == [shas[1]]  # the first slower is it or the next, as git bisect says
+
+
+def test_a_program_outside_the_commit_s_tree_is_run_as_it_is_never_relinked(
+    placed_repo, tmp_path
+):
+    c0, c1 = (_built(placed_repo, placed_repo[f"c{i}"]) for i in range(2))
+    outside = tmp_path / "victim"
+    shutil.copy("/bin/true" if Path("/bin/true").exists() else shutil.which("true"), outside)
+    before = outside.read_bytes()
+    for run in ([str(outside)], ["../" * 12 + str(outside).lstrip("/")]):
+        sides = builds.placed(c0, c1, BUILD, run)
+        assert sides.fixed and "is not a program of the commit's tree" in sides.placement
+        assert outside.read_bytes() == before  # neither removed nor relinked
+    assert not builds.placed(c0, c1, BUILD, RUN).fixed  # no note left for the tree's own
+
+
+MAKE_ONCE = ["sh", "-c", "test -e .linked && exit 7; make -s && touch .linked"]
+
+
+def test_a_relink_that_fails_or_times_out_puts_the_program_back(placed_repo):
+    from perflab.system import supervisor
+
+    c0, c1 = (_built(placed_repo, placed_repo[f"c{i}"]) for i in range(2))
+    for made in (c0, c1):
+        (made.tree / ".linked").unlink(missing_ok=True)
+    slow = ["sh", "-c", "sleep 30; make -s"]
+    with supervisor.build_timeout(0.5):
+        timed = builds.placed(c0, c1, slow, RUN)
+    assert timed.fixed and "did not finish within 0.5 s" in timed.placement
+    assert (c0.tree / "prog").is_file() and (c1.tree / "prog").is_file()
+    failed = builds.placed(c0, c1, MAKE_ONCE, RUN)  # the first relink of each finds its objects
+    assert not failed.fixed
+    failed.a.put_back()
+    failed.b.put_back()
+    again = builds.placed(c0, c1, MAKE_ONCE, RUN)  # now the command exits 7: said, kept
+    assert again.fixed and "exited 7" in again.placement
+    assert (c0.tree / "prog").is_file() and (c1.tree / "prog").is_file()
+    assert builds.placed(c0, c1, MAKE_ONCE, RUN).placement == again.placement  # remembered
+    assert not builds.placed(c0, c1, BUILD, RUN).fixed  # the note is that command's alone
+
+
+def test_a_relink_killed_midway_leaves_the_program_to_be_put_back(placed_repo):
+    c0 = _built(placed_repo, placed_repo["c0"])
+    prog = c0.tree / "prog"
+    kept = compiler.restore_kept(prog)
+    os.replace(prog, kept)  # as a relink killed by kill -9 leaves it
+    assert not prog.exists()
+    assert compiler.restore_kept(prog) == kept and prog.is_file() and not kept.exists()

@@ -15,6 +15,11 @@ class WrongType(PerflabError, TypeError):
     it, and a TypeError to code that catches one."""
 
 
+class TimedOut(PerflabError):
+    """A build, link or tool killed past its time limit: no verdict on what it builds, so
+    nothing about it is kept as failed."""
+
+
 class Lost(PerflabError):
     """A helper perflab waited on ended under it (a program it ran may have killed it); the
     runs finished before are kept, and the faces say where and how to resume."""

@@ -1,5 +1,6 @@
 """Workloads perflab compiles itself: system C compiler, -Wall -Werror, cached by content hash."""
 
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -426,10 +427,39 @@ def relink(
     flags: Sequence[str] = (),
 ) -> tuple[Program, list[Object]]:
     """Run a build command of the user's (no shell) with the link wrappers first on PATH, once
-    target is removed so that it links it again: its objects in `order` (their labels; all as
-    given when empty), `pad` before them, `flags` after its own arguments. Returns the program,
-    copied into the cache under its content's name, and the objects the link took, in order."""
-    target.unlink(missing_ok=True)
+    target is set aside so that it links it again: its objects in `order` (their labels; all
+    as given when empty), `pad` before them, `flags` after its own arguments. Returns the
+    program, copied into the cache under its content's name, and the objects the link took, in
+    order. A command that fails, or is killed, leaves target as it found it."""
+    kept = restore_kept(target)
+    if target.is_file():  # set aside, not removed: put back unless the command links it anew
+        os.replace(target, kept)
+    try:
+        return _relink(command, target, order, pad, flags)
+    finally:
+        if not target.is_file() and os.path.lexists(kept):
+            os.replace(kept, target)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(kept)
+
+
+def restore_kept(target: Path) -> Path:
+    """Where relink sets a program aside while its build command links it again; one a
+    perflab killed meanwhile (kill -9) left there is put back first. Returns that place."""
+    kept = target.with_name(f".{target.name}.perflab-kept")
+    if not target.exists() and kept.is_file() and not kept.is_symlink():
+        os.replace(kept, target)
+    return kept
+
+
+def _relink(
+    command: Sequence[str],
+    target: Path,
+    order: Sequence[str],
+    pad: Object | None,
+    flags: Sequence[str],
+) -> tuple[Program, list[Object]]:
+    """relink's run of the command, the target set aside."""
     fd, log = tempfile.mkstemp(prefix=".link-log.", dir=cache_dir())
     os.close(fd)
     env = {

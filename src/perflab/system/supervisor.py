@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from perflab.core import bindings, constants
-from perflab.errors import Lost, PerflabError
+from perflab.errors import Lost, PerflabError, TimedOut
 
 HELPER = Path(constants.__file__).resolve().parent / "_spawner"  # built beside the C core
 CGROUP_EMPTY_TRIES = 100  # a killed cgroup is removable once its last task has fully exited
@@ -397,7 +397,7 @@ def run_bounded(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Fi
             os.close(out_r)
             os.close(err_r)
         if got is None:
-            raise PerflabError(
+            raise TimedOut(
                 f"{shlex.join(argv)} did not finish within {timeout:g} s (--build-timeout "
                 "SECONDS allows more): it and what it started were killed"
             )

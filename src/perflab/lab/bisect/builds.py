@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import shlex
 import shutil
 import time
@@ -20,7 +21,7 @@ from typing import Any
 
 from perflab.core import files, terminal
 from perflab.engine import filelock
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, TimedOut
 from perflab.lab.bisect import commits
 from perflab.system import compiler, sections, supervisor
 
@@ -40,11 +41,16 @@ class Build:
 
     def argv(self, run: Sequence[str]) -> tuple[str, ...]:
         """The run command in this tree: a program named with a slash is the tree's, and
-        {tree} in an argument is the tree's path."""
-        program = run[0]
+        {tree} in the program or an argument is the tree's path."""
+        program = run[0].replace("{tree}", str(self.tree))
         if "/" in program and not program.startswith("/"):
             program = str(self.tree / program)
         return (program, *(a.replace("{tree}", str(self.tree)) for a in run[1:]))
+
+    def owns(self, program: str) -> bool:
+        """Whether the program lies inside this commit's tree (what a relink may replace)."""
+        tree = os.path.realpath(self.tree)
+        return os.path.commonpath([tree, os.path.realpath(program)]) == tree
 
 
 def root() -> Path:
@@ -145,11 +151,17 @@ def placed(older: Build, newer: Build, command: Sequence[str], run: Sequence[str
     from perflab.lab import compare
 
     argv = [older.argv(run), newer.argv(run)]
+    for m, x in zip((older, newer), argv, strict=True):
+        if m.owns(x[0]):  # a relink killed before it put the program back (kill -9)
+            compiler.restore_kept(Path(x[0]))
     plain = (replace(compare.program_side("A", list(argv[0])), cwd=str(older.tree)),
              replace(compare.program_side("B", list(argv[1])), cwd=str(newer.tree)))  # fmt: skip
-    for m in (older, newer):
+    for m, x in zip((older, newer), argv, strict=True):
+        if not m.owns(x[0]):
+            why = f"{run[0]} is not a program of the commit's tree: perflab relinks only those"
+            return Placed(*plain, RANDOMIZE, f"code placement fixed: {why}", 0.0)
         with contextlib.suppress(OSError, PerflabError):
-            why = files.read_private(m.tree.parent / "relink").decode()
+            why = files.read_private(_note(m, x[0], command)).decode()
             return Placed(*plain, RANDOMIZE, f"code placement fixed: {why}", 0.0)
     started = time.monotonic()
     sides = []
@@ -157,9 +169,12 @@ def placed(older: Build, newer: Build, command: Sequence[str], run: Sequence[str
         try:
             side = compare.build_command_side(name, _in(m, command), x[0], x[1:])
             sides.append(replace(side, cwd=str(m.tree)))
+        except TimedOut as exc:  # no verdict on the build: tried again next time
+            return Placed(*plain, RANDOMIZE, f"code placement fixed: {_said(exc, m, command)}",
+                          0.0)  # fmt: skip
         except PerflabError as exc:
-            why = str(exc).replace(shlex.join(_in(m, command)), shlex.join(command))
-            files.write_bytes(m.tree.parent / "relink", why.encode())
+            why = _said(exc, m, command)
+            files.write_bytes(_note(m, x[0], command), why.encode())
             return Placed(*plain, RANDOMIZE, f"code placement fixed: {why}", 0.0)
     each = (time.monotonic() - started) / 2
     a, b = sides
@@ -167,6 +182,19 @@ def placed(older: Build, newer: Build, command: Sequence[str], run: Sequence[str
     drawn, said, kept = compare.code_placement(a, b)
     text = "; ".join([f"code placed at random per layout: {said} ({how})", *kept])
     return Placed(a, b, (*RANDOMIZE, *drawn), text, each)
+
+
+def _note(made: Build, program: str, command: Sequence[str]) -> Path:
+    """Where why this commit's program cannot be relinked by this command is kept, beside its
+    build: a note per program of the tree and command (another --run's has its own)."""
+    name = os.path.relpath(os.path.realpath(program), os.path.realpath(made.tree))
+    digest = hashlib.sha256("\0".join([name, *command]).encode()).hexdigest()[:12]
+    return made.tree.parent / f"relink-{digest}"
+
+
+def _said(exc: PerflabError, made: Build, command: Sequence[str]) -> str:
+    """A relink's failure in the words of the user's command, not perflab's `env -C` of it."""
+    return str(exc).replace(shlex.join(_in(made, command)), shlex.join(command))
 
 
 def _in(made: Build, command: Sequence[str]) -> list[str]:

@@ -224,8 +224,13 @@ def test_a_record_whose_verdicts_its_numbers_do_not_give_is_refused_on_resume(tm
                                                                       "faster")),
                                 results.metadata(df)), out)  # fmt: skip
     code, _, err = _bisect(r["good"], r["bad"], "--resume", str(out))
-    assert code != 0 and "which its B/A and interval do not give" in err
+    assert code != 0 and "which its commits' order, B/A and interval do not give" in err
     assert "the record was edited" in err
+    at = df.index[df["newer"] != r["good"]][-1]  # a step's newer commit made GOOD itself
+    edited = df.assign(newer=df["newer"].where(df.index != at, r["good"]))
+    results.save(results.attach(edited, results.metadata(df)), out)
+    code, _, err = _bisect(r["good"], r["bad"], "--resume", str(out))
+    assert code != 0 and f"of {r['good'][:10]} against" in err and "was edited" in err
 
 
 def test_a_commit_holding_an_absolute_link_is_skipped_with_its_reason(tmp_path):

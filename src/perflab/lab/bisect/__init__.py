@@ -167,24 +167,31 @@ def _resumed(output: str | os.PathLike[str] | None, meta: dict[str, Any]) -> lis
             raise PerflabError(f"{output}: refusing to resume a bisect with another {k} "
                                f"(recorded {saved.get(k)!r}, asked {meta[k]!r})")  # fmt: skip
     rows = [dict(r) for r in old.to_dict("records")]
-    shas = {c["sha"] for c in meta["commits"]}
+    shas = [c["sha"] for c in meta["commits"]]
     for r in rows:
         if not _follows(r, shas):
-            raise PerflabError(f"{output}: step {r.get('step')} reads {r.get('verdict')!r}, which "
-                               f"its B/A and interval do not give ({r.get('ratio')}, "
-                               f"{r.get('ci_low')}-{r.get('ci_high')}): the record was edited; "
-                               "bisect again without --resume")  # fmt: skip
+            raise PerflabError(f"{output}: step {r.get('step')} reads {r.get('verdict')!r} of "
+                               f"{str(r.get('newer'))[:10]} against {str(r.get('older'))[:10]}, "
+                               "which its commits' order, B/A and interval do not give "
+                               f"({r.get('ratio')}, {r.get('ci_low')}-{r.get('ci_high')}): the "
+                               "record was edited; bisect again without --resume")  # fmt: skip
     return rows
 
 
-def _follows(row: dict[str, Any], shas: set[str]) -> bool:
+def _follows(row: dict[str, Any], shas: list[str]) -> bool:
     """Whether a saved row's verdict is what its interval decides, between commits of this
-    bisect: a resume takes no verdict its numbers do not carry."""
+    bisect in their order (the newer at the position the row names): a resume takes no
+    verdict its numbers or commits do not carry."""
     if row.get("older") not in shas or row.get("newer") not in shas:
+        return False
+    older, newer = shas.index(row["older"]), shas.index(row["newer"])
+    if row.get("position") != newer:
         return False
     verdict = row.get("verdict")
     if verdict in ("does not build", "does not run"):
-        return row.get("older") == row.get("newer")
+        return older == newer
+    if older >= newer:
+        return False
     try:
         lo, hi = float(row["ci_low"]), float(row["ci_high"])
     except (KeyError, TypeError, ValueError):

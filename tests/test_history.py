@@ -404,3 +404,33 @@ def test_track_takes_the_children_s_controls_its_warnings_name(tmp_path):
                       controls={"jobs": 2})  # fmt: skip
     with pytest.raises(PerflabError, match=r"^rt: 'no' is not True or False$"):
         history.history(tmp_path, controls={"rt": "no"})
+
+
+def test_a_commit_file_gone_from_the_store_is_refused_not_tracked_anew(tmp_path):
+    r = slowed_repo()
+    code, out = _track(tmp_path, r["c0"])
+    assert code == 0, out
+    (entry,) = history.Store(tmp_path).entries()
+    (tmp_path / entry.machine / f"{r['c0']}.parquet").unlink()
+    index = (tmp_path / "index.json").read_bytes()
+    code, out = _track(tmp_path, r["c0"])
+    assert code == 1 and f"{r['c0']}.parquet: missing, though the index lists" in out
+    assert (tmp_path / "index.json").read_bytes() == index
+    assert not (tmp_path / entry.machine / f"{r['c0']}.parquet").exists()
+
+
+def test_a_full_disk_under_a_confirmation_keeps_its_runs_aside(tracked, tiny_disk):
+    store = tiny_disk / "store"
+    shutil.copytree(tracked, store, ignore=shutil.ignore_patterns("confirm-*"))
+    filler = fill_disk(tiny_disk, 0)
+    res = CliRunner().invoke(cli, ["history", "--store", str(store), "--repo",
+                                   slowed_repo()["repo"], *SMALL])  # fmt: skip
+    filler.unlink()
+    said = res.output + (res.stderr if res.stderr_bytes else "")
+    assert res.exit_code == 1, said
+    line = next(x for x in said.splitlines() if x.startswith("Error:"))
+    assert "confirm-" in line and "cannot write (No space left on device)" in line
+    assert "the confirming comparison's" in line and "/unsaved/" in line
+    spare = Path(line.split(" runs are kept in ")[1].split(" and the store")[0])
+    assert results.metadata(results.load(spare))["experiment"] == "compare"
+    spare.unlink()

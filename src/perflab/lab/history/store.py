@@ -99,9 +99,11 @@ def machine_key() -> str:
     return f"{host}-{digest}"
 
 
-def _save(runs: pd.DataFrame, path: Path, mine: pd.DataFrame) -> None:
-    """A commit's file written whole; where the disk refuses it, this track's runs are kept in
-    perflab's private unsaved directory and one line names both (the index is left as it was)."""
+def _save(runs: pd.DataFrame, path: Path, mine: pd.DataFrame, whose: str = "this track's",
+          then: str = "track the commit again") -> None:  # fmt: skip
+    """A store's file written whole; where the disk refuses it, the runs just made (`mine`)
+    are kept in perflab's private unsaved directory and one line names both (the index is left
+    as it was)."""
     try:
         results.save(runs, path)
     except (OSError, PerflabError) as exc:
@@ -111,11 +113,11 @@ def _save(runs: pd.DataFrame, path: Path, mine: pd.DataFrame) -> None:
             results.save(mine, spare)
         except (OSError, PerflabError) as again:
             raise PerflabError(f"{path}: cannot write ({first}), nor perflab's unsaved "
-                               f"directory ({again}): this track's runs are lost; free space "
-                               "and track the commit again") from None  # fmt: skip
-        raise PerflabError(f"{path}: cannot write ({first}); this track's {len(mine)} runs are "
-                           f"kept in {spare} and the store is as it was: free space, then track "
-                           "the commit again") from None  # fmt: skip
+                               f"directory ({_reason(again)}): {whose} runs are lost; free "
+                               f"space, then {then}") from None  # fmt: skip
+        raise PerflabError(f"{path}: cannot write ({first}); {whose} {len(mine)} runs are kept "
+                           f"in {spare} and the store is as it was: free space, then "
+                           f"{then}") from None  # fmt: skip
 
 
 def _reason(exc: BaseException) -> str:
@@ -203,7 +205,12 @@ class Store:
                 refuse_other(e, entry)
             place = files.private_dir(self.root / entry.machine)
             path = place / f"{entry.sha}.parquet"
-            kept = self._vouched(path, same[0]) if same and path.exists() else None
+            if same and not path.exists():
+                raise PerflabError(f"{path}: missing, though the index lists {entry.sha[:10]}'s "
+                                   f"{same[0].tracks} tracks there: the store was edited; remove "
+                                   "the commit's entry from index.json, or put the file back, "
+                                   "then track it again")  # fmt: skip
+            kept = self._vouched(path, same[0]) if same else None
             tracks = same[0].tracks + 1 if same else 1
             meta = results.metadata(kept if kept is not None else runs)
             runs = runs.assign(track=tracks - 1)
@@ -235,7 +242,9 @@ class Store:
         with filelock.held(self.root / INDEX, LOCK_WAIT_S, STORE_BUSY):
             files.private_dir(self.root / key["machine"])
             meta = results.metadata(runs) | {"key": key}
-            results.save(results.attach(runs, meta), self._confirm_path(key))
+            done = results.attach(runs, meta)
+            _save(done, self._confirm_path(key), done, "the confirming comparison's",
+                  "run history again")  # fmt: skip
 
     def _confirm_path(self, key: dict[str, Any]) -> Path:
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]

@@ -425,3 +425,17 @@ def test_setups_of_one_pair_are_said_to_hang_on_one_run(program, runner):
     two = runner.invoke(cli, ["compare", program, program, "--setups", "3", "--repeat", "2",
                               "--no-rt"])  # fmt: skip
     assert two.exit_code == 0 and "one A/B pair" not in two.output
+
+
+def test_the_api_refuses_an_unknown_dimension_and_a_seed_numpy_cannot_take(program, tmp_path):
+    from perflab.lab import bisect
+
+    a, b = compare.program_side("A", [program]), compare.program_side("B", [program])
+    for randomize in (["env-sizes"], ("heap-offset", "bogus")):
+        with pytest.raises(PerflabError, match=r"is not one of env-size, link-order"):
+            compare.compare(a, b, randomize=randomize, output=tmp_path / "r.parquet")
+    with pytest.raises(PerflabError, match=r"^--seed must be 0 to 4294967295, not -1$"):
+        compare.compare(a, b, seed=-1, output=tmp_path / "r.parquet")
+    with pytest.raises(PerflabError, match=r"^--seed must be 0 to 4294967295, not -1$"):
+        bisect.bisect("HEAD~1", "HEAD", ["make"], ["./p"], seed=-1)
+    assert list(tmp_path.iterdir()) == []

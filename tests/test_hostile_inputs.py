@@ -205,6 +205,8 @@ API = [
     ("lab.history.track", {"revisions": "HEAD", "build": ["make"], "run": ["./p"],
                            "controls": {"timeout": "9"}}, "timeout: '9' is not a number"),
     ("lab.history.history", {"controls": ["rt"]}, "controls: ['rt'] is not a mapping"),
+    ("lab.history.history", {"store": 5}, "store: 5 is not a path"),
+    ("lab.compare.compare", {"a": None, "b": None}, "a: None is not a side"),
 ]
 
 

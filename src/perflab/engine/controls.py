@@ -128,6 +128,7 @@ class Controls:
         """Refuse controls the C core cannot honour, before anything is built or measured."""
         from perflab.system import machine
 
+        check_seed(self.seed)
         check_timeout(self.timeout)
         check_aslr(self.aslr)
         machine.check_cpus(self.cpus)
@@ -484,3 +485,12 @@ def commit_controls(given: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 _TYPES: dict[str, Any] = {"cpus": tuple[int, ...], "timeout": float, "rt": bool}
+
+
+SEED_MAX = 2**32 - 1  # numpy's and the CLI's bound
+
+
+def check_seed(seed: int, flag: str = "--seed") -> None:
+    """A seed numpy can draw from: 0 to SEED_MAX, one line otherwise."""
+    if not 0 <= seed <= SEED_MAX:
+        raise PerflabError(f"{flag} must be 0 to {SEED_MAX}, not {seed}")

@@ -89,6 +89,7 @@ def bisect(
     if len(asked) != 1:
         raise PerflabError(f"--metric {metric!r}: bisect decides on one metric")
     metric = asked[0]
+    ctl.check_seed(seed)
     given = ctl.commit_controls(controls)
     per_look = 2 * setups * repeat
     if budget is not None and budget < per_look:

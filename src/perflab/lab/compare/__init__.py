@@ -19,6 +19,7 @@ from perflab.engine import childruns, lanes
 from perflab.engine.childruns import value_column as value_column
 from perflab.engine.progress import ProgressArg
 from perflab.engine.recording import FLUSH_S, Recording
+from perflab.errors import WrongType
 from perflab.lab.compare import runs
 from perflab.lab.compare.layouts import LAYOUT as LAYOUT
 from perflab.lab.compare.layouts import NO_PADDING as NO_PADDING
@@ -120,6 +121,10 @@ def compare(
     instructions, exit_code, signal, status (docs/env-size.md). per_setup() and overall() turn
     it into B/A ratios with intervals.
     """
+    for name, side in (("a", a), ("b", b)):
+        if not isinstance(side, Side):
+            raise WrongType(f"{name}: {side!r} is not a side (compare.program_side(...), "
+                            "build_side, objects_side or build_command_side)")  # fmt: skip
     asked = metric_names(metrics)
     cpus = params.pop("cpus", None)
     if a.build and b.build and params.get("randomize") is None and not params.get("layout"):

@@ -74,6 +74,7 @@ def track(
     how the children run (cpus, timeout, rt, as compare's)."""
     if not build or not run:
         raise PerflabError("--build and --run each need a command")
+    ctl.check_seed(seed)
     given = ctl.commit_controls(controls)
     where = commits.toplevel(repo)
     listed = commits.listed(where, revisions, MOST_COMMITS)
@@ -177,6 +178,7 @@ def history(
     timeout, rt, as compare's)."""
     if not 0.5 <= confidence < 1:
         raise PerflabError(f"--confidence must be in [0.5, 1), not {confidence}")
+    ctl.check_seed(seed)
     children = ctl.commit_controls(controls)
     metric = _metric(metric)
     given = commits.toplevel(repo) if repo is not None else None  # a bad one: said at once

@@ -30,7 +30,7 @@ from typing import Any
 from perflab.core import files
 from perflab.core.lazy import pd
 from perflab.engine import filelock, journal, results
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, WrongType
 from perflab.system import machine
 
 INDEX = "index.json"
@@ -137,6 +137,8 @@ class Store:
                  parents: bool = False) -> None:  # fmt: skip
         """The store at root; made when `create`, in a directory that exists, or (`parents`)
         with its missing parents, as the default store is."""
+        if not isinstance(root, (str, os.PathLike)):
+            raise WrongType(f"store: {root!r} is not a path")
         where = Path(root)
         if not (where / INDEX).is_file():
             if not create:

@@ -208,12 +208,16 @@ class ComparePlan(Controls):
     def _check_dimensions(self, objects: tuple[int, int]) -> None:
         """What the setups vary must be something A and B can vary."""
         flag = "--layout" if self.layout else "--randomize"
+        unknown = [d for d in self.randomize if d not in RANDOMIZE]
+        if unknown:
+            raise PerflabError(f"--randomize {','.join(map(str, self.randomize))}: "
+                               f"{unknown[0]!r} is not one of {', '.join(RANDOMIZE)}")  # fmt: skip
         varied = self.varied()
         linked = [d for d in LINKED if d in varied]
         if linked and not all(objects):
             raise PerflabError(
-                f"{flag} {linked[0]} needs --build (or --objects-a and --objects-b): perflab "
-                "can relink only what it links"
+                f"{flag} {linked[0]} needs --build, --objects-a/-b or --build-cmd-a/-b: "
+                "perflab can relink only what it links"
             )
         if "link-order" in varied and objects[0] != objects[1]:
             raise PerflabError(

@@ -364,3 +364,20 @@ def test_a_relink_killed_midway_leaves_the_program_to_be_put_back(placed_repo):
     os.replace(prog, kept)  # as a relink killed by kill -9 leaves it
     assert not prog.exists()
     assert compiler.restore_kept(prog) == kept and prog.is_file() and not kept.exists()
+
+
+def test_track_leaves_out_a_commit_whose_runs_all_fail_naming_it_once(tmp_path):
+    from perflab.lab import history
+
+    repo = tmp_path / "reads"
+    shas = _reading(repo, ("1000000", ""))
+    said: list[str] = []
+    build = ["cc", "-O1", "-o", "prog", "prog.c"]
+    (tmp_path / "store").mkdir()
+    written, left_out = history.track(f"{shas[0]}..{shas[1]}", build, RUN, repo=repo,
+                                      store=tmp_path / "store", reference=shas[0], setups=2,
+                                      repeat=2, say=said.append)  # fmt: skip
+    assert not written and left_out == [
+        f"[1/1] {shas[1][:10]}: every run of ./prog in its tree failed (exit status 2): cannot "
+        "read input.txt: left out"
+    ]

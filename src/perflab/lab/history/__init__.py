@@ -113,6 +113,7 @@ def track(
         if not value["setups"]:
             failed = builds.failed(df, ref_made, made, run)
             why = failed[1] if failed else f"no run ended well ({childruns.status_counts(df)})"
+            why = why.removeprefix(f"{c.sha[:10]}: ")  # the head names the commit already
             left_out.append(f"{head}: {why}: left out")
             say(left_out[-1])
             continue

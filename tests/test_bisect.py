@@ -266,3 +266,13 @@ def test_sigterm_during_a_build_stops_bisect_in_one_line_its_build_killed(tmp_pa
     with pytest.raises(ProcessLookupError):  # the build went with it
         os.kill(int(pid.read_text()), 0)
     assert lock_free(out)
+
+
+def test_a_build_past_the_timeout_is_said_so_and_built_again_next_time():
+    r = slowed_repo()
+    slow = ["--build", "sh -c 'sleep 2; cc -O1 -o prog prog.c'", "--run", "./prog"]
+    code, _, err = _bisect(r["good"], r["bad"], *slow, "--build-timeout", "1")
+    assert code == 1 and "did not build within --build-timeout" in err
+    assert err.rstrip().endswith("GOOD and BAD must build"), err
+    code, _, err = _bisect(r["good"], r["bad"], *slow, "--build-timeout", "60")  # not cached
+    assert code == 0, err

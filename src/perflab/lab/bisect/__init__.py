@@ -274,10 +274,11 @@ class _Search:
         if key in self.made:
             return self.made[key]
         for i in (older, newer):
-            if not self._built(i).ok:
-                raise PerflabError(
-                    f"{self.span[i].short} does not build ({self._built(i).log}): GOOD and BAD must"
-                )
+            made = self._built(i)
+            if not made.ok:
+                how = "did not build within --build-timeout" if made.timed_out else "does not build"
+                raise PerflabError(f"{self.span[i].short} {how} ({made.log}): GOOD and BAD must "
+                                   "build")  # fmt: skip
         row = self._compare(older, newer)
         self.made[key] = row
         self.runs += int(row["runs"])

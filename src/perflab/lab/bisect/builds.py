@@ -38,6 +38,7 @@ class Build:
     ok: bool
     log: Path
     reused: bool
+    timed_out: bool = False  # killed past --build-timeout: not kept as failed
 
     def argv(self, run: Sequence[str]) -> tuple[str, ...]:
         """The run command in this tree: a program named with a slash is the tree's, and
@@ -94,7 +95,7 @@ def _build(repo: Path, sha: str, command: Sequence[str], place: Path) -> Build:
         text = f"$ {' '.join(command)}\n{done.stdout}{done.stderr}exit status {done.returncode}\n"
     except PerflabError as exc:  # past --build-timeout: killed, said in the log, not kept
         files.write_bytes(log, f"$ {' '.join(command)}\n{exc}\n".encode(errors="replace"))
-        return Build(sha, tree, False, log, reused=False)
+        return Build(sha, tree, False, log, reused=False, timed_out=True)
     except OSError as exc:
         raise PerflabError(f"--build {command[0]}: {exc.strerror}") from None
     files.write_bytes(log, text.encode(errors="replace"))

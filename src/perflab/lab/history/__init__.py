@@ -105,7 +105,8 @@ def track(
         head = f"[{i}/{len(listed)}] {c.short}"
         made = builds.build(where, c.sha, list(build))
         if not made.ok:
-            left_out.append(f"{head} does not build ({made.log}): left out")
+            how = "did not build within --build-timeout" if made.timed_out else "does not build"
+            left_out.append(f"{head} {how} ({made.log}): left out")
             say(left_out[-1])
             continue
         df = _measure(ref_made, made, build, run, setups, repeat, seed, given)

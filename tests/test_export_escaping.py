@@ -51,6 +51,8 @@ def test_html_escapes_every_value(hostile):
     page = res.stdout
     assert "<script>" not in page and "<i>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "\x1b" not in page and "\x07" not in page  # an ESC spelled out, as on a terminal
+    assert "\\x1b[2J" in page
 
 
 def test_a_figure_s_text_is_escaped_before_matplotlib_draws_it(tmp_path, recwarn):

@@ -94,6 +94,12 @@ def _visible(text: str) -> str:
     return _CONTROL.sub(lambda m: " " if m[0] in "\n\r\t" else f"\\x{ord(m[0]):02x}", text)
 
 
+def _h(text: Any) -> str:
+    """Text from a result file or its metadata as a page shows it: markup escaped, control
+    characters (an ESC a host label carried) spelled out as they are in a terminal."""
+    return html.escape(_visible(str(text)))
+
+
 def md_text(text: Any) -> str:
     """Text from a result file or its metadata as Markdown shows it: literally, whatever it is."""
     return _visible(_MD_MARKUP.sub(r"\\\1", str(text)))
@@ -119,17 +125,17 @@ def md_table(df: pd.DataFrame, floatfmt: str = "{:,.2f}") -> str:
 def html_table(df: pd.DataFrame, title: str, floatfmt: str = "{:,.2f}") -> str:
     """One table, every value escaped."""
     numeric = [pd.api.types.is_numeric_dtype(t) for t in df.dtypes]
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    head = "".join(f"<th>{_h(str(c))}</th>" for c in df.columns)
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td class="n">{html.escape(v)}</td>' if n else f"<td>{html.escape(v)}</td>"
+            f'<td class="n">{_h(v)}</td>' if n else f"<td>{_h(v)}</td>"
             for v, n in zip(row, numeric, strict=True)
         )
         + "</tr>"
         for row in _rows(df, floatfmt)
     )
-    return f"<table><caption>{html.escape(title)}</caption><tr>{head}</tr>{body}</table>"
+    return f"<table><caption>{_h(title)}</caption><tr>{head}</tr>{body}</table>"
 
 
 def _conditions(conditions: dict[str, Any]) -> pd.DataFrame:
@@ -235,14 +241,14 @@ def _png(draw: Callable[[Path], Any]) -> str:
 def _page(title: str, parts: Iterable[str]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
+        f"<title>{_h(title)}</title><style>{STYLE}</style></head><body>"
         + "\n".join(parts)
         + "</body></html>\n"
     )
 
 
 def _list(lines: Iterable[str]) -> str:
-    items = "".join(f"<li>{html.escape(x)}</li>" for x in lines)
+    items = "".join(f"<li>{_h(x)}</li>" for x in lines)
     return f"<ul>{items}</ul>" if items else ""
 
 
@@ -258,11 +264,11 @@ class Html:
 
     def body(self, r: Report) -> str:
         """The report without the page around it: what the notebook view shows."""
-        parts = [f"<h2>perflab {html.escape(r.experiment)}: {len(r.frame):,} rows</h2>"]
+        parts = [f"<h2>perflab {_h(r.experiment)}: {len(r.frame):,} rows</h2>"]
         if r.path:
-            parts.append(f"<p><code>{html.escape(r.path)}</code></p>")
+            parts.append(f"<p><code>{_h(r.path)}</code></p>")
         if r.partial:
-            parts.append(f'<p class="warn">Partial result: {html.escape(r.partial)}</p>')
+            parts.append(f'<p class="warn">Partial result: {_h(r.partial)}</p>')
         parts += [_list(r.notes), self.summary(r.summary)]
         parts.append(html_table(_conditions(r.conditions()), "measured on"))
         return "\n".join(p for p in parts if p)
@@ -272,7 +278,7 @@ class Html:
 
     def page(self, title: str, s: Summary) -> str:
         """A summary alone as one self-contained page (a verb's view that is no result)."""
-        return _page(title, [f"<h2>{html.escape(title)}</h2>", self.summary(s)])
+        return _page(title, [f"<h2>{_h(title)}</h2>", self.summary(s)])
 
 
 TEXT, JSON, MARKDOWN, HTML = Text(), Json(), Markdown(), Html()
@@ -304,13 +310,13 @@ MAX_HTML_ROWS = 500  # a page of 8 193 env sizes is unreadable: the changed ones
 def diff_html(d: Diff) -> str:
     """The diff as one page: verdict, warnings, the ratio figure, the points, both conditions."""
     parts = [
-        f"<h1>perflab diff: {html.escape(d.before.experiment)}</h1>",
-        f"<p>before <code>{html.escape(str(d.before.path))}</code>, after "
-        f"<code>{html.escape(str(d.after.path))}</code>; ratio = median "
-        f"{html.escape(d.value)} after / before</p>",
-        f"<p><strong>{html.escape(d.verdict)}</strong></p>",
+        f"<h1>perflab diff: {_h(d.before.experiment)}</h1>",
+        f"<p>before <code>{_h(str(d.before.path))}</code>, after "
+        f"<code>{_h(str(d.after.path))}</code>; ratio = median "
+        f"{_h(d.value)} after / before</p>",
+        f"<p><strong>{_h(d.verdict)}</strong></p>",
     ]
-    parts += [f'<p class="warn">{html.escape(w)}</p>' for w in d.warnings]
+    parts += [f'<p class="warn">{_h(w)}</p>' for w in d.warnings]
     parts.append(_list(d.notes))
     parts.append(f'<img alt="ratio after / before" src="{_png(d.plot)}">')
     if len(d.table) <= MAX_HTML_ROWS:

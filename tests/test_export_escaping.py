@@ -68,3 +68,10 @@ def test_a_figure_s_text_is_escaped_before_matplotlib_draws_it(tmp_path, recwarn
     assert "hosts: evil\\x1b]0;title\\x07" in texts and "host\\x1b[2J\\x07" in texts
     assert not [w for w in recwarn if "Glyph" in str(w.message)]
     assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("args", [["--json", "--md", "-"], ["--md", "-", "--html", "-"]])
+def test_two_outputs_for_stdout_are_refused(hostile, args):
+    res = CliRunner().invoke(cli, ["report", str(hostile), *args])
+    assert res.exit_code == 2 and "would both write to stdout" in res.output
+    assert not res.stdout.strip() or res.stdout.startswith("Usage")

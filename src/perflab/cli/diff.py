@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 import click
 
 from perflab.cli import cli, echo
-from perflab.cli.exports import export_options, export_path, write_export
+from perflab.cli.exports import export_options, export_path, one_stdout, write_export
 from perflab.cli.options import check_paths
 from perflab.cli.params import FileToWrite, fraction
 from perflab.cli.printing import emit_json, table
@@ -86,6 +86,7 @@ def diff_cmd(
     from perflab.reports import diff, exporters
 
     check_paths(None, plot_path)
+    one_stdout(as_json, md_path, html_path)
     md_path, html_path = export_path(md_path, ".md"), export_path(html_path, ".html")
     d = diff.diff(before, after, confidence, intersect, force, change, metric)
     if plot_path:

@@ -24,6 +24,16 @@ def export_path(path: str | None, suffix: str) -> str | None:
     return path
 
 
+def one_stdout(as_json: bool, md_path: str | None, html_path: str | None) -> None:
+    """Refuse two outputs for stdout (--json beside --md -, or --md - beside --html -): what a
+    reader gets would be neither."""
+    named = [flag for flag, on in (("--json", as_json), ("--md -", md_path == "-"),
+                                   ("--html -", html_path == "-")) if on]  # fmt: skip
+    if len(named) > 1:
+        raise click.BadParameter(f"{' and '.join(named)} would both write to stdout: give the "
+                                 "others a file")  # fmt: skip
+
+
 def write_export(path: str | None, render: Callable[[], str]) -> None:
     """Render only when asked: a page draws its figure."""
     if path == "-":

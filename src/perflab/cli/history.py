@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from perflab.cli import cli, echo
-from perflab.cli.exports import export_options, export_path, write_export
+from perflab.cli.exports import export_options, export_path, one_stdout, write_export
 from perflab.cli.options import build_timeout_option, commit_controls
 from perflab.cli.params import Count, FileToWrite
 from perflab.engine import controls
@@ -78,6 +78,7 @@ def history_cmd(store: str | None, repo: str | None, no_confirm: bool, confidenc
 
     if fail_above is not None:
         history.gate_can_trip(not no_confirm)
+    one_stdout(as_json, md_path, html_path)
     md_path, html_path = export_path(md_path, ".md"), export_path(html_path, ".html")
     if plot_path:
         plot.check_plot_path(plot_path)

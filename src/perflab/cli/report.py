@@ -3,7 +3,7 @@
 import click
 
 from perflab.cli import cli, echo
-from perflab.cli.exports import export_options, export_path, write_export
+from perflab.cli.exports import export_options, export_path, one_stdout, write_export
 from perflab.cli.options import check_paths
 from perflab.cli.params import FileToWrite, fraction
 from perflab.cli.printing import emit_json, table
@@ -63,6 +63,7 @@ def show_cmd(
     from perflab.reports import exporters, report
 
     check_paths(None, plot_path)
+    one_stdout(as_json, md_path, html_path)
     md_path, html_path = export_path(md_path, ".md"), export_path(html_path, ".html")
     r = report.report(path, change, ",".join(metrics) or None)
     if plot_path:

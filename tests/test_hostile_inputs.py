@@ -339,3 +339,11 @@ def test_a_hand_edited_journal_is_one_line(made, tmp_path):
 def test_numbers_past_the_core_and_addresses_dask_cannot_read_are_one_line(args, said):
     done = CliRunner().invoke(cli, args)
     assert done.exit_code != 0 and said in done.output and "internal error" not in done.output
+
+
+@pytest.mark.parametrize("cpus", ["0,,1", "1-", "-1", "0,", "a", "0 1"])
+def test_a_cpu_list_is_read_strictly_on_the_command_line(cpus, tmp_path):
+    res = CliRunner().invoke(cli, ["sweep", "env-size", "--max", "0", "--cpu", cpus,
+                                   "-o", str(tmp_path / "r.csv")])  # fmt: skip
+    assert res.exit_code == 2 and f"{cpus!r} is not a CPU list" in _one_line(res)
+    assert not list(tmp_path.iterdir())

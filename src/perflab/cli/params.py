@@ -4,6 +4,7 @@ numbers, counts this machine can hold, command words, CPU lists; each refused in
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,9 @@ def fraction(text: str) -> float:
     return value
 
 
+CPU_LIST = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")  # what --cpu takes: 1, 0-3,6
+
+
 def cpu_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
     """Click callback: '1' or '0-1,3' as a list of online CPUs, each once, else a one-line error."""
     from perflab.system import machine
@@ -184,6 +188,8 @@ def cpu_list(ctx: click.Context, param: click.Parameter, value: str | None) -> l
     if value is None:
         return None
     try:
+        if not CPU_LIST.fullmatch(value.strip()):  # sysfs' reader forgives ',,' and '1-'
+            raise ValueError(value)
         cpus = machine.parse_cpu_list(value)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a CPU list such as 1 or 0-3,6") from None

@@ -381,3 +381,22 @@ def test_track_leaves_out_a_commit_whose_runs_all_fail_naming_it_once(tmp_path):
         f"[1/1] {shas[1][:10]}: every run of ./prog in its tree failed (exit status 2): cannot "
         "read input.txt: left out"
     ]
+
+
+def test_a_commit_whose_runs_all_time_out_is_said_so_without_running_it_again(tmp_path):
+    repo = tmp_path / "hangs"
+    git = new_repo(repo)
+    shas = []
+    for body in ("return 0;", "for (;;) ;"):
+        (repo / "prog.c").write_text(f"int main(void) {{ {body} }}\n")
+        git("add", "-A")
+        git("commit", "-q", "-m", body)
+        shas.append(git("rev-parse", "HEAD"))
+    build = ["cc", "-O0", "-o", "prog", "prog.c"]
+    older, newer = (builds.build(repo, s, build) for s in shas)
+    sides = builds.placed(older, newer, build, RUN)
+    df = compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=2, repeat=2,
+                         timeout=0.3, rt=False, progress=False)  # fmt: skip
+    said = builds.failed(df, older, newer, RUN, timeout=0.3)  # a run again would hang here
+    assert said == (shas[1], f"{shas[1][:10]}: every run of ./prog in its tree failed (killed "
+                    "past --timeout)")  # fmt: skip

@@ -310,7 +310,9 @@ class _Search:
                                  per_placement=sides.per_placement(self.setups),
                                  metrics=(self.metric,), progress=False,
                                  **self.controls)  # fmt: skip
-            if failed := builds.failed(df, self._built(older), self._built(newer), self.run):
+            timeout = self.controls.get("timeout", builds.RUN_TIMEOUT_S)
+            if failed := builds.failed(df, self._built(older), self._built(newer), self.run,
+                                       timeout):  # fmt: skip
                 sha, why = failed
                 if sha in (self.span[0].sha, self.span[-1].sha):
                     raise PerflabError(f"{why}: GOOD and BAD must run")

@@ -21,10 +21,12 @@ from typing import Any
 
 from perflab.core import files, terminal
 from perflab.engine import filelock
+from perflab.engine.controls import Controls
 from perflab.errors import PerflabError, TimedOut
 from perflab.lab.bisect import commits
 from perflab.system import compiler, sections, supervisor
 
+RUN_TIMEOUT_S = Controls.timeout  # the runs' --timeout unless given
 WAIT_S = 3600.0  # another perflab's build of the same commit: waited for this long at most
 BUILDING = "run this once that build has ended"  # what to do after that wait
 
@@ -203,25 +205,30 @@ def _in(made: Build, command: Sequence[str]) -> list[str]:
     return ["env", "-C", str(made.tree), "--", *command]
 
 
-def failed(df: Any, older: Build, newer: Build, run: Sequence[str]) -> tuple[str, str] | None:
+def failed(df: Any, older: Build, newer: Build, run: Sequence[str],
+           timeout: float = RUN_TIMEOUT_S) -> tuple[str, str] | None:  # fmt: skip
     """A side of a comparison none of whose runs ended well: its commit, and one line with the
     exit status or signal and the program's first line on stderr (run once more in its tree
-    to read it, escaped); None when both sides have runs that ended well."""
+    to read it, bounded by the runs' timeout, escaped; not for runs that timed out); None
+    when both sides have runs that ended well."""
     for side, made in (("A", older), ("B", newer)):
         mine = df[df["side"] == side]
         if not len(mine) or (mine["status"] == "ok").any():
             continue
         row = mine.iloc[0]
         how = (
-            f"killed by signal {int(row['signal'])}" if int(row["signal"] or 0)
+            "killed past --timeout" if row["status"] == "timeout"
+            else f"killed by signal {int(row['signal'])}" if int(row["signal"] or 0)
             else f"exit status {int(row['exit_code'])}" if row["status"] == "exit"
             else str(row["status"]).replace("_", " ")
         )  # fmt: skip
         argv = made.argv(run)
         said = ""
         with contextlib.suppress(OSError, PerflabError):
-            done = supervisor.run_bounded(["env", "-C", str(made.tree), "--", *argv])
-            said = next((x.strip() for x in done.stderr.splitlines() if x.strip()), "")
+            if row["status"] != "timeout":
+                with supervisor.build_timeout(timeout):
+                    done = supervisor.run_bounded(["env", "-C", str(made.tree), "--", *argv])
+                said = next((x.strip() for x in done.stderr.splitlines() if x.strip()), "")
         return made.sha, (
             f"{made.sha[:10]}: every run of {shlex.join(run)} in its tree failed ({how})"
             + (f": {terminal.escape(said[:200])}" if said else "")

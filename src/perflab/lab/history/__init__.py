@@ -112,7 +112,8 @@ def track(
         df = _measure(ref_made, made, build, run, setups, repeat, seed, given)
         value = changes.commit_value(df, side="B")
         if not value["setups"]:
-            failed = builds.failed(df, ref_made, made, run)
+            failed = builds.failed(df, ref_made, made, run,
+                                   given.get("timeout", builds.RUN_TIMEOUT_S))  # fmt: skip
             why = failed[1] if failed else f"no run ended well ({childruns.status_counts(df)})"
             why = why.removeprefix(f"{c.sha[:10]}: ")  # the head names the commit already
             left_out.append(f"{head}: {why}: left out")

@@ -309,7 +309,7 @@ class _Search:
                                  repeat=self.repeat, seed=self.seed + SEED_STEP * look,
                                  per_placement=sides.per_placement(self.setups),
                                  metrics=(self.metric,), progress=False,
-                                 **self.controls)  # fmt: skip
+                                 warn=errors.warn_once, **self.controls)  # fmt: skip
             timeout = self.controls.get("timeout", builds.RUN_TIMEOUT_S)
             if failed := builds.failed(df, self._built(older), self._built(newer), self.run,
                                        timeout):  # fmt: skip

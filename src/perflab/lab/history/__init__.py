@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from perflab import errors
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.engine import childruns, results
@@ -153,7 +154,7 @@ def _measure(reference: builds.Build, made: builds.Build, build: Sequence[str],
         sides = builds.placed(reference, made, build, run)
         df = compare.compare(sides.a, sides.b, randomize=sides.randomize, setups=setups,
                              repeat=repeat, seed=seed, per_placement=sides.per_placement(setups),
-                             progress=False, **controls)  # fmt: skip
+                             progress=False, warn=errors.warn_once, **controls)  # fmt: skip
     meta = results.metadata(df) | {"placement": sides.placement, "relink_s": sides.relink_s}
     return results.attach(df, meta)
 

@@ -236,4 +236,7 @@ def stored(path: str | os.PathLike) -> tuple[dict, int | None] | None:
 def _first(exc: BaseException) -> str:
     """An exception as a short phrase: its type and the first line of its message."""
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:100]}" if text else type(exc).__name__
+    if not text:
+        return type(exc).__name__
+    first = text[0] if len(text[0]) <= 160 else text[0][:160].rsplit(" ", 1)[0] + " ..."
+    return f"{type(exc).__name__}: {first}"

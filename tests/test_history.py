@@ -434,3 +434,11 @@ def test_a_full_disk_under_a_confirmation_keeps_its_runs_aside(tracked, tiny_dis
     spare = Path(line.split(" runs are kept in ")[1].split(" and the store")[0])
     assert results.metadata(results.load(spare))["experiment"] == "compare"
     spare.unlink()
+
+
+def test_a_metric_no_run_measured_is_one_line_without_a_library_s_warning(tracked, recwarn):
+    res = CliRunner().invoke(cli, ["history", "--store", str(tracked), "--metric", "cycles",
+                                   "--no-confirm"])  # fmt: skip
+    assert res.exit_code == 1  # the program runs no probe: no machine counts its cycles
+    assert "no commit in the store has a run that measured cycles" in res.output
+    assert "RuntimeWarning" not in res.output and not [w for w in recwarn]

@@ -203,7 +203,11 @@ def history(
             found.append({"machine": name, **c, "sigma": sigma})
         frames.append(series)
     if not frames:
-        raise PerflabError(f"{kept.root}: no commit in the store has an ok run")
+        what = "an ok run" if metric == "time" else (
+            f"a run that measured {metric} (a PMU counts cycles and instructions, in programs "
+            "that run perflab's probe)"
+        )  # fmt: skip
+        raise PerflabError(f"{kept.root}: no commit in the store has {what}")
     here = machine_key()
     mine = [c for c in found if c["machine"] == here]
     each = 1 - (1 - confidence) / max(1, PLACES * len(mine))
@@ -323,6 +327,8 @@ def _series(kept: Store, entries: list[Entry], order: dict[str, int],
         df, col = metrics.column(kept.runs(e), metrics.METRICS[metric])
         frames.append((e, df if metric == "time" else df[df[col].notna()]))
     oks = [df[df["status"] == "ok"] for _, df in frames]
+    if not any(len(ok) for ok in oks):  # nothing of this metric on this machine
+        return pd.DataFrame(columns=list(SERIES))
     if metric == "time":
         units = {childruns.value_column(ok) for ok in oks if len(ok)}
         unit = "ticks" if units == {"ticks"} else "outer_ticks"

@@ -231,6 +231,20 @@ def test_a_record_whose_verdicts_its_numbers_do_not_give_is_refused_on_resume(tm
     results.save(results.attach(edited, results.metadata(df)), out)
     code, _, err = _bisect(r["good"], r["bad"], "--resume", str(out))
     assert code != 0 and f"of {r['good'][:10]} against" in err and "was edited" in err
+    # a slower step made unclear with numbers that give it: its kept runs say otherwise
+    plain = df.assign(ratio=df["ratio"].where(df.index != slower, 1.0),
+                      ci_low=df["ci_low"].where(df.index != slower, 0.9),
+                      ci_high=df["ci_high"].where(df.index != slower, 1.1),
+                      verdict=df["verdict"].where(df.index != slower, "unclear"))  # fmt: skip
+    results.save(results.attach(plain, results.metadata(df)), out)
+    code, _, err = _bisect(r["good"], r["bad"], "--resume", str(out))
+    assert code != 0 and "reads 'unclear' at B/A 1.0, its runs 'slower' at" in err, err
+    results.save(df, out)  # as it was: resumed, decided again from its runs, nothing re-run
+    code, doc, err = _bisect(r["good"], r["bad"], "--resume", str(out))
+    assert code == 0 and doc["first_slower"] == r["c2"], err
+    (Path(f"{out}.runs") / f"step-{int(df.loc[slower, 'step'])}.parquet").unlink()
+    code, _, err = _bisect(r["good"], r["bad"], "--resume", str(out))
+    assert code != 0 and "runs cannot be read" in err
 
 
 def test_a_commit_holding_an_absolute_link_is_skipped_with_its_reason(tmp_path):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from perflab import errors
 from perflab.analysis.summary import Summary, Table
+from perflab.core import files
 from perflab.core.lazy import pd
 from perflab.engine import controls as ctl
 from perflab.engine import filelock, results
@@ -128,9 +129,13 @@ def _run(where: Path, span: list[commits.Commit], build: Sequence[str], run: Seq
          meta: dict[str, Any], output: str | os.PathLike[str] | None, resume: bool,
          warn: Callable[[str], None], say: Callable[[str], None]) -> pd.DataFrame:  # fmt: skip
     """bisect's search, its record held for it (another bisect of the same -o is refused)."""
-    done = _resumed(output, meta) if resume else []
+    evidence = files.private_dir(f"{output}.runs") if output is not None else None
+    if evidence is not None and not resume:  # another bisect's runs: not this one's evidence
+        for old in evidence.glob("step-*.parquet"):
+            old.unlink()
+    done = _resumed(output, meta, evidence) if resume else []
     search = _Search(where, span, list(build), list(run), each, setups, repeat, seed, metric,
-                     looks, done, ctl.commit_controls(meta["controls"]))  # fmt: skip
+                     looks, done, ctl.commit_controls(meta["controls"]), evidence)  # fmt: skip
     rows = list(done)
     try:
         for row in search.steps():
@@ -154,8 +159,10 @@ def _frame(rows: list[dict[str, Any]], meta: dict[str, Any]) -> pd.DataFrame:
     return results.attach(pd.DataFrame(rows, columns=list(COLUMNS)), meta)
 
 
-def _resumed(output: str | os.PathLike[str] | None, meta: dict[str, Any]) -> list[dict]:
-    """The comparisons a saved bisect holds, when it bisected the same commits the same way."""
+def _resumed(output: str | os.PathLike[str] | None, meta: dict[str, Any],
+             evidence: Path | None) -> list[dict]:  # fmt: skip
+    """The comparisons a saved bisect holds, when it bisected the same commits the same way,
+    each decided again from its runs (FILE.runs/step-N.parquet)."""
     if output is None or not Path(output).exists():
         raise PerflabError("--resume needs the file a stopped bisect saved (-o FILE)")
     old = results.load(output)
@@ -176,7 +183,44 @@ def _resumed(output: str | os.PathLike[str] | None, meta: dict[str, Any]) -> lis
                                "which its commits' order, B/A and interval do not give "
                                f"({r.get('ratio')}, {r.get('ci_low')}-{r.get('ci_high')}): the "
                                "record was edited; bisect again without --resume")  # fmt: skip
+        _decided_again(r, evidence, meta, output)
     return rows
+
+
+def _decided_again(row: dict[str, Any], evidence: Path | None, meta: dict[str, Any],
+                   output: str | os.PathLike[str] | None) -> None:  # fmt: skip
+    """A saved comparison's verdict and B/A made again from its kept runs, or one line."""
+    if row.get("verdict") in SKIPS:
+        return
+    path = (evidence or Path(f"{output}.runs")) / f"step-{row.get('step')}.parquet"
+    again = f"the record was edited, or its runs ({path}) were; bisect again without --resume"
+    try:
+        runs = results.load(path)
+    except PerflabError as exc:
+        raise PerflabError(f"{output}: step {row.get('step')}'s runs cannot be read ({exc}): "
+                           "bisect again without --resume") from None  # fmt: skip
+    level = 1 - (1 - meta["confidence_each"]) / meta["looks"]
+    got, verdict = decided(runs, meta["metric"], level)
+    same = verdict == row.get("verdict") and len(runs) == row.get("runs") and math.isclose(
+        got.get("ratio", math.nan), float(row.get("ratio", math.nan)), rel_tol=1e-9
+    )
+    if not same:
+        raise PerflabError(f"{output}: step {row.get('step')} reads {row.get('verdict')!r} at "
+                           f"B/A {row.get('ratio')}, its runs {verdict!r} at "
+                           f"{got.get('ratio', math.nan)}: {again}")  # fmt: skip
+
+
+def decided(both: pd.DataFrame, metric: str, level: float) -> tuple[dict[str, Any], str]:
+    """A comparison's runs decided on the metric at this level: compare's numbers, and the
+    verdict bisect reads from them (slower, faster, same, or unclear)."""
+    from perflab.lab.compare import metrics
+
+    got = metrics.decide(both, metric, confidence=level)
+    lo, hi = got.get("ci_low", math.nan), got.get("ci_high", math.nan)
+    verdict = "slower" if lo > 1 else "faster" if hi < 1 else "unclear"
+    if got.get("same") or (verdict == "unclear" and got.get("exact") and lo == hi):
+        verdict = "same"
+    return got, verdict
 
 
 def _follows(row: dict[str, Any], shas: list[str]) -> bool:
@@ -213,10 +257,11 @@ class _Search:
     def __init__(self, repo: Path, span: list[commits.Commit], build: list[str],
                  run: list[str], each: float, setups: int, repeat: int, seed: int,
                  metric: str, looks: int, done: list[dict],
-                 controls: dict[str, Any]) -> None:  # fmt: skip
+                 controls: dict[str, Any], evidence: Path | None) -> None:  # fmt: skip
         self.repo, self.span, self.build, self.run = repo, span, build, run
         self.each, self.setups, self.repeat, self.seed = each, setups, repeat, seed
         self.metric, self.looks, self.controls = metric, looks, controls
+        self.evidence = evidence  # where each comparison's runs are kept (FILE.runs), if -o
         self.made = {(r["older"], r["newer"]): r for r in done}
         self.count = len(done)  # comparisons and skips so far: the next row's step
         self.good, self.bad = 0, len(span) - 1
@@ -298,7 +343,6 @@ class _Search:
     def _looks(self, older: int, newer: int, sides: builds.Placed) -> dict[str, Any]:
         """_compare's looks at one pair of sides."""
         from perflab.lab import compare
-        from perflab.lab.compare import metrics
 
         a, b = sides.a, sides.b
         level = 1 - (1 - self.each) / self.looks
@@ -330,17 +374,16 @@ class _Search:
                 pd.concat(frames, ignore_index=True),
                 meta | ({"instructions_exact": counted} if counted else {}),
             )
-            got = metrics.decide(both, self.metric, confidence=level)
+            got, verdict = decided(both, self.metric, level)
             ratio = got.get("ratio", math.nan)
             lo, hi = got.get("ci_low", math.nan), got.get("ci_high", math.nan)
-            verdict = "slower" if lo > 1 else "faster" if hi < 1 else "unclear"
-            if got.get("same") or (verdict == "unclear" and got.get("exact") and lo == hi):
-                verdict = "same"
             if verdict != "unclear":
                 break
         if "ratio" not in got:  # the metric could not be read from these runs
             raise PerflabError(f"--metric {self.metric}: {got['conclusion']}")
         row = self._row(older, newer, ratio, lo, hi, verdict, len(both))
+        if self.evidence is not None:  # what a resume decides this step from again
+            results.save(both, self.evidence / f"step-{row['step']}.parquet")
         drawn = [d for d in builds.PLACED if d in sides.randomize]
         shares = got.get("components") or {}
         return row | {"placement": ",".join(drawn) or "fixed",

@@ -171,6 +171,10 @@ def test_bisect_names_the_commit_with_more_work_not_the_one_that_moved_code(plac
     drawn = {f"code-offset,link-order{functions}", f"code-offset{functions}"}
     assert set(compared["placement"]) <= drawn
     assert f"code-offset,link-order{functions}" in set(compared["placement"])  # c1..c3: 3 objects
+    shares = compared[["code_share", "environment_share"]]
+    assert shares.notna().all().all() and ((shares >= 0) & (shares <= 1)).all().all()
+    said = bisect.summary(df, meta).lines
+    assert any(x.startswith("of the variance of a layout's B/A, the code placement") for x in said)
     assert meta["relink_s"] > 0
 
 

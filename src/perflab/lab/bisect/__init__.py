@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 RANDOMIZE = builds.RANDOMIZE + builds.PLACED  # what a comparison draws where it can relink
 COLUMNS = ("step", "older", "newer", "position", "ratio", "ci_low", "ci_high", "verdict",
-           "runs", "subject", "date", "placement")  # fmt: skip
+           "runs", "subject", "date", "placement", "code_share", "environment_share")  # fmt: skip
 NOT_SLOWER = 3  # the exit status when BAD is not shown slower than GOOD
 SKIPS = ("does not build", "does not run")  # a commit's rows that hold no comparison
 # An unclear comparison draws as many layouts again, twice at most: three looks, each decided
@@ -400,7 +400,8 @@ class _Search:
         return {"step": self.count - 1, "older": self.span[older].sha, "newer": c.sha,
                 "position": newer, "ratio": ratio, "ci_low": lo, "ci_high": hi,
                 "verdict": verdict, "runs": runs, "subject": c.subject,
-                "date": c.date, "placement": ""}  # fmt: skip
+                "date": c.date, "placement": "", "code_share": math.nan,
+                "environment_share": math.nan}  # fmt: skip
 
     def outcome(self, finished: bool) -> dict[str, Any]:
         """What the result's metadata says of the search so far."""

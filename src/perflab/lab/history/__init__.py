@@ -399,9 +399,16 @@ def confirm_change(kept: Store, repo: Path, change: dict[str, Any], entries: lis
              "ci_low": lo, "ci_high": hi,
              "why": "the commits either side differ" if shown
              else "the commits either side do not differ"}  # fmt: skip
+    shares = total.get("components") or {}
     said = "" if made_now else " (its runs kept from an earlier history)"
+    split = ""
+    if "code placement" in shares:  # layouts in pairs sharing a code placement
+        found |= {"code_share": shares["code placement"],
+                  "environment_share": shares["environment"]}  # fmt: skip
+        split = (f"; the code placement explains {shares['code placement']:.0%} of a layout's "
+                 f"variance, the environment {shares['environment']:.0%}")  # fmt: skip
     say(f"{b.sha[:10]} vs {a.sha[:10]}: B/A {found['ratio']:.3f} ({lo:.3f}-{hi:.3f}) "
-        f"{found['verdict']}{said}")  # fmt: skip
+        f"{found['verdict']}{said}{split}")  # fmt: skip
     return found
 
 

@@ -113,8 +113,10 @@ def _paths(words: str) -> list[str]:
     callback=_randomize,
     help="Setup dimensions drawn at random per setup: env-size, heap-offset (a preloaded "
     "library moves the heap), aslr (on or off), and where perflab links (--build, --objects-a/-b, "
-    "--build-cmd-a/-b) link-order and code-offset (a padding object linked first); or none. "
-    "[default: env-size, plus link-order where perflab links]",
+    "--build-cmd-a/-b) link-order, code-offset (a padding object linked first) and "
+    "function-order (the functions within objects compiled with -ffunction-sections); or none. "
+    "[default: env-size, plus link-order where perflab links; for --build-cmd-a/-b, all of the "
+    "code's placement both can take]",
 )
 @click.option(
     "--metric",

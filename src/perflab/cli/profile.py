@@ -1,11 +1,9 @@
 """`perflab profile -- PROGRAM ARGS`: where each thread's time goes (easyperf's per-thread view)."""
 
-import contextlib
 import signal
 import sys
-from collections.abc import Callable, Iterator
-from types import FrameType
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -13,7 +11,6 @@ from perflab.cli import cli
 from perflab.cli.options import check_paths, output_options, program_output_option, program_where
 from perflab.cli.params import Number, cpu_list
 from perflab.cli.printing import print_result
-from perflab.errors import Stopped
 from perflab.lab.plans import defaults
 
 
@@ -122,7 +119,7 @@ def profile_cmd(
     check_paths(output, plot_path)
     where = program_where(program_output, as_json)
     stopped: int | None = None
-    with _sigterm_stops(), streams.opened(where) as fd:
+    with streams.opened(where) as fd:  # SIGTERM stops it as Ctrl-C does (cli._term_stops)
         try:
             df = profile.run(
                 _command(command, workload, threads),
@@ -172,21 +169,6 @@ def _command(command: tuple[str, ...], workload: str | None, threads: int | None
     from perflab.system import machine
 
     return contention.command(workload, threads or max(2, len(machine.usable_cpus())))
-
-
-@contextlib.contextmanager
-def _sigterm_stops() -> Iterator[None]:
-    """SIGTERM stops a profile as Ctrl-C does (the program killed, its profile kept), instead
-    of ending perflab at once and leaving the program running in its own process group."""
-
-    def stop(signum: int, frame: FrameType | None) -> NoReturn:
-        raise Stopped(signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _status(over: dict[str, Any]) -> int:

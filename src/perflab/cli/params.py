@@ -188,8 +188,8 @@ def cpu_list(ctx: click.Context, param: click.Parameter, value: str | None) -> l
     if value is None:
         return None
     try:
-        if not CPU_LIST.fullmatch(value.strip()):  # sysfs' reader forgives ',,' and '1-'
-            raise ValueError(value)
+        if value.strip() and not CPU_LIST.fullmatch(value.strip()):  # sysfs' reader forgives
+            raise ValueError(value)  # ',,' and '1-'; an empty list is said below
         cpus = machine.parse_cpu_list(value)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a CPU list such as 1 or 0-3,6") from None

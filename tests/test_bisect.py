@@ -284,8 +284,8 @@ def test_sigterm_during_a_build_stops_bisect_in_one_line_its_build_killed(tmp_pa
 
 def test_a_build_past_the_timeout_is_said_so_and_built_again_next_time():
     r = slowed_repo()
-    slow = ["--build", "sh -c 'sleep 2; cc -O1 -o prog prog.c'", "--run", "./prog"]
-    code, _, err = _bisect(r["good"], r["bad"], *slow, "--build-timeout", "1")
+    slow = ["--build", "sh -c 'sleep 1; cc -O1 -o prog prog.c'", "--run", "./prog"]
+    code, _, err = _bisect(r["good"], r["bad"], *slow, "--build-timeout", "0.5")
     assert code == 1 and "did not build within --build-timeout" in err
     assert err.rstrip().endswith("GOOD and BAD must build"), err
     code, _, err = _bisect(r["good"], r["bad"], *slow, "--build-timeout", "60")  # not cached

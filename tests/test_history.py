@@ -442,3 +442,14 @@ def test_a_metric_no_run_measured_is_one_line_without_a_library_s_warning(tracke
     assert res.exit_code == 1  # the program runs no probe: no machine counts its cycles
     assert "no commit in the store has a run that measured cycles" in res.output
     assert "RuntimeWarning" not in res.output and not [w for w in recwarn]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_an_index_that_is_not_a_file_is_named_as_what_it_is(tmp_path, kind):
+    index = tmp_path / "index.json"
+    os.mkfifo(index) if kind == "fifo" else index.mkdir()
+    res = CliRunner().invoke(cli, ["history", "--store", str(tmp_path), "--no-confirm"])
+    said = "a FIFO" if kind == "fifo" else "a directory"
+    assert res.exit_code == 1 and f"index.json: is {said}, not a perflab history index" in (
+        res.output
+    )

@@ -18,11 +18,13 @@ as perflab's cache is: root's track never writes where another user could plant 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import secrets
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,6 +142,11 @@ class Store:
         if not isinstance(root, (str, os.PathLike)):
             raise WrongType(f"store: {root!r} is not a path")
         where = Path(root)
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            mode = os.lstat(where / INDEX).st_mode
+            if not stat.S_ISREG(mode):
+                raise PerflabError(f"{where / INDEX}: is {files.kind(mode)}, not a perflab "
+                                   "history index: move it away")  # fmt: skip
         if not (where / INDEX).is_file():
             if not create:
                 raise PerflabError(f"{where}: no history store here (no {INDEX}); `perflab "

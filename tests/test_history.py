@@ -359,6 +359,19 @@ def test_a_malformed_index_is_one_line(small_store):
     (store / "index.json").write_text("[" * 200_000 + "]" * 200_000)
     res = CliRunner().invoke(cli, ["history", "--store", str(store), "--no-confirm"])
     assert res.exit_code != 0 and "not a perflab history index (nested too deep)" in res.output
+    entry = doc["entries"][0]
+    for entries, said in ([[5], "entry 0 is not an object of names and values"],
+                          [[entry | {"x": 1}], "entry 0 holds x, which no entry has"],
+                          [[{k: v for k, v in entry.items() if k != "run"}], "entry 0 lacks run"],
+                          [[entry | {"parents": 7}], "entry 0 holds a field of the wrong kind"],
+                          [[entry | {"host": 7}], "entry 0 holds a field of the wrong kind"],
+                          [{"a": 1}, "its entries are not a list"]):  # fmt: skip
+        (store / "index.json").write_text(json.dumps(doc | {"entries": entries}))
+        with pytest.raises(PerflabError, match=f"not a perflab history index \\({said}\\)$"):
+            history.Store(store).entries()
+    (store / "index.json").write_text("[1]")
+    with pytest.raises(PerflabError, match=r"\(not a JSON object\)$"):
+        history.Store(store).entries()
 
 
 def test_a_full_disk_under_the_store_keeps_the_track_s_runs_aside_and_names_both(tiny_disk):

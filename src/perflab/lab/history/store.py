@@ -19,6 +19,7 @@ as perflab's cache is: root's track never writes where another user could plant 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -132,6 +133,28 @@ def _reason(exc: BaseException) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
+DEFAULTED = {f.name for f in dataclasses.fields(Entry)
+             if f.default is not dataclasses.MISSING
+             or f.default_factory is not dataclasses.MISSING}  # fmt: skip
+
+
+def _entry(i: int, fields: Any) -> Entry:
+    """Entry i of an index, checked: an object of Entry's fields and nothing else."""
+    names = {f.name for f in dataclasses.fields(Entry)}
+    if not isinstance(fields, dict):
+        raise ValueError(f"entry {i} is not an object of names and values")
+    other = sorted(set(fields) - names)
+    if other:
+        raise ValueError(f"entry {i} holds {', '.join(map(str, other))}, which no entry has")
+    missing = sorted(names - set(fields) - DEFAULTED)
+    if missing:
+        raise ValueError(f"entry {i} lacks {', '.join(missing)}")
+    try:
+        return Entry(**fields).check()
+    except (TypeError, AttributeError):  # a list where a text is, a number for a mapping
+        raise ValueError(f"entry {i} holds a field of the wrong kind") from None
+
+
 class Store:
     """A history store at `root` (made when `create`)."""
 
@@ -166,9 +189,14 @@ class Store:
             return []
         try:
             doc = json.loads(files.read_private(path))
+            if not isinstance(doc, dict):
+                raise ValueError("not a JSON object")
             if doc.get("version") != VERSION:
                 raise ValueError(f"version {doc.get('version')!r}, not {VERSION}")
-            found = [Entry(**e).check() for e in doc["entries"]]
+            listed = doc.get("entries")
+            if not isinstance(listed, list):
+                raise ValueError("its entries are not a list")
+            found = [_entry(i, e) for i, e in enumerate(listed)]
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             why = "nested too deep" if isinstance(exc, RecursionError) else exc
             raise PerflabError(f"{path}: not a perflab history index ({why})") from None

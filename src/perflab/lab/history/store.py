@@ -217,7 +217,8 @@ class Store:
         df = results.load(path)
         meta = results.metadata(df)
         wrong = (
-            f"holds commit {str(meta.get('commit'))[:10]}" if meta.get("commit") != entry.sha
+            "names no commit" if not meta.get("commit")
+            else f"holds commit {str(meta.get('commit'))[:10]}" if meta.get("commit") != entry.sha
             else f"holds a {meta.get('experiment')!r} result" if meta.get("experiment") != "compare"
             else "has no side column" if "side" not in df
             else ""

@@ -201,8 +201,12 @@ def _decided_again(row: dict[str, Any], evidence: Path | None, meta: dict[str, A
                            "bisect again without --resume") from None  # fmt: skip
     level = 1 - (1 - meta["confidence_each"]) / meta["looks"]
     got, verdict = decided(runs, meta["metric"], level)
-    same = verdict == row.get("verdict") and len(runs) == row.get("runs") and math.isclose(
-        got.get("ratio", math.nan), float(row.get("ratio", math.nan)), rel_tol=1e-9
+    same = (
+        verdict == row.get("verdict")
+        and len(runs) == row.get("runs")
+        and math.isclose(
+            got.get("ratio", math.nan), float(row.get("ratio", math.nan)), rel_tol=1e-9
+        )
     )
     if not same:
         raise PerflabError(f"{output}: step {row.get('step')} reads {row.get('verdict')!r} at "

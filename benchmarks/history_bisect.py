@@ -198,7 +198,7 @@ def git_bisect_run(repo: Path, shas: list[str], runs: int, threshold: float) -> 
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--commits", type=int, default=24)
     ap.add_argument("--slow-at", type=int, default=None,

@@ -242,6 +242,8 @@ def test_a_record_whose_verdicts_its_numbers_do_not_give_is_refused_on_resume(tm
     results.save(df, out)  # as it was: resumed, decided again from its runs, nothing re-run
     code, doc, err = _bisect(r["good"], r["bad"], "--resume", str(out))
     assert code == 0 and doc["first_slower"] == r["c2"], err
+    kept = results.metadata(results.load(out))  # the placement said before the resume stays
+    assert kept["placement"] == results.metadata(df)["placement"] != []
     (Path(f"{out}.runs") / f"step-{int(df.loc[slower, 'step'])}.parquet").unlink()
     code, _, err = _bisect(r["good"], r["bad"], "--resume", str(out))
     assert code != 0 and "runs cannot be read" in err

@@ -67,6 +67,7 @@ def track_cmd(revisions: str, build_cmd: str, run_cmd: str, repo: str | None,
         untracked_only=untracked_only, controls=children,
         say=lambda line: echo(line, err=True),
     )  # fmt: skip
-    echo(f"tracked {len(written)} commits" + (f", left {len(left_out)} out" if left_out else ""))
+    echo(f"tracked {len(written)} commit{'' if len(written) == 1 else 's'}"
+         + (f", left {len(left_out)} out" if left_out else ""))  # fmt: skip
     if left_out:
         sys.exit(1)

@@ -133,9 +133,10 @@ def _run(where: Path, span: list[commits.Commit], build: Sequence[str], run: Seq
     if evidence is not None and not resume:  # another bisect's runs: not this one's evidence
         for old in evidence.glob("step-*.parquet"):
             old.unlink()
-    done = _resumed(output, meta, evidence) if resume else []
+    done, before = _resumed(output, meta, evidence) if resume else ([], {})
     search = _Search(where, span, list(build), list(run), each, setups, repeat, seed, metric,
-                     looks, done, ctl.commit_controls(meta["controls"]), evidence)  # fmt: skip
+                     looks, done, ctl.commit_controls(meta["controls"]), evidence,
+                     before)  # fmt: skip
     rows = list(done)
     try:
         for row in search.steps():
@@ -160,9 +161,10 @@ def _frame(rows: list[dict[str, Any]], meta: dict[str, Any]) -> pd.DataFrame:
 
 
 def _resumed(output: str | os.PathLike[str] | None, meta: dict[str, Any],
-             evidence: Path | None) -> list[dict]:  # fmt: skip
+             evidence: Path | None) -> tuple[list[dict], dict[str, Any]]:  # fmt: skip
     """The comparisons a saved bisect holds, when it bisected the same commits the same way,
-    each decided again from its runs (FILE.runs/step-N.parquet)."""
+    each decided again from its runs (FILE.runs/step-N.parquet), and what its metadata says of
+    their code placement (placement, relink_s), which the resumed record keeps."""
     if output is None or not Path(output).exists():
         raise PerflabError("--resume needs the file a stopped bisect saved (-o FILE)")
     old = results.load(output)
@@ -184,7 +186,14 @@ def _resumed(output: str | os.PathLike[str] | None, meta: dict[str, Any],
                                f"({r.get('ratio')}, {r.get('ci_low')}-{r.get('ci_high')}): the "
                                "record was edited; bisect again without --resume")  # fmt: skip
         _decided_again(r, evidence, meta, output)
-    return rows
+    placed = saved.get("placement")
+    return rows, {"placement": [str(x) for x in placed] if isinstance(placed, list) else [],
+                  "relink_s": _seconds(saved.get("relink_s"))}  # fmt: skip
+
+
+def _seconds(value: object) -> float:
+    """A recorded number of seconds, 0 where the record holds none (or not a number)."""
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
 
 
 def _decided_again(row: dict[str, Any], evidence: Path | None, meta: dict[str, Any],
@@ -261,11 +270,13 @@ class _Search:
     def __init__(self, repo: Path, span: list[commits.Commit], build: list[str],
                  run: list[str], each: float, setups: int, repeat: int, seed: int,
                  metric: str, looks: int, done: list[dict],
-                 controls: dict[str, Any], evidence: Path | None) -> None:  # fmt: skip
+                 controls: dict[str, Any], evidence: Path | None,
+                 before: dict[str, Any]) -> None:  # fmt: skip
         self.repo, self.span, self.build, self.run = repo, span, build, run
         self.each, self.setups, self.repeat, self.seed = each, setups, repeat, seed
         self.metric, self.looks, self.controls = metric, looks, controls
         self.evidence = evidence  # where each comparison's runs are kept (FILE.runs), if -o
+        self.before = before  # the resumed record's placement and relink_s
         self.made = {(r["older"], r["newer"]): r for r in done}
         self.count = len(done)  # comparisons and skips so far: the next row's step
         self.good, self.bad = 0, len(span) - 1
@@ -419,8 +430,10 @@ class _Search:
             "builds_reused": sum(b.reused for b in self.builds.values()),
             "skipped": [self.span[i].sha for i in sorted(self.skipped)],
             "total_runs": self.runs,
-            "placement": list(dict.fromkeys(p.placement for p in self.placements)),
-            "relink_s": max((p.relink_s for p in self.placements), default=0.0),
+            "placement": list(dict.fromkeys([*self.before.get("placement", []),
+                                             *(p.placement for p in self.placements)])),
+            "relink_s": max([self.before.get("relink_s", 0.0),
+                             *(p.relink_s for p in self.placements)]),
         }
 
 
@@ -445,7 +458,10 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     lines = [f"bisect of {meta['good'][:10]}..{meta['bad'][:10]} in {meta.get('repo')}: "
              f"{len(meta.get('commits', [])) - 1} commits, each comparison at {each:.2%} so "
              f"that all together hold {meta['confidence']:.0%}"]  # fmt: skip
+    relink = float(meta.get("relink_s") or 0.0)
+    cost = f" ({relink:.2f} s a link at most)" if relink else ""
     lines += [f"layouts: environment size, heap offset and ASLR drawn per layout; {p}"
+              + ("" if p.startswith("code placement fixed") else cost)
               for p in meta.get("placement", [])]  # fmt: skip
     values: dict[str, Any] = {"first_slower": meta.get("first_slower"), "ratio": None,
                               "interval": None, "builds": meta.get("builds"),
@@ -473,7 +489,8 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
                      f"build ({', '.join(s[:10] for s in meta.get('open', []))})")  # fmt: skip
     else:
         lines.append(f"PARTIAL: {len(frame)} comparisons kept; complete it with --resume")
-    lines.append(f"{len(compared)} comparisons, {meta.get('total_runs', 0)} runs, "
+    lines.append(f"{len(compared)} comparison{'' if len(compared) == 1 else 's'}, "
+                 f"{meta.get('total_runs', 0)} runs, "
                  f"{meta.get('builds', 0)} builds ({meta.get('builds_reused', 0)} reused), "
                  f"{len(meta.get('skipped', []))} commits skipped")  # fmt: skip
     shares = compared.get("code_share", pd.Series(dtype=float)).dropna()

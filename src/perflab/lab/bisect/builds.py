@@ -181,7 +181,7 @@ def placed(older: Build, newer: Build, command: Sequence[str], run: Sequence[str
             return Placed(*plain, RANDOMIZE, f"code placement fixed: {why}", 0.0)
     each = (time.monotonic() - started) / 2
     a, b = sides
-    how = f"relinked by {shlex.join(command)} in each commit's tree ({each:.2f} s a link)"
+    how = f"relinked by {shlex.join(command)} in each commit's tree"  # its cost: relink_s
     drawn, said, kept = compare.code_placement(a, b)
     text = "; ".join([f"code placed at random per layout: {said} ({how})", *kept])
     return Placed(a, b, (*RANDOMIZE, *drawn), text, each)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import stat
 import uuid
@@ -227,13 +228,13 @@ class Journal:
             if not isinstance(journal, dict) or not isinstance(journal.get("params"), dict):
                 raise ValueError("no parameters in it")
         except FileNotFoundError:
-            why = "missing"
+            reason = "missing"
         except (ValueError, UnicodeDecodeError) as exc:
-            why = f"damaged: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            reason = f"damaged: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
         else:
             return journal
         raise PerflabError(
-            f"{where}: {why}; which parameters its runs were measured with is unknown: "
+            f"{where}: {reason}; which parameters its runs were measured with is unknown: "
             f"delete {self.parts} to start over"
         )
 
@@ -291,12 +292,12 @@ class Journal:
         try:
             files.atomic(target, write, exclusive)
         except OSError as exc:
-            why = exc.strerror or str(exc).splitlines()[0]
+            reason = why(exc)
             hint = hint or (
                 "the runs recorded so far are kept: free space, then run the same command "
                 f"with --resume {self.path}"
             )
-            raise PerflabError(f"{target}: cannot write ({why}); {hint}") from None
+            raise PerflabError(f"{target}: cannot write ({reason}); {hint}") from None
 
     def done_keys(self) -> set[tuple]:
         """Keys of the rows already measured by an earlier, interrupted run."""
@@ -339,7 +340,7 @@ class Journal:
             files.atomic(target, lambda t: chunk.to_parquet(t, index=False), exclusive=True)
         except OSError as exc:
             self._unsaved.append(chunk)
-            self._failure = f"{target}: cannot write ({_why(exc)})"
+            self._failure = f"{target}: cannot write ({why(exc)})"
             raise ChunkUnwritten(
                 f"{self._failure}; its runs are kept in memory and saved when the journal "
                 f"finishes, where it says; complete them with --resume {self.path}"
@@ -420,7 +421,7 @@ class Journal:
         try:
             results.save(df, self.path)
         except (OSError, PerflabError) as exc:
-            failed = f"{self.path}: cannot write ({_why(exc, self.path)})"
+            failed = f"{self.path}: cannot write ({why(exc, self.path)})"
             if on_disk:
                 raise PerflabError(
                     f"{failed}; the runs are kept in {self.parts}: free space, then run the "
@@ -440,7 +441,7 @@ class Journal:
             results.save(df, spare)
         except (OSError, PerflabError) as exc:
             raise PerflabError(
-                f"{failed}, nor in the cache ({_why(exc)}): the runs not yet in {self.parts} "
+                f"{failed}, nor in the cache ({why(exc)}): the runs not yet in {self.parts} "
                 f"are lost; free space, then run the same command with --resume {self.path}"
             ) from None
         then = (
@@ -455,9 +456,13 @@ class ChunkUnwritten(PerflabError):
     """A chunk the disk refused: its rows stay with the journal, which saves them on finish()."""
 
 
-def _why(exc: BaseException, path: Path | None = None) -> str:
-    """An OSError's reason (its strerror), else the first line of the error less the path
-    it starts with (the message names that path already)."""
+def why(exc: BaseException, path: Path | None = None) -> str:
+    """An OSError's reason (its strerror; pyarrow's 'Error writing bytes ... [errno 28]' as
+    errno 28's), else the first line of the error less the path it starts with (the message
+    names that path already)."""
+    found = re.search(r"\[errno (\d+)\]", str(exc), re.I)
+    if found:
+        return os.strerror(int(found[1]))
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     first = (str(exc).splitlines() or [type(exc).__name__])[0]

@@ -110,27 +110,17 @@ def _save(runs: pd.DataFrame, path: Path, mine: pd.DataFrame, whose: str = "this
     try:
         results.save(runs, path)
     except (OSError, PerflabError) as exc:
-        first = _reason(exc)
+        first = journal.why(exc)
         try:
             spare = journal.spare_path(path, secrets.token_hex(4))
             results.save(mine, spare)
         except (OSError, PerflabError) as again:
             raise PerflabError(f"{path}: cannot write ({first}), nor perflab's unsaved "
-                               f"directory ({_reason(again)}): {whose} runs are lost; free "
+                               f"directory ({journal.why(again)}): {whose} runs are lost; free "
                                f"space, then {then}") from None  # fmt: skip
         raise PerflabError(f"{path}: cannot write ({first}); {whose} {len(mine)} runs are kept "
                            f"in {spare} and the store is as it was: free space, then "
                            f"{then}") from None  # fmt: skip
-
-
-def _reason(exc: BaseException) -> str:
-    """An OSError's strerror; pyarrow's 'Error writing bytes ... [errno 28]' as errno 28's."""
-    found = re.search(r"\[errno (\d+)\]", str(exc), re.I)
-    if found:
-        return os.strerror(int(found[1]))
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 DEFAULTED = {f.name for f in dataclasses.fields(Entry)

@@ -368,6 +368,22 @@ def test_a_relink_killed_midway_leaves_the_program_to_be_put_back(placed_repo):
     os.replace(prog, kept)  # as a relink killed by kill -9 leaves it
     assert not prog.exists()
     assert compiler.restore_kept(prog) == kept and prog.is_file() and not kept.exists()
+    os.link(prog, kept)  # a file with two names (a hard link planted there) is not taken
+    os.replace(prog, c0.tree / "elsewhere")
+    compiler.restore_kept(prog)
+    assert not prog.exists()
+    os.replace(c0.tree / "elsewhere", prog)
+    kept.unlink()
+    if os.geteuid() == 0:  # another user's file is not taken either
+        shutil.copy(prog, kept)
+        os.chown(kept, 65534, 65534)
+        saved = prog.read_bytes()
+        prog.unlink()
+        compiler.restore_kept(prog)
+        assert not prog.exists() and kept.exists()
+        kept.unlink()
+        prog.write_bytes(saved)
+        prog.chmod(0o755)
 
 
 def test_track_leaves_out_a_commit_whose_runs_all_fail_naming_it_once(tmp_path):

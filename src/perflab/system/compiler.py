@@ -9,6 +9,7 @@ import re
 import resource
 import shlex
 import shutil
+import stat
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -447,8 +448,11 @@ def restore_kept(target: Path) -> Path:
     """Where relink sets a program aside while its build command links it again; one a
     perflab killed meanwhile (kill -9) left there is put back first. Returns that place."""
     kept = target.with_name(f".{target.name}.perflab-kept")
-    if not target.exists() and kept.is_file() and not kept.is_symlink():
-        os.replace(kept, target)
+    with contextlib.suppress(FileNotFoundError):
+        st = os.lstat(kept)  # one this user set aside: not a file another user put there
+        ours = stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_nlink == 1
+        if ours and not target.exists():
+            os.replace(kept, target)
     return kept
 
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 from spawn_overhead import bare
 
-from perflab.engine import results
 from perflab.errors import PerflabNote
 from perflab.lab import env_size
+from perflab.store import results
 from perflab.system import machine
 
 # The hog: pinned, SCHED_FIFO 1, 95 ms busy in every 100 ms, gone after its deadline or with

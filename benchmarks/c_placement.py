@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from perflab.analysis import stats
-from perflab.engine import timing
+from perflab.running import timing
 from perflab.system import compiler
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -30,9 +30,10 @@ import numpy as np
 import pandas as pd
 from spawn_overhead import bare
 
-from perflab.engine import cpuchoice, results
 from perflab.lab import env_size
 from perflab.lab.env_size import windows
+from perflab.running import cpuchoice
+from perflab.store import results
 from perflab.system import machine
 
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from perflab.engine import results
+from perflab.store import results
 
 FULL_RUNS = 8193 * 100
 

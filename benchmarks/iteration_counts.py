@@ -19,7 +19,7 @@ import pandas as pd
 import real_program
 
 from perflab.analysis import levels
-from perflab.engine import spawn
+from perflab.running import spawn
 from perflab.system import machine
 
 

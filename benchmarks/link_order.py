@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from perflab.engine import results
 from perflab.lab import link_order
+from perflab.store import results
 from perflab.system import compiler
 
 BARE = r"""

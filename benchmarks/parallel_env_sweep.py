@@ -28,8 +28,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perflab.engine import lanes, results
 from perflab.lab import env_size
+from perflab.running import lanes
+from perflab.store import results
 from perflab.system import machine
 
 AGREE = 1.25  # parallel-vs-sequential spread may exceed the sequential run-to-run one by this

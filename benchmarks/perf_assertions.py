@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from perflab.assertions import claims
-from perflab.engine import placement, timing
 from perflab.errors import PerflabError
+from perflab.running import placement, timing
 from perflab.system import compiler
 
 TWINS_C = r"""

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perflab.engine import spawn
 from perflab.lab import profile
+from perflab.running import spawn
 from perflab.system import compiler, machine, stracelog, taskstats
 
 # Two threads hand a turn back and forth through a mutex and two condition variables: every

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import real_program
 
-from perflab.engine import results
 from perflab.lab import compare
 from perflab.lab.plans.compare import parse_fraction
+from perflab.store import results
 
 
 def one(a: list[str], b: list[str], precision: float, seed: int, iterations: int = 1) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perflab.engine import spawn
+from perflab.running import spawn
 from perflab.system import compiler, machine
 
 # One worker thread that exits before main: the case the zombie read exists for.

@@ -15,8 +15,9 @@ import time
 
 import numpy as np
 
-from perflab.engine import results, spawn
 from perflab.lab import contention, profile
+from perflab.running import spawn
+from perflab.store import results
 from perflab.system import machine, perfsamples
 
 ITERATIONS, WORK, THREADS = 100_000, 2_000, 2

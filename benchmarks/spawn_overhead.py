@@ -38,10 +38,10 @@ from pathlib import Path
 import numpy as np
 
 from perflab.analysis import stats
-from perflab.engine import cpuchoice
 from perflab.lab import env_size
 from perflab.lab.env_size import windows
 from perflab.lab.plans.env_size import EnvSizePlan
+from perflab.running import cpuchoice
 from perflab.system import compiler
 
 OTHER = "perflab sweep env-size (--against)"

@@ -17,9 +17,9 @@ import pandas  # noqa: F401
 import pytest
 from click.testing import CliRunner
 
-from perflab.engine import filelock
 from perflab.errors import PerflabError
 from perflab.lab import registry
+from perflab.store import filelock
 from perflab.system import compiler, machine
 
 # A suite started in the background of a script (`cmd &` without job control) inherits SIGINT

@@ -14,9 +14,10 @@ from click.testing import CliRunner
 
 from perflab.cli import cli
 from perflab.core import bindings
-from perflab.engine import results, spawn
 from perflab.lab import env_size
 from perflab.lab.env_size import alias_counters, windows
+from perflab.running import spawn
+from perflab.store import results
 from perflab.system import counters
 
 SOFTWARE = bool(counters.available().set_index("event").loc["page-faults", "supported"])

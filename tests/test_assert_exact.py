@@ -6,9 +6,9 @@ import pytest
 from conftest import LOOP, compile_children
 
 from perflab.assertions import claims
-from perflab.engine import timing
 from perflab.errors import PerflabError
 from perflab.lab.compare import exact
+from perflab.running import timing
 
 pytest_plugins = ["pytester"]
 

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from conftest import CHAIN, PROG, lock_free, new_repo, slowed_repo, wait_for
 
 from perflab.cli import cli
-from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab.bisect import commits
+from perflab.store import results
 
 BUILD = ["--build", "cc -O1 -o prog prog.c", "--run", "./prog"]
 # 99.9 %: c0 and c1 build the same bytes, and at the default 95 %, split over 5 comparisons,

@@ -14,8 +14,9 @@ from conftest import wait_for
 
 import perflab
 from perflab.cli import cli
-from perflab.engine import campaigns, results
 from perflab.lab import clocks
+from perflab.running import campaigns
+from perflab.store import results
 from perflab.system import machine
 
 distributed = pytest.importorskip("distributed")

@@ -5,7 +5,7 @@ import re
 
 from perflab import errors
 from perflab.cli import cli
-from perflab.engine import results
+from perflab.store import results
 
 
 def test_clocks_json_parses(runner):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from perflab.core.bindings import ffi, lib, ptr
-from perflab.engine import timing
 from perflab.lab import clocks
+from perflab.running import timing
 from perflab.system import machine
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import CHAIN, new_repo
 
-from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import bisect, compare
 from perflab.lab.bisect import builds
 from perflab.lab.compare import metrics
+from perflab.store import results
 from perflab.system import binlayout, compiler, sections
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
@@ -286,7 +286,7 @@ def test_a_build_the_timeout_killed_is_built_again_with_a_longer_one(tmp_path):
 def test_a_bisect_record_another_holds_is_refused_before_anything_is_built(placed_repo, tmp_path):
     import threading
 
-    from perflab.engine import filelock
+    from perflab.store import filelock
 
     out = tmp_path / "b.parquet"
     taken, done = threading.Event(), threading.Event()
@@ -322,9 +322,7 @@ def test_a_commit_between_whose_benchmark_always_fails_is_skipped_as_git_bisect_
     assert meta["open"] == [shas[1]]  # the first slower is it or the next, as git bisect says
 
 
-def test_a_program_outside_the_commit_s_tree_is_run_as_it_is_never_relinked(
-    placed_repo, tmp_path
-):
+def test_a_program_outside_the_commit_s_tree_is_run_as_it_is_never_relinked(placed_repo, tmp_path):
     c0, c1 = (_built(placed_repo, placed_repo[f"c{i}"]) for i in range(2))
     outside = tmp_path / "victim"
     shutil.copy("/bin/true" if Path("/bin/true").exists() else shutil.which("true"), outside)

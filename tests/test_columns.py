@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import compile_children
 
-from perflab.engine import spawn
+from perflab.running import spawn
 from perflab.system import machine, provenance
 
 MIB = 1 << 20

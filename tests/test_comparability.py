@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import perflab
 from perflab import errors
 from perflab.cli import cli
-from perflab.engine import results
+from perflab.store import results
 from perflab.system import machine
 
 C0 = str(machine.usable_cpus()[0])

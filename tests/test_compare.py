@@ -20,9 +20,9 @@ from conftest import lock_free, wait_for
 
 from perflab.analysis import levels
 from perflab.cli import cli
-from perflab.engine import results
 from perflab.errors import PerflabError, PerflabWarning
 from perflab.lab import compare
+from perflab.store import results
 
 DATA = Path(__file__).parent / "data"
 

@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from perflab.engine import results
 from perflab.lab.compare import MIN_LAYOUTS, PILOT, ComparePlan
 from perflab.lab.compare.precision import PrecisionDesign
+from perflab.store import results
 
 
 def fake_round(

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from perflab.cli import cli
-from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import compare
+from perflab.store import results
 from perflab.system import compiler, machine, sections
 
 # Appends one line per run to argv[1]: its tag, the padding variable's length (which names the

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from conftest import LOOP, compile_children
 
 from perflab.cli import cli
-from perflab.engine import results
 from perflab.lab.compare import metrics
+from perflab.store import results
 
 ALLOC = r"""
 #include <stdlib.h>

@@ -12,9 +12,9 @@ from conftest import compile_children
 from perflab.analysis import repetitions
 from perflab.cli import cli
 from perflab.core import constants
-from perflab.engine import results
 from perflab.errors import PerflabWarning
 from perflab.lab import compare
+from perflab.store import results
 
 # Work set by argv[1], so "1" and "2" differ by twice the work and nothing else.
 STEADY = r"""

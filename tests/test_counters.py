@@ -13,10 +13,10 @@ from click.testing import CliRunner
 
 from perflab.cli import cli
 from perflab.core.bindings import ffi, lib
-from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import counters as counters_experiment
 from perflab.lab import threads
+from perflab.store import results
 from perflab.system import counters, machine, pmu
 
 NO_PMU = not pmu.hardware_counters()

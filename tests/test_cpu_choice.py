@@ -17,9 +17,9 @@ import pytest
 from perflab import errors
 from perflab.analysis import disturbance
 from perflab.cli import cli
-from perflab.engine import cpuchoice, lanes
 from perflab.errors import PerflabNote, PerflabWarning
 from perflab.lab.plans.env_size import EnvSizePlan
+from perflab.running import cpuchoice, lanes
 from perflab.system import cpuload, machine, settings
 
 STEP = 1 / 15  # one USER_HZ step of a 150 ms window, as a real reading has it
@@ -202,7 +202,7 @@ def test_the_cli_says_its_choice_in_one_line_and_records_it(runner, tmp_path):
     lines = res.stderr.splitlines()
     said = [line for line in lines if line.startswith("perflab: ") and "warning:" not in line]
     assert len(said) == 1 and "cpu " in said[0]
-    from perflab.engine import results
+    from perflab.store import results
 
     meta = results.metadata(results.load(out))
     assert said[0] == f"perflab: {meta['cpu_choice']}"

@@ -12,8 +12,8 @@ from conftest import compile_children
 
 from perflab.analysis import repetitions
 from perflab.cli import cli
-from perflab.engine import results
 from perflab.reports import diff
+from perflab.store import results
 
 # A probed loop whose length each run draws from its pid: a real program with a real spread of
 # about 7 %, so a few runs decide nothing at 2 % and the runs needed are many.

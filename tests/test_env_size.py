@@ -15,9 +15,10 @@ from conftest import wait_for
 
 import perflab
 from perflab.cli import cli
-from perflab.engine import results, spawn
 from perflab.lab import env_size
 from perflab.lab.env_size import windows
+from perflab.running import spawn
+from perflab.store import results
 from perflab.system import compiler
 
 # Where this perflab is imported from (src/ in a checkout, site-packages when installed).
@@ -196,7 +197,7 @@ def test_ctrl_c_keeps_rows_and_says_how_to_resume(tmp_path):
 # The CLI's sweep with the spawner's sends watched: was pandas loaded at each one?
 HEAD_START = """
 import runpy, sys
-from perflab.engine import spawn
+from perflab.running import spawn
 seen = []
 submit = spawn.HelperSpawner._submit
 def watched(self, *request):

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from perflab.cli import cli
-from perflab.engine import results
+from perflab.store import results
 
 HOSTILE = "<script>alert(1)</script> | `x` [link](http://example.invalid) \x1b[2J\x1b]0;t\x07"
 

@@ -15,8 +15,9 @@ import pytest
 import perflab
 from perflab.analysis import plot
 from perflab.cli import VERBS, cli
-from perflab.engine import progress, results
 from perflab.lab import env_size
+from perflab.running import progress
+from perflab.store import results
 
 HEAVY = ("pandas", "matplotlib")
 ROOT = Path(__file__).resolve().parents[1]
@@ -262,7 +263,7 @@ def test_progress_in_a_notebook_is_one_display_updated_in_place():
     nb = nbformat.v4.new_notebook()
     nb.cells.append(
         nbformat.v4.new_code_cell(
-            "from perflab.engine.progress import Progress\n"
+            "from perflab.running.progress import Progress\n"
             "with Progress('work', 40, every_s=0) as p:\n"
             "    for _ in range(40):\n"
             "        p.update(1)\n"

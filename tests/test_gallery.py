@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import perflab
-from perflab.engine import results
+from perflab.store import results
 
 ROOT = Path(__file__).resolve().parents[1]
 CANNOT_RUN_HERE = 77  # experiments/_common.py: a tool the script needs is missing here

@@ -18,11 +18,11 @@ from click.testing import CliRunner
 from conftest import fill_disk, slowed_repo, wait_for
 
 from perflab.cli import cli
-from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import history
 from perflab.lab.history import changes
 from perflab.lab.history.store import machine_key
+from perflab.store import results
 
 BUILD = ["--build", "cc -O1 -o prog prog.c", "--run", "./prog"]
 SMALL = ["--setups", "3", "--repeat", "2"]

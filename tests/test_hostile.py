@@ -19,9 +19,9 @@ from conftest import slowed_repo, tiny_words
 from perflab.assertions import claims
 from perflab.cli import VERBS, cli
 from perflab.cli.params import Count, Needs, Number
-from perflab.engine import timing
 from perflab.errors import PerflabError
 from perflab.lab import registry
+from perflab.running import timing
 from perflab.system import machine
 
 CPU = str(machine.usable_cpus()[0])

@@ -20,8 +20,9 @@ from click.testing import CliRunner
 import perflab
 from perflab.assertions import claims, comparison, lock
 from perflab.cli import cli
-from perflab.engine import results, timing
 from perflab.errors import PerflabError, WrongType
+from perflab.running import timing
+from perflab.store import results
 
 ESC = "\x1b]0;owned\x07\x1b[2J"
 
@@ -198,12 +199,21 @@ API = [
     ("clocks.read_costs", {"samples": "3"}, "samples: '3' is not a whole number"),
     ("counters.run", {"command": "true"}, "command: 'true' is not a sequence"),
     ("profile.run", {"argv": "true"}, "argv: 'true' is not a sequence"),
-    ("lab.bisect.bisect", {"good": 7, "bad": "HEAD", "build": ["make"], "run": ["./p"]},
-     "good: 7 is not a text"),
-    ("lab.bisect.bisect", {"good": "a", "bad": "b", "build": ["make"], "run": ["./p"],
-                           "controls": "rt"}, "controls: 'rt' is not a mapping"),
-    ("lab.history.track", {"revisions": "HEAD", "build": ["make"], "run": ["./p"],
-                           "controls": {"timeout": "9"}}, "timeout: '9' is not a number"),
+    (
+        "lab.bisect.bisect",
+        {"good": 7, "bad": "HEAD", "build": ["make"], "run": ["./p"]},
+        "good: 7 is not a text",
+    ),
+    (
+        "lab.bisect.bisect",
+        {"good": "a", "bad": "b", "build": ["make"], "run": ["./p"], "controls": "rt"},
+        "controls: 'rt' is not a mapping",
+    ),
+    (
+        "lab.history.track",
+        {"revisions": "HEAD", "build": ["make"], "run": ["./p"], "controls": {"timeout": "9"}},
+        "timeout: '9' is not a number",
+    ),
     ("lab.history.history", {"controls": ["rt"]}, "controls: ['rt'] is not a mapping"),
     ("lab.history.history", {"store": 5}, "store: 5 is not a path"),
     ("lab.compare.compare", {"a": None, "b": None}, "a: None is not a side"),

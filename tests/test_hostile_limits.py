@@ -19,11 +19,11 @@ from click.testing import CliRunner
 from conftest import long_beyond
 
 from perflab.cli import cli
-from perflab.engine import results
-from perflab.engine.recording import Recorder, Recording
-from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError
 from perflab.lab import syscalls
+from perflab.store import results
+from perflab.store.recording import Recorder, Recording
+from perflab.store.rowchecks import Expect
 from perflab.system import limits
 
 CALLS = ["getpid", "stat"]

@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from perflab.cli import cli
-from perflab.engine import filelock, journal
 from perflab.lab.env_size import windows
+from perflab.store import filelock, journal
 from perflab.system import compiler, machine
 
 ROOT = os.geteuid() == 0

@@ -17,8 +17,9 @@ import psutil
 import pytest
 from conftest import compile_children, long_beyond
 
-from perflab.engine import results, spawn
 from perflab.errors import PerflabError
+from perflab.running import spawn
+from perflab.store import results
 from perflab.system import binlayout, compiler, supervisor
 
 HANG_S = 240  # far past anything here: only a hang reaches it

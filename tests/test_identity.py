@@ -16,9 +16,9 @@ from conftest import WORKER, compile_children, lock_free, tiny_argv, wait_for
 
 from perflab.cli import cli
 from perflab.core.bindings import core_digest
-from perflab.engine import results
 from perflab.lab import env_size, registry
 from perflab.lab.threads import program
+from perflab.store import results
 
 # Twice the work per step count: the program "rebuilt" between a stop and its resume.
 TWICE = WORKER.replace("atol(argv[2]) : 1000", "atol(argv[2]) * 2 : 2000")

@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perflab.cli import cli
-from perflab.engine import filelock, results
-from perflab.engine.journal import Journal
-from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError
 from perflab.lab import env_size
+from perflab.store import filelock, results
+from perflab.store.journal import Journal
+from perflab.store.rowchecks import Expect
 from perflab.system import compiler
 
 PLANNED = 100  # --max 49 --repeat 2
@@ -488,7 +488,7 @@ def test_property_journal_and_result_readers(pristine, target, data, cut):
 # take its build lock: argv[1] the file, argv[2] how many times.
 CYCLES = """
 import sys
-from perflab.engine import filelock
+from perflab.store import filelock
 for _ in range(int(sys.argv[2])):
     with filelock.held(sys.argv[1], wait_s=60):
         pass

@@ -11,8 +11,8 @@ import pytest
 from conftest import WORKER, compile_children, wait_for
 
 from perflab.cli import VERBS, cli
-from perflab.engine import results
 from perflab.lab.registry import EXPERIMENTS, Experiment
+from perflab.store import results
 from perflab.system import machine
 
 CPU = machine.usable_cpus()[-1]
@@ -77,7 +77,7 @@ def _within(rows: pd.DataFrame, others: pd.DataFrame, key: tuple[str, ...]) -> b
 
 def _stops() -> list:
     """Each verb stopped by one signal, SIGINT and SIGTERM in turn (both take the one path a
-    stop takes, engine/journal's), and env-size by both: every verb and every signal at half
+    stop takes, store/journal's), and env-size by both: every verb and every signal at half
     the cost of every pair."""
     turn = (signal.SIGINT, signal.SIGTERM)
     pairs = [(name, turn[i % 2]) for i, name in enumerate(sorted(CASES))]

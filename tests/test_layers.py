@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 import perflab
-from perflab.engine import results
 from perflab.lab import registry
+from perflab.store import results
 from perflab.system import machine
 
 SRC = Path(perflab.__file__).resolve().parent
@@ -93,8 +93,8 @@ LINT_IMPORTS = (
 
 
 def test_the_layers_import_only_downward_and_hold_no_cycle():
-    """import-linter's contracts (pyproject.toml): faces over the read side over the lab over the
-    engine over system over analysis over the core, and no import cycle inside any package."""
+    """import-linter's contracts (pyproject.toml): faces over the read side over the lab over
+    running over store over plan over system over analysis over the core, and no import cycle inside any package."""
     repo = Path(__file__).resolve().parents[1]
     if not (repo / "src" / "perflab").is_dir():
         pytest.skip("no source checkout beside the tests")
@@ -111,7 +111,7 @@ def test_the_layers_import_only_downward_and_hold_no_cycle():
 
 def test_the_top_level_holds_only_the_layers():
     top = {p.name for p in SRC.iterdir() if not p.name.startswith((".", "__pycache__"))}
-    layers = {"core", "engine", "system", "analysis", "lab", "reports", "assertions", "cli"}
+    layers = {"core", "running", "store", "plan", "system", "analysis", "lab", "reports", "assertions", "cli"}
     beside = {"__init__.py", "__main__.py", "errors.py", "py.typed", "workloads"}
     assert top == layers | beside
 

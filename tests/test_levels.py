@@ -320,7 +320,7 @@ def looped(rng, layouts, n, k, sds, delta, spiked=0.0, warm=0.0) -> pd.DataFrame
     B/A (sds[0]), each run's (sds[1]) and each iteration's (sds[2]), B exp(delta) slower; a
     `spiked` share of iterations 1.4x long (what this guest's host does); a first iteration
     slower by `warm` on average and by as much again drawn per run (brotli's warms up)."""
-    from perflab.engine import spawn
+    from perflab.running import spawn
 
     setup, side, rep = np.indices((layouts, 2, n)).reshape(3, -1)
     run = (

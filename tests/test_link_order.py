@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from perflab.cli import cli
-from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import link_order
+from perflab.store import results
 from perflab.system import compiler, pmu
 
 SYMBOL_OF = {"main": "lo_drive", "a": "lo_a", "b": "lo_b", "c": "lo_c"}

@@ -12,11 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from perflab.cli import cli
-from perflab.engine import results, spawn
 from perflab.errors import PerflabError
 from perflab.lab import env_size
 from perflab.lab.env_size import excess, loop_layouts, windows
 from perflab.lab.plans.env_size import LAYOUTS, STATICS_OFFSETS, EnvSizePlan, LoopLayout
+from perflab.running import spawn
+from perflab.store import results
 from perflab.system import compiler
 
 X86 = platform.machine() == "x86_64"
@@ -141,7 +142,8 @@ def test_where_no_layout_pays_the_steadiest_is_swept_and_said():
     assert str(layout) == min(rows, key=lambda r: r.spread).layout
     assert "none of 16 layouts timed is steady and pays here" in why
     assert loop_layouts.choose([]) == (
-        loop_layouts.DEFAULT_LAYOUT, "the default: no predicted window among the sizes swept"
+        loop_layouts.DEFAULT_LAYOUT,
+        "the default: no predicted window among the sizes swept",
     )
 
 

@@ -16,9 +16,9 @@ import psutil
 import pytest
 
 from perflab.cli import cli
-from perflab.engine import results
 from perflab.errors import PerflabError, PerflabWarning
 from perflab.lab import memcpy, pagefault, resolution
+from perflab.store import results
 from perflab.system import machine, timer
 
 

@@ -14,9 +14,10 @@ from click.testing import CliRunner
 from conftest import wait_for
 
 from perflab.cli import cli
-from perflab.engine import lanes, results, spawn
 from perflab.errors import PerflabError
 from perflab.lab import compare, env_size
+from perflab.running import lanes, spawn
+from perflab.store import results
 from perflab.system import machine
 
 SRC = str(Path(lanes.__file__).resolve().parents[2])

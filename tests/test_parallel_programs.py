@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from perflab.assertions import claims, table
-from perflab.engine import results, timing
 from perflab.errors import PerflabError
+from perflab.running import timing
+from perflab.store import results
 from perflab.system import machine
 
 pytest_plugins = ["pytester"]

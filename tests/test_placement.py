@@ -7,7 +7,7 @@ import math
 import pytest
 
 from perflab.cli import cli
-from perflab.engine import placement
+from perflab.running import placement
 from perflab.system import machine, placement_floor, provenance
 
 
@@ -105,7 +105,7 @@ def test_distinct_python_callables_get_this_interpreters_floor_once_per_process(
     """Function objects of one loop, timed in pairs: a floor of their own, measured on first
     use and kept; a callable compared with itself is not widened."""
     from perflab.assertions import claims, table
-    from perflab.engine import timing
+    from perflab.running import timing
 
     monkeypatch.setattr(placement, "_python_floor", None)
     twin = placement._python_twin
@@ -133,7 +133,7 @@ def test_a_floor_beyond_what_placement_can_be_allowed_makes_distinct_c_claims_un
     import cffi
 
     from perflab.assertions import claims, comparison
-    from perflab.engine import timing
+    from perflab.running import timing
     from perflab.system import compiler
 
     built = compiler.build(placement.SOURCE, opt="2", static=False, extra=placement.FLAGS)

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from perflab.cli import cli
-from perflab.engine import results
 from perflab.lab import profile
 from perflab.lab.profile import sampling
 from perflab.reports import exporters
+from perflab.store import results
 from perflab.system import proctasks, stracelog, taskstats
 from tests.conftest import compile_children, wait_for
 

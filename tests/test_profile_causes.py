@@ -12,9 +12,9 @@ import numpy as np
 import psutil
 import pytest
 
-from perflab.engine import results
 from perflab.lab import profile as prof
 from perflab.lab.profile import sampling
+from perflab.store import results
 from perflab.system import blockcause, proctasks
 from tests.conftest import compile_children, wait_for
 

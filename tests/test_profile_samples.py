@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from perflab.cli import cli
-from perflab.engine import results
 from perflab.lab import contention, profile
+from perflab.store import results
 from perflab.system import perfsamples
 
 DATA = Path(__file__).resolve().parent / "data"

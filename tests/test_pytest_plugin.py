@@ -12,8 +12,9 @@ import pytest
 
 from perflab.assertions import claims, comparison, lock, table
 from perflab.core import _core
-from perflab.engine import placement, results, timing
 from perflab.errors import PerflabError
+from perflab.running import placement, timing
+from perflab.store import results
 from perflab.system import compiler, placement_floor
 
 pytest_plugins = ["pytester"]

@@ -12,8 +12,8 @@ from conftest import tiny_argv
 
 from perflab.analysis.summary import Summary
 from perflab.cli import VERBS, cli
-from perflab.engine import results
 from perflab.lab import registry
+from perflab.store import results
 from perflab.system import machine
 
 C0 = str(machine.usable_cpus()[0])

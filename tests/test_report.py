@@ -20,9 +20,9 @@ from conftest import compile_children, long_beyond, tiny_argv, wait_for
 import perflab
 from perflab.analysis import stats
 from perflab.cli import cli
-from perflab.engine import filelock, journal, results
 from perflab.lab import registry
 from perflab.reports import diff, report
+from perflab.store import filelock, journal, results
 from perflab.system import machine, provenance
 
 DATA = Path(__file__).parent / "data"

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perflab.engine import journal, results
 from perflab.errors import PerflabError
+from perflab.store import journal, results
 
 
 def _frame() -> pd.DataFrame:

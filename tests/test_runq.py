@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from conftest import WORKER, compile_children, long_beyond, own_children
 
 from perflab.cli import cli
-from perflab.engine import spawn
 from perflab.errors import PerflabError
 from perflab.lab import threads
 from perflab.lab.threads import program, trust
+from perflab.running import spawn
 from perflab.system import machine
 
 WORK = "20000000"  # tens of ms of CPU: many /proc readings, and a hog's share is plain

@@ -17,11 +17,12 @@ import pytest
 from conftest import _busy_s, _ours_s, wait_for
 
 from perflab.cli import cli
-from perflab.engine import results, shift
 from perflab.errors import PerflabError
 from perflab.lab import env_size
 from perflab.lab.env_size import shifted, windows
 from perflab.lab.plans.env_size import EnvSizePlan
+from perflab.running import shift
+from perflab.store import results
 from perflab.system import compiler, machine, supervisor
 
 REPEAT = 15  # runs per size: a median per size that one preempted run cannot move

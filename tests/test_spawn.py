@@ -17,9 +17,10 @@ from conftest import compile_children, wait_for
 
 from perflab.core import bindings, constants
 from perflab.core.bindings import lib
-from perflab.engine import childruns, results, spawn
 from perflab.errors import PerflabError
 from perflab.lab import env_size
+from perflab.running import childruns, spawn
+from perflab.store import results
 from perflab.system import compiler, machine, settings, supervisor
 
 WORKLOADS = compiler.WORKLOADS

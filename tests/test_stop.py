@@ -12,7 +12,8 @@ import psutil
 import pytest
 from conftest import compile_children, wait_for
 
-from perflab.engine import childruns, results, spawn
+from perflab.running import childruns, spawn
+from perflab.store import results
 
 SLOW = (
     "#include <time.h>\nint main(void) { struct timespec t = {0, 300000000}; "

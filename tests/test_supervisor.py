@@ -22,7 +22,7 @@ import psutil
 import pytest
 from conftest import long_beyond
 
-from perflab.engine import spawn
+from perflab.running import spawn
 from perflab.system import machine, supervisor
 
 # argv[1]: a file each process appends its pid to; argv[2]: ms the program sleeps before it

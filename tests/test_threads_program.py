@@ -12,9 +12,10 @@ from click.testing import CliRunner
 from conftest import WORKER, compile_children, own_children
 
 from perflab.cli import cli
-from perflab.engine import childruns, results
 from perflab.lab import threads
 from perflab.lab.threads import program, trust
+from perflab.running import childruns
+from perflab.store import results
 from perflab.system import machine, pmu
 
 WORK = "4000000"  # iterations per thread: tens of ms of CPU, enough to be preempted

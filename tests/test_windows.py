@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from perflab.cli import cli
 from perflab.core import bindings
-from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab import env_size
 from perflab.lab.env_size import aliasing, windows
+from perflab.store import results
 
 DATA = Path(__file__).resolve().parent / "data"
 X86 = platform.machine() == "x86_64"

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perflab.engine import results
 from perflab.lab import env_size
 from perflab.lab.env_size import clusters, excess, windows
+from perflab.store import results
 
 DATA = Path(__file__).resolve().parent / "data"
 # `perflab sweep env-size --aslr off --min 2330 --max 2370 --repeat 100` on a 2-vCPU KVM guest,

@@ -9,7 +9,7 @@ Looking after every round would inflate the false-claim rate, so each look uses 
 at level 1 - (1 - confidence) / looks, looks being the most rounds the runs budget allows
 (Bonferroni): the whole sequential test keeps its error rate below 1 - confidence.
 Between two distinct C functions the ratio's interval is also widened by this machine's
-placement floor (engine/placement.py, measured once and cached): their relative speed depends on
+placement floor (running/placement.py, measured once and cached): their relative speed depends on
 where their code lies, which no run count averages away, by an amount each CPU has its own of;
 between two distinct Python callables by the interpreter's own floor (measured once a process).
 """
@@ -31,8 +31,8 @@ from perflab.analysis import stats
 from perflab.assertions import exact, table
 from perflab.assertions.comparison import DISTURBED, FAIL, INCONCLUSIVE, PASS, Comparison
 from perflab.assertions.lock import measuring_lock
-from perflab.engine import placement, timing
 from perflab.errors import PerflabError, WrongType
+from perflab.running import placement, timing
 
 DEFAULT_CONFIDENCE = 0.95
 FIRST_ROUND = 20

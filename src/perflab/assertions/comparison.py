@@ -10,7 +10,7 @@ import numpy as np
 from perflab.assertions import table as report_table
 from perflab.assertions.verdicts import DISTURBED, FAIL, INCONCLUSIVE, PASS
 from perflab.core.lazy import pd
-from perflab.engine import timing
+from perflab.running import timing
 
 __all__ = ["DISTURBED", "FAIL", "INCONCLUSIVE", "PASS", "Comparison"]
 

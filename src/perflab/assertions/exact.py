@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from perflab.assertions.verdicts import FAIL
-from perflab.engine import timing
 from perflab.errors import PerflabError
+from perflab.running import timing
 
 METRICS = ("time", "instructions-exact")
 

@@ -94,7 +94,7 @@ class PerflabSession:
                 f"--perflab-confidence must be between 0 and 1, not {self.confidence}"
             )
         if self.jobs is not None:
-            from perflab.engine import timing
+            from perflab.running import timing
 
             try:
                 timing.program_lanes(self.jobs, None)
@@ -103,8 +103,8 @@ class PerflabSession:
 
     def _save_path(self) -> Path:
         """DIR/perflab-<UTC time>-<xdist worker or pid>.parquet, checked before measuring."""
-        from perflab.engine import results
         from perflab.errors import PerflabError
+        from perflab.store import results
 
         directory = Path(self.save_dir)
         try:
@@ -141,7 +141,7 @@ class PerflabSession:
         import pandas as pd
 
         from perflab.assertions import claims
-        from perflab.engine import results
+        from perflab.store import results
         from perflab.system import provenance
 
         df = pd.concat(self.frames, ignore_index=True)
@@ -194,7 +194,7 @@ class PerfFixture:
         confidence: float | None = None,
     ) -> None:
         from perflab.assertions import claims
-        from perflab.engine import timing
+        from perflab.running import timing
 
         self._node = node
         self._session = session

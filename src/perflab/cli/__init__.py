@@ -172,7 +172,7 @@ class Group(click.Group):
 def _term_stops() -> Iterator[None]:
     """SIGTERM stops any verb as Ctrl-C does, between runs or in a build alike: what it holds
     is let go (locks, children under a supervisor), what it finished kept, and one line said;
-    a sweep's own handler (engine/interrupt.py) takes over while it measures."""
+    a sweep's own handler (running/interrupt.py) takes over while it measures."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

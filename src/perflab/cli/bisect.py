@@ -15,7 +15,7 @@ from perflab.cli.options import (
 )
 from perflab.cli.params import WORDS, Count
 from perflab.cli.printing import print_result
-from perflab.engine import controls
+from perflab.plan import controls
 
 
 @cli.command("bisect")

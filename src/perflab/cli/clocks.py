@@ -12,7 +12,7 @@ from perflab.cli.options import check_paths, cluster_options, output_options, re
 from perflab.cli.params import Count
 from perflab.cli.printing import emit_json, print_result, table
 from perflab.cli.running import campaign_verb, record_path
-from perflab.engine import controls
+from perflab.plan import controls
 
 
 @cli.command("clocks")
@@ -43,8 +43,8 @@ def clocks_cmd(
     resume: str | None,
 ) -> None:
     """Resolution, value and read cost of every clock and TSC method; TSC trust verdict."""
-    from perflab.engine import results
     from perflab.lab import clocks
+    from perflab.store import results
     from perflab.system import provenance
 
     selected = clocks.resolve(names) if names else None

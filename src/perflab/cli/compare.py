@@ -219,7 +219,7 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
     df = journaled_run(run, output, named, "compare", program_output=program_output)
     ok = df[df["status"] == "ok"]
     if not (ok.groupby(["setup", "rep"])["side"].nunique() == 2).any():  # no A/B pair
-        from perflab.engine.childruns import status_counts
+        from perflab.running.childruns import status_counts
 
         raise click.ClickException(
             f"no setup has a pair of ok runs of both A and B (status: {status_counts(df)}): "

@@ -54,9 +54,9 @@ def counters_cmd(
 
     Its counts go to stderr, as perf stat's, so that COMMAND's own stdout stays whole.
     With COMMAND, perflab exits with its status (128+N when signal N killed it), as perf stat."""
-    from perflab.engine import program_output as streams
-    from perflab.engine import results
     from perflab.lab import counters
+    from perflab.running import program_output as streams
+    from perflab.store import results
 
     check_paths(output, None)
     if program_output and not command:

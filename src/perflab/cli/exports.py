@@ -16,7 +16,7 @@ from perflab.core import files
 def export_path(path: str | None, suffix: str) -> str | None:
     """An export path ('-' for stdout) checked before any work as an output is: its suffix,
     its directory, that it can be written."""
-    from perflab.engine import results
+    from perflab.store import results
 
     if path is None or path == "-":
         return path

@@ -11,7 +11,7 @@ from perflab.cli import cli, echo
 from perflab.cli.exports import export_options, export_path, one_stdout, write_export
 from perflab.cli.options import build_timeout_option, commit_controls
 from perflab.cli.params import Count, FileToWrite
-from perflab.engine import controls
+from perflab.plan import controls
 
 
 def _finite(value: float | None) -> float | None:

@@ -91,7 +91,7 @@ def link_order_cmd(objects_flag: bool, cflags: str, resume: str | None, discard_
 
 def _report(df: pd.DataFrame, output: str, plot_path: str | None, as_json: bool) -> None:
     """The sweep's summary, as `perflab report` prints its file."""
-    from perflab.engine.childruns import status_counts
+    from perflab.running.childruns import status_counts
 
     if not (df["status"] == "ok").any():
         raise click.ClickException(

@@ -29,8 +29,8 @@ def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
 
     import pandas as pd
 
-    from perflab.engine import placement
     from perflab.lab.compare import metrics
+    from perflab.running import placement
     from perflab.system import provenance
 
     rep = provenance.report()

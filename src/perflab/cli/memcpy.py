@@ -9,9 +9,9 @@ from perflab.cli.options import check_paths, journal_options, output_options
 from perflab.cli.params import Count
 from perflab.cli.printing import print_result, table
 from perflab.cli.running import journaled_run, optional_record
-from perflab.engine import controls
 from perflab.errors import PerflabError
 from perflab.lab.plans import defaults
+from perflab.plan import controls
 
 
 def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:

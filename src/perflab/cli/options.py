@@ -2,7 +2,7 @@
 --resume, --build-timeout, and the options a plan's fields declare.
 
 Imported by every verb's module, so it imports nothing heavy itself: `perflab VERB --help`
-builds the options from the plans (engine/controls.py, lab/plans/) and never loads numpy,
+builds the options from the plans (plan/controls.py, lab/plans/) and never loads numpy,
 pandas or matplotlib.
 """
 
@@ -24,7 +24,7 @@ from perflab.cli.params import (
     ProgramOutput,
     cpu_list,
 )
-from perflab.engine import controls
+from perflab.plan import controls
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,7 +55,7 @@ def output_options(func: F) -> F:
 def check_paths(output: str | None, plot_path: str | None) -> None:
     """Refuse unwritable or unknown-format paths up front, so no measurement is lost."""
     from perflab.analysis import plot
-    from perflab.engine import results
+    from perflab.store import results
 
     if output:
         results.check_output(output)
@@ -87,7 +87,7 @@ def program_where(given: str | None, as_json: bool) -> str:
     """Where a profiled or counted program's streams go: as given, else perflab's own (its
     report goes to stderr), or null when --json prints on stdout; inherit beside --json is
     refused, since the program's bytes would break the JSON."""
-    from perflab.engine import program_output
+    from perflab.running import program_output
 
     if given == program_output.INHERIT and as_json:
         raise click.UsageError(

@@ -9,8 +9,8 @@ from perflab.cli.options import check_paths, journal_options, output_options
 from perflab.cli.params import Count
 from perflab.cli.printing import print_result
 from perflab.cli.running import journaled_run, optional_record
-from perflab.engine import controls
 from perflab.lab.plans import defaults
+from perflab.plan import controls
 
 
 @run.command("pagefault")

@@ -12,8 +12,8 @@ from typing import Any
 import click
 
 from perflab.core import files
-from perflab.engine import controls
 from perflab.errors import PerflabError
+from perflab.plan import controls
 from perflab.system import limits
 
 
@@ -45,7 +45,8 @@ class ProgramOutput(FileToWrite):
     name = "null|inherit|FILE"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from perflab.engine import program_output, results
+        from perflab.running import program_output
+        from perflab.store import results
 
         if value in (program_output.NULL, program_output.INHERIT):
             return value

@@ -112,9 +112,9 @@ def profile_cmd(
     (130 at Ctrl-C: the program killed, its profile up to then kept). `perflab profile
     --workload mutex --threads 4 --samples`: the built-in lock contention, profiled by symbol
     too."""
-    from perflab.engine import program_output as streams
-    from perflab.engine import results
     from perflab.lab import profile
+    from perflab.running import program_output as streams
+    from perflab.store import results
 
     check_paths(output, plot_path)
     where = program_where(program_output, as_json)

@@ -102,8 +102,8 @@ def hosts_cmd(
     path: str, value: str, where: tuple[str, ...], as_json: bool, plot_path: str | None
 ) -> None:
     """Per-host spread of a campaign: medians, fleet distribution, outlier hosts."""
-    from perflab.engine import results
     from perflab.reports import fleet
+    from perflab.store import results
 
     check_paths(None, plot_path)
     df = results.load(path)

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from perflab.cli import QUIET
-from perflab.engine import filelock
-from perflab.engine.progress import Progress
 from perflab.errors import Lost, OtherExperiment, PerflabError
 from perflab.lab import registry
+from perflab.running.progress import Progress
+from perflab.store import filelock
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from perflab.engine import campaigns
+    from perflab.running import campaigns
 
 
 def record_path(output: str | None, resume: str | None, stem: str) -> tuple[str, bool]:
@@ -45,7 +45,7 @@ def optional_record(output: str | None, resume: str | None) -> tuple[str | None,
 
 def check_complete(df: pd.DataFrame, output: str) -> None:
     """A run that ended without every planned run exactly once is an error, not a result."""
-    from perflab.engine import results
+    from perflab.store import results
 
     problem = results.metadata(df).get("incomplete")
     if problem:
@@ -116,7 +116,7 @@ def journaled_run(
             click.echo(said[0], err=True)
         return bars.open(label, todo, done)
 
-    from perflab.engine import program_output as streams
+    from perflab.running import program_output as streams
 
     try:
         with streams.directed(program_output or streams.NULL):
@@ -148,7 +148,7 @@ def campaign_verb(
     extra_meta: Mapping[str, Any] | None = None,
 ) -> tuple[pd.DataFrame, campaigns.Outcome]:
     """A --cluster run of any verb: journaled by (host, point), resumable, refusals said once."""
-    from perflab.engine import campaigns
+    from perflab.running import campaigns
     from perflab.system import provenance
 
     output, resuming = record

@@ -6,7 +6,7 @@ from perflab.cli import run
 from perflab.cli.options import check_paths, output_options
 from perflab.cli.params import Count
 from perflab.cli.printing import print_result
-from perflab.engine import controls
+from perflab.plan import controls
 
 
 @run.command("spin-cost")
@@ -20,8 +20,8 @@ from perflab.engine import controls
 @output_options
 def spin_cost_cmd(samples: int, output: str | None, as_json: bool, plot_path: str | None) -> None:
     """Ticks per turn of the core's spin loop, at 1000 to 8000 turns."""
-    from perflab.engine import results
     from perflab.lab import spin_cost
+    from perflab.store import results
 
     check_paths(output, plot_path)
     df = spin_cost.run(samples=samples)

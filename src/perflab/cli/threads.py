@@ -20,8 +20,8 @@ from perflab.cli.options import (
 from perflab.cli.params import SECONDS, Count, Needs, cpu_list
 from perflab.cli.printing import print_result
 from perflab.cli.running import journaled_run, optional_record
-from perflab.engine import controls
 from perflab.lab.plans import threads as plan
+from perflab.plan import controls
 
 if TYPE_CHECKING:
     from perflab.lab import threads

@@ -8,7 +8,7 @@ import click
 from perflab.cli import cli, echo
 from perflab.cli.options import build_timeout_option, commit_controls, commit_options
 from perflab.cli.params import Count
-from perflab.engine import controls
+from perflab.plan import controls
 
 
 @cli.command("track")

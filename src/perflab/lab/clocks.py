@@ -12,10 +12,10 @@ from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import controls
-from perflab.engine.timing import STEPS_PER_SAMPLE
 from perflab.errors import PerflabError
 from perflab.lab import resolution
+from perflab.plan import controls
+from perflab.running.timing import STEPS_PER_SAMPLE
 from perflab.system import machine, settings
 
 if TYPE_CHECKING:

@@ -12,10 +12,11 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import controls, results
 from perflab.errors import PerflabError
 from perflab.lab import profile
 from perflab.lab.plans import defaults
+from perflab.plan import controls
+from perflab.store import results
 from perflab.system import compiler, perfsamples, provenance
 
 KINDS = defaults.CONTENTION_KINDS

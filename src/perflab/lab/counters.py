@@ -9,7 +9,8 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import controls, results
+from perflab.plan import controls
+from perflab.store import results
 from perflab.system import pmu, provenance
 from perflab.system.counters import available, count_command
 

@@ -11,10 +11,11 @@ import numpy as np
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import controls, inprocess
-from perflab.engine.progress import OnStart, ProgressArg
-from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
+from perflab.plan import controls
+from perflab.running import inprocess
+from perflab.running.progress import OnStart, ProgressArg
+from perflab.store.recording import Recording
 from perflab.system import machine, provenance
 
 if TYPE_CHECKING:

@@ -22,15 +22,17 @@ from perflab import errors
 from perflab.analysis import disturbance, stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, lanes, results
-from perflab.engine.childruns import value_column as value_column
-from perflab.engine.progress import ProgressArg
-from perflab.engine.recording import FLUSH_S, Recording
 from perflab.errors import PerflabError
 from perflab.lab.plans.link_order import MAX_PERMUTATIONS as MAX_PERMUTATIONS
 from perflab.lab.plans.link_order import LinkOrderPlan
 from perflab.lab.plans.link_order import orders as orders
 from perflab.lab.plans.link_order import parse_permutations as parse_permutations
+from perflab.plan import controls
+from perflab.running import childruns, lanes
+from perflab.running.childruns import value_column as value_column
+from perflab.running.progress import ProgressArg
+from perflab.store import results
+from perflab.store.recording import FLUSH_S, Recording
 from perflab.system import compiler, pmu, provenance
 from perflab.system.binlayout import MODULI as MODULI
 from perflab.system.binlayout import functions, layout

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import controls, results, timing
+from perflab.plan import controls
+from perflab.running import timing
+from perflab.store import results
 from perflab.system import provenance
 
 if TYPE_CHECKING:

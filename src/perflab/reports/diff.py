@@ -111,7 +111,7 @@ def _value(experiment: registry.Experiment, df: pd.DataFrame) -> str:
     the parent's when the program had no probe)."""
     if experiment.value is not None:
         return experiment.value
-    from perflab.engine import childruns
+    from perflab.running import childruns
 
     return childruns.value_column(df)
 

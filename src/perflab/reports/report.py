@@ -13,10 +13,10 @@ from perflab import __version__, errors
 from perflab.analysis.summary import Summary
 from perflab.core import files
 from perflab.core.lazy import pd, pq
-from perflab.engine import filelock, results, schema
-from perflab.engine.identity import key_digest
 from perflab.errors import PerflabError
 from perflab.lab import registry
+from perflab.store import filelock, results, schema
+from perflab.store.identity import key_digest
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -11,9 +11,9 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.reports.report import Report, of_frame
+from perflab.store import results
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,4 +1,4 @@
-"""The placement floor (engine/placement.py measures it), cached under the machine and C core
+"""The placement floor (running/placement.py measures it), cached under the machine and C core
 it holds for, and never trusted from another or when malformed."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from perflab.system import machine
 
 @dataclass(frozen=True)
 class PlacementFloor:
-    """How much identical C code at different addresses differs here (engine/placement.py
+    """How much identical C code at different addresses differs here (running/placement.py
     measures it): between two distinct C functions a ratio within 1 +/- share is undecidable."""
 
     share: float

@@ -4,7 +4,7 @@
  *
  * perflab links it with -Wl,--wrap=main, so that _start calls __wrap_main instead of main, and
  * with its one section (perflab_shift) at an address of its own below the loop's binary
- * (ADDRESS in engine/shift.py): every symbol of that binary keeps its address, main its
+ * (ADDRESS in running/shift.py): every symbol of that binary keeps its address, main its
  * bytes, and the heap its start (perflab checks the first two before it measures).  It is
  * compiled without unwind tables and uses no C library function, no static and no read-only
  * data, so that it adds nothing anywhere else: it makes its own system calls.

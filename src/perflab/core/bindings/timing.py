@@ -1,4 +1,4 @@
-"""timing.c: the perf assertions' calls (engine/timing.py), C or Python, timed alone or paired."""
+"""timing.c: the perf assertions' calls (running/timing.py), C or Python, timed alone or paired."""
 
 from dataclasses import dataclass
 from typing import Any

@@ -26,10 +26,10 @@ from perflab import errors
 from perflab.analysis.summary import Summary, Table
 from perflab.core import files
 from perflab.core.lazy import pd
-from perflab.engine import controls as ctl
-from perflab.engine import filelock, results
 from perflab.errors import PerflabError
 from perflab.lab.bisect import builds, commits
+from perflab.plan import controls as ctl
+from perflab.store import filelock, results
 from perflab.system import provenance
 
 if TYPE_CHECKING:
@@ -430,10 +430,14 @@ class _Search:
             "builds_reused": sum(b.reused for b in self.builds.values()),
             "skipped": [self.span[i].sha for i in sorted(self.skipped)],
             "total_runs": self.runs,
-            "placement": list(dict.fromkeys([*self.before.get("placement", []),
-                                             *(p.placement for p in self.placements)])),
-            "relink_s": max([self.before.get("relink_s", 0.0),
-                             *(p.relink_s for p in self.placements)]),
+            "placement": list(
+                dict.fromkeys(
+                    [*self.before.get("placement", []), *(p.placement for p in self.placements)]
+                )
+            ),
+            "relink_s": max(
+                [self.before.get("relink_s", 0.0), *(p.relink_s for p in self.placements)]
+            ),
         }
 
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from perflab.core import files, terminal
-from perflab.engine import filelock
-from perflab.engine.controls import Controls
 from perflab.errors import PerflabError, TimedOut
 from perflab.lab.bisect import commits
+from perflab.plan.controls import Controls
+from perflab.store import filelock
 from perflab.system import compiler, sections, supervisor
 
 RUN_TIMEOUT_S = Controls.timeout  # the runs' --timeout unless given

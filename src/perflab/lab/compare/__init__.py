@@ -15,10 +15,6 @@ from typing import Any
 
 from perflab import errors
 from perflab.core.lazy import pd
-from perflab.engine import childruns, lanes
-from perflab.engine.childruns import value_column as value_column
-from perflab.engine.progress import ProgressArg
-from perflab.engine.recording import FLUSH_S, Recording
 from perflab.errors import WrongType
 from perflab.lab.compare import runs
 from perflab.lab.compare.layouts import LAYOUT as LAYOUT
@@ -75,6 +71,10 @@ from perflab.lab.link_order import counters_note
 from perflab.lab.plans.compare import HEAP_DIGITS as HEAP_DIGITS
 from perflab.lab.plans.compare import RANDOMIZE as RANDOMIZE
 from perflab.lab.plans.compare import ComparePlan, parse_layout
+from perflab.running import childruns, lanes
+from perflab.running.childruns import value_column as value_column
+from perflab.running.progress import ProgressArg
+from perflab.store.recording import FLUSH_S, Recording
 from perflab.system import provenance
 
 CHUNK_RUNS = childruns.CHUNK_RUNS  # read at each comparison: a test may make chunks smaller

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflab.engine import results
 from perflab.errors import PerflabError
 from perflab.lab.plans.compare import RANDOMIZE, ComparePlan, layout_text, parse_layout
+from perflab.store import results
 from perflab.system.sections import SEED_MAX
 
 NO_PADDING = -1  # a size a setup leaves out: no padding variable, heap shift or padding object

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from perflab.core.lazy import pd
-from perflab.engine import results
-from perflab.engine.childruns import value_column
 from perflab.errors import PerflabError
 from perflab.lab.compare.verdict import CHANGE, CONFIDENCE, overall, per_setup
+from perflab.running.childruns import value_column
+from perflab.store import results
 
 
 @dataclass(frozen=True)

@@ -13,15 +13,15 @@ from typing import Any
 from perflab.analysis import levels, repetitions
 from perflab.core import constants
 from perflab.core.lazy import pd
-from perflab.engine import results
-from perflab.engine.childruns import value_column
-from perflab.engine.progress import ProgressArg
-from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab.compare.layouts import draw_setups
 from perflab.lab.compare.sides import Side, sources
 from perflab.lab.compare.verdict import CONFIDENCE, TRIM, half_width, interval, steady
 from perflab.lab.plans.compare import ComparePlan
+from perflab.running.childruns import value_column
+from perflab.running.progress import ProgressArg
+from perflab.store import results
+from perflab.store.recording import Recording
 from perflab.system import settings
 
 # No precision is called reached over fewer layouts: a bootstrap over a handful of units

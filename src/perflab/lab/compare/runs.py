@@ -9,13 +9,14 @@ from typing import Any
 import numpy as np
 
 from perflab.core.lazy import pd
-from perflab.engine import childruns, lanes, results
-from perflab.engine.identity import Executes
-from perflab.engine.recording import Recording
 from perflab.lab.compare import exact
 from perflab.lab.compare.layouts import LAYOUT, NO_PADDING, Setup
 from perflab.lab.compare.sides import Side, refuse_static
 from perflab.lab.plans.compare import HEAP_DIGITS, RANDOMIZE, ComparePlan
+from perflab.running import childruns, lanes
+from perflab.store import results
+from perflab.store.identity import Executes
+from perflab.store.recording import Recording
 from perflab.system import compiler
 
 HEAP_VAR = "PERFLAB_HEAP_OFFSET"  # what workloads/heap_offset.c reads

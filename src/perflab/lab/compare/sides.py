@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from perflab.engine import controls, spawn
-from perflab.engine.identity import Executes
 from perflab.errors import PerflabError
 from perflab.lab.compare.layouts import NO_PADDING, Setup
+from perflab.plan import controls
+from perflab.running import spawn
+from perflab.store.identity import Executes
 from perflab.system import binlayout, compiler, sections
 
 

@@ -12,10 +12,10 @@ import numpy as np
 from perflab.analysis import levels, repetitions, stats
 from perflab.analysis.trimmed import trimmed_interval
 from perflab.core.lazy import pd
-from perflab.engine import results
-from perflab.engine.childruns import value_column
 from perflab.errors import PerflabError
 from perflab.lab.compare.layouts import LAYOUT
+from perflab.running.childruns import value_column
+from perflab.store import results
 
 # The share of layouts B/A over layouts would cut at each end: none. A 20 % trim reads a
 # loaded machine's wild layouts (±30 % in A/A runs at load 4) with a tenth of the layouts, but

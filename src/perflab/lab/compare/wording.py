@@ -12,8 +12,6 @@ from perflab.analysis import levels, repetitions
 from perflab.analysis.summary import Summary, Table
 from perflab.core import constants
 from perflab.core.lazy import pd
-from perflab.engine import childruns, lanes, results
-from perflab.engine.childruns import value_column
 from perflab.errors import PerflabError
 from perflab.lab.compare import metrics
 from perflab.lab.compare.layouts import LAYOUT, NO_PADDING
@@ -32,6 +30,9 @@ from perflab.lab.compare.verdict import (
     steady,
 )
 from perflab.lab.plans.compare import parse_layout
+from perflab.running import childruns, lanes
+from perflab.running.childruns import value_column
+from perflab.store import results
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -17,17 +17,19 @@ from perflab import errors
 from perflab.analysis import disturbance
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, journal, lanes, results, shift, spawn
-from perflab.engine.childruns import status_counts as status_counts
-from perflab.engine.childruns import value_column as value_column
-from perflab.engine.progress import ProgressArg, shown
-from perflab.engine.recording import FLUSH_S, Recording
 from perflab.errors import PerflabError
 from perflab.lab.env_size import loop_layouts
 from perflab.lab.env_size import windows as windows_mod
 from perflab.lab.plans.env_size import AUTO, EnvSizePlan
 from perflab.lab.plans.env_size import MAX_ARG_STRLEN as MAX_ARG_STRLEN
 from perflab.lab.plans.env_size import PARAMS as PARAMS
+from perflab.plan import controls
+from perflab.running import childruns, lanes, shift, spawn
+from perflab.running.childruns import status_counts as status_counts
+from perflab.running.childruns import value_column as value_column
+from perflab.running.progress import ProgressArg, shown
+from perflab.store import journal, results
+from perflab.store.recording import FLUSH_S, Recording
 from perflab.system import provenance
 
 if TYPE_CHECKING:

@@ -19,9 +19,9 @@ import numpy as np
 
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import spawn
 from perflab.errors import Stopped
 from perflab.lab.env_size import windows as windows_mod
+from perflab.running import spawn
 from perflab.system import counters
 
 ITERATIONS = 65536  # the built-in loops' trip count (workloads/mytkowicz.c, stacksplit.c)

@@ -24,11 +24,11 @@ import numpy as np
 from perflab.analysis import stats
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, spawn
 from perflab.errors import PerflabError
 from perflab.lab.env_size import excess
 from perflab.lab.env_size import windows as windows_mod
 from perflab.lab.plans.env_size import AUTO, DEFAULT_LAYOUT, LAYOUTS, EnvSizePlan, LoopLayout
+from perflab.running import childruns, spawn
 from perflab.system import binlayout
 
 # A layout is steady when its runs outside the window spread (IQR over median) by at most

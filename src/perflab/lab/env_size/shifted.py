@@ -4,7 +4,7 @@ checks that refuse to measure unless the placement is where an exec'd child's fr
 The frames come from the stack model the sweep records for its predictions (windows.Layout:
 main's frame for the exec'd loop's strings at every size). Before measuring, perflab checks:
 - the shift binary keeps every address of the exec'd loop's binary and main's code
-  (engine/shift.check_layout);
+  (running/shift.check_layout);
 - the shift child's own main, exec'd once, landed where the model puts it for its strings;
 - at a sample of sizes, the frame the shift child gives main (seen in what main's prologue
   pushed) is the frame an exec'd twin reports with the same exec strings (windows.probe);
@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from perflab.core import bindings
-from perflab.engine import childruns, shift, spawn
 from perflab.errors import PerflabError
 from perflab.lab.env_size import windows
 from perflab.lab.plans.env_size import EnvSizePlan
+from perflab.running import childruns, shift, spawn
 from perflab.system import compiler
 
 CHECK_SPREAD = 9  # sizes spread over the plan's range, checked

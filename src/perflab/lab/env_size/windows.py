@@ -26,12 +26,12 @@ import numpy as np
 
 from perflab.core import files
 from perflab.core.lazy import pd
-from perflab.engine import spawn
-from perflab.engine.childruns import value_column
 from perflab.errors import PerflabError
 from perflab.lab.env_size import excess
 from perflab.lab.plans.env_size import BUILTIN as BUILTIN
 from perflab.lab.plans.env_size import DEFAULT_LAYOUT, LoopLayout
+from perflab.running import spawn
+from perflab.running.childruns import value_column
 from perflab.system import binlayout, compiler
 
 PAGE = 4096  # the low 12 address bits a store/load check compares

@@ -25,12 +25,13 @@ import numpy as np
 from perflab import errors
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, results
-from perflab.engine import controls as ctl
 from perflab.errors import PerflabError
 from perflab.lab.bisect import builds, commits
 from perflab.lab.history import changes
 from perflab.lab.history.store import Entry, Store, machine_key, refuse_other
+from perflab.plan import controls as ctl
+from perflab.running import childruns
+from perflab.store import results
 from perflab.system import machine
 
 if TYPE_CHECKING:
@@ -147,8 +148,8 @@ def _measure(reference: builds.Build, made: builds.Build, build: Sequence[str],
     """Runs of two commits: pairs of A and B in each layout drawn, the code placed at random
     where both relink (builds.placed), interleaved so that the host's drift moves both alike;
     the placement in the frame's metadata."""
-    from perflab.engine import results
     from perflab.lab import compare
+    from perflab.store import results
 
     with builds.relinking(reference, made):
         sides = builds.placed(reference, made, build, run)

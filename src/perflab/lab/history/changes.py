@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from perflab.core.lazy import pd
-from perflab.engine.childruns import value_column
 from perflab.lab.history.store import Entry
+from perflab.running.childruns import value_column
 
 MAD_SIGMA = 1.4826  # a normal distribution's sigma per median absolute deviation
 PENALTY = 3.0  # sigma^2 log n per change point (see above)

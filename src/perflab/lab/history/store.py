@@ -32,8 +32,8 @@ from typing import Any
 
 from perflab.core import files
 from perflab.core.lazy import pd
-from perflab.engine import filelock, journal, results
 from perflab.errors import PerflabError, WrongType
+from perflab.store import filelock, journal, results
 from perflab.system import machine
 
 INDEX = "index.json"

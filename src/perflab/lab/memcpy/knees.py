@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from perflab.core.lazy import pd
-from perflab.engine import results
+from perflab.store import results
 from perflab.system import machine
 
 

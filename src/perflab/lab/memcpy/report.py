@@ -11,10 +11,10 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import results
 from perflab.lab import resolution
 from perflab.lab.memcpy.knees import detect_knees, knee_report, recorded_caches
 from perflab.lab.memcpy.sweep import MEMORY_KEYS, human_bytes, rederive
+from perflab.store import results
 from perflab.system import machine
 
 if TYPE_CHECKING:

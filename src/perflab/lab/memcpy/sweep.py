@@ -17,12 +17,13 @@ from numpy.typing import ArrayLike
 
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import controls, inprocess
-from perflab.engine.progress import OnStart, ProgressArg
-from perflab.engine.recording import Recording
 from perflab.errors import PerflabError, warn_once, warning
 from perflab.lab import resolution
 from perflab.lab.plans.defaults import PAGE
+from perflab.plan import controls
+from perflab.running import inprocess
+from perflab.running.progress import OnStart, ProgressArg
+from perflab.store.recording import Recording
 from perflab.system import machine, provenance
 
 KERNELS = bindings.COPY_KERNELS

@@ -4,7 +4,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from perflab.engine.controls import (
+from perflab.errors import PerflabError
+from perflab.lab.plans.env_size import MAX_ARG_STRLEN
+from perflab.plan.controls import (
     ASLR_MODES,
     LONGEST_S,
     Controls,
@@ -12,8 +14,6 @@ from perflab.engine.controls import (
     check_iterations,
     check_rows,
 )
-from perflab.errors import PerflabError
-from perflab.lab.plans.env_size import MAX_ARG_STRLEN
 
 # What a setup can vary; link-order, code-offset and function-order (the order of functions
 # within their objects, drawn by a seed) only where perflab links A and B itself.

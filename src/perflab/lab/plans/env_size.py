@@ -4,7 +4,8 @@ import platform
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
-from perflab.engine.controls import (
+from perflab.errors import PerflabError
+from perflab.plan.controls import (
     DEFAULT_OPT,
     OPT_LEVELS,
     Controls,
@@ -14,7 +15,6 @@ from perflab.engine.controls import (
     check_rows,
     order_field,
 )
-from perflab.errors import PerflabError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 MAX_ARG_STRLEN = 32 * 4096  # the kernel's limit on one argv or environment string
 # The built-in loops: the source and the C expression of the counter the twin reports as g.
 BUILTIN = {"mytkowicz": ("mytkowicz.c", "g"), "split": ("stacksplit.c", "s.g")}
-# exec: a fresh child per run, its environment moves its stack (engine/childruns.py);
+# exec: a fresh child per run, its environment moves its stack (running/childruns.py);
 # shift: one child per CPU moves its stack pointer to where that environment would have put
-# the built-in loop's frame (engine/shift.py).
+# the built-in loop's frame (running/shift.py).
 ENGINES = ("exec", "shift")
 # The built-in loops' layouts (workloads/perflab_layout.h): the loop's first instruction's offset
 # in its 64-byte window, and the static i's offset in its page. The four code offsets sample
@@ -200,7 +200,7 @@ class EnvSizePlan(Controls):
 
     def pairs(self) -> tuple["np.ndarray", "np.ndarray"]:
         """(env_size, rep) of every run, in the order they will be made."""
-        from perflab.engine import childruns
+        from perflab.running import childruns
 
         item, rep = childruns.run_order(self.sizes().size, self.repeat, self.order, self.seed)
         return self.sizes()[item], rep

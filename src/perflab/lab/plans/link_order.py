@@ -5,7 +5,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from perflab.engine.controls import (
+from perflab.errors import PerflabError
+from perflab.plan.controls import (
     Controls,
     _cli,
     check_order,
@@ -13,7 +14,6 @@ from perflab.engine.controls import (
     check_rows,
     order_field,
 )
-from perflab.errors import PerflabError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,7 +60,7 @@ class LinkOrderPlan(Controls):
 
     def pairs(self, nperms: int) -> tuple["np.ndarray", "np.ndarray"]:
         """(perm, rep) of every run, in the order they will be made."""
-        from perflab.engine import childruns
+        from perflab.running import childruns
 
         return childruns.run_order(nperms, self.repeat, self.order, self.seed)
 

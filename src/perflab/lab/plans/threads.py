@@ -5,7 +5,8 @@ import re
 from dataclasses import dataclass, field
 
 from perflab.core import constants
-from perflab.engine.controls import (
+from perflab.errors import PerflabError
+from perflab.plan.controls import (
     RUNQ_MODES,
     Controls,
     _cli,
@@ -16,7 +17,6 @@ from perflab.engine.controls import (
     most_threads,
     order_field,
 )
-from perflab.errors import PerflabError
 
 PLACEHOLDER = "{threads}"
 DEFAULT_ENV = "OMP_NUM_THREADS"
@@ -87,7 +87,7 @@ class ThreadsPlan(Controls):
     def argv(self, n: int) -> tuple[str, ...]:
         """The command for n threads: the placeholder replaced in every argument, and the
         variable set by env(1), which execs the program (no shell sees the arguments)."""
-        from perflab.engine import spawn
+        from perflab.running import spawn
 
         program = spawn.check_program(self.command[0])
         args = tuple(a.replace(PLACEHOLDER, str(n)) for a in self.command[1:])

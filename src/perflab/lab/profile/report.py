@@ -9,8 +9,8 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import results
 from perflab.lab.profile.sampling import BETWEEN, life_intervals
+from perflab.store import results
 from perflab.system import (
     blockcause,
     perfsamples,

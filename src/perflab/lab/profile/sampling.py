@@ -18,9 +18,11 @@ import numpy as np
 
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import controls, results, spawn
 from perflab.errors import PerflabError, Stopped
 from perflab.lab.plans.defaults import PROFILE_INTERVAL_S as INTERVAL_S
+from perflab.plan import controls
+from perflab.running import spawn
+from perflab.store import results
 from perflab.system import (
     blockcause,
     counters,

@@ -13,12 +13,13 @@ import perflab.lab.threads as threads  # the package's run_threads: callers may 
 from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import controls, inprocess
-from perflab.engine.progress import OnStart
-from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, default_perturbations, perturbed
 from perflab.lab.threads.runner import DEFAULT_LOOPS, DEFAULT_STREAM_BYTES, Priority, Progress, prio
+from perflab.plan import controls
+from perflab.running import inprocess
+from perflab.running.progress import OnStart
+from perflab.store.recording import Recording
 from perflab.system import machine
 
 if TYPE_CHECKING:

@@ -19,9 +19,6 @@ from perflab import errors
 from perflab.analysis import disturbance, stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, lanes, results
-from perflab.engine.progress import ProgressArg
-from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab.plans.threads import DEFAULT_ENV as DEFAULT_ENV
 from perflab.lab.plans.threads import PLACEHOLDER as PLACEHOLDER
@@ -30,6 +27,11 @@ from perflab.lab.plans.threads import parse_counts as parse_counts
 from perflab.lab.threads import trust
 from perflab.lab.threads.hogs import Perturbation, perturbed
 from perflab.lab.threads.runner import counter_status
+from perflab.plan import controls
+from perflab.running import childruns, lanes
+from perflab.running.progress import ProgressArg
+from perflab.store import results
+from perflab.store.recording import Recording
 from perflab.system import machine, provenance
 
 CONFIDENCE = 0.95

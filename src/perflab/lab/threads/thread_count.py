@@ -11,9 +11,6 @@ import perflab.lab.threads as threads  # the package's run_threads: callers may 
 from perflab.analysis import disturbance
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.engine import controls, inprocess
-from perflab.engine.progress import OnStart
-from perflab.engine.recording import Recording
 from perflab.errors import PerflabError
 from perflab.lab.threads.hogs import Perturbation, perturbed
 from perflab.lab.threads.runner import (
@@ -27,6 +24,10 @@ from perflab.lab.threads.runner import (
     kernel_id,
     prio,
 )
+from perflab.plan import controls
+from perflab.running import inprocess
+from perflab.running.progress import OnStart
+from perflab.store.recording import Recording
 from perflab.system import limits, machine
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ import numpy as np
 
 from perflab.analysis.disturbance import disturbed as disturbed
 from perflab.analysis.disturbance import others_share as others_share
-from perflab.engine import spawn
 from perflab.lab import clocks
+from perflab.running import spawn
 
 TOLERANCE = 0.05  # one disturbance of the machine's usual size may move a run by at most 5 %
 IDLE_RUNS = 30  # trivial children that show the spawn cost and its spread, once per session

@@ -22,8 +22,8 @@ import numpy as np
 from perflab.core import bindings
 from perflab.core.constants import RUNQ_MODES
 from perflab.core.lazy import pd
-from perflab.engine import controls
 from perflab.errors import PerflabError, Stopped
+from perflab.plan import controls
 from perflab.system import limits, supervisor
 
 STATUS = bindings.RUN_STATUS
@@ -356,7 +356,7 @@ class HelperLost(supervisor.Lost):
     def __init__(self, message: str, runs: np.ndarray):
         super().__init__(message)
         self.runs = runs
-        self.parts: list[tuple] = []  # a caller's batches collected with it (engine/lanes.py)
+        self.parts: list[tuple] = []  # a caller's batches collected with it (running/lanes.py)
 
 
 @dataclass(frozen=True)

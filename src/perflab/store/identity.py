@@ -16,8 +16,8 @@ import numpy as np
 
 from perflab.core.bindings import core_digest
 from perflab.core.lazy import pd
-from perflab.engine import results
-from perflab.engine.rowchecks import Expect
+from perflab.store import results
+from perflab.store.rowchecks import Expect
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from typing import Any
 from perflab import __version__
 from perflab.core.bindings import core_digest
 from perflab.core.lazy import pd
-from perflab.engine import results
-from perflab.engine.journal import Journal
-from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError
+from perflab.store import results
+from perflab.store.journal import Journal
+from perflab.store.rowchecks import Expect
 from perflab.system import provenance
 
 # A loaded scheduler can miss a heartbeat: a worker is dead once gone this long.

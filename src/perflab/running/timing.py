@@ -5,7 +5,7 @@ csrc/timing.c through a function pointer (a cffi callback for a Python callable)
 never sits between two timestamps. The batch size is calibrated so a sample dwarfs the timer's
 own cost, and the cost of calling an empty function through the same path is measured and
 subtracted: values are net ticks per call. A program is one exact child run per sample
-(engine/spawn.py: exactly the given environment, ASLR off, pinned), timed by its probe when it
+(running/spawn.py: exactly the given environment, ASLR off, pinned), timed by its probe when it
 has one, else from clone to wait4.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from perflab.core import bindings
-from perflab.engine import spawn
 from perflab.errors import PerflabError, Stopped
+from perflab.running import spawn
 from perflab.system.timer import STEP_READS as STEP_READS
 from perflab.system.timer import timer_overhead as timer_overhead
 from perflab.system.timer import timer_reads as timer_reads
@@ -235,7 +235,7 @@ def program_lanes(
     """The lane CPUs of a program run `jobs` children at once (() for one at a time)."""
     if jobs == 1:
         return ()
-    from perflab.engine import lanes  # builds on pandas: only for programs run side by side
+    from perflab.running import lanes  # builds on pandas: only for programs run side by side
     from perflab.system import machine
 
     chosen = lanes.lane_cpus(jobs, cpus)
@@ -258,7 +258,7 @@ def program(
 
     cpus=None pins both programs of a comparison to the CPU this process is on when the
     comparison starts: the scheduler put it where it could run, and it sleeps in wait4 while
-    the child runs. rt=True asks for SCHED_FIFO (engine/spawn.py; refused without privileges,
+    the child runs. rt=True asks for SCHED_FIFO (running/spawn.py; refused without privileges,
     then the runs are ordinary) so other tasks on that CPU cannot preempt the child.
 
     jobs=N (0: one per CPU) runs N children at once, each pinned to its own CPU: the `cpus`
@@ -310,14 +310,14 @@ def as_target(obj: Any, name: str | None = None) -> Target:
 
 def distinct_code(*targets: Target) -> bool:
     """Whether the targets are C functions at different addresses: distinct code whose
-    relative speed also depends on where each lies (engine/placement.py measures how much)."""
+    relative speed also depends on where each lies (running/placement.py measures how much)."""
     codes = [getattr(t, "code", None) for t in targets]
     return None not in codes and len(set(codes)) > 1
 
 
 def distinct_callables(*targets: Target) -> bool:
     """Whether the targets are distinct Python callables (objects), whose relative speed also
-    depends on where each object lies (engine/placement.py measures how much)."""
+    depends on where each object lies (running/placement.py measures how much)."""
     functions = [getattr(t, "function", None) for t in targets]
     return None not in functions and len({id(f) for f in functions}) > 1
 

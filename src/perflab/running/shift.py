@@ -39,12 +39,12 @@ import numpy as np
 from perflab import errors
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import childruns, lanes, spawn
-from perflab.engine.controls import Controls
-from perflab.engine.identity import Executes
-from perflab.engine.interrupt import Interrupt
-from perflab.engine.recording import FLUSH_S, Recorder, Recording, Warn
 from perflab.errors import PerflabError
+from perflab.plan.controls import Controls
+from perflab.running import childruns, lanes, spawn
+from perflab.running.interrupt import Interrupt
+from perflab.store.identity import Executes
+from perflab.store.recording import FLUSH_S, Recorder, Recording, Warn
 from perflab.system import binlayout, compiler, supervisor
 
 # The driver's section: below the loop's binary, so that no address of the binary moves, nor the

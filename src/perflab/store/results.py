@@ -15,8 +15,8 @@ from perflab import __version__, errors
 from perflab.core import files
 from perflab.core.files import atomic, publish, temporary_beside
 from perflab.core.lazy import pa, pd, pq
-from perflab.engine import filelock, schema
 from perflab.errors import PerflabError
+from perflab.store import filelock, schema
 from perflab.system.frames import META_KEY as META_KEY
 from perflab.system.frames import attach as attach
 from perflab.system.frames import metadata as metadata

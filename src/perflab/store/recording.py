@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from perflab.core.lazy import pd
-from perflab.engine import journal, results
-from perflab.engine.identity import Executes, identity
-from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError
+from perflab.store import journal, results
+from perflab.store.identity import Executes, identity
+from perflab.store.rowchecks import Expect
 
 FLUSH_S = 1.0  # rows reach the disk at least this often: a kill -9 loses about a second
 Warn = Callable[[str], None]

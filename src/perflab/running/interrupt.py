@@ -9,8 +9,8 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any, TypeVar
 
-from perflab.engine import spawn
 from perflab.errors import Stopped
+from perflab.running import spawn
 
 R = TypeVar("R")
 

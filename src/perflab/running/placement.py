@@ -39,8 +39,8 @@ from typing import Any
 import cffi
 
 from perflab.analysis import stats
-from perflab.engine import timing
 from perflab.errors import PerflabError
+from perflab.running import timing
 from perflab.system import compiler, placement_floor
 
 SOURCE = compiler.WORKLOADS / "placement_twins.c"

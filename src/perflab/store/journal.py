@@ -26,10 +26,10 @@ from typing import Any
 from perflab import __version__, errors
 from perflab.core import files
 from perflab.core.lazy import pd, pq
-from perflab.engine import filelock, results
-from perflab.engine.identity import Executes, identity, identity_changes
-from perflab.engine.rowchecks import Expect, PlannedKeys, rows_problem
 from perflab.errors import OtherExperiment, PerflabError
+from perflab.store import filelock, results
+from perflab.store.identity import Executes, identity, identity_changes
+from perflab.store.rowchecks import Expect, PlannedKeys, rows_problem
 
 
 def _refuse_unfinished(path: Path) -> None:

@@ -173,7 +173,7 @@ def recorded_cpus(output: str | os.PathLike) -> tuple[int, ...] | None:
     try:
         params = json.loads(parts.read_bytes()).get("params", {})
     except (OSError, ValueError, AttributeError):
-        from perflab.engine import results
+        from perflab.store import results
 
         try:
             params = results.metadata(results.load(output)).get("params", {})

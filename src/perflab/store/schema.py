@@ -36,7 +36,7 @@ SIGNED = {
     "trig": frozenset({"ns", "ticks"}),
     "compare": frozenset({"env_size"}),
 }
-# What a run's status says besides a child run's (the C core's, engine/spawn.py): an
+# What a run's status says besides a child run's (the C core's, running/spawn.py): an
 # in-process run's, an event's.
 STATUSES = frozenset({"ok", "unavailable", "counts"})
 EVENT_STATUS = "not supported here"  # an event's status, followed by why (system/counters.py)
@@ -156,9 +156,9 @@ def _numbers_problem(column: pd.Series, non_negative: bool) -> str | None:
 
 
 def _status_problem(column: pd.Series) -> str | None:
-    from perflab.engine import spawn  # the C core's names, loaded only for a status column
+    from perflab.core import bindings  # the C core's names, loaded only for a status column
 
-    known = STATUSES | set(spawn.STATUS_NAMES)
+    known = STATUSES | {bindings.RUN_STATUS[i] for i in range(len(bindings.RUN_STATUS))}
     missing = int(column.isna().sum())
     if missing:
         return f"has {missing} rows without a value"

@@ -20,12 +20,13 @@ import numpy as np
 from perflab import errors
 from perflab.analysis import stats
 from perflab.core.lazy import pd
-from perflab.engine import childruns, controls, cpuchoice, spawn
-from perflab.engine.controls import Controls
-from perflab.engine.interrupt import Interrupt, interruptible
-from perflab.engine.progress import ProgressArg, shown
-from perflab.engine.recording import FLUSH_S, Recorder, Recording, Warn
 from perflab.errors import PerflabError
+from perflab.plan import controls
+from perflab.plan.controls import Controls
+from perflab.running import childruns, cpuchoice, spawn
+from perflab.running.interrupt import Interrupt, interruptible
+from perflab.running.progress import ProgressArg, shown
+from perflab.store.recording import FLUSH_S, Recorder, Recording, Warn
 from perflab.system import limits, machine
 
 # Share of runs made one at a time, by default: about a tenth of the parallel time is spent
@@ -47,7 +48,7 @@ def lane_cpus(jobs: int, cpus: Sequence[int] | None) -> tuple[int, ...]:
 
 def lane_choice(jobs: int, cpus: Sequence[int] | None) -> cpuchoice.Choice:
     """The CPUs of `jobs` lanes and why: those listed (all for jobs 0), else the `jobs`
-    quietest usable ones (engine/cpuchoice.py), said in one line."""
+    quietest usable ones (running/cpuchoice.py), said in one line."""
     if jobs < 0:
         raise PerflabError(f"--jobs must be 0 (one per CPU) or more, not {jobs}")
     if cpus is not None:
@@ -316,7 +317,7 @@ def with_cpus(
 ) -> PlanT:
     """The plan with its CPUs: those asked for (warned when a real-time task is busy there),
     else those the sweep being resumed from `resume` recorded, else the quietest usable ones,
-    chosen by reading what each CPU does now and said in one line (engine/cpuchoice.py).
+    chosen by reading what each CPU does now and said in one line (running/cpuchoice.py).
     A child run needs the probe's descriptor: a limit that cannot hold it is said first."""
     limits.check_open_files()
     recorded = cpuchoice.recorded_cpus(resume) if cpus is None and resume else None

@@ -115,7 +115,7 @@ class Controls:
         metadata=_cli("--allow-siblings", "With --jobs: let two children share a core (SMT "
                       "siblings), which perflab otherwise refuses.", needs="jobs"),
     )  # fmt: skip
-    # Why perflab measures on `cpus` when no --cpu chose them (engine/cpuchoice.py): recorded
+    # Why perflab measures on `cpus` when no --cpu chose them (running/cpuchoice.py): recorded
     # with the result, not an option, and no part of the plan a resume must repeat.
     cpu_choice: str = field(default="", compare=False)
 

@@ -24,13 +24,14 @@ from perflab import errors
 from perflab.analysis import disturbance
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.engine import cpuchoice, journal, spawn
-from perflab.engine.controls import Controls
-from perflab.engine.identity import Executes
-from perflab.engine.interrupt import Interrupt, interruptible
-from perflab.engine.recording import FLUSH_S, Recorder, Recording, Warn
-from perflab.engine.rowchecks import Expect
 from perflab.errors import PerflabError, Stopped
+from perflab.plan.controls import Controls
+from perflab.running import cpuchoice, spawn
+from perflab.running.interrupt import Interrupt, interruptible
+from perflab.store import journal
+from perflab.store.identity import Executes
+from perflab.store.recording import FLUSH_S, Recorder, Recording, Warn
+from perflab.store.rowchecks import Expect
 from perflab.system import machine, settings
 
 CHUNK_RUNS = 512  # runs per C call: ~0.3 s of short runs; a stop ends a batch between two runs
@@ -147,7 +148,7 @@ def quiet_options(controls: Controls) -> Iterator[spawn.SpawnOptions]:
     """Spawn options for these controls with the child's stdin on /dev/null, opened once, and
     its stdout and stderr there too (800 000 runs must not print 800 000 lines) unless the
     sweep directed them elsewhere (program_output.directed)."""
-    from perflab.engine import program_output
+    from perflab.running import program_output
 
     devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     out = program_output.child_fd(devnull)

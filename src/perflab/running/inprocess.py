@@ -19,10 +19,10 @@ import numpy as np
 
 from perflab import errors
 from perflab.core.lazy import pd
-from perflab.engine.interrupt import Interrupt
-from perflab.engine.progress import OnStart, ProgressArg, shown
-from perflab.engine.recording import FLUSH_S, Recorder, Recording, Warn
-from perflab.engine.rowchecks import Expect
+from perflab.running.interrupt import Interrupt
+from perflab.running.progress import OnStart, ProgressArg, shown
+from perflab.store.recording import FLUSH_S, Recorder, Recording, Warn
+from perflab.store.rowchecks import Expect
 
 CHUNK_S = FLUSH_S  # a chunk takes about this long: a kill -9 loses about that much
 GROWTH = 4  # a chunk weighs at most this many times the last: a costlier stretch shows soon

@@ -1,0 +1,1 @@
+"""The words every experiment shares: Controls and the plan base, checked once."""

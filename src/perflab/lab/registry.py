@@ -1,6 +1,7 @@
 """The one list of experiments: what each is called in a result, which lab module implements it,
 which verb runs it, the columns its frames have and the parameter columns that define one of its
-points; and the contract each module fulfils.
+points (plan/experiment.py's `Experiment`). An experiment that is a package states its entry
+there (`EXPERIMENT`, in its light __init__) and is listed here by one line of PACKAGES.
 
 Verbs, `report`, `diff`, the exporters and the Jupyter view read this list and nothing else, so
 an experiment registered here cannot be forgotten by one of them. It imports no numpy:
@@ -10,81 +11,29 @@ an experiment registered here cannot be forgotten by one of them. It imports no 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from perflab.errors import PerflabError
+from perflab.plan.experiment import Experiment, ExperimentModule
 
-if TYPE_CHECKING:
-    import pandas as pd
+__all__ = ["EXPERIMENTS", "PACKAGES", "Experiment", "ExperimentModule", "describe", "get"]
 
-    from perflab.analysis.summary import Summary
-
-
-@runtime_checkable
-class ExperimentModule(Protocol):
-    """What a registered lab module provides: the summary of a frame it wrote, which every
-    reader renders (a verb's tables, `perflab report`, the exports, the notebook view)."""
-
-    def summary(self, frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
-        """Sentences, tables, values and the figure of this frame and its metadata."""
-        ...
+# The experiments that are packages of lab/, one line each.
+PACKAGES = ("pagefault",)
 
 
-@dataclass(frozen=True)
-class Experiment:
-    """One experiment: its name in a result's metadata, its module, its verb and its points."""
-
-    name: str  # the "experiment" value its results carry
-    module: str  # the lab module implementing ExperimentModule
-    verb: str | None  # how the CLI runs it ("sweep env-size"); None: the Python API only
-    columns: frozenset[str]  # the columns a frame of it always has (how a bare CSV is recognised)
-    points: tuple[str, ...]  # the parameter columns that define a point, for diff
-    value: str | None = None  # the column diff compares (None: the frame's own value column)
-    # The run parameters (the journal's "params") that define what a point's value measures (a
-    # loop count, a page count): diff refuses two results that differ in one. The program is
-    # not one of them: comparing two builds of it is what diff is for.
-    defines: tuple[str, ...] = ()
-    # Run parameters that are conditions of the whole run, not points (memcpy's kernel): diff
-    # compares two results that differ in one point by point, and names it.
-    conditions: tuple[str, ...] = ()
-    ok: str = "ok"  # the status of a row diff may compare
-    weighs_change: bool = False  # its summary weighs undecided points against a change (--change)
-    help: str = ""  # the first paragraph of its verb's help (on one experiment per verb)
-    rows: tuple[str, ...] = ()  # the columns that name one recorded row (what a resume skips)
-
-    def load(self) -> ExperimentModule:
-        """The lab module, imported now (it may import numpy, pandas and the C core)."""
-        return cast("ExperimentModule", importlib.import_module(self.module))
-
-    def summary(self, frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
-        """The module's summary; a frame without this experiment's columns is one error."""
-        from perflab.analysis.summary import Summary
-
-        missing = sorted(self.columns - set(map(str, frame.columns)))
-        if missing:
-            raise PerflabError(
-                f"a {self.name} result without column(s) {', '.join(missing)}: "
-                "damaged, or not written by perflab"
-            )
-        if frame.empty:
-            return Summary([f"no rows: the {self.name} run recorded nothing"], [])
-        try:
-            return self.load().summary(frame, meta)
-        except KeyError as exc:  # a column some runs' summary reads (outer_ticks without a probe)
-            key = str(exc.args[0]) if exc.args else ""
-            absent = key not in map(str, frame.columns) and key.isidentifier()
-            if not (absent or key.endswith(" not in index")):
-                raise
-            raise PerflabError(
-                f"a {self.name} result without the {key.removesuffix(' not in index')} (a "
-                "column or metadata key) its summary needs: damaged, or not written by perflab"
-            ) from None
+def _packaged() -> tuple[Experiment, ...]:
+    """The entries the packages state, in the order PACKAGES lists them."""
+    found: list[Experiment] = []
+    for name in PACKAGES:
+        module = importlib.import_module(f"perflab.lab.{name}")
+        found.extend(getattr(module, "EXPERIMENTS", None) or (module.EXPERIMENT,))
+    return tuple(found)
 
 
 EXPERIMENTS: dict[str, Experiment] = {
     e.name: e
     for e in (
+        *_packaged(),
         Experiment(
             name="env-size",
             module="perflab.lab.env_size",
@@ -136,17 +85,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "found."
             ),
             rows=("size",),
-        ),
-        Experiment(
-            name="pagefault",
-            module="perflab.lab.pagefault",
-            verb="run pagefault",
-            columns=frozenset({"condition", "pages", "rep", "ticks_per_page"}),
-            points=("condition",),
-            value="ticks_per_page",
-            defines=("pages",),
-            help="Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory.",
-            rows=("rep", "condition"),
         ),
         Experiment(
             name="trig",

@@ -140,6 +140,7 @@ def measure(
     """
     recording = recording or Recording()
     recording.check()
+    on_start, progress = on_start or recording.on_start, progress or recording.progress
     with shown(plan.experiment, on_start, progress) as (start, step), \
             Interrupt() as stop:  # fmt: skip
         recorder = Recorder(recording, plan.key, plan.expect(), dict(plan.params),

@@ -133,7 +133,7 @@ def _pack(
     base_env: Mapping[str, str] | None,
     options: SpawnOptions,
 ) -> bytes:
-    """A batch laid out as csrc/perflab.h says (struct perflab_batch): one format, for both spawners (the helper and the direct one)."""
+    """A batch laid out as csrc/perflab.h says (struct perflab_batch), for both spawners."""
     env = env_list(base_env)
     if options.dirs and len(options.dirs) != len(programs):
         raise PerflabError(f"{len(options.dirs)} directories for {len(programs)} programs")

@@ -66,7 +66,7 @@ RUN_DTYPE = _run_dtype()
 
 @dataclass(frozen=True)
 class BatchHeader:
-    """The fields of struct perflab_batch that vary (csrc/perflab.h): one format, for both spawners."""
+    """The fields of struct perflab_batch that vary (csrc/perflab.h), for both spawners."""
 
     flags: int
     rt_policy: int

@@ -1,4 +1,4 @@
-"""Controlled child runs from Python: typed options over csrc/spawn.c and results as numpy records."""
+"""Controlled child runs from Python: typed options over csrc/spawn.c, results as numpy records."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from pathlib import Path
 # ("AssertionError: <class 'pandas.arrays.ArrowStringArray'>" when a file runs alone).
 import pandas  # noqa: F401
 import pytest
+import suite_runs
 from click.testing import CliRunner
 
 from perflab.errors import PerflabError
@@ -256,9 +257,9 @@ def tiny_words(e: registry.Experiment, cpu: int | None = None) -> list[str]:
     one)."""
     cpu = machine.usable_cpus()[0] if cpu is None else cpu
     given = {"cpu": str(cpu)}
-    if "{repo}" in e.tests.tiny:
+    if "{repo}" in suite_runs.of(e.name).tiny:
         given |= {k: v for k, v in slowed_repo().items() if k in ("repo", "good", "bad")}
-    return e.tests.argv(**given)
+    return suite_runs.of(e.name).argv(**given)
 
 
 def tiny_argv(name: str) -> list[str]:

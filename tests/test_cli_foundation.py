@@ -63,7 +63,7 @@ def test_every_warning_in_the_catalogue_names_what_fixes_it():
 def test_a_warning_of_a_verb_is_one_line_on_stderr(runner, monkeypatch):
     """The one channel: a PerflabWarning raised inside any verb is printed by the CLI as
     'perflab: warning: ...', one line, and the verb goes on."""
-    from perflab.lab import pagefault
+    from perflab.lab.pagefault import measure as pagefault
 
     real = pagefault.run
 

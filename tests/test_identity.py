@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import suite_runs
 from click.testing import CliRunner
 from conftest import WORKER, compile_children, lock_free, tiny_argv, wait_for
 
@@ -23,7 +24,7 @@ from perflab.store import results
 # Twice the work per step count: the program "rebuilt" between a stop and its resume.
 TWICE = WORKER.replace("atol(argv[2]) : 1000", "atol(argv[2]) * 2 : 2000")
 # The journaled experiments: those a stop can cut between two chunks (tests/test_interrupt.py).
-NAMES = sorted(e.name for e in registry.EXPERIMENTS.values() if e.tests.lasting)
+NAMES = sorted(e.name for e in registry.EXPERIMENTS.values() if suite_runs.of(e.name).lasting)
 
 
 def _argv(name: str, *record: str, change: tuple[str, str] | None = None) -> list[str]:
@@ -47,7 +48,7 @@ def _refused(res, out: Path, before: bytes) -> str:
 
 
 def test_every_journaled_experiment_has_a_changed_parameter():
-    assert NAMES and all(registry.get(name).tests.changed for name in NAMES)
+    assert NAMES and all(suite_runs.of(name).changed for name in NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -69,7 +70,7 @@ def test_a_resume_refuses_another_verbs_file_and_other_parameters(name, tmp_path
     wrong = registry.describe(name), registry.describe(other)
     assert said == f"{out} holds a {wrong[0]} result, not {wrong[1]}"
 
-    changed = registry.get(name).tests.changed
+    changed = suite_runs.of(name).changed
     assert changed is not None
     flag, value, param = changed
     res = run.invoke(cli, _argv(name, "--resume", str(out), change=(flag, value)))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import suite_runs
 from conftest import WORKER, compile_children, wait_for
 
 from perflab.cli import VERBS, cli
@@ -20,7 +21,7 @@ THREADS = min(2, len(machine.usable_cpus()))
 
 
 # Each experiment that records chunk by chunk, with the registry's run of a few seconds.
-CASES = {e.name: e for e in EXPERIMENTS.values() if e.tests.lasting}
+CASES = {e.name: e for e in EXPERIMENTS.values() if suite_runs.of(e.name).lasting}
 # Verbs that measure nothing: they read results or describe the machine.
 NOT_MEASURING = {
     "machine": "describes the machine (CPU, topology, clocks, counters) in well under a second",
@@ -35,8 +36,10 @@ NOT_MEASURING = {
 def test_every_experiment_and_verb_is_covered():
     """A new experiment or verb must say how it is stopped, in the registry, before it ships."""
     for e in EXPERIMENTS.values():
-        assert bool(e.tests.lasting) != bool(e.tests.one_measurement), e.name
-        assert not e.tests.lasting or e.rows, e.name
+        assert bool(suite_runs.of(e.name).lasting) != bool(suite_runs.of(e.name).one_measurement), (
+            e.name
+        )
+        assert not suite_runs.of(e.name).lasting or e.rows, e.name
     verbs = {e.verb for e in EXPERIMENTS.values() if e.verb is not None}
     assert verbs | set(NOT_MEASURING) == set(VERBS)
 
@@ -48,7 +51,7 @@ def worker(tmp_path_factory) -> str:
 
 def _argv(e: Experiment, worker: str, *record: str) -> list[str]:
     """perflab VERB... -o FILE (or --resume FILE) ARGS, the worker's path in place."""
-    args = e.tests.argv("lasting", worker=worker, cpu=str(CPU), ncpus=str(THREADS))
+    args = suite_runs.of(e.name).argv("lasting", worker=worker, cpu=str(CPU), ncpus=str(THREADS))
     assert e.verb is not None
     return [sys.executable, "-m", "perflab", *e.verb.split(), *record, *args]
 

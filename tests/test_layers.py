@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+import suite_runs
 
 import perflab
 from perflab.lab import registry
@@ -68,13 +69,13 @@ def test_the_walk_would_catch_an_offender(tmp_path):
 
 
 # Each experiment whose module has a run() of its own (in-process): its smallest, from the registry.
-IN_PROCESS = [e for e in registry.EXPERIMENTS.values() if e.tests.api is not None]
+IN_PROCESS = [e for e in registry.EXPERIMENTS.values() if suite_runs.of(e.name).api is not None]
 
 
 @pytest.mark.parametrize("experiment", IN_PROCESS, ids=lambda e: e.name)
 def test_every_experiment_runs_summarizes_and_plots_through_one_contract(experiment, tmp_path):
     module: Any = experiment.load()
-    df = module.run(**experiment.tests.kwargs(C0))
+    df = module.run(**suite_runs.of(experiment.name).kwargs(C0))
     assert isinstance(df, pd.DataFrame) and len(df) > 0
     meta = results.metadata(df)
     assert meta["experiment"] == experiment.name and meta["cpu_model"] == machine.cpu_model()
@@ -94,7 +95,8 @@ LINT_IMPORTS = (
 
 def test_the_layers_import_only_downward_and_hold_no_cycle():
     """import-linter's contracts (pyproject.toml): faces over the read side over the lab over
-    running over store over plan over system over analysis over the core, and no import cycle inside any package."""
+    running over store over plan over system over analysis over the core, and no import cycle
+    inside any package."""
     repo = Path(__file__).resolve().parents[1]
     if not (repo / "src" / "perflab").is_dir():
         pytest.skip("no source checkout beside the tests")
@@ -111,7 +113,18 @@ def test_the_layers_import_only_downward_and_hold_no_cycle():
 
 def test_the_top_level_holds_only_the_layers():
     top = {p.name for p in SRC.iterdir() if not p.name.startswith((".", "__pycache__"))}
-    layers = {"core", "running", "store", "plan", "system", "analysis", "lab", "reports", "assertions", "cli"}
+    layers = {
+        "core",
+        "running",
+        "store",
+        "plan",
+        "system",
+        "analysis",
+        "lab",
+        "reports",
+        "assertions",
+        "cli",
+    }
     beside = {"__init__.py", "__main__.py", "errors.py", "py.typed", "workloads"}
     assert top == layers | beside
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import suite_runs
 from click.testing import CliRunner
 from conftest import tiny_argv
 
@@ -29,8 +30,8 @@ CASES = {name: (name, None) for name in registry.EXPERIMENTS} | MORE
 
 def test_every_experiment_has_a_tiny_run_and_every_verb_is_a_cli_verb():
     for e in registry.EXPERIMENTS.values():
-        assert (e.verb is None) != bool(e.tests.tiny), e.name
-        assert e.verb is not None or e.tests.api is not None, e.name
+        assert (e.verb is None) != bool(suite_runs.of(e.name).tiny), e.name
+        assert e.verb is not None or suite_runs.of(e.name).api is not None, e.name
         assert e.verb is None or e.verb in VERBS, e.verb
 
 
@@ -63,7 +64,7 @@ def test_each_experiment_reads_back_as_its_verb_printed_it_and_diffs_as_unchange
     run = CliRunner()
     e = registry.get(name)
     if e.verb is None:
-        results.save(e.load().run(**e.tests.kwargs(int(C0))), out)  # type: ignore[attr-defined]
+        results.save(e.load().run(**suite_runs.of(e.name).kwargs(int(C0))), out)  # type: ignore[attr-defined]
         printed = None
     else:
         argv = argv or tiny_argv(name)

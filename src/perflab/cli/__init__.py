@@ -73,7 +73,8 @@ def _verbs() -> dict[str, tuple[str, str]]:
     found = dict(OTHER_VERBS)
     for e in EXPERIMENTS.values():
         if e.verb and e.help:
-            found[e.verb] = (e.verb.rpartition(" ")[2].replace("-", "_"), e.help)
+            # a verb with a plan is built from it (cli/verbs.py): no module of its own
+            found[e.verb] = ("" if e.plan else e.verb.rpartition(" ")[2].replace("-", "_"), e.help)
     return found
 
 
@@ -104,8 +105,14 @@ class Group(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         lazy = self._lazy(ctx)
-        if cmd_name in lazy:
+        if cmd_name in lazy and lazy[cmd_name][0]:
             importlib.import_module(f"perflab.cli.{lazy[cmd_name][0]}")
+        elif cmd_name in lazy:
+            from perflab.cli import verbs
+
+            where = " ".join(filter(None, (ctx.info_name if ctx.parent else "", cmd_name)))
+            built = [e for e in EXPERIMENTS.values() if e.verb == where and e.plan]
+            self.add_command(verbs.build(built[0]))
         return super().get_command(ctx, cmd_name)
 
     def _short_help(self, ctx: click.Context, name: str, limit: int) -> str:

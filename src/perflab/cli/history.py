@@ -11,7 +11,7 @@ from perflab.cli import cli, echo
 from perflab.cli.exports import export_options, export_path, one_stdout, write_export
 from perflab.cli.options import build_timeout_option, commit_controls
 from perflab.cli.params import Count, FileToWrite
-from perflab.plan import controls
+from perflab.plan import controls, metrics
 
 
 def _finite(value: float | None) -> float | None:
@@ -42,9 +42,7 @@ def _finite(value: float | None) -> float | None:
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
               help="Seed of the confirming comparisons' layouts.")  # fmt: skip
 @click.option("--metric", default="time", show_default=True,
-              help="The series read: time (ticks), cpu (the child's user + system time), "
-              "maxrss (its peak memory), or instructions and cycles where a PMU counted "
-              "them.")  # fmt: skip
+              help=f"The series read: {metrics.listed('history')}.")  # fmt: skip
 @click.option("--fail-above", "fail_above", type=click.FloatRange(0, 1000), default=None,
               callback=lambda ctx, param, v: _finite(v),
               metavar="PCT",

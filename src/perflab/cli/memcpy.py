@@ -58,7 +58,7 @@ def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int 
 )
 @click.option(
     "--align",
-    default=defaults.PAGE,
+    default=controls.PAGE,
     show_default=True,
     type=Count(1),
     help="Exact alignment of both buffers (power of two; 1 puts them on odd addresses).",

@@ -25,6 +25,7 @@ from perflab.cli.params import (
     cpu_list,
 )
 from perflab.plan import controls
+from perflab.plan.base import bounds
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -212,6 +213,12 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
         kw["show_default"] = "/" in m["flag"]  # --x/--no-x says its default; a flag is off
         if "/" not in m["flag"]:
             kw["is_flag"] = True
+    elif "least" in m:
+        limits = bounds(m)
+        assert limits is not None
+        most = limits["most"] or controls.counter_bound()
+        kw["type"] = Count(limits["least"], limits["each_bytes"], limits["each_s"],
+                           limits["what"], lambda: most)  # fmt: skip
     elif "min" in m:
         kw["type"] = Count(m["min"])
     elif "type" in m:

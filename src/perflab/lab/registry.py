@@ -1,6 +1,7 @@
 """The one list of experiments: what each is called in a result, which lab module implements it,
 which verb runs it, the columns its frames have and the parameter columns that define one of its
-points; and the contract each module fulfils.
+points (plan/experiment.py's `Experiment`). An experiment that is a package states its entry
+there (`EXPERIMENT`, in its light __init__) and is listed here by one line of PACKAGES.
 
 Verbs, `report`, `diff`, the exporters and the Jupyter view read this list and nothing else, so
 an experiment registered here cannot be forgotten by one of them. It imports no numpy:
@@ -10,116 +11,29 @@ an experiment registered here cannot be forgotten by one of them. It imports no 
 from __future__ import annotations
 
 import importlib
-import shlex
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from perflab.errors import PerflabError
+from perflab.plan.experiment import Experiment, ExperimentModule
 
-if TYPE_CHECKING:
-    import pandas as pd
+__all__ = ["EXPERIMENTS", "PACKAGES", "Experiment", "ExperimentModule", "describe", "get"]
 
-    from perflab.analysis.summary import Summary
-
-
-@runtime_checkable
-class ExperimentModule(Protocol):
-    """What a registered lab module provides: the summary of a frame it wrote, which every
-    reader renders (a verb's tables, `perflab report`, the exports, the notebook view)."""
-
-    def summary(self, frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
-        """Sentences, tables, values and the figure of this frame and its metadata."""
-        ...
+# The experiments that are packages of lab/, one line each.
+PACKAGES = ("pagefault",)
 
 
-@dataclass(frozen=True)
-class SuiteRuns:
-    """An experiment's runs the suite walks for every experiment at once (registry, report,
-    identity, hostile input, the layers' contract, interrupts), so that a new experiment brings
-    its own and no test table is edited. Words after the verb; `{cpu}` stands for a usable CPU,
-    `{ncpus}` for how many (at most two), `{worker}` for the tests' pthread program, `{repo}`,
-    `{good}` and `{bad}` for a small git repository of a C program that a commit made slower;
-    `{threads}` is the threads verb's own (where a program's count goes)."""
-
-    tiny: str  # the smallest real run (positional arguments first, a program last)
-    api: dict[str, Any] | None = None  # the lab module's run(**api) at its smallest
-    changed: tuple[str, str, str] | None = None  # an option of tiny, another value, its param
-    lasting: str = ""  # a run of a few seconds, its first chunk long before its last
-    one_measurement: str = ""  # why, without `lasting`, there is nothing to stop between chunks
-
-    def argv(self, which: str = "tiny", **given: str) -> list[str]:
-        """The words of `tiny` or `lasting` (split as a shell would), each {name} in them given."""
-        words = shlex.split(getattr(self, which))
-        for name, value in given.items():
-            words = [w.replace(f"{{{name}}}", value) for w in words]
-        return words
-
-    def kwargs(self, cpu: int) -> dict[str, Any]:
-        """The lab module's run(**kwargs) at its smallest, `{cpu}` given as this CPU's number."""
-
-        def given(value: Any) -> Any:
-            if isinstance(value, list):
-                return [given(v) for v in value]
-            return cpu if value == "{cpu}" else value
-
-        return {key: given(value) for key, value in (self.api or {}).items()}
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """One experiment: its name in a result's metadata, its module, its verb and its points."""
-
-    name: str  # the "experiment" value its results carry
-    module: str  # the lab module implementing ExperimentModule
-    verb: str | None  # how the CLI runs it ("sweep env-size"); None: the Python API only
-    columns: frozenset[str]  # the columns a frame of it always has (how a bare CSV is recognised)
-    points: tuple[str, ...]  # the parameter columns that define a point, for diff
-    value: str | None = None  # the column diff compares (None: the frame's own value column)
-    # The run parameters (the journal's "params") that define what a point's value measures (a
-    # loop count, a page count): diff refuses two results that differ in one. The program is
-    # not one of them: comparing two builds of it is what diff is for.
-    defines: tuple[str, ...] = ()
-    # Run parameters that are conditions of the whole run, not points (memcpy's kernel): diff
-    # compares two results that differ in one point by point, and names it.
-    conditions: tuple[str, ...] = ()
-    ok: str = "ok"  # the status of a row diff may compare
-    weighs_change: bool = False  # its summary weighs undecided points against a change (--change)
-    help: str = ""  # the first paragraph of its verb's help (on one experiment per verb)
-    rows: tuple[str, ...] = ()  # the columns that name one recorded row (what a resume skips)
-    tests: SuiteRuns = SuiteRuns("")
-
-    def load(self) -> ExperimentModule:
-        """The lab module, imported now (it may import numpy, pandas and the C core)."""
-        return cast("ExperimentModule", importlib.import_module(self.module))
-
-    def summary(self, frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
-        """The module's summary; a frame without this experiment's columns is one error."""
-        from perflab.analysis.summary import Summary
-
-        missing = sorted(self.columns - set(map(str, frame.columns)))
-        if missing:
-            raise PerflabError(
-                f"a {self.name} result without column(s) {', '.join(missing)}: "
-                "damaged, or not written by perflab"
-            )
-        if frame.empty:
-            return Summary([f"no rows: the {self.name} run recorded nothing"], [])
-        try:
-            return self.load().summary(frame, meta)
-        except KeyError as exc:  # a column some runs' summary reads (outer_ticks without a probe)
-            key = str(exc.args[0]) if exc.args else ""
-            absent = key not in map(str, frame.columns) and key.isidentifier()
-            if not (absent or key.endswith(" not in index")):
-                raise
-            raise PerflabError(
-                f"a {self.name} result without the {key.removesuffix(' not in index')} (a "
-                "column or metadata key) its summary needs: damaged, or not written by perflab"
-            ) from None
+def _packaged() -> tuple[Experiment, ...]:
+    """The entries the packages state, in the order PACKAGES lists them."""
+    found: list[Experiment] = []
+    for name in PACKAGES:
+        module = importlib.import_module(f"perflab.lab.{name}")
+        found.extend(getattr(module, "EXPERIMENTS", None) or (module.EXPERIMENT,))
+    return tuple(found)
 
 
 EXPERIMENTS: dict[str, Experiment] = {
     e.name: e
     for e in (
+        *_packaged(),
         Experiment(
             name="env-size",
             module="perflab.lab.env_size",
@@ -131,11 +45,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "each."
             ),
             rows=("env_size", "rep"),
-            tests=SuiteRuns(
-                tiny="--max 15 --repeat 2 --no-rt",
-                changed=("--repeat", "3", "repeat"),
-                lasting="--max 0 --repeat 1500 --no-rt -- {worker} 0 1000 2",
-            ),
         ),
         Experiment(
             name="link-order",
@@ -148,11 +57,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "times."
             ),
             rows=("perm", "rep"),
-            tests=SuiteRuns(
-                tiny="--permutations 2 --repeat 2 --no-rt",
-                changed=("--repeat", "3", "repeat"),
-                lasting="--permutations 2 --repeat 1000 --no-rt",
-            ),
         ),
         Experiment(
             name="compare",
@@ -166,11 +70,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "them."
             ),
             rows=("setup", "rep", "side"),
-            tests=SuiteRuns(
-                tiny="true true --setups 2 --repeat 3 --no-rt",
-                changed=("--repeat", "4", "repeat"),
-                lasting='"{worker} 0 1000 2" "{worker} 0 2000 2" --setups 4 --repeat 200 --no-rt',
-            ),
         ),
         Experiment(
             name="memcpy",
@@ -186,29 +85,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "found."
             ),
             rows=("size",),
-            tests=SuiteRuns(
-                tiny="--max 4K --trials 2 --no-mlock",
-                api={"max_bytes": 256, "trials": 1, "lock": False},
-                changed=("--trials", "3", "trials"),
-                lasting="--max 32M --trials 20 --no-mlock",
-            ),
-        ),
-        Experiment(
-            name="pagefault",
-            module="perflab.lab.pagefault",
-            verb="run pagefault",
-            columns=frozenset({"condition", "pages", "rep", "ticks_per_page"}),
-            points=("condition",),
-            value="ticks_per_page",
-            defines=("pages",),
-            help="Ticks per page: first touch (a fault each) vs touching again vs mlock'ed memory.",
-            rows=("rep", "condition"),
-            tests=SuiteRuns(
-                tiny="--pages 4 --reps 2",
-                api={"pages": 2, "reps": 1},
-                changed=("--reps", "3", "reps"),
-                lasting="--pages 1024 --reps 800",
-            ),
         ),
         Experiment(
             name="trig",
@@ -219,12 +95,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             value="ticks",
             help="Ticks of libm calls (default sin(1.0) tan(1.0) sin(0.0)), timer cost subtracted.",
             rows=("mode", "rep", "position"),
-            tests=SuiteRuns(
-                tiny="--repeat 3",
-                api={"call_texts": ["sin(1.0)"], "repeat": 2},
-                changed=("--repeat", "4", "repeat"),
-                lasting="--cold 600 --repeat 10",
-            ),
         ),
         Experiment(
             name="cswitch",
@@ -238,12 +108,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             defines=("n",),
             help="N one-byte write+read alone, N round trips with a child, and the difference.",
             rows=("placement", "realtime", "rep"),
-            tests=SuiteRuns(
-                tiny="50 --reps 1 --no-rt --cpu {cpu}",
-                api={"n": 20, "reps": 1, "realtime": False, "cpus": ["{cpu}"]},
-                changed=("--reps", "2", "reps"),
-                lasting="5000 --reps 8 --no-rt",
-            ),
         ),
         Experiment(
             name="syscalls",
@@ -255,12 +119,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             defines=("directory",),
             help="Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs.",
             rows=("call", "rep"),
-            tests=SuiteRuns(
-                tiny="--call getpid --trials 100 --trim 5",
-                api={"calls": ["getpid"], "trials": 25},
-                changed=("--trials", "101", "trials"),
-                lasting="--trials 150000",
-            ),
         ),
         Experiment(
             name="core-vs-ht",
@@ -275,12 +133,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "(cputime_core_vs_ht)."
             ),
             rows=("placement", "rep", "threads", "thread"),
-            tests=SuiteRuns(
-                tiny="-l 1 -p {cpu}",
-                api={"loops": 1, "cpus": ["{cpu}"]},
-                changed=("-l", "2", "loops"),
-                lasting="-l 20 --repeat 20",
-            ),
         ),
         Experiment(
             name="threads",
@@ -298,12 +150,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "count goes."
             ),
             rows=("threads", "rep", "thread"),
-            tests=SuiteRuns(
-                tiny="--max 1 -l 1 --repeat 1",
-                api={"max_threads": 1, "loops": 1, "repeat": 1},
-                changed=("-l", "2", "loops"),
-                lasting="--max {ncpus} -l 40 --repeat 40",
-            ),
         ),
         Experiment(
             name="threads-program",
@@ -313,11 +159,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             points=("threads",),
             value="wall_ns",
             rows=("threads", "rep"),
-            tests=SuiteRuns(
-                tiny="--threads 1,2 --repeat 2 --oversubscribe -- true {threads}",
-                changed=("--repeat", "3", "repeat"),
-                lasting="--threads 1,2 --repeat 100 --oversubscribe -- {worker} {threads} 1000 20",
-            ),
         ),
         Experiment(
             name="fauxplat",
@@ -332,12 +173,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "cpu, cache and rt hogs on --cpu), with its spread and its change vs alone."
             ),
             rows=("rep", "condition"),
-            tests=SuiteRuns(
-                tiny="-l 1 --repeat 1 --cpu {cpu} --perturb cpu@{cpu}",
-                api={"loops": 1, "repeat": 1, "cpu": "{cpu}", "perturb": []},
-                changed=("-l", "2", "loops"),
-                lasting="-l 20 --repeat 30 --cpu {cpu} --perturb cpu@{cpu}",
-            ),
         ),
         Experiment(
             name="counters",
@@ -351,14 +186,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "List the perf events that count here (with a sample count), or count COMMAND "
                 "(`perflab counters -- make -j2`) with every thread and child it starts."
             ),
-            tests=SuiteRuns(
-                tiny="-e task-clock -- true",
-                api={},
-                one_measurement=(
-                    "without a command it lists the events; with one it counts a single run of "
-                    "it and exits with its status, as perf stat does"
-                ),
-            ),
         ),
         Experiment(
             name="clocks",
@@ -370,13 +197,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             help=(
                 "Resolution, value and read cost of every clock and TSC method; TSC trust verdict."
             ),
-            tests=SuiteRuns(
-                tiny="--samples 20",
-                one_measurement=(
-                    "one C loop per clock, well under a second at the default --samples; its "
-                    "verdicts need every clock at once (a --cluster campaign is journaled by host)"
-                ),
-            ),
         ),
         Experiment(
             name="profile",
@@ -386,10 +206,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             points=("comm",),
             value="cpu_ns",
             help="Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.",
-            tests=SuiteRuns(
-                tiny="-- sleep 0.1",
-                one_measurement="one profiled run of COMMAND, its threads sampled while it runs",
-            ),
         ),
         Experiment(
             name="bisect",
@@ -400,12 +216,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             value="ratio",
             help="Find the first commit between GOOD and BAD whose benchmark is slower than its "
             "parent's.",
-            tests=SuiteRuns(
-                tiny='{good} {bad} --repo {repo} --build "cc -O1 -o prog prog.c" --run ./prog '
-                "--setups 4 --repeat 3",
-                one_measurement="each comparison is saved as it ends; tests/test_bisect.py stops "
-                "one between two and resumes it",
-            ),
         ),
         Experiment(
             name="spin-cost",
@@ -415,11 +225,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             points=("turns",),
             value="ticks",
             help="Ticks per turn of the core's spin loop, at 1000 to 8000 turns.",
-            tests=SuiteRuns(
-                tiny="--samples 3",
-                api={"turns": (100, 200), "samples": 3},
-                one_measurement="one short loop per length, well under a second at its default",
-            ),
         ),
         Experiment(
             name="contention",
@@ -428,14 +233,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             columns=frozenset({"blocked_pct", "kind", "rep", "threads", "utilisation", "wall_ms"}),
             points=("kind", "threads"),
             value="wall_ms",
-            tests=SuiteRuns(
-                tiny="",
-                api={"threads": [2], "kinds": ["mutex"], "iterations": 200, "sample_hz": None},
-                one_measurement=(
-                    "one run of the built-in workload per (kind, threads), through the Python "
-                    "API only (contention.run; `profile --workload` writes a profile file)"
-                ),
-            ),
         ),
     )
 }

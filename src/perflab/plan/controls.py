@@ -35,6 +35,7 @@ RUNQ_MODES = constants.RUNQ_MODES
 # What a count costs at the least, so a plan that cannot fit this machine's memory or a week is
 # refused before it starts: the bounds are lower ones (a real row or run costs more), so what
 # they refuse is surely absurd, typos such as --repeat 1000000000000.
+PAGE = 4096  # the page every experiment that maps memory counts in
 ROW_BYTES = 64  # a recorded row: a frame's 4 to 20 columns take 40 to 100 bytes a row
 # A row an in-process plan records, at the run's peak: its key row, the plan's index of keys,
 # its chunk, the merged rows and the saved table each hold a copy (measured: `clocks`, kept in

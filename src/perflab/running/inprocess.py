@@ -1,4 +1,4 @@
-"""One engine for the experiments measured inside perflab's own process (memcpy, syscalls, trig,
+"""One way to run the experiments measured inside perflab's own process (memcpy, syscalls, trig,
 cswitch, pagefault, the threads labs): journaled chunks, a clean stop, a resume.
 
 An experiment says what it records (a RowSchedule: one key row per row, in measuring order, and the
@@ -140,6 +140,7 @@ def measure(
     """
     recording = recording or Recording()
     recording.check()
+    on_start, progress = on_start or recording.on_start, progress or recording.progress
     with shown(plan.experiment, on_start, progress) as (start, step), \
             Interrupt() as stop:  # fmt: skip
         recorder = Recorder(recording, plan.key, plan.expect(), dict(plan.params),

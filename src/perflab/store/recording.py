@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
@@ -21,11 +22,17 @@ Warn = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Recording:
-    """Where a sweep's rows go: a journal at `output` (resumed if asked), else memory."""
+    """Where a sweep's rows go (a journal at `output`, resumed if asked, else memory) and who
+    hears of them: every experiment's run takes this one object, not five keywords.
+
+    on_start(todo, done) is called once the input has proved valid (a verb opens its bar then);
+    progress(n) after each n rows, or True for perflab's own display (running/progress.py)."""
 
     output: str | os.PathLike | None = None
     resume: bool = False
     discard_bad: bool = False
+    on_start: Callable[[int, int], Any] | None = None
+    progress: Callable[[int], None] | bool | None = None
 
     def check(self) -> None:
         """Refuse an output that cannot be written, and a resume of a file that no journal

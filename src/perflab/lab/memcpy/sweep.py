@@ -19,8 +19,8 @@ from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError, warn_once, warning
 from perflab.lab import resolution
-from perflab.lab.plans.defaults import PAGE
 from perflab.plan import controls
+from perflab.plan.controls import PAGE
 from perflab.running import inprocess
 from perflab.running.progress import OnStart, ProgressArg
 from perflab.store.recording import Recording

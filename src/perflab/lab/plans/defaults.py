@@ -4,7 +4,6 @@ profile), kept apart from their modules so `--help` needs neither numpy nor pand
 from perflab.core import constants
 
 COPY_KERNEL_NAMES = tuple(constants.COPY_KERNELS)
-PAGE = 4096
 SYSCALL_NAMES = tuple(constants.SYSCALLS)
 EVENT_NAMES = tuple(constants.EVENT_INDEX)
 PROFILE_INTERVAL_S = 0.01

@@ -16,10 +16,10 @@ from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab import resolution
-from perflab.lab.plans.defaults import PAGE
+from perflab.lab.pagefault import PagefaultPlan
 from perflab.plan import controls
+from perflab.plan.controls import PAGE
 from perflab.running import inprocess
-from perflab.running.progress import OnStart, ProgressArg
 from perflab.store import results
 from perflab.store.recording import Recording
 from perflab.system import machine, provenance
@@ -33,24 +33,17 @@ COLUMNS = ("condition", "pages", "rep", "passes", "ticks", "ticks_per_page", "ns
 
 @controls.typed_arguments
 def run(
-    pages: int = 1024,
-    reps: int = 20,
-    progress: ProgressArg = None,
+    pages: int = PagefaultPlan.pages,
+    reps: int = PagefaultPlan.reps,
     *,
-    on_start: OnStart | None = None,
-    output: str | os.PathLike | None = None,
-    resume: bool = False,
-    discard_bad: bool = False,
+    recording: Recording | None = None,
 ) -> pd.DataFrame:
     """One row per (rep, condition): ticks to write one byte into each of `pages` pages,
     `passes` times over (once for a first touch), and the ticks per page touched.
 
-    output: a .parquet/.csv journal, written in chunks of repetitions as they are measured;
-    resume=True completes an interrupted one (inprocess.measure); progress counts repetitions."""
-    if pages < 1 or pages > 1 << 22:
-        raise PerflabError(f"--pages must be between 1 and {1 << 22}, not {pages}")
-    if reps < 1:
-        raise PerflabError(f"--reps must be at least 1, not {reps}")
+    recording: where the rows go (a .parquet/.csv journal written in chunks of repetitions as
+    they are measured, resumed if asked: inprocess.measure) and the progress that counts them."""
+    PagefaultPlan(pages, reps).check()
     controls.check_rows({"--reps": reps}, len(CONDITIONS), 0, controls.PLANNED_ROW_BYTES)
     check_lockable(pages)
     hz, _ = machine.tsc_hz()
@@ -84,8 +77,7 @@ def run(
             "min_sample_steps": resolution.MIN_STEPS}  # fmt: skip
     plan = inprocess.RowSchedule("pagefault", keys, COLUMNS, {"pages": pages, "reps": reps}, meta,
                           unit=("rep",))  # fmt: skip
-    return inprocess.measure(plan, touched, Recording(output, resume, discard_bad),
-                             on_start=on_start, progress=progress)  # fmt: skip
+    return inprocess.measure(plan, touched, recording)
 
 
 def check_lockable(pages: int) -> None:

@@ -1,0 +1,50 @@
+"""The one verb builder: an experiment whose registry entry names a plan gets its verb from the
+plan's fields (each an option with its flag, default, help and bounds), the shared -o, --json
+and --plot, and --resume with --discard-bad where it journals; nothing is declared twice.
+
+Light: building a verb reads only the plan (no numpy), so `perflab VERB --help` stays fast."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+import click
+
+from perflab.cli.options import check_paths, journal_options, output_options, plan_options
+from perflab.cli.printing import print_result
+from perflab.cli.running import journaled_run, optional_record
+from perflab.plan.experiment import Experiment
+
+
+def build(experiment: Experiment) -> click.Command:
+    """The click command of an experiment with a plan, named as the last word of its verb."""
+    plan = experiment.plan
+    assert plan is not None and experiment.verb is not None
+    names = [f.name for f in dataclasses.fields(plan) if "cli" in f.metadata]
+
+    def measure(output: str | None, as_json: bool, plot_path: str | None,
+                resume: str | None = None, discard_bad: bool = False,
+                **values: Any) -> None:  # fmt: skip
+        from perflab.store.recording import Recording
+
+        output, resuming = optional_record(output, resume)
+        check_paths(output, plot_path)
+        run = experiment.load().run  # type: ignore[attr-defined]
+
+        def measured(on_start: Any, progress: Any) -> Any:
+            where = Recording(output, resuming, discard_bad, on_start, progress)
+            return run(**values, recording=where)
+
+        df = journaled_run(measured, output, True, experiment.label or experiment.name)
+        print_result(df, as_json, output, plot_path)
+
+    command = measure
+    if experiment.journaled:
+        command = journal_options(command)
+    command = output_options(command)
+    command = plan_options(plan, names)(command)
+    text = experiment.help + (f"\n\n\b\n{inspect.cleandoc(experiment.examples)}"
+                              if experiment.examples else "")  # fmt: skip
+    return click.command(experiment.verb.rpartition(" ")[2], help=text)(command)

@@ -1,0 +1,104 @@
+"""What an experiment is, for every face that lists, runs or reads one: its registry entry
+(name, module, verb, columns, points, plan) and the contract its measuring module fulfils.
+
+Light: the verbs' --help reads it without numpy. Each experiment's package states its own
+entry; lab/registry.py lists the packages."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+
+from perflab.errors import PerflabError
+from perflab.plan.base import Plan
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from perflab.analysis.summary import Summary
+
+
+@runtime_checkable
+class ExperimentModule(Protocol):
+    """What a registered lab module provides: the summary of a frame it wrote, which every
+    reader renders (a verb's tables, `perflab report`, the exports, the notebook view)."""
+
+    def summary(self, frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+        """Sentences, tables, values and the figure of this frame and its metadata."""
+        ...
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment: its name in a result's metadata, its module, its verb and its points."""
+
+    name: str  # the "experiment" value its results carry
+    module: str  # the lab module implementing ExperimentModule
+    verb: str | None  # how the CLI runs it ("sweep env-size"); None: the Python API only
+    columns: frozenset[str]  # the columns a frame of it always has (how a bare CSV is recognised)
+    points: tuple[str, ...]  # the parameter columns that define a point, for diff
+    value: str | None = None  # the column diff compares (None: the frame's own value column)
+    # The run parameters (the journal's "params") that define what a point's value measures (a
+    # loop count, a page count): diff refuses two results that differ in one. The program is
+    # not one of them: comparing two builds of it is what diff is for.
+    defines: tuple[str, ...] = ()
+    # Run parameters that are conditions of the whole run, not points (memcpy's kernel): diff
+    # compares two results that differ in one point by point, and names it.
+    conditions: tuple[str, ...] = ()
+    ok: str = "ok"  # the status of a row diff may compare
+    weighs_change: bool = False  # its summary weighs undecided points against a change (--change)
+    help: str = ""  # the first paragraph of its verb's help (on one experiment per verb)
+    rows: tuple[str, ...] = ()  # the columns that name one recorded row (what a resume skips)
+    # The plan its verb is built from (cli/verbs.py): each field with option metadata is one
+    # option; None: the verb is written by hand in cli/ (its module named as the verb).
+    plan: type[Plan] | None = None
+    examples: str = ""  # the help's lines after its first paragraph (a verb built from the plan)
+    journaled: bool = True  # a built verb takes --resume and --discard-bad
+    label: str = ""  # what its progress bar counts (a built verb)
+
+    def load(self) -> ExperimentModule:
+        """The lab module, imported now (it may import numpy, pandas and the C core)."""
+        return cast("ExperimentModule", importlib.import_module(self.module))
+
+    def summary(self, frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
+        """The module's summary; a frame without this experiment's columns is one error."""
+        from perflab.analysis.summary import Summary
+
+        missing = sorted(self.columns - set(map(str, frame.columns)))
+        if missing:
+            raise PerflabError(
+                f"a {self.name} result without column(s) {', '.join(missing)}: "
+                "damaged, or not written by perflab"
+            )
+        if frame.empty:
+            return Summary([f"no rows: the {self.name} run recorded nothing"], [])
+        try:
+            return self.load().summary(frame, meta)
+        except KeyError as exc:  # a column some runs' summary reads (outer_ticks without a probe)
+            key = str(exc.args[0]) if exc.args else ""
+            absent = key not in map(str, frame.columns) and key.isidentifier()
+            if not (absent or key.endswith(" not in index")):
+                raise
+            raise PerflabError(
+                f"a {self.name} result without the {key.removesuffix(' not in index')} (a "
+                "column or metadata key) its summary needs: damaged, or not written by perflab"
+            ) from None
+
+
+def lazy_api(
+    package: str, module: str, names: Sequence[str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's __getattr__ and __dir__ that load `names` from its measuring module on first
+    use, so the package (its plan and entry) stays light and perflab.NAME.run still works."""
+
+    def getattr_(name: str) -> Any:
+        if name in names:
+            return getattr(importlib.import_module(module), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    def dir_() -> list[str]:
+        return sorted({*names, *vars(importlib.import_module(package))})
+
+    return getattr_, dir_

@@ -15,8 +15,8 @@ from pathlib import Path
 # ("AssertionError: <class 'pandas.arrays.ArrowStringArray'>" when a file runs alone); scipy's
 # special functions (the intervals' binomial CDF) load numpy.fft, whose C module loads once only.
 import pandas  # noqa: F401
-import scipy.special  # noqa: F401
 import pytest
+import scipy.special  # noqa: F401
 import suite_runs
 from click.testing import CliRunner
 

@@ -18,7 +18,10 @@ from perflab.plan.experiment import Experiment, ExperimentModule
 __all__ = ["EXPERIMENTS", "PACKAGES", "Experiment", "ExperimentModule", "describe", "get"]
 
 # The experiments that are packages of lab/, one line each.
-PACKAGES = ("pagefault",)
+PACKAGES = (
+    "pagefault",
+    "spin_cost",
+)
 
 
 def _packaged() -> tuple[Experiment, ...]:
@@ -216,15 +219,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             value="ratio",
             help="Find the first commit between GOOD and BAD whose benchmark is slower than its "
             "parent's.",
-        ),
-        Experiment(
-            name="spin-cost",
-            module="perflab.lab.spin_cost",
-            verb="run spin-cost",
-            columns=frozenset({"sample", "ticks", "turns"}),
-            points=("turns",),
-            value="ticks",
-            help="Ticks per turn of the core's spin loop, at 1000 to 8000 turns.",
         ),
         Experiment(
             name="contention",

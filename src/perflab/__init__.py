@@ -29,7 +29,7 @@ Experiments (module: entry point, what it measures):
                  hyper-threads, scaling and interference (DjiBee, easyperf)
     memcpy       run(max_bytes, trials): copy cost vs size, cache knees (Rubini)
     pagefault    run(pages, reps): page-fault cost per page (Rubini)
-    trig         run(call_texts, ...): libm calls cold and warm (Rubini)
+    trig         run(calls, ...): libm calls cold and warm (Rubini)
     cswitch      run(n, ...): context switches through pipes (Rubini)
     syscalls     run(calls, trials): system-call costs, trimmed tables (FileGuard)
     clocks       resolution_table(), read_costs(samples): every clock and its cost (Torpey)

@@ -223,6 +223,11 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
         kw["type"] = Count(m["min"])
     elif "type" in m:
         kw.update(type=m["type"], show_default=f.default is not None)
+    if m.get("argument"):  # a positional word; any number of them when its default is a tuple
+        many = isinstance(f.default, tuple)
+        typed = {"type": kw["type"]} if "type" in kw else {}
+        return click.argument(f.name, nargs=-1 if many else 1, default=f.default,
+                              required=False, **typed)  # fmt: skip
     return click.option(m["flag"], f.name, **kw)
 
 

@@ -21,6 +21,7 @@ __all__ = ["EXPERIMENTS", "PACKAGES", "Experiment", "ExperimentModule", "describ
 PACKAGES = (
     "pagefault",
     "spin_cost",
+    "trig",
 )
 
 
@@ -88,16 +89,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "found."
             ),
             rows=("size",),
-        ),
-        Experiment(
-            name="trig",
-            module="perflab.lab.trig",
-            verb="run trig",
-            columns=frozenset({"call", "mode", "rep", "ticks"}),
-            points=("call", "mode"),
-            value="ticks",
-            help="Ticks of libm calls (default sin(1.0) tan(1.0) sin(0.0)), timer cost subtracted.",
-            rows=("mode", "rep", "position"),
         ),
         Experiment(
             name="cswitch",

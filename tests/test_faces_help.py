@@ -40,5 +40,5 @@ def test_the_choices_help_shows_are_the_ones_the_experiments_take():
 
     assert tuple(threads.KERNELS) == plan.KERNEL_NAMES
     assert tuple(memcpy.KERNELS) == defaults.COPY_KERNEL_NAMES
-    assert tuple(syscalls.CALLS) == defaults.SYSCALL_NAMES
+    assert tuple(syscalls.CALLS) == syscalls.NAMES
     assert tuple(counters.EVENTS) == defaults.EVENT_NAMES

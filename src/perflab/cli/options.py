@@ -207,6 +207,8 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
         kw.update(default=None, show_default=False, callback=cpu_list)
     elif m.get("kind") == "seconds":
         kw["type"] = SECONDS
+    elif m.get("kind") == "directory":
+        kw["type"] = click.Path(file_okay=False)
     elif "parse" in m:
         kw.update(type=str, callback=lambda ctx, param, value: m["parse"](value))
     elif isinstance(f.default, bool):
@@ -223,6 +225,8 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
         kw["type"] = Count(m["min"])
     elif "type" in m:
         kw.update(type=m["type"], show_default=f.default is not None)
+    if m.get("multiple"):  # repeatable: --call a --call b
+        kw["multiple"] = True
     if m.get("argument"):  # a positional word; any number of them when its default is a tuple
         many = isinstance(f.default, tuple)
         typed = {"type": kw["type"]} if "type" in kw else {}

@@ -15,7 +15,10 @@ import click
 from perflab.cli.options import check_paths, journal_options, output_options, plan_options
 from perflab.cli.printing import print_result
 from perflab.cli.running import journaled_run, optional_record
+from perflab.errors import PerflabError
+from perflab.plan.base import Plan
 from perflab.plan.experiment import Experiment
+from perflab.system.limits import LimitTooSmall
 
 
 def build(experiment: Experiment) -> click.Command:
@@ -29,6 +32,7 @@ def build(experiment: Experiment) -> click.Command:
                 **values: Any) -> None:  # fmt: skip
         from perflab.store.recording import Recording
 
+        check(plan, values)
         output, resuming = optional_record(output, resume)
         check_paths(output, plot_path)
         run = experiment.load().run  # type: ignore[attr-defined]
@@ -48,3 +52,15 @@ def build(experiment: Experiment) -> click.Command:
     text = experiment.help + (f"\n\n\b\n{inspect.cleandoc(experiment.examples)}"
                               if experiment.examples else "")  # fmt: skip
     return click.command(experiment.verb.rpartition(" ")[2], help=text)(command)
+
+
+def check(plan: type[Plan], values: dict[str, Any]) -> None:
+    """The plan the options make, checked before anything is opened or measured: what its
+    fields' bounds and check_more refuse is a usage mistake, said with its --help (a limit no
+    count would fit is the limit's line)."""
+    try:
+        plan(**values).check()
+    except LimitTooSmall:
+        raise
+    except PerflabError as exc:
+        raise click.UsageError(str(exc), click.get_current_context()) from None

@@ -22,6 +22,7 @@ PACKAGES = (
     "pagefault",
     "spin_cost",
     "trig",
+    "syscalls",
 )
 
 
@@ -102,17 +103,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             defines=("n",),
             help="N one-byte write+read alone, N round trips with a child, and the difference.",
             rows=("placement", "realtime", "rep"),
-        ),
-        Experiment(
-            name="syscalls",
-            module="perflab.lab.syscalls",
-            verb="run syscalls",
-            columns=frozenset({"call", "ns", "rep", "ticks"}),
-            points=("call",),
-            value="ticks",
-            defines=("directory",),
-            help="Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs.",
-            rows=("call", "rep"),
         ),
         Experiment(
             name="core-vs-ht",

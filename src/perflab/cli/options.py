@@ -23,6 +23,7 @@ from perflab.cli.params import (
     Needs,
     ProgramOutput,
     cpu_list,
+    cpu_values,
 )
 from perflab.plan import controls
 from perflab.plan.base import bounds
@@ -207,6 +208,8 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
         kw.update(default=None, show_default=False, callback=cpu_list)
     elif m.get("kind") == "seconds":
         kw["type"] = SECONDS
+    elif m.get("kind") == "cpu_values":  # repeatable --cpu N, one role each
+        kw.update(type=int, show_default=False, callback=cpu_values(m["cpus"]))
     elif m.get("kind") == "directory":
         kw["type"] = click.Path(file_okay=False)
     elif "parse" in m:

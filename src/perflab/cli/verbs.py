@@ -41,8 +41,12 @@ def build(experiment: Experiment) -> click.Command:
             where = Recording(output, resuming, discard_bad, on_start, progress)
             return run(**values, recording=where)
 
-        df = journaled_run(measured, output, True, experiment.label or experiment.name)
+        label = (experiment.label or experiment.name).format(**values)
+        df = journaled_run(measured, output, True, label)
         print_result(df, as_json, output, plot_path)
+        if experiment.epilogue:
+            for line in getattr(experiment.load(), experiment.epilogue)(df):
+                click.echo(line, err=True)
 
     command = measure
     if experiment.journaled:

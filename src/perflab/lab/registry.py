@@ -23,6 +23,7 @@ PACKAGES = (
     "spin_cost",
     "trig",
     "syscalls",
+    "cswitch",
 )
 
 
@@ -90,19 +91,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "found."
             ),
             rows=("size",),
-        ),
-        Experiment(
-            name="cswitch",
-            module="perflab.lab.cswitch",
-            verb="run cswitch",
-            columns=frozenset(
-                {"alone_us_each", "cswitch_us_each", "placement", "realtime", "rt_applied"}
-            ),
-            points=("placement", "realtime"),
-            value="cswitch_us_each",
-            defines=("n",),
-            help="N one-byte write+read alone, N round trips with a child, and the difference.",
-            rows=("placement", "realtime", "rep"),
         ),
         Experiment(
             name="core-vs-ht",

@@ -56,7 +56,10 @@ class Experiment:
     plan: type[Plan] | None = None
     examples: str = ""  # the help's lines after its first paragraph (a verb built from the plan)
     journaled: bool = True  # a built verb takes --resume and --discard-bad
-    label: str = ""  # what its progress bar counts (a built verb)
+    label: str = ""  # what its progress bar counts (a built verb; {field} is the plan's value)
+    # The measuring module's function of the frame giving the lines a built verb says on
+    # stderr after the result (cswitch: real time refused); "": none.
+    epilogue: str = ""
 
     def load(self) -> ExperimentModule:
         """The lab module, imported now (it may import numpy, pandas and the C core)."""

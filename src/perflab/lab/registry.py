@@ -24,6 +24,7 @@ PACKAGES = (
     "trig",
     "syscalls",
     "cswitch",
+    "contention",
 )
 
 
@@ -188,14 +189,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             value="ratio",
             help="Find the first commit between GOOD and BAD whose benchmark is slower than its "
             "parent's.",
-        ),
-        Experiment(
-            name="contention",
-            module="perflab.lab.contention",
-            verb=None,
-            columns=frozenset({"blocked_pct", "kind", "rep", "threads", "utilisation", "wall_ms"}),
-            points=("kind", "threads"),
-            value="wall_ms",
         ),
     )
 }

@@ -1,6 +1,7 @@
 """The one verb builder: an experiment whose registry entry names a plan gets its verb from the
 plan's fields (each an option with its flag, default, help and bounds), the shared -o, --json
-and --plot, and --resume with --discard-bad where it journals; nothing is declared twice.
+and --plot, and --resume with --discard-bad where it journals; nothing is declared twice. The
+entry's hooks (prepare, preface, epilogue) name what one experiment adds around its run.
 
 Light: building a verb reads only the plan (no numpy), so `perflab VERB --help` stays fast."""
 
@@ -13,7 +14,7 @@ from typing import Any
 import click
 
 from perflab.cli.options import check_paths, journal_options, output_options, plan_options
-from perflab.cli.printing import print_result
+from perflab.cli.printing import print_result, table
 from perflab.cli.running import journaled_run, optional_record
 from perflab.errors import PerflabError
 from perflab.plan.base import Plan
@@ -26,6 +27,10 @@ def build(experiment: Experiment) -> click.Command:
     plan = experiment.plan
     assert plan is not None and experiment.verb is not None
     names = [f.name for f in dataclasses.fields(plan) if "cli" in f.metadata]
+    # options of how the verb prints, not of what run measures (memcpy's --full)
+    shown_only = {
+        f.name for f in dataclasses.fields(plan) if f.metadata.get("cli", {}).get("display")
+    }
 
     def measure(output: str | None, as_json: bool, plot_path: str | None,
                 resume: str | None = None, discard_bad: bool = False,
@@ -35,17 +40,26 @@ def build(experiment: Experiment) -> click.Command:
         check(plan, values)
         output, resuming = optional_record(output, resume)
         check_paths(output, plot_path)
-        run = experiment.load().run  # type: ignore[attr-defined]
+        module: Any = experiment.load()
+        given = dict(values)
+        measured_values = {k: v for k, v in values.items() if k not in shown_only}
+        if experiment.prepare:
+            measured_values = getattr(module, experiment.prepare)(measured_values)
 
         def measured(on_start: Any, progress: Any) -> Any:
             where = Recording(output, resuming, discard_bad, on_start, progress)
-            return run(**values, recording=where)
+            return module.run(**measured_values, recording=where)
 
-        label = (experiment.label or experiment.name).format(**values)
+        label = (experiment.label or experiment.name).format(**measured_values)
         df = journaled_run(measured, output, True, label)
+        if experiment.preface:
+            for t in getattr(module, experiment.preface)(df, given, output):
+                if not as_json:
+                    table(t.frame, t.floatfmt, title=t.title)
+                    click.echo()
         print_result(df, as_json, output, plot_path)
         if experiment.epilogue:
-            for line in getattr(experiment.load(), experiment.epilogue)(df):
+            for line in getattr(module, experiment.epilogue)(df):
                 click.echo(line, err=True)
 
     command = measure

@@ -25,6 +25,7 @@ PACKAGES = (
     "syscalls",
     "cswitch",
     "contention",
+    "memcpy",
 )
 
 
@@ -77,21 +78,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "them."
             ),
             rows=("setup", "rep", "side"),
-        ),
-        Experiment(
-            name="memcpy",
-            module="perflab.lab.memcpy",
-            verb="sweep memcpy",
-            columns=frozenset({"kernel", "size", "ticks", "ticks_per_byte"}),
-            points=("size",),
-            value="ticks",
-            defines=("trials", "align", "offset"),
-            conditions=("kernel",),
-            help=(
-                "Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees "
-                "found."
-            ),
-            rows=("size",),
         ),
         Experiment(
             name="core-vs-ht",

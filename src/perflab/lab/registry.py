@@ -26,6 +26,7 @@ PACKAGES = (
     "cswitch",
     "contention",
     "memcpy",
+    "hugepage_fault",
 )
 
 

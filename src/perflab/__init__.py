@@ -32,7 +32,7 @@ Experiments (module: entry point, what it measures):
     trig         run(calls, ...): libm calls cold and warm (Rubini)
     cswitch      run(n, ...): context switches through pipes (Rubini)
     syscalls     run(calls, trials): system-call costs, trimmed tables (FileGuard)
-    clocks       resolution_table(), read_costs(samples): every clock and its cost (Torpey)
+    clocks       run(samples, names): every clock, its resolution and cost, the TSC (Torpey)
     counters     run(command, events): the perf events that count here, or a command's counts
     profile      run(argv, ...): per-thread CPU, run-queue wait and blocked time (easyperf)
     contention   run(threads, kinds, ...): threads under one lock, waiting or spinning

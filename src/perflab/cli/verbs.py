@@ -13,12 +13,19 @@ from typing import Any
 
 import click
 
-from perflab.cli.options import check_paths, journal_options, output_options, plan_options
-from perflab.cli.printing import print_result, table
-from perflab.cli.running import journaled_run, optional_record
+from perflab.cli.options import (
+    check_paths,
+    cluster_options,
+    journal_options,
+    output_options,
+    plan_options,
+    resume_option,
+)
+from perflab.cli.printing import emit_json, print_result, table
+from perflab.cli.running import campaign_verb, journaled_run, optional_record
 from perflab.errors import PerflabError
 from perflab.plan.base import Plan
-from perflab.plan.experiment import Experiment
+from perflab.plan.experiment import Experiment, Fleet
 from perflab.system.limits import LimitTooSmall
 
 
@@ -34,15 +41,22 @@ def build(experiment: Experiment) -> click.Command:
 
     def measure(output: str | None, as_json: bool, plot_path: str | None,
                 resume: str | None = None, discard_bad: bool = False,
+                cluster: str | None = None, hosts: tuple[str, ...] = (),
                 **values: Any) -> None:  # fmt: skip
         from perflab.store.recording import Recording
 
         check(plan, values)
+        if resume and not (experiment.journaled or cluster):
+            raise click.BadParameter("only a --cluster run is journaled", param_hint="--resume")
         output, resuming = optional_record(output, resume)
         check_paths(output, plot_path)
         module: Any = experiment.load()
         given = dict(values)
         measured_values = {k: v for k, v in values.items() if k not in shown_only}
+        if cluster:
+            fleet = getattr(module, experiment.campaign)(**measured_values)
+            on_fleet(experiment.name, fleet, cluster, hosts, (output, resuming), as_json)
+            return
         if experiment.prepare:
             measured_values = getattr(module, experiment.prepare)(measured_values)
 
@@ -65,6 +79,10 @@ def build(experiment: Experiment) -> click.Command:
     command = measure
     if experiment.journaled:
         command = journal_options(command)
+    elif experiment.campaign:
+        command = resume_option(command)  # a campaign's
+    if experiment.campaign:
+        command = cluster_options(command)
     command = output_options(command)
     command = plan_options(plan, names)(command)
     text = experiment.help + (f"\n\n\b\n{inspect.cleandoc(experiment.examples)}"
@@ -82,3 +100,19 @@ def check(plan: type[Plan], values: dict[str, Any]) -> None:
         raise
     except PerflabError as exc:
         raise click.UsageError(str(exc), click.get_current_context()) from None
+
+
+def on_fleet(name: str, fleet: Fleet, cluster: str, hosts: tuple[str, ...],
+             record: tuple[str | None, bool], as_json: bool) -> None:  # fmt: skip
+    """A --cluster campaign of the experiment, journaled by host and point: the median of its
+    value per point and host, and the points a host never returned."""
+    df, out = campaign_verb(fleet.measure, fleet.points, cluster, hosts, record, fleet.params,
+                            name, fleet.unique, extra_meta=fleet.meta)  # fmt: skip
+    medians = df.pivot_table(index=fleet.index, columns="host", values=fleet.value,
+                             aggfunc="median")  # fmt: skip
+    if as_json:
+        emit_json({fleet.key: medians.to_dict(), "missing": out.missing, "refused": out.refused})
+        return
+    table(medians.reset_index(), title=fleet.title)
+    for m in out.missing:
+        click.echo(f"missing: {m}")

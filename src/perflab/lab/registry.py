@@ -27,6 +27,7 @@ PACKAGES = (
     "contention",
     "memcpy",
     "hugepage_fault",
+    "clocks",
 )
 
 
@@ -145,17 +146,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             help=(
                 "List the perf events that count here (with a sample count), or count COMMAND "
                 "(`perflab counters -- make -j2`) with every thread and child it starts."
-            ),
-        ),
-        Experiment(
-            name="clocks",
-            module="perflab.lab.clocks",
-            verb="clocks",
-            columns=frozenset({"method", "ns", "rep", "ticks"}),
-            points=("method",),
-            value="ns",
-            help=(
-                "Resolution, value and read cost of every clock and TSC method; TSC trust verdict."
             ),
         ),
         Experiment(

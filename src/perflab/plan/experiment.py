@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from perflab.errors import PerflabError
@@ -28,6 +28,23 @@ class ExperimentModule(Protocol):
     def summary(self, frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         """Sentences, tables, values and the figure of this frame and its metadata."""
         ...
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """A --cluster campaign of an experiment: what each host measures at each point, the run's
+    parameters (what a resume must repeat), the columns naming one row, and the verb's table
+    of the hosts: the median of `value` per `index` and host, titled, under `key` in --json."""
+
+    measure: Callable[..., Any]
+    points: list[dict[str, Any]]
+    params: dict[str, Any]
+    unique: tuple[str, ...]
+    index: str
+    value: str
+    title: str
+    key: str
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,9 @@ class Experiment:
     # as text before the result (memcpy --full: every size), or raising what makes the frame
     # no result (nothing the timer resolved); "": none.
     preface: str = ""
+    # The module's function of the plan's values returning the Fleet a built verb runs with
+    # --cluster (then --resume is a campaign's; without one a run not journaled refuses it).
+    campaign: str = ""
 
     def load(self) -> ExperimentModule:
         """The lab module, imported now (it may import numpy, pandas and the C core)."""

@@ -1,5 +1,4 @@
-"""What one turn of the core's spin loop costs: the workload of known relative cost that the
-perf assertions and their tests lean on, timed at several lengths."""
+"""The spin loop timed at each length of the plan: a sample is one call of spin(turns)."""
 
 from __future__ import annotations
 
@@ -7,22 +6,27 @@ from typing import TYPE_CHECKING, Any
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.plan import controls
+from perflab.lab.spin_cost import SpinCostPlan
 from perflab.running import timing
 from perflab.store import results
+from perflab.store.recording import Recording
 from perflab.system import provenance
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-TURNS = (1_000, 2_000, 4_000, 8_000)
 
-
-def run(turns: tuple[int, ...] = TURNS, samples: int = 50) -> pd.DataFrame:
-    """One row per sample: turns, sample, ticks (net ticks of one call of spin(turns))."""
-    controls.check_count("--samples", samples, each_bytes=controls.ROW_BYTES * len(turns))
-    for n in turns:
-        controls.check_count("turns", n, each_s=controls.LOOP_S)
+def run(
+    turns: tuple[int, ...] = SpinCostPlan.turns,
+    samples: int = SpinCostPlan.samples,
+    *,
+    recording: Recording | None = None,
+) -> pd.DataFrame:
+    """One row per sample: turns, sample, ticks (net ticks of one call of spin(turns)), saved
+    whole at the recording's output, if any, once measured."""
+    SpinCostPlan(turns, samples).check()
+    recording = recording or Recording()
+    recording.check_whole("spin-cost")
     targets = {n: timing.spin(n) for n in turns}
     timing.calibrate(*targets.values())
     rows = []
@@ -31,7 +35,8 @@ def run(turns: tuple[int, ...] = TURNS, samples: int = 50) -> pd.DataFrame:
             rows.append((n, sample, float(timing.sample(target, 1)[1][0])))
     meta = {**provenance.metadata(), "experiment": "spin-cost", "samples": samples}
     frame = pd.DataFrame(rows, columns=["turns", "sample", "ticks"])
-    return results.attach(frame.sort_values(["turns", "sample"], ignore_index=True), meta)
+    frame = frame.sort_values(["turns", "sample"], ignore_index=True)
+    return recording.keep(results.attach(frame, meta))
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,14 +1,13 @@
-"""System-call costs in FileGuard's table: min, max, mean, also with k best and k worst dropped.
-
-Each sample times enough back-to-back calls to last twice MIN_STEPS timer steps (resolution.py);
-the rows hold ticks per call and the calls per sample they were averaged over."""
+"""System-call costs measured: each sample times enough back-to-back calls to last twice
+MIN_STEPS timer steps (resolution.py); the rows hold ticks per call and the calls per sample
+they were averaged over."""
 
 from __future__ import annotations
 
 import functools
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +18,9 @@ from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab import resolution
+from perflab.lab.syscalls import SyscallsPlan
 from perflab.plan import controls
 from perflab.running import inprocess
-from perflab.running.progress import OnStart, ProgressArg
 from perflab.store import results
 from perflab.store.recording import Recording
 from perflab.system import machine, provenance
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 CALLS = bindings.SYSCALLS
-DEFAULT_CALLS = ("getpid", "open+close", "read", "write", "stat")
 ALIASES = {
     "open": "open+close",
     "close": "open+close",
@@ -77,25 +75,20 @@ def calls_per_sample(call: str, path: Path) -> int:
 
 @controls.typed_arguments
 def run(
-    calls: Iterable[str] = DEFAULT_CALLS,
-    trials: int = 10000,
-    directory: str | None = None,
-    progress: ProgressArg = None,
+    calls: Iterable[str] = SyscallsPlan.calls,
+    trials: int = SyscallsPlan.trials,
+    trim: int = SyscallsPlan.trim,
+    directory: str | None = SyscallsPlan.directory,
     *,
-    on_start: OnStart | None = None,
-    output: str | os.PathLike | None = None,
-    resume: bool = False,
-    discard_bad: bool = False,
-    extra_meta: Mapping[str, Any] | None = None,
+    recording: Recording | None = None,
 ) -> pd.DataFrame:
-    """One row per call per trial (a sample of `calls` calls): ticks and ns per call.
+    """One row per call per trial (a sample of `calls` calls): ticks and ns per call; `trim`
+    is how the summary reads them (recorded, not a parameter a resume must repeat).
 
-    output: a .parquet/.csv journal, written in chunks of trials as they are measured;
-    resume=True completes an interrupted one (inprocess.measure); progress counts trials.
-    extra_meta joins the metadata (the CLI records its --trim there)."""
+    recording: where the rows go (a .parquet/.csv journal written in chunks of trials as they
+    are measured, resumed if asked: inprocess.measure) and the progress that counts them."""
     names = resolve(calls)
-    if trials < 1:
-        raise PerflabError(f"--trials must be at least 1, not {trials}")
+    SyscallsPlan(tuple(names), trials, trim, directory).check()
     controls.check_rows(
         {"--trials": trials}, len(names), controls.CALL_S, controls.PLANNED_ROW_BYTES
     )
@@ -109,7 +102,7 @@ def run(
         "directory": str(path.parent),
         "timer_overhead_ticks": bindings.timer_overhead_ticks(),
         "min_sample_steps": resolution.MIN_STEPS,
-        **(extra_meta or {}),
+        "trim": trim,
     }
     keys = pd.DataFrame(
         {"call": np.repeat(names, trials), "rep": np.tile(np.arange(trials), len(names))}
@@ -119,8 +112,7 @@ def run(
     per: dict[str, int] = {}
     try:
         return inprocess.measure(plan, functools.partial(_timed, path=path, hz=hz, per=per),
-                                 Recording(output, resume, discard_bad),
-                                 on_start=on_start, progress=progress)  # fmt: skip
+                                 recording)  # fmt: skip
     finally:
         path.unlink(missing_ok=True)
 

@@ -1,12 +1,10 @@
-"""Rubini's trig.c: ticks of libm calls, the first (cold) call apart from the warm minimum.
-
-A warm sample times enough back-to-back calls of one function to last twice MIN_STEPS timer
-steps (resolution.py) and records ticks per call; a cold sample is the first call of a fresh
-process, alone, and a figure made of one shorter than MIN_STEPS steps is reported unresolved."""
+"""Rubini's trig.c measured: a warm sample times enough back-to-back calls of one function to
+last twice MIN_STEPS timer steps (resolution.py) and records ticks per call; a cold sample is the
+first call of a fresh process, alone, and a figure made of one shorter than MIN_STEPS steps is
+reported unresolved."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -18,9 +16,9 @@ from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab import resolution
+from perflab.lab.trig import TrigPlan
 from perflab.plan import controls
 from perflab.running import inprocess
-from perflab.running.progress import OnStart, ProgressArg
 from perflab.store import results
 from perflab.store.recording import Recording
 from perflab.system import machine, provenance
@@ -28,7 +26,6 @@ from perflab.system import machine, provenance
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-DEFAULT_CALLS = ("sin(1.0)", "tan(1.0)", "sin(0.0)")
 COLUMNS = ("mode", "call", "function", "arg", "position", "rep", "calls", "ticks", "ns")
 PROBES = 3  # samples per calibration step
 MAX_CALLS = 64
@@ -144,31 +141,20 @@ def _frame(
 
 @controls.typed_arguments
 def run(
-    call_texts: Sequence[str] = DEFAULT_CALLS,
-    repeat: int = 10,
-    cold_runs: int = 0,
-    progress: ProgressArg = None,
+    calls: Sequence[str] = TrigPlan.calls,
+    repeat: int = TrigPlan.repeat,
+    cold_runs: int = TrigPlan.cold_runs,
     *,
-    on_start: OnStart | None = None,
-    output: str | os.PathLike | None = None,
-    resume: bool = False,
-    discard_bad: bool = False,
+    recording: Recording | None = None,
 ) -> pd.DataFrame:
     """Cold runs first (so this process's warm-up cannot help them), then the warm repeats,
-    their calls per sample calibrated before the first.
+    their calls per sample calibrated before the first; `calls` as NAME or NAME(NUMBER).
 
-    output: a .parquet/.csv journal, written in chunks of repeats as they are measured;
-    resume=True completes an interrupted one (inprocess.measure); progress counts repeats."""
-    calls = [parse_call(t) for t in call_texts]
-    if repeat < 1:
-        raise PerflabError(f"--repeat must be at least 1, not {repeat}")
-    if cold_runs < 0:
-        raise PerflabError(f"--cold must be at least 0, not {cold_runs}")
-    rows = (repeat + cold_runs) * len(calls)
-    each = len(calls) * controls.PLANNED_ROW_BYTES
-    name = f"--repeat {repeat} with --cold {cold_runs}"
-    controls.check_memory(name, rows * controls.PLANNED_ROW_BYTES, f"its {rows} rows", each)
-    native = _native_calls(calls)
+    recording: where the rows go (a .parquet/.csv journal written in chunks of repeats as they
+    are measured, resumed if asked: inprocess.measure) and the progress that counts them."""
+    parsed = [parse_call(t) for t in calls]
+    TrigPlan(tuple(calls), repeat, cold_runs).check()
+    native = _native_calls(parsed)
     hz, _ = machine.tsc_hz()
     meta = {
         **provenance.metadata(),
@@ -180,10 +166,10 @@ def run(
     }
     modes = [("cold", cold_runs), ("warm", repeat)]
     keys = pd.DataFrame(
-        [(mode, rep, pos) for mode, n in modes for rep in range(n) for pos in range(len(calls))],
+        [(mode, rep, pos) for mode, n in modes for rep in range(n) for pos in range(len(parsed))],
         columns=["mode", "rep", "position"],
     )
-    params = {"calls": [_label(*c) for c in calls], "repeat": repeat, "cold_runs": cold_runs}
+    params = {"calls": [_label(*c) for c in parsed], "repeat": repeat, "cold_runs": cold_runs}
     plan = inprocess.RowSchedule("trig", keys, COLUMNS, params, meta, unit=("mode", "rep"),
                           phase=("mode",))  # fmt: skip
 
@@ -192,7 +178,7 @@ def run(
     def timed(keys: pd.DataFrame) -> pd.DataFrame:
         reps = list(dict.fromkeys(keys["rep"]))
         if keys["mode"].iloc[0] == "cold":
-            df = _frame(calls, np.array([native.cold() for _ in reps]), "cold", reps)
+            df = _frame(parsed, np.array([native.cold() for _ in reps]), "cold", reps)
         else:
             # Each recorded rep follows a pass of the sequence (the calibration's, or one
             # unrecorded), as in one long loop, never perflab's own work between chunks.
@@ -200,11 +186,10 @@ def run(
                 native.warm(1, per)
             else:
                 per.extend(calibrate(native))
-            df = _frame(calls, native.warm(len(reps), per), "warm", reps, per)
+            df = _frame(parsed, native.warm(len(reps), per), "warm", reps, per)
         return df.assign(ns=df["ticks"] / hz * 1e9)
 
-    return inprocess.measure(plan, timed, Recording(output, resume, discard_bad),
-                             on_start=on_start, progress=progress)  # fmt: skip
+    return inprocess.measure(plan, timed, recording)
 
 
 def _samples(df: pd.DataFrame) -> pd.Series:

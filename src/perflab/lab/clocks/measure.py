@@ -1,7 +1,10 @@
-"""The clock lab: clocks.c's resolution table, ClockBench's read costs, and a TSC verdict."""
+"""The clocks measured: each source's resolution and value (clocks.c), its reads back to back
+(ClockBench: a read's cost is the step between two), a TSC-timed batch of each, and the TSC's
+flags, clocksource and rate, with a verdict."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -14,9 +17,13 @@ from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab import resolution
+from perflab.lab.clocks import ClocksPlan
 from perflab.plan import controls
+from perflab.plan.experiment import Fleet
 from perflab.running.timing import STEPS_PER_SAMPLE
-from perflab.system import machine, settings
+from perflab.store import results
+from perflab.store.recording import Recording
+from perflab.system import machine, provenance, settings
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -193,6 +200,46 @@ def plot(
 def cost_of(method: str, samples: int = 1000) -> pd.DataFrame:
     """read_costs of one method: the unit a campaign hands to each host."""
     return read_costs(samples, [method])
+
+
+@controls.typed_arguments
+def run(
+    samples: int = ClocksPlan.samples,
+    names: Iterable[str] = ClocksPlan.names,
+    *,
+    recording: Recording | None = None,
+) -> pd.DataFrame:
+    """The read costs of `names` (none: every clock this machine reads), `samples` reads each,
+    with what `perflab clocks` measures beside them in the metadata (the resolution table, a
+    TSC-timed batch of each, the TSC report), so a report shows it all; saved whole at the
+    recording's output, if any."""
+    selected = resolve(names) if names else None
+    ClocksPlan(samples, tuple(selected or ())).check()
+    recording = recording or Recording()
+    recording.check_whole("clocks")
+    res = resolution_table()
+    costs = read_costs(samples, selected)
+    table = cost_table(costs)
+    meta = {
+        **provenance.metadata(),
+        "experiment": "clocks",
+        "unit": "ns",
+        "resolution": res.to_dict(orient="records"),
+        "batch_ns": dict(zip(table["method"], table["batch_ns"], strict=True)),
+        "tsc": tsc_report(),
+    }
+    return recording.keep(results.attach(costs, meta))
+
+
+def fleet(samples: int = ClocksPlan.samples, names: Iterable[str] = ClocksPlan.names) -> Fleet:
+    """The read-cost table on every host of a Dask cluster, one clock a point, medians side by
+    side (what `perflab clocks --cluster` runs)."""
+    methods = available(resolve(names) if names else None)
+    return Fleet(
+        functools.partial(cost_of, samples=samples), [{"method": m} for m in methods],
+        {"samples": samples, "methods": methods}, ("host", "method", "rep"), "method", "ns",
+        "median cost of one read (ns) per host", "median_ns", {"unit": "ns"},
+    )  # fmt: skip
 
 
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:

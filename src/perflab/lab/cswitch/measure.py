@@ -1,8 +1,10 @@
-"""Rubini's cswitch: one byte through pipes alone, then ping-ponged with a child; the difference."""
+"""Rubini's cswitch measured: each run times n one-byte writes and reads through pipes alone,
+then n round trips with a child, in every placement and priority, and counts the switches."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -11,10 +13,9 @@ import numpy as np
 from perflab.analysis.summary import Summary, Table
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.errors import PerflabError
+from perflab.lab.cswitch import CswitchPlan
 from perflab.plan import controls
 from perflab.running import inprocess
-from perflab.running.progress import OnStart, ProgressArg
 from perflab.store.recording import Recording
 from perflab.system import machine, provenance
 
@@ -90,26 +91,21 @@ def realtime_wanted(flag: bool | None) -> bool:
 
 @controls.typed_arguments
 def run(
-    n: int = 20000,
-    reps: int = 3,
-    realtime: bool = True,
-    cpus: list[int] | None = None,
-    progress: ProgressArg = None,
+    n: int = CswitchPlan.n,
+    reps: int = CswitchPlan.reps,
+    realtime: bool | None = CswitchPlan.realtime,
+    cpus: Sequence[int] = CswitchPlan.cpus,
     *,
-    on_start: OnStart | None = None,
-    output: str | os.PathLike | None = None,
-    resume: bool = False,
-    discard_bad: bool = False,
+    recording: Recording | None = None,
 ) -> pd.DataFrame:
-    """Every placement, normal and (when asked) real-time priority, `reps` times each.
+    """Every placement, normal and (when asked: realtime_wanted) real-time priority, `reps`
+    times each; the pinned runs on `cpus` (none given: the usable ones).
 
-    output: a .parquet/.csv journal, written in chunks of runs as they are measured;
-    resume=True completes an interrupted one (inprocess.measure); progress counts runs."""
-    if n < 1:
-        raise PerflabError(f"N must be at least 1, not {n}")
-    if reps < 1:
-        raise PerflabError(f"--reps must be at least 1, not {reps}")
-    places = {p.name: p for p in placements(cpus)}
+    recording: where the rows go (a .parquet/.csv journal written in chunks of runs as they are
+    measured, resumed if asked: inprocess.measure) and the progress that counts them."""
+    CswitchPlan(n, reps, realtime, tuple(cpus)).check()
+    realtime = realtime_wanted(realtime)
+    places = {p.name: p for p in placements(list(cpus) or None)}
     priorities = (False, True) if realtime else (False,)
     controls.check_rows(
         {"--reps": reps}, len(places) * len(priorities), 0, controls.PLANNED_ROW_BYTES
@@ -129,8 +125,14 @@ def run(
         )  # fmt: skip
 
     plan = inprocess.RowSchedule("cswitch", keys, COLUMNS, params, meta)
-    return inprocess.measure(plan, timed, Recording(output, resume, discard_bad),
-                             on_start=on_start, progress=progress)  # fmt: skip
+    return inprocess.measure(plan, timed, recording)
+
+
+def refusals(df: pd.DataFrame) -> list[str]:
+    """What the verb says on stderr after the result: real time asked for and refused."""
+    if df["realtime"].astype(bool).any() and not df["rt_applied"].astype(bool).any():
+        return ["SCHED_RR refused (needs root or RLIMIT_RTPRIO); --no-rt skips it"]
+    return []
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,7 +1,5 @@
-"""The built-in reproduction for `perflab profile --workload`: N threads doing serial work under
-one lock (workloads/contention.c), the situation easyperf's multithreaded analysis (seed 003)
-diagnoses: with a mutex the waiters block in futex, with a spin lock they stay busy, and in
-neither case do more threads finish the work sooner."""
+"""The contention workload profiled: each (kind, threads) run through profile.run, one row per
+run with its wall, utilisation and where the workers' samples and time went."""
 
 from __future__ import annotations
 
@@ -12,17 +10,12 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
-from perflab.errors import PerflabError
 from perflab.lab import profile
-from perflab.lab.plans import defaults
+from perflab.lab.contention import ITERATIONS, WORK, ContentionPlan, check_workload
 from perflab.plan import controls
 from perflab.store import results
+from perflab.store.recording import Recording
 from perflab.system import compiler, perfsamples, provenance
-
-KINDS = defaults.CONTENTION_KINDS
-ITERATIONS = 100_000  # critical sections in all, split over the threads
-WORK = 2_000  # recurrence steps in each (about 1.5 ns a step here): ~0.3 s of serial work
-MAX_THREADS = defaults.CONTENTION_MAX_THREADS
 
 
 def build() -> compiler.Workload:
@@ -34,12 +27,7 @@ def build() -> compiler.Workload:
 
 def command(kind: str, threads: int, iterations: int = ITERATIONS, work: int = WORK) -> list[str]:
     """The argv that runs it; refused in one line before anything is built."""
-    if kind not in KINDS:
-        raise PerflabError(f"unknown workload {kind!r}; built in: {', '.join(KINDS)}")
-    if not 1 <= threads <= MAX_THREADS:
-        raise PerflabError(f"threads must be 1..{MAX_THREADS}, not {threads}")
-    if iterations < 0 or work < 0:
-        raise PerflabError("iterations and work must not be negative")
+    check_workload([kind], [threads], iterations, work)
     return [str(build().path), kind, str(threads), str(iterations), str(work)]
 
 
@@ -48,20 +36,23 @@ WAITING = ("spin_lock", "__lll_lock_wait", "__GI___lll_lock_wait", "pthread_mute
 
 @controls.typed_arguments
 def run(
-    threads: Sequence[int] = (1, 2, 4),
-    kinds: Sequence[str] = KINDS,
-    iterations: int = ITERATIONS,
-    work: int = WORK,
-    sample_hz: int | None = perfsamples.FREQUENCY_HZ,
-    repeat: int = 1,
+    threads: Sequence[int] = ContentionPlan.threads,
+    kinds: Sequence[str] = ContentionPlan.kinds,
+    iterations: int = ContentionPlan.iterations,
+    work: int = ContentionPlan.work,
+    sample_hz: int | None = ContentionPlan.sample_hz,
+    repeat: int = ContentionPlan.repeat,
     profiles: list[pd.DataFrame] | None = None,
+    *,
+    recording: Recording | None = None,
 ) -> pd.DataFrame:
     """Profile the workload for every kind and thread count, repeat times round-robin (so a
     neighbour's load falls on every point alike): one row per run with its wall, utilisation
-    and where the workers' samples and time went.
+    and where the workers' samples and time went, saved whole at the recording's output if any.
     profiles: a list that receives each run's full profile frame (profile.run's)."""
-    if repeat < 1:
-        raise PerflabError(f"repeat must be at least 1, not {repeat}")
+    ContentionPlan(tuple(threads), tuple(kinds), iterations, work, sample_hz, repeat).check()
+    recording = recording or Recording()
+    recording.check_whole("contention")
     rows, event = [], None
     for r in range(repeat):
         for kind in kinds:
@@ -80,7 +71,7 @@ def run(
         "samples_event": event,
         "samples_hz": sample_hz,
     }
-    return results.attach(out, meta)
+    return recording.keep(results.attach(out, meta))
 
 
 def _row(kind: str, n: int, df: pd.DataFrame, iterations: int) -> dict:

@@ -309,7 +309,7 @@ def test_ruptures_cost_normal_is_twice_the_negative_log_likelihood_less_a_consta
 )  # fmt: skip
 def test_change_points_are_ruptures_pelt(shape, noise, seed):
     """The core's PELT finds what ruptures' Pelt(model="normal", jump=1, min_size=2) finds
-    with the same penalty, on series short enough for ruptures (one of 1,000 takes 14 s)."""
+    with the same penalty, on series short enough for ruptures (one of 1,000 takes 10 to 17 s)."""
     import ruptures
 
     y = standardized(shaped(shape, noise, seed, n=160))

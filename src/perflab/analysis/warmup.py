@@ -13,7 +13,7 @@ ruptures' CostNormal is n log s^2 on that same scale (its missing n (log 2 pi + 
 same over any split of a series, so 15 log n means the same to both), with 1e-6 added to every
 s^2 where R floors a zero one at 1e-11, both in the data's unit squared, and ruptures' Pelt
 needs jump=1 to try every iteration as R does. ruptures is pure Python and copies a partition
-per candidate: one flat series of 1,000 iterations took it 14 s here, R's C loop 2 million
+per candidate: one flat series of 1,000 iterations took it 10 to 17 s here, R's C loop 2 million
 logarithms for 2,000; perflab's core (csrc/pelt.c) finds the same optimum with bounds that skip
 most candidates (benchmarks/warmup_classify.py), and tests hold it to ruptures. It differs from
 R's PELT where R's pruning drops the optimum (4 of 3,000 short series with large outliers), and

@@ -213,6 +213,8 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
         kw["show_default"] = "/" in m["flag"]  # --x/--no-x says its default; a flag is off
         if "/" not in m["flag"]:
             kw["is_flag"] = True
+    elif "within" in m:
+        kw["type"] = click.IntRange(*m["within"])
     elif "least" in m:
         limits = bounds(m)
         assert limits is not None
@@ -226,9 +228,12 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
     return click.option(m["flag"], f.name, **kw)
 
 
-def plan_options(plan: type, names: Sequence[str]) -> Callable[[F], F]:
-    """Click options for these fields of a plan dataclass: the plan states its parameters once."""
+def plan_options(plan: type, names: Sequence[str] | None = None) -> Callable[[F], F]:
+    """Click options for these fields of a plan dataclass (None: every field with option
+    metadata), in their order: the plan states its parameters once."""
     by_name = {f.name: f for f in dataclasses.fields(plan)}
+    if names is None:
+        names = [name for name, f in by_name.items() if "cli" in f.metadata]
 
     def decorate(func: F) -> F:
         for name in reversed(names):

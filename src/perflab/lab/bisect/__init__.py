@@ -29,6 +29,7 @@ from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab.bisect import builds, commits
 from perflab.plan import controls as ctl
+from perflab.plan.commits import CommitPlan
 from perflab.store import filelock, results
 from perflab.system import provenance
 
@@ -63,9 +64,9 @@ def bisect(
     *,
     repo: str | os.PathLike[str] | None = None,
     confidence: float = 0.95,
-    setups: int = 10,
-    repeat: int = 10,
-    seed: int = 0,
+    setups: int = CommitPlan.setups,
+    repeat: int = CommitPlan.repeat,
+    seed: int = CommitPlan.seed,
     metric: str = "time",
     budget: int | None = None,
     output: str | os.PathLike[str] | None = None,
@@ -90,7 +91,7 @@ def bisect(
     if len(asked) != 1:
         raise PerflabError(f"--metric {metric!r}: bisect decides on one metric")
     metric = asked[0]
-    ctl.check_seed(seed)
+    CommitPlan(setups=setups, repeat=repeat, seed=seed).check()
     given = ctl.commit_controls(controls)
     per_look = 2 * setups * repeat
     if budget is not None and budget < per_look:

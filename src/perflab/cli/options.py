@@ -200,7 +200,9 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
     kw: dict = {"help": m["help"], "default": m.get("default", f.default),
                 "show_default": m.get("shown", True)}  # fmt: skip
     if "needs" in m:
-        kw.update(cls=Needs, needs=m["needs"])
+        kw.update(cls=Needs, needs=m["needs"], shown=m.get("needs_shown"))
+    if "metavar" in m:
+        kw["metavar"] = m["metavar"]
     if "choices" in m:
         kw["type"] = click.Choice(list(m["choices"]))
     elif m.get("kind") == "cpus":
@@ -208,7 +210,8 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
     elif m.get("kind") == "seconds":
         kw["type"] = SECONDS
     elif "parse" in m:
-        kw.update(type=str, callback=lambda ctx, param, value: m["parse"](value))
+        kw.update(type=str, callback=lambda ctx, param, value: None if value is None
+                  else m["parse"](value))  # fmt: skip
     elif isinstance(f.default, bool):
         kw["show_default"] = "/" in m["flag"]  # --x/--no-x says its default; a flag is off
         if "/" not in m["flag"]:

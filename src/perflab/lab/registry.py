@@ -18,7 +18,7 @@ from perflab.plan.experiment import Experiment, ExperimentModule
 __all__ = ["EXPERIMENTS", "PACKAGES", "Experiment", "ExperimentModule", "describe", "get"]
 
 # The experiments that are packages of lab/, one line each.
-PACKAGES = ("pagefault",)
+PACKAGES = ("pagefault", "threads")
 
 
 def _packaged() -> tuple[Experiment, ...]:
@@ -133,32 +133,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "(cputime_core_vs_ht)."
             ),
             rows=("placement", "rep", "threads", "thread"),
-        ),
-        Experiment(
-            name="threads",
-            module="perflab.lab.threads.thread_count",
-            verb="sweep threads",
-            columns=frozenset(
-                {"bytes", "cpu_ns", "end_ns", "loops", "release_ns", "rep", "threads"}
-            ),
-            points=("threads",),
-            value="cpu_ns",
-            defines=("kernel", "loops", "size"),
-            help=(
-                "Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf): "
-                "of a built-in kernel, or of your program given after -- with {threads} where its "
-                "count goes."
-            ),
-            rows=("threads", "rep", "thread"),
-        ),
-        Experiment(
-            name="threads-program",
-            module="perflab.lab.threads.program",
-            verb="sweep threads",
-            columns=frozenset({"rep", "status", "stime_ns", "threads", "utime_ns", "wall_ns"}),
-            points=("threads",),
-            value="wall_ns",
-            rows=("threads", "rep"),
         ),
         Experiment(
             name="fauxplat",

@@ -7,7 +7,7 @@ entry; lab/registry.py lists the packages."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
@@ -92,13 +92,23 @@ def lazy_api(
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """A package's __getattr__ and __dir__ that load `names` from its measuring module on first
     use, so the package (its plan and entry) stays light and perflab.NAME.run still works."""
+    return lazy_modules(package, {module: names})
+
+
+def lazy_modules(
+    package: str, homes: Mapping[str, Sequence[str]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """lazy_api for a package whose public names live in several modules (module -> names); a
+    name that is a module of the package (`threads.program`) is that module."""
+    home = {name: module for module, names in homes.items() for name in names}
 
     def getattr_(name: str) -> Any:
-        if name in names:
-            return getattr(importlib.import_module(module), name)
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        if name not in home:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module = importlib.import_module(home[name])
+        return module if home[name] == f"{package}.{name}" else getattr(module, name)
 
     def dir_() -> list[str]:
-        return sorted({*names, *vars(importlib.import_module(package))})
+        return sorted({*home, *vars(importlib.import_module(package))})
 
     return getattr_, dir_

@@ -20,7 +20,7 @@ from perflab.cli.options import (
 from perflab.cli.params import WORDS, Words
 from perflab.cli.printing import print_result
 from perflab.cli.running import Bars, journaled_run, record_path
-from perflab.lab.plans.link_order import LinkOrderPlan
+from perflab.lab.link_order import LinkOrderPlan
 
 if TYPE_CHECKING:
     import pandas as pd

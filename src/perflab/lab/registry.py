@@ -18,7 +18,7 @@ from perflab.plan.experiment import Experiment, ExperimentModule
 __all__ = ["EXPERIMENTS", "PACKAGES", "Experiment", "ExperimentModule", "describe", "get"]
 
 # The experiments that are packages of lab/, one line each.
-PACKAGES = ("pagefault", "threads")
+PACKAGES = ("pagefault", "threads", "link_order")
 
 
 def _packaged() -> tuple[Experiment, ...]:
@@ -45,18 +45,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "each."
             ),
             rows=("env_size", "rep"),
-        ),
-        Experiment(
-            name="link-order",
-            module="perflab.lab.link_order",
-            verb="sweep link-order",
-            columns=frozenset({"link_order", "perm", "rep", "status", "ticks"}),
-            points=("link_order",),
-            help=(
-                "Link OBJECTS (default: the built-in workload) in every order, run each REPEAT "
-                "times."
-            ),
-            rows=("perm", "rep"),
         ),
         Experiment(
             name="compare",

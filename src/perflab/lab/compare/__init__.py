@@ -67,7 +67,7 @@ from perflab.lab.compare.wording import LABELLED_SETUPS as LABELLED_SETUPS
 from perflab.lab.compare.wording import SHOWN_SETUPS as SHOWN_SETUPS
 from perflab.lab.compare.wording import plot as plot
 from perflab.lab.compare.wording import summary as summary
-from perflab.lab.link_order import counters_note
+from perflab.lab.link_order.measure import counters_note
 from perflab.lab.plans.compare import HEAP_DIGITS as HEAP_DIGITS
 from perflab.lab.plans.compare import RANDOMIZE as RANDOMIZE
 from perflab.lab.plans.compare import ComparePlan, parse_layout

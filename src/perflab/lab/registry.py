@@ -18,7 +18,7 @@ from perflab.plan.experiment import Experiment, ExperimentModule
 __all__ = ["EXPERIMENTS", "PACKAGES", "Experiment", "ExperimentModule", "describe", "get"]
 
 # The experiments that are packages of lab/, one line each.
-PACKAGES = ("pagefault", "threads", "link_order")
+PACKAGES = ("pagefault", "threads", "link_order", "env_size")
 
 
 def _packaged() -> tuple[Experiment, ...]:
@@ -34,18 +34,6 @@ EXPERIMENTS: dict[str, Experiment] = {
     e.name: e
     for e in (
         *_packaged(),
-        Experiment(
-            name="env-size",
-            module="perflab.lab.env_size",
-            verb="sweep env-size",
-            columns=frozenset({"env_size", "rep", "status", "ticks"}),
-            points=("env_size",),
-            help=(
-                "Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times "
-                "each."
-            ),
-            rows=("env_size", "rep"),
-        ),
         Experiment(
             name="compare",
             module="perflab.lab.compare",

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perflab.errors import PerflabError
-from perflab.lab.plans.env_size import MAX_ARG_STRLEN
+from perflab.lab.env_size.plan import MAX_ARG_STRLEN
 from perflab.plan.controls import (
     ASLR_MODES,
     LONGEST_S,

@@ -18,7 +18,7 @@ from perflab.plan.experiment import Experiment, ExperimentModule
 __all__ = ["EXPERIMENTS", "PACKAGES", "Experiment", "ExperimentModule", "describe", "get"]
 
 # The experiments that are packages of lab/, one line each.
-PACKAGES = ("pagefault", "threads", "link_order", "env_size")
+PACKAGES = ("pagefault", "threads", "link_order", "env_size", "compare")
 
 
 def _packaged() -> tuple[Experiment, ...]:
@@ -34,19 +34,6 @@ EXPERIMENTS: dict[str, Experiment] = {
     e.name: e
     for e in (
         *_packaged(),
-        Experiment(
-            name="compare",
-            module="perflab.lab.compare",
-            verb="compare",
-            weighs_change=True,
-            columns=frozenset({"env_size", "setup", "side", "status", "ticks"}),
-            points=("side", "env_size", "link_order"),
-            help=(
-                "Run A and B interleaved in random setups; report B/A per setup and over all of "
-                "them."
-            ),
-            rows=("setup", "rep", "side"),
-        ),
         Experiment(
             name="memcpy",
             module="perflab.lab.memcpy",

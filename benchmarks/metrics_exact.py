@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from perflab.lab.compare import metrics
+from perflab.plan import metrics
 from perflab.system import machine
 
 SOURCE = r"""

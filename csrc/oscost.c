@@ -222,20 +222,21 @@ static void echo_child(int cpu, int rfd, int wfd)
     _exit(0);
 }
 
-struct saved_sched {
+/* The calling thread's CPUs, scheduling and RLIMIT_RTTIME before cswitch changes them. */
+struct saved_thread_state {
     cpu_set_t affinity;
     struct perflab_saved_sched sched;
     struct rlimit rttime;
 };
 
-static void save_sched(struct saved_sched *s)
+static void save_sched(struct saved_thread_state *s)
 {
     sched_getaffinity(0, sizeof s->affinity, &s->affinity);
     perflab_sched_save(&s->sched);
     getrlimit(RLIMIT_RTTIME, &s->rttime);
 }
 
-static void restore_sched(const struct saved_sched *s)
+static void restore_sched(const struct saved_thread_state *s)
 {
     perflab_sched_restore(&s->sched);
     setrlimit(RLIMIT_RTTIME, &s->rttime);
@@ -311,7 +312,7 @@ int perflab_cswitch(size_t n, int cpu_parent, int cpu_child, int rt_prio, long r
                     struct perflab_cswitch *out)
 {
     struct sigaction stop = {.sa_handler = on_stop}, old_int, old_term;
-    struct saved_sched saved;
+    struct saved_thread_state saved;
     int rc;
 
     if (n == 0)

@@ -125,7 +125,7 @@ int perflab_spawn_batch(const void *req, size_t len, const int stdio[3], int sto
     struct batch b;
     struct spawn_ctx c;
     struct spawn_opts o;
-    struct saved_sched saved;
+    struct parent_rt_state saved;
     cpu_set_t before;
     int rc = batch_parse(req, len, &b), moved;
     unsigned char *settled = NULL;

@@ -74,7 +74,7 @@ struct child_args {
 };
 
 /* The spawning thread's scheduling before parent_rt_enter, and what that gave it. */
-struct saved_sched {
+struct parent_rt_state {
     int changed;
     int above;
     struct perflab_saved_sched sched;
@@ -125,8 +125,8 @@ void read_probe(int fd, int32_t asked, struct perflab_run *out);
 void classify(int wstatus, int timed_out, struct perflab_run *out);
 
 /* spawn_rest.c */
-void parent_rt_enter(const struct spawn_opts *o, struct saved_sched *saved);
-void parent_rt_leave(const struct saved_sched *saved);
+void parent_rt_enter(const struct spawn_opts *o, struct parent_rt_state *saved);
+void parent_rt_leave(const struct parent_rt_state *saved);
 void parent_step(const struct spawn_ctx *c, int up);
 int shares_cpu(const struct spawn_ctx *c);
 struct rest *rest_of(const struct spawn_opts *o);

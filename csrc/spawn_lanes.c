@@ -67,7 +67,7 @@ static void *lane_main(void *arg)
     struct spawn_opts o = {b->hdr.flags, 1, &b->cpus[me->k], b->hdr.rt_policy,
                            b->hdr.rt_priority, b->hdr.timeout_ns,
                            {l->stdio[0], l->stdio[1], l->stdio[2]}, b->hdr.iterations};
-    struct saved_sched saved;
+    struct parent_rt_state saved;
     struct spawn_ctx c;
     struct rest *rest;
     char **envp = NULL, *pad = NULL;
@@ -127,7 +127,7 @@ int spawn_parallel(const struct batch *b, const int stdio[3], int stop_fd,
                       .done_lock = PTHREAD_MUTEX_INITIALIZER};
     struct spawn_opts o = {.flags = b->hdr.flags, .rt_policy = b->hdr.rt_policy,
                            .rt_priority = b->hdr.rt_priority};
-    struct saved_sched saved;
+    struct parent_rt_state saved;
     struct lane *lane = calloc(n > 0 ? (size_t)n : 1, sizeof *lane);
     pthread_attr_t attr;
     sigset_t all, old;

@@ -14,7 +14,7 @@
  * loop gives); restored before returning.  One above theirs where it can: on a child's CPU
  * it still preempts a spinning child at its timeout or a stop.  Refusal is the child's to
  * report. */
-void parent_rt_enter(const struct spawn_opts *o, struct saved_sched *saved)
+void parent_rt_enter(const struct spawn_opts *o, struct parent_rt_state *saved)
 {
     struct sched_param above = {.sched_priority = o->rt_priority + 1};
     struct sched_param same = {.sched_priority = o->rt_priority};
@@ -58,7 +58,7 @@ int shares_cpu(const struct spawn_ctx *c)
 }
 
 /* The scheduling parent_rt_enter found, back. */
-void parent_rt_leave(const struct saved_sched *saved)
+void parent_rt_leave(const struct parent_rt_state *saved)
 {
     if (saved->changed)
         perflab_sched_restore(&saved->sched);

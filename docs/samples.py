@@ -1,6 +1,8 @@
-"""Regenerate the README's and docs' sample outputs, so each says what produced it.
+"""Regenerate the README's and docs' sample outputs and write measurements to
+benchmarks/results/, so each says what produced it.
 
     python docs/samples.py [--only PATTERN] [--list] [--kept] [FILE.md ...]
+    python docs/samples.py --result NAME -- COMMAND ...   (a measurement that is no sample)
 
 A sample is an HTML comment right before a fenced block:
 
@@ -19,6 +21,8 @@ or, for several commands, files and figures, one `key: value` a line:
     head: N           show each command's first N lines of output, then `...`
     kept: WHY         not regenerated without --kept (a long run, another machine): the
                       block keeps its own first line, which says where and when it was made
+    result: NAME      also write the commands' whole output (not cut by head:) to
+                      benchmarks/results/DATE-CPU-NAME.txt (CPU as in epyc-19h-11h)
 
 Every command is split with shlex and run without a shell, in a fresh temporary directory
 (so outputs show relative paths), stdout and stderr together; a non-zero exit is shown as
@@ -30,6 +34,15 @@ lines perflab writes to a pipe every 10 s or 5 %, only each bar's last is kept. 
 first line names what produced it (perflab's version and commit, the CPU with its family and
 model, the timer's rate and step, the CPUs and hypervisor, the load average, the date and how
 long the sample took).
+
+A result file opens with `# result: NAME` and the commands, then the same machine line, then a
+`# workload:` line for each workload digest the output (a layout line's `source DIGEST`) or a
+result file the commands wrote (its `workload_source_digest`) names; below, each `$ COMMAND`
+and its output as in a block. It is written only when every command exits 0, through a new
+file renamed over the old, and only over this day's file of the same NAME: a new date makes a
+new file, and a file of that name from another day, or not written here, is refused.
+`--result NAME -- COMMAND ...` runs one command as a sample's are (the same commands
+allowed) and writes its result file only.
 """
 
 import argparse
@@ -48,9 +61,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "docs" / "img"
-KEYS = ("sample", "setup", "input", "image", "head", "kept")
+KEYS = ("sample", "setup", "input", "image", "head", "kept", "result")
+LAYOUT_SOURCE = re.compile(r"^(?:perflab: )?layout \S+: .*; source ([0-9a-f]{12})$", re.M)
 MARKER = re.compile(r"^<!-- sample\b")
+NAME = re.compile(r"[a-z0-9][a-z0-9.-]*")
 PROGRESS = re.compile(r"^(?P<label>[\w .@/-]+): [\d,]+/[\d,]+ \(\d+%\)")
+RESULTS = ROOT / "benchmarks" / "results"
 TIMEOUT_S = 1800  # a command still running after half an hour is stuck, not slow
 TOOK = re.compile(r", ([\d.]+ (?:s|min))$")
 
@@ -63,7 +79,7 @@ class SampleError(Exception):
 class Sample:
     """One marker and the fenced block it fills."""
 
-    path: Path
+    path: Path | None  # None for a --result given on the command line
     line: int  # 1-based line of the marker when the file was read
     index: int  # its rank among the file's markers, which regenerating others keeps
     commands: list[str] = field(default_factory=list)  # run and shown, in this order
@@ -72,11 +88,13 @@ class Sample:
     images: list[str] = field(default_factory=list)
     head: int = 0
     kept: str = ""
+    result: str = ""  # the NAME of the benchmarks/results/ file it also writes, if any
 
     @property
     def where(self) -> str:
-        shown = self.path.relative_to(ROOT) if self.path.is_relative_to(ROOT) else self.path
-        return f"{shown}:{self.line}"
+        if self.path is None:
+            return f"--result {self.result}"
+        return f"{_shown(self.path)}:{self.line}"
 
 
 def parse(path: Path) -> list[Sample]:
@@ -120,6 +138,8 @@ def parse(path: Path) -> list[Sample]:
                         f"{sample.where}: head needs a number of lines, not {value!r}"
                     )
                 sample.head = int(value)
+            elif key == "result":
+                sample.result = result_name(value, sample)
             else:
                 sample.kept = value
         if not sample.commands:
@@ -138,6 +158,16 @@ def parse(path: Path) -> list[Sample]:
         found.append(sample)
         i += 1
     return found
+
+
+def result_name(name: str, sample: Sample) -> str:
+    """A result's NAME, checked: it becomes part of a file name."""
+    if not NAME.fullmatch(name):
+        raise SampleError(
+            f"{sample.where}: a result needs a name of lowercase letters, digits, dots and "
+            f"dashes, not {name!r}"
+        )
+    return name
 
 
 def argv(command: str, sample: Sample, setup: bool = False) -> list[str]:
@@ -167,7 +197,7 @@ def argv(command: str, sample: Sample, setup: bool = False) -> list[str]:
     )
 
 
-def machine_line(seconds: float, load: float) -> str:
+def machine_line(seconds: float, load: float, day: datetime.date) -> str:
     """Where and with what a sample was produced, from perflab's own machine metadata."""
     import perflab
     from perflab.system import machine, timer
@@ -187,8 +217,28 @@ def machine_line(seconds: float, load: float) -> str:
     return (
         f"# perflab {perflab.__version__}{_commit(perflab)} · {cpu} · "
         f"{counter} {hz / 1e9:.3f} GHz, step {timer.timer_step()} ticks · "
-        f"{host}, load {load:.1f} · {datetime.date.today().isoformat()}, {took}"
+        f"{host}, load {load:.1f} · {day.isoformat()}, {took}"
     )
+
+
+def cpu_short_name() -> str:
+    """The CPU in a file name: its model's first words without vendor and filler, then x86's
+    family and model or Arm's implementer and part (one model name covers many designs)."""
+    from perflab.system import machine
+
+    info = machine.cpuinfo()
+    name = re.sub(
+        r"\((R|TM)\)|@.*|\b(AMD|Intel|Genuine|Processor|CPU|\d+-Core)\b",
+        " ",
+        machine.cpu_model(),
+        flags=re.I,
+    )
+    words = re.findall(r"[a-z0-9]+", name.lower())[:3] or [platform.machine().replace("_", "-")]
+    if "cpu family" in info:
+        words += [f"{int(info['cpu family']):x}h", f"{int(info.get('model', 0)):x}h"]
+    elif "CPU implementer" in info:
+        words += [info["CPU implementer"], info.get("CPU part", "0")]
+    return "-".join(w.lower().removeprefix("0x") for w in words)
 
 
 def _commit(perflab: object) -> str:
@@ -254,11 +304,14 @@ def _execute(command: str, sample: Sample, cwd: Path, setup: bool = False) -> tu
     return done.returncode, clean(done.stdout, cwd)
 
 
-def run(sample: Sample) -> tuple[str, float]:
-    """Run a sample's commands in a fresh directory: the block's new text and its seconds."""
+def run(sample: Sample) -> tuple[str, float, Path | None]:
+    """Run a sample's commands in a fresh directory: the block's new text, its seconds and the
+    result file it wrote (refused before anything runs when that file may not be replaced)."""
+    if sample.result:
+        replaceable(result_path(sample.result, datetime.date.today()), sample)
     load = os.getloadavg()[0]
     start = time.monotonic()
-    shown = []
+    shown, whole = [], []
     with tempfile.TemporaryDirectory(prefix="perflab-sample-") as tmp:
         cwd = Path(tmp)
         for name in sample.inputs:
@@ -270,6 +323,12 @@ def run(sample: Sample) -> tuple[str, float]:
                 raise SampleError(f"{sample.where}: setup {command!r} exited {status}: {last}")
         for command in sample.commands:
             status, text = _execute(command, sample, cwd)
+            whole += [f"$ {command}", *([text] if text else [])]
+            if status and sample.result:
+                last = (text.splitlines() or [""])[-1]
+                raise SampleError(
+                    f"{sample.where}: {command!r} exited {status}: {last}; no result written"
+                )
             if sample.head and text.count("\n") >= sample.head:
                 text = "\n".join([*text.splitlines()[: sample.head], "..."])
             shown += [f"$ {command}", *([text] if text else [])]
@@ -279,8 +338,71 @@ def run(sample: Sample) -> tuple[str, float]:
             if not (cwd / name).is_file():
                 raise SampleError(f"{sample.where}: the commands wrote no {name}")
             shutil.copy2(cwd / name, IMAGES / Path(name).name)
+        named = workloads("\n".join(whole), cwd) if sample.result else []
     seconds = time.monotonic() - start
-    return "\n".join([machine_line(seconds, load), *shown]), seconds
+    day = datetime.date.today()
+    line = machine_line(seconds, load, day)
+    written = write_result(sample, day, [line, *named, *whole]) if sample.result else None
+    return "\n".join([line, *shown]), seconds, written
+
+
+def workloads(output: str, cwd: Path) -> list[str]:
+    """A `# workload:` line for each workload digest the result files the commands wrote (their
+    metadata) or their output (a layout line's `source DIGEST`) name."""
+    from perflab.store import results
+
+    named: dict[str, str] = {}
+    for path in sorted(cwd.rglob("*")):
+        found = results.stored(path) if path.suffix in results.FORMATS else None
+        meta = found[0] if found else {}
+        digest = str(meta.get("workload_source_digest") or "")[:12]
+        if digest:
+            build = str(meta.get("workload_digest") or "")[:12]
+            named.setdefault(
+                digest,
+                f"# workload: {Path(str(meta.get('workload', '?'))).name}, source {digest}"
+                f"{f', build {build}' if build else ''} (the metadata of {path.relative_to(cwd)})",
+            )
+    for digest in LAYOUT_SOURCE.findall(output):
+        named.setdefault(digest, f"# workload: source {digest} (a layout line of the output)")
+    return list(named.values())
+
+
+def result_path(name: str, day: datetime.date) -> Path:
+    """Where a result of this day and CPU is kept."""
+    return RESULTS / f"{day.isoformat()}-{cpu_short_name()}-{name}.txt"
+
+
+def _shown(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
+def replaceable(path: Path, sample: Sample) -> None:
+    """Refuse to replace a file unless it is this day's result of the same name, written here:
+    a measurement of another day, or one written by hand, is never lost to a rerun."""
+    if not path.exists() and not path.is_symlink():
+        return
+    head = path.read_text(errors="replace").splitlines()[:2] if path.is_file() else []
+    day = f" · {path.name[:10]}, "
+    if not (
+        len(head) == 2 and head[0].startswith(f"# result: {sample.result} · ") and day in head[1]
+    ):
+        raise SampleError(
+            f"{sample.where}: {_shown(path)} is not this day's result {sample.result!r} "
+            "written by docs/samples.py: left as it is (move it, or name the result otherwise)"
+        )
+
+
+def write_result(sample: Sample, day: datetime.date, lines: list[str]) -> Path:
+    """The result file, written through a new file renamed over this day's old one."""
+    from perflab.core import files
+
+    path = result_path(sample.result, day)
+    replaceable(path, sample)
+    origin = f" (the sample at {sample.where})" if sample.path else ""
+    title = f"# result: {sample.result} · {' ; '.join(sample.commands)}{origin}"
+    files.write_bytes(path, "\n".join([title, *lines, ""]).encode())
+    return path
 
 
 def _body(lines: list[str], index: int) -> tuple[int, int]:
@@ -314,7 +436,10 @@ def documents() -> list[Path]:
 
 
 def main(args: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args = sys.argv[1:] if args is None else list(args)
+    command = args[args.index("--") + 1 :] if "--" in args else []
+    args = args[: args.index("--")] if "--" in args else args
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument(
         "files", nargs="*", type=Path, help="markdown files (default: README.md, docs/*.md)"
     )
@@ -323,7 +448,21 @@ def main(args: list[str] | None = None) -> int:
     )
     parser.add_argument("--list", action="store_true", help="list the samples and their last time")
     parser.add_argument("--kept", action="store_true", help="regenerate the kept samples too")
+    parser.add_argument(
+        "--result",
+        metavar="NAME",
+        help="run `-- COMMAND ...` alone and write its benchmarks/results/ file, no sample",
+    )
     opts = parser.parse_args(args)
+    if opts.result is not None and (not command or opts.files or opts.only or opts.list):
+        print(
+            "error: --result NAME takes one `-- COMMAND ...`, no FILE, --only or --list",
+            file=sys.stderr,
+        )
+        return 2
+    if command and opts.result is None:
+        print("error: `-- COMMAND ...` needs --result NAME", file=sys.stderr)
+        return 2
     try:
         import perflab.system.timer  # noqa: F401  (the machine line needs the C core)
     except ImportError as exc:
@@ -333,8 +472,15 @@ def main(args: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if opts.result is not None:
+        return measure(opts.result, shlex.join(command))
     try:
         samples = [s for path in (opts.files or documents()) for s in parse(path.resolve())]
+        named: dict[str, Sample] = {}
+        for s in filter(lambda s: s.result, samples):
+            if s.result in named:
+                raise SampleError(f"{s.where}: result {s.result} is {named[s.result].where}'s too")
+            named[s.result] = s
     except SampleError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -360,14 +506,34 @@ def main(args: list[str] | None = None) -> int:
             continue
         print(f"{s.where}: {' ; '.join(s.commands)} ...", end=" ", flush=True)
         try:
-            text, seconds = run(s)
+            text, seconds, written = run(s)
         except SampleError as exc:
             print(f"\nerror: {exc}", file=sys.stderr)
             failed += 1
             continue
         fill(s, text)
-        print(f"{seconds:.1f} s", flush=True)
+        print(f"{seconds:.1f} s{f', {_shown(written)}' if written else ''}", flush=True)
     return 1 if failed else 0
+
+
+def measure(name: str, command: str) -> int:
+    """A measurement that is no docs sample: one command, run as a sample is, to its result."""
+    sample = Sample(None, 0, 0, commands=[command], result=name)
+    try:
+        result_name(name, sample)
+        argv(command, sample)
+        replaceable(result_path(name, datetime.date.today()), sample)
+    except SampleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{sample.where}: {command} ...", end=" ", flush=True)
+    try:
+        _, seconds, written = run(sample)
+    except SampleError as exc:
+        print(f"\nerror: {exc}", file=sys.stderr)
+        return 1
+    print(f"{seconds:.1f} s, {_shown(written)}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":

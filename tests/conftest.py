@@ -12,9 +12,11 @@ from pathlib import Path
 
 # Imported before pytester's in-process runs snapshot sys.modules: a pandas first imported inside
 # one is dropped after it, and the next run's fresh copy meets the old one's classes
-# ("AssertionError: <class 'pandas.arrays.ArrowStringArray'>" when a file runs alone).
+# ("AssertionError: <class 'pandas.arrays.ArrowStringArray'>" when a file runs alone); scipy's
+# special functions (the intervals' binomial CDF) load numpy.fft, whose C module loads once only.
 import pandas  # noqa: F401
 import pytest
+import scipy.special  # noqa: F401
 import suite_runs
 from click.testing import CliRunner
 

@@ -140,11 +140,11 @@ def test_bisect_on_peak_memory_names_the_commit_that_holds_more(tmp_path):
 
 
 def test_a_metric_or_budget_bisect_cannot_use_is_one_line_before_anything_is_built(tmp_path):
-    from perflab.lab.compare import metrics
+    from perflab.plan import metrics
 
     r = slowed_repo()
     cases = [(["--metric", "time,maxrss"], "bisect decides on one metric"),
-             (["--metric", "speed"], "one of time"),
+             (["--metric", "speed"], "--metric 'speed': not a metric; this machine offers time"),
              (["--budget", "199"], "less than one look at a comparison")]  # fmt: skip
     if metrics.unavailable("cycles"):
         cases.append((["--metric", "cycles"], "no hardware counters here"))

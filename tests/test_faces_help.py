@@ -39,6 +39,6 @@ def test_the_choices_help_shows_are_the_ones_the_experiments_take():
     from perflab.system import counters
 
     assert tuple(threads.KERNELS) == plan.KERNEL_NAMES
-    assert tuple(memcpy.KERNELS) == defaults.COPY_KERNEL_NAMES
-    assert tuple(syscalls.CALLS) == defaults.SYSCALL_NAMES
+    assert tuple(memcpy.KERNELS) == memcpy.KERNEL_NAMES
+    assert tuple(syscalls.CALLS) == syscalls.NAMES
     assert tuple(counters.EVENTS) == defaults.EVENT_NAMES

@@ -49,7 +49,7 @@ def _sabotaged(out: Path, sabotage: Callable[[Path], object]) -> tuple[int, str]
             sabotage(out)
 
     with pytest.raises(PerflabError) as err:
-        syscalls.run(CALLS, TRIALS, output=out, progress=progress)
+        syscalls.run(CALLS, TRIALS, recording=Recording(out, progress=progress))
     return sum(recorded), str(err.value)
 
 
@@ -97,7 +97,7 @@ def test_a_removed_parts_directory_keeps_every_row_in_the_output(tmp_path):
     assert "cannot write (No such file or directory)" in said, said
     assert f"are kept in {out} (incomplete)" in said and f"--resume {out}" in said, said
     before = _kept(out, recorded)
-    syscalls.run(CALLS, TRIALS, output=out, resume=True)
+    syscalls.run(CALLS, TRIALS, recording=Recording(out, resume=True))
     _completed(out, before)
 
 
@@ -113,7 +113,7 @@ def test_a_file_in_place_of_the_parts_directory_keeps_every_row(tmp_path, cache)
     assert "cannot write (Not a directory)" in said and "is a regular file" in said, said
     spare = _spare(said, cache)
     before = _kept(spare, recorded)
-    syscalls.run(CALLS, TRIALS, output=spare, resume=True)
+    syscalls.run(CALLS, TRIALS, recording=Recording(spare, resume=True))
     _completed(spare, before)
 
 

@@ -183,8 +183,9 @@ def test_the_architectures_example_experiment_is_the_one_on_main():
     page = (root / "docs" / "architecture.md").read_text()
     section = page[page.index("## Adding an experiment") :]
     blocks = [b.split("```", 1)[0] for b in section.split("```python\n")[1:5]]
-    lab, entry, verb, test = blocks
-    assert lab == (src / "lab" / "spin_cost.py").read_text()
-    assert entry in (src / "lab" / "registry.py").read_text()
-    assert verb == (src / "cli" / "spin_cost.py").read_text()
-    assert test == (root / "tests" / "test_spin_cost.py").read_text()
+    package, measure, runs, test = blocks
+    assert package == (src / "lab" / "hugepage_fault" / "__init__.py").read_text()
+    assert measure == (src / "lab" / "hugepage_fault" / "measure.py").read_text()
+    assert runs == (root / "tests" / "suite_runs" / "hugepage_fault.py").read_text()
+    assert test == (root / "tests" / "test_hugepage_fault.py").read_text()
+    assert '"hugepage_fault",' in (src / "lab" / "registry.py").read_text()

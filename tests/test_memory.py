@@ -242,8 +242,9 @@ def test_a_sweep_recorded_one_copy_per_sample_is_rated_only_where_its_timer_reso
 
 
 def test_xeon_shape_from_the_docs_has_l1_l2_and_l3_knees():
-    """The Xeon run of docs/memory-os.md: x3 from an 11.5 KiB copy, x5.3 from 480 KiB, x1.5
-    from 20 MiB, rebuilt as a noisy staircase on the article's sizes."""
+    """The Xeon run of benchmarks/results/2026-11-21-xeon-memory-os.txt: x3 from an 11.5 KiB
+    copy, x5.3 from 480 KiB, x1.5 from 20 MiB, rebuilt as a noisy staircase on the article's
+    sizes."""
     breaks = [11_520, 491_520, 20 << 20]
     size, y = staircase(breaks, [0.02, 0.06, 0.32, 0.48], noise=0.05)
     caches = pd.DataFrame(
@@ -265,8 +266,8 @@ def test_copies_beyond_every_cache_cost_more_per_byte_than_in_l1():
 
 
 def test_recorded_xeon_loop_kernel_shows_riquadro_3_oscillation():
-    """Transcribed from an earlier docs/memory-os.md's Xeon run (single copies, a TSC in steps
-    of 2 ticks): whole words are cheaper than the same words plus 7 single bytes, by more than
+    """Transcribed from a Xeon run (benchmarks/results/2026-11-21-xeon-memory-os.txt, a TSC in
+    steps of 2 ticks): whole words are cheaper than the same words plus 7 single bytes, by more than
     a step summed over the table's three words."""
     small = memcpy.small_table(pd.read_csv(DATA / "memcpy-loop-xeon.csv"), 32)
     ticks = small.set_index("size")["ticks"]

@@ -200,8 +200,8 @@ def test_distinct_c_twins_claim_within_the_confidence(c_twins):
     # 200 such comparisons claimed here with placement_floor=0). The floor covers that effect,
     # so a claim needs the interval to miss by more than the rest of the floor, on top of the
     # sequential test's own misses (Bonferroni over its looks, far below its 5 % bound): 0 of
-    # 200 here, docs/pytest-plugin.md. At most 2 of 20: a rate of 0.5 % exceeds that with
-    # probability < 1e-3.
+    # 200 here, benchmarks/results/2026-11-24-zen4-pytest-plugin.txt. At most 2 of 20: a rate
+    # of 0.5 % exceeds that with probability < 1e-3.
     trials = 20
     comparisons = [
         claims.check_faster(timing.c_function(first), timing.c_function(second))

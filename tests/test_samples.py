@@ -1,6 +1,7 @@
 """docs/samples.py: markers parsed, blocks filled with a real run's output under a line that
 names the machine, commands other than perflab's refused; and no developer's path in the docs."""
 
+import datetime
 import importlib.util
 import re
 from pathlib import Path
@@ -95,6 +96,9 @@ def test_a_run_fills_each_block_with_the_real_output_under_its_machine_line(tmp_
         ("<!-- sample: perflab machine\n```\n```\n", "never closed"),
         ("<!-- sample: perflab machine\nplot: x.png -->\n```\n```\n", "expected 'KEY: VALUE'"),
         ("<!-- sample\nsetup: perflab --help -->\n```\n```\n", "at least one 'sample: COMMAND'"),
+        ("<!-- sample: perflab machine\nresult: My Run -->\n```\n```\n", "not 'My Run'"),
+        ("<!-- sample: perflab machine\nresult: a -->\n```\n```\n"
+         "<!-- sample: perflab --version\nresult: a -->\n```\n```\n", "result a is "),
     ],
 )  # fmt: skip
 def test_a_marker_that_cannot_run_is_refused_in_one_line_before_anything_runs(
@@ -115,6 +119,109 @@ def test_an_image_the_commands_did_not_write_fails_that_sample_only(tmp_path, ca
     assert "the commands wrote no r.png" in capsys.readouterr().err
     first, second = _blocks(page.read_text())
     assert first[1] == "$ perflab --version" and second == []
+
+
+MACHINE_LINE = re.compile(r"# perflab .+ · \d{4}-\d\d-\d\d, [\d.]+ s")
+
+
+def _result(name: str) -> Path:
+    """Where today's result NAME of this CPU is written (samples.RESULTS set by the test)."""
+    return samples.result_path(name, datetime.date.today())
+
+
+def test_a_result_marker_also_writes_the_whole_output_under_its_commands_and_machine_line(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(samples, "RESULTS", tmp_path)
+    page = tmp_path / "page.md"
+    page.write_text("<!-- sample: perflab machine\nhead: 2\nresult: machine\n-->\n```\n```\n")
+    assert samples.main([str(page)]) == 0
+    (shown,) = _blocks(page.read_text())
+    written = _result("machine")
+    assert f"{written.name}" in capsys.readouterr().out
+    lines = written.read_text().splitlines()
+    assert lines[0] == f"# result: machine · perflab machine (the sample at {page}:1)"
+    assert lines[1] == shown[0] and MACHINE_LINE.fullmatch(lines[1]), lines[1]
+    # The block is cut after two lines of output; the result keeps them all.
+    assert shown[1:] == [*lines[2:5], "..."]
+    assert lines[2] == "$ perflab machine" and len(lines) > 10
+    assert any(line.startswith("topology") for line in lines)
+    assert [p.name for p in tmp_path.glob("*.txt")] == [written.name]
+
+
+def test_result_option_writes_one_command_s_result_and_a_rerun_that_day_replaces_it(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(samples, "RESULTS", tmp_path)
+    written = _result("startup")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d-[a-z0-9]+(-[a-z0-9]+)*-startup\.txt", written.name)
+    yesterday = tmp_path / written.name.replace(
+        datetime.date.today().isoformat(),
+        (datetime.date.today() - datetime.timedelta(days=1)).isoformat(),
+    )
+    yesterday.write_text("# result: startup · perflab --help\nyesterday's figures\n")
+    assert samples.main(["--result", "startup", "--", "perflab", "--version"]) == 0
+    assert capsys.readouterr().out.startswith("--result startup: perflab --version ... ")
+    first = written.read_text().splitlines()
+    assert first[0] == "# result: startup · perflab --version"
+    assert MACHINE_LINE.fullmatch(first[1]) and first[1].startswith(
+        f"# perflab {perflab.__version__}"
+    )
+    assert first[2:] == ["$ perflab --version", f"perflab, version {perflab.__version__}"]
+    # The same day's rerun replaces its own file (through a rename: no temporary left beside);
+    # another day's is another file, left as it was.
+    assert samples.main(["--result", "startup", "--", "perflab", "machine"]) == 0
+    second = written.read_text().splitlines()
+    assert second[0] == "# result: startup · perflab machine" and second[2] == "$ perflab machine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([written.name, yesterday.name])
+    assert yesterday.read_text() == "# result: startup · perflab --help\nyesterday's figures\n"
+
+
+def test_a_result_names_the_workload_digest_its_result_file_and_output_name(tmp_path, monkeypatch):
+    from perflab.system import compiler
+
+    monkeypatch.setattr(samples, "RESULTS", tmp_path)
+    sweep = "perflab sweep env-size --aslr off --max 128 --step 64 --repeat 2 -o e.parquet"
+    assert samples.main(["--result", "env", "--", *sweep.split()]) == 0
+    lines = _result("env").read_text().splitlines()
+    digest = compiler.source_digest(compiler.WORKLOADS / "mytkowicz.c")[:12]
+    assert re.fullmatch(
+        rf"# workload: mytkowicz\.c, source {digest}, build [0-9a-f]{{12}} "
+        r"\(the metadata of e\.parquet\)",
+        lines[2],
+    ), lines[2]
+    assert lines[3] == f"$ {sweep}" and any(line.endswith(f"; source {digest}") for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "error"),
+    [
+        (["--result", "x", "--", "ls", "-l"], 2, "refusing 'ls -l'"),
+        (["--result", "x", "--", "python", "setup.py"], 2, "refusing 'python setup.py'"),
+        (["--result", "a/b", "--", "perflab", "machine"], 2, "not 'a/b'"),
+        (["--result", "x"], 2, "--result NAME takes one `-- COMMAND ...`"),
+        (["--", "perflab", "machine"], 2, "needs --result NAME"),
+        (["--result", "x", "--", "perflab", "report", "no.parquet"], 1, "no result written"),
+    ],
+)
+def test_a_result_that_cannot_be_made_writes_no_file(
+    tmp_path, monkeypatch, capsys, args, status, error
+):
+    monkeypatch.setattr(samples, "RESULTS", tmp_path)
+    assert samples.main(args) == status
+    said = capsys.readouterr()
+    assert error in said.err and len(said.err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_result_file_not_written_there_that_day_is_never_replaced(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(samples, "RESULTS", tmp_path)
+    by_hand = _result("startup")
+    by_hand.write_text("# figures measured by hand\n")
+    assert samples.main(["--result", "startup", "--", "perflab", "--version"]) == 2
+    said = capsys.readouterr()
+    assert said.out == "" and "is not this day's result 'startup'" in said.err
+    assert by_hand.read_text() == "# figures measured by hand\n"
 
 
 def test_output_shows_relative_paths_home_as_tilde_and_each_progress_bars_last_line(tmp_path):

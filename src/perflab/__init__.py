@@ -29,10 +29,10 @@ Experiments (module: entry point, what it measures):
                  hyper-threads, scaling and interference (DjiBee, easyperf)
     memcpy       run(max_bytes, trials): copy cost vs size, cache knees (Rubini)
     pagefault    run(pages, reps): page-fault cost per page (Rubini)
-    trig         run(call_texts, ...): libm calls cold and warm (Rubini)
+    trig         run(calls, ...): libm calls cold and warm (Rubini)
     cswitch      run(n, ...): context switches through pipes (Rubini)
     syscalls     run(calls, trials): system-call costs, trimmed tables (FileGuard)
-    clocks       resolution_table(), read_costs(samples): every clock and its cost (Torpey)
+    clocks       run(samples, names): every clock, its resolution and cost, the TSC (Torpey)
     counters     run(command, events): the perf events that count here, or a command's counts
     profile      run(argv, ...): per-thread CPU, run-queue wait and blocked time (easyperf)
     contention   run(threads, kinds, ...): threads under one lock, waiting or spinning

@@ -4,7 +4,7 @@ from suite_runs import SuiteRuns
 
 RUNS = SuiteRuns(
     tiny="--repeat 3",
-    api={"call_texts": ["sin(1.0)"], "repeat": 2},
+    api={"calls": ["sin(1.0)"], "repeat": 2},
     changed=("--repeat", "4", "repeat"),
     lasting="--cold 600 --repeat 10",
 )

@@ -32,6 +32,7 @@ from perflab.assertions import exact, table
 from perflab.assertions.comparison import DISTURBED, FAIL, INCONCLUSIVE, PASS, Comparison
 from perflab.assertions.lock import measuring_lock
 from perflab.errors import PerflabError, WrongType
+from perflab.plan import metrics
 from perflab.running import placement, timing
 
 DEFAULT_CONFIDENCE = 0.95
@@ -350,9 +351,10 @@ def check_faster(
 
     placement_floor: the share a ratio between two distinct C functions is widened by (None:
     this machine's measured floor; 0 trusts code placement). metric: time (ticks), or
-    instructions-exact (two programs' instructions under Valgrind: assertions/exact.py)."""
+    instructions-exact (two programs' instructions under Valgrind: assertions/exact.py); any
+    other is refused in plan/metrics.py's one line."""
     _finite(min_ratio=min_ratio, confidence=confidence)
-    exact.check(metric)
+    (metric,) = metrics.check(metric, "assertions")
     if min_ratio <= 0:
         raise PerflabError(
             f"min_ratio must be above 0, not {min_ratio:g}: a ratio of two medians of times is "
@@ -387,7 +389,7 @@ def check_no_slower(
     """Decide whether median(candidate)/median(baseline) < 1 + tolerance, without raising
     (placement_floor and metric as in check_faster)."""
     _finite(tolerance=tolerance, confidence=confidence)
-    exact.check(metric)
+    (metric,) = metrics.check(metric, "assertions")
     if tolerance < 0:
         raise PerflabError(f"tolerance must be >= 0, not {tolerance}")
     budget = as_budget(budget)

@@ -15,20 +15,6 @@ from perflab.assertions.verdicts import FAIL
 from perflab.errors import PerflabError
 from perflab.running import timing
 
-METRICS = ("time", "instructions-exact")
-
-
-def check(metric: str) -> str:
-    """The metric an assertion decides on; one line for another, or for one not here."""
-    if metric not in METRICS:
-        raise PerflabError(f"metric must be one of {', '.join(METRICS)}, not {metric!r}")
-    if metric == "instructions-exact":
-        from perflab.lab.compare import exact
-
-        if exact.missing():
-            raise PerflabError(f"metric instructions-exact: {exact.missing()}")
-    return metric
-
 
 def measure(
     targets: Sequence[timing.Target],

@@ -16,7 +16,7 @@ from perflab.cli.options import (
 )
 from perflab.cli.params import WORDS, Count
 from perflab.cli.printing import print_result
-from perflab.plan import controls
+from perflab.plan import controls, metrics
 from perflab.plan.commits import CommitPlan
 
 
@@ -37,9 +37,7 @@ from perflab.plan.commits import CommitPlan
               "(--setups x --repeat pairs a look) while the budget holds, then the search tries "
               "a neighbour [default: three looks].")  # fmt: skip
 @click.option("--metric", default="time", show_default=True,
-              help="What makes a commit worse: time (ticks), cpu (the child's user + system "
-              "time), maxrss (its peak memory), instructions-exact (valgrind's count), or "
-              "instructions and cycles where a PMU counts them.")  # fmt: skip
+              help=f"What makes a commit worse: {metrics.listed('bisect')}.")  # fmt: skip
 @click.option(
     "--resume",
     type=click.Path(dir_okay=False),

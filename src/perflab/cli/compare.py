@@ -24,6 +24,7 @@ from perflab.cli.params import WORDS, Needs
 from perflab.cli.printing import print_result
 from perflab.cli.running import journaled_run, record_path
 from perflab.lab.compare.plan import ComparePlan
+from perflab.plan import metrics as metric_table
 
 
 def _paths(words: str) -> list[str]:
@@ -100,10 +101,9 @@ def _paths(words: str) -> list[str]:
     "metrics",
     multiple=True,
     metavar="METRIC",
-    help="Also decide on METRIC, each with its own interval and verdict: time (ticks, always "
-    "measured), cpu (the child's user + system time), maxrss (its peak memory), instructions "
-    "and cycles (where a PMU counts them, in the probe's region); repeat it or give a comma "
-    "list. `perflab machine` lists the ones this machine offers.",
+    help="Also decide on METRIC, each with its own interval and verdict: "
+    f"{metric_table.listed('compare')}; repeat it or give a comma list. `perflab machine` lists "
+    "the ones this machine offers.",
 )
 @plan_options(ComparePlan, ("layout", "setups", "repeat", "per_placement", "iterations",
                             "precision", "budget", "env_max", "heap_max", "code_max"))  # fmt: skip
@@ -163,7 +163,7 @@ def compare_cmd(ctx: click.Context, use_build: bool, cflags_a: str, cflags_b: st
         if ctx.get_parameter_source(name) == click.core.ParameterSource.DEFAULT:
             params.pop(name)
     # the rules, one line before anything is built
-    asked = compare.metric_names(",".join(metrics) or "time")
+    asked = metric_table.check(",".join(metrics) or "time", "compare")
     compare.ComparePlan.given(asked, linked, layout=layout, randomize=randomize, **params)
     named = bool(output or resume)
     output, resuming = record_path(output, resume, "compare")

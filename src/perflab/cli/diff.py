@@ -10,6 +10,7 @@ from perflab.cli.exports import export_options, export_path, one_stdout, write_e
 from perflab.cli.options import check_paths
 from perflab.cli.params import FileToWrite, fraction
 from perflab.cli.printing import emit_json, table
+from perflab.plan import metrics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,8 +48,7 @@ if TYPE_CHECKING:
     "--metric",
     default="time",
     show_default=True,
-    help="What is compared: time (the experiment's value), cpu (user + system time), maxrss "
-    "(peak resident memory), instructions or cycles (where a PMU counted them).",
+    help="What is compared: " + metrics.listed("diff", time="the experiment's own value") + ".",
 )
 @click.option("--all", "show_all", is_flag=True, help="Print every point, not only the changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict and every point as JSON.")

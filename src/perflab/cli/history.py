@@ -11,6 +11,7 @@ from perflab.cli import cli, echo
 from perflab.cli.exports import export_options, export_path, one_stdout, write_export
 from perflab.cli.options import build_timeout_option, commit_controls, plan_options
 from perflab.cli.params import FileToWrite
+from perflab.plan import metrics
 from perflab.plan.commits import CommitPlan
 
 
@@ -37,9 +38,7 @@ def _finite(value: float | None) -> float | None:
               help="The chance that no confirming comparison errs.")  # fmt: skip
 @plan_options(CommitPlan)
 @click.option("--metric", default="time", show_default=True,
-              help="The series read: time (ticks), cpu (the child's user + system time), "
-              "maxrss (its peak memory), or instructions and cycles where a PMU counted "
-              "them.")  # fmt: skip
+              help=f"The series read: {metrics.listed('history')}.")  # fmt: skip
 @click.option("--fail-above", "fail_above", type=click.FloatRange(0, 1000), default=None,
               callback=lambda ctx, param, v: _finite(v),
               metavar="PCT",

@@ -29,7 +29,7 @@ def machine_cmd(as_json: bool, remeasure_floor: bool) -> None:
 
     import pandas as pd
 
-    from perflab.lab.compare import metrics
+    from perflab.plan import metrics
     from perflab.running import placement
     from perflab.system import provenance
 

@@ -23,7 +23,9 @@ from perflab.cli.params import (
     Needs,
     ProgramOutput,
     cpu_list,
+    cpu_values,
 )
+from perflab.errors import PerflabError
 from perflab.plan import controls
 from perflab.plan.base import bounds
 
@@ -201,14 +203,18 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
                 "show_default": m.get("shown", True)}  # fmt: skip
     if "needs" in m:
         kw.update(cls=Needs, needs=m["needs"], shown=m.get("needs_shown"))
-    if "metavar" in m:
-        kw["metavar"] = m["metavar"]
     if "choices" in m:
         kw["type"] = click.Choice(list(m["choices"]))
     elif m.get("kind") == "cpus":
         kw.update(default=None, show_default=False, callback=cpu_list)
     elif m.get("kind") == "seconds":
         kw["type"] = SECONDS
+    elif m.get("kind") == "cpu_values":  # repeatable --cpu N, one role each
+        kw.update(type=int, show_default=False, callback=cpu_values(m["cpus"]))
+    elif m.get("kind") == "directory":
+        kw["type"] = click.Path(file_okay=False)
+    elif "parse" in m and m.get("usage"):  # a text refused as a usage mistake of its option
+        kw.update(type=str, callback=lambda ctx, param, value: _parsed(m["parse"], value))
     elif "parse" in m:
         kw.update(type=str, callback=lambda ctx, param, value: None if value is None
                   else m["parse"](value))  # fmt: skip
@@ -216,6 +222,8 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
         kw["show_default"] = "/" in m["flag"]  # --x/--no-x says its default; a flag is off
         if "/" not in m["flag"]:
             kw["is_flag"] = True
+            if f.default:  # a flag that turns its field off: --no-mlock sets lock=False
+                kw["flag_value"] = False
     elif "within" in m:
         kw["type"] = click.IntRange(*m["within"])
     elif "least" in m:
@@ -228,7 +236,24 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
         kw["type"] = Count(m["min"])
     elif "type" in m:
         kw.update(type=m["type"], show_default=f.default is not None)
+    if "metavar" in m:
+        kw["metavar"] = m["metavar"]
+    if m.get("multiple"):  # repeatable: --call a --call b
+        kw["multiple"] = True
+    if m.get("argument"):  # a positional word; any number of them when its default is a tuple
+        many = isinstance(f.default, tuple)
+        typed = {"type": kw["type"]} if "type" in kw else {}
+        return click.argument(f.name, nargs=-1 if many else 1, default=f.default,
+                              required=False, **typed)  # fmt: skip
     return click.option(m["flag"], f.name, **kw)
+
+
+def _parsed(parse: Callable[[Any], Any], value: Any) -> Any:
+    """parse(value), its refusal said as click says a bad value of the option."""
+    try:
+        return parse(value)
+    except PerflabError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def plan_options(plan: type, names: Sequence[str] | None = None) -> Callable[[F], F]:

@@ -11,6 +11,7 @@ from perflab.cli import cli
 from perflab.cli.options import check_paths, output_options, program_output_option, program_where
 from perflab.cli.params import Number, cpu_list
 from perflab.cli.printing import print_result
+from perflab.lab import contention as contention_plan
 from perflab.lab.plans import defaults
 
 
@@ -70,13 +71,13 @@ def _progress() -> Callable[[float, int], None] | None:
 )
 @click.option(
     "--workload",
-    type=click.Choice(defaults.CONTENTION_KINDS),
+    type=click.Choice(contention_plan.KINDS),
     help="Profile the built-in reproduction instead of COMMAND: threads doing serial work under "
     "one lock, waiting in futex (mutex) or spinning (spin).",
 )
 @click.option(
     "--threads",
-    type=click.IntRange(1, defaults.CONTENTION_MAX_THREADS),
+    type=click.IntRange(1, contention_plan.MAX_THREADS),
     help="Worker threads of --workload. [default: the usable CPUs, at least 2]",
 )
 @program_output_option(

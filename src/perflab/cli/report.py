@@ -8,6 +8,7 @@ from perflab.cli.options import check_paths
 from perflab.cli.params import FileToWrite, fraction
 from perflab.cli.printing import emit_json, table
 from perflab.errors import PerflabError
+from perflab.plan import metrics as metric_table
 
 
 class ReportGroup(click.Group):
@@ -40,8 +41,8 @@ def report() -> None:
     "metrics",
     multiple=True,
     metavar="METRIC",
-    help="For a compare result: decide on METRIC too (time, cpu, maxrss, instructions, cycles; "
-    "repeat it or give a comma list), from the columns its runs recorded.",
+    help=f"For a compare result: decide on METRIC too, from what its runs recorded: "
+    f"{metric_table.listed('report')}; repeat it or give a comma list.",
 )
 @export_options
 def show_cmd(

@@ -1,6 +1,7 @@
 """The one verb builder: an experiment whose registry entry names a plan gets its verb from the
 plan's fields (each an option with its flag, default, help and bounds), the shared -o, --json
-and --plot, and --resume with --discard-bad where it journals; nothing is declared twice.
+and --plot, and --resume with --discard-bad where it journals; nothing is declared twice. The
+entry's hooks (prepare, preface, epilogue) name what one experiment adds around its run.
 
 Light: building a verb reads only the plan (no numpy), so `perflab VERB --help` stays fast."""
 
@@ -12,10 +13,20 @@ from typing import Any
 
 import click
 
-from perflab.cli.options import check_paths, journal_options, output_options, plan_options
-from perflab.cli.printing import print_result
-from perflab.cli.running import journaled_run, optional_record
-from perflab.plan.experiment import Experiment
+from perflab.cli.options import (
+    check_paths,
+    cluster_options,
+    journal_options,
+    output_options,
+    plan_options,
+    resume_option,
+)
+from perflab.cli.printing import emit_json, print_result, table
+from perflab.cli.running import campaign_verb, journaled_run, optional_record
+from perflab.errors import PerflabError
+from perflab.plan.base import Plan
+from perflab.plan.experiment import Experiment, Fleet
+from perflab.system.limits import LimitTooSmall
 
 
 def build(experiment: Experiment) -> click.Command:
@@ -23,28 +34,85 @@ def build(experiment: Experiment) -> click.Command:
     plan = experiment.plan
     assert plan is not None and experiment.verb is not None
     names = [f.name for f in dataclasses.fields(plan) if "cli" in f.metadata]
+    # options of how the verb prints, not of what run measures (memcpy's --full)
+    shown_only = {
+        f.name for f in dataclasses.fields(plan) if f.metadata.get("cli", {}).get("display")
+    }
 
     def measure(output: str | None, as_json: bool, plot_path: str | None,
                 resume: str | None = None, discard_bad: bool = False,
+                cluster: str | None = None, hosts: tuple[str, ...] = (),
                 **values: Any) -> None:  # fmt: skip
         from perflab.store.recording import Recording
 
+        check(plan, values)
+        if resume and not (experiment.journaled or cluster):
+            raise click.BadParameter("only a --cluster run is journaled", param_hint="--resume")
         output, resuming = optional_record(output, resume)
         check_paths(output, plot_path)
-        run = experiment.load().run  # type: ignore[attr-defined]
+        module: Any = experiment.load()
+        given = dict(values)
+        measured_values = {k: v for k, v in values.items() if k not in shown_only}
+        if cluster:
+            fleet = getattr(module, experiment.campaign)(**measured_values)
+            on_fleet(experiment.name, fleet, cluster, hosts, (output, resuming), as_json)
+            return
+        if experiment.prepare:
+            measured_values = getattr(module, experiment.prepare)(measured_values)
 
         def measured(on_start: Any, progress: Any) -> Any:
             where = Recording(output, resuming, discard_bad, on_start, progress)
-            return run(**values, recording=where)
+            return module.run(**measured_values, recording=where)
 
-        df = journaled_run(measured, output, True, experiment.label or experiment.name)
+        label = (experiment.label or experiment.name).format(**measured_values)
+        df = journaled_run(measured, output, True, label)
+        if experiment.preface:
+            for t in getattr(module, experiment.preface)(df, given, output):
+                if not as_json:
+                    table(t.frame, t.floatfmt, title=t.title)
+                    click.echo()
         print_result(df, as_json, output, plot_path)
+        if experiment.epilogue:
+            for line in getattr(module, experiment.epilogue)(df):
+                click.echo(line, err=True)
 
     command = measure
     if experiment.journaled:
         command = journal_options(command)
+    elif experiment.campaign:
+        command = resume_option(command)  # a campaign's
+    if experiment.campaign:
+        command = cluster_options(command)
     command = output_options(command)
     command = plan_options(plan, names)(command)
     text = experiment.help + (f"\n\n\b\n{inspect.cleandoc(experiment.examples)}"
                               if experiment.examples else "")  # fmt: skip
     return click.command(experiment.verb.rpartition(" ")[2], help=text)(command)
+
+
+def check(plan: type[Plan], values: dict[str, Any]) -> None:
+    """The plan the options make, checked before anything is opened or measured: what its
+    fields' bounds and check_more refuse is a usage mistake, said with its --help (a limit no
+    count would fit is the limit's line)."""
+    try:
+        plan(**values).check()
+    except LimitTooSmall:
+        raise
+    except PerflabError as exc:
+        raise click.UsageError(str(exc), click.get_current_context()) from None
+
+
+def on_fleet(name: str, fleet: Fleet, cluster: str, hosts: tuple[str, ...],
+             record: tuple[str | None, bool], as_json: bool) -> None:  # fmt: skip
+    """A --cluster campaign of the experiment, journaled by host and point: the median of its
+    value per point and host, and the points a host never returned."""
+    df, out = campaign_verb(fleet.measure, fleet.points, cluster, hosts, record, fleet.params,
+                            name, fleet.unique, extra_meta=fleet.meta)  # fmt: skip
+    medians = df.pivot_table(index=fleet.index, columns="host", values=fleet.value,
+                             aggfunc="median")  # fmt: skip
+    if as_json:
+        emit_json({fleet.key: medians.to_dict(), "missing": out.missing, "refused": out.refused})
+        return
+    table(medians.reset_index(), title=fleet.title)
+    for m in out.missing:
+        click.echo(f"missing: {m}")

@@ -18,7 +18,21 @@ from perflab.plan.experiment import Experiment, ExperimentModule
 __all__ = ["EXPERIMENTS", "PACKAGES", "Experiment", "ExperimentModule", "describe", "get"]
 
 # The experiments that are packages of lab/, one line each.
-PACKAGES = ("pagefault", "threads", "link_order", "env_size", "compare")
+PACKAGES = (
+    "pagefault",
+    "spin_cost",
+    "trig",
+    "syscalls",
+    "cswitch",
+    "contention",
+    "memcpy",
+    "hugepage_fault",
+    "clocks",
+    "threads",
+    "link_order",
+    "env_size",
+    "compare",
+)
 
 
 def _packaged() -> tuple[Experiment, ...]:
@@ -34,55 +48,6 @@ EXPERIMENTS: dict[str, Experiment] = {
     e.name: e
     for e in (
         *_packaged(),
-        Experiment(
-            name="memcpy",
-            module="perflab.lab.memcpy",
-            verb="sweep memcpy",
-            columns=frozenset({"kernel", "size", "ticks", "ticks_per_byte"}),
-            points=("size",),
-            value="ticks",
-            defines=("trials", "align", "offset"),
-            conditions=("kernel",),
-            help=(
-                "Copy time vs size, 32 steps per octave, the minimum of --trials; cache knees "
-                "found."
-            ),
-            rows=("size",),
-        ),
-        Experiment(
-            name="trig",
-            module="perflab.lab.trig",
-            verb="run trig",
-            columns=frozenset({"call", "mode", "rep", "ticks"}),
-            points=("call", "mode"),
-            value="ticks",
-            help="Ticks of libm calls (default sin(1.0) tan(1.0) sin(0.0)), timer cost subtracted.",
-            rows=("mode", "rep", "position"),
-        ),
-        Experiment(
-            name="cswitch",
-            module="perflab.lab.cswitch",
-            verb="run cswitch",
-            columns=frozenset(
-                {"alone_us_each", "cswitch_us_each", "placement", "realtime", "rt_applied"}
-            ),
-            points=("placement", "realtime"),
-            value="cswitch_us_each",
-            defines=("n",),
-            help="N one-byte write+read alone, N round trips with a child, and the difference.",
-            rows=("placement", "realtime", "rep"),
-        ),
-        Experiment(
-            name="syscalls",
-            module="perflab.lab.syscalls",
-            verb="run syscalls",
-            columns=frozenset({"call", "ns", "rep", "ticks"}),
-            points=("call",),
-            value="ticks",
-            defines=("directory",),
-            help="Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs.",
-            rows=("call", "rep"),
-        ),
         Experiment(
             name="core-vs-ht",
             module="perflab.lab.threads.core_vs_ht",
@@ -125,17 +90,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             ),
         ),
         Experiment(
-            name="clocks",
-            module="perflab.lab.clocks",
-            verb="clocks",
-            columns=frozenset({"method", "ns", "rep", "ticks"}),
-            points=("method",),
-            value="ns",
-            help=(
-                "Resolution, value and read cost of every clock and TSC method; TSC trust verdict."
-            ),
-        ),
-        Experiment(
             name="profile",
             module="perflab.lab.profile",
             verb="profile",
@@ -153,23 +107,6 @@ EXPERIMENTS: dict[str, Experiment] = {
             value="ratio",
             help="Find the first commit between GOOD and BAD whose benchmark is slower than its "
             "parent's.",
-        ),
-        Experiment(
-            name="spin-cost",
-            module="perflab.lab.spin_cost",
-            verb="run spin-cost",
-            columns=frozenset({"sample", "ticks", "turns"}),
-            points=("turns",),
-            value="ticks",
-            help="Ticks per turn of the core's spin loop, at 1000 to 8000 turns.",
-        ),
-        Experiment(
-            name="contention",
-            module="perflab.lab.contention",
-            verb=None,
-            columns=frozenset({"blocked_pct", "kind", "rep", "threads", "utilisation", "wall_ms"}),
-            points=("kind", "threads"),
-            value="wall_ms",
         ),
     )
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from perflab.errors import PerflabError
@@ -28,6 +28,23 @@ class ExperimentModule(Protocol):
     def summary(self, frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         """Sentences, tables, values and the figure of this frame and its metadata."""
         ...
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """A --cluster campaign of an experiment: what each host measures at each point, the run's
+    parameters (what a resume must repeat), the columns naming one row, and the verb's table
+    of the hosts: the median of `value` per `index` and host, titled, under `key` in --json."""
+
+    measure: Callable[..., Any]
+    points: list[dict[str, Any]]
+    params: dict[str, Any]
+    unique: tuple[str, ...]
+    index: str
+    value: str
+    title: str
+    key: str
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -56,7 +73,20 @@ class Experiment:
     plan: type[Plan] | None = None
     examples: str = ""  # the help's lines after its first paragraph (a verb built from the plan)
     journaled: bool = True  # a built verb takes --resume and --discard-bad
-    label: str = ""  # what its progress bar counts (a built verb)
+    label: str = ""  # what its progress bar counts (a built verb; {field} is the plan's value)
+    # The module's function of the frame giving the lines a built verb says on stderr after
+    # the result (cswitch: real time refused); "": none. Each hook names an attribute of load().
+    epilogue: str = ""
+    # The module's function of the verb's values returning them completed as run takes them,
+    # before the progress label is formatted (memcpy: the default --max, chosen once); "": none.
+    prepare: str = ""
+    # The module's function of (frame, values, output) returning the Tables a built verb prints
+    # as text before the result (memcpy --full: every size), or raising what makes the frame
+    # no result (nothing the timer resolved); "": none.
+    preface: str = ""
+    # The module's function of the plan's values returning the Fleet a built verb runs with
+    # --cluster (then --resume is a campaign's; without one a run not journaled refuses it).
+    campaign: str = ""
 
     def load(self) -> ExperimentModule:
         """The lab module, imported now (it may import numpy, pandas and the C core)."""
@@ -88,11 +118,15 @@ class Experiment:
 
 
 def lazy_api(
-    package: str, module: str, names: Sequence[str]
+    package: str,
+    module: str,
+    names: Sequence[str],
+    elsewhere: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """A package's __getattr__ and __dir__ that load `names` from its measuring module on first
-    use, so the package (its plan and entry) stays light and perflab.NAME.run still works."""
-    return lazy_modules(package, {module: names})
+    use, so the package (its plan and entry) stays light and perflab.NAME.run still works;
+    elsewhere: more names, by the package's module that holds them."""
+    return lazy_modules(package, {module: names, **(elsewhere or {})})
 
 
 def lazy_modules(

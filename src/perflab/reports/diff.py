@@ -17,6 +17,7 @@ from perflab.analysis import repetitions, stats
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab import registry
+from perflab.plan import metrics
 from perflab.reports import report
 
 if TYPE_CHECKING:
@@ -116,31 +117,12 @@ def _value(experiment: registry.Experiment, df: pd.DataFrame) -> str:
     return childruns.value_column(df)
 
 
-COUNTED = ("instructions", "cycles")  # NaN in every run where no PMU counted
-
-
-def _words(metric: str) -> tuple[str, str]:
-    """What after is when the metric reads above 1 and below ('larger', 'smaller' for maxrss)."""
-    from perflab.lab.compare import metrics
-
-    m = metrics.METRICS[metric]
-    return m.more, m.less
-
-
 def _metric_column(r: report.Report, metric: str) -> tuple[pd.DataFrame, str]:
-    """The result's frame with the metric's column (compare's definition), or one line: an
-    unknown metric, one counted once per layout (instructions-exact), a result without it."""
-    from perflab.lab.compare import metrics
+    """The result's frame with the metric's column (compare's definition), or one line for a
+    result without it."""
+    from perflab.running import childruns
 
-    if metric not in metrics.METRICS:
-        offered = [m for m in metrics.METRICS if m != "instructions-exact"]
-        raise PerflabError(f"--metric {metric!r}: one of {', '.join(offered)}")
     m = metrics.METRICS[metric]
-    if metric == "instructions-exact":
-        raise PerflabError(
-            "--metric instructions-exact is counted once per layout and side, not per run: "
-            "`perflab report FILE --metric instructions-exact` decides a comparison on it"
-        )
     needed = {"utime_ns", "stime_ns"} if metric == "cpu" else {str(m.column)}
     if not needed <= set(r.frame.columns):
         raise PerflabError(
@@ -148,7 +130,7 @@ def _metric_column(r: report.Report, metric: str) -> tuple[pd.DataFrame, str]:
             f"--metric {metric} compares the runs of a program (env-size, link-order, compare, "
             "threads)"
         )
-    return metrics.column(r.frame, m)
+    return childruns.metric_column(r.frame, m)
 
 
 def _ok(df: pd.DataFrame, value: str, ok: str) -> pd.DataFrame:
@@ -436,6 +418,7 @@ def diff(
         raise PerflabError(f"confidence must be between 0 and 1, not {confidence}")
     if not 0 < change < 1:
         raise PerflabError(f"the change of interest must be between 0 and 100 %, not {change}")
+    (metric,) = metrics.check(metric, "diff")
     ra, rb = report.report(before), report.report(after)
     if ra.experiment != rb.experiment:
         raise PerflabError(
@@ -474,7 +457,8 @@ def diff(
         (fa, value), (fb, _) = (_metric_column(r, metric) for r in (ra, rb))
     a, b = _ok(fa, value, experiment.ok), _ok(fb, value, experiment.ok)
     if a.empty or b.empty:
-        why = " (counters: none where it was measured, no PMU)" if metric in COUNTED else ""
+        counted = metrics.METRICS[metric].needs == "pmu"  # NaN in every run no PMU counted
+        why = " (counters: none where it was measured, no PMU)" if counted else ""
         raise PerflabError(
             f"{before if a.empty else after}: no row with status {experiment.ok!r} and a "
             f"{value}{why}"
@@ -493,7 +477,7 @@ def diff(
     for line in warnings:
         errors.warn(line)
     steps = _steps(ra.meta, rb.meta, value, scale)
-    words = _words(metric)
+    words = metrics.METRICS[metric].more, metrics.METRICS[metric].less
     table = compare_frames(a, b, params, value, confidence, steps, change, words)
     verdict = _verdict(table, "/".join(params), confidence, words)
     return Diff(ra, rb, table, params, value, confidence, verdict, warned + warnings, notes, change)

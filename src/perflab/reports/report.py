@@ -241,12 +241,13 @@ def of_frame(
             )
         meta = {**meta, "change": change}
     if metrics is not None:
+        from perflab.plan.metrics import check
+
+        asked = check(metrics, "report")
         if not registry.get(experiment.removesuffix(" campaign")).weighs_change:
             raise PerflabError(f"--metric decides a compare result, and this result is of "
                                f"{experiment}")  # fmt: skip
-        from perflab.lab.compare.metrics import check
-
-        meta = {**meta, "metrics": list(check(metrics, here=False))}
+        meta = {**meta, "metrics": list(asked)}
     summary = summarize(experiment, df, meta)
     return Report(path, experiment, df, summary, partial_of(meta), how + (notes or []))
 

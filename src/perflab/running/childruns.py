@@ -26,6 +26,7 @@ from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError, Stopped
 from perflab.plan.controls import Controls
+from perflab.plan.metrics import Metric
 from perflab.running import cpuchoice, spawn
 from perflab.running.interrupt import Interrupt, interruptible
 from perflab.store import journal
@@ -186,6 +187,18 @@ def value_column(df: pd.DataFrame) -> str:
     """The probe's ticks when every ok run has them, else the parent's ticks around each run."""
     ok = df["status"] == "ok"
     return "ticks" if ok.any() and df.loc[ok, "ticks"].notna().all() else "outer_ticks"
+
+
+def metric_column(frame: pd.DataFrame, metric: Metric) -> tuple[pd.DataFrame, str]:
+    """The frame with the metric's column (cpu_ns added from utime_ns and stime_ns), and its
+    name; maxrss_kb below 0 (not measurable in-process) as missing."""
+    if metric.column is None:
+        return frame, value_column(frame)
+    if metric.name == "cpu" and "cpu_ns" not in frame:
+        frame = frame.assign(cpu_ns=frame["utime_ns"] + frame["stime_ns"])
+    elif metric.name == "maxrss":
+        frame = frame.assign(maxrss_kb=frame["maxrss_kb"].where(frame["maxrss_kb"] >= 0))
+    return frame, metric.column
 
 
 def status_counts(df: pd.DataFrame) -> dict[str, int]:

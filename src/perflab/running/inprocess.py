@@ -1,4 +1,4 @@
-"""One engine for the experiments measured inside perflab's own process (memcpy, syscalls, trig,
+"""One way to run the experiments measured inside perflab's own process (memcpy, syscalls, trig,
 cswitch, pagefault, the threads labs): journaled chunks, a clean stop, a resume.
 
 An experiment says what it records (a RowSchedule: one key row per row, in measuring order, and the

@@ -1,4 +1,4 @@
-"""Exact child runs from Python: typed options over csrc/spawn.c and results as numpy records."""
+"""Controlled child runs from Python: typed options over csrc/spawn.c, results as numpy records."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class SpawnOptions:
     """How each child runs: ASLR (a user's is checked where the plan is made, Controls.check),
     CPUs, priority, memory locking, timeout, stdio, and whether the run-queue wait of its
     threads is read (runq: auto = taskstats where perflab may, else
-    /proc; proc = /proc only; off = not read, the engine's fastest path), whether the
+    /proc; proc = /proc only; off = not read, the fastest path), whether the
     programs' files are read afresh into the page cache before the batch's first run (settle:
     their physical pages drawn anew, PERFLAB_SPAWN_SETTLE), and how many iterations the probe's
     repeat loop (PERFLAB_PROBE_LOOP) runs in each child, and the directory each program of a
@@ -133,7 +133,7 @@ def _pack(
     base_env: Mapping[str, str] | None,
     options: SpawnOptions,
 ) -> bytes:
-    """A batch laid out as csrc/perflab.h says (struct perflab_batch): one format, two engines."""
+    """A batch laid out as csrc/perflab.h says (struct perflab_batch), for both spawners."""
     env = env_list(base_env)
     if options.dirs and len(options.dirs) != len(programs):
         raise PerflabError(f"{len(options.dirs)} directories for {len(programs)} programs")

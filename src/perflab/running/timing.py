@@ -4,7 +4,7 @@ A callable or C function is timed as samples of `calls` back-to-back calls made 
 csrc/timing.c through a function pointer (a cffi callback for a Python callable), so Python
 never sits between two timestamps. The batch size is calibrated so a sample dwarfs the timer's
 own cost, and the cost of calling an empty function through the same path is measured and
-subtracted: values are net ticks per call. A program is one exact child run per sample
+subtracted: values are net ticks per call. A program is one controlled child run per sample
 (running/spawn.py: exactly the given environment, ASLR off, pinned), timed by its probe when it
 has one, else from clone to wait4.
 """
@@ -145,7 +145,7 @@ def spin(iterations: int, name: str | None = None) -> CallTarget:
 
 @dataclass(eq=False)
 class ProgramTarget:
-    """A program run once per sample as an exact child; `probe` once a run showed its probe.
+    """A program run once per sample as a controlled child; `probe` once a run showed its probe.
 
     With `lanes` (two or more CPUs) its runs are made one child per lane CPU at a time.
     """

@@ -50,6 +50,19 @@ class Recording:
                 "cannot resume from it"
             )
 
+    def check_whole(self, experiment: str) -> None:
+        """check(), for a run measured whole and saved at its end (no journal): a resume is
+        refused, since nothing would be there to complete."""
+        if self.resume:
+            raise PerflabError(f"a {experiment} run is saved whole, not journaled: no resume")
+        self.check()
+
+    def keep(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """A run measured whole, saved at the output (if any) once it is done."""
+        if self.output is not None:
+            results.save(frame, self.output)
+        return frame
+
 
 class Recorder:
     """Buffers rows and writes them as one chunk per flush_s (to a journal, or memory).

@@ -1,4 +1,4 @@
-"""spawn.c: the batch format both engines run, its run records, and the reply of the spawner."""
+"""spawn.c: the batch format both spawners run, its run records, and the reply of the spawner."""
 
 import errno
 from collections.abc import Sequence
@@ -66,7 +66,7 @@ RUN_DTYPE = _run_dtype()
 
 @dataclass(frozen=True)
 class BatchHeader:
-    """The fields of struct perflab_batch that vary (csrc/perflab.h): one format, two engines."""
+    """The fields of struct perflab_batch that vary (csrc/perflab.h), for both spawners."""
 
     flags: int
     rt_policy: int
@@ -109,7 +109,7 @@ def batch_reply(raw: bytes) -> tuple[int, int]:
     return int(reply.done), int(reply.floor_kb)
 
 
-# A batch flag of the --jobs engine (csrc/spawn_lanes.c spawn_parallel): one child per listed CPU.
+# A batch flag of --jobs (csrc/spawn_lanes.c spawn_parallel): one child per listed CPU.
 SPAWN_PARALLEL: int = lib.PERFLAB_SPAWN_PARALLEL
 
 

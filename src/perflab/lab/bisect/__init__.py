@@ -29,6 +29,7 @@ from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab.bisect import builds, commits
 from perflab.plan import controls as ctl
+from perflab.plan import metrics
 from perflab.plan.commits import CommitPlan
 from perflab.store import filelock, results
 from perflab.system import provenance
@@ -85,12 +86,7 @@ def bisect(
         raise PerflabError(f"--confidence must be in [0.5, 1), not {confidence}")
     if not build or not run:
         raise PerflabError("--build and --run each need a command")
-    from perflab.lab import compare
-
-    asked = compare.metric_names(metric)
-    if len(asked) != 1:
-        raise PerflabError(f"--metric {metric!r}: bisect decides on one metric")
-    metric = asked[0]
+    (metric,) = metrics.check(metric, "bisect")
     CommitPlan(setups=setups, repeat=repeat, seed=seed).check()
     given = ctl.commit_controls(controls)
     per_look = 2 * setups * repeat
@@ -227,9 +223,9 @@ def _decided_again(row: dict[str, Any], evidence: Path | None, meta: dict[str, A
 def decided(both: pd.DataFrame, metric: str, level: float) -> tuple[dict[str, Any], str]:
     """A comparison's runs decided on the metric at this level: compare's numbers, and the
     verdict bisect reads from them (slower, faster, same, or unclear)."""
-    from perflab.lab.compare import metrics
+    from perflab.lab.compare.metrics import decide
 
-    got = metrics.decide(both, metric, confidence=level)
+    got = decide(both, metric, confidence=level)
     lo, hi = got.get("ci_low", math.nan), got.get("ci_high", math.nan)
     verdict = "slower" if lo > 1 else "faster" if hi < 1 else "unclear"
     if got.get("same") or (verdict == "unclear" and got.get("exact") and lo == hi):

@@ -30,7 +30,7 @@ EXPERIMENT = Experiment(
 # measure.py's names, as compare.compare, compare.per_setup, ... (measure itself included)
 API = (
     "compare", "CHUNK_RUNS", "FLUSH_S", "PROGRAM_PAGES", "LAYOUT", "NO_PADDING", "Setup",
-    "draw_setups", "layout_option", "parse_randomize", "recorded_layout", "metric_names",
+    "draw_setups", "layout_option", "parse_randomize", "recorded_layout",
     "MIN_LAYOUTS", "MIN_PAIRS", "PILOT", "PREDICTION_CONFIDENCE", "RT_SHARE", "SINGLE_PILOT",
     "Round", "iteration_seconds", "most_iterations", "predicted_time", "HEAP_VAR", "Side",
     "build_command_side", "build_side", "code_placement", "identical", "objects_side",

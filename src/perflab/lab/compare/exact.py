@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from perflab.errors import PerflabError
+from perflab.plan.metrics import VALGRIND, unavailable
 from perflab.system import supervisor
 
-VALGRIND = "valgrind"
 SLOWER = 100  # cachegrind without its cache model runs a program some 10-50x slower
 LEAST_S = 60.0  # the least a count may take before it is killed
 LINK_NAME = 200  # a path this much longer: how far the loader's start-up moves a count
@@ -35,13 +35,6 @@ class Counted(NamedTuple):
 
     instructions: int
     scope: str
-
-
-def missing() -> str:
-    """Why instructions cannot be counted exactly here ('' when they can)."""
-    if shutil.which(VALGRIND) is None:
-        return "valgrind is not installed (apt install valgrind)"
-    return ""
 
 
 def count(
@@ -83,7 +76,7 @@ def _valgrind(argv: Sequence[str], env: Mapping[str, str], timeout: float | None
     """The instructions valgrind's `tool` collected of argv (its summary line)."""
     path = shutil.which(VALGRIND)
     if path is None:
-        raise PerflabError(f"--metric instructions-exact: {missing()}")
+        raise PerflabError(f"--metric instructions-exact: {unavailable('instructions-exact')}")
     limit = max(LEAST_S, SLOWER * (timeout or 10.0))
     with supervisor.Supervisor(tmp=True) as under:
         assert under.tmpdir is not None

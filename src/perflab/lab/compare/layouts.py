@@ -21,9 +21,10 @@ LAYOUT = ("env_size", "link_order", "heap_offset", "code_offset", "aslr", "funct
 
 @dataclass(frozen=True)
 class Setup:
-    """One layout: the padding variable's length, the link order (None: as given), the heap
-    offset, the code offset and the seed of the functions' order (each NO_PADDING when left
-    out) and the child's ASLR mode."""
+    """One setup: the draw of every randomised factor that A's and B's runs in it share (the
+    padding variable's length, the link order (None: as given), the heap offset, the code
+    offset and the seed of the functions' order, each NO_PADDING when left out, and the child's
+    ASLR mode); the memory layout those factors give a program is its layout."""
 
     index: int
     env_size: int

@@ -20,7 +20,6 @@ from perflab.lab.compare.layouts import draw_setups as draw_setups
 from perflab.lab.compare.layouts import layout_option as layout_option
 from perflab.lab.compare.layouts import parse_randomize as parse_randomize
 from perflab.lab.compare.layouts import recorded_layout as recorded_layout
-from perflab.lab.compare.metrics import check as metric_names
 from perflab.lab.compare.plan import HEAP_DIGITS as HEAP_DIGITS
 from perflab.lab.compare.plan import RANDOMIZE as RANDOMIZE
 from perflab.lab.compare.plan import ComparePlan, parse_layout
@@ -67,6 +66,7 @@ from perflab.lab.compare.wording import SHOWN_SETUPS as SHOWN_SETUPS
 from perflab.lab.compare.wording import plot as plot
 from perflab.lab.compare.wording import summary as summary
 from perflab.lab.link_order.measure import counters_note
+from perflab.plan.metrics import check as check_metrics
 from perflab.running import childruns, lanes
 from perflab.running.childruns import value_column as value_column
 from perflab.running.progress import ProgressArg
@@ -106,9 +106,9 @@ def compare(
     Journaled to `output` when given, and resumable like a sweep: on_start(todo, done) once,
     progress(n) after each batch of n runs (by default a display on stderr or in Jupyter;
     progress=False for none).
-    metrics: what the summary decides on besides time's verdict (compare/metrics.py: time,
-    cpu, maxrss, and instructions and cycles where a PMU counts them), each with its own
-    interval; refused in one line before any run where this machine cannot measure one.
+    metrics: what the summary decides on besides time's verdict (the table in plan/metrics.py),
+    each with its own interval; refused in one line before any run where this machine cannot
+    measure one.
 
     Returns one row per run: setup, its layout (env_size: bytes of padding; link_order;
     heap_offset and code_offset in bytes; aslr; function_order, a seed; -1: left out), side
@@ -121,7 +121,7 @@ def compare(
         if not isinstance(side, Side):
             raise WrongType(f"{name}: {side!r} is not a side (compare.program_side(...), "
                             "build_side, objects_side or build_command_side)")  # fmt: skip
-    asked = metric_names(metrics)
+    asked = check_metrics(metrics, "compare")
     cpus = params.pop("cpus", None)
     if a.build and b.build and params.get("randomize") is None and not params.get("layout"):
         params["randomize"] = ("env-size", *code_placement(a, b)[0])  # what both relink draw

@@ -1,125 +1,18 @@
-"""What a comparison decides on besides time: the children's CPU time, their peak memory, and
-their instructions and cycles where a PMU counts them. Each metric is read from the columns
-every child run records and gets its own B/A, interval and verdict by the same rules as time
-(verdict.py); a metric whose runs repeat to the unit in every layout has an interval of zero
-width, so its B/A is stated exactly."""
+"""How a comparison decides on a metric besides time (the table of them: plan/metrics.py): each
+is read from the columns every child run records and gets its own B/A, interval and verdict by
+the same rules as time (verdict.py); a metric whose runs repeat to the unit in every layout has
+an interval of zero width, so its B/A is stated exactly."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from perflab.core.lazy import pd
-from perflab.errors import PerflabError
 from perflab.lab.compare.verdict import CHANGE, CONFIDENCE, overall, per_setup
-from perflab.running.childruns import value_column
+from perflab.plan.metrics import METRICS, Metric
+from perflab.running.childruns import metric_column
 from perflab.store import results
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One metric: the column it reads (None: the timed ticks), its unit, and how B reads
-    beyond 1 and below it."""
-
-    name: str
-    column: str | None
-    unit: str
-    more: str
-    less: str
-    counter: bool = False  # a PMU counter: none in most VMs
-
-
-METRICS = {
-    m.name: m
-    for m in (
-        Metric("time", None, "TSC ticks of the timed region", "slower", "faster"),
-        Metric(
-            "cpu",
-            "cpu_ns",
-            "ns of user + system CPU time of the child",
-            "uses more CPU",
-            "uses less CPU",
-        ),
-        Metric(
-            "maxrss", "maxrss_kb", "KiB of the child's peak resident memory", "larger", "smaller"
-        ),
-        Metric(
-            "instructions",
-            "instructions",
-            "user-mode instructions of the probe's region",
-            "does more instructions",
-            "does fewer instructions",
-            counter=True,
-        ),
-        Metric(
-            "instructions-exact",
-            "instructions_exact",
-            "instructions under valgrind (of the probe's region where the program marks it, "
-            "else of the whole program), one count per setup and side",
-            "does more instructions",
-            "does fewer instructions",
-        ),
-        Metric(
-            "cycles",
-            "cycles",
-            "user-mode cycles of the probe's region",
-            "takes more cycles",
-            "takes fewer cycles",
-            counter=True,
-        ),
-    )
-}
-
-
-def check(names: Any, here: bool = True) -> tuple[str, ...]:
-    """The metrics asked, each once, time's the default; one line naming the ones this machine
-    offers when a name is unknown or, to be measured here, cannot be had (a counter without a
-    PMU). A comma list is several."""
-    if isinstance(names, str):
-        names = names.split(",")
-    asked = tuple(dict.fromkeys(str(n).strip() for n in (names or ("time",))))
-    offered = available() if here else tuple(METRICS)
-    for name in asked:
-        if name not in METRICS:
-            raise PerflabError(f"--metric {name!r}: one of {', '.join(METRICS)}")
-        if name not in offered:
-            raise PerflabError(
-                f"--metric {name}: {unavailable(name)}; this machine offers {', '.join(offered)}"
-            )
-    return asked
-
-
-def available() -> tuple[str, ...]:
-    """The metrics this machine can measure (perflab machine lists them)."""
-    return tuple(name for name in METRICS if not unavailable(name))
-
-
-def unavailable(name: str) -> str:
-    """Why this machine cannot measure the metric ('' when it can)."""
-    from perflab.lab.compare import exact
-    from perflab.system import pmu
-
-    if name == "instructions-exact":
-        return exact.missing()
-    if METRICS[name].counter and not pmu.hardware_counters():
-        return (
-            "no hardware counters here (perf_event has no PMU for this CPU: most virtual "
-            "machines expose none)"
-        )
-    return ""
-
-
-def column(frame: pd.DataFrame, metric: Metric) -> tuple[pd.DataFrame, str]:
-    """The frame with the metric's column (cpu_ns added from utime_ns and stime_ns), and its
-    name; maxrss_kb below 0 (not measurable in-process) as missing."""
-    if metric.column is None:
-        return frame, value_column(frame)
-    if metric.name == "cpu" and "cpu_ns" not in frame:
-        frame = frame.assign(cpu_ns=frame["utime_ns"] + frame["stime_ns"])
-    elif metric.name == "maxrss":
-        frame = frame.assign(maxrss_kb=frame["maxrss_kb"].where(frame["maxrss_kb"] >= 0))
-    return frame, str(metric.column)
 
 
 def decide(
@@ -133,21 +26,10 @@ def decide(
     metric = METRICS[name]
     if name == "instructions-exact":
         return _decide_counts(metric, results.metadata(frame).get("instructions_exact"), confidence)
-    frame, col = column(frame, metric)
+    frame, col = metric_column(frame, metric)
     ok = frame[frame["status"] == "ok"]
     if col not in ok or ok[col].isna().all():
-        why = (
-            "not measured in these runs (perflab's spawner helper measures it; runs made "
-            "in-process cannot)"
-            if name == "maxrss"
-            else "not counted for this result (compare --metric instructions-exact counts it "
-            "as the runs end)"
-            if name == "instructions-exact"
-            else "the programs do not run perflab's probe, which reads the counters"
-            if metric.counter
-            else "no values"
-        )
-        return {"metric": name, "unit": metric.unit, "conclusion": f"{name}: {why}"}
+        return {"metric": name, "unit": metric.unit, "conclusion": f"{name}: {metric.absent}"}
     ok = ok[ok[col].notna()]
     per = per_setup(ok, col, confidence)
     if per.empty or not (per["pairs"] > 0).any():
@@ -190,8 +72,7 @@ def _decide_counts(metric: Metric, counted: Any, confidence: float) -> dict[str,
     base = {"metric": metric.name, "unit": metric.unit, "column": metric.column,
             "counted": " and ".join(scopes)}  # fmt: skip
     if not counted:
-        why = "not counted for this result (compare --metric instructions-exact counts it)"
-        return {**base, "conclusion": f"{metric.name}: {why}"}
+        return {**base, "conclusion": f"{metric.name}: {metric.absent}"}
     df = pd.DataFrame(counted).reindex(columns=["setup", "side", "instructions", "again", "moved"])
     counts = df.pivot(index="setup", columns="side", values="instructions").astype(float)
     logs = np.log(counts["B"] / counts["A"]).to_numpy()

@@ -30,6 +30,7 @@ from perflab.lab.compare.verdict import (
     shown_change,
     steady,
 )
+from perflab.plan.metrics import METRICS
 from perflab.running import childruns, lanes
 from perflab.running.childruns import value_column
 from perflab.store import results
@@ -241,7 +242,7 @@ def _precision_lines(frame: pd.DataFrame, record: dict | None, value: str) -> li
 def _time_metric(total: dict[str, Any]) -> dict[str, Any]:
     """The time metric's entry in `metrics`: what `overall` holds, in the metrics' keys."""
     keys = ("ratio", "ci_low", "ci_high", "setups", "conclusion")
-    return {"metric": "time", "unit": metrics.METRICS["time"].unit, "exact": False,
+    return {"metric": "time", "unit": METRICS["time"].unit, "exact": False,
             **{k: total[k] for k in keys}}  # fmt: skip
 
 

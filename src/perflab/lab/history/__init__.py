@@ -30,6 +30,7 @@ from perflab.lab.bisect import builds, commits
 from perflab.lab.history import changes
 from perflab.lab.history.store import Entry, Store, machine_key, refuse_other
 from perflab.plan import controls as ctl
+from perflab.plan import metrics
 from perflab.plan.commits import CommitPlan, TrackPlan
 from perflab.running import childruns
 from perflab.store import results
@@ -186,7 +187,7 @@ def history(
         raise PerflabError(f"--confidence must be in [0.5, 1), not {confidence}")
     CommitPlan(setups=setups, repeat=repeat, seed=seed).check()
     children = ctl.commit_controls(controls)
-    metric = _metric(metric)
+    (metric,) = metrics.check(metric, "history")
     given = commits.toplevel(repo) if repo is not None else None  # a bad one: said at once
     kept = Store(store or default_store(given or commits.toplevel(None)))
     entries = kept.entries()
@@ -301,19 +302,6 @@ def _one_per_sha(entries: list[Entry]) -> list[Entry]:
     return list({e.sha: e for e in entries}.values())
 
 
-def _metric(name: str) -> str:
-    """The one metric history reads, checked: track's runs record every column but valgrind's
-    count, which only a comparison that asks for it makes."""
-    from perflab.lab.compare import metrics
-
-    asked = metrics.check(name, here=False)
-    if len(asked) != 1 or asked[0] == "instructions-exact":
-        raise PerflabError(f"--metric {name!r}: history reads one of "
-                           f"{', '.join(m for m in metrics.METRICS if m != 'instructions-exact')}"
-                           " (track does not count instructions under valgrind)")  # fmt: skip
-    return asked[0]
-
-
 def _series(kept: Store, entries: list[Entry], order: dict[str, int],
             metric: str = "time") -> pd.DataFrame:  # fmt: skip
     """One machine's commits in history's order with their values and intervals, in one unit
@@ -322,11 +310,9 @@ def _series(kept: Store, entries: list[Entry], order: dict[str, int],
     times the reference's own value over every track, so that drift between tracks cancels;
     else each commit's own runs. A commit without an ok run of the metric has no value: left
     out. A value of one layout has no interval (NaN bounds)."""
-    from perflab.lab.compare import metrics
-
     frames = []
     for e in sorted(entries, key=lambda e: order[e.sha]):
-        df, col = metrics.column(kept.runs(e), metrics.METRICS[metric])
+        df, col = childruns.metric_column(kept.runs(e), metrics.METRICS[metric])
         frames.append((e, df if metric == "time" else df[df[col].notna()]))
     oks = [df[df["status"] == "ok"] for _, df in frames]
     if not any(len(ok) for ok in oks):  # nothing of this metric on this machine
@@ -390,9 +376,9 @@ def confirm_change(kept: Store, repo: Path, change: dict[str, Any], entries: lis
             made[0], made[1], a.build, a.run, setups, repeat, seed, ctl.commit_controls(controls)
         )
         kept.confirm(key, df)
-    from perflab.lab.compare import metrics
+    from perflab.lab.compare.metrics import decide
 
-    total = metrics.decide(df, metric, confidence=each)
+    total = decide(df, metric, confidence=each)
     if "ratio" not in total:
         return {"verdict": "unconfirmed", "why": total["conclusion"]}
     lo, hi = float(total["ci_low"]), float(total["ci_high"])

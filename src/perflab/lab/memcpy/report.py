@@ -11,6 +11,7 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
+from perflab.errors import PerflabError
 from perflab.lab import resolution
 from perflab.lab.memcpy.knees import detect_knees, knee_report, recorded_caches
 from perflab.lab.memcpy.sweep import MEMORY_KEYS, human_bytes, rederive
@@ -202,3 +203,19 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         notes.append("no figure: the file has no derivative column (perflab's memcpy writes one)")
         return Summary(lines, tables, values, None, notes)
     return Summary(lines, tables, values, lambda p: plot(frame, p, knees, meta), notes)
+
+
+def every_size(frame: pd.DataFrame, values: Mapping[str, Any], output: str | None) -> list[Table]:
+    """What the verb prints before the summary: every size, as moremem does, with --full; a
+    sweep whose every sample was too short for the timer is refused as no result."""
+    if frame["gb_per_s"].isna().all():
+        top = results.metadata(frame).get("max_bytes", "?")
+        saved = f" (the {len(frame)} sizes are saved in {output})" if output else ""
+        raise PerflabError(
+            f"no sample up to {top} B lasted {resolution.MIN_STEPS} steps of the timer{saved}: "
+            "nothing to rate; sweep larger sizes with --max (e.g. 64K)"
+        )
+    if not values.get("full"):
+        return []
+    every = frame.drop(columns="kernel")
+    return [Table("every_size", "every size (moremem's output)", every, "{:.6f}")]

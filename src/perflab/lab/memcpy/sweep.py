@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,15 +18,14 @@ from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError, warn_once, warning
 from perflab.lab import resolution
+from perflab.lab.memcpy import BufferAlignment, MemcpyPlan
 from perflab.plan import controls
 from perflab.plan.controls import PAGE
 from perflab.running import inprocess
-from perflab.running.progress import OnStart, ProgressArg
 from perflab.store.recording import Recording
 from perflab.system import machine, provenance
 
 KERNELS = bindings.COPY_KERNELS
-MAX_BYTES = 1 << 34
 COLUMNS = ("kernel", "size", "copies", "ticks", "ticks_per_byte", "gb_per_s", "derivative")
 MEMORY_KEYS = ("buffer_bytes", "peak_private_kib", "peak_resident_kib")  # PeakMemory.meta()
 
@@ -132,22 +130,6 @@ def default_max(kernel: str = "libc", trials: int = 10, repeat: int = 1) -> Defa
     return DefaultMax(top, f"{head}, within {share} and {budget}")
 
 
-def parse_size(text: str | int) -> int:
-    """'1MB', '64K', '4096', '2GiB' -> bytes (binary units, as the article's 64kB caches)."""
-    if isinstance(text, int):
-        return text
-    units = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    s = text.strip().upper().removesuffix("IB").removesuffix("B")
-    num, unit = (s[:-1], s[-1]) if s and s[-1] in units else (s, "")
-    try:
-        value = float(num) * units[unit]
-    except ValueError:
-        raise PerflabError(f"bad size {text!r}: use bytes or K/M/G, e.g. 64K, 1M") from None
-    if value < 1 or value != int(value):
-        raise PerflabError(f"bad size {text!r}: must be a whole number of bytes >= 1")
-    return int(value)
-
-
 def human_bytes(v: float) -> str:
     """1024 -> '1K', 1048576 -> '1M': axis labels in the units caches are declared in."""
     for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
@@ -176,26 +158,6 @@ def copy(dst: np.ndarray, src: np.ndarray, kernel: str = "libc") -> None:
     if dst.nbytes < src.nbytes:
         raise PerflabError(f"destination holds {dst.nbytes} bytes, source has {src.nbytes}")
     bindings.copy_once(check_kernel(kernel), dst, src, f"copy ({kernel})")
-
-
-@dataclass(frozen=True)
-class BufferAlignment:
-    """Where the buffers start: `align` is the exact alignment of both, `offset` shifts dst."""
-
-    align: int = PAGE
-    offset: int = 0
-
-    def check(self) -> None:
-        """Refuse alignments that are not powers of two and negative or huge offsets."""
-        if self.align < 1 or self.align & (self.align - 1):
-            raise PerflabError(f"--align must be a power of two, not {self.align}")
-        if not 0 <= self.offset < PAGE:
-            raise PerflabError(f"--offset must be in 0..{PAGE - 1}, not {self.offset}")
-
-    @property
-    def skew(self) -> int:
-        """Bytes past a page boundary: align < page lands exactly on `align`, not on 2*align."""
-        return self.align % PAGE
 
 
 class Buffers:
@@ -337,48 +299,50 @@ def rederive(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def verb_values(values: dict[str, Any]) -> dict[str, Any]:
+    """The verb's values as run takes them: without --max, the default's bound measured here
+    once, so the progress label names it and the result says which bound held."""
+    if values["max_bytes"] is not None:
+        return values
+    check_kernel(values["kernel"])
+    bound = default_max(values["kernel"], values["trials"], values["repeat"])
+    return {**values, "max_bytes": bound.bytes, "max_from": bound.why}
+
+
 @controls.typed_arguments
 def run(
-    max_bytes: int | None = None,
-    trials: int = 10,
-    kernel: str = "libc",
-    align: int = PAGE,
-    offset: int = 0,
-    lock: bool = True,
-    progress: ProgressArg = None,
+    max_bytes: int | None = MemcpyPlan.max_bytes,
+    trials: int = MemcpyPlan.trials,
+    kernel: str = MemcpyPlan.kernel,
+    align: int = MemcpyPlan.align,
+    offset: int = MemcpyPlan.offset,
+    lock: bool = MemcpyPlan.lock,
     *,
-    on_start: OnStart | None = None,
-    output: str | os.PathLike | None = None,
-    resume: bool = False,
-    discard_bad: bool = False,
-    extra_meta: Mapping[str, Any] | None = None,
-    repeat: int = 1,
+    repeat: int = MemcpyPlan.repeat,
+    small: int = MemcpyPlan.small,
+    max_from: str = "",
+    recording: Recording | None = None,
 ) -> pd.DataFrame:
-    """moremem: the tidy sweep from 1 byte to max_bytes, with its run conditions in metadata;
-    repeat > 1 sweeps the same sizes that many times, one after the other (a `repeat` column):
-    runs per size that diff can compare.
+    """moremem: the tidy sweep from 1 byte to max_bytes (None: default_max's), with its run
+    conditions in metadata; repeat > 1 sweeps the same sizes that many times, one after the
+    other (a `repeat` column): runs per size that diff can compare. small is how the summary
+    reads it (recorded); max_from says why max_bytes is what it is (verb_values').
 
     A refused mlockall warns (PerflabWarning) and the sweep goes on: page faults may show.
     The buffers and the lock are released before the rows are merged and written, and the
     metadata records the peak memory (PeakMemory).
-    output: a .parquet/.csv journal, written in chunks of sizes as they are measured;
-    resume=True completes an interrupted one (inprocess.measure). progress counts work();
-    extra_meta joins the metadata (the CLI records its --small there)."""
-
+    recording: where the rows go (a .parquet/.csv journal written in chunks of sizes as they
+    are measured, resumed if asked: inprocess.measure) and the progress that counts work()."""
+    MemcpyPlan(max_bytes, trials, repeat, kernel, align, offset, small, lock=lock).check()
     place = BufferAlignment(align, offset)
-    place.check()
     kid = check_kernel(kernel)
     check_trials(trials)
-    if repeat < 1:
-        raise PerflabError(f"--repeat must be at least 1, not {repeat}")
-    chosen = {}
+    chosen = {"max_from": max_from} if max_from else {}
     if max_bytes is None:
         bound = default_max(kernel, trials, repeat)
         top, chosen = bound.bytes, {"max_from": bound.why}
     else:
         top = max_bytes
-    if not 1 <= top <= MAX_BYTES:
-        raise PerflabError(f"--max must be between 1 byte and {MAX_BYTES >> 30} GiB, not {top}")
     todo = sizes(top).astype(np.int64)
     hz, _ = machine.tsc_hz()
     params = {"max_bytes": top, "trials": trials, "kernel": kernel, "align": align,
@@ -393,7 +357,7 @@ def run(
             **provenance.metadata(),
             "experiment": "memcpy",
             **chosen,
-            **(extra_meta or {}),
+            "small": small,
             "max_bytes": top,
             "trials": trials,
             "repeat": repeat,
@@ -430,6 +394,4 @@ def run(
             columns, phase = (COLUMNS[0], "repeat", *COLUMNS[1:]), ("repeat",)
         plan = inprocess.RowSchedule("memcpy", keys, columns, params, meta, phase=phase,
                                      weight=weight, derive=rederive)  # fmt: skip
-        return inprocess.measure(plan, copied, Recording(output, resume, discard_bad),
-                                 on_start=on_start, progress=progress,
-                                 release=release)  # fmt: skip
+        return inprocess.measure(plan, copied, recording, release=release)

@@ -1,13 +1,9 @@
-"""The defaults and choices of the verbs that have no plan dataclass (memcpy, syscalls, counters,
-profile), kept apart from their modules so `--help` needs neither numpy nor pandas."""
+"""The defaults and choices of the verbs that have no plan dataclass (counters, profile), kept
+apart from their modules so `--help` needs neither numpy nor pandas."""
 
 from perflab.core import constants
 
-COPY_KERNEL_NAMES = tuple(constants.COPY_KERNELS)
-SYSCALL_NAMES = tuple(constants.SYSCALLS)
 EVENT_NAMES = tuple(constants.EVENT_INDEX)
 PROFILE_INTERVAL_S = 0.01
 SAMPLE_HZ = constants.SAMPLE_HZ
 MAX_SAMPLE_HZ = constants.MAX_SAMPLE_HZ
-CONTENTION_KINDS = ("mutex", "spin")
-CONTENTION_MAX_THREADS = 4096

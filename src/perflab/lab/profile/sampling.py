@@ -46,7 +46,8 @@ COLUMNS = [
     "cause_shared_ns", "asleep_readings", "utilisation", "vcsw", "ivcsw", "readings",
     "seen_once", "exited_early", "final", "source",
 ]  # fmt: skip
-Progress = Callable[[float, int], None]
+# What a profile reports as it samples: seconds elapsed, readings taken (a verb draws its bar)
+OnSampled = Callable[[float, int], None]
 
 
 class _Sampler:
@@ -103,7 +104,7 @@ def _wait(
     sampler: _Sampler,
     interval: float,
     timeout: float | None,
-    progress: Progress | None,
+    progress: OnSampled | None,
     listener: taskstats.Listener | None,
     interrupted: int | None,
 ) -> tuple[bool, int | None, int]:
@@ -309,7 +310,7 @@ def run(
     env: Mapping[str, str] | None = None,
     stdout: int | None = None,
     stderr: int | None = None,
-    progress: Progress | None = None,
+    progress: OnSampled | None = None,
     exit_records: bool = True,
     sample_hz: int | None = None,
 ) -> pd.DataFrame:

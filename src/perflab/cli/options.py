@@ -202,7 +202,7 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
     kw: dict = {"help": m["help"], "default": m.get("default", f.default),
                 "show_default": m.get("shown", True)}  # fmt: skip
     if "needs" in m:
-        kw.update(cls=Needs, needs=m["needs"])
+        kw.update(cls=Needs, needs=m["needs"], shown=m.get("needs_shown"))
     if "choices" in m:
         kw["type"] = click.Choice(list(m["choices"]))
     elif m.get("kind") == "cpus":
@@ -216,13 +216,16 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
     elif "parse" in m and m.get("usage"):  # a text refused as a usage mistake of its option
         kw.update(type=str, callback=lambda ctx, param, value: _parsed(m["parse"], value))
     elif "parse" in m:
-        kw.update(type=str, callback=lambda ctx, param, value: m["parse"](value))
+        kw.update(type=str, callback=lambda ctx, param, value: None if value is None
+                  else m["parse"](value))  # fmt: skip
     elif isinstance(f.default, bool):
         kw["show_default"] = "/" in m["flag"]  # --x/--no-x says its default; a flag is off
         if "/" not in m["flag"]:
             kw["is_flag"] = True
             if f.default:  # a flag that turns its field off: --no-mlock sets lock=False
                 kw["flag_value"] = False
+    elif "within" in m:
+        kw["type"] = click.IntRange(*m["within"])
     elif "least" in m:
         limits = bounds(m)
         assert limits is not None
@@ -253,9 +256,12 @@ def _parsed(parse: Callable[[Any], Any], value: Any) -> Any:
         raise click.BadParameter(str(exc)) from None
 
 
-def plan_options(plan: type, names: Sequence[str]) -> Callable[[F], F]:
-    """Click options for these fields of a plan dataclass: the plan states its parameters once."""
+def plan_options(plan: type, names: Sequence[str] | None = None) -> Callable[[F], F]:
+    """Click options for these fields of a plan dataclass (None: every field with option
+    metadata), in their order: the plan states its parameters once."""
     by_name = {f.name: f for f in dataclasses.fields(plan)}
+    if names is None:
+        names = [name for name, f in by_name.items() if "cli" in f.metadata]
 
     def decorate(func: F) -> F:
         for name in reversed(names):

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from perflab.errors import PerflabError
 from perflab.plan import controls
 
 P = TypeVar("P", bound="Plan")
@@ -20,8 +21,14 @@ def option(flag: str, default: Any, help: str, **more: Any) -> Any:
     """A plan field that is its verb's option `flag`: its default, its help and click extras.
 
     Counts take least=, each_bytes=, each_s=, what=, most= and most_why= (check_count's
-    bounds)."""
+    bounds); a number that must lie between two values takes within=(low, high)."""
     return field(default=default, metadata=controls._cli(flag, help, **more))
+
+
+def other_default(plan: type[Plan], name: str, default: Any) -> Any:
+    """`plan`'s field `name` with another default: a plan deriving from it states only what
+    differs, the flag, help and bounds staying the base's."""
+    return field(default=default, metadata=plan.__dataclass_fields__[name].metadata)
 
 
 def bounds(meta: dict[str, Any]) -> dict[str, Any] | None:
@@ -46,6 +53,11 @@ class Plan:
             limits = bounds(meta)
             if limits is not None:
                 controls.check_count(meta["flag"], getattr(self, f.name), **limits)
+            if "within" in meta:
+                low, high = meta["within"]
+                if not low <= getattr(self, f.name) <= high:
+                    raise PerflabError(f"{meta['flag']} must be {low} to {high}, "
+                                       f"not {getattr(self, f.name)}")  # fmt: skip
         self.check_more()
         return self
 

@@ -2,7 +2,7 @@
 --resume, --build-timeout, and the options a plan's fields declare.
 
 Imported by every verb's module, so it imports nothing heavy itself: `perflab VERB --help`
-builds the options from the plans (plan/controls.py, lab/plans/) and never loads numpy,
+builds the options from the plans (plan/, each experiment package's) and never loads numpy,
 pandas or matplotlib.
 """
 

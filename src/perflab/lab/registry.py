@@ -28,6 +28,7 @@ PACKAGES = (
     "memcpy",
     "hugepage_fault",
     "clocks",
+    "counters",
 )
 
 
@@ -134,19 +135,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "cpu, cache and rt hogs on --cpu), with its spread and its change vs alone."
             ),
             rows=("rep", "condition"),
-        ),
-        Experiment(
-            name="counters",
-            module="perflab.lab.counters",
-            verb="counters",
-            columns=frozenset({"count", "event", "kind", "status"}),
-            points=("event",),
-            value="count",
-            ok="counts",
-            help=(
-                "List the perf events that count here (with a sample count), or count COMMAND "
-                "(`perflab counters -- make -j2`) with every thread and child it starts."
-            ),
         ),
         Experiment(
             name="profile",

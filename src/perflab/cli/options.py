@@ -21,6 +21,7 @@ from perflab.cli.params import (
     Count,
     FileToWrite,
     Needs,
+    Number,
     ProgramOutput,
     cpu_list,
     cpu_values,
@@ -239,6 +240,9 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
             kw["is_flag"] = True
             if f.default:  # a flag that turns its field off: --no-mlock sets lock=False
                 kw["flag_value"] = False
+    elif "within" in m:  # between two values: an int's IntRange (said in --help), a float's
+        low, high = m["within"]
+        kw["type"] = click.IntRange(low, high) if isinstance(low + high, int) else Number(low, high)
     elif "least" in m:
         limits = bounds(m)
         assert limits is not None

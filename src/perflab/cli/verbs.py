@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import signal
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -25,7 +28,7 @@ from perflab.cli.options import (
 )
 from perflab.cli.printing import emit_json, print_result, table
 from perflab.cli.running import campaign_verb, journaled_run, optional_record
-from perflab.errors import PerflabError
+from perflab.errors import Interrupted, PerflabError
 from perflab.plan.base import Plan
 from perflab.plan.experiment import Experiment, Fleet
 from perflab.system.limits import LimitTooSmall
@@ -105,7 +108,8 @@ def run_program(experiment: Experiment, module: Any, values: dict[str, Any],
                 shown: tuple[str | None, bool, str | None]) -> None:  # fmt: skip
     """A verb that runs its user's program once: the program's stdout and stderr where the
     plan's program_output field says, the result saved and printed (on stderr where a program
-    ran, stdout being the program's), and perflab's exit status the program's."""
+    ran, stdout being the program's), and perflab's exit status the program's. Stopped by a
+    signal, what the run kept is printed and said, else nothing was measured; 128 + signal."""
     from perflab.running import program_output as streams
     from perflab.store import results
 
@@ -113,13 +117,39 @@ def run_program(experiment: Experiment, module: Any, values: dict[str, Any],
     where = [f.name for f in dataclasses.fields(experiment.plan or Plan)
              if f.metadata.get("cli", {}).get("kind") == "program_output"]  # fmt: skip
     given = values.pop(where[0]) if where else None
-    with streams.opened(program_where(given, as_json)) as fd:
-        df = module.run(**values, stdout=fd, stderr=fd)
+    ticker = _ticker(experiment.ticker)
+    stopped: Interrupted | None = None
+    with streams.opened(program_where(given, as_json)) as fd:  # SIGTERM stops it as Ctrl-C does
+        try:
+            df = module.run(**values, stdout=fd, stderr=fd,
+                            **({"progress": ticker} if ticker else {}))  # fmt: skip
+        except Interrupted as exc:
+            df, stopped = exc.frame, exc
+        except KeyboardInterrupt as exc:  # before the program ran, or as its result was built
+            click.echo("Error: interrupted: nothing measured", err=True)
+            raise SystemExit(128 + getattr(exc, "signum", signal.SIGINT)) from None
+    if ticker:
+        click.echo("\r\033[K", err=True, nl=False)
     if output:
         results.save(df, output)
     status = getattr(module, experiment.exit_status)(df)
     print_result(df, as_json, output, plot_path, err=status is not None)
+    if stopped:
+        click.echo(f"perflab: interrupted by signal {stopped.signum}: {stopped.kept}", err=True)
+        raise SystemExit(128 + stopped.signum)
     click.get_current_context().exit(status or 0)
+
+
+def _ticker(line: str) -> Callable[[float, int], None] | None:
+    """The run's status line, on a terminal's stderr only, once it has lasted a second."""
+    if not line or not sys.stderr.isatty():
+        return None
+
+    def show(seconds: float, count: int) -> None:
+        if seconds >= 1:
+            click.echo("\r" + line.format(seconds=seconds, count=count), err=True, nl=False)
+
+    return show
 
 
 def check(plan: type[Plan], values: dict[str, Any]) -> None:

@@ -29,6 +29,7 @@ PACKAGES = (
     "hugepage_fault",
     "clocks",
     "counters",
+    "profile",
 )
 
 
@@ -135,15 +136,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "cpu, cache and rt hogs on --cpu), with its spread and its change vs alone."
             ),
             rows=("rep", "condition"),
-        ),
-        Experiment(
-            name="profile",
-            module="perflab.lab.profile",
-            verb="profile",
-            columns=frozenset({"blocked_ns", "comm", "cpu_ns", "lifetime_ns", "pid", "tid"}),
-            points=("comm",),
-            value="cpu_ns",
-            help="Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.",
         ),
         Experiment(
             name="bisect",

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from perflab.errors import PerflabError
 from perflab.plan import controls
 
 P = TypeVar("P", bound="Plan")
@@ -20,7 +21,7 @@ def option(flag: str, default: Any, help: str, **more: Any) -> Any:
     """A plan field that is its verb's option `flag`: its default, its help and click extras.
 
     Counts take least=, each_bytes=, each_s=, what=, most= and most_why= (check_count's
-    bounds)."""
+    bounds); a number that must lie between two values takes within=(low, high)."""
     return field(default=default, metadata=controls._cli(flag, help, **more))
 
 
@@ -46,6 +47,11 @@ class Plan:
             limits = bounds(meta)
             if limits is not None:
                 controls.check_count(meta["flag"], getattr(self, f.name), **limits)
+            value = getattr(self, f.name)
+            if "within" in meta and value is not None:  # None: the run's own default
+                low, high = meta["within"]
+                if not low <= value <= high:
+                    raise PerflabError(f"{meta['flag']} must be {low:g} to {high:g}, not {value}")
         self.check_more()
         return self
 

@@ -100,6 +100,9 @@ class Experiment:
     # its text on stderr where a program ran (stdout is the program's), and it exits with that
     # status. "": a verb of measurements.
     exit_status: str = ""
+    # A runner's status line on a terminal's stderr once its run has lasted a second: its run
+    # takes progress(seconds, count), which fill {seconds} and {count}; "": none.
+    ticker: str = ""
 
     def load(self) -> ExperimentModule:
         """The lab module, imported now (it may import numpy, pandas and the C core)."""

@@ -26,7 +26,7 @@ from pathlib import Path
 import real_program
 
 from perflab.lab import compare
-from perflab.lab.plans.compare import parse_fraction
+from perflab.lab.compare.plan import parse_fraction
 from perflab.store import results
 
 

@@ -40,7 +40,7 @@ import numpy as np
 from perflab.analysis import stats
 from perflab.lab import env_size
 from perflab.lab.env_size import windows
-from perflab.lab.plans.env_size import EnvSizePlan
+from perflab.lab.env_size.plan import EnvSizePlan
 from perflab.running import cpuchoice
 from perflab.system import compiler
 

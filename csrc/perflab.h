@@ -510,3 +510,13 @@ struct perflab_sup_reply {
     int64_t nvcsw;
     int64_t nivcsw;
 };
+
+/* ---- pelt.c: change points in mean and variance (R changepoint's PELT) ------------- */
+
+/* The segmentation of y[0..n) least in cpt.meanvar's normal cost (twice the negative
+ * log-likelihood, each segment's variance at least `floor`) plus `pen` per change point,
+ * segments of minseg values or more, the earliest of equal optima as R picks it: each
+ * segment's end (exclusive, the last is n) in ends[], which holds n / minseg + 1. Returns
+ * how many, or -EINVAL, -ENOMEM. */
+int perflab_pelt_meanvar(const double *y, size_t n, double pen, double floor, size_t minseg,
+                         size_t *ends);

@@ -216,7 +216,8 @@ KILLED = textwrap.dedent(
     """
     import os, signal, sys
     from perflab.lab import compare
-    compare.CHUNK_RUNS, compare.FLUSH_S = 4, 0
+    from perflab.lab.compare import measure
+    measure.CHUNK_RUNS, measure.FLUSH_S = 4, 0
     calls = [0]
     def progress(n):
         calls[0] += 1

@@ -14,6 +14,7 @@ from perflab.cli import cli
 from perflab.core import constants
 from perflab.errors import PerflabWarning
 from perflab.lab import compare
+from perflab.lab.compare import measure
 from perflab.store import results
 
 # Work set by argv[1], so "1" and "2" differ by twice the work and nothing else.
@@ -170,7 +171,7 @@ def test_a_layout_cut_short_is_completed_by_the_resume(programs, tmp_path, monke
     the resume completes that layout to the pairs its round planned, every pair whole, and the
     pilot ends with every layout alike. A budget too small for any round after the pilot ends
     it there, whether or not a noisy host left ±50 % unreached (a CI run added a round)."""
-    monkeypatch.setattr(compare, "CHUNK_RUNS", 3)
+    monkeypatch.setattr(measure, "CHUNK_RUNS", 3)
     out = tmp_path / "p.parquet"
     kw = dict(precision=0.5, budget=1e-3, rt=False, output=out)
 

@@ -18,7 +18,7 @@ from perflab import errors
 from perflab.analysis import disturbance
 from perflab.cli import cli
 from perflab.errors import PerflabNote, PerflabWarning
-from perflab.lab.plans.env_size import EnvSizePlan
+from perflab.lab.env_size.plan import EnvSizePlan
 from perflab.running import cpuchoice, lanes
 from perflab.system import cpuload, machine, settings
 

@@ -419,6 +419,34 @@ def test_track_takes_the_children_s_controls_its_warnings_name(tmp_path):
         history.history(tmp_path, controls={"rt": "no"})
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"setups": 0}, r"^--setups must be at least 1, not 0$"),
+        ({"repeat": 0}, r"^--repeat must be at least 1, not 0$"),
+        ({"seed": -1}, r"^--seed must be 0 to 4294967295, not -1$"),
+        ({"seed": 2**32}, r"^--seed must be 0 to 4294967295, not 4294967296$"),
+    ],
+)
+def test_the_verbs_on_commits_refuse_a_comparison_out_of_bounds_as_their_options_do(
+    tmp_path, given, said
+):
+    """One plan (plan/commits.py) checks the three functions' layouts, pairs and seed, before
+    a repository or a store is looked at; the options refuse the same values."""
+    from perflab.lab import bisect
+
+    for verb in (lambda: bisect.bisect("a", "b", ["true"], ["true"], repo=tmp_path, **given),
+                 lambda: history.track("a", ["true"], ["true"], repo=tmp_path, **given),
+                 lambda: history.history(tmp_path, **given)):  # fmt: skip
+        with pytest.raises(PerflabError, match=said):
+            verb()
+    ((name, value),) = given.items()
+    commands = ["--build", "true", "--run", "true"]
+    for words in (["bisect", "a", "b", *commands], ["track", *commands], ["history"]):
+        res = CliRunner().invoke(cli, [*words, f"--{name}", str(value), "--repo", str(tmp_path)])
+        assert res.exit_code == 2 and f"--{name}" in res.output, res.output
+
+
 def test_a_commit_file_gone_from_the_store_is_refused_not_tracked_anew(tmp_path):
     r = slowed_repo()
     code, out = _track(tmp_path, r["c0"])

@@ -18,6 +18,7 @@ from conftest import WORKER, compile_children, lock_free, tiny_argv, wait_for
 from perflab.cli import cli
 from perflab.core.bindings import core_digest
 from perflab.lab import env_size, registry
+from perflab.lab.env_size import measure
 from perflab.lab.threads import program
 from perflab.store import results
 
@@ -131,7 +132,7 @@ def test_a_rebuilt_program_is_refused_on_resume_and_the_same_one_completes(via, 
 
 
 def test_env_size_refuses_a_rebuilt_program_after_a_stop(worker, tmp_path, monkeypatch):
-    monkeypatch.setattr(env_size, "CHUNK_RUNS", 8)
+    monkeypatch.setattr(measure, "CHUNK_RUNS", 8)
     out = tmp_path / "env.parquet"
     with pytest.raises(KeyboardInterrupt):
         env_size.sweep([str(worker), "0", "1000"], output=out, max_size=15, repeat=2, rt=False,

@@ -37,7 +37,8 @@ KILLED = textwrap.dedent(
     """
     import os, signal, sys
     from perflab.lab import env_size
-    env_size.CHUNK_RUNS, env_size.FLUSH_S = 16, 0
+    from perflab.lab.env_size import measure
+    measure.CHUNK_RUNS, measure.FLUSH_S = 16, 0
     calls = [0]
     def progress(n):
         calls[0] += 1

@@ -457,7 +457,7 @@ def test_scipy_loads_only_when_a_distribution_is_asked_for():
     import it inside the functions, so neither `perflab --help` nor a verb's start waits; a
     median's interval, in every compare's summary, needs only scipy.special's binomial CDF."""
     code = (
-        "import sys\nimport perflab.lab.compare\n"
+        "import sys\nimport perflab.lab.compare.measure\n"
         "from perflab.analysis import levels, repetitions, stats, trimmed\n"
         "print('scipy' in sys.modules)\n"
         "stats.median_order_interval(range(20))\nprint('scipy.stats' in sys.modules)\n"

@@ -15,7 +15,7 @@ from perflab.cli import cli
 from perflab.errors import PerflabError
 from perflab.lab import env_size
 from perflab.lab.env_size import excess, loop_layouts, windows
-from perflab.lab.plans.env_size import LAYOUTS, STATICS_OFFSETS, EnvSizePlan, LoopLayout
+from perflab.lab.env_size.plan import LAYOUTS, STATICS_OFFSETS, EnvSizePlan, LoopLayout
 from perflab.running import spawn
 from perflab.store import results
 from perflab.system import compiler

@@ -19,8 +19,8 @@ from conftest import _busy_s, _ours_s, wait_for
 from perflab.cli import cli
 from perflab.errors import PerflabError
 from perflab.lab import env_size
-from perflab.lab.env_size import shifted, windows
-from perflab.lab.plans.env_size import EnvSizePlan
+from perflab.lab.env_size import measure, shifted, windows
+from perflab.lab.env_size.plan import EnvSizePlan
 from perflab.running import shift
 from perflab.store import results
 from perflab.system import compiler, machine, supervisor
@@ -274,7 +274,7 @@ def test_a_program_of_the_user_is_refused_in_one_line(runner, tmp_path):
 def test_a_resume_completes_the_plan_and_never_mixes_engines(tmp_path, monkeypatch,
                                                              timing_unchecked):  # fmt: skip
     out = tmp_path / "shift.parquet"
-    monkeypatch.setattr(env_size, "SHIFT_CHUNK_POINTS", 50)
+    monkeypatch.setattr(measure, "SHIFT_CHUNK_POINTS", 50)
     done: list[int] = []
 
     def stop_after_two(n: int) -> None:

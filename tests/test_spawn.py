@@ -19,6 +19,7 @@ from perflab.core import bindings, constants
 from perflab.core.bindings import lib
 from perflab.errors import PerflabError
 from perflab.lab import env_size
+from perflab.lab.env_size import measure
 from perflab.running import childruns, spawn
 from perflab.store import results
 from perflab.system import compiler, machine, settings, supervisor
@@ -274,7 +275,7 @@ def test_back_to_back_realtime_runs_rest_so_the_kernels_throttle_never_lands_in_
 
 def test_a_sequential_sweep_keeps_batches_queued_in_the_helper(children, monkeypatch):
     """The helper has the next batch before it ends one: it never waits for perflab's thread."""
-    monkeypatch.setattr(env_size, "CHUNK_RUNS", 3)
+    monkeypatch.setattr(measure, "CHUNK_RUNS", 3)
     df = env_size.sweep([children["noprobe"]], max_size=4, repeat=4, rt=False, progress=False)
     spawner = spawn.spawner()
     assert isinstance(spawner, spawn.HelperSpawner)
@@ -290,7 +291,7 @@ def test_without_the_helper_a_sequential_sweep_queues_in_process_and_resumes(
     """No helper binary: the same queued batches run here; a stop keeps every finished run."""
     monkeypatch.setattr(supervisor, "HELPER", tmp_path / "missing")
     monkeypatch.setattr(spawn, "_spawners", {})
-    monkeypatch.setattr(env_size, "CHUNK_RUNS", 3)
+    monkeypatch.setattr(measure, "CHUNK_RUNS", 3)
     out = tmp_path / "r.parquet"
     seen: list[int] = []
 

@@ -12,10 +12,12 @@ from perflab.cli.options import (
     commit_controls,
     commit_options,
     output_options,
+    plan_options,
 )
 from perflab.cli.params import WORDS, Count
 from perflab.cli.printing import print_result
 from perflab.plan import controls, metrics
+from perflab.plan.commits import CommitPlan
 
 
 @cli.command("bisect")
@@ -29,12 +31,7 @@ from perflab.plan import controls, metrics
     type=click.FloatRange(0.5, 1, max_open=True),
     help="The chance that no comparison of the whole bisect errs.",
 )
-@click.option("--setups", default=10, show_default=True, type=Count(1, controls.ROW_BYTES),
-              help="Random layouts per comparison.")  # fmt: skip
-@click.option("--repeat", default=10, show_default=True, type=Count(1, controls.ROW_BYTES),
-              help="A/B pairs per layout.")  # fmt: skip
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
-              help="Seed of the layouts drawn.")  # fmt: skip
+@plan_options(CommitPlan)
 @click.option("--budget", default=None, type=Count(1, controls.ROW_BYTES), metavar="RUNS",
               help="The most runs one comparison may make: an unclear one draws layouts again "
               "(--setups x --repeat pairs a look) while the budget holds, then the search tries "

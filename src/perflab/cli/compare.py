@@ -23,22 +23,8 @@ from perflab.cli.options import (
 from perflab.cli.params import WORDS, Needs
 from perflab.cli.printing import print_result
 from perflab.cli.running import journaled_run, record_path
-from perflab.lab.plans.compare import ComparePlan
+from perflab.lab.compare.plan import ComparePlan
 from perflab.plan import metrics as metric_table
-
-
-def _randomize(
-    ctx: click.Context, param: click.Parameter, value: str | None
-) -> tuple[str, ...] | None:
-    from perflab.lab import compare
-
-    return compare.parse_randomize(value) if value is not None else None
-
-
-def _layout(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    from perflab.lab import compare
-
-    return compare.layout_option(value) if value is not None else None
 
 
 def _paths(words: str) -> list[str]:
@@ -109,16 +95,7 @@ def _paths(words: str) -> list[str]:
     help="With --build, --objects-a/-b or --build-cmd-a/-b: the arguments both linked "
     "programs run with.",
 )
-@click.option(
-    "--randomize",
-    callback=_randomize,
-    help="Setup dimensions drawn at random per setup: env-size, heap-offset (a preloaded "
-    "library moves the heap), aslr (on or off), and where perflab links (--build, --objects-a/-b, "
-    "--build-cmd-a/-b) link-order, code-offset (a padding object linked first) and "
-    "function-order (the functions within objects compiled with -ffunction-sections); or none. "
-    "[default: env-size, plus link-order where perflab links; for --build-cmd-a/-b, all of the "
-    "code's placement both can take]",
-)
+@plan_options(ComparePlan, ("randomize",))
 @click.option(
     "--metric",
     "metrics",
@@ -128,14 +105,8 @@ def _paths(words: str) -> list[str]:
     f"{metric_table.listed('compare')}; repeat it or give a comma list. `perflab machine` lists "
     "the ones this machine offers.",
 )
-@click.option(
-    "--layout",
-    callback=_layout,
-    help="Run one layout instead of random setups: RESULT:SETUP (the layout that setup of a "
-    "saved comparison ran in) or words such as 'env-size=1200 heap-offset=64 aslr=off'.",
-)
-@plan_options(ComparePlan, ("setups", "repeat", "per_placement", "iterations", "precision",
-                            "budget", "env_max", "heap_max", "code_max"))  # fmt: skip
+@plan_options(ComparePlan, ("layout", "setups", "repeat", "per_placement", "iterations",
+                            "precision", "budget", "env_max", "heap_max", "code_max"))  # fmt: skip
 @run_controls
 @journal_options
 @program_output_option(*SWEEP_OUTPUT)

@@ -13,7 +13,7 @@ from perflab.cli.options import check_paths, journal_options, output_options
 from perflab.cli.params import Count, cpu_values
 from perflab.cli.printing import print_result
 from perflab.cli.running import journaled_run, optional_record
-from perflab.lab.plans import threads as plan
+from perflab.lab.threads import plan
 from perflab.plan import controls
 
 if TYPE_CHECKING:

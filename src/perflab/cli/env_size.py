@@ -21,7 +21,7 @@ from perflab.cli.options import (
 from perflab.cli.params import Needs, Number
 from perflab.cli.printing import emit_json, print_result, table
 from perflab.cli.running import campaign_verb, journaled_run, record_path
-from perflab.lab.plans import env_size as plan
+from perflab.lab.env_size import plan
 
 if TYPE_CHECKING:
     import pandas as pd

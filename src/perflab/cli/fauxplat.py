@@ -13,7 +13,7 @@ from perflab.cli.options import check_paths, cluster_options, output_options, re
 from perflab.cli.params import Count
 from perflab.cli.printing import emit_json, print_result, table
 from perflab.cli.running import campaign_verb, journaled_run, optional_record
-from perflab.lab.plans import threads as plan
+from perflab.lab.threads import plan
 from perflab.plan import controls
 
 if TYPE_CHECKING:

@@ -9,9 +9,10 @@ import click
 
 from perflab.cli import cli, echo
 from perflab.cli.exports import export_options, export_path, one_stdout, write_export
-from perflab.cli.options import build_timeout_option, commit_controls
-from perflab.cli.params import Count, FileToWrite
-from perflab.plan import controls, metrics
+from perflab.cli.options import build_timeout_option, commit_controls, plan_options
+from perflab.cli.params import FileToWrite
+from perflab.plan import metrics
+from perflab.plan.commits import CommitPlan
 
 
 def _finite(value: float | None) -> float | None:
@@ -35,12 +36,7 @@ def _finite(value: float | None) -> float | None:
 @click.option("--confidence", default=0.95, show_default=True,
               type=click.FloatRange(0.5, 1, max_open=True),
               help="The chance that no confirming comparison errs.")  # fmt: skip
-@click.option("--setups", default=10, show_default=True, type=Count(1, controls.ROW_BYTES),
-              help="Random layouts per confirming comparison.")  # fmt: skip
-@click.option("--repeat", default=10, show_default=True, type=Count(1, controls.ROW_BYTES),
-              help="A/B pairs per layout.")  # fmt: skip
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
-              help="Seed of the confirming comparisons' layouts.")  # fmt: skip
+@plan_options(CommitPlan)
 @click.option("--metric", default="time", show_default=True,
               help=f"The series read: {metrics.listed('history')}.")  # fmt: skip
 @click.option("--fail-above", "fail_above", type=click.FloatRange(0, 1000), default=None,

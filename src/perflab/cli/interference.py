@@ -10,7 +10,7 @@ import click
 
 from perflab.cli.options import F
 from perflab.cli.params import Needs, Number
-from perflab.lab.plans import threads as plan
+from perflab.lab.threads import plan
 
 if TYPE_CHECKING:
     from perflab.lab import threads

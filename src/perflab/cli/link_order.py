@@ -20,7 +20,8 @@ from perflab.cli.options import (
 from perflab.cli.params import WORDS, Words
 from perflab.cli.printing import print_result
 from perflab.cli.running import Bars, journaled_run, record_path
-from perflab.lab.plans.link_order import LinkOrderPlan
+from perflab.lab.link_order import LinkOrderPlan
+from perflab.system import compiler
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,7 +49,7 @@ PARAMS = ("permutations", "repeat", "order", "mlock")
 )
 @click.option(
     "--cflags",
-    default="-O2",
+    default=shlex.join(compiler.LINKORDER_CFLAGS),
     show_default=True,
     type=WORDS,
     help="Flags for the built-in workload's objects.",

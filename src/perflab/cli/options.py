@@ -233,7 +233,8 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
     elif "parse" in m and m.get("usage"):  # a text refused as a usage mistake of its option
         kw.update(type=str, callback=lambda ctx, param, value: _parsed(m["parse"], value))
     elif "parse" in m:
-        kw.update(type=str, callback=lambda ctx, param, value: m["parse"](value))
+        kw.update(type=str, callback=lambda ctx, param, value: None if value is None
+                  else m["parse"](value))  # fmt: skip
     elif isinstance(f.default, bool):
         kw["show_default"] = "/" in m["flag"]  # --x/--no-x says its default; a flag is off
         if "/" not in m["flag"]:
@@ -277,9 +278,12 @@ def _parsed(parse: Callable[[Any], Any], value: Any) -> Any:
         raise click.BadParameter(str(exc)) from None
 
 
-def plan_options(plan: type, names: Sequence[str]) -> Callable[[F], F]:
-    """Click options for these fields of a plan dataclass: the plan states its parameters once."""
+def plan_options(plan: type, names: Sequence[str] | None = None) -> Callable[[F], F]:
+    """Click options for these fields of a plan dataclass (None: every field with option
+    metadata), in their order: the plan states its parameters once."""
     by_name = {f.name: f for f in dataclasses.fields(plan)}
+    if names is None:
+        names = [name for name, f in by_name.items() if "cli" in f.metadata]
 
     def decorate(func: F) -> F:
         for name in reversed(names):

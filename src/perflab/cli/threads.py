@@ -14,13 +14,14 @@ from perflab.cli.options import (
     SWEEP_OUTPUT,
     check_paths,
     output_options,
+    plan_options,
     program_output_option,
     resume_option,
 )
-from perflab.cli.params import SECONDS, Count, Needs, cpu_list
+from perflab.cli.params import Count, Needs
 from perflab.cli.printing import print_result
 from perflab.cli.running import journaled_run, optional_record
-from perflab.lab.plans import threads as plan
+from perflab.lab.threads import plan
 from perflab.plan import controls
 
 if TYPE_CHECKING:
@@ -28,72 +29,7 @@ if TYPE_CHECKING:
 
 
 @sweep.command("threads")
-@click.option(
-    "--threads",
-    "counts",
-    cls=Needs,
-    needs="command",
-    shown="-- PROGRAM",
-    callback=lambda ctx, param, value: plan.parse_counts(value) if value else None,
-    help="With -- PROGRAM: the thread counts to run, e.g. 1,2,4,8 [default: 1..--max].",
-)
-@click.option(
-    "--threads-env",
-    metavar="NAME",
-    cls=Needs,
-    needs="command",
-    shown="-- PROGRAM",
-    help="With -- PROGRAM: also pass the count as NAME=N (default: OMP_NUM_THREADS when no "
-    "argument holds {threads}).",
-)
-@click.option(
-    "--cpu",
-    "cpus",
-    cls=Needs,
-    needs="command",
-    shown="-- PROGRAM",
-    callback=cpu_list,
-    help="With -- PROGRAM: CPUs it may use (e.g. 0-1). [default: every usable CPU]",
-)
-@click.option(
-    "--seed",
-    default=0,
-    show_default=True,
-    type=Count(0),
-    cls=Needs,
-    needs="command",
-    shown="-- PROGRAM",
-    help="With -- PROGRAM: seed of the random run order.",
-)
-@click.option(
-    "--timeout",
-    default=600.0,
-    show_default=True,
-    type=SECONDS,
-    cls=Needs,
-    needs="command",
-    shown="-- PROGRAM",
-    help="With -- PROGRAM: seconds before a run is killed (status 'timeout').",
-)
-@click.option(
-    "--inherit-env",
-    is_flag=True,
-    cls=Needs,
-    needs="command",
-    shown="-- PROGRAM",
-    help="With -- PROGRAM: run it with perflab's environment, not an empty one.",
-)
-@click.option(
-    "--runq",
-    cls=Needs,
-    needs="command",
-    shown="-- PROGRAM",
-    type=click.Choice(controls.RUNQ_MODES),
-    default="auto",
-    show_default=True,
-    help="With -- PROGRAM: how the run-queue wait of all its threads is read: auto (the "
-    "kernel's exact sum via taskstats where perflab may, else /proc readings), proc, off.",
-)
+@plan_options(plan.ThreadsPlan, plan.PROGRAM_OPTIONS)
 @resume_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.option(

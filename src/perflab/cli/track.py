@@ -6,9 +6,13 @@ from typing import Any
 import click
 
 from perflab.cli import cli, echo
-from perflab.cli.options import build_timeout_option, commit_controls, commit_options
-from perflab.cli.params import Count
-from perflab.plan import controls
+from perflab.cli.options import (
+    build_timeout_option,
+    commit_controls,
+    commit_options,
+    plan_options,
+)
+from perflab.plan.commits import TrackPlan
 
 
 @cli.command("track")
@@ -27,12 +31,7 @@ from perflab.plan import controls
     help="The commit each commit runs beside, pair by pair, so that the host's drift between "
     "tracks cancels [default: the one this machine's series runs beside, else RANGE's first].",
 )
-@click.option("--setups", default=10, show_default=True, type=Count(1, controls.ROW_BYTES),
-              help="Random layouts per commit.")  # fmt: skip
-@click.option("--repeat", default=5, show_default=True, type=Count(1, controls.ROW_BYTES),
-              help="Pairs of the reference and the commit per layout.")  # fmt: skip
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
-              help="Seed of the layouts drawn: the same for every commit.")  # fmt: skip
+@plan_options(TrackPlan)
 @click.option("--untracked-only", is_flag=True,
               help="Leave out the commits this machine has in the store already.")  # fmt: skip
 @commit_controls
@@ -46,11 +45,12 @@ def track_cmd(revisions: str, build_cmd: str, run_cmd: str, repo: str | None,
     after the others are tracked.
 
     Each commit is exported from git and built in perflab's cache (as bisect builds it), then
-    run in random layouts (environment size, heap offset, ASLR); its runs are added to the
-    store, one file per commit and machine, and read by `perflab history`. Each run of the
-    commit is paired with a run of one reference commit, the same for the machine's whole
-    series, so that history reads each commit relative to it and a host that drifts between
-    tracks does not read as a change. Tracking a commit again adds runs.
+    run in random layouts (environment size, heap offset, ASLR), the same ones for every
+    commit of a --seed; its runs are added to the store, one file per commit and machine, and
+    read by `perflab history`. Each run of the commit is paired with a run of one reference
+    commit, the same for the machine's whole series, so that history reads each commit
+    relative to it and a host that drifts between tracks does not read as a change. Tracking
+    a commit again adds runs.
 
     \b
     perflab track HEAD --build make --run './bench --quick'

@@ -28,6 +28,10 @@ PACKAGES = (
     "memcpy",
     "hugepage_fault",
     "clocks",
+    "threads",
+    "link_order",
+    "env_size",
+    "compare",
     "counters",
     "profile",
 )
@@ -47,43 +51,6 @@ EXPERIMENTS: dict[str, Experiment] = {
     for e in (
         *_packaged(),
         Experiment(
-            name="env-size",
-            module="perflab.lab.env_size",
-            verb="sweep env-size",
-            columns=frozenset({"env_size", "rep", "status", "ticks"}),
-            points=("env_size",),
-            help=(
-                "Run PROGRAM (default: the paper's loop) with env sizes MIN..MAX, REPEAT times "
-                "each."
-            ),
-            rows=("env_size", "rep"),
-        ),
-        Experiment(
-            name="link-order",
-            module="perflab.lab.link_order",
-            verb="sweep link-order",
-            columns=frozenset({"link_order", "perm", "rep", "status", "ticks"}),
-            points=("link_order",),
-            help=(
-                "Link OBJECTS (default: the built-in workload) in every order, run each REPEAT "
-                "times."
-            ),
-            rows=("perm", "rep"),
-        ),
-        Experiment(
-            name="compare",
-            module="perflab.lab.compare",
-            verb="compare",
-            weighs_change=True,
-            columns=frozenset({"env_size", "setup", "side", "status", "ticks"}),
-            points=("side", "env_size", "link_order"),
-            help=(
-                "Run A and B interleaved in random setups; report B/A per setup and over all of "
-                "them."
-            ),
-            rows=("setup", "rep", "side"),
-        ),
-        Experiment(
             name="core-vs-ht",
             module="perflab.lab.threads.core_vs_ht",
             verb="run core-vs-ht",
@@ -96,32 +63,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "(cputime_core_vs_ht)."
             ),
             rows=("placement", "rep", "threads", "thread"),
-        ),
-        Experiment(
-            name="threads",
-            module="perflab.lab.threads.thread_count",
-            verb="sweep threads",
-            columns=frozenset(
-                {"bytes", "cpu_ns", "end_ns", "loops", "release_ns", "rep", "threads"}
-            ),
-            points=("threads",),
-            value="cpu_ns",
-            defines=("kernel", "loops", "size"),
-            help=(
-                "Throughput, speedup, efficiency and CPU utilisation vs thread count (easyperf): "
-                "of a built-in kernel, or of your program given after -- with {threads} where its "
-                "count goes."
-            ),
-            rows=("threads", "rep", "thread"),
-        ),
-        Experiment(
-            name="threads-program",
-            module="perflab.lab.threads.program",
-            verb="sweep threads",
-            columns=frozenset({"rep", "status", "stime_ns", "threads", "utime_ns", "wall_ns"}),
-            points=("threads",),
-            value="wall_ns",
-            rows=("threads", "rep"),
         ),
         Experiment(
             name="fauxplat",

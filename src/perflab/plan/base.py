@@ -25,6 +25,12 @@ def option(flag: str, default: Any, help: str, **more: Any) -> Any:
     return field(default=default, metadata=controls._cli(flag, help, **more))
 
 
+def other_default(plan: type[Plan], name: str, default: Any) -> Any:
+    """`plan`'s field `name` with another default: a plan deriving from it states only what
+    differs, the flag, help and bounds staying the base's."""
+    return field(default=default, metadata=plan.__dataclass_fields__[name].metadata)
+
+
 def bounds(meta: dict[str, Any]) -> dict[str, Any] | None:
     """The count bounds an option's metadata states, as check_count's keywords; None: no count."""
     if "least" not in meta:
@@ -51,7 +57,7 @@ class Plan:
             if "within" in meta and value is not None:  # None: the run's own default
                 low, high = meta["within"]
                 if not low <= value <= high:
-                    raise PerflabError(f"{meta['flag']} must be {low:g} to {high:g}, not {value}")
+                    raise PerflabError(f"{meta['flag']} must be {low} to {high}, not {value}")
         self.check_more()
         return self
 

@@ -142,16 +142,23 @@ def lazy_api(
     """A package's __getattr__ and __dir__ that load `names` from its measuring module on first
     use, so the package (its plan and entry) stays light and perflab.NAME.run still works;
     elsewhere: more names, by the package's module that holds them."""
-    where = {name: module for name in names}
-    for other, more in (elsewhere or {}).items():
-        where.update(dict.fromkeys(more, other))
+    return lazy_modules(package, {module: names, **(elsewhere or {})})
+
+
+def lazy_modules(
+    package: str, homes: Mapping[str, Sequence[str]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """lazy_api for a package whose public names live in several modules (module -> names); a
+    name that is a module of the package (`threads.program`) is that module."""
+    home = {name: module for module, names in homes.items() for name in names}
 
     def getattr_(name: str) -> Any:
-        if name in where:
-            return getattr(importlib.import_module(where[name]), name)
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        if name not in home:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module = importlib.import_module(home[name])
+        return module if home[name] == f"{package}.{name}" else getattr(module, name)
 
     def dir_() -> list[str]:
-        return sorted({*where, *vars(importlib.import_module(package))})
+        return sorted({*home, *vars(importlib.import_module(package))})
 
     return getattr_, dir_

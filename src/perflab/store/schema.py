@@ -29,7 +29,7 @@ NON_NEGATIVE = frozenset(
 )  # fmt: skip
 # Where a negative value is a measurement: the step between two reads of a clock that NTP set
 # back, an in-process sample less the timer's calibrated cost (its minimum) that came in under it;
-# or compare's -1 for a size a setup leaves out (lab/compare/layouts.NO_PADDING).
+# or compare's -1 for a size a setup leaves out (lab/compare/plan.NO_PADDING).
 SIGNED = {
     "clocks": frozenset({"ns", "ticks"}),
     "syscalls": frozenset({"ns", "ticks"}),

@@ -48,6 +48,7 @@ from perflab.core.bindings.oscost import (
     libm_exists,
     syscall_time,
 )
+from perflab.core.bindings.pelt import pelt_meanvar
 from perflab.core.bindings.spawn import (
     BATCH_REPLY_BYTES,
     KEPT_HEAD,
@@ -181,6 +182,7 @@ __all__ = [
     "lib",
     "libm_exists",
     "lock_memory",
+    "pelt_meanvar",
     "perf_probe",
     "ptr",
     "python_call",

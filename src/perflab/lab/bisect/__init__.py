@@ -30,6 +30,7 @@ from perflab.errors import PerflabError
 from perflab.lab.bisect import builds, commits
 from perflab.plan import controls as ctl
 from perflab.plan import metrics
+from perflab.plan.commits import CommitPlan
 from perflab.store import filelock, results
 from perflab.system import provenance
 
@@ -64,9 +65,9 @@ def bisect(
     *,
     repo: str | os.PathLike[str] | None = None,
     confidence: float = 0.95,
-    setups: int = 10,
-    repeat: int = 10,
-    seed: int = 0,
+    setups: int = CommitPlan.setups,
+    repeat: int = CommitPlan.repeat,
+    seed: int = CommitPlan.seed,
     metric: str = "time",
     budget: int | None = None,
     output: str | os.PathLike[str] | None = None,
@@ -86,7 +87,7 @@ def bisect(
     if not build or not run:
         raise PerflabError("--build and --run each need a command")
     (metric,) = metrics.check(metric, "bisect")
-    ctl.check_seed(seed)
+    CommitPlan(setups=setups, repeat=repeat, seed=seed).check()
     given = ctl.commit_controls(controls)
     per_look = 2 * setups * repeat
     if budget is not None and budget < per_look:

@@ -1,60 +1,22 @@
-"""A comparison's setups: the layouts it parses from words and files, and draws from its seed."""
+"""A comparison's setups: the layouts it draws from its seed (plan.py reads them from words
+and saved results)."""
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from perflab.errors import PerflabError
-from perflab.lab.plans.compare import RANDOMIZE, ComparePlan, layout_text, parse_layout
-from perflab.store import results
+from perflab.lab.compare.plan import NO_PADDING as NO_PADDING
+from perflab.lab.compare.plan import RANDOMIZE, ComparePlan, parse_layout
+from perflab.lab.compare.plan import layout_option as layout_option
+from perflab.lab.compare.plan import parse_randomize as parse_randomize
+from perflab.lab.compare.plan import recorded_layout as recorded_layout
 from perflab.system.sections import SEED_MAX
 
-NO_PADDING = -1  # a size a setup leaves out: no padding variable, heap shift or padding object
-
 LAYOUT = ("env_size", "link_order", "heap_offset", "code_offset", "aslr", "function_order")
-
-
-def parse_randomize(text: str) -> tuple[str, ...]:
-    """'env-size,link-order' (or 'none') as a tuple of known setup dimensions."""
-    if text.strip() == "none":
-        return ()
-    parts = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
-    bad = [p for p in parts if p not in RANDOMIZE]
-    if bad or not parts:
-        raise PerflabError(
-            f"--randomize {text!r}: expected 'none' or a list of {', '.join(RANDOMIZE)}"
-        )
-    return parts
-
-
-def layout_option(text: str) -> str:
-    """--layout: RESULT:SETUP (the layout a saved comparison's setup ran in) or NAME=VALUE
-    words, as the canonical words a plan records."""
-    found = re.fullmatch(r"(.+):(\d+)", text.strip())
-    if found and "=" not in text and os.path.isfile(found[1]):
-        return recorded_layout(found[1], int(found[2]))
-    return layout_text(parse_layout(text))
-
-
-def recorded_layout(path: str | os.PathLike[str], setup: int) -> str:
-    """The layout that setup `setup` of a saved comparison ran in, as --layout words."""
-    df = results.load(path)
-    if results.metadata(df).get("experiment") != "compare":
-        raise PerflabError(f"{path}: not a perflab compare result")
-    rows = df[(df["setup"] == setup) & (df["side"] == "A")]
-    if rows.empty:
-        have = ", ".join(map(str, sorted(set(df["setup"]))))
-        raise PerflabError(f"{path}: no setup {setup} (it has {have})")
-    row = rows.iloc[0]
-    values = {"link-order": str(row.get("link_order") or ""), "aslr": str(row.get("aslr", ""))}
-    for column in ("env_size", "heap_offset", "code_offset", "function_order"):
-        values[column.replace("_", "-")] = str(int(row.get(column, NO_PADDING)))
-    return layout_text({k: v for k, v in values.items() if v and v != str(NO_PADDING)})
 
 
 @dataclass(frozen=True)

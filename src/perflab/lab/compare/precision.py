@@ -15,9 +15,9 @@ from perflab.core import constants
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab.compare.layouts import draw_setups
+from perflab.lab.compare.plan import ComparePlan
 from perflab.lab.compare.sides import Side, sources
 from perflab.lab.compare.verdict import CONFIDENCE, TRIM, half_width, interval, steady
-from perflab.lab.plans.compare import ComparePlan
 from perflab.running.childruns import value_column
 from perflab.running.progress import ProgressArg
 from perflab.store import results

@@ -11,8 +11,8 @@ import numpy as np
 from perflab.core.lazy import pd
 from perflab.lab.compare import exact
 from perflab.lab.compare.layouts import LAYOUT, NO_PADDING, Setup
+from perflab.lab.compare.plan import HEAP_DIGITS, RANDOMIZE, ComparePlan
 from perflab.lab.compare.sides import Side, refuse_static
-from perflab.lab.plans.compare import HEAP_DIGITS, RANDOMIZE, ComparePlan
 from perflab.running import childruns, lanes
 from perflab.store import results
 from perflab.store.identity import Executes

@@ -15,6 +15,7 @@ from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab.compare import metrics
 from perflab.lab.compare.layouts import LAYOUT, NO_PADDING
+from perflab.lab.compare.plan import parse_layout
 from perflab.lab.compare.precision import MIN_PAIRS
 from perflab.lab.compare.verdict import (
     CHANGE,
@@ -29,7 +30,6 @@ from perflab.lab.compare.verdict import (
     shown_change,
     steady,
 )
-from perflab.lab.plans.compare import parse_layout
 from perflab.plan.metrics import METRICS
 from perflab.running import childruns, lanes
 from perflab.running.childruns import value_column

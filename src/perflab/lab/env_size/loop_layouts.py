@@ -27,7 +27,7 @@ from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab.env_size import excess
 from perflab.lab.env_size import windows as windows_mod
-from perflab.lab.plans.env_size import AUTO, DEFAULT_LAYOUT, LAYOUTS, EnvSizePlan, LoopLayout
+from perflab.lab.env_size.plan import AUTO, DEFAULT_LAYOUT, LAYOUTS, EnvSizePlan, LoopLayout
 from perflab.running import childruns, spawn
 from perflab.system import binlayout
 

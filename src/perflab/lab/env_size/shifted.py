@@ -24,7 +24,7 @@ import numpy as np
 from perflab.core import bindings
 from perflab.errors import PerflabError
 from perflab.lab.env_size import windows
-from perflab.lab.plans.env_size import EnvSizePlan
+from perflab.lab.env_size.plan import EnvSizePlan
 from perflab.running import childruns, shift, spawn
 from perflab.system import compiler
 

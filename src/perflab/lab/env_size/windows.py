@@ -28,8 +28,8 @@ from perflab.core import files
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab.env_size import excess
-from perflab.lab.plans.env_size import BUILTIN as BUILTIN
-from perflab.lab.plans.env_size import DEFAULT_LAYOUT, LoopLayout
+from perflab.lab.env_size.plan import BUILTIN as BUILTIN
+from perflab.lab.env_size.plan import DEFAULT_LAYOUT, LoopLayout
 from perflab.running import spawn
 from perflab.running.childruns import value_column
 from perflab.system import binlayout, compiler

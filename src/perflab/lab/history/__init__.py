@@ -31,6 +31,7 @@ from perflab.lab.history import changes
 from perflab.lab.history.store import Entry, Store, machine_key, refuse_other
 from perflab.plan import controls as ctl
 from perflab.plan import metrics
+from perflab.plan.commits import CommitPlan, TrackPlan
 from perflab.running import childruns
 from perflab.store import results
 from perflab.system import machine
@@ -62,9 +63,9 @@ def track(
     repo: str | os.PathLike[str] | None = None,
     store: str | os.PathLike[str] | None = None,
     reference: str | None = None,
-    setups: int = 10,
-    repeat: int = 5,
-    seed: int = 0,
+    setups: int = TrackPlan.setups,
+    repeat: int = TrackPlan.repeat,
+    seed: int = TrackPlan.seed,
     untracked_only: bool = False,
     controls: Mapping[str, Any] | None = None,
     say: Callable[[str], None] = lambda line: None,
@@ -77,7 +78,7 @@ def track(
     how the children run (cpus, timeout, rt, as compare's)."""
     if not build or not run:
         raise PerflabError("--build and --run each need a command")
-    ctl.check_seed(seed)
+    TrackPlan(setups=setups, repeat=repeat, seed=seed).check()
     given = ctl.commit_controls(controls)
     where = commits.toplevel(repo)
     listed = commits.listed(where, revisions, MOST_COMMITS)
@@ -168,9 +169,9 @@ def history(
     repo: str | os.PathLike[str] | None = None,
     confirm: bool = True,
     confidence: float = 0.95,
-    setups: int = 10,
-    repeat: int = 10,
-    seed: int = 0,
+    setups: int = CommitPlan.setups,
+    repeat: int = CommitPlan.repeat,
+    seed: int = CommitPlan.seed,
     metric: str = "time",
     controls: Mapping[str, Any] | None = None,
     say: Callable[[str], None] = lambda line: None,
@@ -184,7 +185,7 @@ def history(
     timeout, rt, as compare's)."""
     if not 0.5 <= confidence < 1:
         raise PerflabError(f"--confidence must be in [0.5, 1), not {confidence}")
-    ctl.check_seed(seed)
+    CommitPlan(setups=setups, repeat=repeat, seed=seed).check()
     children = ctl.commit_controls(controls)
     (metric,) = metrics.check(metric, "history")
     given = commits.toplevel(repo) if repo is not None else None  # a bad one: said at once

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from perflab.core import bindings
 from perflab.errors import PerflabError, warn_once, warning
-from perflab.lab.plans.threads import RT_LIMIT_S as RT_LIMIT_S
+from perflab.lab.threads.plan import RT_LIMIT_S as RT_LIMIT_S
 from perflab.system import machine
 
 HOGS = bindings.HOG_KINDS

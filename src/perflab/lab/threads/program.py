@@ -20,12 +20,12 @@ from perflab.analysis import disturbance, stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
-from perflab.lab.plans.threads import DEFAULT_ENV as DEFAULT_ENV
-from perflab.lab.plans.threads import PLACEHOLDER as PLACEHOLDER
-from perflab.lab.plans.threads import ThreadsPlan
-from perflab.lab.plans.threads import parse_counts as parse_counts
 from perflab.lab.threads import trust
 from perflab.lab.threads.hogs import Perturbation, perturbed
+from perflab.lab.threads.plan import DEFAULT_ENV as DEFAULT_ENV
+from perflab.lab.threads.plan import PLACEHOLDER as PLACEHOLDER
+from perflab.lab.threads.plan import ThreadsPlan
+from perflab.lab.threads.plan import parse_counts as parse_counts
 from perflab.lab.threads.runner import counter_status
 from perflab.plan import controls
 from perflab.running import childruns, lanes

@@ -13,11 +13,11 @@ from typing import Any
 from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError, RealTimeOverrun, warn_once, warning
-from perflab.lab.plans.threads import DEFAULT_LOOPS as DEFAULT_LOOPS
-from perflab.lab.plans.threads import DEFAULT_STREAM_BYTES as DEFAULT_STREAM_BYTES
-from perflab.lab.plans.threads import LOOP_FACTOR as LOOP_FACTOR
-from perflab.lab.plans.threads import POST_LOOPS as POST_LOOPS
 from perflab.lab.threads.hogs import RT_LIMIT_S, RT_PRIORITY, Perturbation, rt_watchdog
+from perflab.lab.threads.plan import DEFAULT_LOOPS as DEFAULT_LOOPS
+from perflab.lab.threads.plan import DEFAULT_STREAM_BYTES as DEFAULT_STREAM_BYTES
+from perflab.lab.threads.plan import LOOP_FACTOR as LOOP_FACTOR
+from perflab.lab.threads.plan import POST_LOOPS as POST_LOOPS
 from perflab.running.progress import ProgressArg
 from perflab.system import counters, machine, provenance
 

@@ -1,8 +1,10 @@
-"""The thread verbs' plans and defaults: the program sweep's ThreadsPlan, the built-in kernels'
-names and loop counts, without numpy or pandas."""
+"""The thread verbs' plans and defaults: the program sweep's ThreadsPlan, whose fields are
+`sweep threads`' options for a PROGRAM, the built-in kernels' names and loop counts, without
+numpy or pandas."""
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from perflab.core import constants
 from perflab.errors import PerflabError
@@ -40,24 +42,55 @@ def parse_counts(text: str) -> tuple[int, ...]:
     return counts
 
 
+def _program(flag: str, help: str, **more: Any) -> dict:
+    """The metadata of an option that `sweep threads` takes with -- PROGRAM only."""
+    return _cli(flag, f"With -- PROGRAM: {help}", needs="command", needs_shown="-- PROGRAM",
+                **more)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ThreadsPlan(Controls):
-    """Everything that decides which runs a program sweep makes and how: a resume must match it."""
+    """Everything that decides which runs a program sweep makes and how: a resume must match it.
+
+    The fields with option metadata are `sweep threads`' options for a PROGRAM (PROGRAM_OPTIONS)."""
 
     command: tuple[str, ...] = ()
-    counts: tuple[int, ...] = (1, 2)
-    threads_env: str | None = None
+    counts: tuple[int, ...] = field(
+        default=(1, 2),
+        metadata=_program("--threads", "the thread counts to run, e.g. 1,2,4,8 [default: "
+                          "1..--max].", parse=parse_counts, default=None, shown=False),
+    )  # fmt: skip
+    threads_env: str | None = field(
+        default=None,
+        metadata=_program("--threads-env", "also pass the count as NAME=N (default: "
+                          f"{DEFAULT_ENV} when no argument holds {PLACEHOLDER}).", metavar="NAME"),
+    )  # fmt: skip
+    cpus: tuple[int, ...] = field(
+        default=(),
+        metadata=_program("--cpu", "CPUs it may use (e.g. 0-1). [default: every usable CPU]",
+                          kind="cpus"),
+    )  # fmt: skip
+    seed: int = field(default=0, metadata=_program("--seed", "seed of the random run order.",
+                                                   min=0))  # fmt: skip
+    inherit_env: bool = field(
+        default=False,
+        metadata=_program("--inherit-env", "run it with perflab's environment, not an empty one."),
+    )
     repeat: int = field(default=7, metadata=_cli("--repeat", "Runs per thread count."))
     order: str = order_field()
     oversubscribe: bool = False
     timeout: float = field(
         default=600.0,
-        metadata=_cli(
-            "--timeout", "Seconds before a run is killed and recorded as 'timeout'.", kind="seconds"
-        ),
-    )
+        metadata=_program("--timeout", "seconds before a run is killed (status 'timeout').",
+                          kind="seconds"),
+    )  # fmt: skip
     rt: bool = False  # real-time threads that outnumber the CPUs would starve the machine
-    runq: str = "auto"  # RUNQ_MODES: how the run-queue wait of its threads is read
+    runq: str = field(
+        default="auto",
+        metadata=_program("--runq", "how the run-queue wait of all its threads is read: auto "
+                          "(the kernel's exact sum via taskstats where perflab may, else /proc "
+                          "readings), proc, off.", choices=RUNQ_MODES),
+    )  # fmt: skip
 
     def check(self) -> "ThreadsPlan":
         """Refuse bad input before anything runs."""
@@ -94,3 +127,7 @@ class ThreadsPlan(Controls):
         if self.threads_env is None:
             return (program, *args)
         return (spawn.check_program("env"), f"{self.threads_env}={n}", program, *args)
+
+
+# The options `sweep threads` takes for a PROGRAM, in the order its help lists them.
+PROGRAM_OPTIONS = ("counts", "threads_env", "cpus", "seed", "timeout", "inherit_env", "runq")

@@ -1,4 +1,7 @@
-"""The link-order sweep's plan: its parameters and their checks, without numpy or pandas."""
+"""The link-order experiment of Mytkowicz et al.: link every order of some objects once, run
+each, explain why one is faster. The plan and registry entry are here, light enough for --help
+and the registry; sweep, summarize, plot, summary and the layout analyses load from
+measure.py on first use."""
 
 import itertools
 import math
@@ -14,6 +17,7 @@ from perflab.plan.controls import (
     check_rows,
     order_field,
 )
+from perflab.plan.experiment import Experiment, lazy_api
 
 if TYPE_CHECKING:
     import numpy as np
@@ -88,3 +92,21 @@ def orders(n: int, permutations: str | int, seed: int = 0) -> list[tuple[int, ..
     while len(chosen) < count:
         chosen.setdefault(tuple(int(i) for i in rng.permutation(n)), None)
     return list(chosen)
+
+
+EXPERIMENT = Experiment(
+    name="link-order",
+    module="perflab.lab.link_order.measure",
+    verb="sweep link-order",
+    columns=frozenset({"link_order", "perm", "rep", "status", "ticks"}),
+    points=("link_order",),
+    help="Link OBJECTS (default: the built-in workload) in every order, run each REPEAT times.",
+    rows=("perm", "rep"),
+)
+
+API = (
+    "sweep", "summarize", "spread", "features", "alignment_effects", "layout_frame", "plot",
+    "summary", "run_conditions", "counters_note", "builtin_source", "user_source", "link_all",
+    "value_column", "Source", "KEY", "BUILTIN_HOT", "CHUNK_RUNS", "PROGRAM_PAGES", "MODULI",
+)  # fmt: skip
+__getattr__, __dir__ = lazy_api(__name__, EXPERIMENT.module, API)

@@ -23,10 +23,10 @@ from perflab.analysis import disturbance, stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
-from perflab.lab.plans.link_order import MAX_PERMUTATIONS as MAX_PERMUTATIONS
-from perflab.lab.plans.link_order import LinkOrderPlan
-from perflab.lab.plans.link_order import orders as orders
-from perflab.lab.plans.link_order import parse_permutations as parse_permutations
+from perflab.lab.link_order import MAX_PERMUTATIONS as MAX_PERMUTATIONS
+from perflab.lab.link_order import LinkOrderPlan
+from perflab.lab.link_order import orders as orders
+from perflab.lab.link_order import parse_permutations as parse_permutations
 from perflab.plan import controls
 from perflab.running import childruns, lanes
 from perflab.running.childruns import value_column as value_column

@@ -1,11 +1,14 @@
-"""The A/B comparison's plan: its parameters and their checks, without numpy or pandas."""
+"""The A/B comparison's plan: its parameters and their checks, and --randomize's and --layout's
+words read, without numpy or pandas (a saved result named by --layout loads them)."""
 
+import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from perflab.errors import PerflabError
-from perflab.lab.plans.env_size import MAX_ARG_STRLEN
+from perflab.lab.env_size.plan import MAX_ARG_STRLEN
 from perflab.plan.controls import (
     ASLR_MODES,
     LONGEST_S,
@@ -22,6 +25,7 @@ LINKED = ("link-order", "code-offset", "function-order")
 HEAP_DIGITS = 8  # the heap offset's width in the environment: every setup's is as long
 HEAP_MAX = 10**HEAP_DIGITS - 1
 CODE_MAX = 1 << 24  # 16 MiB of padding before the code: more is a typo, not a layout
+NO_PADDING = -1  # a size a setup leaves out: no padding variable, heap shift or padding object
 
 
 def parse_layout(text: str) -> dict[str, str]:
@@ -50,6 +54,19 @@ def parse_layout(text: str) -> dict[str, str]:
     return {d: values[d] for d in RANDOMIZE if d in values}
 
 
+def parse_randomize(text: str) -> tuple[str, ...]:
+    """'env-size,link-order' (or 'none') as a tuple of known setup dimensions."""
+    if text.strip() == "none":
+        return ()
+    parts = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    bad = [p for p in parts if p not in RANDOMIZE]
+    if bad or not parts:
+        raise PerflabError(
+            f"--randomize {text!r}: expected 'none' or a list of {', '.join(RANDOMIZE)}"
+        )
+    return parts
+
+
 def parse_fraction(text: str | float | None, flag: str) -> float:
     """'1%' or '0.01' as 0.01 (None or 0: off), one line when it is neither."""
     if text is None or isinstance(text, float):
@@ -61,6 +78,33 @@ def parse_fraction(text: str | float | None, flag: str) -> float:
     if not 0 < value < 1:
         raise PerflabError(f"{flag} {text!r}: above 0 % and below 100 %")
     return value
+
+
+def layout_option(text: str) -> str:
+    """--layout: RESULT:SETUP (the layout a saved comparison's setup ran in) or NAME=VALUE
+    words, as the canonical words a plan records."""
+    found = re.fullmatch(r"(.+):(\d+)", text.strip())
+    if found and "=" not in text and os.path.isfile(found[1]):
+        return recorded_layout(found[1], int(found[2]))
+    return layout_text(parse_layout(text))
+
+
+def recorded_layout(path: str | os.PathLike[str], setup: int) -> str:
+    """The layout that setup `setup` of a saved comparison ran in, as --layout words."""
+    from perflab.store import results  # loads pandas: only when a result is named
+
+    df = results.load(path)
+    if results.metadata(df).get("experiment") != "compare":
+        raise PerflabError(f"{path}: not a perflab compare result")
+    rows = df[(df["setup"] == setup) & (df["side"] == "A")]
+    if rows.empty:
+        have = ", ".join(map(str, sorted(set(df["setup"]))))
+        raise PerflabError(f"{path}: no setup {setup} (it has {have})")
+    row = rows.iloc[0]
+    values = {"link-order": str(row.get("link_order") or ""), "aslr": str(row.get("aslr", ""))}
+    for column in ("env_size", "heap_offset", "code_offset", "function_order"):
+        values[column.replace("_", "-")] = str(int(row.get(column, NO_PADDING)))
+    return layout_text({k: v for k, v in values.items() if v and v != str(NO_PADDING)})
 
 
 def layout_text(values: dict[str, str]) -> str:
@@ -75,7 +119,17 @@ class ComparePlan(Controls):
     a: str = ""
     b: str = ""
     digests: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-    randomize: tuple[str, ...] = ("env-size",)
+    randomize: tuple[str, ...] = field(
+        default=("env-size",),
+        metadata=_cli("--randomize", "Setup dimensions drawn at random per setup: env-size, "
+                      "heap-offset (a preloaded library moves the heap), aslr (on or off), and "
+                      "where perflab links (--build, --objects-a/-b, --build-cmd-a/-b) "
+                      "link-order, code-offset (a padding object linked first) and "
+                      "function-order (the functions within objects compiled with "
+                      "-ffunction-sections); or none. [default: env-size, plus link-order where "
+                      "perflab links; for --build-cmd-a/-b, all of the code's placement both can "
+                      "take]", parse=parse_randomize, default=None, shown=False),
+    )  # fmt: skip
     setups: int = field(default=10, metadata=_cli("--setups", "Random setups to draw.", min=1))
     repeat: int = field(default=10, metadata=_cli("--repeat", "A/B pairs per setup.", min=1))
     env_max: int = field(
@@ -104,7 +158,13 @@ class ComparePlan(Controls):
                       "the variance the code placement explains is told from the "
                       "environment's, and B/A's interval is over the placements.", min=1),
     )  # fmt: skip
-    layout: str = ""  # one fixed layout (parse_layout's words) instead of random setups
+    layout: str = field(  # one fixed layout (parse_layout's words) instead of random setups
+        default="",
+        metadata=_cli("--layout", "Run one layout instead of random setups: RESULT:SETUP (the "
+                      "layout that setup of a saved comparison ran in) or words such as "
+                      "'env-size=1200 heap-offset=64 aslr=off'.", parse=layout_option,
+                      default=None, shown=False),
+    )  # fmt: skip
     precision: float = field(
         default=0.0,
         metadata=_cli("--precision", "Run layouts until B/A's interval is this narrow (1% or "

@@ -33,12 +33,12 @@ def test_verb_help_loads_no_numpy_pandas_or_matplotlib(verb):
 
 
 def test_the_choices_help_shows_are_the_ones_the_experiments_take():
+    from perflab.lab import counters as experiment
     from perflab.lab import memcpy, syscalls, threads
-    from perflab.lab.plans import defaults
     from perflab.lab.threads import plan
     from perflab.system import counters
 
     assert tuple(threads.KERNELS) == plan.KERNEL_NAMES
     assert tuple(memcpy.KERNELS) == memcpy.KERNEL_NAMES
     assert tuple(syscalls.CALLS) == syscalls.NAMES
-    assert tuple(counters.EVENTS) == defaults.EVENT_NAMES
+    assert tuple(counters.EVENTS) == experiment.EVENT_NAMES

@@ -198,7 +198,7 @@ API = [
     ("trig.run", {"repeat": "1"}, "repeat: '1' is not a whole number"),
     ("clocks.read_costs", {"samples": "3"}, "samples: '3' is not a whole number"),
     ("counters.run", {"command": "true"}, "command: 'true' is not a sequence"),
-    ("profile.run", {"argv": "true"}, "argv: 'true' is not a sequence"),
+    ("profile.run", {"command": "true"}, "command: 'true' is not a sequence"),
     (
         "lab.bisect.bisect",
         {"good": 7, "bad": "HEAD", "build": ["make"], "run": ["./p"]},

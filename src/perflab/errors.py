@@ -4,6 +4,7 @@ the one warning type for measurements that went on without something asked for."
 import contextlib
 import warnings
 from collections.abc import Callable, Iterator
+from typing import Any
 
 
 class PerflabError(Exception):
@@ -35,6 +36,15 @@ class Stopped(KeyboardInterrupt):
     def __init__(self, signum: int = 2):
         super().__init__(f"stopped by signal {signum}")
         self.signum = signum
+
+
+class Interrupted(Stopped):
+    """A run stopped by SIGINT or SIGTERM that still built its frame (what it measured up to
+    then): a verb prints it, then `kept` (what became of the run), and exits 128 + signum."""
+
+    def __init__(self, frame: Any, signum: int, kept: str):
+        super().__init__(signum)
+        self.frame, self.kept = frame, kept
 
 
 class OtherExperiment(PerflabError):

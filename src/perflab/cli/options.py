@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
 import click
@@ -21,6 +21,7 @@ from perflab.cli.params import (
     Count,
     FileToWrite,
     Needs,
+    Number,
     ProgramOutput,
     cpu_list,
     cpu_values,
@@ -32,26 +33,33 @@ from perflab.plan.base import bounds
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def output_options(func: F) -> F:
-    """-o FILE, --json and --plot FILE, with the paths checked before anything is measured."""
-    func = click.option(
-        "--plot",
-        "plot_path",
-        type=FileToWrite(),
-        help="Draw the figure to FILE (.png, .svg, .pdf).",
-    )(func)
-    func = click.option(
-        "--json",
-        "as_json",
-        is_flag=True,
-        help="Print a machine-readable summary on stdout instead of tables.",
-    )(func)
-    func = click.option(
-        "-o",
-        "--output",
-        type=FileToWrite(),
-        help="Save the tidy data to FILE (.parquet, or .csv with a JSON sidecar).",
-    )(func)
+OUTPUTS = ("output", "as_json", "plot_path")  # -o, --json and --plot, by parameter name
+
+
+def output_options(func: F, only: Collection[str] = OUTPUTS) -> F:
+    """-o FILE, --json and --plot FILE (those `only` names), with the paths checked before
+    anything is measured."""
+    if "plot_path" in only:
+        func = click.option(
+            "--plot",
+            "plot_path",
+            type=FileToWrite(),
+            help="Draw the figure to FILE (.png, .svg, .pdf).",
+        )(func)
+    if "as_json" in only:
+        func = click.option(
+            "--json",
+            "as_json",
+            is_flag=True,
+            help="Print a machine-readable summary on stdout instead of tables.",
+        )(func)
+    if "output" in only:
+        func = click.option(
+            "-o",
+            "--output",
+            type=FileToWrite(),
+            help="Save the tidy data to FILE (.parquet, or .csv with a JSON sidecar).",
+        )(func)
     return func
 
 
@@ -75,10 +83,15 @@ def program_output_option(default: str, why: str, *aliases: str, **kwargs: Any) 
         "program_output",
         type=ProgramOutput(writable=True),
         default=None,
-        help="Where the program's stdout and stderr go: null (discarded), inherit (perflab's "
-        f"own), or FILE (both streams, every run's). [default: {default}: {why}]",
+        help=program_output_help(default, why),
         **kwargs,
     )
+
+
+def program_output_help(default: str, why: str) -> str:
+    """--program-output's help, its default said with why (the same words in every verb)."""
+    return ("Where the program's stdout and stderr go: null (discarded), inherit (perflab's "
+            f"own), or FILE (both streams, every run's). [default: {default}: {why}]")  # fmt: skip
 
 
 # What the sweeps say of --program-output's default: they print on stdout, and run thousands.
@@ -213,6 +226,10 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
         kw.update(type=int, show_default=False, callback=cpu_values(m["cpus"]))
     elif m.get("kind") == "directory":
         kw["type"] = click.Path(file_okay=False)
+    elif m.get("kind") == "file":  # a file the verb writes (its own -o)
+        kw["type"] = FileToWrite()
+    elif m.get("kind") == "program_output":  # the help says the default (`said`) and why (help)
+        kw.update(type=ProgramOutput(writable=True), help=program_output_help(m["said"], m["help"]))
     elif "parse" in m and m.get("usage"):  # a text refused as a usage mistake of its option
         kw.update(type=str, callback=lambda ctx, param, value: _parsed(m["parse"], value))
     elif "parse" in m:
@@ -224,8 +241,9 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
             kw["is_flag"] = True
             if f.default:  # a flag that turns its field off: --no-mlock sets lock=False
                 kw["flag_value"] = False
-    elif "within" in m:
-        kw["type"] = click.IntRange(*m["within"])
+    elif "within" in m:  # between two values: an int's IntRange (said in --help), a float's
+        low, high = m["within"]
+        kw["type"] = click.IntRange(low, high) if isinstance(low + high, int) else Number(low, high)
     elif "least" in m:
         limits = bounds(m)
         assert limits is not None
@@ -243,9 +261,13 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
     if m.get("argument"):  # a positional word; any number of them when its default is a tuple
         many = isinstance(f.default, tuple)
         typed = {"type": kw["type"]} if "type" in kw else {}
+        if m.get("command"):  # a program and its arguments, after --: their words untouched
+            typed = {"type": click.UNPROCESSED}
         return click.argument(f.name, nargs=-1 if many else 1, default=f.default,
                               required=False, **typed)  # fmt: skip
-    return click.option(m["flag"], f.name, **kw)
+    # a short flag before the long one (-e, --event), other spellings after it
+    flags = [*filter(None, [m.get("short")]), m["flag"], *m.get("aliases", ())]
+    return click.option(*flags, f.name, **kw)
 
 
 def _parsed(parse: Callable[[Any], Any], value: Any) -> Any:

@@ -32,6 +32,8 @@ PACKAGES = (
     "link_order",
     "env_size",
     "compare",
+    "counters",
+    "profile",
 )
 
 
@@ -75,28 +77,6 @@ EXPERIMENTS: dict[str, Experiment] = {
                 "cpu, cache and rt hogs on --cpu), with its spread and its change vs alone."
             ),
             rows=("rep", "condition"),
-        ),
-        Experiment(
-            name="counters",
-            module="perflab.lab.counters",
-            verb="counters",
-            columns=frozenset({"count", "event", "kind", "status"}),
-            points=("event",),
-            value="count",
-            ok="counts",
-            help=(
-                "List the perf events that count here (with a sample count), or count COMMAND "
-                "(`perflab counters -- make -j2`) with every thread and child it starts."
-            ),
-        ),
-        Experiment(
-            name="profile",
-            module="perflab.lab.profile",
-            verb="profile",
-            columns=frozenset({"blocked_ns", "comm", "cpu_ns", "lifetime_ns", "pid", "tid"}),
-            points=("comm",),
-            value="cpu_ns",
-            help="Where each thread of COMMAND spends its time: CPU, run-queue wait, blocked.",
         ),
         Experiment(
             name="bisect",

@@ -53,11 +53,11 @@ class Plan:
             limits = bounds(meta)
             if limits is not None:
                 controls.check_count(meta["flag"], getattr(self, f.name), **limits)
-            if "within" in meta:
+            value = getattr(self, f.name)
+            if "within" in meta and value is not None:  # None: the run's own default
                 low, high = meta["within"]
-                if not low <= getattr(self, f.name) <= high:
-                    raise PerflabError(f"{meta['flag']} must be {low} to {high}, "
-                                       f"not {getattr(self, f.name)}")  # fmt: skip
+                if not low <= value <= high:
+                    raise PerflabError(f"{meta['flag']} must be {low} to {high}, not {value}")
         self.check_more()
         return self
 

@@ -87,6 +87,22 @@ class Experiment:
     # The module's function of the plan's values returning the Fleet a built verb runs with
     # --cluster (then --resume is a campaign's; without one a run not journaled refuses it).
     campaign: str = ""
+    # The help's paragraphs after the first, wrapped as click wraps them (before the examples,
+    # which keep their lines); "": none.
+    details: str = ""
+    # The shared output options a built verb adds after the plan's, by parameter name (-o,
+    # --json, --plot); a plan field of one of these names states that option itself, with its
+    # own help and place (counters: its -o and --json first, and no --plot).
+    outputs: tuple[str, ...] = ("output", "as_json", "plot_path")
+    # The module's function of the frame giving the exit status of the program its run ran (as
+    # a shell says it), or None where it ran none. A built verb with one runs its user's program:
+    # once, not journaled, with run(stdout=, stderr=) where the plan's program_output field says;
+    # its text on stderr where a program ran (stdout is the program's), and it exits with that
+    # status. "": a verb of measurements.
+    exit_status: str = ""
+    # A runner's status line on a terminal's stderr once its run has lasted a second: its run
+    # takes progress(seconds, count), which fill {seconds} and {count}; "": none.
+    ticker: str = ""
 
     def load(self) -> ExperimentModule:
         """The lab module, imported now (it may import numpy, pandas and the C core)."""

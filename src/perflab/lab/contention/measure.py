@@ -11,25 +11,12 @@ import numpy as np
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.lab import profile
-from perflab.lab.contention import ITERATIONS, WORK, ContentionPlan, check_workload
+from perflab.lab.contention import ContentionPlan
+from perflab.lab.profile.workload import command
 from perflab.plan import controls
 from perflab.store import results
 from perflab.store.recording import Recording
-from perflab.system import compiler, perfsamples, provenance
-
-
-def build() -> compiler.Workload:
-    """The workload, compiled once: dynamically linked, so libc's lock code keeps its name."""
-    return compiler.build(
-        compiler.WORKLOADS / "contention.c", "2", static=False, extra=["-pthread"]
-    )
-
-
-def command(kind: str, threads: int, iterations: int = ITERATIONS, work: int = WORK) -> list[str]:
-    """The argv that runs it; refused in one line before anything is built."""
-    check_workload([kind], [threads], iterations, work)
-    return [str(build().path), kind, str(threads), str(iterations), str(work)]
-
+from perflab.system import perfsamples, provenance
 
 WAITING = ("spin_lock", "__lll_lock_wait", "__GI___lll_lock_wait", "pthread_mutex_lock")
 

@@ -276,3 +276,12 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
             top = _ids(perfsamples.summarize(sampled))
             tables.append(Table("samples", "hottest symbols per thread", sampled, "{:,.1f}", top))
     return Summary(lines, tables, values, lambda p: plot(frame, p))
+
+
+def exit_status(df: pd.DataFrame) -> int:
+    """The profiled program's own exit status, 128 + signal when it was killed (as a shell
+    says it), which the verb exits with."""
+    over = overview(df)
+    if over["signal"]:
+        return 128 + over["signal"]
+    return over["exit_code"] or 0

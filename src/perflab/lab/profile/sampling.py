@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from perflab.core import bindings
+from perflab.core import bindings, constants
 from perflab.core.lazy import pd
-from perflab.errors import PerflabError, Stopped
-from perflab.lab.plans.defaults import PROFILE_INTERVAL_S as INTERVAL_S
+from perflab.errors import Interrupted, PerflabError
+from perflab.lab.profile import ProfilePlan
+from perflab.lab.profile import workload as reproduction
 from perflab.plan import controls
 from perflab.running import spawn
 from perflab.store import results
@@ -302,32 +303,38 @@ def _perf_note() -> str:
 
 @controls.typed_arguments
 def run(
-    argv: Sequence[str],
-    interval: float = INTERVAL_S,
-    cpus: Sequence[int] = (),
-    timeout: float | None = None,
-    strace: bool = False,
+    command: Sequence[str] = ProfilePlan.command,
+    interval: float = ProfilePlan.interval,
+    cpus: Sequence[int] | None = ProfilePlan.cpus,
+    timeout: float | None = ProfilePlan.timeout,
+    strace: bool = ProfilePlan.strace,
     env: Mapping[str, str] | None = None,
     stdout: int | None = None,
     stderr: int | None = None,
     progress: OnSampled | None = None,
-    exit_records: bool = True,
-    sample_hz: int | None = None,
+    exit_records: bool = ProfilePlan.exit_records,
+    sample_hz: int | None = ProfilePlan.sample_hz,
+    samples: bool = ProfilePlan.samples,
+    workload: str | None = ProfilePlan.workload,
+    threads: int | None = ProfilePlan.threads,
 ) -> pd.DataFrame:
-    """Profile one run of argv: one row per thread it ever had (and a "(between readings)" row
-    for what no reading saw), with the program's totals, syscalls and timeline in metadata.
+    """Profile one run of command, or of the built-in contention workload (`threads` workers,
+    default the usable CPUs, at least 2): one row per thread it ever had (and a "(between
+    readings)" row for what no reading saw), with the program's totals, syscalls and timeline
+    in metadata.
 
     env None inherits perflab's environment; stdout and stderr fds for the program's streams
     (None: ours);
     exit_records: also take taskstats exit records where the kernel allows (CAP_NET_ADMIN);
-    sample_hz: also sample each thread's CPU by symbol with perf record (perfsamples).
+    sample_hz: also sample each thread's CPU by symbol with perf record (perfsamples), at
+    SAMPLE_HZ when only `samples` asks for it.
     """
-    if not argv:
-        raise PerflabError("no program to profile (perflab profile -- PROGRAM ARGS)")
-    if not 0.001 <= interval <= 10:
-        raise PerflabError(f"interval must be between 0.001 and 10 s, not {interval}")
-    if timeout is not None:
-        controls.check_timeout(timeout)
+    ProfilePlan(interval, tuple(cpus or ()), timeout, strace, exit_records, samples, sample_hz,
+                workload, threads, command=tuple(command)).check()  # fmt: skip
+    if workload:
+        command = reproduction.command(workload, threads or max(2, len(machine.usable_cpus())))
+    sample_hz = sample_hz or (constants.SAMPLE_HZ if samples else None)
+    argv = list(command)
     cpus = machine.check_cpus(list(cpus)) if cpus else []
     path = spawn.check_program(argv[0])
     program = [path, *argv[1:]]
@@ -407,7 +414,9 @@ def run(
     }
     df = results.attach(df, meta)
     if interrupted:
-        raise Interrupted(df, interrupted)
+        raise Interrupted(
+            df, interrupted, "the program was killed; its profile up to then is above"
+        )
     return df
 
 
@@ -425,15 +434,6 @@ def _deferred(*signums: int) -> Iterator[list[int]]:
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
-
-
-class Interrupted(Stopped):
-    """Ctrl-C or SIGTERM stopped a profile: the program was killed, its profile up to then is
-    in frame (metadata "interrupted" says which signal)."""
-
-    def __init__(self, frame: pd.DataFrame, signum: int):
-        super().__init__(signum)
-        self.frame = frame
 
 
 def _records_note(listener: taskstats.Listener | None, records: list) -> str:

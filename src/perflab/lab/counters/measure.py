@@ -1,4 +1,4 @@
-"""The `counters` experiment: which perf events count here, or what a command counts."""
+"""The counters run: the events this machine counts, or a command's counts, and its summary."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
+from perflab.lab.counters import CountersPlan
 from perflab.plan import controls
 from perflab.store import results
 from perflab.system import pmu, provenance
@@ -20,11 +21,11 @@ if TYPE_CHECKING:
 
 @controls.typed_arguments
 def run(
-    command: Sequence[str] | None = None,
-    events: Iterable[str] | None = None,
+    command: Sequence[str] | None = CountersPlan.command,
+    events: Iterable[str] | None = CountersPlan.events,
     stdout: int | None = None,
     stderr: int | None = None,
-    timeout: float | None = None,
+    timeout: float | None = CountersPlan.timeout,
 ) -> pd.DataFrame:
     """Which events count here (no command), or the counts of a command and its children; one row
     per event, with the machine and what was counted in metadata (for a command also its exit
@@ -32,8 +33,7 @@ def run(
     command's streams (None: perflab's own); timeout: seconds before the command is killed
     (None: none)."""
     wanted = list(events) if events else None
-    if timeout is not None:
-        controls.check_timeout(timeout)
+    CountersPlan(events=tuple(wanted or ()), timeout=timeout, command=tuple(command or ())).check()
     if command:
         out = count_command(list(command), wanted, stdout, stderr, timeout)
         keys = ("returncode", "signal", "elapsed_ns", "cpu_ns", "cpus_utilised", "timed_out")
@@ -103,3 +103,10 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         lines.append(f"{pmu.NO_PMU}: {pmu.NO_PMU_WHY}")
     table = Table("events", title, frame, shown=shown)
     return Summary(lines, [table], values, lambda p: plot(frame, p))
+
+
+def exit_status(df: pd.DataFrame) -> int | None:
+    """The counted command's status as a shell says it (128+N when signal N killed it), which
+    the verb exits with as perf stat does; None for the list of events (no command ran)."""
+    meta = results.metadata(df)
+    return meta["returncode"] if isinstance(meta.get("counted"), list) else None

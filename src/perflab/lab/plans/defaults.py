@@ -1,9 +1,0 @@
-"""The defaults and choices of the verbs that have no plan dataclass (counters, profile), kept
-apart from their modules so `--help` needs neither numpy nor pandas."""
-
-from perflab.core import constants
-
-EVENT_NAMES = tuple(constants.EVENT_INDEX)
-PROFILE_INTERVAL_S = 0.01
-SAMPLE_HZ = constants.SAMPLE_HZ
-MAX_SAMPLE_HZ = constants.MAX_SAMPLE_HZ

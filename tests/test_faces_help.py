@@ -1,4 +1,4 @@
-"""`perflab VERB --help` starts at once: every verb builds its options from perflab.lab.plans and
+"""`perflab VERB --help` starts at once: every verb builds its options from its plan and
 loads neither numpy, pandas nor matplotlib until the command runs."""
 
 import subprocess

@@ -50,7 +50,7 @@ class LevelCounts:
 @dataclass(frozen=True)
 class RepetitionChoice:
     """The repetitions per level of the least-time design to reach a half-width, and a fixed
-    design to weigh it against (not a lab.plans plan, which holds a verb's parameters)."""
+    design to weigh it against (not an experiment's plan, which holds a verb's parameters)."""
 
     levels: tuple[str, ...]
     target: float  # the half-width asked for

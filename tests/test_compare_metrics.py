@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import LOOP, compile_children
 
+import perflab
 from perflab.cli import cli
 from perflab.lab.compare.metrics import decide
 from perflab.plan import metrics
@@ -52,10 +53,17 @@ def test_twice_the_memory_is_decided_larger_exactly_and_time_stays_overall(halve
     doc = json.loads(CliRunner().invoke(cli, ["report", str(halves), "--json"]).stdout)
     assert list(doc["metrics"]) == ["maxrss", "cpu"]
     rss = doc["metrics"]["maxrss"]
-    # 32 MiB more of a ~34 MiB peak: B/A near 2 whatever the loader's pages, the same in every run
-    assert 1.5 < rss["ratio"] < 2.5 and rss["exact"] is True
-    assert rss["ci_low"] == rss["ci_high"] == rss["ratio"]
-    assert rss["conclusion"].endswith("B larger") and "exactly" in rss["conclusion"]
+    # 32 MiB more of a ~34 MiB peak: B/A near 2 whatever the loader's pages
+    assert 1.5 < rss["ratio"] < 2.5 and rss["conclusion"].endswith("B larger")
+    # exact where every run of a side in a setup peaked at one size, as most kernels make it; a
+    # host under memory pressure or handing out huge pages may vary a peak, and then it is not
+    runs = perflab.results.load(halves)
+    ok = runs[runs["status"] == "ok"]
+    repeats = ok.groupby(["setup", "side"], observed=True)["maxrss_kb"].nunique().max() == 1
+    assert rss["exact"] is bool(repeats)
+    assert 1 < rss["ci_low"] <= rss["ratio"] <= rss["ci_high"]
+    if rss["ci_low"] == rss["ci_high"]:  # every setup read the one B/A: stated exactly
+        assert repeats and "exactly" in rss["conclusion"]
     assert rss["median_b"] - rss["median_a"] >= 30 * 1024  # KiB: the 32 MiB B touches more
     assert doc["metrics"]["cpu"]["ratio"] > 1 and doc["overall"]["ratio"] > 1
     text = CliRunner().invoke(cli, ["report", str(halves)]).stdout

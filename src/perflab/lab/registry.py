@@ -28,6 +28,7 @@ PACKAGES = (
     "memcpy",
     "hugepage_fault",
     "clocks",
+    "warmup",
 )
 
 

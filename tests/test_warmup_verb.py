@@ -90,6 +90,7 @@ def test_cli_table_json_output_and_plot(programs, runner, tmp_path):
         (["--executions", "x", "--", "seq", "40"], "--executions"),
         (["--unit", "days", "--", "seq", "40"], "--unit"),
         (["--", "/nonexistent/bench"], "/nonexistent/bench"),
+        (["--cpu", "9999", "--", "seq", "40"], "CPU 9999"),
     ],
 )
 def test_bad_input_is_refused_in_one_line(runner, words, said):

@@ -15,7 +15,8 @@ UNITS = ("ns", "us", "ms", "s", "ticks")
 
 @dataclass(frozen=True)
 class WarmupPlan(Plan):
-    """The program, how many fresh processes run it, and the unit of the times it prints."""
+    """The program, how many fresh processes run it, the unit of the times it prints, and how
+    each is run: its env sizes drawn, its timeout, its CPUs."""
 
     program: tuple[str, ...] = option("PROGRAM", (), "The program and its arguments.",
                                       argument=True)  # fmt: skip
@@ -29,6 +30,9 @@ class WarmupPlan(Plan):
     seed: int = option("--seed", 0, "Seed of the env sizes drawn.", type=int)
     timeout: float = option("--timeout", 60.0, "Seconds one execution may take.",
                             kind="seconds")  # fmt: skip
+    cpus: tuple[int, ...] = option("--cpu", (), "Pin each execution to these CPUs (e.g. 1 or "
+                                   "0-1). [default: the quietest usable one, said at the start]",
+                                   kind="cpus")  # fmt: skip
 
     def check_more(self) -> None:
         """A program to run, a unit known, sizes and a timeout that can be."""
@@ -39,6 +43,7 @@ class WarmupPlan(Plan):
         if self.env_max < 0:
             raise PerflabError(f"--env-max is 0 or more, not {self.env_max}")
         controls.check_timeout(self.timeout)
+        controls.check_cpu_list("--cpu", tuple(self.cpus or ()), allow_empty=True)
 
 
 EXPERIMENT = Experiment(

@@ -1,7 +1,7 @@
 """P fresh processes of a program that prints one time per iteration, each execution's series
 classified by analysis.warmup. Each child runs as compare's children do: an empty environment
-but for padding of a size drawn at random, ASLR off, pinned to the quietest CPU, no shell; its
-stdout goes to a private file perflab reads once it has exited."""
+but for padding of a size drawn at random, ASLR off, pinned to the quietest CPU or --cpu, no
+shell; its stdout goes to a private file perflab reads once it has exited."""
 
 from __future__ import annotations
 
@@ -34,16 +34,18 @@ def run(
     env_max: int = WarmupPlan.env_max,
     seed: int = WarmupPlan.seed,
     timeout: float = WarmupPlan.timeout,
+    cpus: tuple[int, ...] = WarmupPlan.cpus,
     *,
     recording: Recording | None = None,
 ) -> pd.DataFrame:
     """One row per (execution, iteration): the time the program printed for that iteration,
     in `unit`, and the env size its process had; saved whole at the recording's output."""
-    WarmupPlan(tuple(program), executions, unit, env_max, seed, timeout).check()
+    cpus = tuple(cpus or ())
+    WarmupPlan(tuple(program), executions, unit, env_max, seed, timeout, cpus).check()
     recording = recording or Recording()
     recording.check_whole("warmup")
     argv = [spawn.check_program(program[0]), *program[1:]]
-    choice = cpuchoice.pick(1)
+    choice = cpuchoice.check_asked(cpus) if cpus else cpuchoice.pick(1)
     sizes = np.random.default_rng(seed).integers(0, env_max + 1, executions)
     frames = []
     step = recording.on_start(executions, 0) if recording.on_start else None
@@ -58,7 +60,8 @@ def run(
     df = pd.concat(frames, ignore_index=True)
     meta = {**provenance.metadata(), "experiment": "warmup", "unit": unit,
             "params": {"program": list(program), "executions": executions, "unit": unit,
-                       "env_max": env_max, "seed": seed, "timeout": timeout},
+                       "env_max": env_max, "seed": seed, "timeout": timeout,
+                       "cpus": list(cpus)},
             "cpus": list(choice.cpus), "aslr": "off"}  # fmt: skip
     return recording.keep(results.attach(df, meta))
 

@@ -34,6 +34,7 @@ PACKAGES = (
     "compare",
     "counters",
     "profile",
+    "warmup",
 )
 
 

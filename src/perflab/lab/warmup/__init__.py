@@ -1,0 +1,68 @@
+"""Warm-up and steady state of a program's in-process iterations (issue 61): P fresh processes
+of a program that prints one time per iteration, each series classified as warmup_stats does
+(analysis/warmup.py). The plan and registry entry are here, light enough for --help; run,
+summary and plot load from measure.py on first use."""
+
+from dataclasses import dataclass
+
+from perflab.errors import PerflabError
+from perflab.plan import controls
+from perflab.plan.base import Plan, option
+from perflab.plan.experiment import Experiment, lazy_api
+
+UNITS = ("ns", "us", "ms", "s", "ticks")
+
+
+@dataclass(frozen=True)
+class WarmupPlan(Plan):
+    """The program, how many fresh processes run it, the unit of the times it prints, and how
+    each is run: its env sizes drawn, its timeout, its CPUs."""
+
+    program: tuple[str, ...] = option("PROGRAM", (), "The program and its arguments.",
+                                      argument=True)  # fmt: skip
+    executions: int = option("--executions", 10, "Fresh processes of PROGRAM, each classified.",
+                             least=1, each_bytes=controls.ROW_BYTES, each_s=controls.CALL_S,
+                             what="its executions", most=100_000,
+                             most_why="the executions one run classifies")  # fmt: skip
+    unit: str = option("--unit", "ns", "The unit of the times PROGRAM prints.", choices=UNITS)
+    env_max: int = option("--env-max", 4096, "Each execution's env size is drawn in 0..ENV_MAX "
+                          "bytes.", min=0)  # fmt: skip
+    seed: int = option("--seed", 0, "Seed of the env sizes drawn.", type=int)
+    timeout: float = option("--timeout", 60.0, "Seconds one execution may take.",
+                            kind="seconds")  # fmt: skip
+    cpus: tuple[int, ...] = option("--cpu", (), "Pin each execution to these CPUs (e.g. 1 or "
+                                   "0-1). [default: the quietest usable one, said at the start]",
+                                   kind="cpus")  # fmt: skip
+
+    def check_more(self) -> None:
+        """A program to run, a unit known, sizes and a timeout that can be."""
+        if not self.program:
+            raise PerflabError("no program: give it after --, `perflab warmup -- ./bench 1000`")
+        if self.unit not in UNITS:
+            raise PerflabError(f"--unit is one of {', '.join(UNITS)}, not {self.unit!r}")
+        if self.env_max < 0:
+            raise PerflabError(f"--env-max is 0 or more, not {self.env_max}")
+        controls.check_timeout(self.timeout)
+        controls.check_cpu_list("--cpu", tuple(self.cpus or ()), allow_empty=True)
+
+
+EXPERIMENT = Experiment(
+    name="warmup",
+    module="perflab.lab.warmup.measure",
+    verb="warmup",
+    columns=frozenset({"execution", "iteration", "time"}),
+    points=("execution",),
+    value="time",
+    help="Run PROGRAM, which prints one time per iteration, in fresh processes; classify each "
+    "execution's iterations as flat, warm-up, slowdown or no steady state (Barrett et al.).",
+    rows=("execution", "iteration"),
+    plan=WarmupPlan,
+    examples="""
+    perflab warmup -- ./bench 1000
+    perflab warmup --executions 20 --unit us --plot warmup.png -- ./bench""",
+    journaled=False,
+    label="warm-up executions",
+)
+
+API = ("run", "summary", "summarize", "plot", "classified", "parse")
+__getattr__, __dir__ = lazy_api(__name__, EXPERIMENT.module, API)

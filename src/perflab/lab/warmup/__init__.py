@@ -1,4 +1,4 @@
-"""Warm-up and steady state of a program's in-process iterations (issue 61): P fresh processes
+"""Warm-up and steady state of a program's in-process iterations: P fresh processes
 of a program that prints one time per iteration, each series classified as warmup_stats does
 (analysis/warmup.py). The plan and registry entry are here, light enough for --help; run,
 summary and plot load from measure.py on first use."""

@@ -166,6 +166,22 @@ int main(int argc, char **argv)
 """
 
 
+@pytest.fixture(params=["made-up", pytest.param("real", marks=pytest.mark.long)])
+def children(request):
+    """A test of what perflab does with run records, twice: its children made up (a
+    FakeSpawner, which it yields, chosen for every run) in the suite, and real (None) in CI's
+    long step."""
+    if request.param == "real":
+        yield None
+        return
+    from fakespawner import FakeSpawner
+
+    from perflab.running import spawn
+
+    with spawn.chosen(FakeSpawner()) as fake:
+        yield fake
+
+
 def long_beyond(cells, fast) -> list:
     """A parametrized matrix's cells, those outside `fast` marked long: each behaviour keeps a
     cell in the README's ten-minute suite, and the whole matrix runs in CI's long step."""

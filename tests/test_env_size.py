@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import fakespawner
 import numpy as np
 import pandas as pd
 import pytest
@@ -129,15 +130,24 @@ def _wait_chunks(parts: Path, n: int) -> None:
     wait_for(lambda: len(list(parts.glob("chunk-*.parquet"))) >= n, f"{n} flushed chunk(s)")
 
 
-def test_kill9_then_resume_measures_each_pair_once(tmp_path):
+def test_kill9_then_resume_measures_each_pair_once(tmp_path, children):
     out = tmp_path / "k.parquet"
-    args = ["--max", "3999", "--repeat", "2", "--no-rt", "-o", str(out)]
-    proc = _cli(*args)
-    try:
-        _wait_chunks(Path(str(out) + ".parts"), 1)
-    finally:
-        proc.kill()
-        proc.communicate()
+    # real runs: as many as still run when the first chunk is read; made up, a chunk per 64
+    top = 3999 if children is None else 199
+    args = ["--max", str(top), "--repeat", "2", "--no-rt", "-o", str(out)]
+    if children is None:
+        proc = _cli(*args)
+        try:
+            _wait_chunks(Path(str(out) + ".parts"), 1)
+        finally:
+            proc.kill()
+            proc.communicate()
+    else:  # killed in its fourth batch, three on the disk
+        killed = subprocess.run(fakespawner.cli("sweep", "env-size", *args, chunk_runs=64,
+                                                signal_after=(200, signal.SIGKILL)),
+                                env=fakespawner.cli_env(), capture_output=True)  # fmt: skip
+        assert killed.returncode == -signal.SIGKILL
+        assert len(list(Path(f"{out}.parts").glob("chunk-*.parquet"))) == 3
     refused = CliRunner().invoke(
         cli, ["sweep", "env-size", *args[:-2], "--repeat", "3", "--resume", str(out)]
     )
@@ -146,8 +156,8 @@ def test_kill9_then_resume_measures_each_pair_once(tmp_path):
     assert done.exit_code == 0, done.output
     df = results.load(out)
     pairs = set(zip(df["env_size"], df["rep"], strict=True))
-    assert len(df) == len(pairs) == 8000
-    assert pairs == {(s, r) for s in range(4000) for r in range(2)}
+    assert len(df) == len(pairs) == 2 * (top + 1)
+    assert pairs == {(s, r) for s in range(top + 1) for r in range(2)}
 
 
 def test_a_ctrl_c_after_the_last_run_exits_130_with_the_file_complete(tmp_path, monkeypatch):
@@ -177,17 +187,28 @@ def test_a_resume_with_nothing_left_says_so_once(tmp_path):
     assert not [line for line in res.output.splitlines() if line.startswith("env-size:")]
 
 
-def test_ctrl_c_keeps_rows_and_says_how_to_resume(tmp_path):
+def test_ctrl_c_keeps_rows_and_says_how_to_resume(tmp_path, children, monkeypatch):
     out = tmp_path / "c.parquet"
-    proc = _cli("--max", "3999", "--repeat", "2", "--no-rt", "-o", str(out))
-    _wait_chunks(Path(str(out) + ".parts"), 1)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode != 0
+    top = 3999 if children is None else 199  # made up: a chunk per 64 runs, as many rows
+    args = ["--max", str(top), "--repeat", "2", "--no-rt", "-o", str(out)]
+    if children is None:
+        proc = _cli(*args)
+        _wait_chunks(Path(str(out) + ".parts"), 1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode != 0
+    else:  # Ctrl-C in the third batch
+        monkeypatch.setattr(env_size, "CHUNK_RUNS", 64)
+        children.signal_after = (150, signal.SIGINT)
+        stopped = CliRunner().invoke(cli, ["sweep", "env-size", *args])
+        assert stopped.exit_code == 128 + signal.SIGINT
+        err = stopped.output
     assert f"--resume {out}" in err and "Traceback" not in err
     df = results.load(out)
     assert results.metadata(df)["complete"] is False
-    assert 512 <= len(df) < 8000 and not df[["env_size", "rep"]].duplicated().any()
+    first = 512 if children is None else 64
+    assert first <= len(df) < 2 * (top + 1) and not df[["env_size", "rep"]].duplicated().any()
+    assert children is None or len(df) == 150  # every run made before the stop, no other
     assert (df["status"] == "ok").all()
     fresh = CliRunner().invoke(cli, ["sweep", "env-size", "--max", "9", "--no-rt", "-o", str(out)])
     assert fresh.exit_code == 1 and f"holds an interrupted run ({len(df)} rows)" in fresh.output

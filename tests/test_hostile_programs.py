@@ -125,9 +125,9 @@ int main(int argc, char **argv)
 SHRUGGED = ("stop-parent", "tstp-parent", "term-parent", "usr2-parent", "stop-parent-group",
             "term-parent-group", "outlive")  # fmt: skip
 KILLERS = ("kill-parent", "kill-parent-group")
-# One of each kind in the ten-minute suite (a stop, a termination, of one process or its group,
-# a killer, a stray that outlives), every one of them in CI's long step.
-FAST = {"stop-parent", "term-parent-group", "outlive", "stop-self", "ignore-term", "kill-parent"}
+# Two cells of each matrix in the suite, each kind (a stop, a termination, of one process or
+# its group, a killer, a stray that outlives, a hang) in one verb's at least; every cell of
+# every matrix in CI's long step.
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +179,7 @@ def env_size(program: list[str], *more: str) -> list[str]:
             *more, "--", *program]  # fmt: skip
 
 
-@pytest.mark.parametrize("what", long_beyond(SHRUGGED, FAST))
+@pytest.mark.parametrize("what", long_beyond(SHRUGGED, {"stop-parent", "term-parent-group"}))
 def test_a_sweep_shrugs_off_a_program_that_signals_its_parent(hostile, tmp_path, what):
     out = tmp_path / "r.parquet"
     done = perflab(*env_size([hostile, what], "--timeout", "30", "-o", str(out)))
@@ -189,7 +189,8 @@ def test_a_sweep_shrugs_off_a_program_that_signals_its_parent(hostile, tmp_path,
     nothing_left(hostile)
 
 
-@pytest.mark.parametrize("what", ["stop-self", "ignore-term", "stop-helpers"])
+@pytest.mark.parametrize("what", long_beyond(["stop-self", "ignore-term", "stop-helpers"],
+                                             {"stop-self", "stop-helpers"}))  # fmt: skip
 def test_a_sweep_ends_a_program_that_hangs_at_its_timeout(hostile, tmp_path, what):
     out = tmp_path / "r.parquet"
     sweep = ["sweep", "env-size", "--max", "0", "--repeat", "2", "--no-rt", "--timeout", "0.3"]
@@ -199,7 +200,7 @@ def test_a_sweep_ends_a_program_that_hangs_at_its_timeout(hostile, tmp_path, wha
     nothing_left(hostile)
 
 
-@pytest.mark.parametrize("what", KILLERS)
+@pytest.mark.parametrize("what", long_beyond(KILLERS, {"kill-parent"}))
 def test_a_killed_helper_is_said_and_its_finished_runs_kept(hostile, tmp_path, what):
     out, count = tmp_path / "r.parquet", tmp_path / "count"
     # the preflight is run 1; runs 2..5 finish; the 6th kills the helper mid-batch
@@ -252,7 +253,8 @@ def test_sigterm_ends_a_sweep_whose_program_stopped_its_helpers(hostile, tmp_pat
     nothing_left(hostile)
 
 
-@pytest.mark.parametrize("what", ["stop-parent", "term-parent", "kill-parent"])
+@pytest.mark.parametrize("what", long_beyond(["stop-parent", "term-parent", "kill-parent"],
+                                             {"stop-parent", "kill-parent"}))  # fmt: skip
 def test_compare_with_a_hostile_side(hostile, tmp_path, what):
     args = ["compare", f"{hostile} {what}", f"{hostile} none", "--setups", "1", "--repeat", "2",
             "--timeout", "30", "--no-rt", "-o", str(tmp_path / "c.parquet")]  # fmt: skip
@@ -264,7 +266,9 @@ def test_compare_with_a_hostile_side(hostile, tmp_path, what):
     nothing_left(hostile)
 
 
-@pytest.mark.parametrize("what", ["stop-parent", "term-parent", "stop-self", "kill-parent"])
+@pytest.mark.parametrize("what", long_beyond(["stop-parent", "term-parent", "stop-self",
+                                              "kill-parent"],
+                                             {"term-parent", "kill-parent"}))  # fmt: skip
 def test_threads_with_a_hostile_program(hostile, what):
     done = perflab("sweep", "threads", "--threads", "1", "--repeat", "2", "--timeout", "1",
                    "--", hostile, what)  # fmt: skip
@@ -277,7 +281,8 @@ def test_threads_with_a_hostile_program(hostile, what):
     nothing_left(hostile)
 
 
-@pytest.mark.parametrize("what", long_beyond([*SHRUGGED, "stop-self", *KILLERS], FAST))
+@pytest.mark.parametrize("what", long_beyond([*SHRUGGED, "stop-self", *KILLERS],
+                                             {"stop-self", "kill-parent"}))  # fmt: skip
 def test_counters_with_a_hostile_command(hostile, what):
     done = perflab("counters", "-e", "task-clock", "--", hostile, what)
     if what in KILLERS:
@@ -299,7 +304,8 @@ def test_counters_kills_a_command_at_its_timeout(hostile):
 
 
 @pytest.mark.parametrize("what", long_beyond(["stop-parent", "term-parent", "stop-self",
-                                              "ignore-term", *KILLERS], FAST))  # fmt: skip
+                                              "ignore-term", *KILLERS],
+                                             {"ignore-term", "kill-parent"}))  # fmt: skip
 def test_profile_with_a_hostile_program(hostile, what):
     done = perflab("profile", "--timeout", "2", "--", hostile, what)
     if what in KILLERS:
@@ -321,7 +327,7 @@ def objects(tmp_path) -> list[str]:
     return [str(tmp_path / "m.o"), str(tmp_path / "f.o")]
 
 
-@pytest.mark.parametrize("what", ["ignore-term", "stop-self"])
+@pytest.mark.parametrize("what", long_beyond(["ignore-term", "stop-self"], {"ignore-term"}))
 def test_a_link_command_is_bounded_by_the_build_timeout(hostile, objects, what):
     done = perflab("sweep", "link-order", "--objects", *objects, "--repeat", "1",
                    "--link-cmd", f"{hostile} {what} {{objects}} {{output}}",

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import fill_disk, lock_free, wait_for
+from conftest import fill_disk, lock_free, long_beyond, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -496,13 +496,15 @@ for _ in range(int(sys.argv[2])):
 """
 
 
-def test_two_processes_taking_one_lock_in_turn_never_refuse_each_other(tmp_path):
+@pytest.mark.parametrize("turns", long_beyond([1000, 5000], {1000}))
+def test_two_processes_taking_one_lock_in_turn_never_refuse_each_other(tmp_path, turns):
     """A holder removes the lock file as it lets go; the other may have opened it just before
     and find a file with no name. That is no planted file (CI's lowest run refused one, 'a
     file with 0 names', and a track failed): it opens the path again, and the lock is gone
-    at the end. Before the fix, 2 x 5 000 turns failed 4 runs of 4 here (2 x 3 000: 3 of 4)."""
+    at the end. Before the fix, 2 x 5 000 turns failed 4 runs of 4 here (2 x 3 000: 3 of 4):
+    the suite takes 1 000 turns each, the long step 5 000."""
     out = tmp_path / "r.parquet"
-    argv = [sys.executable, "-c", CYCLES, str(out), "5000"]
+    argv = [sys.executable, "-c", CYCLES, str(out), str(turns)]
     both = [subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     said = [p.communicate(timeout=120)[1] for p in both]
     assert [p.returncode for p in both] == [0, 0], said

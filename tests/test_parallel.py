@@ -105,7 +105,7 @@ def test_parallel_batch_pins_each_child_and_runs_two_at_once(tmp_path):
 
 
 @needs_two
-def test_parallel_sweep_tags_rows_and_checks_itself(tmp_path):
+def test_parallel_sweep_tags_rows_and_checks_itself(tmp_path, children):
     out = tmp_path / "p.parquet"
     df = env_size.sweep(max_size=31, repeat=12, jobs=2, cpus=TWO, reference=0.3, rt=False,
                         output=out)  # fmt: skip
@@ -125,7 +125,7 @@ def test_parallel_sweep_tags_rows_and_checks_itself(tmp_path):
 
 
 @needs_two
-def test_the_verdict_is_in_the_files_one_final_write(tmp_path, monkeypatch):
+def test_the_verdict_is_in_the_files_one_final_write(tmp_path, monkeypatch, children):
     out = tmp_path / "v.parquet"
     writes, real = [], results.save
 
@@ -206,26 +206,36 @@ def test_cli_reports_each_cpu_and_the_verdict(tmp_path):
     assert doc["interference"]["cpus"][0]["cpu"] == TWO[0]
 
 
-@pytest.mark.long
 @needs_two
-def test_ctrl_c_then_resume_measures_each_pair_once(tmp_path):
+def test_ctrl_c_then_resume_measures_each_pair_once(tmp_path, children, monkeypatch):
     out = tmp_path / "r.parquet"
     cpus = machine.format_cpu_list(TWO)
-    args = ["--max", "2999", "--repeat", "2", "--no-rt", "--jobs", "2", "--cpu", cpus]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "perflab", "sweep", "env-size", *args, "-o", str(out)],
-        env={**os.environ, "PYTHONPATH": SRC},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    parts = Path(str(out) + ".parts")
-    wait_for(lambda: any(parts.glob("chunk-*.parquet")), "the sweep's first chunk")
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and f"--resume {out}" in err and "Traceback" not in err
+    top = 2999 if children is None else 199  # made up: chunks of 2 x 64 runs, as many rows
+    args = ["--max", str(top), "--repeat", "2", "--no-rt", "--jobs", "2", "--cpu", cpus]
+    if children is None:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "perflab", "sweep", "env-size", *args, "-o", str(out)],
+            env={**os.environ, "PYTHONPATH": SRC},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        parts = Path(str(out) + ".parts")
+        wait_for(lambda: any(parts.glob("chunk-*.parquet")), "the sweep's first chunk")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130
+    else:  # Ctrl-C in the second chunk
+        monkeypatch.setattr(env_size, "CHUNK_RUNS", 64)
+        children.signal_after = (200, signal.SIGINT)
+        stopped = CliRunner().invoke(cli, ["sweep", "env-size", *args, "-o", str(out)])
+        assert stopped.exit_code == 130
+        err = stopped.output
+    assert f"--resume {out}" in err and "Traceback" not in err
     first = results.load(out)
-    assert results.metadata(first)["complete"] is False and 0 < len(first) < 6000
+    planned = 2 * (top + 1)
+    assert results.metadata(first)["complete"] is False and 0 < len(first) < planned
+    assert children is None or len(first) == 200
 
     # The file the stop left judges the runs it holds; the resumed one, both sessions' runs.
     def judged(df):
@@ -237,15 +247,15 @@ def test_ctrl_c_then_resume_measures_each_pair_once(tmp_path):
     done = CliRunner().invoke(cli, ["sweep", "env-size", *args, "--resume", str(out)])
     assert done.exit_code == 0, done.output
     df = results.load(out)
-    assert len(df) == 6000 and set(zip(df["env_size"], df["rep"], strict=True)) == {
-        (s, r) for s in range(3000) for r in range(2)
+    assert len(df) == planned and set(zip(df["env_size"], df["rep"], strict=True)) == {
+        (s, r) for s in range(top + 1) for r in range(2)
     }
     assert set(df["cpu"]) == set(TWO) and results.metadata(df)["complete"] is True
     assert judged(df) == (df["status"] == "ok").sum()
 
 
 @needs_two
-def test_link_order_with_jobs_tags_rows_and_reports_the_check(runner, tmp_path):
+def test_link_order_with_jobs_tags_rows_and_reports_the_check(runner, tmp_path, children):
     out = tmp_path / "lo.parquet"
     args = ["sweep", "link-order", "--permutations", "3", "--repeat", "20", "--no-rt",
             "--jobs", "2", "--cpu", machine.format_cpu_list(TWO), "--reference", "0.4"]  # fmt: skip
@@ -259,7 +269,7 @@ def test_link_order_with_jobs_tags_rows_and_reports_the_check(runner, tmp_path):
 
 
 @needs_two
-def test_compare_with_jobs_keeps_every_pair_once(tmp_path):
+def test_compare_with_jobs_keeps_every_pair_once(tmp_path, children):
     side = [sys.executable, "-c", "pass"]
     a, b = compare.program_side("A", side), compare.program_side("B", side)
     df = compare.compare(a, b, setups=2, repeat=10, jobs=2, cpus=TWO, rt=False)

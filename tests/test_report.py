@@ -11,6 +11,7 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import fakespawner
 import numpy as np
 import pandas as pd
 import pytest
@@ -99,18 +100,26 @@ def _first_chunk(parts: Path) -> None:
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
-def test_an_interrupted_sweep_reports_what_it_has_and_says_partial(how, tmp_path):
+def test_an_interrupted_sweep_reports_what_it_has_and_says_partial(how, tmp_path, children):
     out = tmp_path / "cut.parquet"
-    proc = _sweep("--max", "3999", "--repeat", "2", "--no-rt", "-o", str(out))
-    try:
-        _first_chunk(Path(f"{out}.parts"))
-    finally:
-        proc.send_signal(how)
-        proc.communicate(timeout=60)
+    top = 3999 if children is None else 199  # made up: a chunk per 64 runs, as many rows
+    args = ["sweep", "env-size", "--max", str(top), "--repeat", "2", "--no-rt", "-o", str(out)]
+    if children is None:
+        proc = _sweep(*args[2:])
+        try:
+            _first_chunk(Path(f"{out}.parts"))
+        finally:
+            proc.send_signal(how)
+            proc.communicate(timeout=60)
+    else:  # stopped in its third batch, two of them on the disk
+        cut = subprocess.run(fakespawner.cli(*args, chunk_runs=64, signal_after=(150, how)),
+                             env=fakespawner.cli_env(), capture_output=True)  # fmt: skip
+        assert cut.returncode in (-signal.SIGKILL, 128 + signal.SIGINT), cut.stderr
     res = _json(CliRunner().invoke(cli, ["report", str(out), "--json"]))
     assert res["experiment"] == "env-size" and res["partial"]
     assert f"--resume {out}" in res["partial"] or how == signal.SIGINT
-    assert 0 < res["runs"] < 8000  # every finished run, and fewer than planned
+    assert 0 < res["runs"] < 2 * (top + 1)  # every finished run, and fewer than planned
+    assert children is None or res["runs"] == (128 if how == signal.SIGKILL else 150)
     assert sum(s["n"] + s["failed"] for s in res["sizes"]) == res["runs"]
     text = CliRunner().invoke(cli, ["report", str(out)])
     assert text.exit_code == 0 and "PARTIAL: " in text.output

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -177,6 +177,31 @@ def _stdio(options: SpawnOptions) -> list[int]:
         i if fd is None else fd
         for i, fd in enumerate((options.stdin, options.stdout, options.stderr))
     ]
+
+
+class Spawner(Protocol):
+    """What a sweep asks of whatever starts its children (DirectSpawner, HelperSpawner): the
+    records of a packed batch (request(), csrc/perflab.h's struct perflab_batch), batches queued
+    ahead and answered in order, and a stop between runs that a signal handler may ask for."""
+
+    method: str  # how maxrss_kb was measured (maxrss_meta)
+    floor_kb: int | None  # a peak every child's maxrss_kb includes, when known
+
+    def batch(self, request: bytes, nruns: int, stdio: list[int]) -> np.ndarray:
+        """The batch's RUN_DTYPE records, fewer than nruns when a stop cut it short."""
+        ...
+
+    def pipeline(self) -> contextlib.AbstractContextManager[Pipeline]:
+        """Batches submitted ahead of their replies, collected oldest first."""
+        ...
+
+    def request_stop(self) -> None:
+        """The batch in flight and every queued one end at their next run."""
+        ...
+
+    def clear_stop(self) -> None:
+        """Forget a stop asked for, before a new sweep."""
+        ...
 
 
 class DirectSpawner:
@@ -368,11 +393,14 @@ class Pipeline:
     collect: Callable[[], np.ndarray]
 
 
-_spawners: dict[str, DirectSpawner] = {}
+_spawners: dict[str, Spawner] = {}
 
 
-def spawner() -> DirectSpawner:
-    """The spawner helper, started on first use (again after a fork), else in-process runs."""
+def spawner() -> Spawner:
+    """The spawner chosen for this process (chosen()), else the spawner helper, started on
+    first use (again after a fork), else in-process runs."""
+    if "chosen" in _spawners:
+        return _spawners["chosen"]
     current = _spawners.get("default")
     if isinstance(current, HelperSpawner) and current.alive():
         return current
@@ -383,9 +411,25 @@ def spawner() -> DirectSpawner:
     return _spawners["default"]
 
 
-def direct() -> DirectSpawner:
+def direct() -> Spawner:
     """Runs without the helper: what each run costs without it, or when it cannot start."""
     return _spawners.setdefault("in-process", DirectSpawner())
+
+
+@contextlib.contextmanager
+def chosen(using: Spawner) -> Iterator[Spawner]:
+    """Every run of this process without a spawner of its own (run_batch's `using`) goes to
+    `using` within the block, every sweep's included; a stop reaches it as it reaches the
+    others (request_stop)."""
+    before = _spawners.get("chosen")
+    _spawners["chosen"] = using
+    try:
+        yield using
+    finally:
+        if before is None:
+            del _spawners["chosen"]
+        else:
+            _spawners["chosen"] = before
 
 
 def request_stop() -> None:
@@ -405,7 +449,7 @@ def stop_wakeup_fd() -> int:
     return _stop_pipe()[1]
 
 
-def maxrss_meta(used: DirectSpawner) -> dict[str, Any]:
+def maxrss_meta(used: Spawner) -> dict[str, Any]:
     """What a result records about its maxrss_kb column: the method and its floor."""
     return {"maxrss_method": used.method, "maxrss_floor_kb": used.floor_kb}
 
@@ -417,7 +461,7 @@ def run_batch(
     var: str = "A",
     base_env: Mapping[str, str] | None = None,
     options: SpawnOptions | None = None,
-    using: DirectSpawner | None = None,
+    using: Spawner | None = None,
 ) -> np.ndarray:
     """Run programs[prog[i]] for each i (argv[0] the resolved path), with base_env plus
     VAR=<sizes[i] pad characters> where sizes[i] >= 0, all in one C call.
@@ -451,7 +495,7 @@ def run(
     argv: Sequence[str],
     env: Mapping[str, str] | None = None,
     options: SpawnOptions | None = None,
-    using: DirectSpawner | None = None,
+    using: Spawner | None = None,
 ) -> np.record:
     """One run with exactly argv and env (None: empty): nothing else is inherited."""
     path = check_program(argv[0])
@@ -469,7 +513,7 @@ def run_env_sizes(
     var: str = "A",
     base_env: Mapping[str, str] | None = None,
     options: SpawnOptions | None = None,
-    using: DirectSpawner | None = None,
+    using: Spawner | None = None,
 ) -> np.ndarray:
     """Run argv once per size, each with base_env plus VAR=<size pad characters>, in one C call."""
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)

@@ -191,7 +191,9 @@ _CLI = """
 import json, runpy, sys
 sys.path.insert(0, sys.argv[1])
 from fakespawner import FakeSpawner
-from perflab.lab import compare, env_size, link_order
+from perflab.lab.compare import measure as compare
+from perflab.lab.env_size import measure as env_size
+from perflab.lab.link_order import measure as link_order
 from perflab.running import spawn
 after, chunk_runs = json.loads(sys.argv[2])
 for verb in (compare, env_size, link_order):

@@ -17,6 +17,7 @@ from conftest import wait_for
 import perflab
 from perflab.cli import cli
 from perflab.lab import env_size
+from perflab.lab.env_size import measure as env_measure
 from perflab.lab.env_size import windows
 from perflab.running import spawn
 from perflab.store import results
@@ -198,7 +199,7 @@ def test_ctrl_c_keeps_rows_and_says_how_to_resume(tmp_path, children, monkeypatc
         _, err = proc.communicate(timeout=60)
         assert proc.returncode != 0
     else:  # Ctrl-C in the third batch
-        monkeypatch.setattr(env_size, "CHUNK_RUNS", 64)
+        monkeypatch.setattr(env_measure, "CHUNK_RUNS", 64)
         children.signal_after = (150, signal.SIGINT)
         stopped = CliRunner().invoke(cli, ["sweep", "env-size", *args])
         assert stopped.exit_code == 128 + signal.SIGINT

@@ -16,6 +16,7 @@ from conftest import wait_for
 from perflab.cli import cli
 from perflab.errors import PerflabError
 from perflab.lab import compare, env_size
+from perflab.lab.env_size import measure as env_measure
 from perflab.running import lanes, spawn
 from perflab.store import results
 from perflab.system import machine
@@ -226,7 +227,7 @@ def test_ctrl_c_then_resume_measures_each_pair_once(tmp_path, children, monkeypa
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130
     else:  # Ctrl-C in the second chunk
-        monkeypatch.setattr(env_size, "CHUNK_RUNS", 64)
+        monkeypatch.setattr(env_measure, "CHUNK_RUNS", 64)
         children.signal_after = (200, signal.SIGINT)
         stopped = CliRunner().invoke(cli, ["sweep", "env-size", *args, "-o", str(out)])
         assert stopped.exit_code == 130

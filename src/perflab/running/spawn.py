@@ -218,7 +218,12 @@ class DirectSpawner:
 
     @contextlib.contextmanager
     def pipeline(self) -> Iterator[Pipeline]:
-        """Batches queued ahead, answered in order (here: run one after another on a thread)."""
+        """Batches queued ahead, answered in order (here: run one after another on a thread).
+
+        The stop pipe is drained first: it is also Python's signal wakeup fd while a sweep
+        runs, so a byte a signal left there must not end batches of a pipeline that came after
+        (a stop asked meanwhile is still seen by the sweep's Interrupt, between chunks)."""
+        self.clear_stop()
         with ThreadPoolExecutor(1) as pool:
             queued: deque[Future[np.ndarray]] = deque()
             yield Pipeline(lambda *request: queued.append(pool.submit(self.batch, *request)),

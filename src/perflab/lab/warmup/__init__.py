@@ -27,7 +27,7 @@ class WarmupPlan(Plan):
     unit: str = option("--unit", "ns", "The unit of the times PROGRAM prints.", choices=UNITS)
     env_max: int = option("--env-max", 4096, "Each execution's env size is drawn in 0..ENV_MAX "
                           "bytes.", min=0)  # fmt: skip
-    seed: int = option("--seed", 0, "Seed of the env sizes drawn.", type=int)
+    seed: int = option("--seed", 0, "Seed of the env sizes drawn.", within=(0, controls.SEED_MAX))
     timeout: float = option("--timeout", 60.0, "Seconds one execution may take.",
                             kind="seconds")  # fmt: skip
     cpus: tuple[int, ...] = option("--cpu", (), "Pin each execution to these CPUs (e.g. 1 or "

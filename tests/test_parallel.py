@@ -313,6 +313,22 @@ def test_queued_batches_run_in_order_and_a_stop_ends_them_all(helper):
         spawner.request_stop()
         cut, behind = pipe.collect(), pipe.collect()
     assert len(cut) < 50 and len(behind) == 0  # the queued batch starts nothing after a stop
+    assert len(spawn.run_batch([(true,)], np.zeros(2), using=spawner)) == 2  # the pipeline's
+    spawner.request_stop()
     assert len(spawn.run_batch([(true,)], np.zeros(2), using=spawner)) == 0  # until cleared
     spawn.clear_stop()
     assert len(spawn.run_batch([(true,)], np.zeros(2), using=spawner)) == 2
+
+
+def test_a_forked_childs_stop_is_its_own():
+    """A fork (perflab.warmup's callables, a user's multiprocessing) asks its own pipe to stop:
+    its parent's next in-process batch still runs."""
+    direct = spawn.direct()
+    true = spawn.check_program("true")
+    assert len(spawn.run_batch([(true,)], np.zeros(1), using=direct)) == 1  # the pipe exists
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child asks for a stop and exits at once
+        direct.request_stop()
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert len(spawn.run_batch([(true,)], np.zeros(2), using=direct)) == 2

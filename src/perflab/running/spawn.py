@@ -171,6 +171,10 @@ def _stop_pipe() -> tuple[int, int]:
     return os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
 
 
+# a forked child makes its own: a stop it is asked for (or a signal it gets) is not its parent's
+os.register_at_fork(after_in_child=_stop_pipe.cache_clear)
+
+
 def _stdio(options: SpawnOptions) -> list[int]:
     """The child's stdin/stdout/stderr: the ones asked for, else ours at this moment."""
     return [
@@ -196,7 +200,8 @@ class Spawner(Protocol):
         ...
 
     def request_stop(self) -> None:
-        """The batch in flight and every queued one end at their next run."""
+        """The batch in flight and every queued one end at their next run; outside a
+        pipeline, every batch until clear_stop, and a pipeline forgets it as it ends."""
         ...
 
     def clear_stop(self) -> None:
@@ -220,14 +225,18 @@ class DirectSpawner:
     def pipeline(self) -> Iterator[Pipeline]:
         """Batches queued ahead, answered in order (here: run one after another on a thread).
 
-        The stop pipe is drained first: it is also Python's signal wakeup fd while a sweep
-        runs, so a byte a signal left there must not end batches of a pipeline that came after
-        (a stop asked meanwhile is still seen by the sweep's Interrupt, between chunks)."""
+        The stop pipe is drained first and last: it is also Python's signal wakeup fd while a
+        sweep runs, and a stop ends the batches queued behind an error, so a byte left there
+        must not end the batches of whatever runs next (a stop asked meanwhile is still seen
+        by the sweep's Interrupt, between chunks)."""
         self.clear_stop()
-        with ThreadPoolExecutor(1) as pool:
-            queued: deque[Future[np.ndarray]] = deque()
-            yield Pipeline(lambda *request: queued.append(pool.submit(self.batch, *request)),
-                           lambda: queued.popleft().result())  # fmt: skip
+        try:
+            with ThreadPoolExecutor(1) as pool:
+                queued: deque[Future[np.ndarray]] = deque()
+                yield Pipeline(lambda *request: queued.append(pool.submit(self.batch, *request)),
+                               lambda: queued.popleft().result())  # fmt: skip
+        finally:
+            self.clear_stop()
 
     def request_stop(self) -> None:
         with contextlib.suppress(BlockingIOError):
@@ -288,7 +297,8 @@ class HelperSpawner(DirectSpawner):
     @contextlib.contextmanager
     def pipeline(self) -> Iterator[Pipeline]:
         """Requests sent ahead, queued in the socket; replies read in order. Replies left
-        unread at the end (an error) leave the helper out of step: it is ended."""
+        unread at the end (an error) leave the helper out of step: it is ended. A stop asked
+        for ends with the pipeline, as a direct spawner's does."""
         with self.lock:
             self.most_queued = 0
             try:
@@ -296,6 +306,7 @@ class HelperSpawner(DirectSpawner):
             finally:
                 if self.queued:
                     self.close()
+                self.clear_stop()
 
     def _submit(self, request: bytes, nruns: int, stdio: list[int]) -> None:
         kept = os.memfd_create("perflab-batch", os.MFD_CLOEXEC)

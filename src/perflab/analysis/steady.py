@@ -16,11 +16,6 @@ from numpy.typing import ArrayLike
 from perflab.analysis import warmup
 from perflab.analysis.stats import median_order_interval
 
-# The --until-steady width by default: Laaber et al.'s RCIW threshold, the interval's whole
-# width over its centre.
-WIDTH = 0.03
-WIDTH_RANGE = (0.001, 0.5)  # narrower than a timer's rounding; wider than any claim is worth
-
 # What a run's iterations were found to be; "unclassified": too few for it (MIN_ITERATIONS).
 RunClass = Literal["unclassified", "flat", "warm-up", "slowdown", "no steady state"]
 RUN_CLASSES: tuple[RunClass, ...] = (

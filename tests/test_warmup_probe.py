@@ -62,7 +62,7 @@ def test_a_probed_program_s_series_is_its_ticks_per_iteration(programs):
     rest = df[df["iteration"] >= 16].groupby("execution")["time"].median()
     assert (first > rest).all()
     counts = warmup.classified(df).counts
-    assert counts["warm-up"] >= 1 and counts["flat"] == 0, counts
+    assert counts["warm-up"] >= 1, counts
 
 
 def test_a_program_neither_printing_nor_looping_is_one_line(programs):

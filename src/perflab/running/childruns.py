@@ -235,6 +235,8 @@ class Runs:
     runq: str = "off"  # RUNQ_MODES: read each run's run-queue wait (serial sweeps only)
     iterations: int = 1  # asked of the probe's repeat loop in each run (1: one region, as ever)
     looped: bool = False  # rows carry the iteration columns even where a round asks for one
+    # each run's iterations classified, its warm-up set aside (spawn.STEADY_COLUMNS)
+    steady: bool = False
     # Read the run's CPUs' busy time (/proc/stat) around each batch of one run: cpus_busy_ns
     # less the run's CPU time is what other tasks took of them (serial sweeps only).
     busy: bool = False
@@ -259,7 +261,8 @@ class Runs:
     @property
     def columns(self) -> list[str]:
         runq = spawn.RUNQ_COLUMNS if self.runq != "off" else ()
-        iterations = spawn.ITERATION_COLUMNS if self.per_iteration else ()
+        iterations: tuple[str, ...] = spawn.ITERATION_COLUMNS if self.per_iteration else ()
+        iterations += spawn.STEADY_COLUMNS if self.steady else ()
         busy = ("cpus_busy_ns",) if self.busy else ()
         return [*self.labels, *MEASURED, *runq, *iterations, *busy]
 
@@ -284,9 +287,8 @@ class Runs:
         labels = {name: values[at] for name, values in self.labels.items()}
         runq = spawn.runq_columns(runs) if self.runq != "off" else {}
         tidy = spawn.tidy_columns(runs, overhead)
-        iterations = (
-            spawn.iteration_columns(runs, tidy["ticks"], overhead) if self.per_iteration else {}
-        )
+        columns = spawn.steady_columns if self.steady else spawn.iteration_columns
+        iterations = columns(runs, tidy["ticks"], overhead) if self.per_iteration else {}
         return pd.DataFrame({**labels, **more, **tidy, **iterations, **runq})
 
     def starting(self, todo: np.ndarray) -> Self:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from perflab.analysis import steady, warmup
 from perflab.core import bindings
 from perflab.core.constants import RUNQ_MODES
 from perflab.core.lazy import pd
@@ -614,6 +615,26 @@ def iteration_columns(runs: np.ndarray, ticks: np.ndarray, overhead: int = 0) ->
         mine = shown & (k == n)
         per[mine] = np.median(raw[mine, :n], axis=1)
     return {"ticks": per, "iterations": k.astype(np.int32)}
+
+
+STEADY_COLUMNS = ("warmup", "steady_state")
+
+
+def steady_columns(runs: np.ndarray, ticks: np.ndarray, overhead: int = 0) -> dict[str, Any]:
+    """iteration_columns with each run's iterations classified first (analysis/steady.py):
+    ticks becomes the median of its steady iterations, warmup the iterations set aside before
+    them, steady_state the class (no steady state: the median of all, and the class says so;
+    unclassified: fewer iterations than a classification needs, or no ticks)."""
+    out = iteration_columns(runs, ticks, overhead)
+    k = runs["iterations"].astype(np.int64)
+    raw = np.maximum(runs["iteration_ticks"].astype(np.float64) - overhead, 1.0)
+    warm = np.zeros(k.size, np.int32)
+    found = np.zeros(k.size, np.int8)
+    for i in np.flatnonzero(np.isfinite(out["ticks"]) & (k >= warmup.MIN_ITERATIONS)):
+        cls, start, median = steady.steady_run(raw[i, : k[i]])
+        warm[i], found[i], out["ticks"][i] = start, steady.RUN_CLASSES.index(cls), median
+    classes = pd.Categorical.from_codes(found, steady.RUN_CLASSES)
+    return {**out, "warmup": warm, "steady_state": classes}
 
 
 def runq_columns(runs: np.ndarray) -> dict[str, Any]:

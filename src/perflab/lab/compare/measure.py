@@ -61,6 +61,7 @@ from perflab.lab.compare.verdict import pairs_needed as pairs_needed
 from perflab.lab.compare.verdict import per_setup as per_setup
 from perflab.lab.compare.verdict import shown_change as shown_change
 from perflab.lab.compare.verdict import steady as steady
+from perflab.lab.compare.verdict import steady_states
 from perflab.lab.compare.wording import LABELLED_SETUPS as LABELLED_SETUPS
 from perflab.lab.compare.wording import SHOWN_SETUPS as SHOWN_SETUPS
 from perflab.lab.compare.wording import plot as plot
@@ -70,6 +71,7 @@ from perflab.plan.metrics import check as check_metrics
 from perflab.running import childruns, lanes
 from perflab.running.childruns import value_column as value_column
 from perflab.running.progress import ProgressArg
+from perflab.store import results
 from perflab.store.recording import FLUSH_S, Recording
 from perflab.system import provenance
 
@@ -160,7 +162,22 @@ def compare(
         meta["aslr"] = fixed or "drawn per setup (column aslr)"
     measure = partial(runs.measure, chunk_runs=CHUNK_RUNS, flush_s=FLUSH_S)
     if plan.precision:
-        return to_precision(a, b, plan, meta, recording, on_start, progress, warn, measure)
-    setups = draw_setups(plan, [o.label for o in a.objects])
-    return measure(a, b, plan, {s: plan.repeat for s in setups}, meta, recording,
-                   on_start=on_start, progress=progress, warn=warn)  # fmt: skip
+        df = to_precision(a, b, plan, meta, recording, on_start, progress, warn, measure)
+    else:
+        setups = draw_setups(plan, [o.label for o in a.objects])
+        df = measure(a, b, plan, {s: plan.repeat for s in setups}, meta, recording,
+                     on_start=on_start, progress=progress, warn=warn)  # fmt: skip
+    return _steady_record(df, recording)
+
+
+def _steady_record(df: pd.DataFrame, recording: Recording) -> pd.DataFrame:
+    """A finished comparison whose runs' iterations were classified, with what was found and
+    set aside in its metadata (and its file's): the runs of each class, the warm-up dropped."""
+    meta = results.metadata(df)
+    if "steady_state" not in df or not meta.get("complete"):
+        return df
+    states = steady_states(df[df["status"] == "ok"])
+    results.attach(df, {**meta, "steady_state": states})
+    if recording.output is not None:
+        results.save(df, recording.output)
+    return df

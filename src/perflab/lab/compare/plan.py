@@ -149,7 +149,9 @@ class ComparePlan(Controls):
         default=1,
         metadata=_cli("--iterations", "Iterations of the programs' repeat loop "
                       "(PERFLAB_PROBE_LOOP) in each run, a level of the variance of its own; "
-                      "with --precision, the pilot's, and the plan chooses the rest's.", min=1),
+                      "20 or more: each run's warm-up is found and set aside "
+                      "(docs/warmup.md); with --precision, the pilot's, and the plan chooses "
+                      "the rest's.", min=1),
     )  # fmt: skip
     per_placement: int = field(
         default=1,

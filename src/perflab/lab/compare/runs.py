@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from perflab.analysis.warmup import MIN_ITERATIONS
 from perflab.core.lazy import pd
 from perflab.lab.compare import exact
 from perflab.lab.compare.layouts import LAYOUT, NO_PADDING, Setup
@@ -150,4 +151,5 @@ def _runs(
         layout=labels["setup"],
         iterations=iterations or plan.iterations,
         looped=plan.iterations > 1,
+        steady=plan.iterations >= MIN_ITERATIONS,
     )

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from perflab.analysis import levels, repetitions, stats
+from perflab.analysis.steady import RUN_CLASSES
 from perflab.analysis.trimmed import trimmed_interval
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
@@ -199,6 +200,18 @@ def overall(
     slower, faster = int(counts.get("B slower", 0)), int(counts.get("B faster", 0))
     family, sure = _family_verdicts(ok, setups, value, confidence)
     split = _split(ok, value, ratio, parts, confidence, change)
+    states = steady_states(ok) if value == "ticks" else None
+    conclusion = _conclusion(
+        ratio,
+        lo,
+        hi,
+        sure["B slower"],
+        sure["B faster"],
+        len(setups),
+        _over(results.metadata(df), len(setups), covers),
+        family,
+        split,
+    )
     return {
         "ratio": ratio,
         "ci_low": lo,
@@ -222,18 +235,36 @@ def overall(
         if parts is not None
         else None,
         "pair_variance": parts.variances[1] if parts is not None else math.nan,
-        "conclusion": _conclusion(
-            ratio,
-            lo,
-            hi,
-            sure["B slower"],
-            sure["B faster"],
-            len(setups),
-            _over(results.metadata(df), len(setups), covers),
-            family,
-            split,
-        ),
+        "steady_state": states,
+        "inconclusive": bool(states and states["no steady state"]),
+        "conclusion": _unsettled(states, conclusion) if states else conclusion,
     }
+
+
+def steady_states(ok: pd.DataFrame) -> dict[str, Any] | None:
+    """Where each run's iterations were classified (spawn.STEADY_COLUMNS): the runs of each
+    class, and the runs and iterations set aside as warm-up; None where they were not."""
+    if "steady_state" not in ok:
+        return None
+    classes = ok["steady_state"].astype(str)
+    counts: dict[str, int] = {c: int((classes == c).sum()) for c in RUN_CLASSES}
+    warm = ok["warmup"] > 0
+    return {**counts, "runs": len(ok), "classified": len(ok) - counts["unclassified"],
+            "warmup_runs": int(warm.sum()), "warmup_iterations": int(ok["warmup"].sum()),
+            "iterations": int(ok["iterations"].sum())}  # fmt: skip
+
+
+def _unsettled(states: dict[str, Any], conclusion: str) -> str:
+    """The conclusion, or that there is none where runs reached no steady state: their
+    iterations' median is a value of no state the program stays in, and so is B/A over it."""
+    n = states["no steady state"]
+    if not n:
+        return conclusion
+    return (
+        f"inconclusive: {n} of {states['classified']} runs reached no steady state within their "
+        f"iterations (Barrett et al.'s classes), so there is no steady state to compare "
+        f"(what the runs' medians read: {conclusion})"
+    )
 
 
 # The share of random layouts that must move B/A past the change of interest each way before

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from perflab.analysis import levels, repetitions
+from perflab.analysis.steady import RUN_CLASSES
 from perflab.analysis.summary import Summary, Table
+from perflab.analysis.warmup import MIN_ITERATIONS
 from perflab.core import constants
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
@@ -176,6 +178,30 @@ def _loopless(frame: pd.DataFrame, meta: dict[str, Any]) -> list[str]:
     ]
 
 
+def _steady_line(states: dict[str, Any] | None) -> list[str]:
+    """What the classification of each run's iterations found and set aside (with
+    --iterations 20 or more), or why it could not classify them."""
+    if not states:
+        return []
+    if not states["classified"]:
+        return [
+            f"steady state: no run sent {MIN_ITERATIONS} iterations or more, which "
+            "classifying its warm-up needs: every run's median is of all its iterations"
+        ]
+    found = ", ".join(f"{states[c]} {c}" for c in RUN_CLASSES[1:4] if states[c])
+    dropped, runs = states["warmup_iterations"], states["warmup_runs"]
+    line = (
+        f"steady state (each run's iterations classified as Barrett et al. do): "
+        f"{found or 'none'} of {states['classified']} runs; "
+        f"{_counted(dropped, 'warm-up iteration')} of {_counted(runs, 'run')} set aside "
+        f"({dropped / max(states['iterations'], 1):.1%} of {states['iterations']:,}): B/A is "
+        "of the steady iterations"
+    )
+    if states["no steady state"]:
+        line += f"; no steady state in {_counted(states['no steady state'], 'run')}"
+    return [line]
+
+
 def _counted(n: int, thing: str) -> str:
     """A count in words, singular for one: "1 round", "2 rounds"."""
     return f"{n} {thing}" + "s" * (n != 1)
@@ -294,6 +320,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
             if total["stalled"]
             else []
         ),
+        *_steady_line(total.get("steady_state")),
         *_components_line(total["components"]),
         *_undecided_line(per, total, float(meta.get("change") or CHANGE)),
         *_precision_lines(frame, meta.get("precision"), value),

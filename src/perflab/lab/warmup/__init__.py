@@ -1,16 +1,23 @@
 """Warm-up and steady state of a program's in-process iterations: P fresh processes
-of a program that prints one time per iteration, each series classified as warmup_stats does
-(analysis/warmup.py). The plan and registry entry are here, light enough for --help; run,
-summary and plot load from measure.py on first use."""
+of a program that prints one time per iteration, or is built with perflab's probe loop, each
+series classified as warmup_stats does (analysis/warmup.py). The plan and registry entry are
+here, light enough for --help; run, summary and plot load from measure.py on first use."""
 
 from dataclasses import dataclass
 
+from perflab.core import constants
 from perflab.errors import PerflabError
 from perflab.plan import controls
 from perflab.plan.base import Plan, option
 from perflab.plan.experiment import Experiment, lazy_api
 
 UNITS = ("ns", "us", "ms", "s", "ticks")
+LEAST_ITERATIONS = 20  # analysis.warmup.MIN_ITERATIONS, which loads numpy: a test holds them equal
+# --until-steady's width: Laaber et al.'s RCIW threshold (FSE 2020), an interval's whole width
+# over its centre; from a timer's rounding to wider than any claim is worth
+STEADY_WIDTH = 0.03
+STEADY_WIDTHS = (0.001, 0.5)
+UNTIL_STEADY_LEAST = 6  # the fewest values whose median has a finite 95 % interval
 
 
 @dataclass(frozen=True)
@@ -33,9 +40,23 @@ class WarmupPlan(Plan):
     cpus: tuple[int, ...] = option("--cpu", (), "Pin each execution to these CPUs (e.g. 1 or "
                                    "0-1). [default: the quietest usable one, said at the start]",
                                    kind="cpus")  # fmt: skip
+    iterations: int = option("--iterations", constants.MAX_ITERATIONS, "Iterations of "
+                             "PROGRAM's repeat loop in each execution, where it is built with "
+                             "perflab's probe (PERFLAB_PROBE_LOOP): the probe times each. A "
+                             "program that prints its times runs its own count.",
+                             least=LEAST_ITERATIONS, most=constants.MAX_ITERATIONS,
+                             most_why="the probe records a run carries")  # fmt: skip
+    until_steady: bool = option("--until-steady", False, "Stop adding executions once the "
+                                "steady value over them is as narrow as --steady-width; "
+                                "--executions is then the most.")  # fmt: skip
+    steady_width: float = option("--steady-width", STEADY_WIDTH, "With --until-steady: the "
+                                 "width of the steady value's 95 % interval over executions, "
+                                 "over its median, at which executions stop (0.03: 3 %).",
+                                 within=STEADY_WIDTHS, needs="until_steady")  # fmt: skip
 
     def check_more(self) -> None:
-        """A program to run, a unit known, sizes and a timeout that can be."""
+        """A program to run, a unit known, sizes and a timeout that can be, and executions
+        enough for --until-steady's interval."""
         if not self.program:
             raise PerflabError("no program: give it after --, `perflab warmup -- ./bench 1000`")
         if self.unit not in UNITS:
@@ -44,6 +65,12 @@ class WarmupPlan(Plan):
             raise PerflabError(f"--env-max is 0 or more, not {self.env_max}")
         controls.check_timeout(self.timeout)
         controls.check_cpu_list("--cpu", tuple(self.cpus or ()), allow_empty=True)
+        if self.until_steady and self.executions < UNTIL_STEADY_LEAST:
+            raise PerflabError(
+                f"--until-steady needs --executions {UNTIL_STEADY_LEAST} or more (a 95 % "
+                f"interval of a median over executions needs {UNTIL_STEADY_LEAST}), not "
+                f"{self.executions}"
+            )
 
 
 EXPERIMENT = Experiment(
@@ -53,13 +80,15 @@ EXPERIMENT = Experiment(
     columns=frozenset({"execution", "iteration", "time"}),
     points=("execution",),
     value="time",
-    help="Run PROGRAM, which prints one time per iteration, in fresh processes; classify each "
-    "execution's iterations as flat, warm-up, slowdown or no steady state (Barrett et al.).",
+    help="Run PROGRAM, which prints one time per iteration or repeats its region in "
+    "PERFLAB_PROBE_LOOP, in fresh processes; classify each execution's iterations as flat, "
+    "warm-up, slowdown or no steady state (Barrett et al.).",
     rows=("execution", "iteration"),
     plan=WarmupPlan,
     examples="""
     perflab warmup -- ./bench 1000
-    perflab warmup --executions 20 --unit us --plot warmup.png -- ./bench""",
+    perflab warmup --executions 20 --unit us --plot warmup.png -- ./bench
+    perflab warmup --iterations 64 --until-steady --executions 40 -- ./probed""",
     journaled=False,
     label="warm-up executions",
 )

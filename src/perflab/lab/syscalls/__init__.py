@@ -42,7 +42,7 @@ EXPERIMENT = Experiment(
     points=("call",),
     value="ticks",
     defines=("directory",),
-    help="Cost of getpid, open+close, read/write of 4 KiB, stat... in ticks and µs.",
+    help="Cost of getpid, open+close, read/write of 4 KiB, stat and more, in ticks and µs.",
     rows=("call", "rep"),
     plan=SyscallsPlan,
 )

@@ -36,6 +36,9 @@ Experiments (module: entry point, what it measures):
     counters     run(command, events): the perf events that count here, or a command's counts
     profile      run(argv, ...): per-thread CPU, run-queue wait and blocked time (easyperf)
     contention   run(threads, kinds, ...): threads under one lock, waiting or spinning
+    warmup       warmup(fn, executions, iterations): a callable's calls in fresh processes,
+                 each execution classified flat, warm-up, slowdown or no steady state
+                 (Barrett et al.); summary and plot in perflab.lab.warmup, as for the verb
 
 Services:
     results      save/load with metadata (Parquet, or CSV with a JSON sidecar), attach, metadata
@@ -118,6 +121,7 @@ FUNCTIONS = {
     "python_callable": "perflab.running.timing",
     "spin": "perflab.running.timing",
     "program": "perflab.running.timing",
+    "warmup": "perflab.lab.warmup.callables",
 }
 __all__ = ["PerflabError", "__version__", *MODULES, *FUNCTIONS]
 

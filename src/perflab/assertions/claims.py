@@ -12,6 +12,12 @@ Between two distinct C functions the ratio's interval is also widened by this ma
 placement floor (running/placement.py, measured once and cached): their relative speed depends on
 where their code lies, which no run count averages away, by an amount each CPU has its own of;
 between two distinct Python callables by the interpreter's own floor (measured once a process).
+
+A Python callable's runs are classified at every look as warmup_stats classifies an
+execution's iterations (analysis/warmup.py): the claim is decided on the runs from the latest
+steady start of the two sides (the same runs of each, so the interleaving still pairs them),
+and not at all while a side reaches no steady state; if none is reached before the budget is
+spent the claim is inconclusive, saying which side.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from perflab.analysis import stats
+from perflab.analysis import warmup as steady_state
 from perflab.assertions import exact, table
 from perflab.assertions.comparison import DISTURBED, FAIL, INCONCLUSIVE, PASS, Comparison
 from perflab.assertions.lock import measuring_lock
@@ -108,8 +115,39 @@ Statistic = Callable[[list[np.ndarray], float, list[float]], tuple[float, float,
 Decision = Callable[[float, float], tuple[str | None, str]]
 
 
+class Steady(NamedTuple):
+    """The runs' classes at one look: each side's ("" where not classified: C functions and
+    programs), its steady start (None: none), the runs of each dropped before deciding, and
+    the sides with no steady state."""
+
+    classes: tuple[str, ...]
+    starts: tuple[int | None, ...]
+    dropped: int
+    missing: tuple[int, ...]
+
+
+def _steady(targets: Sequence[timing.Target], raws: list[np.ndarray]) -> Steady:
+    """Each Python callable's runs classified as they were timed (ticks per call, the
+    subtracted overhead left in: a constant that moves no change point and keeps every value
+    above 0); the others are kept whole."""
+    classes: list[str] = []
+    starts: list[int | None] = []
+    for t, raw in zip(targets, raws, strict=True):
+        if getattr(t, "function", None) is None:
+            classes.append("")
+            starts.append(0)
+            continue
+        e = steady_state.classify(raw / t.calls, resolution=t.resolution)
+        classes.append(e.classification)
+        starts.append(e.steady_start)
+    missing = tuple(i for i, s in enumerate(starts) if s is None)
+    dropped = 0 if missing else max(s for s in starts if s is not None)
+    return Steady(tuple(classes), tuple(starts), dropped, missing)
+
+
 def _measure(
     targets: Sequence[timing.Target],
+    roles: tuple[str, ...],
     statistic: Statistic,
     decide: Decision,
     budget: Budget,
@@ -118,7 +156,8 @@ def _measure(
     floor_sentence: str = "",
     undecidable: bool = False,
 ) -> dict[str, Any]:
-    """Rounds of interleaved runs until decide() returns a verdict or the budget is spent;
+    """Rounds of interleaved runs until decide() returns a verdict or the budget is spent,
+    each decided on the steady runs (_steady: none while a side has no steady state);
     a ratio's interval is widened by the share `floor` each way before deciding, and an
     undecided one the floor alone kept from deciding says so (floor_sentence); an undecidable
     floor ends it undecided after its first round."""
@@ -144,15 +183,22 @@ def _measure(
                 cpus[i].append(cpu)
             rounds, total = rounds + 1, total + size
             samples = [np.concatenate(n) for n in nets]
-            est, lo, hi = statistic(samples, level, [t.resolution for t in targets])
-            unwidened_decides = decide(lo, hi)[0] is not None
+            steady = _steady(targets, [np.concatenate(r) for r in raws])
+            kept = [x[steady.dropped :] for x in samples]
+            est, lo, hi = statistic(kept, level, [t.resolution for t in targets])
+            unwidened_decides = decide(lo, hi)[0] is not None and not steady.missing
             lo, hi = lo / (1 + floor), hi * (1 + floor)
             verdict, reason = decide(lo, hi)
+            if steady.missing:
+                verdict = None
+                reason = "no steady state in " + " and ".join(
+                    f"{roles[i]}'s {total} runs ({targets[i].name})" for i in steady.missing
+                )
             elapsed = time.monotonic() - t0
             within_floor = False
             if verdict is not None:
                 break
-            if undecidable:  # no run can narrow what placement alone spans
+            if undecidable and not steady.missing:  # no run narrows what placement spans
                 verdict, within_floor = INCONCLUSIVE, True
                 reason = (
                     f"{reason}; {floor_sentence}: beyond {UNDECIDABLE_FLOOR:.0%}, where no "
@@ -175,6 +221,11 @@ def _measure(
     round_of = np.concatenate([np.full(len(r), i) for i, r in enumerate(raws[0])])
     return dict(
         samples=tuple(samples),
+        kept=tuple(kept),
+        warmup=steady.classes,
+        steady_starts=steady.starts,
+        dropped=steady.dropped,
+        no_steady=tuple(roles[i] for i in steady.missing),
         raw=tuple(np.concatenate(r) for r in raws),
         cpu=tuple(np.concatenate(c) for c in cpus),
         round_of=round_of,
@@ -254,6 +305,10 @@ def _record(
     out: dict[str, Any],
     basis: FloorBasis,
 ) -> Comparison:
+    """The Comparison of what _measure (or exact.measure) returned; its medians are of the
+    runs decided on, from the steady start on."""
+    out = dict(out)
+    kept = out.pop("kept", out["samples"])
     return Comparison(
         floor_note=basis.note,
         floor_kind=basis.kind,
@@ -264,7 +319,7 @@ def _record(
         claim=claim,
         roles=roles,
         names=tuple(t.name for t in targets),
-        medians=tuple(float(np.median(s)) for s in out["samples"]),
+        medians=tuple(float(np.median(s)) for s in kept),
         calls=tuple(t.calls for t in targets),
         overheads=tuple(t.overhead for t in targets),
         resolutions=tuple(t.resolution for t in targets),
@@ -369,8 +424,8 @@ def check_faster(
                        targets, min_ratio, budget, confidence, out, NO_FLOOR)  # fmt: skip
     basis = _placement_floor(targets, placement_floor, budget.seconds)
     out = _measure(
-        targets, _ratio, _above(min_ratio, "slow/fast"), budget, confidence, basis.share,
-        basis.sentence, basis.undecidable,
+        targets, ("fast", "slow"), _ratio, _above(min_ratio, "slow/fast"), budget, confidence,
+        basis.share, basis.sentence, basis.undecidable,
     )  # fmt: skip
     return _record(
         "assert_faster", claim, ("fast", "slow"), targets, min_ratio, budget, confidence, out, basis
@@ -403,8 +458,8 @@ def check_no_slower(
                        NO_FLOOR)  # fmt: skip
     basis = _placement_floor(targets, placement_floor, budget.seconds)
     out = _measure(
-        targets, _ratio, _below(limit, "candidate/baseline"), budget, confidence, basis.share,
-        basis.sentence, basis.undecidable,
+        targets, ("baseline", "candidate"), _ratio, _below(limit, "candidate/baseline"), budget,
+        confidence, basis.share, basis.sentence, basis.undecidable,
     )  # fmt: skip
     return _record(
         "assert_no_slower",
@@ -427,7 +482,9 @@ def check_ticks_below(
     budget = as_budget(budget)
     targets = (timing.as_target(fn),)
     claim = f"median ticks per call < {limit:g}"
-    out = _measure(targets, _median, _below(limit, "median ticks/call"), budget, confidence)
+    out = _measure(
+        targets, ("target",), _median, _below(limit, "median ticks/call"), budget, confidence
+    )
     return _record(
         "assert_ticks_below", claim, ("target",), targets, limit, budget, confidence, out,
         NO_FLOOR,

@@ -52,6 +52,12 @@ class Comparison:
     cpu: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
     lanes: tuple[int, ...] = ()
     metric: str = "time"  # instructions-exact: ticks and ticks_per_call hold instruction counts
+    # a Python callable's runs classified (analysis/warmup.py; "" for other targets): each
+    # side's class and steady start (None: no steady state), the leading runs of each dropped
+    warmup: tuple[str, ...] = ()
+    steady_starts: tuple[int | None, ...] = ()
+    dropped: int = 0
+    no_steady: tuple[str, ...] = ()  # the roles that reached no steady state
 
     @property
     def passed(self) -> bool:
@@ -93,12 +99,21 @@ class Comparison:
             "budget": self.budget,
             **{f"{r}_disturbed": d for r, d in zip(self.roles, self.disturbed, strict=True)},
             "load": self.load,
+            **{f"{r}_warmup": c for r, c in zip(self.roles, self.warmup, strict=False) if c},
+            **{
+                f"{r}_steady_start": st
+                for r, st, c in zip(self.roles, self.steady_starts, self.warmup, strict=False)
+                if c
+            },
+            "dropped_warmup_runs": self.dropped,
+            "no_steady_state": list(self.no_steady),
             "jobs": max(len(self.lanes), 1),
             "lane_cpus": list(self.lanes),
         }
 
     def frame(self) -> pd.DataFrame:
-        """Tidy rows, one per run of each target: raw ticks per run and net ticks per call."""
+        """Tidy rows, one per run of each target: raw ticks per run, net ticks per call, and
+        whether the claim was decided on it (steady: past the runs dropped as warm-up)."""
         parts = []
         for i, role in enumerate(self.roles):
             parts.append(
@@ -113,6 +128,7 @@ class Comparison:
                         "calls": self.calls[i],
                         "ticks": self.raw[i],
                         "ticks_per_call": self.samples[i],
+                        "steady": np.arange(self.runs) >= self.dropped,
                         "metric": self.metric,
                         "verdict": self.verdict,
                     }

@@ -64,11 +64,19 @@ def render(c: Any) -> str:
     if c.lanes and c.cpu:
         lines.append(f"  side by side, one child per CPU {', '.join(map(str, c.lanes))}; "
                      f"median per CPU: {_per_cpu(c)}")  # fmt: skip
+    if any(c.warmup):
+        lines.append(f"  steady state (warmup_stats' classes of each side's runs): {_steady(c)}")
     if c.within_floor:
         lines.append(
             "  the difference lies within the placement floor: no budget decides it; compare "
             "one function's variants through one pointer, or pass placement_floor=0 to "
             "trust placement"
+        )
+    elif c.verdict == INCONCLUSIVE and c.no_steady:
+        lines.append(
+            f"  no steady state: the {' and '.join(c.no_steady)} side's time per run kept "
+            "changing to the last runs (a warm-up longer than the budget, a slowdown with no "
+            "end, or load that shifts it), so no one speed of it can be claimed"
         )
     elif c.verdict == INCONCLUSIVE:
         lines.append(
@@ -85,3 +93,18 @@ def _per_cpu(comparison: Any) -> str:
         meds = [f"{c}: {np.median(s[cpu == c]):.1f}" for c in comparison.lanes if (cpu == c).any()]
         parts.append(f"{role} " + ", ".join(meds))
     return "; ".join(parts)
+
+
+def _steady(c: Any) -> str:
+    """Each classified side's class and steady start, and the runs dropped before deciding."""
+    sides = []
+    for role, cls, start in zip(c.roles, c.warmup, c.steady_starts, strict=True):
+        if cls:
+            sides.append(f"{role} {cls}" + (f" from run {start}" if start else ""))
+    said = ", ".join(sides)
+    if c.no_steady:
+        return f"{said}; not decided while a side has none"
+    if c.dropped:
+        return (f"{said}; the first {c.dropped} runs of each dropped as warm-up, decided on "
+                f"the {c.runs - c.dropped} after")  # fmt: skip
+    return f"{said}; every run kept"

@@ -234,6 +234,14 @@ def _interval(e: analysis.Execution) -> str:
     return "" if e.steady is None else f"{e.steady[0]:,.4g}{_span(e.steady, ',.4g')}"
 
 
+def _of(meta: dict[str, Any]) -> str:
+    """Whose executions, and how fresh each was, for a callable's (perflab.warmup): a
+    program's are always fresh processes."""
+    if "fresh" not in meta:
+        return ""
+    return f" of {meta.get('target', 'the callable')} ({meta.get('fresh_means', meta['fresh'])})"
+
+
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """Per execution its class, steady start and steady value with its interval; across them
     consistent or inconsistent, with the count of each class (warmup_stats' table)."""
@@ -247,7 +255,10 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         f"steady ({unit})": [_interval(e) or "-" for e in result.executions],
     })  # fmt: skip
     counts = ", ".join(f"{n} {c}" for c, n in result.counts.items() if n)
-    lines = [f"{len(result.executions)} executions: {result.classification} ({counts})"]
+    lines = [f"{len(result.executions)} executions{_of(meta)}: {result.classification} ({counts})"]
+    if "call_overhead_ns" in meta:
+        lines.append(f"each time includes the call into Python, {meta['call_overhead_ns']:,.4g} "
+                     "ns (an empty call's median), the same in every iteration")  # fmt: skip
     if result.steady is not None and result.steady_start is not None:
         s, v = result.steady_start, result.steady
         wide = not np.isfinite([*s[1:], *v[1:]]).all()
@@ -265,6 +276,8 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
               "steady_start": result.steady_start, "steady": result.steady,
               "source": meta.get("source", "stdout"),
               "until_steady": meta.get("until_steady")}  # fmt: skip
+    if "fresh" in meta:
+        values.update(target=meta.get("target"), fresh=meta["fresh"])
     tables = [Table("executions", title, per, shown=shown)]
     return Summary(lines, tables, values, lambda p: plot(frame, p, unit))
 

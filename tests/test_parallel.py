@@ -332,3 +332,16 @@ def test_a_forked_childs_stop_is_its_own():
         os._exit(0)
     assert os.waitpid(pid, 0)[1] == 0
     assert len(spawn.run_batch([(true,)], np.zeros(2), using=direct)) == 2
+
+
+def test_a_signal_in_a_sweep_leaves_no_stop_for_the_next_in_process_batch(monkeypatch):
+    """Python's handler writes a byte to the wakeup pipe, which the in-process batches read
+    as a stop, even before an in-process spawner is made: the sweep's end forgets it."""
+    from perflab.running.interrupt import Interrupt
+
+    monkeypatch.delitem(spawn._spawners, "in-process", raising=False)
+    with Interrupt() as stop:
+        signal.raise_signal(signal.SIGINT)
+    assert stop.hit
+    true = spawn.check_program("true")
+    assert len(spawn.run_batch([(true,)], np.zeros(2), using=spawn.direct())) == 2

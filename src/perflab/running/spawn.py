@@ -244,9 +244,7 @@ class DirectSpawner:
             os.write(_stop_pipe()[1], b"S")
 
     def clear_stop(self) -> None:
-        with contextlib.suppress(BlockingIOError):
-            while os.read(_stop_pipe()[0], 4096):
-                pass
+        _drain(_stop_pipe()[0])
 
 
 class HelperSpawner(DirectSpawner):
@@ -370,9 +368,7 @@ class HelperSpawner(DirectSpawner):
             os.write(self.stop_w, b"S")
 
     def clear_stop(self) -> None:
-        with contextlib.suppress(OSError):
-            while os.read(self.stop_r, 4096):
-                pass
+        _drain(self.stop_r)
 
     def alive(self) -> bool:
         """Not closed (a closed helper's process is no longer waited for), nor ended."""
@@ -456,9 +452,18 @@ def request_stop() -> None:
 
 
 def clear_stop() -> None:
-    """Forget a stop request, before a new sweep begins."""
+    """Forget a stop request, before a new sweep begins: every spawner's, and the bytes a
+    signal left in the wakeup pipe though no in-process spawner was made yet to read it."""
+    _drain(_stop_pipe()[0])
     for e in list(_spawners.values()):
         e.clear_stop()
+
+
+def _drain(fd: int) -> None:
+    """Read a non-blocking pipe empty (a closed one is empty too)."""
+    with contextlib.suppress(OSError):
+        while os.read(fd, 4096):
+            pass
 
 
 def stop_wakeup_fd() -> int:

@@ -16,9 +16,8 @@ last quarter is no steady state by warmup_stats' rule. Measured on one such gues
 ask for most, not all; a failure while other tasks kept the CPUs busy is a skip that says so
 (conftest.alone)."""
 
-from collections import Counter
-
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest

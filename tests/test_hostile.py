@@ -76,6 +76,7 @@ NEEDED = {
     "use_build": ("--build",),
     "plot_path": ("--plot", "{tmp}/x.png"),
     "precision": ("--precision", "50%"),
+    "until_steady": ("--until-steady",),
 }
 # A valid value of each option that needs another (flags take none), to give it alone.
 VALID = {
@@ -93,6 +94,7 @@ VALID = {
     "cpus": CPU,
     "runq": "proc",
     "program_output": "{tmp}/child.out",
+    "steady_width": "5%",
 }
 # Options whose text holds a number: walked as the numeric ones are.
 NUMERIC_TEXT = {"permutations", "counts"}

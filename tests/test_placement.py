@@ -142,7 +142,7 @@ def test_a_floor_beyond_what_placement_can_be_allowed_makes_distinct_c_claims_un
     lib = ffi.dlopen(str(built.path))
     wide = placement_floor.PlacementFloor(
         0.6, 12, 3, 66, 1000, "placed_0/placed_9 1.6000", 0, "2026-12-01T00:00:00+00:00", 1.0,
-        26, "cc", "c",
+        26, "cc", 20, 396, 40, "c",
     )  # fmt: skip
     placement_floor.store_placement_floor(wide)
     c = claims.check_faster(timing.c_function(lib.placed_0), timing.c_function(lib.placed_9))

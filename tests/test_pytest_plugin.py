@@ -224,8 +224,11 @@ def test_the_measured_placement_floor_widens_only_distinct_functions(c_twins):
     assert floor is not None and c.floor == floor.share >= 0
     assert floor.sentence() in table.render(c) and c.summary()["placement_floor"] == floor.share
     assert c.floor_kind == "c" and "(distinct C functions)" in table.render(c)
-    # Still decided: 2x is far beyond the floor. The interval holds the estimate, widened.
-    assert c.passed and c.ci[0] * (1 + c.floor) <= c.estimate <= c.ci[1] / (1 + c.floor)
+    if c.passed:  # decided: 2x is beyond the floor; the interval holds the estimate, widened
+        assert c.ci[0] * (1 + c.floor) <= c.estimate <= c.ci[1] / (1 + c.floor)
+    else:  # only on a CPU that runs identical code nearly as far apart as 2x
+        assert floor.share > claims.UNDECIDABLE_FLOOR and c.verdict == comparison.INCONCLUSIVE
+        assert "claims between them are undecidable on this CPU" in c.reason
     trusted = claims.check_faster(a, double, budget="30s,2000", placement_floor=0)
     assert trusted.floor == 0 and "placement_floor=0" in table.render(trusted)
     # A floor wider than the difference: undecided, and saying that no budget would decide it.

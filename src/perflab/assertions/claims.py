@@ -43,12 +43,13 @@ from perflab.plan import metrics
 from perflab.running import placement, timing
 
 DEFAULT_CONFIDENCE = 0.95
-FIRST_ROUND = 20
+FIRST_ROUND = placement.SHORT_RUNS
 MIN_ROUND = 5
 # A measured floor for C beyond this: identical code at two addresses differs more than most
 # changes under test, and a floor read off a dozen placements cannot stand for where two
-# distinct functions lie (a Zen 5 guest read the suite's twins 1.24-1.65x apart under a floor
-# of 8.5 %): a claim between distinct C functions is then undecidable, not made.
+# distinct functions lie (a Zen 5 guest ran the suite's twins 1.24-1.65x apart in spells of a
+# few milliseconds, which the floor's short timings read as up to 55 %): a claim between
+# distinct C functions is then undecidable, not made.
 UNDECIDABLE_FLOOR = 0.25
 
 

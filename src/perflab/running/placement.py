@@ -12,9 +12,15 @@ farthest from 1 any pair's 95 % ratio interval reaches. The effect of one placem
 on where the library is mapped (the same pair read 1.0040 in one mapping and 1.0000 in another
 on an EPYC guest, and a floor of 0.28 % from one mapping let two twins 0.40 % apart claim 9 of
 20 times), so the library is loaded as COPIES separate files, each mapped at its own addresses,
-and the floor is the farthest over every copy's pairs. Measured once per machine and C core (a
-few seconds) and cached beside the build cache (system/placement_floor.py); assertions widen a ratio
-between distinct C functions by it.
+and the floor is the farthest over every copy's pairs. On some CPUs identical code at two
+addresses also runs far apart for a few milliseconds at a time, one copy then the other (on a
+Zen 5 guest 3-16 % of timings as short as an assertion's first look lay wholly beyond 5 % apart,
+up to 1.5x, while 1000 interleaved runs read them within 2 % and the same function timed against
+itself never strayed): a first look that falls in such a spell claims. So every pair is timed
+again, in both slots, in timings that short, and the floor reaches as far as any of their
+intervals lies from 1 as a whole. Measured once per machine and C core (a few seconds) and
+cached beside the build cache (system/placement_floor.py); assertions widen a ratio between
+distinct C functions by it.
 
 Distinct Python callables have a floor of their own: the interpreter runs identical code
 slower or faster by where its function object lies (B/A of two such objects read 1.007 in
@@ -24,6 +30,7 @@ process (a quarter of a second here), on function objects of one loop timed in p
 way.
 """
 
+import dataclasses
 import datetime as dt
 import itertools
 import math
@@ -57,6 +64,9 @@ LEVEL = 0.95
 # the narrowest one counts (pinned to a busy CPU one reached 0.70-1.29).
 WIDE = 0.01
 ATTEMPTS = 4
+SHORT_RUNS = 20  # an assertion's first look (assertions/claims.py takes it from here)
+SHORT_LEVEL = 0.99  # about a first look's level at the default confidence and budget
+APART = 0.05
 PYTHON_TWINS = 4  # function objects of one loop: 6 pairs, each timed in both slots
 PYTHON_RUNS = 400
 
@@ -119,7 +129,46 @@ def _farthest(
         seconds=round(time.monotonic() - t0, 3),
         timer_step_ticks=timing.timer_step(),
         compiler=compiler,
+        short_runs=0,
+        short_timings=0,
+        short_apart=0,
         kind=kind,
+    )
+
+
+def _short(
+    copies: list[dict[str, Callable[[], timing.CallTarget]]],
+    farthest: placement_floor.PlacementFloor,
+) -> placement_floor.PlacementFloor:
+    """`farthest` reaching as far as a timing of every pair in both slots, SHORT_RUNS runs
+    each, lies from 1 as a whole (the interval's near end): spells a long timing averages away."""
+    t0 = time.monotonic()
+    pairs = list(itertools.combinations(copies[0], 2))
+    reach, worst, timings, apart = math.log1p(farthest.share), farthest.worst, 0, 0
+    for k, twins in enumerate(copies):
+        for first, second in pairs + [(b, a) for a, b in reversed(pairs)]:
+            a, b = twins[first](), twins[second]()
+            timing.calibrate(a, b)
+            _, net_a, _, net_b = timing.sample_pair(a, b, SHORT_RUNS)
+            resolutions = (a.resolution, b.resolution)
+            ratio, lo, hi = stats.ratio_order_interval(net_a, net_b, SHORT_LEVEL, resolutions)
+            timings += 1
+            near = max(math.log(lo) if lo > 0 else 0.0, -math.log(hi) if hi > 0 else 0.0)
+            apart += near > math.log1p(APART)
+            if near > reach:
+                reach = near
+                where = f" (copy {k + 1})" if len(copies) > 1 else ""
+                worst = (
+                    f"{second}/{first} {ratio:.4f} [{lo:.4f}, {hi:.4f}] in {SHORT_RUNS} runs{where}"
+                )
+    return dataclasses.replace(
+        farthest,
+        share=math.expm1(reach),
+        worst=worst,
+        seconds=round(farthest.seconds + time.monotonic() - t0, 3),
+        short_runs=SHORT_RUNS,
+        short_timings=timings,
+        short_apart=apart,
     )
 
 
@@ -141,7 +190,7 @@ def measure(runs: int = RUNS) -> placement_floor.PlacementFloor:
             shutil.copyfile(built.path, path)
             lib = ffi.dlopen(str(path))  # mapped now: the file may go
             copies.append({name: _c_twin(lib, name) for name in TWINS})
-    return _farthest(copies, runs, built.compiler, "c")
+    return _short(copies, _farthest(copies, runs, built.compiler, "c"))
 
 
 def floor(remeasure: bool = False) -> tuple[placement_floor.PlacementFloor, bool]:

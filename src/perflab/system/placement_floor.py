@@ -30,6 +30,9 @@ class PlacementFloor:
     seconds: float
     timer_step_ticks: int
     compiler: str  # the C compiler that built the twins, or the Python interpreter of "python"
+    short_runs: int  # runs in each short timing, as many as an assertion's first look (0: none)
+    short_timings: int
+    short_apart: int  # short timings whose interval lay wholly beyond 5 % from 1
     kind: str = "c"  # "c": C functions at different addresses; "python": function objects
 
     def sentence(self) -> str:
@@ -48,17 +51,23 @@ class PlacementFloor:
     def method(self) -> str:
         """How it was measured, in one line; a busy machine's timings said so."""
         busy = (
-            f"; {self.disturbed} of {2 * self.pairs * self.copies} timings stayed disturbed: "
-            "remeasure on a quieter machine"
+            f" ({self.disturbed} of those {2 * self.pairs * self.copies} timings stayed "
+            "disturbed: remeasure on a quieter machine)"
             if self.disturbed
             else ""
         )
         what = "function objects of one Python loop" if self.kind == "python" else "placements"
         mapped = f" in each of {self.copies} mappings of their library" if self.copies > 1 else ""
+        short = (
+            f"; then {self.short_timings} timings of {self.short_runs} runs, as short as an "
+            f"assertion's first look: {self.short_apart} of them wholly beyond 5 % apart"
+            if self.short_timings
+            else ""
+        )
         return (
             f"{self.placements} {what}{mapped}, each of {self.pairs} pairs timed twice "
-            f"(both slots) in {self.runs} interleaved runs each, the widest 95 % ratio "
-            f"interval: {self.worst}{busy}"
+            f"(both slots) in {self.runs} interleaved runs each{busy}{short}, the widest "
+            f"ratio interval: {self.worst}"
         )
 
 
@@ -82,7 +91,7 @@ def _well_formed(floor: PlacementFloor) -> bool:
     """Every field of its type and in range: JSON from elsewhere may hold anything."""
     numbers = (floor.share, floor.seconds)
     counts = (floor.placements, floor.pairs, floor.runs, floor.disturbed, floor.timer_step_ticks,
-              floor.copies)  # fmt: skip
+              floor.copies, floor.short_runs, floor.short_timings, floor.short_apart)  # fmt: skip
     texts = (floor.worst, floor.measured_at, floor.compiler, floor.kind)
     return (
         all(type(x) in (int, float) and math.isfinite(x) for x in numbers)
@@ -92,6 +101,8 @@ def _well_formed(floor: PlacementFloor) -> bool:
         and floor.placements >= 2
         and min(floor.pairs, floor.runs, floor.copies) >= 1
         and floor.disturbed >= 0
+        and 0 <= floor.short_apart <= floor.short_timings
+        and floor.short_runs >= 0
     )
 
 

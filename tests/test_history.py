@@ -365,6 +365,11 @@ def test_a_malformed_index_is_one_line(small_store):
                           [[{k: v for k, v in entry.items() if k != "run"}], "entry 0 lacks run"],
                           [[entry | {"parents": 7}], "entry 0 holds a field of the wrong kind"],
                           [[entry | {"host": 7}], "entry 0 holds a field of the wrong kind"],
+                          [[entry | {"build": " ".join(entry["build"])}], "commit .*: its texts"],
+                          [[entry | {"run": {"./prog": 1}}], "commit .*: its texts"],
+                          [[entry | {"run": ["./prog", 5]}], "commit .*: its texts"],
+                          [[entry | {"seed": True}], "commit .*: its counts"],
+                          [[entry | {"tracks": 10**40}], "commit .*: its counts"],
                           [{"a": 1}, "its entries are not a list"]):  # fmt: skip
         (store / "index.json").write_text(json.dumps(doc | {"entries": entries}))
         with pytest.raises(PerflabError, match=f"not a perflab history index \\({said}\\)$"):

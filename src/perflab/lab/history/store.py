@@ -42,6 +42,7 @@ MACHINE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 LOCK_WAIT_S = 600.0  # another track writing the store: its write takes a second, not this
 STORE_BUSY = "give this track another --store DIR"  # what to do after that wait
+COUNT_MAX = 2**63 - 1  # a seed or count a frame's column holds (numpy's int64)
 
 
 @dataclass(frozen=True)
@@ -71,16 +72,26 @@ class Entry:
             self.reference == "" or SHA.fullmatch(self.reference)
         ):
             raise ValueError(f"commit {self.sha!r} or its parents")
-        texts = [self.subject, self.date, *self.build, *self.run, *self.host.values()]
-        if not all(isinstance(x, str) for x in texts) or not self.build or not self.run:
+        texts = [self.subject, self.date, *self.host.values()]
+        if (
+            not all(isinstance(x, str) for x in texts)
+            or not _words(self.build)
+            or not _words(self.run)
+        ):  # a text where a list is would be run as its letters; a mapping as its keys
             raise ValueError(f"commit {self.sha[:10]}: its texts")
-        if not all(isinstance(n, int) and n >= 0 for n in (self.seed, self.runs, self.tracks)):
+        if not all(type(n) is int and 0 <= n <= COUNT_MAX
+                   for n in (self.seed, self.runs, self.tracks)):  # fmt: skip
             raise ValueError(f"commit {self.sha[:10]}: its counts")
         return self
 
     @property
     def file(self) -> str:
         return f"{self.machine}/{self.sha}.parquet"
+
+
+def _words(command: Any) -> bool:
+    """Whether a recorded command is what track writes: a list of texts, not empty."""
+    return isinstance(command, list) and bool(command) and all(isinstance(w, str) for w in command)
 
 
 def refuse_other(kept: Entry, new: Entry) -> None:

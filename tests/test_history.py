@@ -5,6 +5,7 @@ point search itself on given series."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -404,6 +405,28 @@ def test_a_full_disk_under_the_store_keeps_the_track_s_runs_aside_and_names_both
     assert len(kept) == before and results.metadata(kept)["commit"] == r["c0"]
     assert (store / "index.json").read_bytes() == index  # nothing appended
     assert len(history.Store(store).runs(entry)) == before
+    spare.unlink()
+
+
+def test_a_store_made_read_only_is_one_line_before_building_and_a_track_s_runs_kept(tiny_disk):
+    r = slowed_repo()
+    store = tiny_disk / "store"
+    store.mkdir()
+    code, out = _track(store, r["c0"])
+    assert code == 0, out
+    kept = history.Store(store)
+    (entry,) = kept.entries()
+    runs = kept.runs(entry)
+    subprocess.run(["mount", "-o", "remount,ro", tiny_disk], check=True)
+    code, out = _track(store, r["c0"])
+    (line,) = set(out.strip().splitlines())  # before a CPU is chosen (stderr twice)
+    assert code == 1 and line.endswith("index.json.lock: Read-only file system"), out
+    with pytest.raises(PerflabError, match=r"cannot write \(Read-only file system\); this "
+                       r"track's \d+ runs are kept in (\S+) and the store is as it was: make "
+                       "the store writable") as said:  # fmt: skip
+        kept.add(entry, runs)  # a track whose store was made read-only while it measured
+    spare = Path(re.search(r"are kept in (\S+) and", str(said.value))[1])
+    assert len(results.load(spare)) == len(runs)
     spare.unlink()
 
 

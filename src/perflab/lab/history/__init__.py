@@ -83,6 +83,7 @@ def track(
     where = commits.toplevel(repo)
     listed = commits.listed(where, revisions, MOST_COMMITS)
     kept = Store(store or default_store(where), create=True, parents=store is None)
+    kept.check_writable()
     here = machine_key()
     have = [e for e in kept.entries() if e.machine == here]  # a bad store: said before building
     if untracked_only:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import os
@@ -28,7 +29,7 @@ import secrets
 import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from perflab.core import files
 from perflab.core.lazy import pd
@@ -121,17 +122,26 @@ def _save(runs: pd.DataFrame, path: Path, mine: pd.DataFrame, whose: str = "this
     try:
         results.save(runs, path)
     except (OSError, PerflabError) as exc:
-        first = journal.why(exc)
-        try:
-            spare = journal.spare_path(path, secrets.token_hex(4))
-            results.save(mine, spare)
-        except (OSError, PerflabError) as again:
-            raise PerflabError(f"{path}: cannot write ({first}), nor perflab's unsaved "
-                               f"directory ({journal.why(again)}): {whose} runs are lost; free "
-                               f"space, then {then}") from None  # fmt: skip
-        raise PerflabError(f"{path}: cannot write ({first}); {whose} {len(mine)} runs are kept "
-                           f"in {spare} and the store is as it was: free space, then "
-                           f"{then}") from None  # fmt: skip
+        _aside(path, mine, exc, whose, then)
+
+
+def _aside(path: Path, mine: pd.DataFrame, exc: BaseException, whose: str = "this track's",
+           then: str = "track the commit again") -> NoReturn:  # fmt: skip
+    """The runs just made kept in perflab's unsaved directory when the store refused them
+    (`exc`), and one line naming both."""
+    first = journal.why(exc)
+    full = first in (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))
+    fix = "free space" if full else "make the store writable"
+    try:
+        spare = journal.spare_path(path, secrets.token_hex(4))
+        results.save(mine, spare)
+    except (OSError, PerflabError) as again:
+        raise PerflabError(f"{path}: cannot write ({first}), nor perflab's unsaved "
+                           f"directory ({journal.why(again)}): {whose} runs are lost; {fix}, "
+                           f"then {then}") from None  # fmt: skip
+    raise PerflabError(f"{path}: cannot write ({first}); {whose} {len(mine)} runs are kept "
+                       f"in {spare} and the store is as it was: {fix}, then "
+                       f"{then}") from None  # fmt: skip
 
 
 DEFAULTED = {f.name for f in dataclasses.fields(Entry)
@@ -236,8 +246,13 @@ class Store:
         """Add a track's runs of one commit: its file and the index rewritten whole, under the
         store's lock. A track of a commit kept before must build, run and seed it as that one
         did (its layouts are then the same ones, numbered alike: `track` tells the tracks
-        apart); else one line, and nothing is written."""
-        with filelock.held(self.root / INDEX, LOCK_WAIT_S, STORE_BUSY):
+        apart); else one line, and nothing is written. A store whose lock cannot be taken
+        (made read-only since the track began) keeps the runs aside, as a full disk does."""
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(filelock.held(self.root / INDEX, LOCK_WAIT_S, STORE_BUSY))
+            except OSError as exc:
+                _aside(self.root / entry.machine / f"{entry.sha}.parquet", runs, exc)
             entries = self.entries()
             same = [e for e in entries if (e.machine, e.sha) == (entry.machine, entry.sha)]
             for e in same:
@@ -263,6 +278,12 @@ class Store:
             others = [e for e in entries if (e.machine, e.sha) != (done.machine, done.sha)]
             self._write([*others, done])
         return done
+
+    def check_writable(self) -> None:
+        """One line before anything is built when this user cannot write the store (its lock,
+        beside the index, cannot be made): measured runs would have nowhere to go."""
+        with filelock.held(self.root / INDEX, LOCK_WAIT_S, STORE_BUSY):
+            pass
 
     def confirmed(self, key: dict[str, Any]) -> pd.DataFrame | None:
         """The runs of a change point's comparison made before with this key (its commits,

@@ -350,6 +350,27 @@ def test_a_store_whose_files_were_swapped_or_replaced_is_one_line_naming_the_fil
     assert b.read_bytes() == before  # nothing appended to the foreign file
 
 
+def test_a_damaged_commit_file_is_said_before_measuring_and_one_damaged_meanwhile_kept(
+    small_store,
+):
+    store, _, c1 = small_store
+    kept = history.Store(store)
+    entry = next(e for e in kept.entries() if e.sha == c1)
+    runs = kept.runs(entry)
+    path = store / entry.file
+    path.write_bytes(b"")
+    code, out = _track(store, c1)
+    (line,) = set(out.strip().splitlines())  # before a CPU is chosen or a run made
+    assert code == 1 and line == f"Error: {path}: empty file (not a result perflab wrote)", out
+    path.write_bytes(b"PAR1")  # truncated while a track measured: its runs are kept aside
+    with pytest.raises(PerflabError, match=r"this track's \d+ runs are kept in (\S+) and the "
+                       "store is as it was: put the file back") as said:  # fmt: skip
+        kept.add(entry, runs)
+    spare = Path(re.search(r"are kept in (\S+) and", str(said.value))[1])
+    assert len(results.load(spare)) == len(runs)
+    spare.unlink()
+
+
 def test_a_malformed_index_is_one_line(small_store):
     store = small_store[0]
     doc = _index(store)

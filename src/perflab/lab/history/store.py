@@ -126,12 +126,13 @@ def _save(runs: pd.DataFrame, path: Path, mine: pd.DataFrame, whose: str = "this
 
 
 def _aside(path: Path, mine: pd.DataFrame, exc: BaseException, whose: str = "this track's",
-           then: str = "track the commit again") -> NoReturn:  # fmt: skip
+           then: str = "track the commit again", fix: str = "") -> NoReturn:  # fmt: skip
     """The runs just made kept in perflab's unsaved directory when the store refused them
-    (`exc`), and one line naming both."""
+    (`exc`), and one line naming both and what to do (`fix`, else free space or make the
+    store writable)."""
     first = journal.why(exc)
     full = first in (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))
-    fix = "free space" if full else "make the store writable"
+    fix = fix or ("free space" if full else "make the store writable")
     try:
         spare = journal.spare_path(path, secrets.token_hex(4))
         results.save(mine, spare)
@@ -218,6 +219,17 @@ class Store:
                                "the index was edited; remove the extra entry")  # fmt: skip
         return found
 
+    def kept(self, entry: Entry) -> pd.DataFrame:
+        """The runs a track adds to, refused in one line where the file is gone or not what
+        track wrote (track asks before it builds, and again under the lock)."""
+        path = self.root / entry.file
+        if not os.path.lexists(path):
+            raise PerflabError(f"{path}: missing, though the index lists {entry.sha[:10]}'s "
+                               f"{entry.tracks} tracks there: the store was edited; remove "
+                               "the commit's entry from index.json, or put the file back, "
+                               "then track it again")  # fmt: skip
+        return self._vouched(path, entry)
+
     def runs(self, entry: Entry) -> pd.DataFrame:
         """The commit's runs on its machine, with their metadata, checked against its entry."""
         return self._vouched(self.root / entry.file, entry)
@@ -259,12 +271,10 @@ class Store:
                 refuse_other(e, entry)
             place = files.private_dir(self.root / entry.machine)
             path = place / f"{entry.sha}.parquet"
-            if same and not path.exists():
-                raise PerflabError(f"{path}: missing, though the index lists {entry.sha[:10]}'s "
-                                   f"{same[0].tracks} tracks there: the store was edited; remove "
-                                   "the commit's entry from index.json, or put the file back, "
-                                   "then track it again")  # fmt: skip
-            kept = self._vouched(path, same[0]) if same else None
+            try:
+                kept = self.kept(same[0]) if same else None
+            except (OSError, PerflabError) as exc:  # gone bad while this track measured
+                _aside(path, runs, exc, fix="put the file back")
             tracks = same[0].tracks + 1 if same else 1
             meta = results.metadata(kept if kept is not None else runs)
             runs = runs.assign(track=tracks - 1)

@@ -180,6 +180,7 @@ def test_bad_input_is_one_line_before_anything_is_built(tmp_path):
         (["track", "nosuch", "--repo", r["repo"], *BUILD], "names no commit"),
         (["track", f"{r['c3']}..{r['c0']}", "--repo", r["repo"], *BUILD], "holds no commit"),
         (["track", f"{r['c0']}...{r['c3']}", "--repo", r["repo"], *BUILD], "A...B"),
+        (["track", "..HEAD", "--repo", r["repo"], *BUILD], "(HEAD is in HEAD's history)"),
         (["history", "--store", str(tmp_path / "none"), "--no-confirm"], "no history store"),
         (["history", "--store", str(tmp_path / "bad"), "--no-confirm"], "not a perflab history"),
     ]

@@ -91,8 +91,8 @@ def listed(repo: Path, revisions: str, most: int) -> list[Commit]:
     a, b = resolve(repo, older or "HEAD"), resolve(repo, newer or "HEAD")
     shas = git(repo, "rev-list", "--reverse", "--topo-order", f"{a}..{b}").split()
     if not shas:
-        raise PerflabError(f"{revisions!r} holds no commit ({newer or 'HEAD'} is in {older}'s "
-                           "history)")  # fmt: skip
+        raise PerflabError(f"{revisions!r} holds no commit ({newer or 'HEAD'} is in "
+                           f"{older or 'HEAD'}'s history)")  # fmt: skip
     if len(shas) > most:
         raise PerflabError(f"{revisions!r} holds {len(shas)} commits, more than {most}: give a "
                            "shorter range")  # fmt: skip

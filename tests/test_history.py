@@ -3,6 +3,7 @@ it 8x slower: the store keeps every track's runs (two at once, or one killed), h
 the change at that commit and confirms it by a comparison, the gate trips on it; the change
 point search itself on given series."""
 
+import dataclasses
 import json
 import os
 import re
@@ -207,6 +208,16 @@ def test_a_commit_tracked_again_with_another_program_is_refused(tracked):
     lines = [x for x in res.output.splitlines() if x.startswith("Error:")]
     assert res.exit_code != 0 and len(lines) == 1 and "with --reference" in lines[0]
     assert {e.tracks for e in history.Store(tracked).entries()} == {1}
+    kept = history.Store(tracked)  # another track added it with ./prog while this one measured
+    entry = next(e for e in kept.entries() if e.sha == r["c3"])
+    runs, index = kept.runs(entry), (tracked / "index.json").read_bytes()
+    with pytest.raises(PerflabError, match=r"not added \(.* was tracked here with --run "
+                       r"\['./prog'\], not \['./prog', 'x'\].*\); this track's \d+ runs are kept "
+                       r"in (\S+) and the store is as it was: give them") as said:  # fmt: skip
+        kept.add(dataclasses.replace(entry, run=["./prog", "x"]), runs)
+    spare = Path(re.search(r"are kept in (\S+) and", str(said.value))[1])
+    assert len(results.load(spare)) == len(runs) and (tracked / "index.json").read_bytes() == index
+    spare.unlink()
 
 
 def test_branches_are_ordered_by_author_time_whatever_their_offsets():

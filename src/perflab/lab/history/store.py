@@ -126,21 +126,22 @@ def _save(runs: pd.DataFrame, path: Path, mine: pd.DataFrame, whose: str = "this
 
 
 def _aside(path: Path, mine: pd.DataFrame, exc: BaseException, whose: str = "this track's",
-           then: str = "track the commit again", fix: str = "") -> NoReturn:  # fmt: skip
+           then: str = "track the commit again", fix: str = "",
+           how: str = "cannot write") -> NoReturn:  # fmt: skip
     """The runs just made kept in perflab's unsaved directory when the store refused them
     (`exc`), and one line naming both and what to do (`fix`, else free space or make the
     store writable)."""
-    first = journal.why(exc)
+    first = journal.why(exc, path)
     full = first in (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))
     fix = fix or ("free space" if full else "make the store writable")
     try:
         spare = journal.spare_path(path, secrets.token_hex(4))
         results.save(mine, spare)
     except (OSError, PerflabError) as again:
-        raise PerflabError(f"{path}: cannot write ({first}), nor perflab's unsaved "
+        raise PerflabError(f"{path}: {how} ({first}), nor perflab's unsaved "
                            f"directory ({journal.why(again)}): {whose} runs are lost; {fix}, "
                            f"then {then}") from None  # fmt: skip
-    raise PerflabError(f"{path}: cannot write ({first}); {whose} {len(mine)} runs are kept "
+    raise PerflabError(f"{path}: {how} ({first}); {whose} {len(mine)} runs are kept "
                        f"in {spare} and the store is as it was: {fix}, then "
                        f"{then}") from None  # fmt: skip
 
@@ -267,10 +268,14 @@ class Store:
                 _aside(self.root / entry.machine / f"{entry.sha}.parquet", runs, exc)
             entries = self.entries()
             same = [e for e in entries if (e.machine, e.sha) == (entry.machine, entry.sha)]
-            for e in same:
-                refuse_other(e, entry)
             place = files.private_dir(self.root / entry.machine)
             path = place / f"{entry.sha}.parquet"
+            try:  # another track added the commit otherwise while this one measured
+                for e in same:
+                    refuse_other(e, entry)
+            except PerflabError as exc:
+                _aside(path, runs, exc, how="not added", fix="give them another --store",
+                       then="track it there")  # fmt: skip
             try:
                 kept = self.kept(same[0]) if same else None
             except (OSError, PerflabError) as exc:  # gone bad while this track measured

@@ -243,6 +243,20 @@ def test_a_store_reached_through_a_link_another_user_owns_is_refused(tmp_path):
         history.Store(tmp_path / "planted" / "store", create=True)
 
 
+def test_another_user_s_repository_is_said_as_git_refuses_it(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("giving a repository to another user needs root")
+    shutil.copytree(slowed_repo()["repo"], tmp_path / "r", symlinks=True)
+    for d, _, names in os.walk(tmp_path / "r"):
+        for x in [d, *(os.path.join(d, n) for n in names)]:
+            os.lchown(x, 65534, 65534)
+    res = CliRunner().invoke(cli, ["track", "HEAD", "--repo", str(tmp_path / "r"), *BUILD])
+    assert res.exit_code == 1 and res.output.startswith(f"Error: --repo {tmp_path / 'r'}: "
+                                                        "another user's repository, which git "
+                                                        "refuses"), res.output  # fmt: skip
+    assert "?" not in res.output  # git's hint is indented by a tab
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_a_step_is_found_where_it_is_and_noise_alone_finds_none(seed):
     """On series of 24 commits with 1 % noise: a 4 % step at commit 15 is the one change

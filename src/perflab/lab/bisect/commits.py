@@ -37,7 +37,9 @@ def git(repo: str | os.PathLike[str], *args: str, text: bool = True) -> str:
     with supervisor.build_timeout(GIT_TIMEOUT_S):
         done = supervisor.run_bounded(["git", "-C", str(repo), *args])
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        fatal = [x for x in lines if x.startswith(("fatal:", "error:"))]  # not its hints
+        last = (fatal or lines)[-1].replace("\t", " ")
         said = "".join(c if c.isprintable() else "?" for c in last)[:200]
         raise PerflabError(f"git {' '.join(args[:2])}: {said}")
     return done.stdout
@@ -52,6 +54,11 @@ def toplevel(path: str | os.PathLike[str] | None) -> Path:
         return Path(git(where, "rev-parse", "--show-toplevel").strip())
     except PerflabError as exc:
         said = str(exc).partition(": ")[2]
+        if "dubious ownership" in said:  # git's own guard; its hint is a global setting
+            top = where.resolve()
+            raise PerflabError(f"--repo {top}: another user's repository, which git refuses to "
+                               "read for this one (git config --global --add safe.directory "
+                               f"{top} trusts it)") from None  # fmt: skip
         raise PerflabError(f"--repo {where.resolve()}: not a git repository ({said})") from None
 
 

@@ -86,6 +86,16 @@ def test_two_copies_of_one_program_never_differ_in_memory(alloc):
     assert "larger" not in said and "smaller" not in said, said
 
 
+def test_one_run_a_side_is_no_exact_verdict(alloc):
+    """A lone pair repeats no value: bisect and history read such a B/A as proven exactly."""
+    res = CliRunner().invoke(cli, ["compare", f"{alloc} 16", f"{alloc} 32", "--setups", "1",
+                                   "--repeat", "1", "--no-rt", "--metric", "time,cpu,maxrss",
+                                   "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    for name, said in json.loads(res.stdout)["metrics"].items():
+        assert said["exact"] is False and "too few" in said["conclusion"], (name, said)
+
+
 def test_decide_reads_a_recorded_frame(halves):
     frame = results.load(halves)
     cpu = decide(frame, "cpu")

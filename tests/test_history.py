@@ -3,8 +3,10 @@ it 8x slower: the store keeps every track's runs (two at once, or one killed), h
 the change at that commit and confirms it by a comparison, the gate trips on it; the change
 point search itself on given series."""
 
+import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -179,6 +181,7 @@ def test_bad_input_is_one_line_before_anything_is_built(tmp_path):
         (["track", "nosuch", "--repo", r["repo"], *BUILD], "names no commit"),
         (["track", f"{r['c3']}..{r['c0']}", "--repo", r["repo"], *BUILD], "holds no commit"),
         (["track", f"{r['c0']}...{r['c3']}", "--repo", r["repo"], *BUILD], "A...B"),
+        (["track", "..HEAD", "--repo", r["repo"], *BUILD], "(HEAD is in HEAD's history)"),
         (["history", "--store", str(tmp_path / "none"), "--no-confirm"], "no history store"),
         (["history", "--store", str(tmp_path / "bad"), "--no-confirm"], "not a perflab history"),
     ]
@@ -205,6 +208,16 @@ def test_a_commit_tracked_again_with_another_program_is_refused(tracked):
     lines = [x for x in res.output.splitlines() if x.startswith("Error:")]
     assert res.exit_code != 0 and len(lines) == 1 and "with --reference" in lines[0]
     assert {e.tracks for e in history.Store(tracked).entries()} == {1}
+    kept = history.Store(tracked)  # another track added it with ./prog while this one measured
+    entry = next(e for e in kept.entries() if e.sha == r["c3"])
+    runs, index = kept.runs(entry), (tracked / "index.json").read_bytes()
+    with pytest.raises(PerflabError, match=r"not added \(.* was tracked here with --run "
+                       r"\['./prog'\], not \['./prog', 'x'\].*\); this track's \d+ runs are kept "
+                       r"in (\S+) and the store is as it was: give them") as said:  # fmt: skip
+        kept.add(dataclasses.replace(entry, run=["./prog", "x"]), runs)
+    spare = Path(re.search(r"are kept in (\S+) and", str(said.value))[1])
+    assert len(results.load(spare)) == len(runs) and (tracked / "index.json").read_bytes() == index
+    spare.unlink()
 
 
 def test_branches_are_ordered_by_author_time_whatever_their_offsets():
@@ -228,6 +241,20 @@ def test_a_store_reached_through_a_link_another_user_owns_is_refused(tmp_path):
     os.lchown(tmp_path / "planted", 65534, 65534)
     with pytest.raises(PerflabError, match="a link another user owns"):
         history.Store(tmp_path / "planted" / "store", create=True)
+
+
+def test_another_user_s_repository_is_said_as_git_refuses_it(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("giving a repository to another user needs root")
+    shutil.copytree(slowed_repo()["repo"], tmp_path / "r", symlinks=True)
+    for d, _, names in os.walk(tmp_path / "r"):
+        for x in [d, *(os.path.join(d, n) for n in names)]:
+            os.lchown(x, 65534, 65534)
+    res = CliRunner().invoke(cli, ["track", "HEAD", "--repo", str(tmp_path / "r"), *BUILD])
+    assert res.exit_code == 1 and res.output.startswith(f"Error: --repo {tmp_path / 'r'}: "
+                                                        "another user's repository, which git "
+                                                        "refuses"), res.output  # fmt: skip
+    assert "?" not in res.output  # git's hint is indented by a tab
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -349,6 +376,27 @@ def test_a_store_whose_files_were_swapped_or_replaced_is_one_line_naming_the_fil
     assert b.read_bytes() == before  # nothing appended to the foreign file
 
 
+def test_a_damaged_commit_file_is_said_before_measuring_and_one_damaged_meanwhile_kept(
+    small_store,
+):
+    store, _, c1 = small_store
+    kept = history.Store(store)
+    entry = next(e for e in kept.entries() if e.sha == c1)
+    runs = kept.runs(entry)
+    path = store / entry.file
+    path.write_bytes(b"")
+    code, out = _track(store, c1)
+    (line,) = set(out.strip().splitlines())  # before a CPU is chosen or a run made
+    assert code == 1 and line == f"Error: {path}: empty file (not a result perflab wrote)", out
+    path.write_bytes(b"PAR1")  # truncated while a track measured: its runs are kept aside
+    with pytest.raises(PerflabError, match=r"this track's \d+ runs are kept in (\S+) and the "
+                       "store is as it was: put the file back") as said:  # fmt: skip
+        kept.add(entry, runs)
+    spare = Path(re.search(r"are kept in (\S+) and", str(said.value))[1])
+    assert len(results.load(spare)) == len(runs)
+    spare.unlink()
+
+
 def test_a_malformed_index_is_one_line(small_store):
     store = small_store[0]
     doc = _index(store)
@@ -365,6 +413,11 @@ def test_a_malformed_index_is_one_line(small_store):
                           [[{k: v for k, v in entry.items() if k != "run"}], "entry 0 lacks run"],
                           [[entry | {"parents": 7}], "entry 0 holds a field of the wrong kind"],
                           [[entry | {"host": 7}], "entry 0 holds a field of the wrong kind"],
+                          [[entry | {"build": " ".join(entry["build"])}], "commit .*: its texts"],
+                          [[entry | {"run": {"./prog": 1}}], "commit .*: its texts"],
+                          [[entry | {"run": ["./prog", 5]}], "commit .*: its texts"],
+                          [[entry | {"seed": True}], "commit .*: its counts"],
+                          [[entry | {"tracks": 10**40}], "commit .*: its counts"],
                           [{"a": 1}, "its entries are not a list"]):  # fmt: skip
         (store / "index.json").write_text(json.dumps(doc | {"entries": entries}))
         with pytest.raises(PerflabError, match=f"not a perflab history index \\({said}\\)$"):
@@ -399,6 +452,28 @@ def test_a_full_disk_under_the_store_keeps_the_track_s_runs_aside_and_names_both
     assert len(kept) == before and results.metadata(kept)["commit"] == r["c0"]
     assert (store / "index.json").read_bytes() == index  # nothing appended
     assert len(history.Store(store).runs(entry)) == before
+    spare.unlink()
+
+
+def test_a_store_made_read_only_is_one_line_before_building_and_a_track_s_runs_kept(tiny_disk):
+    r = slowed_repo()
+    store = tiny_disk / "store"
+    store.mkdir()
+    code, out = _track(store, r["c0"])
+    assert code == 0, out
+    kept = history.Store(store)
+    (entry,) = kept.entries()
+    runs = kept.runs(entry)
+    subprocess.run(["mount", "-o", "remount,ro", tiny_disk], check=True)
+    code, out = _track(store, r["c0"])
+    (line,) = set(out.strip().splitlines())  # before a CPU is chosen (stderr twice)
+    assert code == 1 and line.endswith("index.json.lock: Read-only file system"), out
+    with pytest.raises(PerflabError, match=r"cannot write \(Read-only file system\); this "
+                       r"track's \d+ runs are kept in (\S+) and the store is as it was: make "
+                       "the store writable") as said:  # fmt: skip
+        kept.add(entry, runs)  # a track whose store was made read-only while it measured
+    spare = Path(re.search(r"are kept in (\S+) and", str(said.value))[1])
+    assert len(results.load(spare)) == len(runs)
     spare.unlink()
 
 

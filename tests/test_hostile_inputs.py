@@ -174,7 +174,7 @@ def _api(name: str):
     if module.startswith("lab."):  # a package the top level does not import
         return getattr(importlib.import_module(f"perflab.{module}"), function)
     target = perflab
-    for part in module.split("."):
+    for part in module.split(".") if module else []:
         target = getattr(target, part)
     return getattr(target, function)
 
@@ -217,6 +217,37 @@ API = [
     ("lab.history.history", {"controls": ["rt"]}, "controls: ['rt'] is not a mapping"),
     ("lab.history.history", {"store": 5}, "store: 5 is not a path"),
     ("lab.compare.compare", {"a": None, "b": None}, "a: None is not a side"),
+    # a path, a function and a list where the annotations name them (they passed unchecked)
+    (
+        "lab.history.track",
+        {"revisions": "HEAD", "build": ["make"], "run": ["./p"], "repo": 5},
+        "repo: 5 is not a path",
+    ),
+    (
+        "lab.history.track",
+        {"revisions": "HEAD", "build": ["make"], "run": ["./p"], "say": None},
+        "say: None is not a function",
+    ),
+    (
+        "lab.history.track",
+        {"revisions": "HEAD", "build": (w for w in ["make"]), "run": ["./p"]},
+        "is read once: give a list or tuple",
+    ),
+    (
+        "lab.bisect.bisect",
+        {"good": "a", "bad": "b", "build": ["make"], "run": ["./p"], "output": 5},
+        "output: 5 is not a path",
+    ),
+    (
+        "lab.bisect.bisect",
+        {"good": "a", "bad": "b", "build": ["make"], "run": ["./p"], "warn": "loud"},
+        "warn: 'loud' is not a function",
+    ),
+    ("report", {"path": None}, "path: None is not a path"),
+    ("diff", {"before": 5, "after": "b.parquet"}, "before: 5 is not a path"),
+    ("show", {"frame": "r.parquet"}, "show: str 'r.parquet' is not a result's DataFrame"),
+    ("results.load", {"path": None}, "path: None is not a path"),
+    ("results.save", {"df": None, "path": "r.parquet"}, "save: NoneType None is not a DataFrame"),
 ]
 
 

@@ -383,6 +383,12 @@ def test_a_build_command_runs_bounded_and_captured(hostile, tmp_path):
     script.write_text("#!/bin/sh\necho out; echo err >&2; exit 3\n")
     script.chmod(0o755)
     assert supervisor.run_bounded([str(script)]) == supervisor.Finished(3, "out\n", "err\n")
+    flood = 3 * supervisor.OUTPUT_KEEP  # a runaway build's output: its last bytes are kept
+    done = supervisor.run_bounded(["sh", "-c", f"head -c {flood} /dev/zero; echo last words"])
+    said, _, kept = done.stdout.partition("\n")
+    gone = flood + len("last words\n") - supervisor.OUTPUT_KEEP
+    assert said == f"[perflab: {gone} bytes of output left out]" and kept.endswith("\0last words\n")
+    assert len(kept) == supervisor.OUTPUT_KEEP
     with supervisor.build_timeout(1), pytest.raises(PerflabError, match="within 1 s"):
         supervisor.run_bounded([hostile, "ignore-term"])
     nothing_left(hostile)

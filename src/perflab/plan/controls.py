@@ -11,6 +11,7 @@ import functools
 import inspect
 import math
 import numbers
+import os
 import re
 import shlex
 import types
@@ -208,9 +209,20 @@ def typed_value(value: Any, kind: Any, flag: str) -> Any:
                 return typed_value(value, option, flag)
             except PerflabError as exc:
                 refusals.append(exc)
-        raise refusals[0]
+        paths = [e for e in refusals if str(e).endswith(" is not a path")]
+        raise (paths or refusals)[0]
+    if os.PathLike in (kind, origin):
+        if not isinstance(value, os.PathLike):
+            raise WrongType(f"{flag}: {value!r} is not a path")
+        return value
+    if origin is abc.Callable:
+        if not callable(value):
+            raise WrongType(f"{flag}: {value!r} is not a function")
+        return value
     if origin in (list, abc.Sequence, abc.Iterable):  # checked, not copied: it may be filled
         _sequence(value, flag)
+        if origin is not abc.Iterable and isinstance(value, abc.Iterator):  # read once
+            raise WrongType(f"{flag}: {value!r} is read once: give a list or tuple")
         if isinstance(value, (list, tuple)) and args:
             for v in value:
                 typed_value(v, args[0], flag)

@@ -18,6 +18,7 @@ from perflab.core.lazy import pd
 from perflab.errors import PerflabError
 from perflab.lab import registry
 from perflab.plan import metrics
+from perflab.plan.controls import typed_arguments
 from perflab.reports import report
 
 if TYPE_CHECKING:
@@ -399,6 +400,7 @@ def _verdict(t: pd.DataFrame, what: str, confidence: float,
     return line + _undecided(t)
 
 
+@typed_arguments
 def diff(
     before: str | os.PathLike,
     after: str | os.PathLike,

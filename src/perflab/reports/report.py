@@ -15,6 +15,7 @@ from perflab.core import files
 from perflab.core.lazy import pd, pq
 from perflab.errors import PerflabError
 from perflab.lab import registry
+from perflab.plan.controls import typed_arguments
 from perflab.store import filelock, results, schema
 from perflab.store.identity import key_digest
 
@@ -291,6 +292,7 @@ def problems(df: pd.DataFrame, where: str) -> list[str]:
     return (said if newer else []) + plan_problems(df, meta, where)
 
 
+@typed_arguments
 def report(
     path: str | os.PathLike, change: float | None = None, metrics: str | None = None
 ) -> Report:

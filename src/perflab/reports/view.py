@@ -11,7 +11,8 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from perflab.errors import PerflabError
+from perflab.core import lazy
+from perflab.errors import PerflabError, WrongType
 from perflab.reports.report import Report, of_frame
 from perflab.store import results
 
@@ -77,6 +78,8 @@ class Result:
 def show(frame: "pd.DataFrame") -> Result:
     """The result as Jupyter shows it: summary, figure and conditions; .frame is the data.
     Outside IPython nothing would display the returned object, so its text summary is printed."""
+    if not isinstance(frame, lazy.pd.DataFrame):
+        raise WrongType(f"show: {type(frame).__name__} {frame!r:.60} is not a result's DataFrame")
     result = Result(frame)
     if not _in_ipython():
         print(result.text())

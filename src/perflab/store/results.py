@@ -15,7 +15,8 @@ from perflab import __version__, errors
 from perflab.core import files
 from perflab.core.files import atomic, publish, temporary_beside
 from perflab.core.lazy import pa, pd, pq
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, WrongType
+from perflab.plan.controls import typed_arguments
 from perflab.store import filelock, schema
 from perflab.system.frames import META_KEY as META_KEY
 from perflab.system.frames import attach as attach
@@ -77,12 +78,15 @@ def file_digest(path: str | os.PathLike) -> str:
     return files.digest(path)
 
 
+@typed_arguments
 def save(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     """Save a frame and its metadata: Parquet schema metadata, or CSV plus a JSON sidecar.
 
     A CSV is written in full, then its sidecar (holding the CSV's digest) is renamed into
     place, then the CSV: a full disk or a kill leaves the old pair, or a pair load() refuses.
     """
+    if not isinstance(df, pd.DataFrame):
+        raise WrongType(f"save: {type(df).__name__} {df!r:.60} is not a DataFrame")
     p = check_output(path)
     meta = metadata(df)
     with filelock.held(p):
@@ -106,6 +110,7 @@ def save(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     return p
 
 
+@typed_arguments
 def load(path: str | os.PathLike) -> pd.DataFrame:
     """Load a frame saved by save(), metadata back in attrs; a damaged file, or one whose
     columns or metadata break the types and ranges perflab writes (schema.py), is one clear

@@ -18,6 +18,7 @@ import array
 import contextlib
 import errno
 import os
+import re
 import select
 import shlex
 import shutil
@@ -363,6 +364,8 @@ class Finished(NamedTuple):
 
 # How long a build or link command may take before perflab kills it (--build-timeout).
 BUILD_TIMEOUT_S = 600.0
+OUTPUT_KEEP = 16 << 20  # of a build's stdout and of its stderr, the last bytes kept (its errors)
+LEFT_OUT = rb"\[perflab: (\d+) bytes of output left out\]\n"
 _build_timeout = [BUILD_TIMEOUT_S]
 
 
@@ -422,7 +425,7 @@ def _drain(bufs: dict[int, bytearray], child: Child, timeout: float) -> dict[int
         ready = poller.poll(min(left, WATCH_S) * 1000)
         for fd, _ in ready:
             chunk = os.read(fd, 65536)
-            bufs[fd] += chunk
+            _keep(bufs[fd], chunk)
             if not chunk:
                 poller.unregister(fd)
                 open_fds.discard(fd)
@@ -432,11 +435,28 @@ def _drain(bufs: dict[int, bytearray], child: Child, timeout: float) -> dict[int
                 for fd in list(open_fds):
                     with contextlib.suppress(BlockingIOError):
                         while chunk := os.read(fd, 65536):
-                            bufs[fd] += chunk
-                return bufs
-    if not child.ended(max(until - time.monotonic(), 0.0)):
-        return None
+                            _keep(bufs[fd], chunk)
+                break
+    else:
+        if not child.ended(max(until - time.monotonic(), 0.0)):
+            return None
+    for buf in bufs.values():
+        _keep(buf, b"", slack=0)
     return bufs
+
+
+def _keep(buf: bytearray, chunk: bytes, slack: int = 1 << 20) -> None:
+    """A chunk of a build's output added to buf, of which the last OUTPUT_KEEP bytes stay, after
+    a line saying how many were left out: a build that floods its output (gigabytes of it)
+    does not fill perflab's memory, nor its log the disk. Trimmed once `slack` bytes more came
+    (a mebibyte: not at every chunk), to the exact bound at the end (slack 0)."""
+    buf += chunk
+    said = re.match(LEFT_OUT, buf)
+    said_len = len(said[0]) if said else 0
+    if len(buf) - said_len > OUTPUT_KEEP + slack:
+        gone = (int(said[1]) if said else 0) + len(buf) - said_len - OUTPUT_KEEP
+        del buf[: len(buf) - OUTPUT_KEEP]
+        buf[:0] = b"[perflab: %d bytes of output left out]\n" % gone
 
 
 def recv_exactly(

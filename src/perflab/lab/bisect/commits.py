@@ -37,7 +37,9 @@ def git(repo: str | os.PathLike[str], *args: str, text: bool = True) -> str:
     with supervisor.build_timeout(GIT_TIMEOUT_S):
         done = supervisor.run_bounded(["git", "-C", str(repo), *args])
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        fatal = [x for x in lines if x.startswith(("fatal:", "error:"))]  # not its hints
+        last = (fatal or lines)[-1].replace("\t", " ")
         said = "".join(c if c.isprintable() else "?" for c in last)[:200]
         raise PerflabError(f"git {' '.join(args[:2])}: {said}")
     return done.stdout
@@ -52,6 +54,11 @@ def toplevel(path: str | os.PathLike[str] | None) -> Path:
         return Path(git(where, "rev-parse", "--show-toplevel").strip())
     except PerflabError as exc:
         said = str(exc).partition(": ")[2]
+        if "dubious ownership" in said:  # git's own guard; its hint is a global setting
+            top = where.resolve()
+            raise PerflabError(f"--repo {top}: another user's repository, which git refuses to "
+                               "read for this one (git config --global --add safe.directory "
+                               f"{top} trusts it)") from None  # fmt: skip
         raise PerflabError(f"--repo {where.resolve()}: not a git repository ({said})") from None
 
 
@@ -91,8 +98,8 @@ def listed(repo: Path, revisions: str, most: int) -> list[Commit]:
     a, b = resolve(repo, older or "HEAD"), resolve(repo, newer or "HEAD")
     shas = git(repo, "rev-list", "--reverse", "--topo-order", f"{a}..{b}").split()
     if not shas:
-        raise PerflabError(f"{revisions!r} holds no commit ({newer or 'HEAD'} is in {older}'s "
-                           "history)")  # fmt: skip
+        raise PerflabError(f"{revisions!r} holds no commit ({newer or 'HEAD'} is in "
+                           f"{older or 'HEAD'}'s history)")  # fmt: skip
     if len(shas) > most:
         raise PerflabError(f"{revisions!r} holds {len(shas)} commits, more than {most}: give a "
                            "shorter range")  # fmt: skip

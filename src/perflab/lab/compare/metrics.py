@@ -36,7 +36,8 @@ def decide(
         return {"metric": name, "unit": metric.unit,
                 "conclusion": f"{name}: no setup holds a pair of A and B runs"}  # fmt: skip
     total = overall(ok, per, col, confidence, change)
-    exact = bool((ok.groupby(["setup", "side"])[col].nunique() == 1).all())
+    runs = ok.groupby(["setup", "side"])[col]
+    exact = bool(((runs.nunique() == 1) & (runs.size() > 1)).all())  # one run repeats nothing
     ratio, lo, hi = total["ratio"], total["ci_low"], total["ci_high"]
     if exact and per["ratio"].nunique() == 1:
         lo = hi = ratio

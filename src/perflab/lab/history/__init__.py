@@ -83,6 +83,7 @@ def track(
     where = commits.toplevel(repo)
     listed = commits.listed(where, revisions, MOST_COMMITS)
     kept = Store(store or default_store(where), create=True, parents=store is None)
+    kept.check_writable()
     here = machine_key()
     have = [e for e in kept.entries() if e.machine == here]  # a bad store: said before building
     if untracked_only:
@@ -101,9 +102,10 @@ def track(
                      list(run), seed, 0, 0, host, ref)  # fmt: skip
 
     by_sha = {e.sha: e for e in have}
-    for c in listed:  # a commit kept otherwise: said before anything is built
+    for c in listed:  # a commit kept otherwise, or its file gone bad: said before building
         if c.sha in by_sha:
             refuse_other(by_sha[c.sha], entry(c))
+            kept.kept(by_sha[c.sha])
     written, left_out = [], []
     for i, c in enumerate(listed, 1):
         head = f"[{i}/{len(listed)}] {c.short}"

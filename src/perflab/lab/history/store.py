@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import os
@@ -28,7 +29,7 @@ import secrets
 import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from perflab.core import files
 from perflab.core.lazy import pd
@@ -42,6 +43,7 @@ MACHINE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 LOCK_WAIT_S = 600.0  # another track writing the store: its write takes a second, not this
 STORE_BUSY = "give this track another --store DIR"  # what to do after that wait
+COUNT_MAX = 2**63 - 1  # a seed or count a frame's column holds (numpy's int64)
 
 
 @dataclass(frozen=True)
@@ -71,16 +73,26 @@ class Entry:
             self.reference == "" or SHA.fullmatch(self.reference)
         ):
             raise ValueError(f"commit {self.sha!r} or its parents")
-        texts = [self.subject, self.date, *self.build, *self.run, *self.host.values()]
-        if not all(isinstance(x, str) for x in texts) or not self.build or not self.run:
+        texts = [self.subject, self.date, *self.host.values()]
+        if (
+            not all(isinstance(x, str) for x in texts)
+            or not _words(self.build)
+            or not _words(self.run)
+        ):  # a text where a list is would be run as its letters; a mapping as its keys
             raise ValueError(f"commit {self.sha[:10]}: its texts")
-        if not all(isinstance(n, int) and n >= 0 for n in (self.seed, self.runs, self.tracks)):
+        if not all(type(n) is int and 0 <= n <= COUNT_MAX
+                   for n in (self.seed, self.runs, self.tracks)):  # fmt: skip
             raise ValueError(f"commit {self.sha[:10]}: its counts")
         return self
 
     @property
     def file(self) -> str:
         return f"{self.machine}/{self.sha}.parquet"
+
+
+def _words(command: Any) -> bool:
+    """Whether a recorded command is what track writes: a list of texts, not empty."""
+    return isinstance(command, list) and bool(command) and all(isinstance(w, str) for w in command)
 
 
 def refuse_other(kept: Entry, new: Entry) -> None:
@@ -110,17 +122,28 @@ def _save(runs: pd.DataFrame, path: Path, mine: pd.DataFrame, whose: str = "this
     try:
         results.save(runs, path)
     except (OSError, PerflabError) as exc:
-        first = journal.why(exc)
-        try:
-            spare = journal.spare_path(path, secrets.token_hex(4))
-            results.save(mine, spare)
-        except (OSError, PerflabError) as again:
-            raise PerflabError(f"{path}: cannot write ({first}), nor perflab's unsaved "
-                               f"directory ({journal.why(again)}): {whose} runs are lost; free "
-                               f"space, then {then}") from None  # fmt: skip
-        raise PerflabError(f"{path}: cannot write ({first}); {whose} {len(mine)} runs are kept "
-                           f"in {spare} and the store is as it was: free space, then "
-                           f"{then}") from None  # fmt: skip
+        _aside(path, mine, exc, whose, then)
+
+
+def _aside(path: Path, mine: pd.DataFrame, exc: BaseException, whose: str = "this track's",
+           then: str = "track the commit again", fix: str = "",
+           how: str = "cannot write") -> NoReturn:  # fmt: skip
+    """The runs just made kept in perflab's unsaved directory when the store refused them
+    (`exc`), and one line naming both and what to do (`fix`, else free space or make the
+    store writable)."""
+    first = journal.why(exc, path)
+    full = first in (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))
+    fix = fix or ("free space" if full else "make the store writable")
+    try:
+        spare = journal.spare_path(path, secrets.token_hex(4))
+        results.save(mine, spare)
+    except (OSError, PerflabError) as again:
+        raise PerflabError(f"{path}: {how} ({first}), nor perflab's unsaved "
+                           f"directory ({journal.why(again)}): {whose} runs are lost; {fix}, "
+                           f"then {then}") from None  # fmt: skip
+    raise PerflabError(f"{path}: {how} ({first}); {whose} {len(mine)} runs are kept "
+                       f"in {spare} and the store is as it was: {fix}, then "
+                       f"{then}") from None  # fmt: skip
 
 
 DEFAULTED = {f.name for f in dataclasses.fields(Entry)
@@ -197,6 +220,17 @@ class Store:
                                "the index was edited; remove the extra entry")  # fmt: skip
         return found
 
+    def kept(self, entry: Entry) -> pd.DataFrame:
+        """The runs a track adds to, refused in one line where the file is gone or not what
+        track wrote (track asks before it builds, and again under the lock)."""
+        path = self.root / entry.file
+        if not os.path.lexists(path):
+            raise PerflabError(f"{path}: missing, though the index lists {entry.sha[:10]}'s "
+                               f"{entry.tracks} tracks there: the store was edited; remove "
+                               "the commit's entry from index.json, or put the file back, "
+                               "then track it again")  # fmt: skip
+        return self._vouched(path, entry)
+
     def runs(self, entry: Entry) -> pd.DataFrame:
         """The commit's runs on its machine, with their metadata, checked against its entry."""
         return self._vouched(self.root / entry.file, entry)
@@ -225,20 +259,27 @@ class Store:
         """Add a track's runs of one commit: its file and the index rewritten whole, under the
         store's lock. A track of a commit kept before must build, run and seed it as that one
         did (its layouts are then the same ones, numbered alike: `track` tells the tracks
-        apart); else one line, and nothing is written."""
-        with filelock.held(self.root / INDEX, LOCK_WAIT_S, STORE_BUSY):
+        apart); else one line, and nothing is written. A store whose lock cannot be taken
+        (made read-only since the track began) keeps the runs aside, as a full disk does."""
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(filelock.held(self.root / INDEX, LOCK_WAIT_S, STORE_BUSY))
+            except OSError as exc:
+                _aside(self.root / entry.machine / f"{entry.sha}.parquet", runs, exc)
             entries = self.entries()
             same = [e for e in entries if (e.machine, e.sha) == (entry.machine, entry.sha)]
-            for e in same:
-                refuse_other(e, entry)
             place = files.private_dir(self.root / entry.machine)
             path = place / f"{entry.sha}.parquet"
-            if same and not path.exists():
-                raise PerflabError(f"{path}: missing, though the index lists {entry.sha[:10]}'s "
-                                   f"{same[0].tracks} tracks there: the store was edited; remove "
-                                   "the commit's entry from index.json, or put the file back, "
-                                   "then track it again")  # fmt: skip
-            kept = self._vouched(path, same[0]) if same else None
+            try:  # another track added the commit otherwise while this one measured
+                for e in same:
+                    refuse_other(e, entry)
+            except PerflabError as exc:
+                _aside(path, runs, exc, how="not added", fix="give them another --store",
+                       then="track it there")  # fmt: skip
+            try:
+                kept = self.kept(same[0]) if same else None
+            except (OSError, PerflabError) as exc:  # gone bad while this track measured
+                _aside(path, runs, exc, fix="put the file back")
             tracks = same[0].tracks + 1 if same else 1
             meta = results.metadata(kept if kept is not None else runs)
             runs = runs.assign(track=tracks - 1)
@@ -252,6 +293,12 @@ class Store:
             others = [e for e in entries if (e.machine, e.sha) != (done.machine, done.sha)]
             self._write([*others, done])
         return done
+
+    def check_writable(self) -> None:
+        """One line before anything is built when this user cannot write the store (its lock,
+        beside the index, cannot be made): measured runs would have nowhere to go."""
+        with filelock.held(self.root / INDEX, LOCK_WAIT_S, STORE_BUSY):
+            pass
 
     def confirmed(self, key: dict[str, Any]) -> pd.DataFrame | None:
         """The runs of a change point's comparison made before with this key (its commits,

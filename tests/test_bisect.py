@@ -66,6 +66,7 @@ def test_bisect_names_the_commit_that_made_it_slower_and_leaves_the_repository(t
     assert again["builds"] == 0  # every commit built before, by the same command
 
 
+@pytest.mark.long
 def test_bad_not_slower_than_good_is_one_line_and_exit_3():
     r = slowed_repo()
     code, doc, err = _bisect(r["c0"], r["c1"], "--budget", "79")
@@ -117,6 +118,7 @@ int main(void) {
 """
 
 
+@pytest.mark.long
 def test_bisect_on_peak_memory_names_the_commit_that_holds_more(tmp_path):
     """--metric maxrss: the first commit whose program touches 32 MiB instead of 8, though no
     commit is slower by much; the summary says it in the metric's words."""
@@ -213,6 +215,7 @@ def test_an_archive_member_that_would_land_outside_the_tree_is_refused(name, kin
     assert commits._inside([fine], tmp_path)[0].mode == 0o755
 
 
+@pytest.mark.long
 def test_a_record_whose_verdicts_its_numbers_do_not_give_is_refused_on_resume(tmp_path):
     r = slowed_repo()
     out = tmp_path / "b.parquet"
@@ -284,6 +287,7 @@ def test_sigterm_during_a_build_stops_bisect_in_one_line_its_build_killed(tmp_pa
     assert lock_free(out)
 
 
+@pytest.mark.long
 def test_a_build_past_the_timeout_is_said_so_and_built_again_next_time():
     r = slowed_repo()
     slow = ["--build", "sh -c 'sleep 1; cc -O1 -o prog prog.c'", "--run", "./prog"]

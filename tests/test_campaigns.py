@@ -55,6 +55,7 @@ def cluster(tmp_path_factory):
         lc.close()
 
 
+@pytest.mark.long
 def test_rows_from_both_hosts_never_overlapping(cluster):
     lc, _ = cluster
     measure = functools.partial(clocks.cost_of, samples=20_000)
@@ -81,6 +82,7 @@ def test_unknown_host_is_refused(cluster):
         campaigns.run(clocks.cost_of, POINTS, address=lc.scheduler_address, hosts=["host-z"])
 
 
+@pytest.mark.long
 def test_cli_fleet_clocks_then_report_hosts(cluster, runner, tmp_path):
     lc, _ = cluster
     out, png = tmp_path / "fleet.parquet", tmp_path / "hosts.png"
@@ -111,6 +113,7 @@ def test_cli_fleet_clocks_then_report_hosts(cluster, runner, tmp_path):
     assert all(h["n"] == 400 for h in doc["hosts"]) and png.stat().st_size > 1000
 
 
+@pytest.mark.long
 def test_clocks_campaign_is_journaled_and_resumes_like_the_other_verbs(cluster, runner, tmp_path):
     lc, _ = cluster
     out = tmp_path / "clocks.parquet"
@@ -143,6 +146,7 @@ def test_unreachable_scheduler_is_one_line_and_leaves_no_file(runner, tmp_path):
     assert "cannot reach the Dask scheduler" in res.output  # not "an unfinished run"
 
 
+@pytest.mark.long
 def test_env_size_sweep_on_two_hosts(cluster, runner, tmp_path):
     lc, _ = cluster
     out = tmp_path / "fleet-env.parquet"

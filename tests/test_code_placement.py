@@ -115,6 +115,7 @@ def test_each_layout_relinks_the_commit_with_its_code_moved_and_its_objects_unto
     assert (older.tree / "prog").read_bytes() == program  # the tree's program put back
 
 
+@pytest.mark.long
 def test_a_commit_that_links_a_helper_first_is_not_shown_slower_and_more_work_is(placed_repo):
     c0, c1, c2 = (_built(placed_repo, placed_repo[f"c{i}"]) for i in range(3))
 
@@ -132,6 +133,7 @@ def test_a_commit_that_links_a_helper_first_is_not_shown_slower_and_more_work_is
     assert slower["ci_low"] > 1 and slower["ratio"] > 1.2  # 1.5x the chain
 
 
+@pytest.mark.long
 def test_setups_of_one_placement_share_its_code_and_the_verdict_splits_its_variance(
     placed_repo,
 ):
@@ -159,6 +161,7 @@ def test_setups_of_one_placement_share_its_code_and_the_verdict_splits_its_varia
         compare.compare(*plain, setups=4, per_placement=2)
 
 
+@pytest.mark.long
 def test_bisect_names_the_commit_with_more_work_not_the_one_that_moved_code(placed_repo):
     df = bisect.bisect(placed_repo["c0"], placed_repo["c3"], BUILD, RUN,
                        repo=placed_repo["repo"], setups=8, repeat=5, seed=2,
@@ -231,6 +234,7 @@ def _reading(repo: Path, inputs: tuple[str, ...]) -> list[str]:
     return shas
 
 
+@pytest.mark.long
 def test_the_benchmark_runs_in_its_commit_s_tree_and_a_failing_one_says_why(tmp_path):
     repo = tmp_path / "reads"
     shas = _reading(repo, ("1000000", "1000000", ""))  # the last commit's input is unreadable
@@ -275,7 +279,7 @@ def test_a_build_the_timeout_killed_is_built_again_with_a_longer_one(tmp_path):
     git("add", "-A")
     git("commit", "-q", "-m", "c")
     sha = git("rev-parse", "HEAD")
-    build = ["sh", "-c", "sleep 2 && cc -o prog prog.c"]
+    build = ["sh", "-c", "sleep 1 && cc -o prog prog.c"]
     with supervisor.build_timeout(0.5):
         cut = builds.build(repo, sha, build)
     assert not cut.ok and "build" in cut.log.read_text()
@@ -309,6 +313,7 @@ def test_a_bisect_record_another_holds_is_refused_before_anything_is_built(place
     assert not out.exists()
 
 
+@pytest.mark.long
 def test_a_commit_between_whose_benchmark_always_fails_is_skipped_as_git_bisect_skips(tmp_path):
     repo = tmp_path / "skips"
     shas = _reading(repo, ("1000000", "", "8000000", "8000000"))
@@ -401,6 +406,7 @@ def test_track_leaves_out_a_commit_whose_runs_all_fail_naming_it_once(tmp_path):
     ]
 
 
+@pytest.mark.long
 def test_a_commit_whose_runs_all_time_out_is_said_so_without_running_it_again(tmp_path):
     repo = tmp_path / "hangs"
     git = new_repo(repo)

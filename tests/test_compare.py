@@ -142,6 +142,7 @@ def test_two_setups_decided_each_way_by_chance_do_not_make_the_layout_decisive()
     assert not summary["conclusion"].startswith("the conclusion depends on the layout")
 
 
+@pytest.mark.long
 def test_cli_build_mode_randomizes_link_order(runner, tmp_path):
     out, png = tmp_path / "ab.parquet", tmp_path / "ab.png"
     res = runner.invoke(
@@ -229,6 +230,7 @@ KILLED = textwrap.dedent(
 )
 
 
+@pytest.mark.long
 def test_a_killed_comparison_resumes_with_every_pair_once(program, runner, tmp_path):
     out = tmp_path / "ab.parquet"
     proc = subprocess.run([sys.executable, "-c", KILLED, str(out), program], env=os.environ)
@@ -276,6 +278,7 @@ def test_few_pairs_are_never_beyond_doubt_over_many_setups(pairs, decided):
     assert not summary["depends_on_setup"]
 
 
+@pytest.mark.long
 def test_setups_without_a_verdict_say_how_many_pairs_would_show_a_change(program, runner, tmp_path):
     """From the spread of the comparison's own pairs: the median's normal approximation, never
     under the 6 pairs a 95 % interval needs; report weighs another change on request, and
@@ -398,6 +401,7 @@ def test_one_setup_of_too_few_pairs_has_no_interval_and_says_so():
     assert summary["ci_low"] > 1 and "(the interval covers: run)" in summary["conclusion"]
 
 
+@pytest.mark.long
 def test_a_figure_of_hundreds_of_setups_ranks_them_in_a_bounded_width(tmp_path):
     """A --precision run's 400 layouts once drew a 17 000-pixel figure, a tick per layout."""
     rng = np.random.default_rng(3)

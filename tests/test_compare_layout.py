@@ -149,6 +149,7 @@ def test_the_code_moves_by_the_padding_linked_first(built, tmp_path):
     assert (seen["brk"] == base["brk"]).all()  # 300 bytes of code leave the heap where it was
 
 
+@pytest.mark.long
 def test_the_built_in_workload_is_padded_and_reordered(tmp_path):
     plan = compare.ComparePlan(randomize=("link-order", "code-offset"), setups=3, seed=4)
     side = compare.build_side("A", ["-O2"])
@@ -166,6 +167,7 @@ def test_the_built_in_workload_is_padded_and_reordered(tmp_path):
         assert lo_a(s) - bare == -(-s.code_offset // 16) * 16
 
 
+@pytest.mark.long
 def test_a_build_command_relinks_through_the_wrapped_driver(built, tmp_path):
     cc = compiler.compiler()
     if os.path.basename(cc[0]) not in compiler.WRAPPED_DRIVERS:
@@ -209,6 +211,7 @@ def test_aslr_is_drawn_per_setup(built, tmp_path):
         assert (spread.loc[spread["aslr"] == "on", "places"] > 1).all()
 
 
+@pytest.mark.long
 def test_a_recorded_layout_runs_again_at_the_same_addresses(built, runner, tmp_path):
     out, saved = tmp_path / "lines", tmp_path / "ab.parquet"
     objects = f"{built / 'main.o'} {built / 'where.o'}"

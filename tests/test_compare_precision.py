@@ -100,6 +100,7 @@ def test_a_precision_reached_is_an_interval_that_narrow(programs):
     assert sum(r["setups"] for r in record["rounds"]) == df["setup"].nunique()
 
 
+@pytest.mark.long
 def test_an_unreachable_precision_stops_at_the_budget_with_its_plan(programs):
     noisy = programs["noisy"]
     df = compare.compare(*_sides(noisy, noisy), precision=0.001, budget=3.0, rt=False,
@@ -154,6 +155,7 @@ def test_rounds_journal_into_one_file_that_a_resume_extends(programs, runner, tm
     assert len(results.load(out)) == len(after)
 
 
+@pytest.mark.long
 def test_where_the_rounds_record_is_said_once(programs, runner, tmp_path, monkeypatch):
     """Without -o, every round used to say 'recording to FILE' again (a new user's trial)."""
     monkeypatch.chdir(tmp_path)
@@ -192,6 +194,7 @@ def test_a_layout_cut_short_is_completed_by_the_resume(programs, tmp_path, monke
     assert results.metadata(df)["precision"]["stopped"] in ("reached", "budget spent")
 
 
+@pytest.mark.long
 def test_what_every_round_warns_is_said_once(programs, tmp_path):
     """A program kept mapped is refused a fresh read in every round: one warning says so."""
     held_path = tmp_path / "held"
@@ -281,6 +284,7 @@ def test_a_plans_predicted_time_holds_the_round_about_to_run():
     assert predicted == low == 20.0 and high == pytest.approx(17.0 + 11 * most - 15)
 
 
+@pytest.mark.long
 def test_iterations_asked_of_a_program_without_the_loop_are_said_no_level(programs, runner):
     steady = programs["steady"]
     r = runner.invoke(cli, ["compare", f"{steady} 1", f"{steady} 1", "--iterations", "3",

@@ -131,6 +131,7 @@ def test_cli_saves_counts_with_nan_for_unsupported(tmp_path):
         assert math.isnan(saved.loc["cycles", "count"])
 
 
+@pytest.mark.long
 def test_counting_a_command_keeps_the_json_valid_and_exits_with_its_status(tmp_path):
     """The command's output stays out of the JSON (discarded unless sent to a file), and
     perflab exits as the command did."""

@@ -238,6 +238,7 @@ def test_quiet_and_off_show_nothing():
         progress.Progress(mode="loud")
 
 
+@pytest.mark.long
 def test_a_sweep_with_stderr_in_a_file_logs_progress_lines(tmp_path):
     log = tmp_path / "log"
     args = ["sweep", "env-size", "--max", "63", "--step", "16", "--repeat", "3", "--no-rt",

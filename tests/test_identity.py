@@ -202,6 +202,7 @@ def test_a_changed_core_an_older_and_a_newer_perflab_are_refused_on_resume(tmp_p
     assert said.startswith(f"{out}: started by perflab 99.0, newer than this perflab ")
 
 
+@pytest.mark.long
 def test_a_killed_sweep_refuses_a_rebuilt_program_and_keeps_its_journal(worker, tmp_path):
     out = tmp_path / "killed.parquet"
     parts = Path(f"{out}.parts")

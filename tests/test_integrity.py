@@ -113,6 +113,7 @@ def _resume(out: Path, *more: str):
 # -- case 1: two writers -----------------------------------------------------------------
 
 
+@pytest.mark.long
 def test_1_a_second_writer_is_refused_with_the_holders_pid(tmp_path):
     out = tmp_path / "r.parquet"
     argv = [sys.executable, "-m", "perflab", "sweep", "env-size", "--max", "49", "--repeat", "1"]
@@ -144,6 +145,7 @@ def test_1_a_lock_left_by_a_dead_process_is_taken_over(tmp_path):
 # -- cases 2 and 4: a journal that checks itself -----------------------------------------
 
 
+@pytest.mark.long
 def test_2_a_missing_chunk_is_measured_again_not_lost(tmp_path):
     out = tmp_path / "r.parquet"
     chunks = _killed_run(out)
@@ -203,6 +205,7 @@ def test_2_complete_is_verified_at_the_end_not_assumed(tmp_path):
 # -- case 3: disk full while saving a CSV and its sidecar --------------------------------
 
 
+@pytest.mark.long
 def test_3_disk_full_at_any_point_of_the_final_save_loses_and_doubles_nothing(tiny_disk):
     out = tiny_disk / "r.csv"
     chunks = _killed_run(out, kills=7)  # 7 chunks of 16: every planned run is journaled
@@ -386,6 +389,7 @@ int main(void)
 """
 
 
+@pytest.mark.long
 def test_14_probe_ticks_out_of_physical_range_are_flagged_not_ok(tmp_path):
     (tmp_path / "forged.c").write_text(FORGED)
     exe = tmp_path / "forged"

@@ -109,6 +109,7 @@ def spells(rng, layouts, n, run_sd, delta, slow=0.3, mean_run=12) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
+@pytest.mark.long
 def test_pairs_cancel_what_a_host_spell_does_to_both_of_their_runs():
     """A spell slows both runs of a pair alike; B/A of each side's medians follows it where it
     cut one side's runs, the median of the pairs' ratios does not: layouts of 4 pairs spread
@@ -440,6 +441,7 @@ def test_the_planned_iterations_and_pairs_are_the_integer_optimum_of_the_three_l
     assert capped.counts[2] == 64  # an expensive process asks for more than a run can report
 
 
+@pytest.mark.long
 def test_the_interval_over_layouts_covers_the_true_ratio_at_its_rate_with_iterations():
     rng = np.random.default_rng(33)
     hits = 0

@@ -49,6 +49,7 @@ def _symbol_order(lay: pd.DataFrame, perm: int) -> list[str]:
     return lay[lay["perm"] == perm].sort_values("address")["symbol"].tolist()
 
 
+@pytest.mark.long
 def test_every_order_is_linked_once_with_its_symbols_in_that_order(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # empty: every link is counted
     before = dict(compiler.BUILDS)
@@ -75,6 +76,7 @@ def test_every_order_is_linked_once_with_its_symbols_in_that_order(tmp_path, mon
     assert results.metadata(df2)["links"] == 0
 
 
+@pytest.mark.long
 def test_user_objects_in_every_order_and_by_template(objs, tmp_path):
     names = [objs["one"], objs["two"], objs["three"]]
     df = link_order.sweep(names, permutations="all", repeat=1, rt=False, timeout=5)
@@ -164,6 +166,7 @@ def test_bad_input_is_one_line_and_measures_nothing(runner, objs, tmp_path, monk
     _fails(runner, ["--repeat", "1"], tmp_path, "no C compiler")
 
 
+@pytest.mark.long
 def test_interrupted_sweep_resumes_without_measuring_twice(tmp_path):
     out = tmp_path / "lo.parquet"
     kw = dict(permutations=4, seed=1, repeat=20, rt=False, output=out)
@@ -184,6 +187,7 @@ def test_interrupted_sweep_resumes_without_measuring_twice(tmp_path):
     assert results.metadata(results.load(out))["complete"] is True
 
 
+@pytest.mark.long
 def test_cli_json_plot_and_resume(runner, tmp_path):
     out, png = tmp_path / "lo.parquet", tmp_path / "lo.png"
     args = ["sweep", "link-order", "--permutations", "4", "--seed", "2", "--repeat", "3"]

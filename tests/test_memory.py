@@ -409,6 +409,7 @@ def private_kib(pid: int) -> int | None:
     return None
 
 
+@pytest.mark.long
 def test_the_default_sweep_holds_its_two_buffers_and_at_most_100_mb_more(tmp_path):
     """Issue #29: a default `perflab sweep memcpy` peaks at most 100 MB (10^6 bytes) above its
     two buffers (it reached 1.6 GB when mlockall faulted in all the interpreter had mapped).

@@ -153,6 +153,7 @@ def test_samples_survive_a_file(tmp_path):
     assert again is not None and again["samples"].sum() == table["samples"].sum()
 
 
+@pytest.mark.long
 def test_cli_profiles_the_builtin_workload_with_samples(runner):
     out = runner.invoke(cli, ["profile", "--samples", "--workload", "spin", "--threads", "2"])
     assert out.exit_code == 0, out.output

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import long_beyond
 
 PERFLAB = [sys.executable, "-m", "perflab"]
 # 16 KiB of every byte value (binary, as a compressor's stream is), then a line on stderr.
@@ -88,7 +89,8 @@ def _sweep(tmp_path, verb, *options):
     return out.read_bytes(), done.stderr.decode(), done.returncode
 
 
-@pytest.mark.parametrize("verb", SWEEPS)
+# Three sweeps of real runs: env-size's in the suite, each verb's in CI's long step.
+@pytest.mark.parametrize("verb", long_beyond(list(SWEEPS), {"env-size"}))
 def test_a_sweep_discards_the_programs_streams_unless_told(tmp_path, verb):
     got, err, rc = _sweep(tmp_path, verb)
     assert rc == 0, err

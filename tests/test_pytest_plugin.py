@@ -391,6 +391,7 @@ def test_marker_rejects_unknown_arguments(pytester):
     result.stdout.fnmatch_lines(["*perf marker takes only keyword arguments budget, confidence*"])
 
 
+@pytest.mark.long
 def test_runs_under_xdist(pytester):
     pytest.importorskip("xdist")
     result = run(

@@ -177,6 +177,7 @@ def test_result_option_writes_one_command_s_result_and_a_rerun_that_day_replaces
     assert yesterday.read_text() == "# result: startup · perflab --help\nyesterday's figures\n"
 
 
+@pytest.mark.long
 def test_a_result_names_the_workload_digest_its_result_file_and_output_name(tmp_path, monkeypatch):
     from perflab.system import compiler
 

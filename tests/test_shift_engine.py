@@ -135,6 +135,7 @@ def _windows(df) -> list[tuple[int, int]]:
     return [(int(w.start), int(w.end)) for w in found.itertuples()]
 
 
+@pytest.mark.long
 def test_both_engines_predict_the_same_windows(both, window):
     sizes = np.unique(both["exec"]["env_size"])
     exec_meta, shift_meta = (results.metadata(both[e]) for e in ("exec", "shift"))
@@ -144,6 +145,7 @@ def test_both_engines_predict_the_same_windows(both, window):
     assert (exec_meta["engine"], shift_meta["engine"]) == ("exec", "shift")
 
 
+@pytest.mark.long
 def test_the_shift_engine_sees_the_exec_engines_windows_edge_for_edge(both):
     seen = _windows(both["exec"])
     if not seen:
@@ -205,6 +207,7 @@ def test_the_timing_check_refuses_a_small_bias_at_every_size_unless_exec_drifts_
     assert shifted.disagreement(drifting) is None
 
 
+@pytest.mark.long
 def test_the_timing_check_ran_at_sixteen_frame_steps_and_let_the_sweep_measure(both):
     timing = results.metadata(both["shift"])["shift_check"]["timing"]
     start, end = int(both["shift"]["env_size"].min()), int(both["shift"]["env_size"].max())
@@ -213,6 +216,7 @@ def test_the_timing_check_ran_at_sixteen_frame_steps_and_let_the_sweep_measure(b
     assert shifted.disagreement(timing) is None
 
 
+@pytest.mark.long
 def test_rows_carry_the_exec_engines_columns_and_say_what_they_cannot_be(both):
     exec_rows, shift_rows = both["exec"], both["shift"]
     assert list(shift_rows.columns) == list(exec_rows.columns)
@@ -225,6 +229,7 @@ def test_rows_carry_the_exec_engines_columns_and_say_what_they_cannot_be(both):
     assert shift_rows["outer_ticks"].median() < exec_rows["outer_ticks"].median()
 
 
+@pytest.mark.long
 def test_the_frames_are_checked_against_exec_d_children_before_measuring(both):
     meta = results.metadata(both["shift"])
     checked = meta["shift_check"]

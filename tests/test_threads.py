@@ -357,6 +357,7 @@ def test_rt_watchdog_restores_the_limit():
         assert df["sched_status"].iloc[0] == "EPERM"
 
 
+@pytest.mark.long
 def test_hogs_die_with_a_killed_perflab():
     """PR_SET_PDEATHSIG: a SIGKILLed perflab cannot run its finally, its hogs die anyway."""
     argv = [sys.executable, "-m", "perflab", "run", "core-vs-ht", "-l", "100000", "-p", C0]
@@ -400,6 +401,7 @@ def test_priority_without_permission_warns_once_and_goes_on(no_rt_prefix):
 
 
 @pytest.mark.skipif(not RT, reason="real-time priority is refused here")
+@pytest.mark.long
 def test_watchdog_stops_a_runaway_real_time_worker_not_perflab():
     """Past --rt-limit the worker drops to normal priority and finishes; perflab says so in one
     line and exits 1 (not killed by SIGXCPU); the process's SIGXCPU handler is gone after."""

@@ -129,6 +129,7 @@ def test_the_busy_time_of_cpus_counts_a_spinning_child():
     assert np.isnan(machine.busy_ns([*cpus, 1 << 20])) and np.isnan(machine.busy_ns([]))
 
 
+@pytest.mark.long
 def test_a_run_sharing_its_cpu_with_a_hog_is_flagged(worker):
     cpu = machine.usable_cpus()[-1]
     lines: list[str] = []

@@ -58,6 +58,7 @@ def sleeping():
 SHAPES = {"warm-up": memoised, "slowdown": growing, "flat": flat}
 
 
+@pytest.mark.long
 def test_an_importable_function_runs_in_fresh_interpreters(tmp_path, runner):
     out = tmp_path / "w.parquet"
     df = perflab.warmup(memoised, executions=2, output=out)

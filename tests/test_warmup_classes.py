@@ -228,6 +228,7 @@ def test_agrees_with_warmup_stats_rules_on_every_series(corpus):
             assert steady == e.steady_start, (shape, noise)
 
 
+@pytest.mark.long
 def test_outliers_are_warmup_stats_outliers(corpus):
     """The bounded search marks exactly the iterations warmup_stats' window marks: every
     fifth series of the corpus, and short series whose windows are few."""
@@ -390,6 +391,7 @@ def test_the_unit_changes_nothing():
         assert (s.classification, s.changepoints) == (ns.classification, ns.changepoints)
 
 
+@pytest.mark.long
 def test_figure_marks_every_execution(tmp_path):
     """One panel per execution drawn, its class in its title, the file written."""
     xs = [shaped(s, "gaussian", i) for i, s in enumerate(SHAPES)]

@@ -60,6 +60,7 @@ def test_first_iterations_ten_times_longer_are_warm_up(programs):
     assert counts["warm-up"] >= 1 and counts["flat"] == 0, counts
 
 
+@pytest.mark.long
 def test_work_ten_times_longer_after_20_iterations_is_a_slowdown(programs):
     counts = _executions(programs["slow"]).counts
     assert counts["slowdown"] >= 1 and counts["flat"] == 0, counts

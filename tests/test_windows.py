@@ -212,6 +212,7 @@ def test_the_alias_check_times_both_kernels_and_refuses_bad_distances():
 
 
 @pytest.mark.skipif(not X86, reason="objdump's x86-64 operands (%rbp, %rip)")
+@pytest.mark.long
 def test_cli_prints_the_prediction_and_a_verdict_per_window(tmp_path):
     """One period on a 16-byte grid: each stack position once, so one window is predicted
     wherever this machine's cache path and compiler put it."""

@@ -141,6 +141,7 @@ def test_a_window_that_drifts_over_the_sweep_gets_a_wider_interval_over_time_tha
     assert by_time["ci_high"] > 0.23 > by_sizes["ci_high"]
 
 
+@pytest.mark.long
 def test_a_real_sweep_names_the_level_of_each_interval():
     """Whatever windows this CPU's sweep shows are named by level; a CPU that shows none there
     (the Xeon with AMX, whose loop shows no window in some sweeps: the CI user leg's run

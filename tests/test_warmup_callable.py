@@ -67,8 +67,11 @@ def test_an_importable_function_runs_in_fresh_interpreters(tmp_path, runner):
     assert meta["target"] == "test_warmup_callable.memoised" and meta["unit"] == "ns"
     assert list(df.columns[:4]) == ["execution", "iteration", "time", "env_size"]
     assert len(df) == 2 * 200 and df.groupby("execution")["env_size"].nunique().eq(1).all()
-    # every execution starts with an empty cache: each is its own interpreter
-    assert warmup.classified(df).counts["warm-up"] >= 1
+    # every execution starts with an empty cache, each its own interpreter: its 40 misses
+    # (ten times the work) stand above its hits however busy the machine (the class a busy
+    # machine gives them is the shape matrix's to judge)
+    for _, times in df.groupby("execution")["time"]:
+        assert times.iloc[:40].median() > 2 * times.iloc[100:].median(), times.describe()
     summary = warmup.summary(df, meta)
     assert "of test_warmup_callable.memoised (each execution is a fresh interpreter" in (
         summary.lines[0]

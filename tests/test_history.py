@@ -427,14 +427,20 @@ def test_a_malformed_index_is_one_line(small_store):
         history.Store(store).entries()
 
 
-def test_a_full_disk_under_the_store_keeps_the_track_s_runs_aside_and_names_both(tiny_disk):
+def _tracked_once(disk: Path) -> tuple[dict, Path, history.Entry]:
+    """A store on `disk` holding one commit of the slowed repository: (the repo, store, entry)."""
     r = slowed_repo()
-    store = tiny_disk / "store"
+    store = disk / "store"
     store.mkdir()
     code, out = _track(store, r["c0"])
     assert code == 0, out
-    index = (store / "index.json").read_bytes()
     (entry,) = history.Store(store).entries()
+    return r, store, entry
+
+
+def test_a_full_disk_under_the_store_keeps_the_track_s_runs_aside_and_names_both(tiny_disk):
+    r, store, entry = _tracked_once(tiny_disk)
+    index = (store / "index.json").read_bytes()
     before = len(history.Store(store).runs(entry))
     filler = fill_disk(tiny_disk, 0)
     code, out = _track(store, r["c0"])
@@ -456,13 +462,8 @@ def test_a_full_disk_under_the_store_keeps_the_track_s_runs_aside_and_names_both
 
 
 def test_a_store_made_read_only_is_one_line_before_building_and_a_track_s_runs_kept(tiny_disk):
-    r = slowed_repo()
-    store = tiny_disk / "store"
-    store.mkdir()
-    code, out = _track(store, r["c0"])
-    assert code == 0, out
+    r, store, entry = _tracked_once(tiny_disk)
     kept = history.Store(store)
-    (entry,) = kept.entries()
     runs = kept.runs(entry)
     subprocess.run(["mount", "-o", "remount,ro", tiny_disk], check=True)
     code, out = _track(store, r["c0"])

@@ -39,7 +39,7 @@ import shutil
 import tempfile
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,28 +100,37 @@ def _timed(
     return best
 
 
+def _slots(
+    copies: list[dict[str, Callable[[], timing.CallTarget]]],
+) -> Iterator[tuple[dict[str, Callable[[], timing.CallTarget]], str, str, str]]:
+    """Every pair of twins of each copy in both slots: (the copy's twins, first, second, where)."""
+    pairs = list(itertools.combinations(copies[0], 2))
+    for k, twins in enumerate(copies):
+        where = f" (copy {k + 1})" if len(copies) > 1 else ""
+        for first, second in pairs + [(b, a) for a, b in reversed(pairs)]:
+            yield twins, first, second, where
+
+
 def _farthest(
     copies: list[dict[str, Callable[[], timing.CallTarget]]], runs: int, compiler: str, kind: str
 ) -> placement_floor.PlacementFloor:
     """Every pair of twins of each copy timed in both slots; the floor is the farthest from 1
     any pair's interval reaches (that pair named), with how many timings stayed disturbed."""
     t0 = time.monotonic()
-    pairs = list(itertools.combinations(copies[0], 2))
+    pairs = len(copies[0]) * (len(copies[0]) - 1) // 2
     reach, worst, disturbed = -1.0, "", 0
-    for k, twins in enumerate(copies):
-        for first, second in pairs + [(b, a) for a, b in reversed(pairs)]:
-            ratio, lo, hi = _timed(twins[first], twins[second], runs)
-            disturbed += _width(lo, hi) > 1 + WIDE
-            far = max(-math.log(lo), math.log(hi))
-            if far > reach:
-                reach = far
-                where = f" (copy {k + 1})" if len(copies) > 1 else ""
-                worst = f"{second}/{first} {ratio:.4f} [{lo:.4f}, {hi:.4f}]{where}"
+    for twins, first, second, where in _slots(copies):
+        ratio, lo, hi = _timed(twins[first], twins[second], runs)
+        disturbed += _width(lo, hi) > 1 + WIDE
+        far = max(-math.log(lo), math.log(hi))
+        if far > reach:
+            reach = far
+            worst = f"{second}/{first} {ratio:.4f} [{lo:.4f}, {hi:.4f}]{where}"
     return placement_floor.PlacementFloor(
         share=math.expm1(max(reach, 0.0)),
         placements=len(copies[0]),
         copies=len(copies),
-        pairs=len(pairs),
+        pairs=pairs,
         runs=runs,
         worst=worst,
         disturbed=disturbed,
@@ -143,24 +152,19 @@ def _short(
     """`farthest` reaching as far as a timing of every pair in both slots, SHORT_RUNS runs
     each, lies from 1 as a whole (the interval's near end): spells a long timing averages away."""
     t0 = time.monotonic()
-    pairs = list(itertools.combinations(copies[0], 2))
     reach, worst, timings, apart = math.log1p(farthest.share), farthest.worst, 0, 0
-    for k, twins in enumerate(copies):
-        for first, second in pairs + [(b, a) for a, b in reversed(pairs)]:
-            a, b = twins[first](), twins[second]()
-            timing.calibrate(a, b)
-            _, net_a, _, net_b = timing.sample_pair(a, b, SHORT_RUNS)
-            resolutions = (a.resolution, b.resolution)
-            ratio, lo, hi = stats.ratio_order_interval(net_a, net_b, SHORT_LEVEL, resolutions)
-            timings += 1
-            near = max(math.log(lo) if lo > 0 else 0.0, -math.log(hi) if hi > 0 else 0.0)
-            apart += near > math.log1p(APART)
-            if near > reach:
-                reach = near
-                where = f" (copy {k + 1})" if len(copies) > 1 else ""
-                worst = (
-                    f"{second}/{first} {ratio:.4f} [{lo:.4f}, {hi:.4f}] in {SHORT_RUNS} runs{where}"
-                )
+    for twins, first, second, where in _slots(copies):
+        a, b = twins[first](), twins[second]()
+        timing.calibrate(a, b)
+        _, net_a, _, net_b = timing.sample_pair(a, b, SHORT_RUNS)
+        resolutions = (a.resolution, b.resolution)
+        ratio, lo, hi = stats.ratio_order_interval(net_a, net_b, SHORT_LEVEL, resolutions)
+        timings += 1
+        near = max(math.log(lo) if lo > 0 else 0.0, -math.log(hi) if hi > 0 else 0.0)
+        apart += near > math.log1p(APART)
+        if near > reach:
+            reach = near
+            worst = f"{second}/{first} {ratio:.4f} [{lo:.4f}, {hi:.4f}] in {SHORT_RUNS} runs{where}"
     return dataclasses.replace(
         farthest,
         share=math.expm1(reach),

@@ -197,8 +197,6 @@ def _measure(
                 )
             elapsed = time.monotonic() - t0
             within_floor = False
-            if verdict is not None:
-                break
             if undecidable and not steady.missing:  # no run narrows what placement spans
                 verdict, within_floor = INCONCLUSIVE, True
                 reason = (
@@ -207,6 +205,8 @@ def _measure(
                     "functions lie, claims between them are undecidable on this CPU (compare "
                     "two calls of one function, or pass placement_floor=)"
                 )
+                break
+            if verdict is not None:
                 break
             size = min(total, budget.runs - total)
             affordable = int((budget.seconds - elapsed) * total / max(elapsed, 1e-9))

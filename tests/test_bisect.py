@@ -16,9 +16,11 @@ from conftest import CHAIN, PROG, lock_free, new_repo, slowed_repo, wait_for
 
 from perflab.cli import cli
 from perflab.errors import PerflabError
+from perflab.lab import bisect
 from perflab.lab.bisect import commits
 from perflab.store import results
 
+DATA = Path(__file__).parent / "data"
 BUILD = ["--build", "cc -O1 -o prog prog.c", "--run", "./prog"]
 # 99.9 %: c0 and c1 build the same bytes, and at the default 95 %, split over 5 comparisons,
 # one run in a hundred shows c1 slower all the same (CI's did: 1.022 over 1.011-1.033); at
@@ -56,6 +58,10 @@ def test_bisect_names_the_commit_that_made_it_slower_and_leaves_the_repository(t
     assert doc["first_slower"] == r["c2"]
     assert doc["ratio"] > 2 and doc["interval"][0] > 1  # 2 ms of loop against 16
     assert len(doc["steps"]) >= 2 and doc["steps"][0]["verdict"] == "slower"
+    # c1 builds c0's bytes: its interval lies far below the 8x step after one look, and stops
+    same = [s for s in doc["steps"] if s["newer"] == r["c1"][:10] and s["older"] == r["c0"][:10]]
+    assert [s["runs"] for s in same] == [40], doc["steps"]
+    assert "unclear, below the step GOOD against BAD showed" in err
     assert _state(r["repo"]) == before
     assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     said = CliRunner().invoke(cli, ["report", str(out)]).stdout
@@ -98,13 +104,11 @@ def test_a_commit_that_does_not_build_is_skipped_and_said(broken_repo):
     r = broken_repo
     res = CliRunner().invoke(cli, ["bisect", r["c0"], r["c3"], "--repo", r["repo"], *BUILD,
                                    *SMALL, "--json"])  # fmt: skip
-    assert res.exit_code == 0, res.output
+    # c1 skipped: the first slower is c1 or c2, as git bisect says of a skip; exit status 4
+    assert res.exit_code == 4, res.output
     doc = json.loads(res.stdout)
-    lines = " ".join(doc["lines"])
-    if doc["first_slower"] is None:  # c1 skipped: c1 or c2, as git bisect says of a skip
-        assert f"unclear or do not build ({r['c1'][:10]})" in lines
-    else:
-        assert doc["first_slower"] == r["c2"]
+    assert doc["first_slower"] is None
+    assert f"unclear or do not build ({r['c1'][:10]})" in " ".join(doc["lines"])
     assert f"{r['c1'][:10]} does not build: skipped" in res.stderr
 
 
@@ -296,3 +300,25 @@ def test_a_build_past_the_timeout_is_said_so_and_built_again_next_time():
     assert err.rstrip().endswith("GOOD and BAD must build"), err
     code, _, err = _bisect(r["good"], r["bad"], *slow, "--build-timeout", "60")  # not cached
     assert code == 0, err
+
+
+def test_a_search_without_a_commit_says_how_many_layouts_its_step_needs():
+    # a bisect over 8 commits of the lz4 history on Zen 5 at one look of 20 layouts a
+    # comparison (--budget 200): GOOD against BAD read 1.030 (1.004-1.055), six commits unclear
+    df = results.load(DATA / "bisect-unresolved-zen5.parquet")
+    meta = results.metadata(df)
+    said = bisect.summary(df, meta)
+    assert meta["complete"] and meta["first_slower"] is None and len(meta["open"]) == 6
+    needed = said.values["layouts_needed"]
+    assert needed > 20  # more than the one look each unclear comparison made
+    line = next(x for x in said.lines if x.startswith("too few layouts"))
+    budget = int(line.rsplit("--budget ", 1)[1].split()[0])
+    assert budget >= 2 * meta["repeat"] * needed and budget % (2 * meta["repeat"] * 20) == 0
+    # a step twice as far from 1 needs about a quarter of the layouts
+    larger = df.copy()
+    larger.loc[0, "ratio"] = 1.030**2
+    assert bisect.layouts_needed(larger, meta) < needed / 3
+    # a comparison whose interval lies below the step is not one that lacked layouts
+    below = df.copy()
+    below.loc[below.index[1:], "ci_high"] = 1.003
+    assert bisect.layouts_needed(below, meta) is None

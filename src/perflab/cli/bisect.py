@@ -35,7 +35,7 @@ from perflab.plan.commits import CommitPlan
 @click.option("--budget", default=None, type=Count(1, controls.ROW_BYTES), metavar="RUNS",
               help="The most runs one comparison may make: an unclear one draws layouts again "
               "(--setups x --repeat pairs a look) while the budget holds, then the search tries "
-              "a neighbour [default: three looks].")  # fmt: skip
+              "a neighbour [default: six looks].")  # fmt: skip
 @click.option("--metric", default="time", show_default=True,
               help=f"What makes a commit worse: {metrics.listed('bisect')}.")  # fmt: skip
 @click.option(
@@ -57,7 +57,8 @@ def bisect_cmd(good: str, bad: str, build_cmd: str, run_cmd: str, repo: str | No
     Each commit is exported from git (nothing in the repository is written) and built in
     perflab's cache, where a second bisect finds it built. Each step compares two commits
     over random layouts (environment size, heap offset, ASLR), so that a commit that only
-    moves code or data is not taken for a slower one. Exit status 3: BAD is not shown slower.
+    moves code or data is not taken for a slower one. Exit status 3: BAD is not shown slower;
+    4: no single commit found (the commits left are unclear or do not build).
     With --metric, "slower" is reads more of that metric: a commit that does more instructions,
     or takes more memory.
 
@@ -79,5 +80,8 @@ def bisect_cmd(good: str, bad: str, build_cmd: str, run_cmd: str, repo: str | No
                        metric=metric, budget=budget, output=output, resume=bool(resume),
                        controls=children, say=lambda line: echo(line, err=True))  # fmt: skip
     print_result(df, as_json, output, plot_path)
-    if df.attrs["perflab"].get("not_slower"):
+    meta = df.attrs["perflab"]
+    if meta.get("not_slower"):
         sys.exit(bisect.NOT_SLOWER)
+    if meta.get("complete") and not meta.get("first_slower"):
+        sys.exit(bisect.UNRESOLVED)

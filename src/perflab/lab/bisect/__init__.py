@@ -7,11 +7,13 @@ comparisons the search may make (Bonferroni), and said.
 Steps: GOOD against BAD first (BAD not shown slower: nothing to bisect); then the commit
 nearest the middle of the range still open, compared with the newest commit judged like GOOD
 (slower: like BAD) and, if not slower, with the oldest judged like BAD (BAD slower than it:
-like GOOD); a comparison that shows neither way draws as many layouts again, twice at most
-(LOOKS; --budget sets how many runs a comparison may make), and still neither shown, the
-commit is unclear and the search tries its neighbour, as git bisect skips a commit; a commit
-that does not build is skipped so. One row per comparison, saved after each: Ctrl-C keeps
-the finished ones, and --resume goes on from them."""
+like GOOD); a comparison that shows neither way draws as many layouts again, up to LOOKS looks
+(--budget sets how many runs a comparison may make), unless its interval already lies below
+the step GOOD against BAD showed (it cannot hold that step); still neither shown, the commit is
+unclear and the search tries its neighbour, as git bisect skips a commit; a commit that does
+not build is skipped so. No single commit found: how many layouts the step would need is said.
+One row per comparison, saved after each: Ctrl-C keeps the finished ones, and --resume goes on
+from them."""
 
 from __future__ import annotations
 
@@ -41,12 +43,15 @@ RANDOMIZE = builds.RANDOMIZE + builds.PLACED  # what a comparison draws where it
 COLUMNS = ("step", "older", "newer", "position", "ratio", "ci_low", "ci_high", "verdict",
            "runs", "subject", "date", "placement", "code_share", "environment_share")  # fmt: skip
 NOT_SLOWER = 3  # the exit status when BAD is not shown slower than GOOD
+UNRESOLVED = 4  # the exit status when the search ends without a single commit
 SKIPS = ("does not build", "does not run")  # a commit's rows that hold no comparison
-# An unclear comparison draws as many layouts again, twice at most: three looks, each decided
-# at a third of the comparison's error rate (optional stopping, paid for). On a 24-commit lz4
-# history whose one slower commit reads +6 %, one look of 10 layouts left 3 of the first 5
-# bisects without a commit (benchmarks/history_bisect.py).
-LOOKS = 3
+# An unclear comparison draws as many layouts again, up to six looks, each decided at a sixth
+# of the comparison's error rate (optional stopping, paid for); one whose interval lies below
+# the step GOOD against BAD showed stops there. On a 24-commit lz4 history whose one slower
+# commit reads +4 %, three looks left 5 of 10 Zen 5 bisects without a commit, the code's
+# placement spreading a layout's B/A (benchmarks/history_bisect.py).
+LOOKS = 6
+LOOKS_BEFORE = 3  # the looks of a record saved before --budget, which did not say them
 SEED_STEP = 7919  # a later look's seed: other layouts
 
 
@@ -166,7 +171,7 @@ def _resumed(output: str | os.PathLike[str] | None, meta: dict[str, Any],
         raise PerflabError("--resume needs the file a stopped bisect saved (-o FILE)")
     old = results.load(output)
     saved = results.metadata(old)
-    saved = {"metric": "time", "looks": LOOKS,  # saved before --metric, --budget and placement
+    saved = {"metric": "time", "looks": LOOKS_BEFORE,  # saved before --metric, --budget, placement
              "randomize": list(builds.RANDOMIZE)} | saved  # fmt: skip
     for k in ("experiment", "good", "bad", "build", "run", "setups", "repeat", "seed",
               "confidence", "metric", "looks", "randomize"):  # fmt: skip
@@ -283,6 +288,7 @@ class _Search:
         self.runs = sum(int(r["runs"]) for r in done)
         self.not_slower = False
         self.first: int | None = None
+        self.step_low: float | None = None  # GOOD against BAD's lower bound, once slower
 
     def steps(self) -> Any:
         """Each new comparison's row, as it ends."""
@@ -290,6 +296,7 @@ class _Search:
         if row["verdict"] != "slower":
             self.not_slower = True
             return
+        self.step_low = float(row["ci_low"])
         while self.bad - self.good > 1:
             mid = self._next()
             if mid is None:
@@ -346,7 +353,8 @@ class _Search:
         """B/A of the metric over `setups` layouts; unclear, over as many more (other layouts,
         another seed), up to its looks (LOOKS, or as many as --budget holds), each look decided
         at its share of the comparison's error rate. An exact metric that reads the same ends
-        the looks: more cannot change it."""
+        the looks: more cannot change it; so does an interval wholly below the step GOOD
+        against BAD showed: it cannot hold that step, whichever way more layouts tip it."""
         with builds.relinking(self._built(older), self._built(newer)):
             sides = builds.placed(self._built(older), self._built(newer), self.build, self.run)
             self.placements.append(sides)
@@ -389,7 +397,8 @@ class _Search:
             got, verdict = decided(both, self.metric, level)
             ratio = got.get("ratio", math.nan)
             lo, hi = got.get("ci_low", math.nan), got.get("ci_high", math.nan)
-            if verdict != "unclear":
+            below = self.step_low is not None and hi < self.step_low
+            if verdict != "unclear" or below:
                 break
         if "ratio" not in got:  # the metric could not be read from these runs
             raise PerflabError(f"--metric {self.metric}: {got['conclusion']}")
@@ -400,7 +409,8 @@ class _Search:
         shares = got.get("components") or {}
         return row | {"placement": ",".join(drawn) or "fixed",
                       "code_share": shares.get("code placement", math.nan),
-                      "environment_share": shares.get("environment", math.nan)}  # fmt: skip
+                      "environment_share": shares.get("environment", math.nan),
+                      "below_step": verdict == "unclear" and below}  # fmt: skip
 
     def _skip_row(self, i: int) -> dict[str, Any]:
         return self._row(i, i, math.nan, math.nan, math.nan, "does not build", 0)
@@ -445,8 +455,10 @@ def _step_line(row: dict[str, Any]) -> str:
     if row["verdict"] == "does not run":
         return f"{row['newer'][:10]} does not run: skipped ({row['subject']})"
     fixed = " (code placement fixed)" if row.get("placement") == "fixed" else ""
+    below = ", below the step GOOD against BAD showed" if row.get("below_step") else ""
     return (f"{row['newer'][:10]} vs {row['older'][:10]}: B/A {row['ratio']:.3f} "
-            f"({row['ci_low']:.3f}-{row['ci_high']:.3f}) {row['verdict']}{fixed}")  # fmt: skip
+            f"({row['ci_low']:.3f}-{row['ci_high']:.3f}) {row['verdict']}{below}"
+            f"{fixed}")  # fmt: skip
 
 
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
@@ -488,6 +500,14 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     elif meta.get("complete"):
         lines.append("no single commit found: the commits left open are unclear or do not "
                      f"build ({', '.join(s[:10] for s in meta.get('open', []))})")  # fmt: skip
+        if needed := layouts_needed(compared, meta):
+            values["layouts_needed"] = needed
+            per_look = int(meta["setups"])
+            runs = 2 * int(meta["repeat"]) * per_look * math.ceil(needed / per_look)
+            lines.append(f"too few layouts for this step: the widest unclear comparison would "
+                         f"need about {needed} to show the step GOOD against BAD read (B/A "
+                         f"{compared.iloc[0]['ratio']:.3f}) in 19 comparisons of 20; --budget "
+                         f"{runs} allows that many")  # fmt: skip
     else:
         lines.append(f"PARTIAL: {len(frame)} comparisons kept; complete it with --resume")
     lines.append(f"{len(compared)} comparison{'' if len(compared) == 1 else 's'}, "
@@ -509,6 +529,30 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     table = Table("steps", "each comparison: newer (B) against older (A)", shown[columns],
                   "{:,.3f}")  # fmt: skip
     return Summary(lines, [table], values, lambda p: plot(frame, meta, p))
+
+
+def layouts_needed(compared: pd.DataFrame, meta: dict[str, Any]) -> int | None:
+    """How many layouts the widest unclear comparison would need for its interval to tell
+    the step GOOD against BAD showed with 95 % power (its half width shrinking as one over
+    the root of the layouts), or None where no comparison was unclear or no step was shown."""
+    import numpy as np
+    from scipy import stats
+
+    first = compared.iloc[0] if len(compared) else None
+    if first is None or first["verdict"] != "slower" or first["newer"] != meta.get("bad"):
+        return None
+    short = (compared["verdict"] == "unclear") & (compared["ci_high"] >= first["ci_low"])
+    unclear = compared[short]  # not those whose interval lay below the step: too few layouts
+    step = math.log(float(first["ratio"]))
+    if unclear.empty or not step > 0:
+        return None
+    level = 1 - (1 - float(meta["confidence_each"])) / int(meta.get("looks", LOOKS_BEFORE))
+    z = float(stats.norm.ppf(1 - (1 - level) / 2))
+    # A true step s reads lo > 1 in 95 % of comparisons where s - h >= z(95 %) h / z.
+    allowed = step / (1 + float(stats.norm.ppf(0.95)) / z)
+    half = (np.log(unclear["ci_high"].astype(float)) - np.log(unclear["ci_low"].astype(float))) / 2
+    layouts = unclear["runs"].astype(float) / (2 * int(meta["repeat"]))
+    return math.ceil(float((layouts * (half / allowed) ** 2).max()))
 
 
 def plot(frame: pd.DataFrame, meta: dict[str, Any], path: Any = None) -> Figure:

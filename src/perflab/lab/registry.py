@@ -52,34 +52,6 @@ EXPERIMENTS: dict[str, Experiment] = {
     for e in (
         *_packaged(),
         Experiment(
-            name="core-vs-ht",
-            module="perflab.lab.threads.core_vs_ht",
-            verb="run core-vs-ht",
-            columns=frozenset({"cpu_ns", "label", "placement", "threads", "wall_ns"}),
-            points=("placement", "threads"),
-            value="cpu_ns",
-            defines=("loops",),
-            help=(
-                "1 thread, then 2 released together: CPU and wall time per placement "
-                "(cputime_core_vs_ht)."
-            ),
-            rows=("placement", "rep", "threads", "thread"),
-        ),
-        Experiment(
-            name="fauxplat",
-            module="perflab.lab.threads.fauxplat",
-            verb="run fauxplat",
-            columns=frozenset({"condition", "fauxplat_per_s", "fauxplat_wall_per_s"}),
-            points=("condition",),
-            value="fauxplat_per_s",
-            defines=("kernel", "loops", "size"),
-            help=(
-                "FauxPlat/sec (loops / CPU second) alone and under each perturbation (default: "
-                "cpu, cache and rt hogs on --cpu), with its spread and its change vs alone."
-            ),
-            rows=("rep", "condition"),
-        ),
-        Experiment(
             name="bisect",
             module="perflab.lab.bisect",
             verb="bisect",

@@ -6,10 +6,12 @@ entry; lab/registry.py lists the packages."""
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
 from perflab.errors import PerflabError
 from perflab.plan.base import Plan
@@ -18,6 +20,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from perflab.analysis.summary import Summary
+
+F = TypeVar("F", bound=Callable[..., Any])
+READERS = ("summary", "summarize", "plot")  # the public functions of a frame an experiment has
 
 
 @runtime_checkable
@@ -123,14 +128,62 @@ class Experiment:
         try:
             return self.load().summary(frame, meta)
         except KeyError as exc:  # a column some runs' summary reads (outer_ticks without a probe)
-            key = str(exc.args[0]) if exc.args else ""
-            absent = key not in map(str, frame.columns) and key.isidentifier()
-            if not (absent or key.endswith(" not in index")):
-                raise
-            raise PerflabError(
-                f"a {self.name} result without the {key.removesuffix(' not in index')} (a "
-                "column or metadata key) its summary needs: damaged, or not written by perflab"
-            ) from None
+            raise _lacking(self.name, "summary", exc, frame) from None
+
+
+def _lacking(what: str, reader: str, exc: KeyError, frame: pd.DataFrame) -> KeyError | PerflabError:
+    """A KeyError a reader of a frame raised, as the one line its user reads where the key
+    is a column or metadata key the frame lacks; else the error itself (a bug)."""
+    key = str(exc.args[0]) if exc.args else ""
+    absent = key not in map(str, frame.columns) and key.isidentifier()
+    if key.startswith("None of [") and key.endswith("are in the [columns]"):  # df[[a, b]]
+        named = "the columns"
+    elif absent or key.endswith(" not in index"):
+        named = f"the {key.removesuffix(' not in index')} (a column or metadata key)"
+    else:
+        return exc
+    return PerflabError(f"{what}.{reader}: a result without {named} it needs: damaged, or not "
+                        "written by perflab")  # fmt: skip
+
+
+def reads_frame(what: str, *entries: Experiment) -> Callable[[F], F]:
+    """A public summary or plot of `what`'s frames, fn(frame[, meta], ...), with its arguments
+    checked first: a frame that is no DataFrame, has no rows or lacks a column every frame of
+    one of `entries` has, or metadata that is no mapping, is one line."""
+    return functools.partial(_checked, what, entries)
+
+
+def _checked(what: str, entries: Sequence[Experiment], fn: F) -> F:
+    """reads_frame's wrapper of fn."""
+    takes_meta = list(inspect.signature(fn).parameters)[1:2] == ["meta"]
+    whole = fn.__name__ != "summarize"  # summarize also tables a part of one (a test's rows)
+
+    @functools.wraps(fn)
+    def checked(frame: Any, *args: Any, **kwargs: Any) -> Any:
+        import pandas as pd
+
+        name = f"{what}.{fn.__name__}"
+        if not isinstance(frame, pd.DataFrame):
+            raise PerflabError(f"{name}: the frame a {what} run returned (or results.load read), "
+                               f"not {type(frame).__name__}")  # fmt: skip
+        meta = args[0] if args else kwargs.get("meta")
+        if takes_meta and not isinstance(meta, Mapping):
+            raise PerflabError(f"{name}: meta is the frame's metadata (results.metadata(frame)), "
+                               f"not {type(meta).__name__}")  # fmt: skip
+        if frame.empty:
+            raise PerflabError(f"{name}: a frame without rows: nothing a {what} run recorded")
+        have = set(map(str, frame.columns))
+        gaps: list[frozenset[str]] = [e.columns - have for e in entries]
+        if whole and gaps and all(gaps):  # a summary or plot reads a whole result
+            lacks = sorted(sorted(gaps, key=len)[0])
+            raise PerflabError(f"{name}: a frame without column(s) {', '.join(lacks)}: not a "
+                               f"{what} result, or a damaged one")  # fmt: skip
+        try:
+            return fn(frame, *args, **kwargs)
+        except KeyError as exc:
+            raise _lacking(what, fn.__name__, exc, frame) from None
+
+    return cast("F", checked)
 
 
 def lazy_api(
@@ -151,14 +204,30 @@ def lazy_modules(
     """lazy_api for a package whose public names live in several modules (module -> names); a
     name that is a module of the package (`threads.program`) is that module."""
     home = {name: module for module, names in homes.items() for name in names}
+    what = package.rsplit(".", 1)[-1]
+    checked: dict[str, Any] = {}  # each reader wrapped once: perflab.trig.plot is itself
 
     def getattr_(name: str) -> Any:
         if name not in home:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         module = importlib.import_module(home[name])
-        return module if home[name] == f"{package}.{name}" else getattr(module, name)
+        if home[name] == f"{package}.{name}":
+            return module
+        found = getattr(module, name)
+        if name in READERS and callable(found):
+            return checked.setdefault(name, _checked(what, _entries(package, home[name]), found))
+        return found
 
     def dir_() -> list[str]:
         return sorted({*home, *vars(importlib.import_module(package))})
 
     return getattr_, dir_
+
+
+def _entries(package: str, module: str) -> tuple[Experiment, ...]:
+    """The registry entries a package states whose results `module`'s readers read: those
+    naming the module, else all of them."""
+    pkg = importlib.import_module(package)
+    stated = tuple(getattr(pkg, "EXPERIMENTS", None) or (getattr(pkg, "EXPERIMENT", None),))
+    stated = tuple(e for e in stated if isinstance(e, Experiment))
+    return tuple(e for e in stated if e.module == module) or stated

@@ -33,6 +33,7 @@ from perflab.lab.bisect import builds, commits
 from perflab.plan import controls as ctl
 from perflab.plan import metrics
 from perflab.plan.commits import CommitPlan
+from perflab.plan.experiment import reads_frame
 from perflab.store import filelock, results
 from perflab.system import provenance
 
@@ -461,6 +462,7 @@ def _step_line(row: dict[str, Any]) -> str:
             f"{fixed}")  # fmt: skip
 
 
+@reads_frame("bisect")
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """The first slower commit with its B/A against its parent, or why there is none; each
     comparison; what it took."""
@@ -555,6 +557,7 @@ def layouts_needed(compared: pd.DataFrame, meta: dict[str, Any]) -> int | None:
     return math.ceil(float((layouts * (half / allowed) ** 2).max()))
 
 
+@reads_frame("bisect")
 def plot(frame: pd.DataFrame, meta: dict[str, Any], path: Any = None) -> Figure:
     """Each comparison's B/A and interval at the newer commit's place in the history."""
     from perflab.analysis import plot as plt

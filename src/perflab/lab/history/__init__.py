@@ -32,6 +32,7 @@ from perflab.lab.history.store import Entry, Store, machine_key, refuse_other
 from perflab.plan import controls as ctl
 from perflab.plan import metrics
 from perflab.plan.commits import CommitPlan, TrackPlan
+from perflab.plan.experiment import reads_frame
 from perflab.running import childruns
 from perflab.store import results
 from perflab.system import machine
@@ -441,6 +442,7 @@ def _change_line(c: dict[str, Any], subject: str) -> str:
     return line
 
 
+@reads_frame("history")
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """Per machine: how many commits and in what unit, each change point with its step and its
     comparison, or that none was found; the series as a table."""
@@ -485,6 +487,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     return Summary(lines, [table], values, lambda p: plot(frame, meta, p))
 
 
+@reads_frame("history")
 def plot(frame: pd.DataFrame, meta: dict[str, Any], path: Any = None) -> Figure:
     """Each machine's series relative to its first commit, with its intervals, its segments'
     means and its change points (solid: confirmed, dotted: dismissed or unconfirmed)."""

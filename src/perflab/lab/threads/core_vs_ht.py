@@ -15,9 +15,11 @@ from perflab.analysis import disturbance
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
+from perflab.lab.threads import EXPERIMENTS
 from perflab.lab.threads.hogs import Perturbation, perturbed
 from perflab.lab.threads.runner import COLUMNS, DEFAULT_LOOPS, LOOP_FACTOR, Priority, Progress, prio
 from perflab.plan import controls
+from perflab.plan.experiment import reads_frame
 from perflab.running import inprocess
 from perflab.running.progress import OnStart
 from perflab.store import results
@@ -26,6 +28,9 @@ from perflab.system import machine
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+# the check each public reader of this module's frames makes first
+READS = reads_frame("threads.core_vs_ht", *(e for e in EXPERIMENTS if e.module == __name__))
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,7 @@ def post_lines(df: pd.DataFrame, loops: int) -> list[tuple[str, str]]:
     return lines
 
 
+@READS
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """Per placement: median 1- and 2-thread CPU and wall times and their 2/1 ratios."""
     rows = []
@@ -234,12 +240,14 @@ def plot_summary(summary: pd.DataFrame, path: Any, loops: int) -> Figure:
     )
 
 
+@READS
 def plot(df: pd.DataFrame, path: Any = None) -> Figure:
     """The figure of a run: its summary as bars per placement."""
     loops = results.metadata(df).get("loops") or int(df["loops"].dropna().iloc[0])
     return plot_summary(summarize(df), path, loops)
 
 
+@READS
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """The post's lines under each placement (alone when -p chose one), and 2 threads / 1 thread
     per placement."""

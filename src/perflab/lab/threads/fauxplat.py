@@ -14,9 +14,11 @@ from perflab.analysis import stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
+from perflab.lab.threads import EXPERIMENTS
 from perflab.lab.threads.hogs import Perturbation, default_perturbations, perturbed
 from perflab.lab.threads.runner import DEFAULT_LOOPS, DEFAULT_STREAM_BYTES, Priority, Progress, prio
 from perflab.plan import controls
+from perflab.plan.experiment import reads_frame
 from perflab.running import inprocess
 from perflab.running.progress import OnStart
 from perflab.store.recording import Recording
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
 COLUMNS = ("condition", "rep", "cpu", "kernel", "loops", "cpu_ns", "wall_ns", "ticks",
            "context_switches", "steal_ns", "fauxplat_per_s", "fauxplat_wall_per_s",
            "status")  # fmt: skip
+
+# the check each public reader of this module's frames makes first
+READS = reads_frame("threads.fauxplat", *(e for e in EXPERIMENTS if e.module == __name__))
 
 
 @controls.typed_arguments
@@ -110,6 +115,7 @@ PER_CPU = "per_cpu_s"  # FauxPlat (loops) per CPU second of the thread: the post
 PER_WALL = "per_wall_s"  # per elapsed second: what a user waiting on the thread would see
 
 
+@READS
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """Spread of the index per condition, its median change vs alone (the post: 10 %, 20 %),
     and whether the perturbation's change is a result: void where it read faster than alone
@@ -173,6 +179,7 @@ def void_lines(table: pd.DataFrame) -> list[str]:
     ]
 
 
+@READS
 def plot(df: pd.DataFrame, path: Any = None) -> Figure:
     """FauxPlat/sec per repeat and condition (CPU time based), box per condition."""
     from perflab.analysis import plot as plt
@@ -187,6 +194,7 @@ def plot(df: pd.DataFrame, path: Any = None) -> Figure:
     return plt.save(fig, path, title="FauxPlat/sec alone and perturbed")
 
 
+@READS
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """FauxPlat/sec alone, and its spread and change under each perturbation."""
     table = summarize(frame)

@@ -20,7 +20,7 @@ from perflab.analysis import disturbance, stats
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
-from perflab.lab.threads import trust
+from perflab.lab.threads import EXPERIMENTS, trust
 from perflab.lab.threads.hogs import Perturbation, perturbed
 from perflab.lab.threads.plan import DEFAULT_ENV as DEFAULT_ENV
 from perflab.lab.threads.plan import PLACEHOLDER as PLACEHOLDER
@@ -28,6 +28,7 @@ from perflab.lab.threads.plan import ThreadsPlan
 from perflab.lab.threads.plan import parse_counts as parse_counts
 from perflab.lab.threads.runner import counter_status
 from perflab.plan import controls
+from perflab.plan.experiment import reads_frame
 from perflab.running import childruns, lanes
 from perflab.running.progress import ProgressArg
 from perflab.store import results
@@ -36,6 +37,9 @@ from perflab.system import machine, provenance
 
 CONFIDENCE = 0.95
 LENGTHEN = "give the program more work (a larger input, more iterations) so each run is longer"
+
+# the check each public reader of this module's frames makes first
+READS = reads_frame("threads.program", *(e for e in EXPERIMENTS if e.module == __name__))
 
 
 def plan(
@@ -190,6 +194,7 @@ def _interval(values: pd.Series) -> tuple[float, float, float]:
     return stats.median_order_interval(values.to_numpy(float), CONFIDENCE)
 
 
+@READS
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """easyperf's table per thread count: median wall (with its 95 % interval), CPU time,
     utilisation, speedup and efficiency vs the smallest count, switches, run-queue wait of all
@@ -244,6 +249,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+@READS
 def plot(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     """The article's scaling plot: speedup (with its interval) and utilisation vs threads
     against the ideal line, efficiency below; points with disturbed runs drawn hollow red."""
@@ -286,6 +292,7 @@ SHOWN = ["threads", "runs", "wall_ms", "wall_lo", "wall_hi", "cpu_ms", "utilisat
          "disturbed", "failed"]  # fmt: skip
 
 
+@READS
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """easyperf's table per thread count, how the count reached the program, and the runs too
     short or too disturbed to trust."""

@@ -12,6 +12,7 @@ from perflab.analysis import disturbance
 from perflab.analysis.summary import Summary, Table
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
+from perflab.lab.threads import EXPERIMENTS
 from perflab.lab.threads.hogs import Perturbation, perturbed
 from perflab.lab.threads.runner import (
     COLUMNS,
@@ -25,6 +26,7 @@ from perflab.lab.threads.runner import (
     prio,
 )
 from perflab.plan import controls
+from perflab.plan.experiment import reads_frame
 from perflab.running import inprocess
 from perflab.running.progress import OnStart
 from perflab.store.recording import Recording
@@ -32,6 +34,9 @@ from perflab.system import limits, machine
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+# the check each public reader of this module's frames makes first
+READS = reads_frame("threads.thread_count", *(e for e in EXPERIMENTS if e.module == __name__))
 
 
 def split(total: int, n: int) -> list[int]:
@@ -107,6 +112,7 @@ def run(
                                  on_start=on_start, progress=progress)  # fmt: skip
 
 
+@READS
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """easyperf's views per thread count: throughput, speedup, efficiency, CPU utilisation,
     instructions and IPC (NaN where the counters do not count), CAS retries and the CPU time
@@ -168,11 +174,13 @@ def plot_summary(table: pd.DataFrame, path: Any, kernel: str) -> Figure:
     return plt.save(fig, path, title=f"thread scaling, {kernel} kernel")
 
 
+@READS
 def plot(df: pd.DataFrame, path: Any = None) -> Figure:
     """The figure of a run: speedup, utilisation and efficiency per thread count."""
     return plot_summary(summarize(df), path, str(df["kernel"].iloc[0]))
 
 
+@READS
 def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     """Throughput, speedup, efficiency and utilisation per thread count; the spin kernel's CAS
     retries, and IPC where the counters count."""

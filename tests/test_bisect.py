@@ -194,6 +194,11 @@ def test_a_stopped_bisect_keeps_its_steps_and_resumes(tmp_path):
     assert f"--resume {out}" in rest
     kept = results.load(out)
     assert results.metadata(kept)["complete"] is False and len(kept) >= 1
+    other = subprocess.run([*argv, "--resume", str(out), "--timeout", "3"], capture_output=True,
+                           text=True, timeout=120)  # fmt: skip
+    assert other.returncode == 1, other.stderr
+    assert "ran with another --timeout (recorded 10.0, asked 3.0)" in other.stderr
+    assert results.load(out).equals(kept)
     done = subprocess.run([*argv, "--resume", str(out), "--json"], capture_output=True,
                           text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -54,6 +54,7 @@ SKIPS = ("does not build", "does not run")  # a commit's rows that hold no compa
 LOOKS = 6
 LOOKS_BEFORE = 3  # the looks of a record saved before --budget, which did not say them
 SEED_STEP = 7919  # a later look's seed: other layouts
+CONTROL_FLAGS = {"cpus": "--cpu", "timeout": "--timeout", "rt": "--rt/--no-rt"}
 
 
 def most_comparisons(commits_between: int) -> int:
@@ -179,6 +180,16 @@ def _resumed(output: str | os.PathLike[str] | None, meta: dict[str, Any],
         if saved.get(k) != meta[k]:
             raise PerflabError(f"{output}: refusing to resume a bisect with another {k} "
                                f"(recorded {saved.get(k)!r}, asked {meta[k]!r})")  # fmt: skip
+    given = saved.get("controls")
+    recorded: dict[str, Any] = given if isinstance(given, dict) else {}
+    asked: dict[str, Any] = meta["controls"]
+    for k in sorted(set(recorded) | set(asked)):  # how the children ran
+        if recorded.get(k) != asked.get(k):
+            was, now = (repr(v) if v is not None else "the default"
+                        for v in (recorded.get(k), asked.get(k)))  # fmt: skip
+            raise PerflabError(f"{output}: refusing to resume a bisect whose runs ran with "
+                               f"another {CONTROL_FLAGS.get(k, k)} (recorded {was}, asked "
+                               f"{now})")  # fmt: skip
     rows = [dict(r) for r in old.to_dict("records")]
     shas = [c["sha"] for c in meta["commits"]]
     for r in rows:

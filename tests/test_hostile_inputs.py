@@ -247,7 +247,7 @@ API = [
     ("diff", {"before": 5, "after": "b.parquet"}, "before: 5 is not a path"),
     ("show", {"frame": "r.parquet"}, "show: str 'r.parquet' is not a result's DataFrame"),
     ("results.load", {"path": None}, "path: None is not a path"),
-    ("results.save", {"df": None, "path": "r.parquet"}, "save: NoneType None is not a DataFrame"),
+    ("results.save", {"df": None, "path": "r.parquet"}, "df: None is not a DataFrame"),
 ]
 
 

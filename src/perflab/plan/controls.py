@@ -13,6 +13,7 @@ import math
 import numbers
 import os
 import re
+import reprlib
 import shlex
 import types
 import typing
@@ -197,9 +198,12 @@ def check_types(plan: Any) -> None:
 
 
 def typed_value(value: Any, kind: Any, flag: str) -> Any:
-    """value as `kind` (bool, int, float, str, X | None, tuple[X, ...], tuple[X, Y]), else one
-    WrongType naming the flag; kinds it does not know pass unchecked."""
+    """value as `kind` (bool, int, float, str, a literal's values, X | None, tuple[X, ...],
+    tuple[X, Y], a sequence, a mapping, a path, a function, any other class), else one WrongType
+    naming the flag; Any, and what no isinstance can check (a protocol), pass unchecked."""
     origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if kind in (abc.Callable, abc.Sequence, abc.Iterable, abc.Mapping):  # bare: any items
+        origin = kind
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
@@ -211,21 +215,32 @@ def typed_value(value: Any, kind: Any, flag: str) -> Any:
                 refusals.append(exc)
         paths = [e for e in refusals if str(e).endswith(" is not a path")]
         raise (paths or refusals)[0]
+    if origin is typing.Literal:  # a choice of texts: the value one of them, of its type
+        if not any(type(value) is type(a) and value == a for a in args):
+            raise WrongType(f"{flag}: {shown(value)} is not one of {', '.join(map(str, args))}")
+        return value
     if os.PathLike in (kind, origin):
         if not isinstance(value, os.PathLike):
-            raise WrongType(f"{flag}: {value!r} is not a path")
+            raise WrongType(f"{flag}: {shown(value)} is not a path")
         return value
     if origin is abc.Callable:
         if not callable(value):
-            raise WrongType(f"{flag}: {value!r} is not a function")
+            raise WrongType(f"{flag}: {shown(value)} is not a function")
         return value
     if origin in (list, abc.Sequence, abc.Iterable):  # checked, not copied: it may be filled
         _sequence(value, flag)
         if origin is not abc.Iterable and isinstance(value, abc.Iterator):  # read once
-            raise WrongType(f"{flag}: {value!r} is read once: give a list or tuple")
+            raise WrongType(f"{flag}: {shown(value)} is read once: give a list or tuple")
         if isinstance(value, (list, tuple)) and args:
             for v in value:
                 typed_value(v, args[0], flag)
+        return value
+    if origin in (dict, abc.Mapping):  # checked, not copied, as a sequence is
+        if not isinstance(value, Mapping):
+            raise WrongType(f"{flag}: {shown(value)} is not a mapping of names to values")
+        for k, v in value.items() if args else ():
+            typed_value(k, args[0], f"{flag} key")
+            typed_value(v, args[1], f"{flag}[{shown(k)}]")
         return value
     if origin is tuple:
         _sequence(value, flag)
@@ -233,30 +248,65 @@ def typed_value(value: Any, kind: Any, flag: str) -> Any:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(typed_value(v, args[0], flag) for v in items)
         if len(items) != len(args):
-            raise WrongType(f"{flag}: {value!r} is not {len(args)} values")
+            raise WrongType(f"{flag}: {shown(value)} is not {len(args)} values")
         return tuple(typed_value(v, a, flag) for v, a in zip(items, args, strict=True))
     if kind is bool:
         if not isinstance(value, bool):
-            raise WrongType(f"{flag}: {value!r} is not True or False")
+            raise WrongType(f"{flag}: {shown(value)} is not True or False")
         return value
     if kind is int:
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise WrongType(f"{flag}: {value!r} is not a whole number")
+            raise WrongType(f"{flag}: {shown(value)} is not a whole number")
         return value if type(value) is int else int(value)
     if kind is float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise WrongType(f"{flag}: {value!r} is not a number")
+            raise WrongType(f"{flag}: {shown(value)} is not a number")
         return value if type(value) is float else float(value)
-    if kind is str and not isinstance(value, str):
-        raise WrongType(f"{flag}: {value!r} is not a text")
+    if kind is str:
+        if not isinstance(value, str):
+            raise WrongType(f"{flag}: {shown(value)} is not a text")
+        return value
+    cls = origin if isinstance(origin, type) else kind  # list[X] and the like: their class
+    if isinstance(cls, type) and cls is not Any and _checkable(cls) and not isinstance(value, cls):
+        raise WrongType(f"{flag}: {shown(value)} is not {described(cls)}")
     return value
+
+
+def _checkable(cls: type) -> bool:
+    """Whether isinstance can check cls: a protocol only when it is runtime-checkable."""
+    return not getattr(cls, "_is_protocol", False) or getattr(cls, "_is_runtime_protocol", False)
+
+
+def described(cls: type) -> str:
+    """How a refusal names a class: its own words (a class attribute `described`, saying how
+    to make one), else its name ("a Recording", "an Object")."""
+    said = getattr(cls, "described", None)
+    if isinstance(said, str):
+        return said
+    return f"{'an' if cls.__name__[:1] in 'AEIOU' else 'a'} {cls.__name__}"
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 80
+
+
+def shown(value: Any) -> str:
+    """A value as a refusal quotes it: its repr, cut short, on one printable line; one that
+    spans lines (a frame's) or holds control characters is named by its class instead."""
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # a repr of the user's that raises: its class says enough
+        text = ""
+    if not text or not text.isprintable():
+        return described(type(value))
+    return text
 
 
 def _sequence(value: Any, flag: str) -> None:
     """Refuse a value that is not a sequence, or that is one string (iterated per character)."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         one = ", not one string: ('./a.out', 'arg') for a program" if isinstance(value, str) else ""
-        raise WrongType(f"{flag}: {value!r} is not a sequence (a list or tuple{one})")
+        raise WrongType(f"{flag}: {shown(value)} is not a sequence (a list or tuple{one})")
 
 
 F = typing.TypeVar("F", bound=Callable[..., Any])
@@ -265,13 +315,30 @@ F = typing.TypeVar("F", bound=Callable[..., Any])
 def typed_arguments(fn: F) -> F:
     """An API function whose arguments are checked against their annotations (typed_value)
     before it runs: pages='1' is the CLI's one line, not a TypeError from inside."""
+    return _checked(fn, None)
+
+
+def plan_arguments(plan: type, but: Sequence[str] = ()) -> Callable[[F], F]:
+    """typed_arguments for a function whose **params are the fields of `plan` (a dataclass,
+    whose own check types their values) but those it sets itself: a keyword that is none of
+    them is one line, not the dataclass's TypeError."""
+    return lambda fn: _checked(fn, plan, but)
+
+
+def _checked(fn: F, plan: type | None, but: Sequence[str] = ()) -> F:
+    """fn, its arguments checked first (typed_arguments), its **params named by plan's fields."""
     signature = inspect.signature(fn)
+    params = signature.parameters
+    var = {p.name for p in params.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    fields = []
+    if plan is not None:
+        fields = [f.name for f in dataclasses.fields(plan) if f.init and f.name not in but]
 
     @functools.cache
     def kinds() -> dict[str, Any]:
         """The annotations, read at the first call (they may name what loads pandas)."""
         found = {}
-        for name, param in signature.parameters.items():
+        for name, param in params.items():
             kind = param.annotation
             if isinstance(kind, str):
                 try:  # as typing.get_type_hints would, one at a time
@@ -289,8 +356,19 @@ def typed_arguments(fn: F) -> F:
         except TypeError as exc:  # an unknown keyword, a missing argument
             raise WrongType(f"{fn.__name__}(): {exc}") from None
         for name, value in bound.arguments.items():
-            if name in kinds():
-                bound.arguments[name] = typed_value(value, kinds()[name], name)
+            if name not in kinds():
+                continue
+            kind = kinds()[name]
+            if name not in var:
+                bound.arguments[name] = typed_value(value, kind, name)
+            elif isinstance(value, dict):
+                bound.arguments[name] = {k: typed_value(v, kind, k) for k, v in value.items()}
+            else:
+                bound.arguments[name] = tuple(typed_value(v, kind, name) for v in value)
+        other = sorted(set(bound.kwargs) - (set(params) - var) - set(fields))
+        if plan is not None and other:
+            raise WrongType(f"{fn.__name__}(): {', '.join(other)} is none of its keywords nor "
+                            f"a field of {plan.__name__} ({', '.join(fields)})")  # fmt: skip
         return fn(*bound.args, **bound.kwargs)
 
     return typing.cast(F, checked)

@@ -15,7 +15,7 @@ from perflab import __version__, errors
 from perflab.core import files
 from perflab.core.files import atomic, publish, temporary_beside
 from perflab.core.lazy import pa, pd, pq
-from perflab.errors import PerflabError, WrongType
+from perflab.errors import PerflabError
 from perflab.plan.controls import typed_arguments
 from perflab.store import filelock, schema
 from perflab.system.frames import META_KEY as META_KEY
@@ -85,8 +85,6 @@ def save(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     A CSV is written in full, then its sidecar (holding the CSV's digest) is renamed into
     place, then the CSV: a full disk or a kill leaves the old pair, or a pair load() refuses.
     """
-    if not isinstance(df, pd.DataFrame):
-        raise WrongType(f"save: {type(df).__name__} {df!r:.60} is not a DataFrame")
     p = check_output(path)
     meta = metadata(df)
     with filelock.held(p):

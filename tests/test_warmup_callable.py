@@ -99,13 +99,13 @@ def test_fresh_interpreter_is_refused_for_what_cannot_be_imported():
 @pytest.mark.parametrize(
     ("kwargs", "said"),
     [
-        ({"fn": 3}, "3 is not callable"),
+        ({"fn": 3}, "fn: 3 is not a function"),
         ({"executions": 0}, "executions must be at least 1, not 0"),
         ({"iterations": 19}, "iterations must be at least 20, not 19"),
         ({"iterations": 10**12}, "iterations 1000000000000"),
         ({"executions": 100_000, "iterations": 10**7}, "executions of 10000000 iterations"),
-        ({"executions": 2.5}, "executions must be a whole number"),
-        ({"fresh": "thread"}, "fresh is one of auto, interpreter, fork"),
+        ({"executions": 2.5}, "executions: 2.5 is not a whole number"),
+        ({"fresh": "thread"}, "fresh: 'thread' is not one of auto, interpreter, fork"),
         ({"timeout": -1}, "timeout"),
     ],
 )

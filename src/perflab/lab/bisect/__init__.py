@@ -79,7 +79,7 @@ def bisect(
     budget: int | None = None,
     output: str | os.PathLike[str] | None = None,
     resume: bool = False,
-    controls: Mapping[str, Any] | None = None,
+    controls: Mapping[str, Any] | None = None,  # values typed by ctl.commit_controls
     warn: Callable[[str], None] = errors.warn,
     say: Callable[[str], None] = lambda line: None,
 ) -> pd.DataFrame:

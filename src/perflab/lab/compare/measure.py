@@ -11,7 +11,6 @@ from typing import Any
 
 from perflab import errors
 from perflab.core.lazy import pd
-from perflab.errors import WrongType
 from perflab.lab.compare import runs
 from perflab.lab.compare.layouts import LAYOUT as LAYOUT
 from perflab.lab.compare.layouts import NO_PADDING as NO_PADDING
@@ -67,6 +66,7 @@ from perflab.lab.compare.wording import SHOWN_SETUPS as SHOWN_SETUPS
 from perflab.lab.compare.wording import plot as plot
 from perflab.lab.compare.wording import summary as summary
 from perflab.lab.link_order.measure import counters_note
+from perflab.plan import controls
 from perflab.plan.metrics import check as check_metrics
 from perflab.running import childruns, lanes
 from perflab.running.childruns import value_column as value_column
@@ -84,6 +84,7 @@ CHUNK_RUNS = childruns.CHUNK_RUNS  # read at each comparison: a test may make ch
 PROGRAM_PAGES = "each program's file read afresh into the page cache as its layout starts"
 
 
+@controls.plan_arguments(ComparePlan, but=("digests",))
 def compare(
     a: Side,
     b: Side,
@@ -94,8 +95,8 @@ def compare(
     on_start: Callable[[int, int], None] | None = None,
     progress: ProgressArg = None,
     warn: Callable[[str], None] = errors.warn,
-    metrics: Sequence[str] = ("time",),
-    **params: Any,
+    metrics: str | Sequence[str] = ("time",),  # a text: one comma list, as --metric
+    **params: Any,  # ComparePlan's fields: named by plan_arguments, typed by the plan
 ) -> pd.DataFrame:
     """Run A and B interleaved, `repeat` pairs in each of `setups` random setups; tidy frame.
 
@@ -119,10 +120,6 @@ def compare(
     instructions, exit_code, signal, status (docs/env-size.md). per_setup() and overall() turn
     it into B/A ratios with intervals.
     """
-    for name, side in (("a", a), ("b", b)):
-        if not isinstance(side, Side):
-            raise WrongType(f"{name}: {side!r} is not a side (compare.program_side(...), "
-                            "build_side, objects_side or build_command_side)")  # fmt: skip
     asked = check_metrics(metrics, "compare")
     cpus = params.pop("cpus", None)
     if a.build and b.build and params.get("randomize") is None and not params.get("layout"):

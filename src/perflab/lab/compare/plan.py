@@ -16,6 +16,7 @@ from perflab.plan.controls import (
     _cli,
     check_iterations,
     check_rows,
+    typed_value,
 )
 
 # What a setup can vary; link-order, code-offset and function-order (the order of functions
@@ -211,7 +212,8 @@ class ComparePlan(Controls):
         if isinstance(given.get("randomize"), str):  # "aslr" or "env-size,aslr", as the CLI's
             given["randomize"] = tuple(filter(None, map(str.strip, given["randomize"].split(","))))
         given.setdefault("randomize", ("env-size", "link-order") if linked else ("env-size",))
-        return cls(**{**given, "randomize": tuple(given["randomize"])})
+        drawn = typed_value(given["randomize"], tuple[str, ...], "randomize")
+        return cls(**{**given, "randomize": drawn})
 
     def params(self) -> dict:
         """The plan as a journal stores it; per_placement only where setups share one, so

@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import ClassVar
 
 from perflab.errors import PerflabError
 from perflab.lab.compare.layouts import NO_PADDING, Setup
@@ -32,6 +33,9 @@ class Side:
     target: str = ""
     plain: str = ""  # target as the build command links it unchanged, a copy in the cache
     cwd: str = ""  # the directory its program runs in ("": perflab's own)
+    # how a refusal of something else names it (controls.described)
+    described: ClassVar[str] = ("a side (compare.program_side(...), build_side, objects_side or "
+                                "build_command_side)")  # fmt: skip
 
     def program(self, setup: Setup) -> tuple[tuple[str, ...], str]:
         """The argv to run in this setup and the link order it was built in ('' if none)."""

@@ -68,6 +68,7 @@ def binary_meta(path: str) -> dict:
     }
 
 
+@controls.plan_arguments(EnvSizePlan)
 def sweep(
     program: Sequence[str] = (),
     *,
@@ -78,8 +79,8 @@ def sweep(
     on_start: Callable[[int, int], None] | None = None,
     warn: Callable[[str], None] = errors.warn,
     counters: bool = False,
-    extra_meta: Mapping[str, Any] | None = None,
-    **params: Any,
+    extra_meta: Mapping[str, Any] | None = None,  # its values free-form: metadata as given
+    **params: Any,  # EnvSizePlan's fields: named by plan_arguments, typed by the plan
 ) -> pd.DataFrame:
     """Run the env-size sweep and return its tidy frame (also journaled to `output` if given).
 

@@ -68,7 +68,7 @@ def track(
     repeat: int = TrackPlan.repeat,
     seed: int = TrackPlan.seed,
     untracked_only: bool = False,
-    controls: Mapping[str, Any] | None = None,
+    controls: Mapping[str, Any] | None = None,  # values typed by ctl.commit_controls
     say: Callable[[str], None] = lambda line: None,
 ) -> tuple[list[Entry], list[str]]:
     """Measure each commit of `revisions` ('A..B', or one revision) in `setups` layouts of
@@ -176,7 +176,7 @@ def history(
     repeat: int = CommitPlan.repeat,
     seed: int = CommitPlan.seed,
     metric: str = "time",
-    controls: Mapping[str, Any] | None = None,
+    controls: Mapping[str, Any] | None = None,  # values typed by ctl.commit_controls
     say: Callable[[str], None] = lambda line: None,
 ) -> pd.DataFrame:
     """The series of every machine in the store (of `metric`: time, or a column every tracked

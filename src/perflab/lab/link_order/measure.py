@@ -133,6 +133,7 @@ def counters_note() -> str:
     return "not supported here (no perf_event hardware counters): cycles/instructions are NaN"
 
 
+@controls.plan_arguments(LinkOrderPlan)
 def sweep(
     objects: Sequence[str | os.PathLike] = (),
     *,
@@ -148,7 +149,7 @@ def sweep(
     on_start: Callable[[int, int], None] | None = None,
     progress: ProgressArg = None,
     warn: Callable[[str], None] = errors.warn,
-    **params: Any,
+    **params: Any,  # LinkOrderPlan's fields: named by plan_arguments, typed by the plan
 ) -> pd.DataFrame:
     """Link every chosen order once, run each `repeat` times, return the tidy frame.
 

@@ -6,6 +6,7 @@ import resource
 import signal
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from perflab.core import bindings
 from perflab.errors import PerflabError, warn_once, warning
@@ -39,6 +40,8 @@ class Perturbation:
 
     kind: str
     cpu: int
+    # how a refusal of something else names it (controls.described)
+    described: ClassVar[str] = "a Perturbation (Perturbation.parse('cpu@0'))"
 
     @classmethod
     def parse(cls, text: str) -> "Perturbation":

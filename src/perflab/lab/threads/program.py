@@ -78,6 +78,7 @@ def _runs(p: ThreadsPlan) -> childruns.Runs:
     )
 
 
+@controls.plan_arguments(ThreadsPlan)
 def run(
     command: Sequence[str],
     counts: Sequence[int] | None = None,
@@ -88,7 +89,7 @@ def run(
     on_start: Callable[[int, int], None] | None = None,
     progress: ProgressArg = None,
     warn: Callable[[str], None] = errors.warn,
-    **params: Any,
+    **params: Any,  # ThreadsPlan's fields: named by plan_arguments, typed by the plan
 ) -> pd.DataFrame:
     """Run `command` `repeat` times at each thread count in a seeded random order; one row per
     run with cpu_ns, utilisation and why a run looks disturbed, and the trust warnings in the

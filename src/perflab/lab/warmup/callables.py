@@ -18,7 +18,6 @@ import importlib
 import importlib.machinery
 import inspect
 import json
-import numbers
 import os
 import select
 import signal
@@ -34,13 +33,12 @@ import numpy as np
 from perflab.analysis import warmup as analysis
 from perflab.core import bindings
 from perflab.core.lazy import pd
-from perflab.errors import PerflabError, WrongType
+from perflab.errors import PerflabError
 from perflab.plan import controls
 from perflab.plan.base import Plan, option
 from perflab.system.timer import timer_overhead
 
 Fresh = Literal["auto", "interpreter", "fork"]
-FRESH = ("auto", "interpreter", "fork")
 EMPTY_CALLS = 101  # empty calls timed before the first iteration: what the entry costs
 MOST_ITERATIONS = 10_000_000  # one execution's ticks are held whole, in the child and here
 FORK_KEEPS = (
@@ -76,18 +74,9 @@ class CallablePlan(Plan):
     timeout: float = option("timeout", 60.0, "Seconds one execution may take.")
     cpus: tuple[int, ...] = option("cpus", (), "Pin each execution to these CPUs.")
 
-    def check(self) -> CallablePlan:
-        """Whole numbers before the bounds (a float or a string is refused, not truncated)."""
-        for name in ("executions", "iterations", "env_max", "seed"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise WrongType(f"{name} must be a whole number, not {value!r}")
-        return super().check()
-
     def check_more(self) -> None:
-        """A way known, sizes and a timeout that can be, and memory for every row."""
-        if self.fresh not in FRESH:
-            raise PerflabError(f"fresh is one of {', '.join(FRESH)}, not {self.fresh!r}")
+        """Sizes and a timeout that can be, and memory for every row (warmup's annotations
+        checked the types, and that fresh is one of Fresh)."""
         if self.env_max < 0:
             raise PerflabError(f"env_max is 0 or more, not {self.env_max}")
         controls.check_timeout(self.timeout)
@@ -97,6 +86,7 @@ class CallablePlan(Plan):
         controls.check_memory(name, rows * controls.ROW_BYTES, "their rows", controls.ROW_BYTES)
 
 
+@controls.typed_arguments
 def warmup(
     fn: Callable[[], object],
     executions: int = CallablePlan.executions,
@@ -118,7 +108,6 @@ def warmup(
     interrupted run keeps nothing, as the verb's). fresh="auto" runs a fresh interpreter where
     one can import fn, else forks (module docstring); "interpreter" or "fork" insists."""
     _check_callable(fn)
-    cpus = tuple(cpus or ())
     CallablePlan(executions, iterations, fresh, env_max, seed, timeout, cpus).check()
     how, where = _way(fn, fresh)
     from perflab.running import cpuchoice
@@ -161,10 +150,9 @@ def warmup(
 
 
 def _check_callable(fn: Any) -> None:
-    """A plain callable, refused in one line before anything runs (never called here: a call
-    would warm the state every fork inherits)."""
-    if not callable(fn):
-        raise PerflabError(f"{fn!r} is not callable")
+    """A plain callable (its annotation checked it is one), refused in one line before
+    anything runs when it is asynchronous (never called here: a call would warm the state
+    every fork inherits)."""
     if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
         raise PerflabError(
             f"{_label(fn)} is asynchronous: calling it only makes a coroutine; give a plain "

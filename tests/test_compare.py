@@ -410,7 +410,8 @@ def test_a_figure_of_hundreds_of_setups_ranks_them_in_a_bounded_width(tmp_path):
     setups = pd.DataFrame({"setup": np.arange(n), "env_size": rng.integers(0, 4096, n),
                            "link_order": "", "ratio": ratio, "ci_low": np.nan,
                            "ci_high": np.nan, "verdict": "unclear"})  # fmt: skip
-    frame = results.attach(pd.DataFrame({"setup": [0]}), {"randomize": ["env-size"]})
+    one = {"setup": [0], "env_size": [0], "side": ["A"], "status": ["ok"], "ticks": [1.0]}
+    frame = results.attach(pd.DataFrame(one), {"randomize": ["env-size"]})
     total = {"ratio": 1.0, "ci_low": 0.998, "ci_high": 1.002, "depends_on_setup": False}
     fig = compare.plot(frame, tmp_path / "many.png", setups, total)
     assert fig.get_size_inches()[0] <= 14 and (tmp_path / "many.png").stat().st_size > 0

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from perflab.assertions import claims, comparison, lock, table
-from perflab.core import _core
+from perflab.core import _core, bindings
 from perflab.errors import PerflabError
 from perflab.running import placement, timing
 from perflab.store import results
@@ -261,6 +261,16 @@ def test_program_twins_make_no_claim(tmp_path):
     c = claims.check_faster(*twins, confidence=0.999, budget="30s,80")
     assert c.verdict == comparison.INCONCLUSIVE, table.render(c)
     assert c.step == timing.timer_step() and c.resolutions == (c.step, c.step)
+
+
+def test_timer_step_divides_regions_of_every_length():
+    """Back-to-back reads can all read 78 ticks where the counter steps by 26: the step is
+    the divisor of regions of many lengths, measured again here in other orders and sizes."""
+    step = timing.timer_step()
+    for delay in (0, 1, 7, 30, 101, 499):
+        call = bindings.c_call(*bindings.spin_call(delay))
+        call.calls = 3
+        assert np.mean(call.time(2000).astype(np.int64) % step == 0) >= 0.99, delay
 
 
 def test_timer_step_sets_sample_length_and_per_call_resolution():

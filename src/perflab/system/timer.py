@@ -8,6 +8,9 @@ from perflab.analysis import stats
 from perflab.core import bindings
 
 STEP_READS = 20_000
+SPREAD_DELAYS = 64
+SPREAD_READS = 400
+SPREAD_SHARE = 0.05
 
 
 @functools.cache
@@ -25,4 +28,19 @@ def timer_reads(n: int = STEP_READS) -> np.ndarray:
 def timer_step() -> int:
     """The tick counter's step (20 on some AMD EPYC guests, 1 on most hosts): no timing is
     finer than this, so it sets how long a sample must be and how close two medians can be."""
-    return max(1, stats.quantum(timer_reads()))
+    steps = [stats.quantum(timer_reads())] + [
+        stats.quantum(ticks, SPREAD_SHARE) for ticks in _spread_reads()
+    ]
+    return max(1, int(np.gcd.reduce([s for s in steps if s] or [1])))
+
+
+def _spread_reads() -> list[np.ndarray]:
+    """Regions around 0 to SPREAD_DELAYS - 1 spin iterations: back-to-back reads may all
+    differ by one multiple of the step (78 ticks where it is 26), regions of several lengths
+    cannot, so their common divisor is the step itself."""
+    groups = []
+    for delay in range(SPREAD_DELAYS):
+        call = bindings.c_call(*bindings.spin_call(delay))
+        call.calls = 1
+        groups.append(call.time(SPREAD_READS).astype(np.int64))
+    return groups

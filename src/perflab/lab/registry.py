@@ -35,6 +35,7 @@ PACKAGES = (
     "counters",
     "profile",
     "warmup",
+    "bisect",
 )
 
 
@@ -47,22 +48,7 @@ def _packaged() -> tuple[Experiment, ...]:
     return tuple(found)
 
 
-EXPERIMENTS: dict[str, Experiment] = {
-    e.name: e
-    for e in (
-        *_packaged(),
-        Experiment(
-            name="bisect",
-            module="perflab.lab.bisect",
-            verb="bisect",
-            columns=frozenset({"newer", "older", "ratio", "step", "verdict"}),
-            points=("newer",),
-            value="ratio",
-            help="Find the first commit between GOOD and BAD whose benchmark is slower than its "
-            "parent's.",
-        ),
-    )
-}
+EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in _packaged()}
 
 
 def get(name: str) -> Experiment:

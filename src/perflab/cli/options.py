@@ -263,8 +263,11 @@ def _option(f: dataclasses.Field[Any]) -> Callable[[F], F]:
         typed = {"type": kw["type"]} if "type" in kw else {}
         if m.get("command"):  # a program and its arguments, after --: their words untouched
             typed = {"type": click.UNPROCESSED}
-        return click.argument(f.name, nargs=-1 if many else 1, default=f.default,
-                              required=False, **typed)  # fmt: skip
+        if many:  # click 8.2.0 takes no default for nargs=-1: none given is the field's
+            return click.argument(
+                f.name, nargs=-1, required=False, callback=lambda c, p, v: v or f.default, **typed
+            )
+        return click.argument(f.name, default=f.default, required=False, **typed)
     # a short flag before the long one (-e, --event), other spellings after it
     flags = [*filter(None, [m.get("short")]), m["flag"], *m.get("aliases", ())]
     return click.option(*flags, f.name, **kw)

@@ -296,9 +296,9 @@ def test_counters_with_a_hostile_command(hostile, what):
 
 
 def test_counters_kills_a_command_at_its_timeout(hostile):
-    done = perflab("counters", "-e", "task-clock", "--timeout", "2", "--", hostile, "ignore-term")
+    done = perflab("counters", "-e", "task-clock", "--timeout", "1", "--", hostile, "ignore-term")
     assert done.returncode == 128 + signal.SIGKILL, done.stderr  # as a shell reports it
-    assert "ran past --timeout 2 s and was killed" in done.stderr
+    assert "ran past --timeout 1 s and was killed" in done.stderr
     assert "task-clock" in done.stderr  # the counts: stdout is the command's
     nothing_left(hostile)
 
@@ -307,7 +307,7 @@ def test_counters_kills_a_command_at_its_timeout(hostile):
                                               "ignore-term", *KILLERS],
                                              {"ignore-term", "kill-parent"}))  # fmt: skip
 def test_profile_with_a_hostile_program(hostile, what):
-    done = perflab("profile", "--timeout", "2", "--", hostile, what)
+    done = perflab("profile", "--timeout", "1", "--", hostile, what)
     if what in KILLERS:
         assert "supervisor" in one_line(done) and "killed by SIGKILL" in done.stderr
     elif what == "ignore-term":  # killed at its timeout: perflab exits as a shell would
@@ -331,10 +331,10 @@ def objects(tmp_path) -> list[str]:
 def test_a_link_command_is_bounded_by_the_build_timeout(hostile, objects, what):
     done = perflab("sweep", "link-order", "--objects", *objects, "--repeat", "1",
                    "--link-cmd", f"{hostile} {what} {{objects}} {{output}}",
-                   "--build-timeout", "3")  # fmt: skip
+                   "--build-timeout", "1")  # fmt: skip
     line = one_line(done)
     if what == "ignore-term":
-        assert "did not finish within 3 s (--build-timeout" in line
+        assert "did not finish within 1 s (--build-timeout" in line
     else:  # resumed, it ends having linked nothing: the link is refused as such
         assert "link of" in line
     nothing_left(hostile)
@@ -344,8 +344,8 @@ def test_a_build_command_is_bounded_by_the_build_timeout(hostile, tmp_path):
     compiler.link_wrappers()  # built once, before the clock: it runs under the same bound
     done = perflab("compare", "--build-cmd-a", f"{hostile} ignore-term", "--program-a",
                    str(tmp_path / "a"), "--build-cmd-b", f"{hostile} outlive", "--program-b",
-                   str(tmp_path / "b"), "--build-timeout", "3", "--setups", "1")  # fmt: skip
-    assert "did not finish within 3 s (--build-timeout" in one_line(done)
+                   str(tmp_path / "b"), "--build-timeout", "1", "--setups", "1")  # fmt: skip
+    assert "did not finish within 1 s (--build-timeout" in one_line(done)
     nothing_left(hostile)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import suite_runs
 from click.testing import CliRunner
-from conftest import WORKER, compile_children, lock_free, tiny_argv, wait_for
+from conftest import WORKER, compile_children, lock_free, long_beyond, tiny_argv, wait_for
 
 from perflab.cli import cli
 from perflab.core.bindings import core_digest
@@ -52,7 +52,12 @@ def test_every_journaled_experiment_has_a_changed_parameter():
     assert NAMES and all(suite_runs.of(name).changed for name in NAMES)
 
 
-@pytest.mark.parametrize("name", NAMES)
+# A journaled verb of each kind (a sweep of child runs, an A/B comparison, threads, a kernel in
+# perflab's own process, a link) in the suite, every one in CI's long step.
+KINDS = {"env-size", "compare", "threads", "trig", "link-order"}
+
+
+@pytest.mark.parametrize("name", long_beyond(NAMES, KINDS))
 def test_a_resume_refuses_another_verbs_file_and_other_parameters(name, tmp_path):
     out = tmp_path / f"{name}.parquet"
     run = CliRunner()

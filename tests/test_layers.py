@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import suite_runs
+from conftest import long_beyond
 
 import perflab
 from perflab.lab import registry
@@ -72,7 +73,16 @@ def test_the_walk_would_catch_an_offender(tmp_path):
 IN_PROCESS = [e for e in registry.EXPERIMENTS.values() if suite_runs.of(e.name).api is not None]
 
 
-@pytest.mark.parametrize("experiment", IN_PROCESS, ids=lambda e: e.name)
+# A kernel of each shape (a size sweep, a table of events, a table of functions) in the suite,
+# every one in CI's long step.
+KINDS = {"memcpy", "counters", "trig"}
+
+
+@pytest.mark.parametrize(
+    "experiment",
+    long_beyond(IN_PROCESS, {e for e in IN_PROCESS if e.name in KINDS}),
+    ids=lambda e: e.name,
+)
 def test_every_experiment_runs_summarizes_and_plots_through_one_contract(experiment, tmp_path):
     module: Any = experiment.load()
     df = module.run(**suite_runs.of(experiment.name).kwargs(C0))

@@ -57,25 +57,31 @@ def _ok(res):
     return res.stdout
 
 
+def _saved(case: str, out: Path, run: CliRunner) -> str | None:
+    """The case's tiny run saved at `out` through its verb (or its API, without one): the
+    summary it printed, None where it has no verb."""
+    name, argv = CASES[case]
+    e = registry.get(name)
+    if e.verb is None:
+        results.save(e.load().run(**suite_runs.of(e.name).kwargs(int(C0))), out)  # type: ignore[attr-defined]
+        return None
+    argv = argv or tiny_argv(name)
+    at = argv.index("--") if "--" in argv else len(argv)
+    res = run.invoke(cli, [*argv[:at], "-o", str(out), *argv[at:]])
+    _ok(res)
+    # profile, and counters of a program, print on stderr: the program keeps its stdout
+    told = res.stderr if name == "profile" or (name == "counters" and "--" in argv) else None
+    return _summary_text(res.stdout if told is None else told)
+
+
 # bisect's and compare's tiny runs (a repository built and bisected, pairs of builds) take
 # seconds where the others take a fraction of one: CI's long step reads those two back.
 @pytest.mark.parametrize("case", long_beyond(list(CASES), set(CASES) - {"bisect", "compare"}))
 def test_each_experiment_reads_back_as_its_verb_printed_it_and_diffs_as_unchanged(case, tmp_path):
-    name, argv = CASES[case]
+    name = CASES[case][0]
     out = tmp_path / "run.parquet"
     run = CliRunner()
-    e = registry.get(name)
-    if e.verb is None:
-        results.save(e.load().run(**suite_runs.of(e.name).kwargs(int(C0))), out)  # type: ignore[attr-defined]
-        printed = None
-    else:
-        argv = argv or tiny_argv(name)
-        at = argv.index("--") if "--" in argv else len(argv)
-        res = run.invoke(cli, [*argv[:at], "-o", str(out), *argv[at:]])
-        _ok(res)
-        # profile, and counters of a program, print on stderr: the program keeps its stdout
-        told = res.stderr if name == "profile" or (name == "counters" and "--" in argv) else None
-        printed = _summary_text(res.stdout if told is None else told)
+    printed = _saved(case, out, run)
     text = _ok(run.invoke(cli, ["report", str(out)]))
     assert text.startswith(f"{name} result {out}") and "measured on:" in text
     if printed is not None:
@@ -89,15 +95,27 @@ def test_each_experiment_reads_back_as_its_verb_printed_it_and_diffs_as_unchange
             assert t.title in text, t.title
     md = _ok(run.invoke(cli, ["report", str(out), "--md", "-"]))
     assert md.startswith(f"## perflab report: {name}") and "**measured on**" in md
-    page = _ok(run.invoke(cli, ["report", str(out), "--html", "-"]))
-    assert page.startswith("<!DOCTYPE html>") and page.count("<table>") == 1 + sum(
-        1 for t in shown.tables if len(t.display) and len(t.display.columns)
-    )
     said = _ok(run.invoke(cli, ["diff", str(out), str(out)])).strip().splitlines()[-1]
     assert said.startswith("no change shown at any of "), said
     bare = results.load(out)
     bare.attrs = {}
     assert registry.recognise(set(bare.columns)) == registry.get(name)
+
+
+# A page draws its figure (most of a second each): a sweep of child runs and a kernel in
+# perflab's own process in the suite, every experiment's page in CI's long step.
+@pytest.mark.parametrize("case", long_beyond(list(CASES), {"env-size", "memcpy"}))
+def test_each_experiment_s_page_holds_its_tables_and_figure(case, tmp_path):
+    name = CASES[case][0]
+    out = tmp_path / "run.parquet"
+    run = CliRunner()
+    _saved(case, out, run)
+    shown = registry.get(name).summary(results.load(out), results.metadata(results.load(out)))
+    page = _ok(run.invoke(cli, ["report", str(out), "--html", "-"]))
+    assert page.startswith("<!DOCTYPE html>") and page.count("<table>") == 1 + sum(
+        1 for t in shown.tables if len(t.display) and len(t.display.columns)
+    )
+    assert page.count('<img alt="figure" src="data:image/png;base64,') == (shown.plot is not None)
 
 
 def test_a_frame_without_the_columns_of_its_experiment_is_one_error(tmp_path):

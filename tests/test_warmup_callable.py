@@ -14,6 +14,8 @@ import pytest
 from conftest import own_children
 
 import perflab
+from perflab.analysis import steady
+from perflab.analysis import warmup as warmup_analysis
 from perflab.cli import cli
 from perflab.errors import PerflabError, WrongType
 from perflab.lab import warmup
@@ -91,6 +93,27 @@ def test_a_lambda_runs_in_forks_that_say_what_they_keep():
     )
 
 
+@pytest.mark.parametrize("width", [0.5, 0.001])
+def test_until_steady_stops_at_the_first_executions_narrow_enough_and_says_what_it_saved(width):
+    """The stop read back from the frame: every prefix of six executions or more before the
+    last was wider than asked, and the last is as narrow (or all ran and none was); the
+    record's counts are the frame's. At 0.001 a Python call's steady value rarely stops."""
+    df = perflab.warmup(flat, executions=12, iterations=30, fresh="fork", until_steady=True,
+                        steady_width=width)  # fmt: skip
+    record = results.metadata(df)["until_steady"]
+    ran = df["execution"].nunique()
+    executions = [warmup_analysis.classify(df[df["execution"] == i]["time"]) for i in range(ran)]
+    widths = [steady.relative_width(executions[:k]) for k in range(1, ran + 1)]
+    assert all(w > width for w in widths[:-1])
+    assert record["reached"] == (widths[-1] <= width) and (record["reached"] or ran == 12)
+    assert record["executions"] == ran and record["saved_executions"] == 12 - ran
+    assert record["most"] == 12 and record["width"] == width
+    if record["reached"]:
+        assert record["width_reached"] == pytest.approx(widths[-1]) and ran >= 6
+    said = warmup.summary(df, results.metadata(df)).lines[-1]
+    assert said.startswith(f"until steady: {'stopped after' if record['reached'] else 'not'}")
+
+
 def test_fresh_interpreter_is_refused_for_what_cannot_be_imported():
     with pytest.raises(PerflabError, match=r"cannot import it .*a lambda or a closure"):
         perflab.warmup(lambda: None, fresh="interpreter")
@@ -107,6 +130,8 @@ def test_fresh_interpreter_is_refused_for_what_cannot_be_imported():
         ({"executions": 2.5}, "executions: 2.5 is not a whole number"),
         ({"fresh": "thread"}, "fresh: 'thread' is not one of auto, interpreter, fork"),
         ({"timeout": -1}, "timeout"),
+        ({"executions": 5, "until_steady": True}, "until_steady needs executions 6 or more"),
+        ({"until_steady": True, "steady_width": 0.9}, "steady_width must be 0.001 to 0.5"),
     ],
 )
 def test_bad_input_is_one_line_before_anything_runs(kwargs, said):

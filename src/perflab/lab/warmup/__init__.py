@@ -65,12 +65,17 @@ class WarmupPlan(Plan):
             raise PerflabError(f"--env-max is 0 or more, not {self.env_max}")
         controls.check_timeout(self.timeout)
         controls.check_cpu_list("--cpu", tuple(self.cpus or ()), allow_empty=True)
-        if self.until_steady and self.executions < UNTIL_STEADY_LEAST:
-            raise PerflabError(
-                f"--until-steady needs --executions {UNTIL_STEADY_LEAST} or more (a 95 % "
-                f"interval of a median over executions needs {UNTIL_STEADY_LEAST}), not "
-                f"{self.executions}"
-            )
+        if self.until_steady:
+            check_until_steady("--until-steady", "--executions", self.executions)
+
+
+def check_until_steady(flag: str, executions_name: str, executions: int) -> None:
+    """Executions enough for the stop's interval: the verb's and the callables' one rule."""
+    if executions < UNTIL_STEADY_LEAST:
+        raise PerflabError(
+            f"{flag} needs {executions_name} {UNTIL_STEADY_LEAST} or more (a 95 % interval of "
+            f"a median over executions needs {UNTIL_STEADY_LEAST}), not {executions}"
+        )
 
 
 EXPERIMENT = Experiment(

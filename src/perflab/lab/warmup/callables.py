@@ -18,6 +18,7 @@ import importlib
 import importlib.machinery
 import inspect
 import json
+import math
 import os
 import select
 import signal
@@ -30,10 +31,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from perflab.analysis import steady
 from perflab.analysis import warmup as analysis
 from perflab.core import bindings
 from perflab.core.lazy import pd
 from perflab.errors import PerflabError
+from perflab.lab.warmup import STEADY_WIDTH, STEADY_WIDTHS, check_until_steady
 from perflab.plan import controls
 from perflab.plan.base import Plan, option
 from perflab.system.timer import timer_overhead
@@ -73,10 +76,18 @@ class CallablePlan(Plan):
     seed: int = option("seed", 0, "Seed of the env sizes drawn.", within=(0, controls.SEED_MAX))
     timeout: float = option("timeout", 60.0, "Seconds one execution may take.")
     cpus: tuple[int, ...] = option("cpus", (), "Pin each execution to these CPUs.")
+    until_steady: bool = option("until_steady", False, "Stop adding executions once the "
+                                "steady value over them is as narrow as steady_width; "
+                                "executions is then the most.")  # fmt: skip
+    steady_width: float = option("steady_width", STEADY_WIDTH, "With until_steady: the width "
+                                 "of the steady value's 95 % interval over executions, over "
+                                 "its median, at which executions stop (0.03: 3 %).",
+                                 within=STEADY_WIDTHS, needs="until_steady")  # fmt: skip
 
     def check_more(self) -> None:
-        """Sizes and a timeout that can be, and memory for every row (warmup's annotations
-        checked the types, and that fresh is one of Fresh)."""
+        """Sizes and a timeout that can be, memory for every row, and executions enough for
+        until_steady's interval (warmup's annotations checked the types, and that fresh is
+        one of Fresh)."""
         if self.env_max < 0:
             raise PerflabError(f"env_max is 0 or more, not {self.env_max}")
         controls.check_timeout(self.timeout)
@@ -84,6 +95,8 @@ class CallablePlan(Plan):
         rows = self.executions * self.iterations
         name = f"{self.executions} executions of {self.iterations} iterations"
         controls.check_memory(name, rows * controls.ROW_BYTES, "their rows", controls.ROW_BYTES)
+        if self.until_steady:
+            check_until_steady("until_steady", "executions", self.executions)
 
 
 @controls.typed_arguments
@@ -97,6 +110,8 @@ def warmup(
     seed: int = CallablePlan.seed,
     timeout: float = CallablePlan.timeout,
     cpus: tuple[int, ...] = CallablePlan.cpus,
+    until_steady: bool = CallablePlan.until_steady,
+    steady_width: float = CallablePlan.steady_width,
     output: str | os.PathLike | None = None,
 ) -> pd.DataFrame:
     """fn called `iterations` times in each of `executions` fresh processes, each call timed
@@ -106,9 +121,12 @@ def warmup(
     `perflab warmup` writes it, so perflab.lab.warmup.summary, summarize and plot read it and
     perflab report reads it back from `output` (saved whole once every execution is done; an
     interrupted run keeps nothing, as the verb's). fresh="auto" runs a fresh interpreter where
-    one can import fn, else forks (module docstring); "interpreter" or "fork" insists."""
+    one can import fn, else forks (module docstring); "interpreter" or "fork" insists.
+    until_steady: stop adding executions once the steady value over them is known to
+    steady_width, as the verb's --until-steady (analysis/steady.py)."""
     _check_callable(fn)
-    CallablePlan(executions, iterations, fresh, env_max, seed, timeout, cpus).check()
+    CallablePlan(executions, iterations, fresh, env_max, seed, timeout, cpus, until_steady,
+                 steady_width).check()  # fmt: skip
     how, where = _way(fn, fresh)
     from perflab.running import cpuchoice
     from perflab.store import results
@@ -122,16 +140,25 @@ def warmup(
     sizes = np.random.default_rng(seed).integers(0, env_max + 1, executions)
     name = ".".join(where) if how == "interpreter" else _label(fn)
     cpuchoice.say(choice.line)
-    frames, entries = [], []
+    frames, entries, seconds = [], [], []
+    done: list[analysis.Execution] = []
+    width = math.inf
     for i, size in enumerate(sizes):
+        t0 = time.perf_counter()
         if how == "interpreter":
             got = _spawned(where, iterations, int(size), choice.cpus, timeout, i)
         else:
             got = _forked(fn, iterations, choice.cpus, timeout, i)
+        seconds.append(time.perf_counter() - t0)
         ns, entry = _net_ns(got, hz, i)
         entries.append(entry)
         frames.append(pd.DataFrame({"execution": i, "iteration": np.arange(iterations),
                                     "time": ns, "env_size": int(size)}))  # fmt: skip
+        if until_steady:
+            done.append(analysis.classify(ns))
+            width = steady.relative_width(done)
+            if width <= steady_width:
+                break
     df = pd.concat(frames, ignore_index=True)
     if how == "fork":
         df["env_size"] = pd.array([pd.NA] * len(df), dtype="Int64")
@@ -139,13 +166,19 @@ def warmup(
             "fresh": how, "fresh_means": INTERPRETER if how == "interpreter" else FORK_KEEPS,
             "params": {"callable": name, "executions": executions, "iterations": iterations,
                        "fresh": fresh, "env_max": env_max, "seed": seed, "timeout": timeout,
-                       "cpus": list(cpus)},
+                       "cpus": list(cpus), "until_steady": until_steady,
+                       "steady_width": steady_width},
             "cpus": list(choice.cpus), "aslr": "off" if how == "interpreter" else "the parent's",
             "tsc_hz": hz, "tsc_hz_how": hz_how, "timer_overhead_ticks": timer_overhead(),
             "subtracted": "the timer's own cost", "call_overhead_ns": float(np.median(entries)),
             "call_overhead": "each time includes the call through perflab's C-to-Python entry: "
                              "the median of 101 empty calls, timed in each execution before "
                              "its first call, median over executions"}  # fmt: skip
+    if until_steady:
+        from perflab.lab.warmup.measure import stopped
+
+        unsteady = sum(e.steady is None for e in done)
+        meta["until_steady"] = stopped(seconds, executions, steady_width, width, unsteady)
     return recording.keep(results.attach(df, meta))
 
 

@@ -98,7 +98,7 @@ def run(
         meta["timer_overhead_ticks"] = overhead
     if until_steady:
         unsteady = sum(e.steady is None for e in done)
-        meta["until_steady"] = _stopped(seconds, executions, steady_width, width, unsteady)
+        meta["until_steady"] = stopped(seconds, executions, steady_width, width, unsteady)
     return recording.keep(results.attach(df, meta))
 
 
@@ -106,7 +106,7 @@ def run(
 SOURCES = {"probe": "its probe sent a record per iteration", "stdout": "it printed its times"}
 
 
-def _stopped(
+def stopped(
     seconds: list[float], most: int, asked: float, width: float, unsteady: int
 ) -> dict[str, Any]:
     """What --until-steady ran, reached and saved against running all `most` executions:

@@ -3,7 +3,10 @@ supervisor) and its process group, stop themselves, ignore SIGTERM, leave childr
 kill the helper mid-batch. Under every verb that runs programs, perflab ends (in one line and
 a non-zero exit, or working), leaves nothing running, ends on SIGTERM and keeps finished runs.
 
-Every bound below is hang detection (HANG_S), never a speed claim.
+Every bound below is hang detection (HANG_S), never a speed claim. The README's suite keeps a
+sweep's three ways of ending (a program that signals its parent, one that hangs, one that kills
+the helper) and each other verb's killed helper; the rest of the matrix runs in CI's long step,
+as root and as a user.
 """
 
 import os
@@ -179,7 +182,7 @@ def env_size(program: list[str], *more: str) -> list[str]:
             *more, "--", *program]  # fmt: skip
 
 
-@pytest.mark.parametrize("what", long_beyond(SHRUGGED, {"stop-parent", "term-parent-group"}))
+@pytest.mark.parametrize("what", long_beyond(SHRUGGED, {"stop-parent"}))
 def test_a_sweep_shrugs_off_a_program_that_signals_its_parent(hostile, tmp_path, what):
     out = tmp_path / "r.parquet"
     done = perflab(*env_size([hostile, what], "--timeout", "30", "-o", str(out)))
@@ -190,7 +193,7 @@ def test_a_sweep_shrugs_off_a_program_that_signals_its_parent(hostile, tmp_path,
 
 
 @pytest.mark.parametrize("what", long_beyond(["stop-self", "ignore-term", "stop-helpers"],
-                                             {"stop-self", "stop-helpers"}))  # fmt: skip
+                                             {"stop-self"}))  # fmt: skip
 def test_a_sweep_ends_a_program_that_hangs_at_its_timeout(hostile, tmp_path, what):
     out = tmp_path / "r.parquet"
     sweep = ["sweep", "env-size", "--max", "0", "--repeat", "2", "--no-rt", "--timeout", "0.3"]
@@ -230,6 +233,7 @@ def test_the_api_gets_the_runs_a_killed_helper_finished(hostile, tmp_path):
     nothing_left(hostile)
 
 
+@pytest.mark.long
 def test_sigterm_ends_a_sweep_whose_program_stopped_its_helpers(hostile, tmp_path):
     out, count = tmp_path / "r.parquet", tmp_path / "count"
     cmd = [sys.executable, "-m", "perflab", "-q",
@@ -254,7 +258,7 @@ def test_sigterm_ends_a_sweep_whose_program_stopped_its_helpers(hostile, tmp_pat
 
 
 @pytest.mark.parametrize("what", long_beyond(["stop-parent", "term-parent", "kill-parent"],
-                                             {"stop-parent", "kill-parent"}))  # fmt: skip
+                                             {"kill-parent"}))  # fmt: skip
 def test_compare_with_a_hostile_side(hostile, tmp_path, what):
     args = ["compare", f"{hostile} {what}", f"{hostile} none", "--setups", "1", "--repeat", "2",
             "--timeout", "30", "--no-rt", "-o", str(tmp_path / "c.parquet")]  # fmt: skip
@@ -268,7 +272,7 @@ def test_compare_with_a_hostile_side(hostile, tmp_path, what):
 
 @pytest.mark.parametrize("what", long_beyond(["stop-parent", "term-parent", "stop-self",
                                               "kill-parent"],
-                                             {"term-parent", "kill-parent"}))  # fmt: skip
+                                             {"kill-parent"}))  # fmt: skip
 def test_threads_with_a_hostile_program(hostile, what):
     done = perflab("sweep", "threads", "--threads", "1", "--repeat", "2", "--timeout", "1",
                    "--", hostile, what)  # fmt: skip
@@ -282,7 +286,7 @@ def test_threads_with_a_hostile_program(hostile, what):
 
 
 @pytest.mark.parametrize("what", long_beyond([*SHRUGGED, "stop-self", *KILLERS],
-                                             {"stop-self", "kill-parent"}))  # fmt: skip
+                                             {"kill-parent"}))  # fmt: skip
 def test_counters_with_a_hostile_command(hostile, what):
     done = perflab("counters", "-e", "task-clock", "--", hostile, what)
     if what in KILLERS:
@@ -295,6 +299,7 @@ def test_counters_with_a_hostile_command(hostile, what):
     nothing_left(hostile)
 
 
+@pytest.mark.long
 def test_counters_kills_a_command_at_its_timeout(hostile):
     done = perflab("counters", "-e", "task-clock", "--timeout", "1", "--", hostile, "ignore-term")
     assert done.returncode == 128 + signal.SIGKILL, done.stderr  # as a shell reports it
@@ -305,7 +310,7 @@ def test_counters_kills_a_command_at_its_timeout(hostile):
 
 @pytest.mark.parametrize("what", long_beyond(["stop-parent", "term-parent", "stop-self",
                                               "ignore-term", *KILLERS],
-                                             {"ignore-term", "kill-parent"}))  # fmt: skip
+                                             {"kill-parent"}))  # fmt: skip
 def test_profile_with_a_hostile_program(hostile, what):
     done = perflab("profile", "--timeout", "1", "--", hostile, what)
     if what in KILLERS:
@@ -327,7 +332,8 @@ def objects(tmp_path) -> list[str]:
     return [str(tmp_path / "m.o"), str(tmp_path / "f.o")]
 
 
-@pytest.mark.parametrize("what", long_beyond(["ignore-term", "stop-self"], {"ignore-term"}))
+@pytest.mark.parametrize("what", ["ignore-term", "stop-self"])
+@pytest.mark.long
 def test_a_link_command_is_bounded_by_the_build_timeout(hostile, objects, what):
     done = perflab("sweep", "link-order", "--objects", *objects, "--repeat", "1",
                    "--link-cmd", f"{hostile} {what} {{objects}} {{output}}",
@@ -340,6 +346,7 @@ def test_a_link_command_is_bounded_by_the_build_timeout(hostile, objects, what):
     nothing_left(hostile)
 
 
+@pytest.mark.long
 def test_a_build_command_is_bounded_by_the_build_timeout(hostile, tmp_path):
     compiler.link_wrappers()  # built once, before the clock: it runs under the same bound
     done = perflab("compare", "--build-cmd-a", f"{hostile} ignore-term", "--program-a",
@@ -349,7 +356,7 @@ def test_a_build_command_is_bounded_by_the_build_timeout(hostile, tmp_path):
     nothing_left(hostile)
 
 
-@pytest.mark.parametrize("tool", ["nm", "objdump"])
+@pytest.mark.parametrize("tool", long_beyond(["nm", "objdump"], {"nm"}))
 def test_binutils_are_bounded_by_the_build_timeout(hostile, tmp_path, monkeypatch, tool):
     """nm and objdump read binaries a user gave; one that keeps them busy (here a tool that
     ignores SIGTERM) is killed at the build timeout with everything it started."""
@@ -378,6 +385,7 @@ def test_a_supervisor_serves_on_after_its_child_signalled_it(hostile):
     nothing_left(hostile)
 
 
+@pytest.mark.long
 def test_a_build_command_runs_bounded_and_captured(hostile, tmp_path):
     script = tmp_path / "say"
     script.write_text("#!/bin/sh\necho out; echo err >&2; exit 3\n")

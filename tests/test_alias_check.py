@@ -3,8 +3,12 @@ prediction names alias and no others, times it in rounds spread over time, and g
 verdict only where the rounds agree (a single snapshot once read +403 % where nine later
 ones read 0 %)."""
 
+import json
+import time
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from perflab.lab.env_size import aliasing, windows
 
@@ -85,3 +89,55 @@ def test_a_record_from_before_the_rounds_still_reads():
     said = aliasing.AliasCheck(**old).sentence()
     assert "&inc ≡ &i, &g ≡ &j mod 4096" in said
     assert "(IQR +378%..+418%): this CPU pays" in said
+
+
+PAIR = "&g (stack) ≡ &i (static) mod 4096"
+
+
+def _check() -> list[dict]:
+    aliasing._recent.clear()  # as another process finds it: only what is on disk
+    return aliasing.check_all([PAIR], iterations=4096, trials=3)
+
+
+def test_a_stable_check_is_reused_by_the_next_process_in_the_boot_with_its_age(
+        tmp_path, monkeypatch):  # fmt: skip
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = _check()
+    again = _check()
+    if all(r["verdict"] != "unstable" for r in first):
+        assert [r["age_s"] for r in first] == [0.0, 0.0]
+        assert all(r["age_s"] > 0 for r in again)
+        assert [{**r, "age_s": 0.0} for r in again] == first
+    else:  # an unstable check is not kept: the next one looks again
+        assert all(r["age_s"] == 0.0 for r in again)
+
+
+@pytest.mark.parametrize("how", ["kept", "link", "unstable", "another boot", "another key"])
+def test_a_stored_check_is_trusted_only_as_this_boot_s_stable_file_of_its_key(
+        tmp_path, monkeypatch, how):  # fmt: skip
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    records = _check()
+    key = ((("store-load", aliasing.ALIASED), ("loop", *aliasing.loop_distances([PAIR]))), 4096,
+           3, None)  # fmt: skip
+    stored = [{**r, "verdict": "pays", "shows": True, "penalty": 9.0} for r in records]
+    aliasing._store(key, time.monotonic(), stored)
+    path = aliasing._path(key)
+    doc = json.loads(path.read_text())
+    if how == "unstable":
+        doc["records"] = [{**r, "verdict": "unstable"} for r in stored]
+    elif how == "another boot":
+        doc["boot_id"] = "0" * 36
+    elif how == "another key":
+        doc["key"][1] = 65536
+    forged = path.with_name("forged.json")
+    forged.write_text(json.dumps(doc))
+    path.unlink()
+    if how == "link":
+        path.symlink_to(forged)
+    else:
+        forged.rename(path)
+    again = _check()
+    if how == "kept":  # perflab's own regular file in its private directory, as a calibration
+        assert all(r["age_s"] > 0 and r["penalty"] == 9.0 for r in again)
+    else:
+        assert all(r["age_s"] == 0.0 and r["penalty"] != 9.0 for r in again)

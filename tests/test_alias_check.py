@@ -5,6 +5,7 @@ ones read 0 %)."""
 
 import json
 import time
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -116,10 +117,11 @@ def test_a_stable_check_is_reused_by_the_next_process_in_the_boot_with_its_age(
 def test_a_stored_check_is_trusted_only_as_this_boot_s_stable_file_of_its_key(
         tmp_path, monkeypatch, how):  # fmt: skip
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    records = _check()
     key = ((("store-load", aliasing.ALIASED), ("loop", *aliasing.loop_distances([PAIR]))), 4096,
            3, None)  # fmt: skip
-    stored = [{**r, "verdict": "pays", "shows": True, "penalty": 9.0} for r in records]
+    stored = [asdict(aliasing.AliasCheck(kernel, 2.0, 1.0, 9.0, 9.0, 9.0, True, "",
+                                         [9.0] * aliasing.ROUNDS, "pays"))
+              for kernel in ("store-load", "loop")]  # fmt: skip
     aliasing._store(key, time.monotonic(), stored)
     path = aliasing._path(key)
     doc = json.loads(path.read_text())

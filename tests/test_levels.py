@@ -11,6 +11,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import long_beyond
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -63,7 +64,7 @@ def test_the_median_plan_is_the_closed_form_from_recovered_components():
     assert p.counts[1] == 1 + int(np.argmin(cost)) and abs(p.counts[1] - closed) <= 0.1 * closed
 
 
-@pytest.mark.parametrize("layouts", [4, 10])
+@pytest.mark.parametrize("layouts", long_beyond([4, 10], {4}))
 def test_the_mean_of_layouts_covers_the_true_ratio_at_its_rate_through_disturbed_runs(layouts):
     """Four layouts too: a bootstrap over them cannot reach beyond the four values."""
     rng = np.random.default_rng(13)

@@ -48,7 +48,11 @@ def test_waiters_blocked_time_is_the_constructed_wait_and_mostly_futex(
     waiters = df[df["comm"] == "waiter"]
     assert sorted(waiters["tid"]) == sorted(known)
     leader = tl.loc[tl["tid"] == tl["pid"], "t_ns"].to_numpy()
-    wall = results.metadata(df)["wall_ns"]
+    meta = results.metadata(df)
+    wall = meta["wall_ns"]
+    # what the hypervisor took from the CPUs meanwhile (to a tick a CPU): a waiter stopped so
+    # while running lost it uncounted, as blocked (182 ms off at 12 % steal on a Zen 4 guest)
+    stolen = meta["steal_ns"] + proctasks.TICK_NS * os.cpu_count()
     for w in waiters.itertuples():
         reads = tl.loc[tl["tid"] == w.tid, "t_ns"].to_numpy()
         # readings miss the tail after a thread's last one (up to the next reading, which
@@ -58,6 +62,7 @@ def test_waiters_blocked_time_is_the_constructed_wait_and_mostly_futex(
         # after each wake-up (ms on one CPU the holder spins on: 27 ms off in a CI run)
         gone = leader[leader > reads[-1]].min(initial=wall)
         slack = max(np.diff(reads).max(), gone - reads[-1]) + proctasks.TICK_NS + w.runq_ns
+        slack += stolen if w.blocked_ns > known[w.tid] else 0
         assert abs(w.blocked_ns - known[w.tid]) <= slack, (w.blocked_ns, known[w.tid], slack)
         assert w.blocked_futex_ns > w.blocked_ns / 2
         causes = [getattr(w, c) for c in blockcause.COLUMNS]

@@ -72,6 +72,16 @@ def cpu_times() -> dict[int, tuple[int, int]]:
     return out
 
 
+def steal_ns() -> int:
+    """The ns the hypervisor has taken from this machine's CPUs since boot, summed over them
+    (/proc/stat's steal, in clock ticks): a thread it stopped while running lost that time on
+    CPU without the guest's kernel counting it as run or as waiting to run."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    steal = int(fields[8]) if fields[0] == "cpu" and len(fields) > 8 else 0
+    return steal * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
 def _on_cpu_ns() -> dict[tuple[int, int], int]:
     """Every thread's on-CPU time so far (schedstat's first field), by (pid, tid)."""
     out = {}

@@ -247,6 +247,10 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
     ]
     if over["no_utilisation"]:
         lines.insert(2, _no_utilisation(over, meta["interval_s"]))
+    if meta.get("steal_ns"):  # beside the blocked time it swells
+        lines.insert(-1, f"steal: the hypervisor took {_ms(meta['steal_ns'])} of this machine's "
+                         "CPUs while it ran; a thread it stopped while running counts that time "
+                         "as blocked")  # fmt: skip
     tables = [Table("threads", "per thread (ms)", frame, "{:,.1f}", _ids(summarize(frame)))]
     values: dict[str, Any] = {
         "program": over,
@@ -254,6 +258,7 @@ def summary(frame: pd.DataFrame, meta: dict[str, Any]) -> Summary:
         "strace": meta["strace"],
         "exit_records": meta["exit_records"],
         "perf_counters": meta["perf_counters"],
+        "steal_ns": meta.get("steal_ns"),
     }
     calls = syscalls(frame)
     if calls is None:

@@ -27,6 +27,7 @@ from perflab.store import results
 from perflab.system import (
     blockcause,
     counters,
+    cpuload,
     machine,
     perfsamples,
     proctasks,
@@ -350,7 +351,7 @@ def run(
             recorder.start()
         boot0 = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
         listener, why_not = _listener(exit_records)
-        t0 = time.monotonic_ns()
+        steal0, t0 = cpuload.steal_ns(), time.monotonic_ns()
         try:
             with _deferred(signal.SIGINT, signal.SIGTERM) as came:
                 fds = (0, 1 if stdout is None else stdout, 2 if stderr is None else stderr)
@@ -367,6 +368,7 @@ def run(
             finally:
                 status, ru = child.outcome()
                 child.kill_group()  # what it left behind in its group
+                steal = cpuload.steal_ns() - steal0
         finally:
             if listener:
                 listener.close()
@@ -399,6 +401,7 @@ def run(
         "readings": sampler.n,
         "cpus": cpus,
         "wall_ns": wall,
+        "steal_ns": steal,
         "program_cpu_ns": program_cpu,
         "utilisation": program_cpu / wall if wall else None,
         "threads_seen": len(rows),

@@ -132,6 +132,8 @@ def test_fresh_interpreter_is_refused_for_what_cannot_be_imported():
         ({"timeout": -1}, "timeout"),
         ({"executions": 5, "until_steady": True}, "until_steady needs executions 6 or more"),
         ({"until_steady": True, "steady_width": 0.9}, "steady_width must be 0.001 to 0.5"),
+        ({"steady_width": 0.05}, "steady_width=0.05 is where until_steady stops: give "
+                                 "until_steady=True with it"),
     ],
 )
 def test_bad_input_is_one_line_before_anything_runs(kwargs, said):

@@ -111,7 +111,7 @@ def warmup(
     timeout: float = CallablePlan.timeout,
     cpus: tuple[int, ...] = CallablePlan.cpus,
     until_steady: bool = CallablePlan.until_steady,
-    steady_width: float = CallablePlan.steady_width,
+    steady_width: float | None = None,
     output: str | os.PathLike | None = None,
 ) -> pd.DataFrame:
     """fn called `iterations` times in each of `executions` fresh processes, each call timed
@@ -123,8 +123,13 @@ def warmup(
     interrupted run keeps nothing, as the verb's). fresh="auto" runs a fresh interpreter where
     one can import fn, else forks (module docstring); "interpreter" or "fork" insists.
     until_steady: stop adding executions once the steady value over them is known to
-    steady_width, as the verb's --until-steady (analysis/steady.py)."""
+    steady_width (3 % when not given; refused without until_steady), as the verb's
+    --until-steady (analysis/steady.py)."""
     _check_callable(fn)
+    if steady_width is not None and not until_steady:
+        raise PerflabError(f"steady_width={steady_width} is where until_steady stops: give "
+                           "until_steady=True with it")  # fmt: skip
+    steady_width = STEADY_WIDTH if steady_width is None else steady_width
     CallablePlan(executions, iterations, fresh, env_max, seed, timeout, cpus, until_steady,
                  steady_width).check()  # fmt: skip
     how, where = _way(fn, fresh)

@@ -102,7 +102,7 @@ class Executions:
     @property
     def counts(self) -> dict[str, int]:
         """Executions per class, every class named."""
-        got = [e.classification for e in self.executions]
+        got: list[str] = [e.classification for e in self.executions]
         return {c: got.count(c) for c in ("flat", "warm-up", "slowdown", "no steady state")}
 
     def frame(self) -> pd.DataFrame:

@@ -58,9 +58,10 @@ def test_bisect_names_the_commit_that_made_it_slower_and_leaves_the_repository(t
     assert doc["first_slower"] == r["c2"]
     assert doc["ratio"] > 2 and doc["interval"][0] > 1  # 2 ms of loop against 16
     assert len(doc["steps"]) >= 2 and doc["steps"][0]["verdict"] == "slower"
-    # c1 builds c0's bytes: its interval lies far below the 8x step after one look, and stops
+    # c1 builds c0's bytes: its interval lies far below the 8x step after one look or two, and
+    # stops (CI's host, stealing 7 % of the vCPUs, once needed the second)
     same = [s for s in doc["steps"] if s["newer"] == r["c1"][:10] and s["older"] == r["c0"][:10]]
-    assert [s["runs"] for s in same] == [40], doc["steps"]
+    assert [s["runs"] for s in same] in ([40], [80]), doc["steps"]
     assert "unclear, below the step GOOD against BAD showed" in err
     assert _state(r["repo"]) == before
     assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
